@@ -1,0 +1,185 @@
+package tomlpos
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Error is a problem at a place in a file. Its text reads
+// "file:line:col: message", the form editors and terminals link to.
+type Error struct {
+	File string
+	Pos  Pos
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Pos.Line == 0:
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	case e.Pos.Col == 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Pos.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
+}
+
+// Errorf returns an *Error placed at path, or at its nearest indexed parent.
+func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
+	return &Error{File: ix.File, Pos: ix.Nearest(path...), Msg: fmt.Sprintf(format, args...)}
+}
+
+// Decode decodes src into v (a pointer to a struct) and rejects what v has no
+// place for. Syntax and type errors and every unknown key come back as
+// *Error values joined with errors.Join; the Index is returned for the
+// caller's own validation messages, and is nil when src does not parse.
+func Decode(file string, src []byte, v any) (*Index, error) {
+	md, err := toml.NewDecoder(strings.NewReader(string(src))).Decode(v)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, &Error{File: file, Pos: Pos{Line: pe.Position.Line, Col: pe.Position.Col}, Msg: parseMessage(pe)}
+		}
+		return nil, typeError(file, src, err)
+	}
+	ix := New(file, src)
+	var errs []error
+	undecoded := md.Undecoded()
+	seen := map[string]bool{}
+	for _, k := range undecoded {
+		if hasUndecodedParent(k, seen) {
+			continue
+		}
+		seen[k.String()] = true
+		msg := fmt.Sprintf("unknown key %q", k[len(k)-1])
+		if exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1]); len(exp) > 0 {
+			where := "here"
+			if len(k) > 1 {
+				where = "in " + strings.Join(k[:len(k)-1], ".")
+			}
+			msg += fmt.Sprintf(" (expected %s: %s)", where, strings.Join(exp, ", "))
+		}
+		places := ix.Matches(k)
+		if len(places) == 0 {
+			places = []Pos{{}}
+		}
+		for _, p := range places {
+			errs = append(errs, &Error{File: file, Pos: p, Msg: msg})
+		}
+	}
+	return ix, errors.Join(errs...)
+}
+
+var (
+	typeErrRE = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key "(.*)"\): (.*)$`)
+	badTypeRE = regexp.MustCompile(`^incompatible types: TOML value has type (.+); destination has type (.+)$`)
+)
+
+// typeError places the toml package's decode errors, which carry a line and
+// an index-free key in their text only.
+func typeError(file string, src []byte, err error) *Error {
+	m := typeErrRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+	}
+	line, _ := strconv.Atoi(m[1])
+	key, msg := m[2], m[3]
+	if b := badTypeRE.FindStringSubmatch(msg); b != nil {
+		msg = fmt.Sprintf("wrong type: want %s, found %s", b[2], b[1])
+	}
+	pos := Pos{Line: line}
+	for _, p := range New(file, src).Matches(strings.Split(key, ".")) {
+		if p.Line == line || line == 0 {
+			pos = p
+			break
+		}
+	}
+	return &Error{File: file, Pos: pos, Msg: fmt.Sprintf("key %q: %s", key, msg)}
+}
+
+func parseMessage(pe toml.ParseError) string {
+	msg := pe.Message
+	if pe.LastKey != "" {
+		msg = fmt.Sprintf("%s (key %q)", msg, pe.LastKey)
+	}
+	return msg
+}
+
+func hasUndecodedParent(k toml.Key, seen map[string]bool) bool {
+	for n := len(k) - 1; n > 0; n-- {
+		if seen[k[:n].String()] {
+			return true
+		}
+	}
+	return false
+}
+
+var unmarshalerType = reflect.TypeFor[toml.Unmarshaler]()
+
+// expectedKeys lists the TOML keys that the type at path accepts, for error
+// messages; nil when the type there is not a struct.
+func expectedKeys(t reflect.Type, path []string) []string {
+	t = elem(t)
+	for _, k := range path {
+		if t.Kind() != reflect.Struct {
+			if t.Kind() == reflect.Map {
+				t = elem(t.Elem())
+				continue
+			}
+			return nil
+		}
+		f, ok := fieldByKey(t, k)
+		if !ok {
+			return nil
+		}
+		t = elem(f.Type)
+	}
+	if t.Kind() != reflect.Struct || reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	var keys []string
+	for f := range t.Fields() {
+		if name := tomlName(f); name != "" {
+			keys = append(keys, name)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func elem(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+		t = t.Elem()
+	}
+	return t
+}
+
+func fieldByKey(t reflect.Type, k string) (reflect.StructField, bool) {
+	for f := range t.Fields() {
+		if tomlName(f) == k {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+func tomlName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag := f.Tag.Get("toml")
+	name, _, _ := strings.Cut(tag, ",")
+	switch name {
+	case "-":
+		return ""
+	case "":
+		return f.Name
+	}
+	return name
+}

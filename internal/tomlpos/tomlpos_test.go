@@ -1,0 +1,135 @@
+package tomlpos
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+const doc = `# comment
+title = "x" # trailing
+[owner]
+name = "a"
+"quoted key" = 1
+dotted.inner = 2
+
+[[project]]
+id = "one"
+text = """
+multi [line] = not a key
+"""
+list = [
+  "a",
+  { k = 1, j = 2 },
+]
+
+[[project]]
+id = "two"
+[project.axis.isolation]
+value = "strong"
+
+[[project.link]]
+to = "one"
+`
+
+func TestIndexPositions(t *testing.T) {
+	ix := New("f.toml", []byte(doc))
+	tests := []struct {
+		path []any
+		want Pos
+	}{
+		{[]any{"title"}, Pos{2, 1}},
+		{[]any{"owner"}, Pos{3, 1}},
+		{[]any{"owner", "name"}, Pos{4, 1}},
+		{[]any{"owner", "quoted key"}, Pos{5, 1}},
+		{[]any{"owner", "dotted", "inner"}, Pos{6, 1}},
+		{[]any{"project", 0}, Pos{8, 1}},
+		{[]any{"project", 0, "id"}, Pos{9, 1}},
+		{[]any{"project", 0, "list"}, Pos{13, 1}},
+		{[]any{"project", 0, "list", 1}, Pos{15, 3}},
+		{[]any{"project", 0, "list", 1, "j"}, Pos{15, 12}},
+		{[]any{"project", 1, "id"}, Pos{19, 1}},
+		{[]any{"project", 1, "axis", "isolation"}, Pos{20, 1}},
+		{[]any{"project", 1, "axis", "isolation", "value"}, Pos{21, 1}},
+		{[]any{"project", 1, "link", 0, "to"}, Pos{24, 1}},
+	}
+	for _, tt := range tests {
+		got, ok := ix.Lookup(tt.path...)
+		if !ok || got != tt.want {
+			t.Errorf("Lookup(%v) = %v, %v; want %v", tt.path, got, ok, tt.want)
+		}
+	}
+	if _, ok := ix.Lookup("project", 0, "multi"); ok {
+		t.Errorf("text inside a multi-line string was indexed as a key")
+	}
+	if got := ix.Nearest("project", 1, "axis", "isolation", "nope"); got != (Pos{20, 1}) {
+		t.Errorf("Nearest(missing child) = %v, want the parent's position 20:1", got)
+	}
+	if got := ix.Matches([]string{"project", "id"}); len(got) != 2 || got[0].Line != 9 || got[1].Line != 19 {
+		t.Errorf("Matches(project.id) = %v, want lines 9 and 19", got)
+	}
+}
+
+type testDoc struct {
+	Title   string `toml:"title"`
+	Project []struct {
+		ID   string `toml:"id"`
+		Tags []string
+	} `toml:"project"`
+}
+
+func TestDecodeUnknownKeys(t *testing.T) {
+	src := "title = \"t\"\n[[project]]\nid = \"a\"\n[[project]]\nid = \"b\"\nbogus = 1\n[extra]\nx = 1\n"
+	var d testDoc
+	_, err := Decode("cat.toml", []byte(src), &d)
+	if err == nil {
+		t.Fatal("Decode accepted unknown keys")
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		`cat.toml:6:1: unknown key "bogus" (expected in project: Tags, id)`,
+		`cat.toml:7:1: unknown key "extra" (expected here: project, title)`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("Decode error = %q, want it to contain %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, `"x"`) {
+		t.Errorf("Decode error reports a key inside an unknown table: %q", msg)
+	}
+}
+
+func TestDecodeSyntaxAndTypeErrors(t *testing.T) {
+	tests := []struct {
+		src, want string
+	}{
+		{"title = \"t\"\n\nproject = [ 1, \n", "cat.toml:3:"},
+		{"title = 5\n", "cat.toml:1:"},
+		{"title = \"a\"\ntitle = \"b\"\n", "cat.toml:2:"},
+	}
+	for _, tt := range tests {
+		var d testDoc
+		ix, err := Decode("cat.toml", []byte(tt.src), &d)
+		var pe *Error
+		if !errors.As(err, &pe) || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("Decode(%q) = %v, want an *Error starting %q", tt.src, err, tt.want)
+		}
+		if ix != nil {
+			t.Errorf("Decode(%q) returned an index for input that does not parse", tt.src)
+		}
+	}
+}
+
+func FuzzIndex(f *testing.F) {
+	f.Add(doc)
+	f.Add("a = [[1,2],[3]]\nb = {c = {d = 'x'}}\n")
+	f.Add("s = '''\n''''\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		ix := New("fuzz.toml", []byte(src)) // must terminate without panicking
+		for _, k := range ix.order {
+			if p := ix.pos[k]; p.Line < 1 || p.Col < 1 {
+				t.Fatalf("position %v for %q is not 1-based", p, k)
+			}
+		}
+	})
+}

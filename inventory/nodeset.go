@@ -1,0 +1,356 @@
+package inventory
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxNodeSetSize bounds how many names one node set may expand to, so that a
+// typo such as gpu[1-100000000] is an error instead of an out-of-memory crash.
+const MaxNodeSetSize = 1 << 20
+
+// maxDigits is the longest run of digits treated as a number; longer runs
+// are plain text (they do not fit a uint64 comfortably).
+const maxDigits = 18
+
+// ExpandPattern expands one node-set pattern in ClusterShell syntax into
+// names, in the order the ranges give: "gpu[01-03,07]" is gpu01, gpu02,
+// gpu03, gpu07; "r[1-2]-g[1-2]" is r1-g1, r1-g2, r2-g1, r2-g2; a range may
+// have a step ("[1-9/2]"). Zero padding is kept: "[08-10]" gives 08, 09, 10.
+// A pattern without brackets is a single name. Operators (",", "!", "&", "^")
+// and groups belong to expressions, see Inventory.Select.
+func ExpandPattern(pattern string) ([]string, error) {
+	if pattern == "" {
+		return nil, fmt.Errorf("node set: empty name")
+	}
+	names := []string{""}
+	i := 0
+	for i < len(pattern) {
+		c := pattern[i]
+		switch c {
+		case '[':
+			end := strings.IndexByte(pattern[i:], ']')
+			if end < 0 {
+				return nil, fmt.Errorf("node set %q: column %d: '[' is never closed", pattern, i+1)
+			}
+			values, err := expandRangeSet(pattern[i+1 : i+end])
+			if err != nil {
+				return nil, fmt.Errorf("node set %q: column %d: %w", pattern, i+2, err)
+			}
+			if len(names)*len(values) > MaxNodeSetSize {
+				return nil, fmt.Errorf("node set %q: expands to more than %d names", pattern, MaxNodeSetSize)
+			}
+			next := make([]string, 0, len(names)*len(values))
+			for _, n := range names {
+				for _, v := range values {
+					next = append(next, n+v)
+				}
+			}
+			names = next
+			i += end + 1
+		case ']':
+			return nil, fmt.Errorf("node set %q: column %d: ']' without '['", pattern, i+1)
+		default:
+			if !validNameByte(c) {
+				return nil, fmt.Errorf("node set %q: column %d: %q cannot appear in a host name", pattern, i+1, c)
+			}
+			j := i
+			for j < len(pattern) && pattern[j] != '[' && pattern[j] != ']' && validNameByte(pattern[j]) {
+				j++
+			}
+			for k := range names {
+				names[k] += pattern[i:j]
+			}
+			i = j
+		}
+	}
+	return names, nil
+}
+
+func validNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == ':' || c == '%'
+}
+
+// expandRangeSet expands the inside of brackets: "01-04,07,10-20/5".
+func expandRangeSet(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty range []")
+	}
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		rng, stepText, hasStep := strings.Cut(part, "/")
+		step := uint64(1)
+		if hasStep {
+			n, err := strconv.ParseUint(stepText, 10, 32)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("range %q: step must be a positive number", part)
+			}
+			step = n
+		}
+		loText, hiText, isRange := strings.Cut(rng, "-")
+		if !isRange {
+			hiText = loText
+		}
+		lo, err := parseNum(loText)
+		if err != nil {
+			return nil, fmt.Errorf("range %q: %w", part, err)
+		}
+		hi, err := parseNum(hiText)
+		if err != nil {
+			return nil, fmt.Errorf("range %q: %w", part, err)
+		}
+		if hi < lo {
+			return nil, fmt.Errorf("range %q: %s is greater than %s", part, loText, hiText)
+		}
+		width := padWidth(loText)
+		if width > 0 && formatNum(hi, width) != hiText {
+			return nil, fmt.Errorf("range %q: %s and %s are padded differently", part, loText, hiText)
+		}
+		if (hi-lo)/step+uint64(len(out)) >= MaxNodeSetSize {
+			return nil, fmt.Errorf("range %q: more than %d names", part, MaxNodeSetSize)
+		}
+		for v := lo; v <= hi; v += step {
+			out = append(out, formatNum(v, width))
+			if hi-v < step {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+func parseNum(s string) (uint64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("missing number")
+	}
+	if len(s) > maxDigits {
+		return 0, fmt.Errorf("number %q has more than %d digits", s, maxDigits)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%q is not a number", s)
+		}
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+// padWidth is the zero-padded width of a number as written, 0 when natural.
+func padWidth(s string) int {
+	if len(s) > 1 && s[0] == '0' {
+		return len(s)
+	}
+	return 0
+}
+
+func formatNum(v uint64, width int) string {
+	s := strconv.FormatUint(v, 10)
+	if len(s) < width {
+		s = strings.Repeat("0", width-len(s)) + s
+	}
+	return s
+}
+
+// splitName cuts a name into text and number runs: "rack2-gpu07" is
+// texts ["rack", "-gpu", ""] and nums ["2", "07"].
+func splitName(name string) (texts, nums []string) {
+	text := strings.Builder{}
+	for i := 0; i < len(name); {
+		if name[i] < '0' || name[i] > '9' {
+			text.WriteByte(name[i])
+			i++
+			continue
+		}
+		j := i
+		for j < len(name) && name[j] >= '0' && name[j] <= '9' {
+			j++
+		}
+		if j-i > maxDigits {
+			text.WriteString(name[i:j])
+		} else {
+			texts = append(texts, text.String())
+			text.Reset()
+			nums = append(nums, name[i:j])
+		}
+		i = j
+	}
+	return append(texts, text.String()), nums
+}
+
+// CompareNames orders host names naturally: gpu2 before gpu10, rack1-gpu9
+// before rack2-gpu1; among equal numbers the shorter spelling comes first.
+func CompareNames(a, b string) int {
+	at, an := splitName(a)
+	bt, bn := splitName(b)
+	for i := 0; ; i++ {
+		if i >= len(at) || i >= len(bt) {
+			return len(at) - len(bt)
+		}
+		if c := strings.Compare(at[i], bt[i]); c != 0 {
+			return c
+		}
+		if i >= len(an) || i >= len(bn) {
+			if c := len(an) - len(bn); c != 0 {
+				return c
+			}
+			continue
+		}
+		av, _ := strconv.ParseUint(an[i], 10, 64)
+		bv, _ := strconv.ParseUint(bn[i], 10, 64)
+		switch {
+		case av < bv:
+			return -1
+		case av > bv:
+			return 1
+		}
+		if c := len(an[i]) - len(bn[i]); c != 0 {
+			return c
+		}
+	}
+}
+
+// FoldNames folds a list of host names into the shortest usual node-set
+// form, the inverse of expansion: gpu01..gpu06 and gpu08 fold to
+// "gpu[01-06,08]", and several numeric positions fold too
+// ("rack[1-2]-gpu[01-08]"). Duplicates are dropped; the result expands to
+// exactly the set of names given. Names holding characters that have a
+// meaning in node sets are returned as they are.
+func FoldNames(names []string) string {
+	type group struct {
+		texts []string
+		rows  [][]string // numeric fields per name
+	}
+	groups := map[string]*group{}
+	var keys []string
+	seen := map[string]bool{}
+	var plain []string
+	for _, n := range names {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		texts, nums := splitName(n)
+		if len(nums) == 0 || strings.ContainsAny(n, "[],!&^@ ") {
+			plain = append(plain, n)
+			continue
+		}
+		k := strings.Join(texts, "\x00")
+		g := groups[k]
+		if g == nil {
+			g = &group{texts: texts}
+			groups[k] = g
+			keys = append(keys, k)
+		}
+		g.rows = append(g.rows, nums)
+	}
+	out := plain
+	for _, k := range keys {
+		g := groups[k]
+		for _, fields := range foldRows(g.rows) {
+			var b strings.Builder
+			for i, t := range g.texts {
+				b.WriteString(t)
+				if i < len(fields) {
+					f := fields[i]
+					if strings.ContainsAny(f, ",-") {
+						f = "[" + f + "]"
+					}
+					b.WriteString(f)
+				}
+			}
+			out = append(out, b.String())
+		}
+	}
+	slices.SortFunc(out, CompareNames)
+	return strings.Join(out, ",")
+}
+
+// foldRows folds rows of numeric fields, last field first: rows that agree on
+// every other field have their last field merged into a range set, then rows
+// that agree on everything but the field before it are merged, and so on.
+func foldRows(rows [][]string) [][]string {
+	dims := len(rows[0])
+	for d := dims - 1; d >= 0; d-- {
+		type bucket struct {
+			key    []string
+			values []string
+		}
+		var order []string
+		buckets := map[string]*bucket{}
+		for _, r := range rows {
+			key := slices.Concat(r[:d], r[d+1:])
+			k := strings.Join(key, "\x00")
+			b := buckets[k]
+			if b == nil {
+				b = &bucket{key: key}
+				buckets[k] = b
+				order = append(order, k)
+			}
+			b.values = append(b.values, r[d])
+		}
+		next := make([][]string, 0, len(order))
+		for _, k := range order {
+			b := buckets[k]
+			row := slices.Concat(b.key[:d], []string{foldRangeSet(b.values)}, b.key[d:])
+			next = append(next, row)
+		}
+		rows = next
+	}
+	return rows
+}
+
+// foldRangeSet folds numbers as written ("01", "02", "07") into "01-02,07".
+// A value that is already a folded range set is split first.
+func foldRangeSet(values []string) string {
+	type num struct {
+		v uint64
+		s string
+	}
+	var nums []num
+	seen := map[string]bool{}
+	for _, val := range values {
+		items, err := expandRangeSet(val)
+		if err != nil {
+			items = []string{val}
+		}
+		for _, s := range items {
+			if seen[s] {
+				continue
+			}
+			seen[s] = true
+			v, _ := strconv.ParseUint(s, 10, 64)
+			nums = append(nums, num{v, s})
+		}
+	}
+	slices.SortFunc(nums, func(a, b num) int {
+		if a.v != b.v {
+			if a.v < b.v {
+				return -1
+			}
+			return 1
+		}
+		return len(a.s) - len(b.s)
+	})
+	var parts []string
+	for i := 0; i < len(nums); {
+		lo, width := nums[i], padWidth(nums[i].s)
+		hi := lo
+		j := i + 1
+		for j < len(nums) && nums[j].v == hi.v+1 && formatNum(nums[j].v, width) == nums[j].s {
+			hi = nums[j]
+			j++
+		}
+		if hi.v == lo.v {
+			parts = append(parts, lo.s)
+		} else {
+			parts = append(parts, lo.s+"-"+hi.s)
+		}
+		// Values equal to one already placed but spelled differently
+		// (1 and 01) start their own range on the next pass.
+		i = j
+	}
+	return strings.Join(parts, ",")
+}
