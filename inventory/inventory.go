@@ -1,0 +1,179 @@
+// Package inventory is the model of the hosts gpulab reaches: defaults for
+// SSH, hosts with labels and jump hosts, groups, and Kubernetes contexts, as
+// read from an inventory.toml file. Host lists use ClusterShell's node-set
+// syntax (gpu[001-128], @group, exclusion with "!") plus label selectors.
+//
+// The package only describes hosts; it does not connect to them and does not
+// read ~/.ssh/config. Zero values mean "not set here", so that the
+// orchestrator can fall back to ssh_config and then to OpenSSH's defaults.
+package inventory
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Built-in defaults for the settings that are gpulab's own (not OpenSSH's).
+const (
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultCommandTimeout    = 10 * time.Minute
+	DefaultInactivityTimeout = 2 * time.Minute
+	DefaultConcurrency       = 64
+)
+
+// Inventory is a loaded, validated inventory. The zero value is not useful;
+// use Load, Parse or Empty.
+type Inventory struct {
+	// File is the path the inventory was read from; empty for Empty().
+	File     string
+	Defaults Defaults
+	// Hosts are the hosts in file order, node sets expanded.
+	Hosts []Host
+	// Groups maps a group name to its member host names, in inventory order.
+	Groups map[string][]string
+	Kube   []KubeContext
+
+	byName map[string]int
+}
+
+// Defaults apply to every host that does not set its own value.
+type Defaults struct {
+	User              string   `toml:"user" json:"user,omitempty"`
+	Port              int      `toml:"port" json:"port,omitempty"`
+	IdentityFile      string   `toml:"identity_file" json:"identity_file,omitempty"`
+	KnownHosts        string   `toml:"known_hosts" json:"known_hosts,omitempty"`
+	SSHConfig         string   `toml:"ssh_config" json:"ssh_config,omitempty"`
+	Jump              string   `toml:"jump" json:"jump,omitempty"`
+	ConnectTimeout    Duration `toml:"connect_timeout" json:"connect_timeout"`
+	CommandTimeout    Duration `toml:"command_timeout" json:"command_timeout"`
+	InactivityTimeout Duration `toml:"inactivity_timeout" json:"inactivity_timeout"`
+	Concurrency       int      `toml:"concurrency" json:"concurrency"`
+}
+
+// Host is one SSH host. Empty strings and zero ports mean the inventory does
+// not set them (Defaults, then ssh_config, then OpenSSH's defaults apply).
+type Host struct {
+	Name         string            `json:"name"`
+	Address      string            `json:"address"`
+	Port         int               `json:"port,omitempty"`
+	User         string            `json:"user,omitempty"`
+	IdentityFile string            `json:"identity_file,omitempty"`
+	Jump         string            `json:"jump,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Groups       []string          `json:"groups,omitempty"`
+	// Adhoc is set for a host named in a host expression but absent from
+	// the inventory; it carries the defaults only.
+	Adhoc bool `json:"adhoc,omitempty"`
+	// Source is where the host was defined ("inventory.toml:12:1").
+	Source string `json:"source,omitempty"`
+}
+
+// KubeContext names a Kubernetes cluster that gpulab reads, as kubectl
+// would: a kubeconfig file and a context in it.
+type KubeContext struct {
+	Name       string `toml:"name" json:"name"`
+	Kubeconfig string `toml:"kubeconfig" json:"kubeconfig,omitempty"`
+	Context    string `toml:"context" json:"context,omitempty"`
+	Namespace  string `toml:"namespace" json:"namespace,omitempty"`
+	// Nodes is a host expression naming the inventory hosts that are this
+	// cluster's nodes.
+	Nodes     string   `toml:"nodes" json:"nodes,omitempty"`
+	NodeNames []string `toml:"-" json:"node_names,omitempty"`
+}
+
+// Empty returns the built-in default inventory: no hosts, gpulab's defaults.
+func Empty() *Inventory {
+	inv := &Inventory{Groups: map[string][]string{}, byName: map[string]int{}}
+	inv.Defaults.applyBuiltins()
+	return inv
+}
+
+func (d *Defaults) applyBuiltins() {
+	if d.ConnectTimeout.Duration == 0 {
+		d.ConnectTimeout.Duration = DefaultConnectTimeout
+	}
+	if d.CommandTimeout.Duration == 0 {
+		d.CommandTimeout.Duration = DefaultCommandTimeout
+	}
+	if d.InactivityTimeout.Duration == 0 {
+		d.InactivityTimeout.Duration = DefaultInactivityTimeout
+	}
+	if d.Concurrency == 0 {
+		d.Concurrency = DefaultConcurrency
+	}
+}
+
+// Host returns the host called name, if the inventory has it.
+func (inv *Inventory) Host(name string) (Host, bool) {
+	i, ok := inv.byName[name]
+	if !ok {
+		return Host{}, false
+	}
+	return inv.Hosts[i], true
+}
+
+// adhoc is the host gpulab uses for a name the inventory does not have.
+func (inv *Inventory) adhoc(name string) Host {
+	return Host{Name: name, Address: name, Adhoc: true}
+}
+
+// GroupNames returns the group names in sorted order.
+func (inv *Inventory) GroupNames() []string {
+	names := make([]string, 0, len(inv.Groups))
+	for g := range inv.Groups {
+		names = append(names, g)
+	}
+	sortStrings(names)
+	return names
+}
+
+// Duration is a TOML duration written as a string ("30s", "5m"). Bare
+// numbers are refused: BurntSushi/toml would read them as nanoseconds.
+type Duration struct {
+	time.Duration
+}
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (d *Duration) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a duration in quotes such as \"30s\" or \"5m\", found %v", v)
+	}
+	dur, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (use units: \"500ms\", \"30s\", \"5m\", \"1h\")", s)
+	}
+	if dur <= 0 {
+		return fmt.Errorf("duration %q must be positive", s)
+	}
+	d.Duration = dur
+	return nil
+}
+
+// MarshalText prints the duration as Go does ("10s").
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// StringList is a TOML value that may be one string or an array of strings.
+type StringList []string
+
+// UnmarshalTOML implements toml.Unmarshaler.
+func (l *StringList) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case string:
+		*l = StringList{x}
+		return nil
+	case []any:
+		out := make(StringList, 0, len(x))
+		for i, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("element %d: want a string, found %v", i+1, e)
+			}
+			out = append(out, s)
+		}
+		*l = out
+		return nil
+	}
+	return fmt.Errorf("want a string or an array of strings, found %v", v)
+}

@@ -1,0 +1,192 @@
+package inventory
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/tomlpos"
+)
+
+func loadExample(t *testing.T) *Inventory {
+	t.Helper()
+	inv, err := Load("../inventory.toml")
+	if err != nil {
+		t.Fatalf("the documented example inventory.toml does not load: %v", err)
+	}
+	return inv
+}
+
+func TestExampleInventory(t *testing.T) {
+	inv := loadExample(t)
+	if got := len(inv.Hosts); got != 16 {
+		t.Errorf("example has %d hosts, want 16 (8+4+1+1+2)", got)
+	}
+	h, ok := inv.Host("gpu010")
+	if !ok {
+		t.Fatal("gpu010 (from gpu[009-012]) is missing")
+	}
+	if h.Address != "gpu010.a100.example.net" || h.Labels["mig"] != "enabled" || h.Source != "../inventory.toml:49:1" {
+		t.Errorf("gpu010 = %+v, want address from {name}, label mig=enabled, source line 49", h)
+	}
+	if got := strings.Join(h.Groups, ","); got != "a100,gpus,infer,lab" {
+		t.Errorf("gpu010 groups = %q, want a100,gpus,infer,lab", got)
+	}
+	if d := inv.Defaults; d.ConnectTimeout.Duration != 10*time.Second || d.InactivityTimeout.Duration != 2*time.Minute || d.Concurrency != 64 || d.User != "ops" {
+		t.Errorf("defaults = %+v", d)
+	}
+	if got := FoldNames(inv.Groups["a100-whole"]); got != "gpu[001-008]" {
+		t.Errorf("@a100-whole = %q, want gpu[001-008]", got)
+	}
+	if len(inv.Kube) != 1 || FoldNames(inv.Kube[0].NodeNames) != "gpu[001-012],h200-01" {
+		t.Errorf("kube = %+v, want lab with nodes gpu[001-012],h200-01", inv.Kube)
+	}
+}
+
+func TestSelect(t *testing.T) {
+	inv := loadExample(t)
+	tests := []struct{ expr, want string }{
+		{"gpu[001-003]", "gpu[001-003]"},
+		{"@a100", "gpu[001-012]"},
+		{"@a100!gpu[002-011]", "gpu[001,012]"},
+		{"@a100&@rack=r13", "gpu[009-012]"},
+		{"@gpu=a100-80gb", "dgx-[01-02],gpu[001-008]"},
+		{"@train^gpu[007-010]", "gpu[001-006,009-010]"},
+		{"*!@gpus", "bastion"},
+		{"@all!@gpus", "bastion"},
+		{"gpu001,newhost[1-2]", "gpu001,newhost[1-2]"},
+		{" @dc2 , h200-01 ", "dgx-[01-02],h200-01"},
+		{"@rack=nope", ""},
+	}
+	for _, tt := range tests {
+		hosts, err := inv.Select(tt.expr)
+		if err != nil {
+			t.Errorf("Select(%q) error: %v", tt.expr, err)
+			continue
+		}
+		if got := FoldNames(Names(hosts)); got != tt.want {
+			t.Errorf("Select(%q) = %q, want %q", tt.expr, got, tt.want)
+		}
+	}
+	hosts, _ := inv.Select("newhost1,gpu002")
+	if hosts[0].Name != "gpu002" || hosts[1].Adhoc != true || hosts[1].Address != "newhost1" {
+		t.Errorf("Select(newhost1,gpu002) = %+v, want inventory hosts first, then ad-hoc ones", hosts)
+	}
+}
+
+func TestSelectErrors(t *testing.T) {
+	inv := loadExample(t)
+	tests := []struct{ expr, want string }{
+		{"", "empty host expression"},
+		{"@nope", "unknown group @nope (groups: a100, a100-whole, dc2, gpus, infer, lab, train)"},
+		{"!gpu01", "'!' needs a set to remove from"},
+		{"gpu01,,gpu02", `column 7: missing a host or group before ","`},
+		{"gpu[01-", "'[' is never closed"},
+		{"@=x", "want @key=value"},
+	}
+	for _, tt := range tests {
+		_, err := inv.Select(tt.expr)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Select(%q) error = %v, want it to contain %q", tt.expr, err, tt.want)
+		}
+	}
+	if _, err := Empty().Select("@x"); err == nil || !strings.Contains(err.Error(), "defines no groups") {
+		t.Errorf("Empty().Select(@x) error = %v, want 'defines no groups'", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"unknown key", "[defaults]\nuser = \"a\"\nusr = \"b\"\n",
+			[]string{`inv.toml:3:1: unknown key "usr" (expected in defaults: command_timeout, concurrency, connect_timeout, identity_file, inactivity_timeout, jump, known_hosts, port, ssh_config, user)`}},
+		{"unknown host key", "[[host]]\nname = \"a\"\n[[host]]\nname = \"b\"\nlables = {x = \"y\"}\n",
+			[]string{`inv.toml:5:1: unknown key "lables"`}},
+		{"bare number duration", "[defaults]\nconnect_timeout = 10\n",
+			[]string{`inv.toml:2:19: want a duration in quotes such as "30s"`}},
+		{"bad duration", "[defaults]\ncommand_timeout = \"ten\"\n",
+			[]string{`inv.toml:2:20: "ten" is not a duration`}},
+		{"wrong type", "[defaults]\nport = \"22\"\n",
+			[]string{`inv.toml:2:1: key "defaults.port": wrong type: want integer, found string`}},
+		{"syntax", "[[host]]\nname = \"a\n",
+			[]string{`inv.toml:2:`}},
+		{"no name", "[[host]]\naddress = \"x\"\n",
+			[]string{`inv.toml:1:1: host has no name`}},
+		{"bad node set", "[[host]]\nname = \"gpu[3-1]\"\n",
+			[]string{`inv.toml:2:1: node set "gpu[3-1]": column 5: range "3-1": 3 is greater than 1`}},
+		{"duplicate", "[[host]]\nname = \"gpu[1-3]\"\n[[host]]\nname = \"gpu2\"\n",
+			[]string{`inv.toml:4:1: host "gpu2" is already defined at inv.toml:1:1`}},
+		{"shared address", "[[host]]\nname = \"gpu[1-3]\"\naddress = \"10.0.0.1\"\n",
+			[]string{`inv.toml:3:1: address "10.0.0.1" is shared by 3 hosts; use {name}`}},
+		{"port range", "[[host]]\nname = \"a\"\nport = 70000\n",
+			[]string{`inv.toml:3:1: port 70000 is out of range`}},
+		{"bad label", "[[host]]\nname = \"a\"\nlabels = { gpu = \"a 100\" }\n",
+			[]string{`inv.toml:3:12: label gpu="a 100"`}},
+		{"bad jump", "[[host]]\nname = \"a\"\njump = \"b;rm -rf /\"\n",
+			[]string{`inv.toml:3:1: jump "b;rm -rf /": want [user@]host[:port]`}},
+		{"unknown group", "[[host]]\nname = \"a\"\n[groups]\ng = \"@h\"\n",
+			[]string{`inv.toml:4:1: group "g": host expression "@h": unknown group @h`}},
+		{"group not in inventory", "[[host]]\nname = \"a\"\n[groups]\ng = \"a,b\"\n",
+			[]string{`inv.toml:4:1: group "g": host expression "a,b": host "b" is not in the inventory`}},
+		{"group cycle", "[[host]]\nname = \"a\"\n[groups]\ng = \"@h\"\nh = \"@g\"\n",
+			[]string{`group "g": host expression "@h": host expression "@g": groups refer to each other in a cycle: @g -> @h -> @g`}},
+		{"kube", "[[kube]]\ncontext = \"x\"\n[[kube]]\nname = \"k\"\nnodes = \"@none\"\n",
+			[]string{`inv.toml:1:1: kube context has no name`, `inv.toml:5:1: host expression "@none": unknown group @none`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("inv.toml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("Parse accepted %q", tt.src)
+			}
+			var pe *tomlpos.Error
+			if !errors.As(err, &pe) {
+				t.Errorf("Parse error %v is not a *tomlpos.Error", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Parse error =\n%v\nwant it to contain\n%s", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLocate(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"HOME": dir}
+	_, err := Locate(func(k string) string { return env[k] })
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), dir+"/.config/gpulab/inventory.toml") {
+		t.Errorf("Locate with nothing there = %v, want ErrNotFound naming where it looked", err)
+	}
+	env[EnvInventory] = "../inventory.toml"
+	if p, err := Locate(func(k string) string { return env[k] }); err != nil || p != "../inventory.toml" {
+		t.Errorf("Locate with %s set = %q, %v", EnvInventory, p, err)
+	}
+	if _, err := Load(dir + "/missing.toml"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("Load(missing) = %v, want 'does not exist'", err)
+	}
+}
+
+// FuzzParse feeds arbitrary files to the loader: it must return an inventory
+// or an error, never panic, and a returned inventory must select itself.
+func FuzzParse(f *testing.F) {
+	f.Add("[[host]]\nname = \"gpu[1-4]\"\ngroups = [\"g\"]\n[groups]\nh = \"@g!gpu2\"\n")
+	f.Add("[defaults]\nport = 22\n[[kube]]\nname = \"k\"\nnodes = \"*\"\n")
+	f.Fuzz(func(t *testing.T, src string) {
+		inv, err := Parse("fuzz.toml", []byte(src))
+		if err != nil {
+			return
+		}
+		if len(inv.Hosts) == 0 {
+			return
+		}
+		hosts, err := inv.Select("*")
+		if err != nil || len(hosts) != len(inv.Hosts) {
+			t.Fatalf("Select(*) = %d hosts, %v; want all %d", len(hosts), err, len(inv.Hosts))
+		}
+	})
+}

@@ -1,0 +1,185 @@
+package inventory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Select returns the hosts a host expression names, inventory hosts in
+// inventory order followed by names the inventory does not have (as Adhoc
+// hosts, in natural order), so that gpulab also works on hosts known only
+// to ~/.ssh/config.
+//
+// The syntax is ClusterShell's, read left to right:
+//
+//	gpu[001-128]            a node set
+//	gpu[01-04,07],login1    "," is union
+//	gpu[01-16]!gpu07        "!" removes
+//	@a100&@rack=r12         "&" keeps what both sides have
+//	@a100^@h100             "^" keeps what exactly one side has
+//	@train                  a group
+//	@gpu=a100               hosts whose label gpu is a100; @gpu=* any value
+//	* or @all               every inventory host
+func (inv *Inventory) Select(expr string) ([]Host, error) {
+	return inv.selectWith(expr, inv.groupRef, false)
+}
+
+func (inv *Inventory) groupRef(name string) ([]string, error) {
+	m, ok := inv.Groups[name]
+	if !ok {
+		known := inv.GroupNames()
+		if len(known) == 0 {
+			return nil, fmt.Errorf("unknown group @%s (the inventory defines no groups)", name)
+		}
+		return nil, fmt.Errorf("unknown group @%s (groups: %s)", name, strings.Join(known, ", "))
+	}
+	return m, nil
+}
+
+type setOp byte
+
+// selectWith evaluates expr; ref resolves @group; strict refuses names that
+// are not in the inventory.
+func (inv *Inventory) selectWith(expr string, ref func(string) ([]string, error), strict bool) ([]Host, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, fmt.Errorf("empty host expression")
+	}
+	var (
+		result = map[string]bool{}
+		depth  int
+		start  int
+		op     = setOp(',')
+	)
+	apply := func(end int) error {
+		term := strings.TrimSpace(expr[start:end])
+		if term == "" {
+			return fmt.Errorf("host expression %q: column %d: missing a host or group before %q", expr, end+1, string(byte(op)))
+		}
+		names, err := inv.term(term, ref, strict)
+		if err != nil {
+			return fmt.Errorf("host expression %q: %w", expr, err)
+		}
+		set := make(map[string]bool, len(names))
+		for _, n := range names {
+			set[n] = true
+		}
+		switch op {
+		case ',':
+			for n := range set {
+				result[n] = true
+			}
+		case '!':
+			for n := range set {
+				delete(result, n)
+			}
+		case '&':
+			for n := range result {
+				if !set[n] {
+					delete(result, n)
+				}
+			}
+		case '^':
+			for n := range set {
+				if result[n] {
+					delete(result, n)
+				} else {
+					result[n] = true
+				}
+			}
+		}
+		return nil
+	}
+	for i := 0; i < len(expr); i++ {
+		switch c := expr[i]; c {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',', '!', '&', '^':
+			if depth > 0 {
+				continue
+			}
+			if i == 0 && c == '!' {
+				return nil, fmt.Errorf("host expression %q: column 1: '!' needs a set to remove from (for example \"@all!gpu07\")", expr)
+			}
+			if err := apply(i); err != nil {
+				return nil, err
+			}
+			op, start = setOp(c), i+1
+		}
+	}
+	if err := apply(len(expr)); err != nil {
+		return nil, err
+	}
+	return inv.hostsFor(result), nil
+}
+
+// term resolves one operand: a node set, @group, @label=value or @all.
+func (inv *Inventory) term(t string, ref func(string) ([]string, error), strict bool) ([]string, error) {
+	if t == "*" || t == "@all" || t == "@*" {
+		names := make([]string, len(inv.Hosts))
+		for i, h := range inv.Hosts {
+			names[i] = h.Name
+		}
+		return names, nil
+	}
+	if rest, ok := strings.CutPrefix(t, "@"); ok {
+		if key, value, isLabel := strings.Cut(rest, "="); isLabel {
+			if key == "" || value == "" {
+				return nil, fmt.Errorf("label selector %q: want @key=value", t)
+			}
+			var names []string
+			for _, h := range inv.Hosts {
+				if v, has := h.Labels[key]; has && (value == "*" || v == value) {
+					names = append(names, h.Name)
+				}
+			}
+			return names, nil
+		}
+		return ref(rest)
+	}
+	names, err := ExpandPattern(t)
+	if err != nil {
+		return nil, err
+	}
+	if strict {
+		for _, n := range names {
+			if _, ok := inv.byName[n]; !ok {
+				return nil, fmt.Errorf("host %q is not in the inventory", n)
+			}
+		}
+	}
+	return names, nil
+}
+
+func (inv *Inventory) hostsFor(set map[string]bool) []Host {
+	var known []int
+	var adhoc []string
+	for n := range set {
+		if i, ok := inv.byName[n]; ok {
+			known = append(known, i)
+		} else {
+			adhoc = append(adhoc, n)
+		}
+	}
+	slices.Sort(known)
+	slices.SortFunc(adhoc, CompareNames)
+	out := make([]Host, 0, len(set))
+	for _, i := range known {
+		out = append(out, inv.Hosts[i])
+	}
+	for _, n := range adhoc {
+		out = append(out, inv.adhoc(n))
+	}
+	return out
+}
+
+// Names returns the hosts' names.
+func Names(hosts []Host) []string {
+	out := make([]string, len(hosts))
+	for i, h := range hosts {
+		out[i] = h.Name
+	}
+	return out
+}
