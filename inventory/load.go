@@ -18,10 +18,10 @@ const EnvInventory = "GPULAB_INVENTORY"
 
 // fileSchema is inventory.toml as written.
 type fileSchema struct {
-	Defaults Defaults              `toml:"defaults"`
-	Host     []hostEntry           `toml:"host"`
-	Groups   map[string]StringList `toml:"groups"`
-	Kube     []KubeContext         `toml:"kube"`
+	Defaults Defaults                      `toml:"defaults"`
+	Host     []hostEntry                   `toml:"host"`
+	Groups   map[string]tomlpos.StringList `toml:"groups"`
+	Kube     []KubeContext                 `toml:"kube"`
 }
 
 type hostEntry struct {
@@ -206,7 +206,7 @@ func checkJump(j string) error {
 	return nil
 }
 
-func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]StringList, entries []hostEntry) []error {
+func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]tomlpos.StringList, entries []hostEntry) []error {
 	var errs []error
 	// Membership declared on hosts (host.groups = [...]).
 	declared := map[string][]string{}
