@@ -49,9 +49,22 @@ type Axis struct {
 
 // Level is one value an axis can take.
 type Level struct {
-	ID          string `toml:"id" json:"id"`
-	Name        string `toml:"name" json:"name"`
+	ID   string `toml:"id" json:"id"`
+	Name string `toml:"name" json:"name"`
+	// Short is a label of a few letters for narrow tables; the ID when empty.
+	Short       string `toml:"short" json:"short,omitempty"`
 	Description string `toml:"description" json:"description"`
+}
+
+// Label returns the level's name, or its short label when short is set.
+func (l Level) Label(short bool) string {
+	switch {
+	case !short:
+		return l.Name
+	case l.Short != "":
+		return l.Short
+	}
+	return l.ID
 }
 
 // Dimension is an AI-era dimension (attribute-aware allocation, interconnect
@@ -154,15 +167,22 @@ func (c *Catalog) InPlane(plane string) []Project {
 
 // LevelNames returns the display names of a project's levels on an axis,
 // joined with " + ".
-func (c *Catalog) LevelNames(p Project, axis string) string {
+func (c *Catalog) LevelNames(p Project, axis string) string { return c.LevelLabels(p, axis, false) }
+
+// LevelLabels is LevelNames, or the short labels joined with "+" when short
+// is set.
+func (c *Catalog) LevelLabels(p Project, axis string, short bool) string {
 	a, _ := c.Axis(axis)
 	var names []string
 	for _, id := range p.Axes[axis].Levels {
 		if l, _, ok := a.Level(id); ok {
-			names = append(names, l.Name)
+			names = append(names, l.Label(short))
 		} else {
 			names = append(names, id)
 		}
+	}
+	if short {
+		return strings.Join(names, "+")
 	}
 	return strings.Join(names, " + ")
 }

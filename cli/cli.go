@@ -1,0 +1,213 @@
+// Package cli is gpulab's command line: the workbench with no arguments, and
+// a headless twin of every screen for scripts (text tables, or --json).
+//
+// Exit codes are a contract: 0 ok; 1 a check or a host failed; 2 a usage or
+// configuration error (bad flag, unreadable or invalid inventory or catalog).
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/landscape"
+)
+
+// Exit codes.
+const (
+	ExitOK     = 0
+	ExitFailed = 1
+	ExitUsage  = 2
+)
+
+// Version is the build's version, set with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// Env is what a command may touch of the process: streams and environment.
+// Tests pass their own.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+	// IsTerminal reports whether stdout is a terminal (the workbench needs one).
+	IsTerminal bool
+}
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func configErr(err error) error { return &exitError{code: ExitUsage, err: err} }
+
+// errSilentFailure reports exit 1 after the command printed its own result.
+var errSilentFailure = &exitError{code: ExitFailed, err: errors.New("")}
+
+// options are the persistent flags.
+type options struct {
+	env       Env
+	json      bool
+	catalogs  []string
+	inventory string
+	noColor   bool
+}
+
+// Main runs gpulab with args (without the program name) and returns the exit code.
+func Main(args []string, env Env) int {
+	o := &options{env: env}
+	root := newRoot(o)
+	root.SetArgs(args)
+	root.SetIn(env.Stdin)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitUsage // cobra's own errors are flag and argument errors
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintf(env.Stderr, "gpulab: %s\n", indentJoined(msg))
+	}
+	if code == ExitUsage && !errors.As(err, &ee) {
+		fmt.Fprintln(env.Stderr, "Run 'gpulab --help' for usage.")
+	}
+	return code
+}
+
+// indentJoined prints the lines of a joined error under the first one.
+func indentJoined(msg string) string {
+	return strings.ReplaceAll(msg, "\n", "\n  ")
+}
+
+func newRoot(o *options) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpulab",
+		Short: "Terminal workbench and agentless SSH lab orchestrator for GPU clusters",
+		Long: `gpulab is a terminal workbench for GPU infrastructure. With no command it
+opens the workbench on the Map: the control, data and workload planes and the
+projects that live in them; the Matrix places every project on four decision
+axes (resource unit, isolation, fragmentation source, governance).
+
+Every screen has a command-line twin that prints the same content as a text
+table, or as JSON with --json, for scripts.
+
+Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
+		Example: `  gpulab                                 # open the workbench
+  gpulab matrix --filter isolation=strong   # the Matrix, filtered, as text
+  gpulab matrix --json | jq '.projects[].name'
+  gpulab catalog show hami               # one project's card
+  gpulab inventory check inventory.toml  # validate an inventory
+  gpulab inventory list -H '@a100!gpu007' --inventory inventory.toml`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return runWorkbench(cmd, o) },
+	}
+	root.Version = Version
+	pf := root.PersistentFlags()
+	pf.BoolVar(&o.json, "json", false, "print JSON instead of text (stable keys, for scripts)")
+	pf.StringArrayVar(&o.catalogs, "catalog", nil, "add the catalog files in `DIR` (or one file) to the built-in catalog; repeatable")
+	pf.StringVar(&o.inventory, "inventory", "", "inventory `FILE` (default: $GPULAB_INVENTORY, then ~/.config/gpulab/inventory.toml)")
+	pf.BoolVar(&o.noColor, "no-color", false, "draw without colour (also when NO_COLOR is set)")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newVersionCmd(o))
+	return root
+}
+
+// loadCatalog loads the built-in catalog plus --catalog directories.
+func (o *options) loadCatalog() (*landscape.Catalog, error) {
+	c, err := landscape.Load(o.catalogs)
+	if err != nil {
+		return nil, configErr(fmt.Errorf("catalog: %w", err))
+	}
+	return c, nil
+}
+
+// loadInventory loads --inventory, or the first default location, or the
+// built-in empty inventory when required is false and none exists.
+func (o *options) loadInventory(required bool) (*inventory.Inventory, error) {
+	path := o.inventory
+	if path == "" {
+		p, err := inventory.Locate(o.getenv)
+		if errors.Is(err, inventory.ErrNotFound) && !required {
+			return inventory.Empty(), nil
+		}
+		if err != nil {
+			return nil, configErr(err)
+		}
+		path = p
+	}
+	inv, err := inventory.Load(path)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return inv, nil
+}
+
+func (o *options) getenv(k string) string {
+	if o.env.Getenv == nil {
+		return os.Getenv(k)
+	}
+	return o.env.Getenv(k)
+}
+
+// writeJSON prints v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// Problem is one error as JSON: where, and what.
+type Problem struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Column  int    `json:"column,omitempty"`
+	Message string `json:"message"`
+}
+
+// problems flattens joined errors into Problems.
+func problems(err error) []Problem {
+	var out []Problem
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				walk(inner)
+			}
+			return
+		case *tomlpos.Error:
+			out = append(out, Problem{File: x.File, Line: x.Pos.Line, Column: x.Pos.Col, Message: x.Msg})
+			return
+		}
+		// A wrapper that only adds a prefix ("catalog: ") says nothing new.
+		if inner := errors.Unwrap(e); inner != nil && strings.HasSuffix(e.Error(), inner.Error()) {
+			walk(inner)
+			return
+		}
+		out = append(out, Problem{Message: e.Error()})
+	}
+	walk(err)
+	return out
+}

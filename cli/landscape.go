@@ -1,0 +1,338 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/tui"
+)
+
+func newMapCmd(o *options) *cobra.Command {
+	var plane string
+	cmd := &cobra.Command{
+		Use:   "map",
+		Short: "Print the three-plane map: each plane and the projects that live in it",
+		Long: `Print the Map as text: the control, data and workload planes, the question
+each answers, and the projects that live in each (a project that also acts in
+another plane says so).`,
+		Example: `  gpulab map
+  gpulab map --plane data
+  gpulab map --json | jq '.planes[] | {plane: .id, projects: [.projects[].id]}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.loadCatalog()
+			if err != nil {
+				return err
+			}
+			if plane != "" {
+				if _, ok := c.Plane(plane); !ok {
+					return usageErr("--plane %q: want one of: %s", plane, planeIDs(c))
+				}
+			}
+			return printMap(cmd.OutOrStdout(), c, plane, o.json)
+		},
+	}
+	cmd.Flags().StringVar(&plane, "plane", "", "show only this `PLANE` (control, data, workload)")
+	return cmd
+}
+
+type mapJSON struct {
+	Planes []mapPlaneJSON `json:"planes"`
+}
+
+type mapPlaneJSON struct {
+	landscape.Plane
+	Projects []mapProjectJSON `json:"projects"`
+}
+
+type mapProjectJSON struct {
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Kind    string   `json:"kind"`
+	Summary string   `json:"summary"`
+	Spans   []string `json:"spans,omitempty"`
+}
+
+func printMap(w io.Writer, c *landscape.Catalog, only string, asJSON bool) error {
+	var m mapJSON
+	for _, pl := range c.Planes {
+		if only != "" && pl.ID != only {
+			continue
+		}
+		mp := mapPlaneJSON{Plane: pl, Projects: []mapProjectJSON{}}
+		for _, p := range c.InPlane(pl.ID) {
+			mp.Projects = append(mp.Projects, mapProjectJSON{ID: p.ID, Name: p.Name, Kind: p.Kind, Summary: p.Summary, Spans: p.Spans})
+		}
+		m.Planes = append(m.Planes, mp)
+	}
+	if asJSON {
+		return writeJSON(w, m)
+	}
+	for i, pl := range m.Planes {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintf(w, "%s: %s\n", strings.ToUpper(pl.Name), pl.Question)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, p := range pl.Projects {
+			also := ""
+			if len(p.Spans) > 0 {
+				also = " (also " + strings.Join(p.Spans, ", ") + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", p.ID, p.Name, p.Kind, also)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newMatrixCmd(o *options) *cobra.Command {
+	var (
+		plane, filter, search, sortBy string
+		desc, why                     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "matrix",
+		Short: "Print the decision-axis matrix: projects × resource unit, isolation, fragmentation, governance",
+		Long: `Print the Matrix as a text table: every project's level on each of the four
+decision axes. Filter by plane, by a level of an axis and by text, and sort
+by an axis (levels are ordered: e.g. isolation none < soft < strong <
+verifiable). --why adds the one-sentence reason under each row.`,
+		Example: `  gpulab matrix
+  gpulab matrix --filter isolation=strong
+  gpulab matrix --plane data --sort isolation --desc
+  gpulab matrix --search nvlink --why
+  gpulab matrix --json | jq '.projects[] | select(.axes.isolation.levels | index("strong")) | .name'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.loadCatalog()
+			if err != nil {
+				return err
+			}
+			f := landscape.Filter{Plane: plane, Text: search}
+			if plane != "" {
+				if _, ok := c.Plane(plane); !ok {
+					return usageErr("--plane %q: want one of: %s", plane, planeIDs(c))
+				}
+			}
+			if filter != "" {
+				axis, level, ok := strings.Cut(filter, "=")
+				a, found := c.Axis(axis)
+				if !ok || !found {
+					return usageErr("--filter %q: want AXIS=LEVEL, AXIS one of: %s", filter, axisIDs(c))
+				}
+				if _, _, ok := a.Level(level); !ok {
+					return usageErr("--filter %q: axis %s has levels: %s", filter, axis, levelIDs(a))
+				}
+				f.Axis, f.Level = axis, level
+			}
+			if sortBy != "" && sortBy != "plane" {
+				if _, ok := c.Axis(sortBy); !ok {
+					return usageErr("--sort %q: want plane or an axis: %s", sortBy, axisIDs(c))
+				}
+			}
+			var rows []landscape.Project
+			for _, p := range c.Projects {
+				if f.Match(p) {
+					rows = append(rows, p)
+				}
+			}
+			if sortBy != "" {
+				c.Sort(rows, strings.TrimPrefix(sortBy, "plane"), desc)
+			}
+			return printMatrix(cmd.OutOrStdout(), c, rows, why, o.json)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&plane, "plane", "", "only projects that act in `PLANE`")
+	fl.StringVar(&filter, "filter", "", "only projects at `AXIS=LEVEL` (e.g. isolation=strong)")
+	fl.StringVar(&search, "search", "", "only projects whose name, kind or summary contains `TEXT`")
+	fl.StringVar(&sortBy, "sort", "", "sort by `AXIS` (level order) or plane")
+	fl.BoolVar(&desc, "desc", false, "sort descending")
+	fl.BoolVar(&why, "why", false, "print each placement's reason under the row")
+	return cmd
+}
+
+type matrixJSON struct {
+	Axes     []landscape.Axis    `json:"axes"`
+	Projects []matrixProjectJSON `json:"projects"`
+}
+
+type matrixProjectJSON struct {
+	ID    string                   `json:"id"`
+	Name  string                   `json:"name"`
+	Plane string                   `json:"plane"`
+	Spans []string                 `json:"spans,omitempty"`
+	Axes  map[string]placementJSON `json:"axes"`
+}
+
+type placementJSON struct {
+	Levels []string `json:"levels"`
+	Names  []string `json:"names"`
+	Why    string   `json:"why"`
+}
+
+func printMatrix(w io.Writer, c *landscape.Catalog, rows []landscape.Project, why, asJSON bool) error {
+	if asJSON {
+		m := matrixJSON{Axes: c.Axes, Projects: []matrixProjectJSON{}}
+		for _, p := range rows {
+			mp := matrixProjectJSON{ID: p.ID, Name: p.Name, Plane: p.Plane, Spans: p.Spans, Axes: map[string]placementJSON{}}
+			for _, a := range c.Axes {
+				pl := p.Axes[a.ID]
+				var names []string
+				for _, id := range pl.Levels {
+					l, _, _ := a.Level(id)
+					names = append(names, l.Name)
+				}
+				mp.Axes[a.ID] = placementJSON{Levels: slices.Clone([]string(pl.Levels)), Names: names, Why: pl.Why}
+			}
+			m.Projects = append(m.Projects, mp)
+		}
+		return writeJSON(w, m)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"PROJECT", "PLANE"}
+	for _, a := range c.Axes {
+		head = append(head, strings.ToUpper(a.Name))
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, p := range rows {
+		cells := []string{p.Name, p.Plane}
+		for _, a := range c.Axes {
+			cells = append(cells, c.LevelNames(p, a.ID))
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		if why {
+			for _, a := range c.Axes {
+				fmt.Fprintf(tw, "  %s: %s\t\t\t\t\t\n", a.Short, p.Axes[a.ID].Why)
+			}
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(w, "(no project matches)")
+	}
+	return nil
+}
+
+func newCatalogCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "catalog",
+		Short: "Show projects and validate catalog files",
+		Long: `The catalog is the landscape the Map and Matrix draw: planes, axes with their
+levels, AI-era dimensions, labs and projects. The built-in catalog is embedded;
+--catalog DIR adds your own files of the same schema (see README.md).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "check DIR|FILE",
+		Short: "Validate catalog files on top of the built-in catalog",
+		Long: `Validate a contributor's catalog files against the schema and the built-in
+catalog: unknown keys, missing axes, unknown levels, planes and links are
+reported with file:line:column. Exit 0 when valid, 1 when not.`,
+		Example: `  gpulab catalog check my-projects/
+  gpulab catalog check my-projects/scheduler.toml --json`,
+		Args: exactArgs(1, "a directory or a .toml file"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := landscape.Check(args[0])
+			return reportCheck(cmd.OutOrStdout(), o.json, args[0], err, func() string {
+				return fmt.Sprintf("%s: ok (catalog now has %d projects)", args[0], len(c.Projects))
+			})
+		},
+	})
+	var width int
+	show := &cobra.Command{
+		Use:   "show PROJECT",
+		Short: "Print a project's card: axes with reasons, acceptance questions, labs, links",
+		Example: `  gpulab catalog show mig
+  gpulab catalog show hami --json`,
+		Args: exactArgs(1, "a project id (gpulab map lists them)"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.loadCatalog()
+			if err != nil {
+				return err
+			}
+			p, ok := c.Project(args[0])
+			if !ok {
+				return usageErr("no project %q in the catalog (gpulab map lists them)", args[0])
+			}
+			if o.json {
+				return writeJSON(cmd.OutOrStdout(), p)
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), tui.PlainCard(c, p, width))
+			return err
+		},
+	}
+	show.Flags().IntVar(&width, "width", 80, "wrap at `COLUMNS`")
+	cmd.AddCommand(show)
+	return cmd
+}
+
+// reportCheck prints a check's outcome; an invalid file is exit 1.
+func reportCheck(w io.Writer, asJSON bool, subject string, err error, ok func() string) error {
+	if asJSON {
+		out := struct {
+			Subject  string    `json:"subject"`
+			OK       bool      `json:"ok"`
+			Problems []Problem `json:"problems"`
+		}{Subject: subject, OK: err == nil, Problems: []Problem{}}
+		if err != nil {
+			out.Problems = problems(err)
+		}
+		if werr := writeJSON(w, out); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return errSilentFailure
+		}
+		return nil
+	}
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	_, werr := fmt.Fprintln(w, ok())
+	return werr
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usageErr("%s: want %s, got %d arguments", cmd.CommandPath(), what, len(args))
+		}
+		return nil
+	}
+}
+
+func planeIDs(c *landscape.Catalog) string {
+	var ids []string
+	for _, p := range c.Planes {
+		ids = append(ids, p.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+func axisIDs(c *landscape.Catalog) string {
+	var ids []string
+	for _, a := range c.Axes {
+		ids = append(ids, a.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+func levelIDs(a landscape.Axis) string {
+	var ids []string
+	for _, l := range a.Levels {
+		ids = append(ids, l.ID)
+	}
+	return strings.Join(ids, ", ")
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/tui"
+)
+
+// EnvFirstFrameExit, when set, makes the workbench quit right after drawing
+// its first frame; bench/startup.sh uses it to time start-up.
+const EnvFirstFrameExit = "GPULAB_EXIT_AFTER_FIRST_FRAME"
+
+func runWorkbench(cmd *cobra.Command, o *options) error {
+	if !o.env.IsTerminal {
+		return usageErr("the workbench needs a terminal; for text use `gpulab map` or `gpulab matrix` (--json for scripts)")
+	}
+	c, err := o.loadCatalog()
+	if err != nil {
+		return err
+	}
+	inv, err := o.loadInventory(false)
+	if err != nil {
+		return err
+	}
+	if o.noColor || o.getenv("NO_COLOR") != "" {
+		lipgloss.SetColorProfile(termenv.Ascii)
+	}
+	var model tea.Model = tui.New(tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles()})
+	if o.getenv(EnvFirstFrameExit) != "" {
+		model = tui.QuitAfterFirstFrame(model)
+	}
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(cmd.OutOrStdout()))
+	if _, err := p.Run(); err != nil {
+		return fmt.Errorf("workbench: %w", err)
+	}
+	return nil
+}
+
+func newVersionCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print gpulab's version",
+		Example: "  gpulab version --json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := struct {
+				Version string `json:"version"`
+				Go      string `json:"go"`
+				OS      string `json:"os"`
+				Arch    string `json:"arch"`
+				Module  string `json:"module,omitempty"`
+			}{Version: Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+			if bi, ok := debug.ReadBuildInfo(); ok {
+				info.Module = bi.Main.Path
+			}
+			if o.json {
+				return writeJSON(cmd.OutOrStdout(), info)
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "gpulab %s (%s, %s/%s)\n", info.Version, info.Go, info.OS, info.Arch)
+			return err
+		},
+	}
+}

@@ -1,0 +1,35 @@
+// Command gpulab is a terminal workbench and agentless SSH lab orchestrator
+// for GPU clusters.
+//
+// With no arguments it opens the workbench on the Map: the control, data and
+// workload planes of the GPU-infrastructure landscape and the projects in
+// each; the Matrix places every project on four decision axes (resource unit,
+// isolation, fragmentation source, governance). Every screen has a
+// command-line twin (gpulab map, gpulab matrix, ...) with --json for scripts.
+//
+// Usage:
+//
+//	gpulab [command] [flags]
+//
+// Run 'gpulab --help' for the commands, and 'gpulab COMMAND --help' for
+// each one's flags and examples. Exit codes: 0 ok, 1 a check or host failed,
+// 2 usage or configuration error.
+package main
+
+import (
+	"os"
+
+	"github.com/mattn/go-isatty"
+
+	"github.com/gpulab/gpulab/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], cli.Env{
+		Stdin:      os.Stdin,
+		Stdout:     os.Stdout,
+		Stderr:     os.Stderr,
+		Getenv:     os.Getenv,
+		IsTerminal: isatty.IsTerminal(os.Stdout.Fd()) && isatty.IsTerminal(os.Stdin.Fd()),
+	}))
+}

@@ -1,0 +1,254 @@
+// Package tui is gpulab's terminal workbench: a root model that routes to one
+// component per view (Map, Matrix, Fleet, Runbooks, Labs, Results, Cluster)
+// and draws the header with tabs, the status bar and the help around it.
+//
+// Views are pure: they draw from their state and the size SetSize gave them.
+// The package reads no files and opens no connections; its data arrives
+// through Options.
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/landscape"
+)
+
+// Options is what the workbench shows.
+type Options struct {
+	Catalog   *landscape.Catalog
+	Inventory *inventory.Inventory
+	// Version is shown in the header.
+	Version string
+	Styles  Styles
+}
+
+// Model is the root model. It implements tea.Model.
+type Model struct {
+	views    []Component
+	active   int
+	keys     GlobalKeys
+	help     help.Model
+	showHelp bool
+	styles   Styles
+	width    int
+	height   int
+	version  string
+}
+
+// New builds the workbench on the Map.
+func New(opts Options) Model {
+	st := opts.Styles
+	inv := opts.Inventory
+	if inv == nil {
+		inv = inventory.Empty()
+	}
+	h := help.New()
+	h.ShowAll = true
+	m := Model{
+		keys:    DefaultGlobalKeys(),
+		help:    h,
+		styles:  st,
+		version: opts.Version,
+		views: []Component{
+			newMapView(opts.Catalog, st),
+			newMatrixView(opts.Catalog, st),
+			newHintView("Fleet", fleetHint(inv), st),
+			newHintView("Runbooks", "Runbooks run the topology and troubleshooting command sheet on many hosts and turn the output into facts. None are loaded in this build.", st),
+			newHintView("Labs", "Labs are MIU scenarios scored live, criterion by criterion. The labs that give evidence about each project are listed on its card in the Map.", st),
+			newHintView("Results", "Results are lab records (standard result table and verdicts). No records yet.", st),
+			newHintView("Cluster", clusterHint(inv), st),
+		},
+	}
+	m.SetSize(80, 24)
+	return m
+}
+
+func fleetHint(inv *inventory.Inventory) string {
+	if len(inv.Hosts) == 0 {
+		return "No hosts: gpulab is on its built-in default. Pass --inventory FILE (see inventory.toml) to list your fleet."
+	}
+	return "Inventory " + inv.File + ": " + inventory.FoldNames(inventory.Names(inv.Hosts)) + ". Fan-out over SSH is not part of this build; `gpulab inventory list -H EXPR` lists hosts."
+}
+
+func clusterHint(inv *inventory.Inventory) string {
+	if len(inv.Kube) == 0 {
+		return "No Kubernetes context in the inventory ([[kube]] tables name kubeconfig and context)."
+	}
+	names := make([]string, len(inv.Kube))
+	for i, k := range inv.Kube {
+		names[i] = k.Name
+	}
+	return "Kubernetes contexts in the inventory: " + strings.Join(names, ", ") + ". Reading them is not part of this build."
+}
+
+// Init implements tea.Model.
+func (m Model) Init() tea.Cmd {
+	cmds := make([]tea.Cmd, 0, len(m.views))
+	for _, v := range m.views {
+		cmds = append(cmds, v.Init())
+	}
+	return tea.Batch(cmds...)
+}
+
+// Update implements tea.Model.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.SetSize(msg.Width, msg.Height)
+		return m, nil
+	case tea.KeyMsg:
+		if cmd, handled := m.handleKey(msg); handled {
+			return m, cmd
+		}
+	}
+	return m.updateActive(msg)
+}
+
+func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	if msg.Type == tea.KeyCtrlC {
+		return tea.Quit, true
+	}
+	if m.views[m.active].Capturing() {
+		return nil, false
+	}
+	switch {
+	case key.Matches(msg, m.keys.Quit):
+		return tea.Quit, true
+	case key.Matches(msg, m.keys.Help):
+		m.showHelp = !m.showHelp
+		return nil, true
+	case m.showHelp && msg.Type == tea.KeyEsc:
+		m.showHelp = false
+		return nil, true
+	case key.Matches(msg, m.keys.NextTab):
+		m.selectTab(m.active + 1)
+		return nil, true
+	case key.Matches(msg, m.keys.PrevTab):
+		m.selectTab(m.active - 1)
+		return nil, true
+	case key.Matches(msg, m.keys.GoTab):
+		m.selectTab(int(msg.Runes[0] - '1'))
+		return nil, true
+	}
+	return nil, false
+}
+
+func (m *Model) selectTab(i int) {
+	n := len(m.views)
+	m.active = ((i % n) + n) % n
+	m.showHelp = false
+}
+
+func (m Model) updateActive(msg tea.Msg) (tea.Model, tea.Cmd) {
+	v, cmd := m.views[m.active].Update(msg)
+	m.views[m.active] = v
+	return m, cmd
+}
+
+// SetSize lays the workbench out for a terminal of the given size.
+func (m *Model) SetSize(width, height int) {
+	m.width, m.height = max(width, 20), max(height, 6)
+	m.help.Width = m.width
+	for _, v := range m.views {
+		v.SetSize(m.width, m.bodyHeight())
+	}
+}
+
+// bodyHeight is what is left for a view: header and status take a line each.
+func (m Model) bodyHeight() int { return m.height - 2 }
+
+// Active returns the title of the active view.
+func (m Model) Active() string { return m.views[m.active].Title() }
+
+// View implements tea.Model.
+func (m Model) View() string {
+	body := m.views[m.active].View()
+	if m.showHelp {
+		body = m.helpView()
+	}
+	body = fit(body, m.width, m.bodyHeight())
+	return lipgloss.JoinVertical(lipgloss.Left, m.header(), body, m.statusBar())
+}
+
+func (m Model) header() string {
+	brand := m.styles.Brand.Render("gpulab")
+	parts := []string{brand, " "}
+	for i, v := range m.views {
+		label := v.Title()
+		if i == m.active {
+			parts = append(parts, m.styles.ActiveTab.Render("["+label+"]"))
+		} else {
+			parts = append(parts, m.styles.Tab.Render(" "+label+" "))
+		}
+	}
+	line := strings.Join(parts, "")
+	if w := lipgloss.Width(line); w > m.width {
+		// Narrow terminal: number the tabs instead of naming them all.
+		line = brand + " " + m.styles.ActiveTab.Render("["+m.views[m.active].Title()+"]") +
+			m.styles.Tab.Render(" "+strconv.Itoa(m.active+1)+"/"+strconv.Itoa(len(m.views))+" tab: next")
+	}
+	if m.version != "" {
+		ver := m.styles.Status.Render(m.version)
+		if gap := m.width - lipgloss.Width(line) - lipgloss.Width(ver); gap > 1 {
+			line += strings.Repeat(" ", gap) + ver
+		}
+	}
+	return fit(line, m.width, 1)
+}
+
+func (m Model) statusBar() string {
+	v := m.views[m.active]
+	left := m.styles.Status.Render(v.Status())
+	keys := append(v.ShortHelp(), m.keys.Help, m.keys.Quit)
+	hints := make([]string, len(keys))
+	for i, b := range keys {
+		h := b.Help()
+		hints[i] = m.styles.StatusKey.Render(h.Key) + " " + m.styles.Status.Render(h.Desc)
+	}
+	// Drop the view's hints from the end until they fit; help and quit stay.
+	for len(hints) > 2 && lipgloss.Width(left)+2+lipgloss.Width(strings.Join(hints, "  ")) > m.width {
+		hints = append(hints[:len(hints)-3], hints[len(hints)-2:]...)
+	}
+	right := strings.Join(hints, "  ")
+	gap := max(2, m.width-lipgloss.Width(left)-lipgloss.Width(right))
+	return fit(left+strings.Repeat(" ", gap)+right, m.width, 1)
+}
+
+func (m Model) helpView() string {
+	v := m.views[m.active]
+	groups := append(v.FullHelp(), []key.Binding{m.keys.NextTab, m.keys.PrevTab, m.keys.GoTab, m.keys.Help, m.keys.Quit})
+	title := m.styles.CardTitle.Render("Keys: " + v.Title())
+	body := m.help.FullHelpView(groups)
+	more := m.styles.Hint.Render("esc or ? closes help. Every view has a command-line twin: gpulab --help.")
+	return m.styles.HelpPanel.Render(lipgloss.JoinVertical(lipgloss.Left, title, "", body, "", more))
+}
+
+// fit pads or cuts s to exactly width columns and height lines, so that a
+// view can never push the status bar off screen.
+func fit(s string, width, height int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > height {
+		lines = lines[:height]
+	}
+	for i, l := range lines {
+		if w := lipgloss.Width(l); w > width {
+			l = ansi.Truncate(l, width, "…")
+			w = lipgloss.Width(l)
+			lines[i] = l + strings.Repeat(" ", max(0, width-w))
+		} else {
+			lines[i] = l + strings.Repeat(" ", width-w)
+		}
+	}
+	for len(lines) < height {
+		lines = append(lines, strings.Repeat(" ", width))
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,248 @@
+package tui
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpulab/gpulab/landscape"
+)
+
+// wideLayout is the width from which the card sits beside the planes
+// instead of under them.
+const wideLayout = 120
+
+// mapView draws the three planes as bands holding their projects; the
+// selected project's card sits beside (wide) or under (narrow) the bands.
+type mapView struct {
+	cat    *landscape.Catalog
+	card   cardRenderer
+	styles Styles
+	keys   MoveKeys
+
+	order []landscape.Project // plane by plane, catalog order within
+	chips []chipPos           // layout of order[i]
+	sel   int
+
+	width, height int
+	bandsWidth    int
+
+	open  bool // full card shown in a scrollable viewport
+	pager viewport.Model
+}
+
+type chipPos struct {
+	row    int // row among all chip rows, across bands
+	x0, x1 int
+}
+
+func newMapView(cat *landscape.Catalog, st Styles) *mapView {
+	v := &mapView{cat: cat, card: cardRenderer{cat: cat, styles: st}, styles: st, keys: DefaultMoveKeys()}
+	for _, p := range cat.Planes {
+		v.order = append(v.order, cat.InPlane(p.ID)...)
+	}
+	v.pager = viewport.New(0, 0)
+	return v
+}
+
+func (v *mapView) Init() tea.Cmd    { return nil }
+func (v *mapView) Title() string    { return "Map" }
+func (v *mapView) Capturing() bool  { return false }
+func (v *mapView) Selected() string { return v.order[v.sel].ID }
+
+func (v *mapView) Status() string {
+	p := v.order[v.sel]
+	return p.Name + " (" + strconv.Itoa(v.sel+1) + "/" + strconv.Itoa(len(v.order)) + ")"
+}
+
+func (v *mapView) ShortHelp() []key.Binding {
+	if v.open {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+	}
+	return []key.Binding{moveHint, v.keys.Open}
+}
+
+func (v *mapView) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{v.keys.Up, v.keys.Down, v.keys.Left, v.keys.Right},
+		{v.keys.Home, v.keys.End, v.keys.Open, v.keys.Back},
+	}
+}
+
+// moveHint stands for the four arrows in the status bar.
+var moveHint = key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("←↑↓→", "move"))
+
+func (v *mapView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.bandsWidth = w
+	if w >= wideLayout {
+		v.bandsWidth = w * 11 / 20
+	}
+	v.layout()
+	v.pager.Width, v.pager.Height = w, h
+	if v.open {
+		v.pager.SetContent(v.card.full(v.order[v.sel], w-2))
+	}
+}
+
+// layout places the chips in rows that fit the bands' width.
+func (v *mapView) layout() {
+	v.chips = make([]chipPos, len(v.order))
+	row, i := 0, 0
+	inner := v.bandsWidth - 2
+	for _, pl := range v.cat.Planes {
+		x := 0
+		started := false
+		for ; i < len(v.order) && v.order[i].Plane == pl.ID; i++ {
+			w := lipgloss.Width(v.order[i].Name) + 2
+			if started && x+w > inner {
+				row++
+				x = 0
+			}
+			v.chips[i] = chipPos{row: row, x0: x, x1: x + w}
+			x += w
+			started = true
+		}
+		if started {
+			row++
+		}
+	}
+}
+
+func (v *mapView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return v, nil
+	}
+	if v.open {
+		return v.updateOpen(km)
+	}
+	switch {
+	case key.Matches(km, v.keys.Left):
+		v.sel = max(0, v.sel-1)
+	case key.Matches(km, v.keys.Right):
+		v.sel = min(len(v.order)-1, v.sel+1)
+	case key.Matches(km, v.keys.Up):
+		v.moveRow(-1)
+	case key.Matches(km, v.keys.Down):
+		v.moveRow(+1)
+	case key.Matches(km, v.keys.Home):
+		v.sel = 0
+	case key.Matches(km, v.keys.End):
+		v.sel = len(v.order) - 1
+	case key.Matches(km, v.keys.Open):
+		v.open = true
+		v.pager.SetContent(v.card.full(v.order[v.sel], v.width-2))
+		v.pager.GotoTop()
+	}
+	return v, nil
+}
+
+func (v *mapView) updateOpen(km tea.KeyMsg) (Component, tea.Cmd) {
+	if key.Matches(km, v.keys.Back) || key.Matches(km, v.keys.Open) {
+		v.open = false
+		return v, nil
+	}
+	var cmd tea.Cmd
+	v.pager, cmd = v.pager.Update(km)
+	return v, cmd
+}
+
+// moveRow moves the selection to the chip in the next or previous row whose
+// centre is nearest to the current one.
+func (v *mapView) moveRow(dir int) {
+	cur := v.chips[v.sel]
+	target := cur.row + dir
+	best, bestDist := -1, 1<<30
+	centre := (cur.x0 + cur.x1) / 2
+	for i, c := range v.chips {
+		if c.row != target {
+			continue
+		}
+		d := abs((c.x0+c.x1)/2 - centre)
+		if d < bestDist {
+			best, bestDist = i, d
+		}
+	}
+	if best >= 0 {
+		v.sel = best
+	}
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func (v *mapView) View() string {
+	if v.open {
+		return v.pager.View()
+	}
+	bands := v.bands()
+	if v.width >= wideLayout {
+		cardW := v.width - v.bandsWidth - 3
+		card := v.card.full(v.order[v.sel], cardW)
+		card = clip(card, v.height, v.styles.Hint.Render("… enter: whole card"))
+		sep := strings.TrimSuffix(strings.Repeat(v.styles.Rule.Render("│")+"\n", v.height), "\n")
+		return lipgloss.JoinHorizontal(lipgloss.Top, fit(bands, v.bandsWidth, v.height), " "+sep+" ", card)
+	}
+	used := strings.Count(bands, "\n") + 1
+	rest := v.height - used - 1
+	rule := v.styles.Rule.Render(strings.Repeat("─", v.width))
+	return bands + "\n" + rule + "\n" + v.card.compact(v.order[v.sel], v.width, max(rest, 1))
+}
+
+// bands draws the three planes, each a title line and its rows of chips.
+func (v *mapView) bands() string {
+	st := v.styles
+	var out []string
+	i := 0
+	for n, pl := range v.cat.Planes {
+		if n > 0 && v.height >= 20 {
+			out = append(out, "")
+		}
+		title := st.planeTitle(pl.ID).Render("▌" + strings.ToUpper(pl.Name))
+		question := st.PlaneText.Render("  " + pl.Question)
+		out = append(out, fit(title+question, v.bandsWidth, 1))
+		var line strings.Builder
+		row := -1
+		for ; i < len(v.order) && v.order[i].Plane == pl.ID; i++ {
+			c := v.chips[i]
+			if c.row != row {
+				if row >= 0 {
+					out = append(out, "  "+line.String())
+					line.Reset()
+				}
+				row = c.row
+			}
+			line.WriteString(v.chip(i))
+		}
+		if row >= 0 {
+			out = append(out, "  "+line.String())
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func (v *mapView) chip(i int) string {
+	name := v.order[i].Name
+	if i == v.sel {
+		return v.styles.ChipSelected.Render("[" + name + "]")
+	}
+	return v.styles.Chip.Render(" " + name + " ")
+}
+
+// clip keeps the first height lines of s, ending with more when it cut.
+func clip(s string, height int, more string) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) <= height {
+		return s
+	}
+	return strings.Join(append(lines[:height-1], more), "\n")
+}

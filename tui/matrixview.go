@@ -1,0 +1,483 @@
+package tui
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/gpulab/gpulab/landscape"
+)
+
+// Matrix columns before the axes.
+const (
+	colProject = iota
+	colPlane
+	firstAxisCol
+)
+
+// matrixView is projects × the decision axes: a table with a cell cursor
+// whose cell explains itself, sortable by any column and filtered by plane,
+// by a level of an axis and by text.
+type matrixView struct {
+	cat    *landscape.Catalog
+	card   cardRenderer
+	styles Styles
+	keys   MatrixKeys
+
+	rows     []landscape.Project
+	row, col int
+	offset   int
+
+	filter   landscape.Filter
+	sortCol  int // -1 when unsorted
+	sortDesc bool
+
+	search    textinput.Model
+	searching bool
+
+	open  bool
+	pager viewport.Model
+
+	width, height int
+	colW          []int
+	narrow        bool // short labels: level labels, axis short names, plane abbreviations
+}
+
+func newMatrixView(cat *landscape.Catalog, st Styles) *matrixView {
+	ti := textinput.New()
+	ti.Prompt = "/"
+	ti.Placeholder = "search name, kind, summary"
+	ti.CharLimit = 64
+	v := &matrixView{cat: cat, card: cardRenderer{cat: cat, styles: st}, styles: st, keys: DefaultMatrixKeys(),
+		sortCol: -1, search: ti, pager: viewport.New(0, 0)}
+	v.refresh("")
+	return v
+}
+
+func (v *matrixView) Init() tea.Cmd   { return nil }
+func (v *matrixView) Title() string   { return "Matrix" }
+func (v *matrixView) Capturing() bool { return v.searching }
+
+func (v *matrixView) Status() string {
+	return strconv.Itoa(len(v.rows)) + " of " + strconv.Itoa(len(v.cat.Projects)) + " projects"
+}
+
+func (v *matrixView) ShortHelp() []key.Binding {
+	switch {
+	case v.searching:
+		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
+	case v.open:
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+	}
+	return []key.Binding{moveHint, v.keys.Sort, v.keys.Plane, v.keys.Level, v.keys.Search}
+}
+
+func (v *matrixView) FullHelp() [][]key.Binding {
+	k := v.keys
+	return [][]key.Binding{
+		{k.Up, k.Down, k.Left, k.Right},
+		{k.PageUp, k.PageDown, k.Home, k.End},
+		{k.Sort, k.Plane, k.Level, k.Search, k.Clear, k.Open},
+	}
+}
+
+// columns returns the column titles.
+func (v *matrixView) columns() []string {
+	cols := []string{"Project", "Plane"}
+	for _, a := range v.cat.Axes {
+		if v.narrow {
+			cols = append(cols, a.Short)
+		} else {
+			cols = append(cols, a.Name)
+		}
+	}
+	return cols
+}
+
+func (v *matrixView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.pager.Width, v.pager.Height = w, h
+	nameW := 0
+	for _, p := range v.cat.Projects {
+		nameW = max(nameW, lipgloss.Width(p.Name))
+	}
+	ncols := 2 + len(v.cat.Axes)
+	avail := w - 2 - (ncols - 1) // cursor marker, one space between columns
+	v.narrow = w < 130
+	planeW := 8
+	if v.narrow {
+		planeW = 5
+		nameW = min(nameW, 16)
+	}
+	axisW := max(8, (avail-nameW-planeW)/max(1, len(v.cat.Axes)))
+	v.colW = []int{nameW, planeW}
+	for range v.cat.Axes {
+		v.colW = append(v.colW, axisW)
+	}
+	v.clampOffset()
+}
+
+// Layout: filter bar, header, rows, rule, detail.
+func (v *matrixView) detailHeight() int { return max(4, min(10, v.height/3)) }
+func (v *matrixView) visibleRows() int  { return max(1, v.height-3-v.detailHeight()) }
+
+func (v *matrixView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return v, nil
+	}
+	switch {
+	case v.searching:
+		return v.updateSearch(km)
+	case v.open:
+		if key.Matches(km, v.keys.Back) || key.Matches(km, v.keys.Open) {
+			v.open = false
+			return v, nil
+		}
+		var cmd tea.Cmd
+		v.pager, cmd = v.pager.Update(km)
+		return v, cmd
+	}
+	v.handleKey(km)
+	return v, nil
+}
+
+func (v *matrixView) handleKey(km tea.KeyMsg) {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Up):
+		v.row--
+	case key.Matches(km, k.Down):
+		v.row++
+	case key.Matches(km, k.Left):
+		v.col = max(0, v.col-1)
+	case key.Matches(km, k.Right):
+		v.col = min(len(v.columns())-1, v.col+1)
+	case key.Matches(km, k.PageUp):
+		v.row -= v.visibleRows()
+	case key.Matches(km, k.PageDown):
+		v.row += v.visibleRows()
+	case key.Matches(km, k.Home):
+		v.row = 0
+	case key.Matches(km, k.End):
+		v.row = len(v.rows) - 1
+	case key.Matches(km, k.Sort):
+		v.cycleSort()
+	case key.Matches(km, k.Plane):
+		v.cyclePlane()
+	case key.Matches(km, k.Level):
+		v.cycleLevel()
+	case key.Matches(km, k.Search):
+		v.searching = true
+		v.search.Focus()
+	case key.Matches(km, k.Clear):
+		v.filter, v.sortCol, v.sortDesc = landscape.Filter{}, -1, false
+		v.search.SetValue("")
+		v.refresh(v.selectedID())
+	case key.Matches(km, k.Open):
+		if len(v.rows) > 0 {
+			v.open = true
+			v.pager.SetContent(v.card.full(v.rows[v.row], v.width-2))
+			v.pager.GotoTop()
+		}
+	}
+	v.clampOffset()
+}
+
+func (v *matrixView) updateSearch(km tea.KeyMsg) (Component, tea.Cmd) {
+	switch km.Type {
+	case tea.KeyEnter:
+		v.searching = false
+		v.search.Blur()
+		return v, nil
+	case tea.KeyEsc:
+		v.searching = false
+		v.search.Blur()
+		v.search.SetValue("")
+		v.filter.Text = ""
+		v.refresh(v.selectedID())
+		return v, nil
+	}
+	var cmd tea.Cmd
+	v.search, cmd = v.search.Update(km)
+	v.filter.Text = v.search.Value()
+	v.refresh(v.selectedID())
+	return v, cmd
+}
+
+func (v *matrixView) selectedID() string {
+	if v.row >= 0 && v.row < len(v.rows) {
+		return v.rows[v.row].ID
+	}
+	return ""
+}
+
+// cycleSort sorts by the cursor's column: ascending, descending, then off.
+func (v *matrixView) cycleSort() {
+	switch {
+	case v.sortCol != v.col:
+		v.sortCol, v.sortDesc = v.col, false
+	case !v.sortDesc:
+		v.sortDesc = true
+	default:
+		v.sortCol, v.sortDesc = -1, false
+	}
+	v.refresh(v.selectedID())
+}
+
+func (v *matrixView) cyclePlane() {
+	ids := []string{""}
+	for _, p := range v.cat.Planes {
+		ids = append(ids, p.ID)
+	}
+	v.filter.Plane = next(ids, v.filter.Plane)
+	v.refresh(v.selectedID())
+}
+
+// cycleLevel filters by the next level of the cursor column's axis.
+func (v *matrixView) cycleLevel() {
+	if v.col < firstAxisCol {
+		return
+	}
+	a := v.cat.Axes[v.col-firstAxisCol]
+	ids := []string{""}
+	for _, l := range a.Levels {
+		ids = append(ids, l.ID)
+	}
+	cur := ""
+	if v.filter.Axis == a.ID {
+		cur = v.filter.Level
+	}
+	v.filter.Axis, v.filter.Level = a.ID, next(ids, cur)
+	if v.filter.Level == "" {
+		v.filter.Axis = ""
+	}
+	v.refresh(v.selectedID())
+}
+
+func next(ids []string, cur string) string {
+	i := slices.Index(ids, cur)
+	return ids[(i+1)%len(ids)]
+}
+
+// refresh recomputes the rows and keeps keep selected when it is still there.
+func (v *matrixView) refresh(keep string) {
+	v.rows = v.rows[:0]
+	for _, p := range v.cat.Projects {
+		if v.filter.Match(p) {
+			v.rows = append(v.rows, p)
+		}
+	}
+	switch {
+	case v.sortCol == colProject:
+		slices.SortStableFunc(v.rows, func(a, b landscape.Project) int {
+			r := cmp.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name))
+			if v.sortDesc {
+				r = -r
+			}
+			return r
+		})
+	case v.sortCol == colPlane:
+		v.cat.Sort(v.rows, "", v.sortDesc)
+	case v.sortCol >= firstAxisCol:
+		v.cat.Sort(v.rows, v.cat.Axes[v.sortCol-firstAxisCol].ID, v.sortDesc)
+	}
+	v.row = 0
+	for i, p := range v.rows {
+		if p.ID == keep {
+			v.row = i
+		}
+	}
+	v.clampOffset()
+}
+
+func (v *matrixView) clampOffset() {
+	v.row = max(0, min(v.row, len(v.rows)-1))
+	n := v.visibleRows()
+	if v.row < v.offset {
+		v.offset = v.row
+	}
+	if v.row >= v.offset+n {
+		v.offset = v.row - n + 1
+	}
+	v.offset = max(0, min(v.offset, len(v.rows)-n))
+}
+
+func (v *matrixView) View() string {
+	if v.open {
+		return v.pager.View()
+	}
+	lines := []string{v.filterBar(), v.headerLine()}
+	n := v.visibleRows()
+	for i := v.offset; i < len(v.rows) && i < v.offset+n; i++ {
+		lines = append(lines, v.rowLine(i))
+	}
+	if len(v.rows) == 0 {
+		lines = append(lines, v.styles.Hint.Render("  no project matches; esc clears the filters"))
+	}
+	for len(lines) < n+2 {
+		lines = append(lines, "")
+	}
+	more := ""
+	if len(v.rows) > n {
+		more = " " + strconv.Itoa(v.offset+1) + "-" + strconv.Itoa(min(len(v.rows), v.offset+n)) + " of " + strconv.Itoa(len(v.rows)) + " "
+	}
+	lines = append(lines, v.styles.Rule.Render(strings.Repeat("─", max(0, v.width-len(more)))+more))
+	lines = append(lines, v.detail()...)
+	return strings.Join(lines, "\n")
+}
+
+func (v *matrixView) filterBar() string {
+	st := v.styles
+	if v.searching {
+		return v.search.View()
+	}
+	var parts []string
+	if v.filter.Plane != "" {
+		p, _ := v.cat.Plane(v.filter.Plane)
+		parts = append(parts, "plane: "+st.FilterOn.Render(p.Name))
+	}
+	if v.filter.Axis != "" {
+		a, _ := v.cat.Axis(v.filter.Axis)
+		l, _, _ := a.Level(v.filter.Level)
+		parts = append(parts, a.Name+": "+st.FilterOn.Render(l.Name))
+	}
+	if v.filter.Text != "" {
+		parts = append(parts, "search: "+st.FilterOn.Render(strconv.Quote(v.filter.Text)))
+	}
+	if v.sortCol >= 0 {
+		dir := "ascending"
+		if v.sortDesc {
+			dir = "descending"
+		}
+		parts = append(parts, "sort: "+st.FilterOn.Render(v.columns()[v.sortCol]+" "+dir))
+	}
+	if len(parts) == 0 {
+		return st.Hint.Render("All projects. s sorts by the column, p filters a plane, f a level of the column's axis, / searches.")
+	}
+	return strings.Join(parts, st.CardMuted.Render("  ·  ")) + st.Hint.Render("   (esc clears)")
+}
+
+func (v *matrixView) headerLine() string {
+	var cells []string
+	for i, c := range v.columns() {
+		if i == v.sortCol {
+			if v.sortDesc {
+				c += " ↓"
+			} else {
+				c += " ↑"
+			}
+		}
+		if i == v.col {
+			c = "[" + c + "]"
+		}
+		cells = append(cells, cell(c, v.colW[i]))
+	}
+	return "  " + v.styles.TableHeader.Render(strings.Join(cells, " "))
+}
+
+func (v *matrixView) cellText(p landscape.Project, col int) string {
+	switch col {
+	case colProject:
+		return p.Name
+	case colPlane:
+		if v.narrow {
+			return planeAbbrev(p.Plane)
+		}
+		return p.Plane
+	}
+	return v.cat.LevelLabels(p, v.cat.Axes[col-firstAxisCol].ID, v.narrow)
+}
+
+func (v *matrixView) rowLine(i int) string {
+	p := v.rows[i]
+	var cells []string
+	for c := range v.columns() {
+		txt := cell(v.cellText(p, c), v.colW[c])
+		switch {
+		case i == v.row && c == v.col:
+			txt = v.styles.TableCell.Render(txt)
+		case i == v.row:
+			txt = v.styles.TableCursor.Render(txt)
+		case c == colPlane:
+			txt = v.styles.planeTitle(p.Plane).Render(txt)
+		default:
+			txt = v.styles.TableRow.Render(txt)
+		}
+		cells = append(cells, txt)
+	}
+	marker := "  "
+	if i == v.row {
+		marker = v.styles.TableCursor.Render("▶ ")
+	}
+	return marker + strings.Join(cells, " ")
+}
+
+// cell pads or cuts s to width columns.
+func cell(s string, width int) string {
+	if lipgloss.Width(s) > width {
+		return ansi.Truncate(s, width, "…")
+	}
+	return pad(s, width)
+}
+
+// detail explains the selected cell.
+func (v *matrixView) detail() []string {
+	st := v.styles
+	w := v.width - 2
+	if len(v.rows) == 0 {
+		return nil
+	}
+	p := v.rows[v.row]
+	var out []string
+	switch v.col {
+	case colProject:
+		out = append(out, st.CardTitle.Render(p.Name)+st.CardMuted.Render(" · "+p.Kind))
+		out = append(out, wrap(st.CardText.Render(p.Summary), w)...)
+		out = append(out, st.Hint.Render("enter: full card"))
+	case colPlane:
+		pl, _ := v.cat.Plane(p.Plane)
+		out = append(out, st.CardTitle.Render(p.Name)+st.CardMuted.Render(" lives in the ")+st.planeTitle(pl.ID).Render(pl.Name))
+		if len(p.Spans) > 0 {
+			out = append(out, st.CardText.Render("and also acts in: "+strings.Join(p.Spans, ", ")))
+		}
+		out = append(out, wrap(st.CardMuted.Render(pl.Question+" "+pl.Summary), w)...)
+	default:
+		a := v.cat.Axes[v.col-firstAxisCol]
+		pl := p.Axes[a.ID]
+		out = append(out, wrap(st.CardTitle.Render(p.Name)+st.CardMuted.Render(" × "+a.Name+" ("+a.Question+"): ")+st.FilterOn.Render(v.cat.LevelNames(p, a.ID)), w)...)
+		out = append(out, wrap(st.CardLabel.Render("Why: ")+st.CardText.Render(pl.Why), w)...)
+		for _, id := range pl.Levels {
+			if l, _, ok := a.Level(id); ok {
+				out = append(out, wrap(st.CardMuted.Render(l.Name+": "+l.Description), w)...)
+			}
+		}
+	}
+	return clipLines(out, v.detailHeight())
+}
+
+func clipLines(lines []string, n int) []string {
+	if len(lines) > n {
+		return lines[:n]
+	}
+	return lines
+}
+
+// planeAbbrev shortens a plane ID to four letters for narrow tables.
+func planeAbbrev(id string) string {
+	switch {
+	case id == "control":
+		return "ctrl"
+	case len(id) > 4:
+		return id[:4]
+	}
+	return id
+}

@@ -1,0 +1,86 @@
+package tui
+
+import "github.com/charmbracelet/lipgloss"
+
+// Styles holds every style the workbench draws with, so that views carry no
+// colours of their own. Build it with DefaultStyles; NO_COLOR is handled by
+// the colour profile (lipgloss draws plain text under termenv.Ascii), which is
+// why every selection also has a text marker.
+type Styles struct {
+	App          lipgloss.Style
+	Brand        lipgloss.Style
+	Tab          lipgloss.Style
+	ActiveTab    lipgloss.Style
+	TabSep       lipgloss.Style
+	Status       lipgloss.Style
+	StatusKey    lipgloss.Style
+	Hint         lipgloss.Style
+	Error        lipgloss.Style
+	PlaneTitle   map[string]lipgloss.Style
+	PlaneText    lipgloss.Style
+	Chip         lipgloss.Style
+	ChipSelected lipgloss.Style
+	CardTitle    lipgloss.Style
+	CardLabel    lipgloss.Style
+	CardText     lipgloss.Style
+	CardMuted    lipgloss.Style
+	Rule         lipgloss.Style
+	TableHeader  lipgloss.Style
+	TableRow     lipgloss.Style
+	TableCursor  lipgloss.Style
+	TableCell    lipgloss.Style
+	FilterOn     lipgloss.Style
+	HelpPanel    lipgloss.Style
+}
+
+// DefaultStyles returns the workbench's styles: high-contrast, readable on
+// dark and light terminals and on a projector.
+func DefaultStyles() Styles {
+	accent := lipgloss.AdaptiveColor{Light: "#5A3FC0", Dark: "#B7A6FF"}
+	muted := lipgloss.AdaptiveColor{Light: "#5C5C5C", Dark: "#9E9E9E"}
+	text := lipgloss.AdaptiveColor{Light: "#1A1A1A", Dark: "#EDEDED"}
+	planes := map[string]lipgloss.TerminalColor{
+		"control":  lipgloss.AdaptiveColor{Light: "#1F5FBF", Dark: "#5FA8FF"},
+		"data":     lipgloss.AdaptiveColor{Light: "#1E7B34", Dark: "#6BD48A"},
+		"workload": lipgloss.AdaptiveColor{Light: "#A4471C", Dark: "#FFA365"},
+	}
+	s := Styles{
+		App:          lipgloss.NewStyle(),
+		Brand:        lipgloss.NewStyle().Bold(true).Foreground(accent),
+		Tab:          lipgloss.NewStyle().Foreground(muted),
+		ActiveTab:    lipgloss.NewStyle().Bold(true).Underline(true).Foreground(text),
+		TabSep:       lipgloss.NewStyle().Foreground(muted),
+		Status:       lipgloss.NewStyle().Foreground(muted),
+		StatusKey:    lipgloss.NewStyle().Bold(true).Foreground(accent),
+		Hint:         lipgloss.NewStyle().Foreground(muted).Italic(true),
+		Error:        lipgloss.NewStyle().Bold(true).Foreground(lipgloss.AdaptiveColor{Light: "#B00020", Dark: "#FF6B6B"}),
+		PlaneTitle:   map[string]lipgloss.Style{},
+		PlaneText:    lipgloss.NewStyle().Foreground(muted),
+		Chip:         lipgloss.NewStyle().Foreground(text),
+		ChipSelected: lipgloss.NewStyle().Bold(true).Reverse(true),
+		CardTitle:    lipgloss.NewStyle().Bold(true).Foreground(accent),
+		CardLabel:    lipgloss.NewStyle().Bold(true).Foreground(text),
+		CardText:     lipgloss.NewStyle().Foreground(text),
+		CardMuted:    lipgloss.NewStyle().Foreground(muted),
+		Rule:         lipgloss.NewStyle().Foreground(muted),
+		TableHeader:  lipgloss.NewStyle().Bold(true).Foreground(accent),
+		TableRow:     lipgloss.NewStyle().Foreground(text),
+		TableCursor:  lipgloss.NewStyle().Bold(true),
+		TableCell:    lipgloss.NewStyle().Bold(true).Reverse(true),
+		FilterOn:     lipgloss.NewStyle().Bold(true).Foreground(accent),
+		HelpPanel:    lipgloss.NewStyle().Padding(1, 2),
+	}
+	for id, c := range planes {
+		s.PlaneTitle[id] = lipgloss.NewStyle().Bold(true).Foreground(c)
+	}
+	return s
+}
+
+// planeTitle returns the style for a plane's title, falling back to Brand
+// for planes a user catalog added.
+func (s Styles) planeTitle(id string) lipgloss.Style {
+	if st, ok := s.PlaneTitle[id]; ok {
+		return st
+	}
+	return s.Brand
+}
