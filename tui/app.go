@@ -156,7 +156,7 @@ func (m Model) updateActive(msg tea.Msg) (tea.Model, tea.Cmd) {
 // SetSize lays the workbench out for a terminal of the given size.
 func (m *Model) SetSize(width, height int) {
 	m.width, m.height = max(width, 20), max(height, 6)
-	m.help.Width = m.width
+	m.help.Width = m.width - 4 // the help panel's padding
 	for _, v := range m.views {
 		v.SetSize(m.width, m.bodyHeight())
 	}
@@ -224,11 +224,15 @@ func (m Model) statusBar() string {
 
 func (m Model) helpView() string {
 	v := m.views[m.active]
-	groups := append(v.FullHelp(), []key.Binding{m.keys.NextTab, m.keys.PrevTab, m.keys.GoTab, m.keys.Help, m.keys.Quit})
-	title := m.styles.CardTitle.Render("Keys: " + v.Title())
-	body := m.help.FullHelpView(groups)
-	more := m.styles.Hint.Render("esc or ? closes help. Every view has a command-line twin: gpulab --help.")
-	return m.styles.HelpPanel.Render(lipgloss.JoinVertical(lipgloss.Left, title, "", body, "", more))
+	k := m.keys
+	global := [][]key.Binding{{k.NextTab, k.PrevTab, k.GoTab}, {k.Help, k.Quit}}
+	parts := []string{m.styles.CardTitle.Render("Keys: " + v.Title()), ""}
+	if groups := v.FullHelp(); len(groups) > 0 {
+		parts = append(parts, m.help.FullHelpView(groups), "")
+	}
+	parts = append(parts, m.styles.CardTitle.Render("Everywhere"), "", m.help.FullHelpView(global), "",
+		m.styles.Hint.Render("esc or ? closes help. Every view has a command-line twin: gpulab --help."))
+	return m.styles.HelpPanel.Render(lipgloss.JoinVertical(lipgloss.Left, parts...))
 }
 
 // fit pads or cuts s to exactly width columns and height lines, so that a

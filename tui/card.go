@@ -49,7 +49,7 @@ func (r cardRenderer) full(p landscape.Project, width int) string {
 	add(r.titleLine(p, width))
 	add(wrap(st.CardText.Render(p.Summary), width)...)
 	if p.URL != "" {
-		add(st.CardMuted.Render(p.URL))
+		add(wrap(st.CardMuted.Render(p.URL), width)...)
 	}
 	section("Decision axes")
 	labelW := 0
@@ -109,7 +109,7 @@ func (r cardRenderer) titleLine(p landscape.Project, width int) string {
 	if gap := width - lipgloss.Width(left) - lipgloss.Width(right); gap >= 2 {
 		return left + strings.Repeat(" ", gap) + right
 	}
-	return left + st.CardMuted.Render(" · ") + right
+	return left + "\n" + right
 }
 
 func (r cardRenderer) links(p landscape.Project) []string {

@@ -188,7 +188,7 @@ func (v *mapView) View() string {
 	if v.width >= wideLayout {
 		cardW := v.width - v.bandsWidth - 3
 		card := v.card.full(v.order[v.sel], cardW)
-		card = clip(card, v.height, v.styles.Hint.Render("… enter: whole card"))
+		card = fit(clip(card, v.height, v.styles.Hint.Render("… enter: whole card")), cardW, v.height)
 		sep := strings.TrimSuffix(strings.Repeat(v.styles.Rule.Render("│")+"\n", v.height), "\n")
 		return lipgloss.JoinHorizontal(lipgloss.Top, fit(bands, v.bandsWidth, v.height), " "+sep+" ", card)
 	}
