@@ -1,0 +1,181 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(args, Env{
+		Stdin:  strings.NewReader(""),
+		Stdout: &out, Stderr: &errOut,
+		Getenv: func(k string) string { return env[k] },
+	})
+	return result{code, out.String(), errOut.String()}
+}
+
+func (r result) expect(t *testing.T, code int, stdout, stderr string) {
+	t.Helper()
+	if r.code != code || !strings.Contains(r.stdout, stdout) || !strings.Contains(r.stderr, stderr) {
+		t.Errorf("exit %d, want %d\nstdout (want %q):\n%s\nstderr (want %q):\n%s", r.code, code, stdout, r.stdout, stderr, r.stderr)
+	}
+}
+
+func noEnv(t *testing.T) map[string]string { return map[string]string{"HOME": t.TempDir()} }
+
+func TestMapAndMatrix(t *testing.T) {
+	env := noEnv(t)
+	run(t, env, "map").expect(t, 0, "DATA PLANE: How does an abstract request become", "")
+	run(t, env, "map", "--plane", "workload").expect(t, 0, "llm-d", "")
+	run(t, env, "map", "--plane", "nope").expect(t, 2, "", "--plane \"nope\": want one of: control, data, workload")
+
+	var m struct {
+		Planes []struct {
+			ID       string `json:"id"`
+			Projects []struct{ ID string }
+		}
+	}
+	r := run(t, env, "map", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &m); err != nil || len(m.Planes) != 3 {
+		t.Fatalf("map --json: %v\n%s", err, r.stdout)
+	}
+	total := 0
+	for _, p := range m.Planes {
+		total += len(p.Projects)
+	}
+	if total != 25 {
+		t.Errorf("map --json lists %d projects, want 25", total)
+	}
+
+	r = run(t, env, "matrix", "--filter", "isolation=strong")
+	r.expect(t, 0, "MIG (Multi-Instance GPU)", "")
+	if strings.Contains(r.stdout, "HAMi") || !strings.Contains(r.stdout, "ISOLATION") {
+		t.Errorf("matrix --filter isolation=strong:\n%s", r.stdout)
+	}
+	var mx struct {
+		Projects []struct {
+			ID   string `json:"id"`
+			Axes map[string]struct {
+				Levels []string `json:"levels"`
+				Why    string   `json:"why"`
+			} `json:"axes"`
+		} `json:"projects"`
+	}
+	r = run(t, env, "matrix", "--plane", "data", "--sort", "isolation", "--desc", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &mx); err != nil {
+		t.Fatal(err)
+	}
+	if len(mx.Projects) != 11 || mx.Projects[0].ID != "dcgm-exporter" || mx.Projects[0].Axes["isolation"].Why == "" {
+		t.Errorf("matrix --plane data --sort isolation --desc --json = %d projects starting %q", len(mx.Projects), mx.Projects[0].ID)
+	}
+	run(t, env, "matrix", "--search", "nvlink", "--why").expect(t, 0, "Fragments: Bandwidth depends on NVLink", "")
+	run(t, env, "matrix", "--search", "zzz").expect(t, 0, "(no project matches)", "")
+	run(t, env, "matrix", "--filter", "isolation=bogus").expect(t, 2, "", "axis isolation has levels: none, soft, strong, verifiable")
+	run(t, env, "matrix", "--filter", "iso").expect(t, 2, "", "want AXIS=LEVEL")
+	run(t, env, "matrix", "--sort", "nope").expect(t, 2, "", "--sort \"nope\"")
+}
+
+func TestCatalogCommands(t *testing.T) {
+	env := noEnv(t)
+	run(t, env, "catalog", "show", "mig").expect(t, 0, "Fixed profiles and placement rules leave slices", "")
+	run(t, env, "catalog", "show", "nope").expect(t, 2, "", `no project "nope"`)
+	run(t, env, "catalog", "show").expect(t, 2, "", "want a project id")
+
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	writeFile(t, bad, "[[project]]\nid = \"x\"\nname = \"X\"\nplane = \"control\"\nkind = \"k\"\nsummary = \"s\"\nquestions = [\"q\"]\ncolour = \"red\"\n")
+	r := run(t, env, "catalog", "check", dir)
+	r.expect(t, 1, "", bad+`:8:1: unknown key "colour"`)
+
+	r = run(t, env, "catalog", "check", bad, "--json")
+	var out struct {
+		OK       bool      `json:"ok"`
+		Problems []Problem `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 1 {
+		t.Fatalf("catalog check --json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if out.OK || len(out.Problems) != 5 || out.Problems[0].Line != 8 || out.Problems[1].Message == "" || out.Problems[0].File != bad {
+		t.Errorf("catalog check --json problems = %+v", out.Problems)
+	}
+	// The same file is a configuration error for commands that need the catalog.
+	run(t, env, "map", "--catalog", dir).expect(t, 2, "", "catalog: "+bad+":8:1")
+
+	good := t.TempDir()
+	src, err := os.ReadFile("../landscape/catalog/control.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(good, "mine.toml"), strings.NewReplacer(`id = "kube-scheduler"`, `id = "my-scheduler"`,
+		`id = "kueue"`, `id = "my-kueue"`, `id = "volcano"`, `id = "my-volcano"`, `id = "kai-scheduler"`, `id = "my-kai"`,
+		`id = "slurm"`, `id = "my-slurm"`, `id = "quota-priority"`, `id = "my-quota"`).Replace(string(src)))
+	run(t, env, "catalog", "check", good).expect(t, 0, "ok (catalog now has 31 projects)", "")
+	run(t, env, "map", "--catalog", good, "--plane", "control").expect(t, 0, "my-scheduler", "")
+}
+
+func TestInventoryCommands(t *testing.T) {
+	env := noEnv(t)
+	run(t, env, "inventory", "check", "../inventory.toml").expect(t, 0, "../inventory.toml: ok (16 hosts, 7 groups, 1 kube contexts)", "")
+	run(t, env, "inventory", "check").expect(t, 2, "", "no inventory file: looked in \""+env["HOME"]+"/.config/gpulab/inventory.toml\"")
+	run(t, env, "inventory", "check", "/nonexistent/inv.toml").expect(t, 2, "", `inventory "/nonexistent/inv.toml" does not exist`)
+
+	broken := filepath.Join(t.TempDir(), "broken.toml")
+	writeFile(t, broken, "[defaults]\nuser = \"ops\"\nusr = \"x\"\n[[host]]\nname = \"gpu[01-04\"\n")
+	r := run(t, env, "inventory", "check", broken)
+	r.expect(t, 1, "", broken+`:3:1: unknown key "usr"`)
+	r.expect(t, 1, "", broken+`:5:1: node set "gpu[01-04": column 4: '[' is never closed`)
+
+	inv := []string{"--inventory", "../inventory.toml"}
+	run(t, env, append([]string{"inventory", "list", "-H", "@a100!gpu[002-011]", "--fold"}, inv...)...).expect(t, 0, "gpu[001,012]\n", "")
+	r = run(t, env, append([]string{"inventory", "list", "-H", "h200-01,newbox"}, inv...)...)
+	r.expect(t, 0, "h200-01", "")
+	r.expect(t, 0, "newbox (ad-hoc)", "")
+	r.expect(t, 0, "2 hosts: h200-01,newbox", "")
+	run(t, env, append([]string{"inventory", "list", "-H", "@nope"}, inv...)...).expect(t, 2, "", "unknown group @nope")
+	var out struct {
+		NodeSet string `json:"nodeset"`
+		Count   int    `json:"count"`
+		Hosts   []struct {
+			Name    string `json:"name"`
+			Address string `json:"address"`
+		} `json:"hosts"`
+	}
+	r = run(t, env, append([]string{"inventory", "list", "-H", "@dc2", "--json"}, inv...)...)
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Count != 2 || out.NodeSet != "dgx-[01-02]" || out.Hosts[1].Address != "dgx-02.dc2.example.net" {
+		t.Errorf("inventory list --json = %+v, %v", out, err)
+	}
+	env["GPULAB_INVENTORY"] = "../inventory.toml"
+	run(t, env, "inventory", "list", "--fold").expect(t, 0, "bastion,dgx-[01-02],gpu[001-012],h200-01", "")
+}
+
+func TestUsageAndWorkbench(t *testing.T) {
+	env := noEnv(t)
+	run(t, env, "--bogus").expect(t, 2, "", "unknown flag: --bogus")
+	run(t, env, "nope").expect(t, 2, "", `unknown command "nope"`)
+	run(t, env).expect(t, 2, "", "the workbench needs a terminal")
+	run(t, env, "--help").expect(t, 0, "Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error", "")
+	run(t, env, "matrix", "--help").expect(t, 0, "gpulab matrix --filter isolation=strong", "")
+	r := run(t, env, "version", "--json")
+	var v struct{ Version, Go string }
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Version == "" || v.Go == "" {
+		t.Errorf("version --json = %q, %v", r.stdout, err)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
