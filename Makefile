@@ -1,0 +1,34 @@
+# gpulab: the two commands a new user needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/gpulab
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/gpulab/gpulab/cli.Version=$(VERSION)
+FUZZTIME ?= 10s
+
+.PHONY: build run test bench lint fuzz clean
+
+build: ## build bin/gpulab
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+run: build ## open the workbench on the built-in default (no hosts, no hardware)
+	./$(BIN)
+
+test: lint ## vet, format check, race-enabled tests including the tmux smoke test
+	$(GO) test -race -count=1 ./...
+
+bench: build ## View() benchmarks and start-up to first frame
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+	bench/startup.sh $(BIN)
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+fuzz: ## each fuzz target for $(FUZZTIME)
+	$(GO) test -run '^$$' -fuzz '^FuzzIndex$$' -fuzztime $(FUZZTIME) ./internal/tomlpos
+	$(GO) test -run '^$$' -fuzz '^FuzzFoldExpand$$' -fuzztime $(FUZZTIME) ./inventory
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./inventory
+	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
+
+clean:
+	rm -rf bin

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWorkbenchInTmux is the smoke test: the real binary in a real terminal
+// (tmux), driven by key presses, read back from the screen. It opens on the
+// Map, moves to the Matrix, filters by isolation level, opens help and quits,
+// and the terminal is given back.
+func TestWorkbenchInTmux(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed: CI must install it (.ci/run) so the TUI smoke test runs")
+		}
+		t.Skip("SKIPPED LOUDLY: tmux is not installed, so the TUI smoke test cannot run (apt-get install tmux)")
+	}
+	bin := filepath.Join(t.TempDir(), "gpulab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name  string
+		w, h  int
+		extra string
+	}{
+		{"80x24", 80, 24, ""},
+		{"160x48-no-color", 160, 48, "NO_COLOR=1 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTmux(t, tmux, tc.w, tc.h, tc.extra+"HOME="+t.TempDir()+" "+bin)
+			s.waitFor("CONTROL PLANE")
+			s.waitFor("[kube-scheduler]")
+			s.waitFor("[Map]")
+			s.keys("Right", "Right")
+			s.waitFor("[Volcano]")
+			s.keys("Tab")
+			s.waitFor("[Matrix]")
+			s.waitFor("25 of 25 projects")
+			s.keys("Right", "Right", "Right", "f", "f", "f")
+			s.waitFor("Isolation: Strong")
+			s.waitFor("5 of 25 projects")
+			if tc.extra != "" {
+				if esc := s.run("capture-pane", "-e", "-p", "-t", "smoke"); strings.Contains(esc, "\x1b[38") || strings.Contains(esc, "\x1b[48") {
+					t.Errorf("NO_COLOR is set but the screen has colour escapes:\n%q", esc)
+				}
+			}
+			s.keys("?")
+			s.waitFor("Keys: Matrix")
+			s.keys("Escape")
+			s.waitGone("Keys: Matrix")
+			s.keys("q")
+			s.waitFor("EXIT=0")
+			if screen := s.capture(); strings.Contains(screen, "[Matrix]") {
+				t.Errorf("the workbench's screen is still there after quitting (alternate screen not restored):\n%s", screen)
+			}
+		})
+	}
+}
+
+type tmuxSession struct {
+	t      *testing.T
+	tmux   string
+	socket string
+}
+
+func newTmux(t *testing.T, tmux string, w, h int, command string) *tmuxSession {
+	s := &tmuxSession{t: t, tmux: tmux, socket: fmt.Sprintf("gpulab-smoke-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	shell := command + "; echo EXIT=$?; sleep 60"
+	s.run("new-session", "-d", "-s", "smoke", "-x", fmt.Sprint(w), "-y", fmt.Sprint(h), "sh", "-c", shell)
+	t.Cleanup(func() { _ = exec.Command(tmux, "-L", s.socket, "kill-server").Run() })
+	return s
+}
+
+func (s *tmuxSession) run(args ...string) string {
+	s.t.Helper()
+	out, err := exec.Command(s.tmux, append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		s.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (s *tmuxSession) capture() string { return s.run("capture-pane", "-p", "-t", "smoke") }
+
+func (s *tmuxSession) keys(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		s.run("send-keys", "-t", "smoke", k)
+	}
+}
+
+func (s *tmuxSession) waitFor(text string) { s.t.Helper(); s.wait(text, true) }
+func (s *tmuxSession) waitGone(text string) { s.t.Helper(); s.wait(text, false) }
+
+func (s *tmuxSession) wait(text string, present bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var screen string
+	for time.Now().Before(deadline) {
+		screen = s.capture()
+		if strings.Contains(screen, text) == present {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("waited 10s for %q to be present=%v; screen:\n%s", text, present, screen)
+}
