@@ -97,7 +97,7 @@ func (s *tmuxSession) keys(keys ...string) {
 	}
 }
 
-func (s *tmuxSession) waitFor(text string) { s.t.Helper(); s.wait(text, true) }
+func (s *tmuxSession) waitFor(text string)  { s.t.Helper(); s.wait(text, true) }
 func (s *tmuxSession) waitGone(text string) { s.t.Helper(); s.wait(text, false) }
 
 func (s *tmuxSession) wait(text string, present bool) {
