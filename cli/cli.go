@@ -121,7 +121,12 @@ Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return runWorkbench(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.json {
+				return usageErr("--json applies to a command (gpulab map --json, gpulab matrix --json, ...); the workbench itself draws on a terminal")
+			}
+			return runWorkbench(cmd, o)
+		},
 	}
 	root.Version = Version
 	pf := root.PersistentFlags()
