@@ -1,0 +1,255 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// Dialer opens SSH connections: TCP connect and handshake bounded together
+// by the target's connect timeout, host keys verified, ProxyJump chains
+// followed, keepalives sent while the connection is open.
+type Dialer struct {
+	Keys *Keyring
+	// AcceptNew adds unknown host keys to known_hosts (never changed ones).
+	AcceptNew bool
+	// Retries is how often a handshake reset by the server (sshd's
+	// MaxStartups dropping connections) is tried again; default 3.
+	Retries int
+
+	mu       sync.Mutex
+	hostKeys map[string]*HostKeys
+}
+
+// DialError is a failed dial with its class.
+type DialError struct {
+	Class Class
+	Host  string // host:port dialled
+	Err   error
+}
+
+func (e *DialError) Error() string { return fmt.Sprintf("dial %s: %v", e.Host, e.Err) }
+func (e *DialError) Unwrap() error { return e.Err }
+
+// Conn is an open connection to one host, reused for every step and push
+// of a run. Close it when done; it closes its jump hosts too.
+type Conn struct {
+	Target Target
+	client *ssh.Client
+	jumps  []*ssh.Client
+	stop   chan struct{}
+	once   sync.Once
+}
+
+// Close ends the connection and its jump hosts.
+func (c *Conn) Close() error {
+	var err error
+	c.once.Do(func() {
+		close(c.stop)
+		err = c.client.Close()
+		for i := len(c.jumps) - 1; i >= 0; i-- {
+			c.jumps[i].Close()
+		}
+	})
+	return err
+}
+
+func (d *Dialer) hostKeysFor(files []string) (*HostKeys, error) {
+	key := strings.Join(files, "\x00")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if h, ok := d.hostKeys[key]; ok {
+		return h, nil
+	}
+	h, err := NewHostKeys(files, d.AcceptNew)
+	if err != nil {
+		return nil, err
+	}
+	if d.hostKeys == nil {
+		d.hostKeys = map[string]*HostKeys{}
+	}
+	d.hostKeys[key] = h
+	return h, nil
+}
+
+// Dial connects to t through its jump hosts.
+func (d *Dialer) Dial(ctx context.Context, t Target) (*Conn, error) {
+	var via *ssh.Client
+	var jumps []*ssh.Client
+	fail := func(err error) (*Conn, error) {
+		for i := len(jumps) - 1; i >= 0; i-- {
+			jumps[i].Close()
+		}
+		return nil, err
+	}
+	for _, hop := range t.Jump {
+		c, err := d.dialHop(ctx, via, hop)
+		if err != nil {
+			var de *DialError
+			if errors.As(err, &de) {
+				de.Err = fmt.Errorf("jump host %s: %w", hop.Name, de.Err)
+			}
+			return fail(err)
+		}
+		jumps = append(jumps, c)
+		via = c
+	}
+	c, err := d.dialHop(ctx, via, t)
+	if err != nil {
+		return fail(err)
+	}
+	conn := &Conn{Target: t, client: c, jumps: jumps, stop: make(chan struct{})}
+	go conn.keepalive(t.ServerAliveInterval, t.ServerAliveCountMax)
+	return conn, nil
+}
+
+func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.Client, error) {
+	addr := t.HostPort()
+	hk, err := d.hostKeysFor(t.KnownHosts)
+	if err != nil {
+		return nil, &DialError{Class: Error, Host: addr, Err: err}
+	}
+	auth, err := d.Keys.AuthMethod(t.IdentityFiles, t.Explicit)
+	if err != nil {
+		return nil, &DialError{Class: Error, Host: addr, Err: err}
+	}
+	deadline := time.Now().Add(t.ConnectTimeout)
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	retries := d.Retries
+	if retries == 0 {
+		retries = 3
+	}
+	for attempt := 0; ; attempt++ {
+		var keyErr error
+		cb := hk.Callback()
+		cfg := &ssh.ClientConfig{
+			User: t.User,
+			Auth: []ssh.AuthMethod{auth},
+			HostKeyCallback: func(h string, r net.Addr, k ssh.PublicKey) error {
+				keyErr = cb(h, r, k)
+				return keyErr
+			},
+			HostKeyAlgorithms: hk.Algorithms(addr),
+			ClientVersion:     "SSH-2.0-gpulab",
+		}
+		var conn net.Conn
+		if via == nil {
+			conn, err = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext(dctx, "tcp", addr)
+		} else {
+			conn, err = via.DialContext(dctx, "tcp", addr)
+		}
+		if err != nil {
+			return nil, &DialError{Class: classifyDial(ctx, err), Host: addr, Err: err}
+		}
+		_ = conn.SetDeadline(deadline)
+		stop := context.AfterFunc(dctx, func() { conn.Close() }) // cancel or deadline unblocks the handshake
+		c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+		if !stop() && err == nil {
+			c.Close()
+			err = dctx.Err()
+		}
+		if err == nil {
+			_ = conn.SetDeadline(time.Time{})
+			return ssh.NewClient(c, chans, reqs), nil
+		}
+		conn.Close()
+		if keyErr != nil {
+			class := HostKeyUnknown
+			var he *HostKeyError
+			if errors.As(keyErr, &he) && he.Changed {
+				class = HostKeyChanged
+			}
+			return nil, &DialError{Class: class, Host: addr, Err: keyErr}
+		}
+		if attempt < retries && resetDuringHandshake(err) && dctx.Err() == nil {
+			// sshd drops handshakes beyond MaxStartups; back off and retry.
+			time.Sleep(time.Duration(20+rand.IntN(80)*(attempt+1)) * time.Millisecond)
+			continue
+		}
+		return nil, &DialError{Class: classifyHandshake(ctx, dctx, err), Host: addr, Err: err}
+	}
+}
+
+func resetDuringHandshake(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)
+}
+
+func classifyDial(parent context.Context, err error) Class {
+	switch {
+	case parent.Err() != nil:
+		return Cancelled
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return Refused
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
+		return TimeoutConnect
+	case strings.Contains(err.Error(), "connect failed"): // via a jump host: the hop could not reach it
+		if strings.Contains(err.Error(), "refused") {
+			return Refused
+		}
+		return Unreachable
+	}
+	return Unreachable
+}
+
+func classifyHandshake(parent, dctx context.Context, err error) Class {
+	switch {
+	case parent.Err() != nil:
+		return Cancelled
+	case dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
+		return TimeoutConnect
+	case strings.Contains(err.Error(), "unable to authenticate") || strings.Contains(err.Error(), "no supported methods remain"):
+		return Auth
+	}
+	return Unreachable
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// keepalive sends keepalive@openssh.com every interval and closes the
+// connection when countMax intervals pass without an answer, as OpenSSH's
+// ServerAliveInterval/ServerAliveCountMax do.
+func (c *Conn) keepalive(interval time.Duration, countMax int) {
+	if interval <= 0 {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		reply := make(chan error, 1)
+		go func() {
+			_, _, err := c.client.SendRequest("keepalive@openssh.com", true, nil)
+			reply <- err
+		}()
+		select {
+		case err := <-reply:
+			if err != nil {
+				c.client.Close()
+				return
+			}
+		case <-time.After(interval * time.Duration(max(1, countMax))):
+			c.client.Close()
+			return
+		case <-c.stop:
+			return
+		}
+	}
+}

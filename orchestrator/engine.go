@@ -1,0 +1,151 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Step is one command of a plan.
+type Step struct {
+	Name    string
+	Command string // a shell command line, quoted by the caller
+	// Timeout and Inactivity override the target's when set.
+	Timeout    time.Duration
+	Inactivity time.Duration
+	// ContinueOnError runs the next steps even when this one fails.
+	ContinueOnError bool
+}
+
+// Plan is work for many hosts: the same steps on each.
+type Plan struct {
+	Targets []Target
+	Steps   []Step
+}
+
+// Engine fans a plan out over SSH.
+type Engine struct {
+	Dialer *Dialer
+	// Concurrency is how many hosts are worked on at once; a new host starts
+	// as soon as one finishes (a sliding window). Default 64.
+	Concurrency int
+	MaxOutput   int
+	// StreamOutput sends output chunks as events (for live views).
+	StreamOutput bool
+}
+
+// EventKind says what an Event reports.
+type EventKind int
+
+// Event kinds.
+const (
+	HostConnecting EventKind = iota
+	HostConnected
+	StepStarted
+	StepOutput
+	StepDone
+	HostDone
+)
+
+// Event is progress on one host. Events of one host arrive in order.
+type Event struct {
+	Kind  EventKind
+	Time  time.Time
+	Index int // the host's index in Plan.Targets
+	Host  string
+	Step  int
+	// Output is a chunk of a running step (StepOutput); Stream is 1 or 2.
+	Output []byte
+	Stream int
+	Result *Result     // StepDone
+	Done   *HostResult // HostDone
+}
+
+// Run works the plan and returns one result per target, in plan order.
+// Every target gets a result: hosts not started when ctx is cancelled are
+// Cancelled. If events is not nil, progress is sent on it (the caller must
+// keep reading) and it is closed before Run returns.
+func (e *Engine) Run(ctx context.Context, plan Plan, events chan<- Event) []HostResult {
+	if events != nil {
+		defer close(events)
+	}
+	emit := func(ev Event) {
+		if events != nil {
+			ev.Time = time.Now()
+			events <- ev
+		}
+	}
+	n := e.Concurrency
+	if n <= 0 {
+		n = 64
+	}
+	results := make([]HostResult, len(plan.Targets))
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, t := range plan.Targets {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			results[i] = HostResult{Host: t.Name, Address: t.HostPort(), Class: Cancelled, Err: "cancelled before this host started"}
+			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = e.runHost(ctx, i, t, plan.Steps, emit)
+			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func (e *Engine) runHost(ctx context.Context, i int, t Target, steps []Step, emit func(Event)) HostResult {
+	start := time.Now()
+	hr := HostResult{Host: t.Name, Address: t.HostPort(), Steps: []Result{}}
+	emit(Event{Kind: HostConnecting, Index: i, Host: t.Name})
+	conn, err := e.Dialer.Dial(ctx, t)
+	hr.Connect = time.Since(start)
+	if err != nil {
+		hr.Class, hr.Err = Unreachable, err.Error()
+		var de *DialError
+		if errors.As(err, &de) {
+			hr.Class = de.Class
+		}
+		hr.Total = time.Since(start)
+		return hr
+	}
+	defer conn.Close()
+	emit(Event{Kind: HostConnected, Index: i, Host: t.Name})
+	for si, s := range steps {
+		emit(Event{Kind: StepStarted, Index: i, Host: t.Name, Step: si})
+		o := RunOptions{Timeout: t.CommandTimeout, Inactivity: t.InactivityTimeout, MaxOutput: e.MaxOutput}
+		if s.Timeout > 0 {
+			o.Timeout = s.Timeout
+		}
+		if s.Inactivity > 0 {
+			o.Inactivity = s.Inactivity
+		}
+		if e.StreamOutput {
+			o.OnOutput = func(stream int, p []byte) {
+				emit(Event{Kind: StepOutput, Index: i, Host: t.Name, Step: si, Stream: stream, Output: append([]byte(nil), p...)})
+			}
+		}
+		r := conn.Run(ctx, s.Name, s.Command, o)
+		hr.Steps = append(hr.Steps, r)
+		hr.Class = max(hr.Class, r.Class)
+		emit(Event{Kind: StepDone, Index: i, Host: t.Name, Step: si, Result: &hr.Steps[len(hr.Steps)-1]})
+		if r.Class != OK && !s.ContinueOnError {
+			if r.Err != "" && hr.Err == "" {
+				hr.Err = s.Name + ": " + r.Err
+			}
+			break
+		}
+	}
+	hr.Total = time.Since(start)
+	return hr
+}

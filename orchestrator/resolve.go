@@ -1,0 +1,338 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	sshconfig "github.com/kevinburke/ssh_config"
+
+	"github.com/gpulab/gpulab/inventory"
+)
+
+// Target is one host resolved into everything needed to reach it.
+type Target struct {
+	Name     string // the inventory or command-line name
+	HostName string // what is dialled
+	Port     int
+	User     string
+	// IdentityFiles are offered after ssh-agent's keys. Explicit says they
+	// were named by the user (a missing one is an error) rather than
+	// OpenSSH's defaults (missing ones are skipped).
+	IdentityFiles []string
+	Explicit      bool
+	KnownHosts    []string
+	Jump          []Target // ProxyJump hops, first dialled first
+
+	ConnectTimeout      time.Duration
+	CommandTimeout      time.Duration
+	InactivityTimeout   time.Duration
+	ServerAliveInterval time.Duration
+	ServerAliveCountMax int
+
+	// Sources says where each setting came from, by field name:
+	// "inventory.toml:12:1", "~/.ssh/config:4", "default", "flag".
+	Sources map[string]string
+}
+
+// HostPort is the address dialled.
+func (t Target) HostPort() string { return joinHostPort(t.HostName, t.Port) }
+
+func joinHostPort(h string, p int) string {
+	if strings.Contains(h, ":") {
+		return "[" + h + "]:" + strconv.Itoa(p)
+	}
+	return h + ":" + strconv.Itoa(p)
+}
+
+// Overrides are command-line settings; they win over everything else.
+type Overrides struct {
+	User              string
+	Port              int
+	IdentityFile      string
+	KnownHosts        string
+	ConnectTimeout    time.Duration
+	CommandTimeout    time.Duration
+	InactivityTimeout time.Duration
+}
+
+// Resolver turns inventory hosts into Targets. Precedence, highest first:
+// command-line overrides, the inventory host, the inventory defaults,
+// ~/.ssh/config (or the file given like ssh -F), OpenSSH's defaults.
+type Resolver struct {
+	Inventory *inventory.Inventory
+	Overrides Overrides
+	// Home and LocalUser expand "~", %d and %u.
+	Home, LocalUser string
+
+	sshConfig     *sshconfig.Config
+	sshConfigPath string
+}
+
+// NewResolver reads the ssh_config file at path ("" for the inventory's
+// ssh_config or ~/.ssh/config); a missing file is fine unless it was named.
+func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, home, localUser string) (*Resolver, error) {
+	r := &Resolver{Inventory: inv, Overrides: o, Home: home, LocalUser: localUser}
+	explicit := sshConfigPath != ""
+	if sshConfigPath == "" && inv.Defaults.SSHConfig != "" {
+		sshConfigPath, explicit = inv.Defaults.SSHConfig, true
+	}
+	if sshConfigPath == "" {
+		sshConfigPath = filepath.Join(home, ".ssh", "config")
+	}
+	sshConfigPath = r.expandTilde(sshConfigPath)
+	data, err := os.ReadFile(sshConfigPath)
+	switch {
+	case err == nil:
+		cfg, err := sshconfig.DecodeBytes(data)
+		if err != nil {
+			return nil, fmt.Errorf("ssh_config %s: %w", sshConfigPath, err)
+		}
+		r.sshConfig, r.sshConfigPath = cfg, sshConfigPath
+	case errors.Is(err, fs.ErrNotExist) && !explicit:
+	default:
+		return nil, fmt.Errorf("ssh_config: %w", err)
+	}
+	return r, nil
+}
+
+func (r *Resolver) expandTilde(p string) string {
+	if p == "~" {
+		return r.Home
+	}
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		return filepath.Join(r.Home, rest)
+	}
+	return p
+}
+
+// sshGet returns an ssh_config value for alias and where it is.
+func (r *Resolver) sshGet(alias, key string) (string, string) {
+	if r.sshConfig == nil {
+		return "", ""
+	}
+	lk := strings.ToLower(key)
+	for _, h := range r.sshConfig.Hosts {
+		if !h.Matches(alias) {
+			continue
+		}
+		for _, n := range h.Nodes {
+			switch t := n.(type) {
+			case *sshconfig.KV:
+				if strings.ToLower(t.Key) == lk {
+					return t.Value, fmt.Sprintf("%s:%d", r.sshConfigPath, t.Pos().Line)
+				}
+			case *sshconfig.Include:
+				if v := t.Get(alias, key); v != "" {
+					return v, fmt.Sprintf("%s (Include)", r.sshConfigPath)
+				}
+			}
+		}
+	}
+	return "", ""
+}
+
+func (r *Resolver) sshGetAll(alias, key string) ([]string, string) {
+	if r.sshConfig == nil {
+		return nil, ""
+	}
+	v, _ := r.sshConfig.GetAll(alias, key)
+	_, src := r.sshGet(alias, key)
+	return v, src
+}
+
+// Resolve resolves an inventory (or ad-hoc) host.
+func (r *Resolver) Resolve(h inventory.Host) (Target, error) {
+	return r.resolve(h, 0)
+}
+
+// ResolveName resolves a name: the inventory's host when it has one, else
+// an ad-hoc host resolved through ssh_config.
+func (r *Resolver) ResolveName(name string) (Target, error) {
+	if h, ok := r.Inventory.Host(name); ok {
+		return r.Resolve(h)
+	}
+	return r.Resolve(inventory.Host{Name: name, Address: name, Adhoc: true})
+}
+
+func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
+	if depth > 8 {
+		return Target{}, fmt.Errorf("host %s: jump hosts nest more than 8 deep (a ProxyJump loop?)", h.Name)
+	}
+	d := r.Inventory.Defaults
+	t := Target{Name: h.Name, Sources: map[string]string{}}
+	invSrc := h.Source
+	if invSrc == "" {
+		invSrc = "command line"
+	}
+	defSrc := r.Inventory.File + " [defaults]"
+	pick := func(field string, cands ...sourced) string {
+		for _, c := range cands {
+			if c.v != "" {
+				t.Sources[field] = c.src
+				return c.v
+			}
+		}
+		return ""
+	}
+	sshV := func(key string) sourced { v, src := r.sshGet(h.Name, key); return sourced{v, src} }
+	o := r.Overrides
+
+	addr := ""
+	if h.Address != "" && h.Address != h.Name {
+		addr = h.Address
+	}
+	t.HostName = pick("HostName", sourced{addr, invSrc}, sshV("HostName"), sourced{h.Name, "name"})
+	t.HostName = r.expandTokens(t.HostName, h.Name, "")
+
+	portS := pick("Port", sourced{itoaNZ(o.Port), "flag"}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, sshV("Port"), sourced{"22", "default"})
+	port, err := strconv.Atoi(portS)
+	if err != nil || port < 1 || port > 65535 {
+		return Target{}, fmt.Errorf("host %s: port %q from %s is not a port number", h.Name, portS, t.Sources["Port"])
+	}
+	t.Port = port
+	t.User = pick("User", sourced{o.User, "flag"}, sourced{h.User, invSrc}, sourced{d.User, defSrc}, sshV("User"), sourced{r.LocalUser, "local user"})
+
+	// Identity files: the first level that names any wins.
+	switch {
+	case o.IdentityFile != "":
+		t.IdentityFiles, t.Sources["IdentityFile"] = []string{o.IdentityFile}, "flag"
+	case h.IdentityFile != "":
+		t.IdentityFiles, t.Sources["IdentityFile"] = []string{h.IdentityFile}, invSrc
+	case d.IdentityFile != "":
+		t.IdentityFiles, t.Sources["IdentityFile"] = []string{d.IdentityFile}, defSrc
+	default:
+		if files, src := r.sshGetAll(h.Name, "IdentityFile"); len(files) > 0 {
+			t.IdentityFiles, t.Sources["IdentityFile"] = files, src
+		}
+	}
+	t.Explicit = len(t.IdentityFiles) > 0
+	if !t.Explicit {
+		t.IdentityFiles = []string{"~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"}
+		t.Sources["IdentityFile"] = "default"
+	}
+	for i, f := range t.IdentityFiles {
+		t.IdentityFiles[i] = r.expandTokens(f, h.Name, t.User)
+	}
+
+	kh := pick("KnownHosts", sourced{o.KnownHosts, "flag"}, sourced{d.KnownHosts, defSrc}, sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
+	for _, f := range strings.Fields(kh) {
+		t.KnownHosts = append(t.KnownHosts, r.expandTokens(f, h.Name, t.User))
+	}
+
+	durations := []struct {
+		field    string
+		dst      *time.Duration
+		flag     time.Duration
+		inv      inventory.Duration
+		sshKey   string
+		fallback time.Duration
+	}{
+		{"ConnectTimeout", &t.ConnectTimeout, o.ConnectTimeout, d.ConnectTimeout, "ConnectTimeout", inventory.DefaultConnectTimeout},
+		{"CommandTimeout", &t.CommandTimeout, o.CommandTimeout, d.CommandTimeout, "", inventory.DefaultCommandTimeout},
+		{"InactivityTimeout", &t.InactivityTimeout, o.InactivityTimeout, d.InactivityTimeout, "", inventory.DefaultInactivityTimeout},
+	}
+	for _, x := range durations {
+		switch {
+		case x.flag > 0:
+			*x.dst, t.Sources[x.field] = x.flag, "flag"
+		case r.Inventory.File != "" && x.inv.Duration > 0:
+			*x.dst, t.Sources[x.field] = x.inv.Duration, defSrc
+		default:
+			*x.dst, t.Sources[x.field] = x.fallback, "default"
+			if x.sshKey != "" {
+				if v, src := r.sshGet(h.Name, x.sshKey); v != "" {
+					if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+						*x.dst, t.Sources[x.field] = time.Duration(secs)*time.Second, src
+					}
+				}
+			}
+		}
+	}
+	t.ServerAliveInterval, t.ServerAliveCountMax = 15*time.Second, 3
+	t.Sources["ServerAliveInterval"] = "default"
+	if v, src := r.sshGet(h.Name, "ServerAliveInterval"); v != "" {
+		if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+			t.ServerAliveInterval, t.Sources["ServerAliveInterval"] = time.Duration(secs)*time.Second, src
+		}
+	}
+	if v, _ := r.sshGet(h.Name, "ServerAliveCountMax"); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			t.ServerAliveCountMax = n
+		}
+	}
+
+	jump := pick("ProxyJump", sourced{h.Jump, invSrc}, sourced{d.Jump, defSrc}, sshV("ProxyJump"))
+	if jump != "" && !strings.EqualFold(jump, "none") {
+		hops, err := r.resolveJump(jump, depth)
+		if err != nil {
+			return Target{}, fmt.Errorf("host %s: ProxyJump %q (from %s): %w", h.Name, jump, t.Sources["ProxyJump"], err)
+		}
+		t.Jump = hops
+	}
+	return t, nil
+}
+
+type sourced struct{ v, src string }
+
+func itoaNZ(i int) string {
+	if i == 0 {
+		return ""
+	}
+	return strconv.Itoa(i)
+}
+
+// resolveJump resolves a ProxyJump chain: [user@]host[:port],... Each hop
+// may be an inventory host or an ssh_config alias.
+func (r *Resolver) resolveJump(spec string, depth int) ([]Target, error) {
+	var hops []Target
+	for _, hop := range strings.Split(spec, ",") {
+		hop = strings.TrimSpace(hop)
+		user := ""
+		if u, rest, ok := strings.Cut(hop, "@"); ok {
+			user, hop = u, rest
+		}
+		port := 0
+		if h, p, ok := strings.Cut(hop, ":"); ok && !strings.Contains(p, ":") {
+			n, err := strconv.Atoi(p)
+			if err != nil {
+				return nil, fmt.Errorf("hop %q: bad port", hop)
+			}
+			hop, port = h, n
+		}
+		var host inventory.Host
+		if ih, ok := r.Inventory.Host(hop); ok {
+			host = ih
+		} else {
+			host = inventory.Host{Name: hop, Address: hop, Adhoc: true}
+		}
+		host.Jump = "none" // a hop's own ProxyJump is not followed within a chain
+		t, err := r.resolve(host, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		if user != "" {
+			t.User = user
+		}
+		if port != 0 {
+			t.Port = port
+		}
+		hops = append(hops, t)
+	}
+	return hops, nil
+}
+
+// expandTokens expands ~ and the ssh_config tokens %h, %d, %u, %r, %%.
+func (r *Resolver) expandTokens(s, host, remoteUser string) string {
+	s = r.expandTilde(s)
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	rep := strings.NewReplacer("%%", "%", "%h", host, "%d", r.Home, "%u", r.LocalUser, "%r", remoteUser)
+	return rep.Replace(s)
+}

@@ -1,0 +1,121 @@
+// Package orchestrator reaches hosts over plain SSH, with nothing installed on
+// them: it dials with bounded connect and handshake times, verifies host keys
+// against known_hosts, authenticates with ssh-agent and identity files, honours
+// ~/.ssh/config (ProxyJump included), and runs commands on many hosts at once
+// in a sliding window, one connection per host reused for every step.
+//
+// Every host gets a result shaped like os/exec's (stdout, stderr, exit code or
+// signal, duration) plus a Class that says how it ended; one bad host never
+// stops the others. The engine reports progress as Events on a channel and
+// knows nothing about who listens: it does not import the TUI.
+package orchestrator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpulab/gpulab/inventory"
+)
+
+// Class says how a host's work ended. Classes are ordered by severity; the
+// worst class of a fan-out decides its outcome.
+type Class int
+
+// Classes, least severe first.
+const (
+	OK             Class = iota // every step exited 0
+	Exit                        // a command exited non-zero
+	Killed                      // a command died by a signal
+	Inactive                    // a command printed nothing for the inactivity timeout
+	TimeoutCommand              // a command ran past the command timeout
+	Lost                        // the connection dropped while a command ran
+	TimeoutConnect              // TCP connect or SSH handshake took too long
+	Unreachable                 // no route, name not resolved, or network error
+	Refused                     // TCP connection refused
+	Auth                        // no offered key was accepted
+	HostKeyUnknown              // the host is not in known_hosts
+	HostKeyChanged              // the host's key differs from known_hosts
+	Cancelled                   // the run was cancelled (Ctrl-C) before this host finished
+	Error                       // a local error (bad configuration, unreadable key)
+)
+
+var classNames = [...]string{"ok", "exit", "killed", "inactive", "timeout-command", "lost", "timeout-connect",
+	"unreachable", "refused", "auth", "hostkey-unknown", "hostkey-changed", "cancelled", "error"}
+
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// MarshalText makes classes read as their names in JSON.
+func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// Result is one command's outcome on one host.
+type Result struct {
+	Step     string        `json:"step"`
+	Command  string        `json:"command"`
+	Stdout   []byte        `json:"-"`
+	Stderr   []byte        `json:"-"`
+	ExitCode int           `json:"exit_code"`        // -1 when the command did not exit normally
+	Signal   string        `json:"signal,omitempty"` // e.g. "KILL" when killed by a signal
+	Class    Class         `json:"class"`
+	Duration time.Duration `json:"duration_ns"`
+	// StdoutBytes and StderrBytes count everything the command printed;
+	// Stdout and Stderr keep at most the engine's output limit.
+	StdoutBytes int64  `json:"stdout_bytes"`
+	StderrBytes int64  `json:"stderr_bytes"`
+	Truncated   bool   `json:"truncated,omitempty"`
+	Err         string `json:"error,omitempty"`
+}
+
+// HostResult is everything that happened on one host.
+type HostResult struct {
+	Host    string        `json:"host"`
+	Address string        `json:"address"`
+	Class   Class         `json:"class"`
+	Err     string        `json:"error,omitempty"`
+	Connect time.Duration `json:"connect_ns"`
+	Total   time.Duration `json:"total_ns"`
+	Steps   []Result      `json:"steps"`
+}
+
+// Worst returns the most severe class among results (OK for none).
+func Worst(results []HostResult) Class {
+	w := OK
+	for _, r := range results {
+		w = max(w, r.Class)
+	}
+	return w
+}
+
+// Summary counts hosts per class, naming the hosts of each failing class in
+// node-set form: "50 hosts: 48 ok, 1 auth (gpu09), 1 timeout-connect (gpu07)".
+func Summary(results []HostResult) string {
+	byClass := map[Class][]string{}
+	for _, r := range results {
+		byClass[r.Class] = append(byClass[r.Class], r.Host)
+	}
+	classes := make([]Class, 0, len(byClass))
+	for c := range byClass {
+		classes = append(classes, c)
+	}
+	sort.Slice(classes, func(i, j int) bool { return classes[i] < classes[j] })
+	parts := make([]string, 0, len(classes))
+	for _, c := range classes {
+		hosts := byClass[c]
+		p := fmt.Sprintf("%d %s", len(hosts), c)
+		if c != OK {
+			p += " (" + inventory.FoldNames(hosts) + ")"
+		}
+		parts = append(parts, p)
+	}
+	noun := "hosts"
+	if len(results) == 1 {
+		noun = "host"
+	}
+	return fmt.Sprintf("%d %s: %s", len(results), noun, strings.Join(parts, ", "))
+}

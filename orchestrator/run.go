@@ -1,0 +1,222 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+)
+
+// DefaultMaxOutput is how much of each stream a result keeps; the rest is
+// counted, not stored, so that a command printing gigabytes cannot exhaust
+// memory on a fan-out of hundreds of hosts.
+const DefaultMaxOutput = 1 << 20
+
+// RunOptions bound one command.
+type RunOptions struct {
+	Timeout    time.Duration // the whole command; 0 for none
+	Inactivity time.Duration // no output at all for this long; 0 for none
+	MaxOutput  int           // bytes kept per stream; 0 for DefaultMaxOutput
+	// OnOutput, if set, sees every chunk as it arrives (stream 1 stdout,
+	// 2 stderr). It must not keep p.
+	OnOutput func(stream int, p []byte)
+	// Raw sends the command line as it is, without the process-group
+	// wrapper: the command may then read Stdin, and a cancel only signals
+	// the remote shell (when sshd allows signals at all).
+	Raw   bool
+	Stdin io.Reader
+}
+
+// capture keeps the first limit bytes written and counts the rest.
+type capture struct {
+	buf      []byte
+	limit    int
+	total    int64
+	stream   int
+	activity *atomic.Int64
+	onOutput func(int, []byte)
+}
+
+func (c *capture) Write(p []byte) (int, error) {
+	c.activity.Store(time.Now().UnixNano())
+	c.total += int64(len(p))
+	if room := c.limit - len(c.buf); room > 0 {
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
+	}
+	if c.onOutput != nil {
+		c.onOutput(c.stream, p)
+	}
+	return len(p), nil
+}
+
+// Run runs command in a new session on the connection. The command line is
+// given to the remote user's shell as it is: quote what goes into it
+// (Quote, QuoteArgs). On cancel, command timeout or inactivity, the remote
+// command is sent SIGTERM and the session is closed; what it printed so far
+// is kept.
+func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Result {
+	start := time.Now()
+	r := Result{Step: step, Command: command, ExitCode: -1}
+	finish := func(class Class, err error) Result {
+		r.Class, r.Duration = class, time.Since(start)
+		if err != nil {
+			r.Err = err.Error()
+		}
+		return r
+	}
+	if ctx.Err() != nil {
+		return finish(Cancelled, ctx.Err())
+	}
+	sess, err := c.client.NewSession()
+	if err != nil {
+		return finish(Lost, fmt.Errorf("open session: %w", err))
+	}
+	limit := o.MaxOutput
+	if limit <= 0 {
+		limit = DefaultMaxOutput
+	}
+	var activity atomic.Int64
+	activity.Store(time.Now().UnixNano())
+	stdout := &capture{limit: limit, stream: 1, activity: &activity, onOutput: o.OnOutput}
+	stderr := &capture{limit: limit, stream: 2, activity: &activity, onOutput: o.OnOutput}
+	sess.Stdout, sess.Stderr = stdout, stderr
+	var stdinPipe io.WriteCloser
+	switch {
+	case o.Raw && o.Stdin != nil:
+		sess.Stdin = o.Stdin
+	case !o.Raw:
+		p, err := sess.StdinPipe() // held open; closing it stops the command
+		if err != nil {
+			sess.Close()
+			return finish(Lost, fmt.Errorf("open session stdin: %w", err))
+		}
+		stdinPipe = p
+		defer p.Close()
+	}
+	collect := func() {
+		r.Stdout, r.Stderr = stdout.buf, stderr.buf
+		r.StdoutBytes, r.StderrBytes = stdout.total, stderr.total
+		r.Truncated = stdout.total > int64(len(stdout.buf)) || stderr.total > int64(len(stderr.buf))
+	}
+	line := command
+	if !o.Raw {
+		line = Wrap(command)
+	}
+	if err := sess.Start(line); err != nil {
+		sess.Close()
+		return finish(Lost, fmt.Errorf("start command: %w", err))
+	}
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+
+	var timeout <-chan time.Time
+	if o.Timeout > 0 {
+		t := time.NewTimer(o.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var tick <-chan time.Time
+	if o.Inactivity > 0 {
+		t := time.NewTicker(max(10*time.Millisecond, min(o.Inactivity/5, time.Second)))
+		defer t.Stop()
+		tick = t.C
+	}
+	var stopped Class = OK
+	var stopErr error
+loop:
+	for {
+		select {
+		case err := <-done:
+			collect()
+			return finish(exitClass(&r, err))
+		case <-ctx.Done():
+			stopped, stopErr = Cancelled, errors.New("cancelled")
+			break loop
+		case <-timeout:
+			stopped, stopErr = TimeoutCommand, fmt.Errorf("still running after the command timeout (%v)", o.Timeout)
+			break loop
+		case <-tick:
+			if idle := time.Since(time.Unix(0, activity.Load())); idle >= o.Inactivity {
+				stopped, stopErr = Inactive, fmt.Errorf("no output for %v (inactivity timeout): the command looks hung", idle.Round(time.Millisecond))
+				break loop
+			}
+		}
+	}
+	stopRemote(sess, stdinPipe, done)
+	collect()
+	return finish(stopped, stopErr)
+}
+
+// stopRemote stops the remote command: a SIGTERM request (sshd honours it
+// for non-root users only) and EOF on its standard input, which the wrapper
+// watches for every user; then the session is closed. It waits half a
+// second at most: the goroutine in Wait ends when the connection closes.
+func stopRemote(sess *ssh.Session, stdin io.Closer, done <-chan error) {
+	_ = sess.Signal(ssh.SIGTERM)
+	if stdin != nil {
+		_ = stdin.Close()
+	}
+	select {
+	case <-done:
+		return
+	case <-time.After(250 * time.Millisecond):
+	}
+	sess.Close()
+	select {
+	case <-done:
+	case <-time.After(250 * time.Millisecond):
+	}
+}
+
+// wrapper runs the command ($1) in a process group of its own with its
+// standard input on /dev/null, and stops that whole group when gpulab closes
+// the session's standard input or sends SIGTERM/INT/HUP, so that a cancel
+// or timeout ends everything the command started, not only the shell
+// (without a pty, sshd signals nobody when a session closes, and it refuses
+// signal requests for root). A command killed by a signal makes the wrapper
+// die by the same signal, so the exit status still says so.
+const wrapper = `c=$1
+command -v setsid >/dev/null 2>&1 || exec sh -c "$c" </dev/null
+exec 3<&0
+setsid sh -c "$c" </dev/null 3<&- &
+p=$!
+stop() { kill -TERM -$p 2>/dev/null; sleep 0.2; kill -KILL -$p 2>/dev/null; }
+(cat <&3 >/dev/null; stop) >/dev/null 2>&1 &
+w=$!
+exec 3<&-
+trap 'kill $w 2>/dev/null; stop; exit 143' TERM INT HUP
+wait $p 2>/dev/null
+rc=$?
+trap - TERM INT HUP
+kill $w 2>/dev/null
+if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then kill -$((rc - 128)) $$; fi
+exit $rc`
+
+// Wrap returns the command line that runs command under the wrapper.
+func Wrap(command string) string {
+	return "exec sh -c " + Quote(wrapper) + " gpulab " + Quote(command)
+}
+
+// exitClass reads a finished session's error.
+func exitClass(r *Result, err error) (Class, error) {
+	var ee *ssh.ExitError
+	var missing *ssh.ExitMissingError
+	switch {
+	case err == nil:
+		r.ExitCode = 0
+		return OK, nil
+	case errors.As(err, &ee) && ee.Signal() != "":
+		r.Signal = ee.Signal()
+		return Killed, fmt.Errorf("killed by signal %s", ee.Signal())
+	case errors.As(err, &ee):
+		r.ExitCode = ee.ExitStatus()
+		return Exit, nil
+	case errors.As(err, &missing):
+		return Lost, errors.New("the connection closed before the command reported its exit status (host went away?)")
+	}
+	return Lost, err
+}
