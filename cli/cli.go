@@ -113,6 +113,7 @@ table, or as JSON with --json, for scripts.
 
 Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
 		Example: `  gpulab                                 # open the workbench
+  gpulab exec -H 'gpu[01-08]' -- nvidia-smi -L    # run on many hosts over SSH
   gpulab matrix --filter isolation=strong   # the Matrix, filtered, as text
   gpulab matrix --json | jq '.projects[].name'
   gpulab catalog show hami               # one project's card
@@ -135,7 +136,7 @@ Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
 	pf.StringVar(&o.inventory, "inventory", "", "inventory `FILE` (default: $GPULAB_INVENTORY, then ~/.config/gpulab/inventory.toml)")
 	pf.BoolVar(&o.noColor, "no-color", false, "draw without colour (also when NO_COLOR is set)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newVersionCmd(o))
+	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newVersionCmd(o))
 	return root
 }
 

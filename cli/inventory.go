@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 func newInventoryCmd(o *options) *cobra.Command {
@@ -88,8 +89,79 @@ that are not in the inventory are listed as ad-hoc hosts.`,
 	}
 	list.Flags().StringVarP(&expr, "hosts", "H", "*", "host `EXPR`ession: node set, @group, @label=value, operators , ! & ^")
 	list.Flags().BoolVar(&fold, "fold", false, "print the selection folded into one node set")
-	cmd.AddCommand(list)
+	cmd.AddCommand(list, newInventoryShowCmd(o))
 	return cmd
+}
+
+func newInventoryShowCmd(o *options) *cobra.Command {
+	var f sshFlags
+	show := &cobra.Command{
+		Use:   "show HOST",
+		Short: "Print how gpulab will reach a host, and where each setting came from",
+		Long: `Resolve one host the way gpulab exec does: command-line flags first, then the
+inventory host, the inventory defaults, ~/.ssh/config (or -F FILE), and
+OpenSSH's defaults. Each setting is printed with its source (file:line).`,
+		Example: `  gpulab inventory show gpu001 --inventory inventory.toml
+  gpulab inventory show bastion-lab -F ~/.ssh/lab_config --json`,
+		Args: exactArgs(1, "one host name"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.hosts = args[0]
+			r, err := o.newRunner(&f)
+			if err != nil {
+				return err
+			}
+			if len(r.failed) > 0 {
+				return configErr(fmt.Errorf("%s", r.failed[0].Err))
+			}
+			if len(r.targets) != 1 {
+				return usageErr("%q names %d hosts; show takes one", args[0], len(r.targets))
+			}
+			return printTarget(cmd.OutOrStdout(), r.targets[0], o.json)
+		},
+	}
+	f.register(show)
+	_ = show.Flags().MarkHidden("hosts")
+	return show
+}
+
+type targetJSON struct {
+	Name          string            `json:"name"`
+	HostName      string            `json:"hostname"`
+	Port          int               `json:"port"`
+	User          string            `json:"user"`
+	IdentityFiles []string          `json:"identity_files"`
+	KnownHosts    []string          `json:"known_hosts"`
+	ProxyJump     []string          `json:"proxy_jump,omitempty"`
+	Timeouts      map[string]string `json:"timeouts"`
+	Sources       map[string]string `json:"sources"`
+}
+
+func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
+	var jumps []string
+	for _, j := range t.Jump {
+		jumps = append(jumps, fmt.Sprintf("%s@%s", j.User, j.HostPort()))
+	}
+	tj := targetJSON{Name: t.Name, HostName: t.HostName, Port: t.Port, User: t.User, IdentityFiles: t.IdentityFiles,
+		KnownHosts: t.KnownHosts, ProxyJump: jumps, Sources: t.Sources, Timeouts: map[string]string{
+			"connect": t.ConnectTimeout.String(), "command": t.CommandTimeout.String(), "inactivity": t.InactivityTimeout.String(),
+			"server_alive_interval": t.ServerAliveInterval.String()}}
+	if asJSON {
+		return writeJSON(w, tj)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "SETTING\tVALUE\tFROM\n")
+	row := func(k, v, src string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", k, v, dash(t.Sources[src])) }
+	row("HostName", t.HostName, "HostName")
+	row("Port", strconv.Itoa(t.Port), "Port")
+	row("User", t.User, "User")
+	row("IdentityFile", strings.Join(t.IdentityFiles, " "), "IdentityFile")
+	row("KnownHosts", strings.Join(t.KnownHosts, " "), "KnownHosts")
+	row("ProxyJump", dash(strings.Join(jumps, ",")), "ProxyJump")
+	row("ConnectTimeout", t.ConnectTimeout.String(), "ConnectTimeout")
+	row("CommandTimeout", t.CommandTimeout.String(), "CommandTimeout")
+	row("InactivityTimeout", t.InactivityTimeout.String(), "InactivityTimeout")
+	row("ServerAliveInterval", t.ServerAliveInterval.String(), "ServerAliveInterval")
+	return tw.Flush()
 }
 
 // isPlaced reports whether err holds problems at places in a file (a check

@@ -1,0 +1,369 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"os/user"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// ExitInterrupted is the exit code after Ctrl-C, as shells use for SIGINT.
+const ExitInterrupted = 130
+
+// sshFlags are the connection flags shared by commands that reach hosts.
+type sshFlags struct {
+	hosts          string
+	sshConfig      string
+	knownHosts     string
+	acceptNew      bool
+	user           string
+	port           int
+	identity       string
+	connectTimeout time.Duration
+	timeout        time.Duration
+	inactivity     time.Duration
+	concurrency    int
+}
+
+func (f *sshFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVarP(&f.hosts, "hosts", "H", "", "host `EXPR`ession: node set, @group, @label=value, names from ~/.ssh/config (required)")
+	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "OpenSSH client config `FILE` (default ~/.ssh/config), like ssh -F")
+	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts `FILE` (default ~/.ssh/known_hosts)")
+	fl.BoolVar(&f.acceptNew, "accept-new-host-keys", false, "add unknown hosts' keys to known_hosts (a changed key is always refused)")
+	fl.StringVarP(&f.user, "user", "l", "", "remote `USER` for every host")
+	fl.IntVarP(&f.port, "port", "p", 0, "`PORT` for every host")
+	fl.StringVarP(&f.identity, "identity", "i", "", "identity `FILE` offered after ssh-agent's keys")
+	fl.DurationVar(&f.connectTimeout, "connect-timeout", 0, "TCP connect plus SSH handshake limit (default 10s)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "limit for each command (default 10m)")
+	fl.DurationVar(&f.inactivity, "inactivity-timeout", 0, "a command silent this long is hung (default 2m)")
+	fl.IntVar(&f.concurrency, "concurrency", 0, "hosts worked on at once, a sliding window (default 64)")
+}
+
+// runner holds what reaching hosts needs, built from flags and inventory.
+type runner struct {
+	engine   *orchestrator.Engine
+	targets  []orchestrator.Target
+	failed   []orchestrator.HostResult // hosts that could not be resolved
+	keys     *orchestrator.Keyring
+	resolver *orchestrator.Resolver
+}
+
+func (o *options) newRunner(f *sshFlags) (*runner, error) {
+	if f.hosts == "" {
+		return nil, usageErr("-H is required: which hosts? (e.g. -H 'gpu[01-08]', -H @a100, -H '*')")
+	}
+	inv, err := o.loadInventory(false)
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := inv.Select(f.hosts)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if len(hosts) == 0 {
+		return nil, usageErr("-H %q selects no host", f.hosts)
+	}
+	home := o.getenv("HOME")
+	local := o.getenv("USER")
+	if local == "" {
+		if u, err := user.Current(); err == nil {
+			local = u.Username
+		}
+	}
+	res, err := orchestrator.NewResolver(inv, f.sshConfig, orchestrator.Overrides{
+		User: f.user, Port: f.port, IdentityFile: f.identity, KnownHosts: f.knownHosts,
+		ConnectTimeout: f.connectTimeout, CommandTimeout: f.timeout, InactivityTimeout: f.inactivity,
+	}, home, local)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	r := &runner{resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
+	for _, h := range hosts {
+		t, err := res.Resolve(h)
+		if err != nil {
+			r.failed = append(r.failed, orchestrator.HostResult{Host: h.Name, Class: orchestrator.Error, Err: err.Error()})
+			continue
+		}
+		r.targets = append(r.targets, t)
+	}
+	conc := f.concurrency
+	if conc == 0 {
+		conc = inv.Defaults.Concurrency
+	}
+	r.engine = &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: r.keys, AcceptNew: f.acceptNew}, Concurrency: conc}
+	return r, nil
+}
+
+// passphrasePrompt asks on the terminal, when there is one; the passphrase
+// is read without echo and never stored.
+func (o *options) passphrasePrompt() func(string) ([]byte, error) {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil || !o.env.IsTerminal {
+		if err == nil {
+			tty.Close()
+		}
+		return nil
+	}
+	tty.Close()
+	return func(file string) ([]byte, error) {
+		t, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+		if err != nil {
+			return nil, err
+		}
+		defer t.Close()
+		fmt.Fprintf(t, "Enter passphrase for %s: ", file)
+		p, err := term.ReadPassword(int(t.Fd()))
+		fmt.Fprintln(t)
+		return p, err
+	}
+}
+
+// interruptible returns a context cancelled by the first Ctrl-C; a second
+// one exits at once.
+func interruptible(stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for range ch {
+			n++
+			if n == 1 {
+				fmt.Fprintln(stderr, "gpulab: interrupted: stopping remote commands, keeping partial results (Ctrl-C again to quit now)")
+				cancel()
+				continue
+			}
+			os.Exit(ExitInterrupted)
+		}
+	}()
+	return ctx, func() { signal.Stop(ch); close(ch); cancel() }
+}
+
+func newExecCmd(o *options) *cobra.Command {
+	var (
+		f            sshFlags
+		fold, noFold bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exec -H EXPR [flags] -- COMMAND [ARG...]",
+		Short: "Run a command on many hosts over SSH and fold identical outputs",
+		Long: `Run a command on every selected host over plain SSH (no agent installed), up to
+--concurrency hosts at once, and print what came back. Identical outputs are
+shown once under the hosts that gave them, folded into node-set form
+(gpu[01-06,08]); hosts that differ are shown as a diff against the majority.
+
+One COMMAND argument is a shell command line, as with ssh. Several arguments
+are quoted one by one, so that each reaches the remote command as one word.
+
+Hosts come from -H: the inventory's hosts, groups and labels, or any name
+~/.ssh/config knows (HostName, Port, User, IdentityFile, ProxyJump are
+honoured); no inventory is needed. Host keys are verified against
+known_hosts; --accept-new-host-keys adds unknown ones, a changed key is
+always refused.
+
+Each host ends in one class: ok, exit (non-zero status), killed (by a
+signal), inactive (silent past --inactivity-timeout), timeout-command,
+lost (connection dropped mid-command), timeout-connect, unreachable,
+refused, auth, hostkey-unknown, hostkey-changed, cancelled, error.
+Exit status: 0 when every host is ok, 1 when any is not, 2 for usage or
+configuration errors, 130 after Ctrl-C (partial results are printed).`,
+		Example: `  gpulab exec -H 'gpu[01-08]' -- nvidia-smi -L
+  gpulab exec -H @a100 --timeout 30s -- 'nvidia-smi --query-gpu=driver_version --format=csv,noheader'
+  gpulab exec -H gpu01,gpu02 --no-fold -- uptime
+  gpulab exec -H node7 -F ~/.ssh/lab_config --known-hosts ./known_hosts -- uname -r
+  gpulab exec -H '*' --json -- nvidia-smi -L | jq -r '.hosts[] | select(.class != "ok") | .host'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("exec: no command given (put it after --: gpulab exec -H gpu01 -- uptime)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if fold && noFold {
+				return usageErr("--fold and --no-fold contradict each other")
+			}
+			r, err := o.newRunner(&f)
+			if err != nil {
+				return err
+			}
+			defer r.keys.Close()
+			line := args[0]
+			if len(args) > 1 {
+				line = orchestrator.QuoteArgs(args)
+			}
+			ctx, stop := interruptible(cmd.ErrOrStderr())
+			defer stop()
+			start := time.Now()
+			results := r.engine.Run(ctx, orchestrator.Plan{Targets: r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}, nil)
+			results = append(results, r.failed...)
+			elapsed := time.Since(start)
+			w := cmd.OutOrStdout()
+			switch {
+			case o.json:
+				err = writeJSON(w, execJSON(results, elapsed))
+			case noFold || (!fold && len(results) == 1):
+				err = printPerHost(w, results, len(results) > 1)
+			default:
+				err = printFolded(w, results)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s in %.2fs\n", orchestrator.Summary(results), elapsed.Seconds())
+			return fanOutExit(ctx, results)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&fold, "fold", false, "fold identical outputs (default when more than one host answers)")
+	cmd.Flags().BoolVar(&noFold, "no-fold", false, "print each host's output, lines prefixed with the host's name")
+	return cmd
+}
+
+// fanOutExit maps a fan-out's outcome to the exit status.
+func fanOutExit(ctx context.Context, results []orchestrator.HostResult) error {
+	switch {
+	case ctx.Err() != nil:
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+	case orchestrator.Worst(results) != orchestrator.OK:
+		return errSilentFailure
+	}
+	return nil
+}
+
+type execHostJSON struct {
+	orchestrator.HostResult
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+}
+
+func execJSON(results []orchestrator.HostResult, elapsed time.Duration) any {
+	hosts := make([]execHostJSON, 0, len(results))
+	for _, r := range results {
+		h := execHostJSON{HostResult: r}
+		if len(r.Steps) > 0 {
+			h.Stdout, h.Stderr = string(r.Steps[0].Stdout), string(r.Steps[0].Stderr)
+		}
+		hosts = append(hosts, h)
+	}
+	counts := map[string]int{}
+	for _, r := range results {
+		counts[r.Class.String()]++
+	}
+	return struct {
+		Summary string         `json:"summary"`
+		Worst   string         `json:"worst"`
+		Counts  map[string]int `json:"counts"`
+		Seconds float64        `json:"seconds"`
+		Hosts   []execHostJSON `json:"hosts"`
+	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds(), hosts}
+}
+
+// printPerHost prints each host's output; with prefix, every line starts
+// with the host's name, as clush without -b does.
+func printPerHost(w io.Writer, results []orchestrator.HostResult, prefix bool) error {
+	for _, r := range results {
+		p := ""
+		if prefix {
+			p = r.Host + ": "
+		}
+		if len(r.Steps) == 0 {
+			fmt.Fprintf(w, "%s[%s] %s\n", p, r.Class, r.Err)
+			continue
+		}
+		s := r.Steps[0]
+		writePrefixed(w, p, string(s.Stdout))
+		writePrefixed(w, p, string(s.Stderr))
+		if s.Truncated {
+			fmt.Fprintf(w, "%s[output truncated: %d bytes printed, %d kept]\n", p, s.StdoutBytes+s.StderrBytes, len(s.Stdout)+len(s.Stderr))
+		}
+		if s.Class != orchestrator.OK {
+			fmt.Fprintf(w, "%s[%s%s] %s\n", p, s.Class, exitNote(s), s.Err)
+		}
+	}
+	return nil
+}
+
+func exitNote(s orchestrator.Result) string {
+	switch {
+	case s.Signal != "":
+		return " SIG" + s.Signal
+	case s.ExitCode > 0:
+		return fmt.Sprintf(" %d", s.ExitCode)
+	}
+	return ""
+}
+
+func writePrefixed(w io.Writer, prefix, text string) {
+	if text == "" {
+		return
+	}
+	if prefix == "" {
+		io.WriteString(w, text)
+		if !strings.HasSuffix(text, "\n") {
+			io.WriteString(w, "\n")
+		}
+		return
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		fmt.Fprintf(w, "%s%s\n", prefix, l)
+	}
+}
+
+// printFolded prints each group once; groups other than the majority are
+// shown as a diff against it.
+func printFolded(w io.Writer, results []orchestrator.HostResult) error {
+	groups := orchestrator.Fold(results, 0)
+	majority := groups[0]
+	for i, g := range groups {
+		noun := "hosts"
+		if len(g.Hosts) == 1 {
+			noun = "host"
+		}
+		head := fmt.Sprintf("---------------- %s (%d %s): %s%s", g.NodeSet, len(g.Hosts), noun, g.Class, groupExit(g))
+		fmt.Fprintln(w, head)
+		if len(g.Errors) > 0 {
+			names := make([]string, 0, len(g.Errors))
+			for h := range g.Errors {
+				names = append(names, h)
+			}
+			sort.Slice(names, func(a, b int) bool { return inventory.CompareNames(names[a], names[b]) < 0 })
+			for _, h := range names {
+				fmt.Fprintf(w, "  %s: %s\n", h, g.Errors[h])
+			}
+		}
+		if i > 0 && majority.Class == orchestrator.OK && g.Stdout+g.Stderr != "" && !(len(g.Errors) > 0 && g.Stdout == "") {
+			fmt.Fprintf(w, "differs from %s:\n", majority.NodeSet)
+			io.WriteString(w, orchestrator.Diff(majority, g))
+			continue
+		}
+		writePrefixed(w, "", g.Stdout)
+		if g.Stderr != "" {
+			fmt.Fprintln(w, "(stderr)")
+			writePrefixed(w, "", g.Stderr)
+		}
+	}
+	return nil
+}
+
+func groupExit(g orchestrator.Group) string {
+	switch {
+	case g.Signal != "":
+		return " (SIG" + g.Signal + ")"
+	case g.Class == orchestrator.Exit:
+		return fmt.Sprintf(" (status %d)", g.ExitCode)
+	}
+	return ""
+}

@@ -1,0 +1,88 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+)
+
+// sshConfigFor names the fleet's servers gpu01..gpuNN in an ssh_config, so
+// that exec runs with no inventory, as on an existing fleet.
+func sshConfigFor(t *testing.T, f *sshtest.Fleet, knownHosts string) string {
+	t.Helper()
+	var b strings.Builder
+	for i, s := range f.Servers {
+		fmt.Fprintf(&b, "Host gpu%02d\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n\n",
+			i+1, s.Addr, s.Port, f.User, f.ClientKey, knownHosts)
+	}
+	p := filepath.Join(t.TempDir(), "ssh_config")
+	writeFile(t, p, b.String())
+	return p
+}
+
+func TestExecAgainstRealSSHD(t *testing.T) {
+	f := sshtest.Start(t, 5, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	env := noEnv(t)
+	odd := f.Servers[3].Port
+	cmd := fmt.Sprintf(`case "$SSH_CONNECTION" in *" %d") echo driver 535.104.05; exit 4;; *) echo driver 550.54.15;; esac`, odd)
+
+	r := run(t, env, "exec", "-H", "gpu[01-05]", "-F", cfg, "--", cmd)
+	r.expect(t, 1, "---------------- gpu[01-03,05] (4 hosts): ok\ndriver 550.54.15\n", "5 hosts: 4 ok, 1 exit (gpu04) in ")
+	r.expect(t, 1, "---------------- gpu04 (1 host): exit (status 4)\ndiffers from gpu[01-03,05]:\n", "")
+	r.expect(t, 1, "+driver 535.104.05", "")
+
+	r = run(t, env, "exec", "-H", "gpu[01-02]", "-F", cfg, "--no-fold", "--", "echo", "hi")
+	r.expect(t, 0, "gpu01: hi\ngpu02: hi\n", "2 hosts: 2 ok")
+
+	r = run(t, env, "exec", "-H", "gpu01", "-F", cfg, "--", "printf", "[%s]", "a b", "$(touch /tmp/gpulab-cli-pwned)", "it's")
+	r.expect(t, 0, "[a b][$(touch /tmp/gpulab-cli-pwned)][it's]", "1 host: 1 ok")
+	if _, err := os.Stat("/tmp/gpulab-cli-pwned"); err == nil {
+		os.Remove("/tmp/gpulab-cli-pwned")
+		t.Error("an argument was run by the remote shell")
+	}
+
+	r = run(t, env, "exec", "-H", "gpu[01-05]", "-F", cfg, "--json", "--", cmd)
+	var out struct {
+		Worst  string         `json:"worst"`
+		Counts map[string]int `json:"counts"`
+		Hosts  []struct {
+			Host   string `json:"host"`
+			Class  string `json:"class"`
+			Stdout string `json:"stdout"`
+			Steps  []struct {
+				ExitCode int `json:"exit_code"`
+			} `json:"steps"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 1 {
+		t.Fatalf("exec --json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if out.Worst != "exit" || out.Counts["ok"] != 4 || out.Hosts[3].Host != "gpu04" || out.Hosts[3].Steps[0].ExitCode != 4 || out.Hosts[0].Stdout != "driver 550.54.15\n" {
+		t.Errorf("exec --json = %+v", out)
+	}
+
+	// Unknown host keys: refused with the fingerprint, then accepted on request.
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	cfg2 := sshConfigFor(t, f, kh)
+	r = run(t, env, "exec", "-H", "gpu[01-02]", "-F", cfg2, "--", "true")
+	r.expect(t, 1, "hostkey-unknown", "2 hosts: 2 hostkey-unknown (gpu[01-02])")
+	r.expect(t, 1, "--accept-new-host-keys", "")
+	run(t, env, "exec", "-H", "gpu[01-02]", "-F", cfg2, "--accept-new-host-keys", "--", "true").expect(t, 0, "", "2 hosts: 2 ok")
+	run(t, env, "exec", "-H", "gpu[01-02]", "-F", cfg2, "--", "true").expect(t, 0, "", "2 hosts: 2 ok")
+
+	// Where settings come from.
+	r = run(t, env, "inventory", "show", "gpu02", "-F", cfg)
+	r.expect(t, 0, fmt.Sprintf("Port                 %d", f.Servers[1].Port), "")
+	r.expect(t, 0, cfg+":10", "")
+	r.expect(t, 0, "ConnectTimeout       10s", "")
+
+	run(t, env, "exec", "-F", cfg, "--", "true").expect(t, 2, "", "-H is required")
+	run(t, env, "exec", "-H", "gpu01", "-F", cfg).expect(t, 2, "", "no command given")
+	run(t, env, "exec", "-H", "gpu01", "-F", "/nonexistent/config", "--", "true").expect(t, 2, "", "ssh_config")
+}

@@ -1,0 +1,67 @@
+package orchestrator
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestQuote(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"abc", "abc"},
+		{"", "''"},
+		{"a b", "'a b'"},
+		{"it's", `'it'\''s'`},
+		{"$(x)", "'$(x)'"},
+		{"/usr/bin/nvidia-smi", "/usr/bin/nvidia-smi"},
+		{"--query-gpu=name,uuid", "--query-gpu=name,uuid"},
+	}
+	for _, tt := range tests {
+		if got := Quote(tt.in); got != tt.want {
+			t.Errorf("Quote(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := QuoteArgs([]string{"nvidia-smi", "topo", "-m"}); got != "nvidia-smi topo -m" {
+		t.Errorf("QuoteArgs = %q", got)
+	}
+}
+
+func TestSummaryAndWorst(t *testing.T) {
+	rs := []HostResult{{Host: "gpu01"}, {Host: "gpu02"}, {Host: "gpu03", Class: Auth}, {Host: "gpu04", Class: Exit}, {Host: "gpu05", Class: Exit}}
+	if got, want := Summary(rs), "5 hosts: 2 ok, 2 exit (gpu[04-05]), 1 auth (gpu03)"; got != want {
+		t.Errorf("Summary = %q, want %q", got, want)
+	}
+	if Worst(rs) != Auth || Worst(nil) != OK {
+		t.Errorf("Worst = %s", Worst(rs))
+	}
+	if b, _ := Auth.MarshalText(); string(b) != "auth" {
+		t.Errorf("Auth.MarshalText = %q", b)
+	}
+}
+
+func TestFold(t *testing.T) {
+	out := func(host, stdout string, code int) HostResult {
+		c := OK
+		if code != 0 {
+			c = Exit
+		}
+		return HostResult{Host: host, Class: c, Steps: []Result{{Stdout: []byte(stdout), ExitCode: code, Class: c}}}
+	}
+	rs := []HostResult{
+		out("gpu01", "550.54.15\nA100\n", 0), out("gpu02", "550.54.15\nA100\n", 0), out("gpu03", "535.104.05\nA100\n", 0),
+		out("gpu04", "550.54.15\nA100\n", 0), {Host: "gpu05", Class: Auth, Err: "dial 10.0.0.5:22: unable to authenticate"},
+		{Host: "gpu06", Class: Auth, Err: "dial 10.0.0.6:22: unable to authenticate"}, out("gpu07", "550.54.15\nA100\n", 0),
+	}
+	g := Fold(rs, 0)
+	if len(g) != 3 || g[0].NodeSet != "gpu[01-02,04,07]" || g[1].NodeSet != "gpu[05-06]" || g[2].NodeSet != "gpu03" {
+		t.Fatalf("Fold = %+v", g)
+	}
+	if g[1].Class != Auth || len(g[1].Errors) != 2 {
+		t.Errorf("connection failures grouped as %+v", g[1])
+	}
+	d := Diff(g[0], g[2])
+	for _, want := range []string{"--- gpu[01-02,04,07]", "+++ gpu03", "-550.54.15", "+535.104.05"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("Diff lacks %q:\n%s", want, d)
+		}
+	}
+}
