@@ -86,3 +86,30 @@ func TestExecAgainstRealSSHD(t *testing.T) {
 	run(t, env, "exec", "-H", "gpu01", "-F", cfg).expect(t, 2, "", "no command given")
 	run(t, env, "exec", "-H", "gpu01", "-F", "/nonexistent/config", "--", "true").expect(t, 2, "", "ssh_config")
 }
+
+func TestPushAgainstRealSSHD(t *testing.T) {
+	f := sshtest.Start(t, 3, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	env := noEnv(t)
+	src := filepath.Join(t.TempDir(), "probe.bin")
+	writeFile(t, src, strings.Repeat("gpulab", 10000))
+	dest := filepath.Join(t.TempDir(), "placed.bin")
+	run(t, env, "push", src, "-H", "gpu[01-03]", "-F", cfg, "--dest", dest, "--mode", "0750").expect(t, 0, dest, "3 hosts: 3 ok")
+	if st, err := os.Stat(dest); err != nil || st.Size() != 60000 || st.Mode().Perm() != 0o750 {
+		t.Fatalf("pushed file: %v %v", st, err)
+	}
+	r := run(t, env, "push", src, "-H", "gpu[01-03]", "-F", cfg, "--dest", dest, "--mode", "0750")
+	r.expect(t, 0, "gpu[01-03]  unchanged (same sha256, nothing sent)", "3 hosts: 3 ok")
+	r = run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--dest", dest, "--json")
+	var out struct {
+		Sent  int64 `json:"sent"`
+		Hosts []struct {
+			Skipped bool `json:"skipped"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Sent != 0 || !out.Hosts[0].Skipped {
+		t.Errorf("push --json the third time: %+v %v", out, err)
+	}
+	run(t, env, "push", "/nonexistent", "-H", "gpu01", "-F", cfg).expect(t, 2, "", "no such file")
+	run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--mode", "9").expect(t, 2, "", "want an octal mode")
+}

@@ -76,51 +76,64 @@ func (e *Engine) Run(ctx context.Context, plan Plan, events chan<- Event) []Host
 			events <- ev
 		}
 	}
+	return e.forEach(ctx, plan.Targets, emit, func(i int, t Target, conn *Conn, hr *HostResult) {
+		e.runSteps(ctx, i, t, conn, plan.Steps, hr, emit)
+	})
+}
+
+// forEach connects to each target within the sliding window and calls work
+// with the open connection; dial failures and hosts never started (ctx
+// cancelled) get their result without calling work.
+func (e *Engine) forEach(ctx context.Context, targets []Target, emit func(Event), work func(i int, t Target, conn *Conn, hr *HostResult)) []HostResult {
+	if emit == nil {
+		emit = func(Event) {}
+	}
 	n := e.Concurrency
 	if n <= 0 {
 		n = 64
 	}
-	results := make([]HostResult, len(plan.Targets))
+	results := make([]HostResult, len(targets))
 	sem := make(chan struct{}, n)
 	var wg sync.WaitGroup
-	for i, t := range plan.Targets {
+	for i, t := range targets {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			results[i] = HostResult{Host: t.Name, Address: t.HostPort(), Class: Cancelled, Err: "cancelled before this host started"}
+			results[i] = HostResult{Host: t.Name, Address: t.HostPort(), Class: Cancelled, Err: "cancelled before this host started", Steps: []Result{}}
 			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i] = e.runHost(ctx, i, t, plan.Steps, emit)
-			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
+			start := time.Now()
+			hr := &results[i]
+			*hr = HostResult{Host: t.Name, Address: t.HostPort(), Steps: []Result{}}
+			emit(Event{Kind: HostConnecting, Index: i, Host: t.Name})
+			conn, err := e.Dialer.Dial(ctx, t)
+			hr.Connect = time.Since(start)
+			if err != nil {
+				hr.Class, hr.Err = Unreachable, err.Error()
+				var de *DialError
+				if errors.As(err, &de) {
+					hr.Class = de.Class
+				}
+			} else {
+				emit(Event{Kind: HostConnected, Index: i, Host: t.Name})
+				work(i, t, conn, hr)
+				conn.Close()
+			}
+			hr.Total = time.Since(start)
+			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: hr})
 		}()
 	}
 	wg.Wait()
 	return results
 }
 
-func (e *Engine) runHost(ctx context.Context, i int, t Target, steps []Step, emit func(Event)) HostResult {
-	start := time.Now()
-	hr := HostResult{Host: t.Name, Address: t.HostPort(), Steps: []Result{}}
-	emit(Event{Kind: HostConnecting, Index: i, Host: t.Name})
-	conn, err := e.Dialer.Dial(ctx, t)
-	hr.Connect = time.Since(start)
-	if err != nil {
-		hr.Class, hr.Err = Unreachable, err.Error()
-		var de *DialError
-		if errors.As(err, &de) {
-			hr.Class = de.Class
-		}
-		hr.Total = time.Since(start)
-		return hr
-	}
-	defer conn.Close()
-	emit(Event{Kind: HostConnected, Index: i, Host: t.Name})
+func (e *Engine) runSteps(ctx context.Context, i int, t Target, conn *Conn, steps []Step, hr *HostResult, emit func(Event)) {
 	for si, s := range steps {
 		emit(Event{Kind: StepStarted, Index: i, Host: t.Name, Step: si})
 		o := RunOptions{Timeout: t.CommandTimeout, Inactivity: t.InactivityTimeout, MaxOutput: e.MaxOutput}
@@ -143,9 +156,7 @@ func (e *Engine) runHost(ctx context.Context, i int, t Target, steps []Step, emi
 			if r.Err != "" && hr.Err == "" {
 				hr.Err = s.Name + ": " + r.Err
 			}
-			break
+			return
 		}
 	}
-	hr.Total = time.Since(start)
-	return hr
 }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ type Options struct {
 	// OpenSSH's defaults.
 	MaxStartups string
 	MaxSessions string
+	// Env is set in every session (sshd's SetEnv).
+	Env map[string]string
+	// NoSFTP leaves the sftp subsystem out.
+	NoSFTP bool
 }
 
 // Fleet is a set of running sshd servers sharing one client key.
@@ -150,11 +155,24 @@ func sshdConfig(s *Server, authorized string, o Options) string {
 		s.Port, s.Addr, filepath.Join(s.Dir, "host_ed25519"), filepath.Join(s.Dir, "sshd.pid"), authorized)
 	b.WriteString("StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n")
 	b.WriteString("PubkeyAuthentication yes\nPermitRootLogin yes\nPrintMotd no\nPrintLastLog no\nUseDNS no\n")
-	b.WriteString("Subsystem sftp internal-sftp\nLogLevel ERROR\n")
+	b.WriteString("LogLevel ERROR\n")
+	if !o.NoSFTP {
+		b.WriteString("Subsystem sftp internal-sftp\n")
+	}
 	// A neutral shell: bash sources ~/.bashrc for commands run by sshd
 	// unless SHLVL says it is nested. Some machines' root .bashrc costs
 	// hundreds of milliseconds, which would drown what tests measure.
-	b.WriteString("SetEnv SHLVL=1\n")
+	// sshd takes the first SetEnv line only, so all variables go on it.
+	b.WriteString("SetEnv SHLVL=1")
+	keys := make([]string, 0, len(o.Env))
+	for k := range o.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%s", k, o.Env[k])
+	}
+	b.WriteString("\n")
 	if maxStartups != "default" {
 		fmt.Fprintf(&b, "MaxStartups %s\n", maxStartups)
 	}

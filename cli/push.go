@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+func newPushCmd(o *options) *cobra.Command {
+	var (
+		f      sshFlags
+		dest   string
+		mode   string
+		noSFTP bool
+	)
+	cmd := &cobra.Command{
+		Use:   "push FILE -H EXPR [--dest PATH]",
+		Short: "Copy a file to many hosts safely: private directory, checksum, atomic rename",
+		Long: `Copy FILE to every selected host. By default it goes to gpulab's private
+cache directory on the host, ${XDG_CACHE_HOME:-~/.cache}/gpulab (created
+0700), under its own name; --dest PATH puts it elsewhere.
+
+The file is written to a temporary name in the destination directory,
+flushed to disk, checked by sha256 on the host and renamed into place
+atomically, so a reader never sees half a file and a failed push (disk
+full, read-only filesystem, permission denied) leaves nothing behind. When
+the host already has a file with the same sha256, no bytes are sent. SFTP
+is used where the server offers it, a plain session otherwise.`,
+		Example: `  gpulab push dist/nvmlprobe-linux-amd64 -H 'gpu[01-64]'
+  gpulab push ./healthcheck.sh -H @a100 --dest /tmp/healthcheck.sh --mode 0755
+  gpulab push big.tar -H gpu01 --json`,
+		Args: exactArgs(1, "the local FILE to push"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return usageErr("push: %v", err)
+			}
+			st, _ := os.Stat(args[0])
+			perm := st.Mode().Perm()
+			if mode != "" {
+				var m uint32
+				if _, err := fmt.Sscanf(mode, "%o", &m); err != nil || m > 0o7777 {
+					return usageErr("--mode %q: want an octal mode such as 0755", mode)
+				}
+				perm = os.FileMode(m)
+			}
+			r, err := o.newRunner(&f)
+			if err != nil {
+				return err
+			}
+			defer r.keys.Close()
+			ctx, stop := interruptible(cmd.ErrOrStderr())
+			defer stop()
+			spec := orchestrator.PushSpec{Name: filepath.Base(args[0]), Data: data, Mode: perm, Dest: dest, NoSFTP: noSFTP}
+			start := time.Now()
+			hosts, pushes := r.engine.PushAll(ctx, r.targets, spec)
+			for _, h := range r.failed {
+				hosts = append(hosts, h)
+				pushes = append(pushes, orchestrator.PushResult{Class: h.Class, Err: h.Err})
+			}
+			elapsed := time.Since(start)
+			w := cmd.OutOrStdout()
+			if o.json {
+				type row struct {
+					Host string `json:"host"`
+					orchestrator.PushResult
+				}
+				rows := make([]row, len(hosts))
+				var sent int64
+				for i, h := range hosts {
+					rows[i] = row{h.Host, pushes[i]}
+					sent += pushes[i].Sent
+				}
+				err = writeJSON(w, struct {
+					File    string  `json:"file"`
+					SHA256  string  `json:"sha256"`
+					Bytes   int     `json:"bytes"`
+					Sent    int64   `json:"sent"`
+					Summary string  `json:"summary"`
+					Seconds float64 `json:"seconds"`
+					Hosts   []row   `json:"hosts"`
+				}{args[0], spec.Sum(), len(data), sent, orchestrator.Summary(hosts), elapsed.Seconds(), rows})
+			} else {
+				err = printPushes(w, hosts, pushes)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s in %.2fs (sha256 %s)\n", orchestrator.Summary(hosts), elapsed.Seconds(), spec.Sum()[:16])
+			return fanOutExit(ctx, hosts)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().StringVar(&dest, "dest", "", "remote `PATH` (default: the private cache directory, under FILE's name)")
+	cmd.Flags().StringVar(&mode, "mode", "", "remote file `MODE` in octal (default: the local file's)")
+	cmd.Flags().BoolVar(&noSFTP, "no-sftp", false, "upload through a plain session even where SFTP is offered")
+	return cmd
+}
+
+// printPushes folds hosts with the same outcome: "gpu[01-63]  sent 2.1 MB  /root/.cache/gpulab/x".
+func printPushes(w io.Writer, hosts []orchestrator.HostResult, pushes []orchestrator.PushResult) error {
+	type key struct{ what, path string }
+	var order []key
+	groups := map[key][]string{}
+	for i, h := range hosts {
+		p := pushes[i]
+		k := key{path: p.Path}
+		switch {
+		case p.Class != orchestrator.OK:
+			k.what = p.Class.String() + ": " + p.Err
+			k.path = ""
+		case p.Skipped:
+			k.what = "unchanged (same sha256, nothing sent)"
+		default:
+			k.what = fmt.Sprintf("sent %d bytes (%s)", p.Sent, p.Method)
+		}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], h.Host)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range order {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", inventory.FoldNames(groups[k]), strings.ReplaceAll(k.what, "\t", " "), k.path)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,222 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/pkg/sftp"
+)
+
+// PushSpec is a file to place on hosts.
+type PushSpec struct {
+	Name string // file name; the destination's base name
+	Data []byte
+	Mode os.FileMode // 0 means 0600
+	// Dest is the remote path. Empty means Name in gpulab's private cache
+	// directory, ${XDG_CACHE_HOME:-$HOME/.cache}/gpulab, created 0700.
+	Dest string
+	// NoSFTP forces the plain-session upload (cat into a temporary file).
+	NoSFTP bool
+}
+
+// Sum returns the data's sha256, hex.
+func (p PushSpec) Sum() string {
+	s := sha256.Sum256(p.Data)
+	return hex.EncodeToString(s[:])
+}
+
+// PushResult is a push's outcome on one host.
+type PushResult struct {
+	Path     string        `json:"path"`    // absolute remote path
+	Sent     int64         `json:"sent"`    // bytes of file data sent
+	Skipped  bool          `json:"skipped"` // the file was already there, same sha256
+	Method   string        `json:"method"`  // "sftp", "session" or "" when skipped
+	Class    Class         `json:"class"`   // OK, or why it failed
+	Err      string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// Push places spec's file on the host: into a temporary file in the
+// destination directory, flushed to disk, checked by sha256 on the host,
+// given its mode and renamed into place atomically. When the destination
+// already has the same sha256, nothing is sent. A failed push leaves no
+// partial file. SFTP is used where the server offers it.
+func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
+	start := time.Now()
+	res := PushResult{}
+	fail := func(class Class, format string, args ...any) PushResult {
+		res.Class, res.Err, res.Duration = class, fmt.Sprintf(format, args...), time.Since(start)
+		return res
+	}
+	if strings.ContainsAny(spec.Name, "/\x00") || spec.Name == "" || spec.Name == "." || spec.Name == ".." {
+		return fail(Error, "push: bad file name %q", spec.Name)
+	}
+	mode := spec.Mode.Perm()
+	if mode == 0 {
+		mode = 0o600
+	}
+	sum := spec.Sum()
+
+	// One round trip: make the directory, resolve it, read the current sum.
+	dest := spec.Dest
+	var prep string
+	if dest == "" {
+		prep = `d="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab" && mkdir -p "$d" && chmod 700 "$d" && cd "$d" && pwd && { sha256sum -- ` + Quote(spec.Name) + ` 2>/dev/null || true; }`
+	} else {
+		dir, base := path.Split(dest)
+		if dir == "" {
+			dir = "."
+		}
+		prep = `d=` + Quote(dir) + ` && { [ -d "$d" ] || mkdir -p -m 700 "$d"; } && cd "$d" && pwd && { sha256sum -- ` + Quote(base) + ` 2>/dev/null || true; }`
+		spec.Name = base
+	}
+	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
+	if r.Class != OK {
+		return fail(r.Class, "push: prepare %s: %s%s", dest, strings.TrimSpace(string(r.Stderr)), r.Err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(r.Stdout)), "\n")
+	dir := strings.TrimSpace(lines[0])
+	res.Path = path.Join(dir, spec.Name)
+	if len(lines) > 1 && strings.HasPrefix(lines[1], sum+" ") {
+		res.Skipped = true
+		// Same content: make sure of the mode, send nothing.
+		r := c.Run(ctx, "push: chmod", fmt.Sprintf("chmod %o %s", mode, Quote(res.Path)), RunOptions{Timeout: c.Target.CommandTimeout})
+		if r.Class != OK {
+			return fail(r.Class, "push: chmod %s: %s", res.Path, strings.TrimSpace(string(r.Stderr)))
+		}
+		res.Class, res.Duration = OK, time.Since(start)
+		return res
+	}
+
+	tmp := path.Join(dir, "."+spec.Name+".gpulab-"+randomSuffix())
+	finalize := fmt.Sprintf(`t=%s; s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi; chmod %o "$t" && mv -f -- "$t" %s || { rm -f -- "$t"; exit 4; }`,
+		Quote(tmp), sum, mode, Quote(res.Path))
+
+	var sent atomic.Int64
+	if !spec.NoSFTP {
+		if err := c.sftpUpload(tmp, spec.Data, &sent); err == nil {
+			res.Method = "sftp"
+		} else if err != errNoSFTP {
+			res.Sent = sent.Load()
+			return fail(Exit, "push: upload %s: %v%s", res.Path, err, c.diagnose(ctx, dir, len(spec.Data)))
+		}
+	}
+	if res.Method == "" {
+		// No SFTP: stream the file through a session into the temporary file.
+		line := fmt.Sprintf(`umask 077; t=%s; trap 'rm -f -- "$t"' EXIT; cat > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), finalize)
+		counted := &countingReader{r: bytes.NewReader(spec.Data), n: &sent}
+		r := c.Run(ctx, "push: upload", line, RunOptions{Raw: true, Stdin: counted, Timeout: c.Target.CommandTimeout})
+		res.Sent, res.Method = sent.Load(), "session"
+		if r.Class != OK {
+			return fail(r.Class, "push: upload %s: %s%s", res.Path, strings.TrimSpace(string(r.Stderr)), r.Err)
+		}
+		res.Class, res.Duration = OK, time.Since(start)
+		return res
+	}
+	res.Sent = sent.Load()
+	fr := c.Run(ctx, "push: verify", finalize, RunOptions{Timeout: c.Target.CommandTimeout})
+	if fr.Class != OK {
+		return fail(fr.Class, "push: verify %s: %s%s", res.Path, strings.TrimSpace(string(fr.Stderr)), fr.Err)
+	}
+	res.Class, res.Duration = OK, time.Since(start)
+	return res
+}
+
+var errNoSFTP = fmt.Errorf("the server offers no sftp subsystem")
+
+// diagnose explains a failed SFTP write, since sftp servers answer a full
+// disk or a read-only filesystem with a bare "Failure".
+func (c *Conn) diagnose(ctx context.Context, dir string, size int) string {
+	line := `d=` + Quote(dir) + `; t="$d/.gpulab-probe.$$"; (: > "$t") 2>&1 | sed 's/^[^:]*: [0-9]*: //' || true; rm -f -- "$t"; df -Pk -- "$d" | awk 'NR==2 {print $4}'`
+	r := c.Run(ctx, "push: diagnose", line, RunOptions{Timeout: 10 * time.Second})
+	if r.Class != OK {
+		return ""
+	}
+	out := strings.Split(strings.TrimSpace(string(r.Stdout)), "\n")
+	if len(out) > 1 {
+		return " (on the host: " + strings.Join(out[:len(out)-1], "; ") + ")"
+	}
+	var freeKiB int
+	if _, err := fmt.Sscan(out[0], &freeKiB); err == nil && freeKiB*1024 < size {
+		return fmt.Sprintf(" (on the host: no space left on device: %d KiB free in %s, the file needs %d KiB)", freeKiB, dir, (size+1023)/1024)
+	}
+	return ""
+}
+
+// sftpUpload writes data to a new file tmp (never an existing one), flushes
+// it to disk where the server supports fsync, and removes it on failure.
+func (c *Conn) sftpUpload(tmp string, data []byte, sent *atomic.Int64) (err error) {
+	client, err := sftp.NewClient(c.client)
+	if err != nil {
+		return errNoSFTP
+	}
+	defer client.Close()
+	f, err := client.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = client.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.ReadFrom(&countingReader{r: bytes.NewReader(data), n: sent}); err != nil {
+		f.Close()
+		return err
+	}
+	if _, ok := client.HasExtension("fsync@openssh.com"); ok {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// PushAll pushes spec to every target, within the engine's window, and
+// returns each host's result and push outcome in target order.
+func (e *Engine) PushAll(ctx context.Context, targets []Target, spec PushSpec) ([]HostResult, []PushResult) {
+	pushes := make([]PushResult, len(targets))
+	hosts := e.forEach(ctx, targets, nil, func(i int, _ Target, conn *Conn, hr *HostResult) {
+		p := conn.Push(ctx, spec)
+		pushes[i] = p
+		hr.Class, hr.Err = p.Class, p.Err
+	})
+	for i, h := range hosts {
+		if pushes[i] == (PushResult{}) {
+			pushes[i] = PushResult{Class: h.Class, Err: h.Err}
+		}
+	}
+	return hosts, pushes
+}

@@ -1,0 +1,160 @@
+package orchestrator_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+func dial(t *testing.T, f *sshtest.Fleet, s *sshtest.Server) *orchestrator.Conn {
+	t.Helper()
+	c, err := (&orchestrator.Dialer{Keys: &orchestrator.Keyring{}}).Dial(context.Background(), target(f, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + i/251)
+	}
+	return b
+}
+
+func TestPushToCacheDir(t *testing.T) {
+	for _, mode := range []struct {
+		name   string
+		opts   sshtest.Options
+		noSFTP bool
+		method string
+	}{
+		{"sftp", sshtest.Options{}, false, "sftp"},
+		{"session-forced", sshtest.Options{}, true, "session"},
+		{"server-without-sftp", sshtest.Options{NoSFTP: true}, false, "session"},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			cache := t.TempDir()
+			mode.opts.Env = map[string]string{"XDG_CACHE_HOME": cache}
+			f := sshtest.Start(t, 1, mode.opts)
+			c := dial(t, f, f.Servers[0])
+			spec := orchestrator.PushSpec{Name: "nvmlprobe", Data: payload(300_000), Mode: 0o755, NoSFTP: mode.noSFTP}
+			want := filepath.Join(cache, "gpulab", "nvmlprobe")
+
+			first := c.Push(context.Background(), spec)
+			if first.Class != orchestrator.OK || first.Path != want || first.Sent != 300_000 || first.Skipped || first.Method != mode.method {
+				t.Fatalf("first push = %+v", first)
+			}
+			checkFile(t, want, spec.Data, 0o755)
+			if st, _ := os.Stat(filepath.Dir(want)); st.Mode().Perm() != 0o700 {
+				t.Errorf("cache dir mode %v, want 0700", st.Mode().Perm())
+			}
+			second := c.Push(context.Background(), spec)
+			if second.Class != orchestrator.OK || second.Sent != 0 || !second.Skipped {
+				t.Errorf("second push sent %d bytes (skipped %v), want 0: %+v", second.Sent, second.Skipped, second)
+			}
+			// A corrupted copy is replaced.
+			if err := os.WriteFile(want, []byte("garbage"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			third := c.Push(context.Background(), spec)
+			if third.Class != orchestrator.OK || third.Sent != 300_000 {
+				t.Errorf("push over a corrupted copy = %+v", third)
+			}
+			checkFile(t, want, spec.Data, 0o755)
+			assertOnly(t, filepath.Dir(want), "nvmlprobe")
+		})
+	}
+}
+
+func checkFile(t *testing.T, path string, data []byte, mode os.FileMode) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("%s: %d bytes, %v; want the %d bytes pushed", path, len(got), err, len(data))
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != mode {
+		t.Errorf("%s: mode %v, want %v", path, st.Mode().Perm(), mode)
+	}
+}
+
+// assertOnly fails if dir holds anything but names: no temporary files left.
+func assertOnly(t *testing.T, dir string, names ...string) {
+	t.Helper()
+	entries, _ := os.ReadDir(dir)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Errorf("%s holds %v, want only %v (a partial or temporary file was left)", dir, got, names)
+	}
+}
+
+func mountTmpfs(t *testing.T, size string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		msg := "mount tmpfs (needs root): " + strings.TrimSpace(string(out))
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip("SKIPPED LOUDLY: " + msg)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	return dir
+}
+
+func TestPushFailuresLeaveNothing(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	c := dial(t, f, f.Servers[0])
+	for _, noSFTP := range []bool{false, true} {
+		full := mountTmpfs(t, "64k")
+		r := c.Push(context.Background(), orchestrator.PushSpec{Name: "big", Data: payload(400_000), Dest: filepath.Join(full, "big"), NoSFTP: noSFTP})
+		if r.Class == orchestrator.OK || !strings.Contains(strings.ToLower(r.Err), "no space left") && !strings.Contains(r.Err, "failure") {
+			t.Errorf("push to a full disk (noSFTP=%v) = %+v, want a failure saying the disk is full", noSFTP, r)
+		}
+		assertOnly(t, full)
+		t.Logf("full disk (noSFTP=%v): %s", noSFTP, r.Err)
+
+		ro := mountTmpfs(t, "1m")
+		if out, err := exec.Command("mount", "-o", "remount,ro", ro).CombinedOutput(); err != nil {
+			t.Fatalf("remount ro: %v %s", err, out)
+		}
+		r = c.Push(context.Background(), orchestrator.PushSpec{Name: "x", Data: payload(1000), Dest: filepath.Join(ro, "x"), NoSFTP: noSFTP})
+		if r.Class == orchestrator.OK || !strings.Contains(strings.ToLower(r.Err), "read-only") && !strings.Contains(strings.ToLower(r.Err), "permission denied") {
+			t.Errorf("push to a read-only filesystem (noSFTP=%v) = %+v, want a failure saying so", noSFTP, r)
+		}
+		assertOnly(t, ro)
+		t.Logf("read-only (noSFTP=%v): %s", noSFTP, r.Err)
+	}
+	if r := c.Push(context.Background(), orchestrator.PushSpec{Name: "../escape", Data: []byte("x")}); r.Class != orchestrator.Error {
+		t.Errorf("push with a path in the name = %+v, want a local error", r)
+	}
+}
+
+func TestPushAll(t *testing.T) {
+	cache := t.TempDir()
+	f := sshtest.Start(t, 6, sshtest.Options{Env: map[string]string{"XDG_CACHE_HOME": cache}})
+	e := newEngine()
+	spec := orchestrator.PushSpec{Name: "p", Data: payload(50_000), Dest: filepath.Join(t.TempDir(), "p-$(id)"), Mode: 0o700}
+	hosts, pushes := e.PushAll(context.Background(), targets(f), spec)
+	// All six hosts share this machine's filesystem: one wins the upload,
+	// and every push must end OK with the file in place and no leftovers.
+	for i, p := range pushes {
+		if hosts[i].Class != orchestrator.OK || p.Class != orchestrator.OK || p.Path != spec.Dest {
+			t.Errorf("%s: %+v %+v", hosts[i].Host, hosts[i], p)
+		}
+	}
+	checkFile(t, spec.Dest, spec.Data, 0o700)
+	assertOnly(t, filepath.Dir(spec.Dest), "p-$(id)")
+}
