@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
 )
 
 // TestWorkbenchInTmux is the smoke test: the real binary in a real terminal
@@ -112,4 +114,42 @@ func (s *tmuxSession) wait(text string, present bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	s.t.Fatalf("waited 10s for %q to be present=%v; screen:\n%s", text, present, screen)
+}
+
+// TestFleetInTmux runs a command from the workbench's Fleet tab on a real
+// fleet of OpenSSH servers and reads the result off the screen.
+func TestFleetInTmux(t *testing.T) {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed: CI must install it (.ci/run)")
+		}
+		t.Skip("SKIPPED LOUDLY: tmux is not installed (apt-get install tmux)")
+	}
+	f := sshtest.Start(t, 4, sshtest.Options{})
+	var inv strings.Builder
+	fmt.Fprintf(&inv, "[defaults]\nuser = %q\nidentity_file = %q\nknown_hosts = %q\n", f.User, f.ClientKey, f.KnownHosts)
+	for i, s := range f.Servers {
+		fmt.Fprintf(&inv, "[[host]]\nname = \"gpu%02d\"\naddress = %q\nport = %d\n", i+1, s.Addr, s.Port)
+	}
+	dir := t.TempDir()
+	invPath := filepath.Join(dir, "inventory.toml")
+	if err := os.WriteFile(invPath, []byte(inv.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gpulab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	s := newTmux(t, tmux, 120, 30, "HOME="+dir+" SSH_AUTH_SOCK= "+bin+" --inventory "+invPath)
+	s.waitFor("CONTROL PLANE")
+	s.keys("3")
+	s.waitFor("4 hosts: gpu[01-04]. Press : to run a command")
+	s.keys(":")
+	s.run("send-keys", "-t", "smoke", "-l", "echo hello from; uname -s")
+	s.keys("Enter")
+	s.waitFor("4/4  4 ok")
+	s.waitFor("gpu[01-04] (4): ok")
+	s.keys("q")
+	s.waitFor("EXIT=0")
 }

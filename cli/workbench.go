@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -10,6 +11,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/tui"
 )
 
@@ -32,7 +34,17 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	if o.noColor || o.getenv("NO_COLOR") != "" {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
-	var model tea.Model = tui.New(tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles()})
+	opts := tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles()}
+	if len(inv.Hosts) > 0 {
+		r, err := o.newRunner(&sshFlags{hosts: "*"})
+		if err != nil {
+			return err
+		}
+		defer r.keys.Close()
+		r.keys.Passphrase = nil // the terminal belongs to the workbench: encrypted keys go through ssh-agent
+		opts.Fleet = fleetRunner{r}
+	}
+	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
 		model = tui.QuitAfterFirstFrame(model)
 	}
@@ -67,4 +79,21 @@ func newVersionCmd(o *options) *cobra.Command {
 			return err
 		},
 	}
+}
+
+// fleetRunner lets the workbench's Fleet view run commands on the
+// inventory's hosts.
+type fleetRunner struct{ r *runner }
+
+func (f fleetRunner) Hosts() []tui.FleetHost {
+	hs := make([]tui.FleetHost, len(f.r.targets))
+	for i, t := range f.r.targets {
+		hs[i] = tui.FleetHost{Name: t.Name, Address: t.HostPort()}
+	}
+	return hs
+}
+
+func (f fleetRunner) Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult {
+	plan := orchestrator.Plan{Targets: f.r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: command}}}
+	return f.r.engine.Run(ctx, plan, events)
 }

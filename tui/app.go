@@ -25,6 +25,8 @@ import (
 type Options struct {
 	Catalog   *landscape.Catalog
 	Inventory *inventory.Inventory
+	// Fleet runs commands on the inventory's hosts; nil shows a hint.
+	Fleet FleetRunner
 	// Version is shown in the header.
 	Version string
 	Styles  Styles
@@ -52,6 +54,10 @@ func New(opts Options) Model {
 	}
 	h := help.New()
 	h.ShowAll = true
+	var fleet Component = newHintView("Fleet", fleetHint(inv), st)
+	if opts.Fleet != nil {
+		fleet = newFleetView(opts.Fleet, st)
+	}
 	m := Model{
 		keys:    DefaultGlobalKeys(),
 		help:    h,
@@ -60,7 +66,7 @@ func New(opts Options) Model {
 		views: []Component{
 			newMapView(opts.Catalog, st),
 			newMatrixView(opts.Catalog, st),
-			newHintView("Fleet", fleetHint(inv), st),
+			fleet,
 			newHintView("Runbooks", "Runbooks run the topology and troubleshooting command sheet on many hosts and turn the output into facts. None are loaded in this build.", st),
 			newHintView("Labs", "Labs are MIU scenarios scored live, criterion by criterion. The labs that give evidence about each project are listed on its card in the Map.", st),
 			newHintView("Results", "Results are lab records (standard result table and verdicts). No records yet.", st),
@@ -75,7 +81,7 @@ func fleetHint(inv *inventory.Inventory) string {
 	if len(inv.Hosts) == 0 {
 		return "No hosts: gpulab is on its built-in default. Pass --inventory FILE (see inventory.toml) to list your fleet."
 	}
-	return "Inventory " + inv.File + ": " + inventory.FoldNames(inventory.Names(inv.Hosts)) + ". Fan-out over SSH is not part of this build; `gpulab inventory list -H EXPR` lists hosts."
+	return "Inventory " + inv.File + ": " + inventory.FoldNames(inventory.Names(inv.Hosts)) + "."
 }
 
 func clusterHint(inv *inventory.Inventory) string {
@@ -108,8 +114,17 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if cmd, handled := m.handleKey(msg); handled {
 			return m, cmd
 		}
+		return m.updateActive(msg)
 	}
-	return m.updateActive(msg)
+	// Other messages (results of a view's commands) go to every view: a
+	// run started in the Fleet goes on while another tab is shown.
+	var cmds []tea.Cmd
+	for i, v := range m.views {
+		nv, cmd := v.Update(msg)
+		m.views[i] = nv
+		cmds = append(cmds, cmd)
+	}
+	return m, tea.Batch(cmds...)
 }
 
 func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {

@@ -1,0 +1,512 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/progress"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// FleetRunner runs a command on the fleet; the Fleet view's only way to
+// reach hosts. Run must send progress on events, close it, then return the
+// results (orchestrator.Engine.Run does).
+type FleetRunner interface {
+	// Hosts lists the hosts a run reaches, in order.
+	Hosts() []FleetHost
+	Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult
+}
+
+// FleetHost is a host as the Fleet view lists it.
+type FleetHost struct {
+	Name, Address string
+}
+
+// hostState is a host's live state during and after a run.
+type hostState int
+
+const (
+	stateIdle hostState = iota
+	stateConnecting
+	stateRunning
+	stateDone
+)
+
+type hostRow struct {
+	FleetHost
+	state   hostState
+	class   orchestrator.Class
+	connect time.Duration
+	total   time.Duration
+	result  *orchestrator.HostResult
+	started time.Time
+}
+
+// runLog is one line of the command log: what ran where, and how it ended.
+type runLog struct {
+	command string
+	hosts   string
+	started time.Time
+	summary string
+}
+
+// Messages of the Fleet view.
+type (
+	fleetEventsMsg struct {
+		run    int
+		events []orchestrator.Event
+	}
+	fleetDoneMsg struct {
+		run     int
+		results []orchestrator.HostResult
+	}
+)
+
+// pane is what the lower pane shows.
+type pane int
+
+const (
+	paneHost pane = iota
+	paneFolded
+	paneLog
+)
+
+type fleetKeys struct {
+	MoveKeys
+	Command, Cancel, Pane key.Binding
+}
+
+type fleetView struct {
+	runner FleetRunner
+	styles Styles
+	keys   fleetKeys
+
+	rows   []hostRow
+	cursor int
+	offset int
+	pane   pane
+
+	input    textinput.Model
+	typing   bool
+	bar      progress.Model
+	run      int // increments per run; stale messages are dropped
+	running  bool
+	cancel   context.CancelFunc
+	events   <-chan orchestrator.Event
+	done     <-chan []orchestrator.HostResult
+	command  string
+	finished int
+	counts   map[orchestrator.Class]int
+	results  []orchestrator.HostResult
+	groups   []orchestrator.Group // results folded, once per run
+	log      []runLog
+
+	width, height int
+	now           func() time.Time
+}
+
+func newFleetView(runner FleetRunner, st Styles) *fleetView {
+	ti := textinput.New()
+	ti.Prompt = "$ "
+	ti.Placeholder = "command to run on every host (enter runs, esc cancels)"
+	ti.CharLimit = 4096
+	v := &fleetView{runner: runner, styles: st, input: ti, counts: map[orchestrator.Class]int{}, now: time.Now,
+		bar: progress.New(progress.WithSolidFill("#6BD48A"), progress.WithoutPercentage()),
+		keys: fleetKeys{
+			MoveKeys: DefaultMoveKeys(),
+			Command:  key.NewBinding(key.WithKeys(":", "x"), key.WithHelp(":", "run a command")),
+			Cancel:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel the run")),
+			Pane:     key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "output: host/folded/log")),
+		}}
+	for _, h := range runner.Hosts() {
+		v.rows = append(v.rows, hostRow{FleetHost: h})
+	}
+	return v
+}
+
+func (v *fleetView) Init() tea.Cmd   { return nil }
+func (v *fleetView) Title() string   { return "Fleet" }
+func (v *fleetView) Capturing() bool { return v.typing }
+
+func (v *fleetView) Status() string {
+	if v.running {
+		return fmt.Sprintf("running %d/%d", v.finished, len(v.rows))
+	}
+	return fmt.Sprintf("%d hosts", len(v.rows))
+}
+
+func (v *fleetView) ShortHelp() []key.Binding {
+	if v.typing {
+		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
+	}
+	if v.running {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
+	}
+	return []key.Binding{v.keys.Command, v.keys.Up, v.keys.Down, v.keys.Pane}
+}
+
+func (v *fleetView) FullHelp() [][]key.Binding {
+	k := v.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Cancel, k.Pane}}
+}
+
+func (v *fleetView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.input.Width = max(10, w-4)
+	v.bar.Width = max(10, min(40, w/4))
+	v.clamp()
+}
+
+func (v *fleetView) paneHeight() int  { return max(3, v.height/3) }
+func (v *fleetView) tableHeight() int { return max(1, v.height-3-v.paneHeight()) }
+
+func (v *fleetView) clamp() {
+	v.cursor = max(0, min(v.cursor, len(v.rows)-1))
+	n := v.tableHeight()
+	if v.cursor < v.offset {
+		v.offset = v.cursor
+	}
+	if v.cursor >= v.offset+n {
+		v.offset = v.cursor - n + 1
+	}
+	v.offset = max(0, min(v.offset, len(v.rows)-n))
+}
+
+func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	switch msg := msg.(type) {
+	case fleetEventsMsg:
+		if msg.run != v.run {
+			return v, nil
+		}
+		for _, ev := range msg.events {
+			v.apply(ev)
+		}
+		return v, v.waitEvents()
+	case fleetDoneMsg:
+		if msg.run == v.run {
+			v.finish(msg.results)
+		}
+		return v, nil
+	case tea.KeyMsg:
+		if v.typing {
+			return v.updateInput(msg)
+		}
+		return v, v.handleKey(msg)
+	}
+	return v, nil
+}
+
+func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
+	k := v.keys
+	switch {
+	case key.Matches(km, k.Up):
+		v.cursor--
+	case key.Matches(km, k.Down):
+		v.cursor++
+	case key.Matches(km, k.PageUp):
+		v.cursor -= v.tableHeight()
+	case key.Matches(km, k.PageDown):
+		v.cursor += v.tableHeight()
+	case key.Matches(km, k.Home):
+		v.cursor = 0
+	case key.Matches(km, k.End):
+		v.cursor = len(v.rows) - 1
+	case key.Matches(km, k.Pane):
+		v.pane = (v.pane + 1) % 3
+	case key.Matches(km, k.Cancel):
+		if v.running && v.cancel != nil {
+			v.cancel()
+		}
+	case key.Matches(km, k.Command):
+		if !v.running && len(v.rows) > 0 {
+			v.typing = true
+			return v.input.Focus()
+		}
+	}
+	v.clamp()
+	return nil
+}
+
+func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
+	switch km.Type {
+	case tea.KeyEsc:
+		v.typing = false
+		v.input.Blur()
+		return v, nil
+	case tea.KeyEnter:
+		cmd := strings.TrimSpace(v.input.Value())
+		v.typing = false
+		v.input.Blur()
+		if cmd == "" {
+			return v, nil
+		}
+		return v, v.start(cmd)
+	}
+	var c tea.Cmd
+	v.input, c = v.input.Update(km)
+	return v, c
+}
+
+// start launches a run in the background and returns the command that
+// waits for its first events.
+func (v *fleetView) start(command string) tea.Cmd {
+	v.run++
+	v.running, v.command, v.finished, v.results, v.groups = true, command, 0, nil, nil
+	v.counts = map[orchestrator.Class]int{}
+	for i := range v.rows {
+		v.rows[i] = hostRow{FleetHost: v.rows[i].FleetHost}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	events := make(chan orchestrator.Event, 256)
+	done := make(chan []orchestrator.HostResult, 1)
+	runner := v.runner
+	go func() { done <- runner.Run(ctx, command, events) }()
+	v.events, v.done = events, done
+	v.log = append(v.log, runLog{command: command, hosts: v.nodeSet(), started: v.now()})
+	return v.waitEvents()
+}
+
+func (v *fleetView) nodeSet() string {
+	names := make([]string, len(v.rows))
+	for i, r := range v.rows {
+		names[i] = r.Name
+	}
+	return inventory.FoldNames(names)
+}
+
+// waitEvents waits for the next events and takes every one already queued,
+// so that a thousand hosts cost a few frames, not a thousand. It re-arms
+// itself through Update until the run ends.
+func (v *fleetView) waitEvents() tea.Cmd {
+	events, done, run := v.events, v.done, v.run
+	return func() tea.Msg {
+		ev, ok := <-events
+		if !ok {
+			return fleetDoneMsg{run: run, results: <-done}
+		}
+		batch := []orchestrator.Event{ev}
+		for len(batch) < 4096 {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					return fleetEventsMsg{run: run, events: batch}
+				}
+				batch = append(batch, ev)
+			default:
+				return fleetEventsMsg{run: run, events: batch}
+			}
+		}
+		return fleetEventsMsg{run: run, events: batch}
+	}
+}
+
+func (v *fleetView) apply(ev orchestrator.Event) {
+	if ev.Index < 0 || ev.Index >= len(v.rows) {
+		return
+	}
+	r := &v.rows[ev.Index]
+	switch ev.Kind {
+	case orchestrator.HostConnecting:
+		r.state, r.started = stateConnecting, ev.Time
+	case orchestrator.HostConnected:
+		r.state, r.connect = stateRunning, ev.Time.Sub(r.started)
+	case orchestrator.HostDone:
+		if ev.Done != nil {
+			r.state, r.class, r.total, r.result = stateDone, ev.Done.Class, ev.Done.Total, ev.Done
+			r.connect = ev.Done.Connect
+			v.counts[ev.Done.Class]++
+			v.finished++
+		}
+	}
+}
+
+func (v *fleetView) finish(results []orchestrator.HostResult) {
+	v.running, v.results = false, results
+	v.groups = orchestrator.Fold(results, 0)
+	if v.cancel != nil {
+		v.cancel()
+	}
+	if len(v.log) > 0 {
+		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
+	}
+	if v.pane == paneHost && len(results) > 1 {
+		v.pane = paneFolded
+	}
+}
+
+func (v *fleetView) View() string {
+	st := v.styles
+	lines := []string{v.headline(), st.TableHeader.Render(v.rowText("HOST", "ADDRESS", "STATE", "CONNECT", "TIME", "OUTPUT"))}
+	n := v.tableHeight()
+	for i := v.offset; i < len(v.rows) && i < v.offset+n; i++ {
+		lines = append(lines, v.row(i))
+	}
+	for len(lines) < n+2 {
+		lines = append(lines, "")
+	}
+	title := map[pane]string{paneHost: " output of " + v.selectedName() + " ", paneFolded: " folded output ", paneLog: " command log "}[v.pane]
+	lines = append(lines, st.Rule.Render("──"+title+strings.Repeat("─", max(0, v.width-lipgloss.Width(title)-2))))
+	lines = append(lines, clipLines(v.paneLines(), v.paneHeight())...)
+	return strings.Join(lines, "\n")
+}
+
+func (v *fleetView) selectedName() string {
+	if len(v.rows) == 0 {
+		return "-"
+	}
+	return v.rows[v.cursor].Name
+}
+
+func (v *fleetView) headline() string {
+	st := v.styles
+	if v.typing {
+		return v.input.View()
+	}
+	if len(v.rows) == 0 {
+		return st.Hint.Render("No hosts: pass --inventory FILE, or -H with names from ~/.ssh/config.")
+	}
+	if v.command == "" {
+		return st.Hint.Render(fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them.", len(v.rows), v.nodeSet()))
+	}
+	pct := float64(v.finished) / float64(len(v.rows))
+	state := "done"
+	if v.running {
+		state = "running"
+	}
+	var parts []string
+	for c := orchestrator.OK; c <= orchestrator.Error; c++ {
+		if n := v.counts[c]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, c))
+		}
+	}
+	return fmt.Sprintf("%s %s %s %d/%d  %s", st.CardLabel.Render("$ "+v.command), state, v.bar.ViewAs(pct), v.finished, len(v.rows), strings.Join(parts, ", "))
+}
+
+var stateNames = map[hostState]string{stateIdle: "-", stateConnecting: "connecting", stateRunning: "running"}
+
+func (v *fleetView) rowText(cells ...string) string {
+	widths := []int{14, 22, 16, 8, 8}
+	var b strings.Builder
+	b.WriteString("  ")
+	for i, c := range cells[:len(cells)-1] {
+		b.WriteString(cell(c, widths[i]) + " ")
+	}
+	rest := max(4, v.width-lipgloss.Width(b.String()))
+	b.WriteString(cell(cells[len(cells)-1], rest))
+	return b.String()
+}
+
+func (v *fleetView) row(i int) string {
+	r := v.rows[i]
+	state := stateNames[r.state]
+	out := ""
+	if r.state == stateDone {
+		state = r.class.String()
+		if r.result != nil && len(r.result.Steps) > 0 {
+			s := r.result.Steps[0]
+			out = firstLine(string(s.Stdout))
+			if out == "" {
+				out = firstLine(string(s.Stderr))
+			}
+		}
+		if out == "" && r.result != nil {
+			out = r.result.Err
+		}
+	}
+	line := v.rowText(r.Name, r.Address, state, dur(r.connect), dur(r.total), out)
+	switch {
+	case i == v.cursor:
+		return v.styles.TableCursor.Render("▶ " + strings.TrimPrefix(line, "  "))
+	case r.state == stateDone && r.class != orchestrator.OK:
+		return v.styles.Error.Render(line)
+	}
+	return line
+}
+
+func dur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	if d < time.Second {
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimLeft(s, "\n"), "\n")
+	return s
+}
+
+func (v *fleetView) paneLines() []string {
+	st := v.styles
+	switch v.pane {
+	case paneLog:
+		if len(v.log) == 0 {
+			return []string{st.Hint.Render("nothing ran yet")}
+		}
+		var out []string
+		for i := len(v.log) - 1; i >= 0; i-- {
+			l := v.log[i]
+			sum := l.summary
+			if sum == "" {
+				sum = "running"
+			}
+			out = append(out, fmt.Sprintf("%s  %s  on %s  → %s", l.started.Format("15:04:05"), l.command, l.hosts, sum))
+		}
+		return out
+	case paneFolded:
+		if v.results == nil {
+			return []string{st.Hint.Render("folded output appears when the run ends")}
+		}
+		var out []string
+		groups := v.groups
+		for gi, g := range groups {
+			head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), g.Class)
+			out = append(out, st.CardLabel.Render(head))
+			body := g.Stdout + g.Stderr
+			if gi > 0 && groups[0].Class == orchestrator.OK && body != "" {
+				body = orchestrator.Diff(groups[0], g)
+			}
+			for _, e := range g.Errors {
+				body += e + "\n"
+				break
+			}
+			for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
+				if l != "" {
+					out = append(out, "  "+l)
+				}
+			}
+		}
+		return out
+	}
+	if len(v.rows) == 0 {
+		return nil
+	}
+	r := v.rows[v.cursor]
+	if r.result == nil {
+		return []string{st.Hint.Render("no output yet")}
+	}
+	var out []string
+	if r.result.Err != "" {
+		out = append(out, st.Error.Render(r.result.Err))
+	}
+	for _, s := range r.result.Steps {
+		for _, l := range strings.Split(strings.TrimRight(string(s.Stdout), "\n"), "\n") {
+			out = append(out, l)
+		}
+		if len(s.Stderr) > 0 {
+			out = append(out, st.CardMuted.Render("stderr: ")+strings.TrimRight(string(s.Stderr), "\n"))
+		}
+	}
+	return out
+}

@@ -1,0 +1,173 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// fakeFleet is a stand-in for the engine, shaped like orchestrator.Engine.Run:
+// the Fleet view's contract, not a proof that SSH works (the orchestrator's
+// tests against real sshd are).
+type fakeFleet struct {
+	n     int
+	odd   int  // index of the host whose output differs
+	block bool // wait for cancel before answering
+}
+
+func (f fakeFleet) Hosts() []FleetHost {
+	hs := make([]FleetHost, f.n)
+	for i := range hs {
+		hs[i] = FleetHost{Name: fmt.Sprintf("gpu%03d", i+1), Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)}
+	}
+	return hs
+}
+
+func (f fakeFleet) Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult {
+	defer close(events)
+	if f.block {
+		<-ctx.Done()
+	}
+	res := make([]orchestrator.HostResult, f.n)
+	for i, h := range f.Hosts() {
+		out, class := "NVIDIA A100-SXM4-80GB\n", orchestrator.OK
+		if i == f.odd {
+			out, class = "NVIDIA A100-SXM4-40GB\n", orchestrator.OK
+		}
+		if f.block {
+			class = orchestrator.Cancelled
+		}
+		res[i] = orchestrator.HostResult{Host: h.Name, Class: class, Connect: 40 * time.Millisecond, Total: 90 * time.Millisecond,
+			Steps: []orchestrator.Result{{Command: command, Stdout: []byte(out), Class: class}}}
+		now := time.Now()
+		events <- orchestrator.Event{Kind: orchestrator.HostConnecting, Index: i, Host: h.Name, Time: now}
+		events <- orchestrator.Event{Kind: orchestrator.HostConnected, Index: i, Host: h.Name, Time: now.Add(40 * time.Millisecond)}
+		events <- orchestrator.Event{Kind: orchestrator.HostDone, Index: i, Host: h.Name, Done: &res[i]}
+	}
+	return res
+}
+
+func newFleetModel(t testing.TB, f fakeFleet, w, h int) Model {
+	t.Helper()
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Fleet: f, Styles: DefaultStyles()})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return next.(Model)
+}
+
+// drain runs cmd and the commands its messages lead to, feeding each
+// message back to the model, until none is left.
+func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
+	t.Helper()
+	queue := []tea.Cmd{cmd}
+	for steps := 0; len(queue) > 0 && steps < 10000; steps++ {
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		msg := c()
+		if b, ok := msg.(tea.BatchMsg); ok {
+			queue = append(queue, b...)
+			continue
+		}
+		if _, ok := msg.(fleetEventsMsg); !ok {
+			if _, ok := msg.(fleetDoneMsg); !ok {
+				continue // cursor blinks and the like
+			}
+		}
+		next, c2 := m.Update(msg)
+		m = next.(Model)
+		queue = append(queue, c2)
+	}
+	return m
+}
+
+func TestFleetRun(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 12, odd: 6}, 120, 32)
+	m, _ = press(t, m, "3")
+	if v := m.View(); !strings.Contains(v, "12 hosts: gpu[001-012]. Press : to run a command") {
+		t.Fatalf("Fleet before a run:\n%s", v)
+	}
+	m, _ = press(t, m, ":", "n", "v", "i", "d", "i", "a", "-", "s", "m", "i", " ", "-", "L", "q")
+	if m.Active() != "Fleet" || !strings.Contains(m.View(), "$ nvidia-smi -Lq") {
+		t.Fatalf("typing a command (q is text, not quit):\n%s", m.View())
+	}
+	m, cmd := press(t, m, "enter")
+	m = drain(t, m, cmd)
+	v := m.View()
+	for _, want := range []string{"$ nvidia-smi -Lq done", "12/12", "12 ok", "gpu001", "10.0.0.1", "40ms", "NVIDIA A100-SXM4-80GB",
+		"folded output", "gpu[001-006,008-012] (11): ok", "+NVIDIA A100-SXM4-40GB"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("Fleet after the run lacks %q:\n%s", want, v)
+		}
+	}
+	m, _ = press(t, m, "o")
+	if v := m.View(); !strings.Contains(v, "command log") || !strings.Contains(v, "nvidia-smi -Lq  on gpu[001-012]  → 12 hosts: 12 ok") {
+		t.Errorf("command log:\n%s", v)
+	}
+	m, _ = press(t, m, "o", "down", "down", "down", "down", "down", "down")
+	if v := m.View(); !strings.Contains(v, "output of gpu007") || !strings.Contains(v, "▶ gpu007") {
+		t.Errorf("per-host output of the selected host:\n%s", v)
+	}
+}
+
+func TestFleetCancelAndOtherTab(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 5, odd: -1, block: true}, 100, 30)
+	m, _ = press(t, m, "3", ":", "s", "l", "e", "e", "p")
+	m, cmd := press(t, m, "enter")
+	m, _ = press(t, m, "c") // cancel: the fake answers only then
+	m, _ = press(t, m, "1") // the run's messages still reach the Fleet while the Map is shown
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "3")
+	if v := m.View(); !strings.Contains(v, "5 cancelled") || !strings.Contains(v, "5/5") {
+		t.Errorf("after cancel:\n%s", v)
+	}
+}
+
+func TestFleetViewFits(t *testing.T) {
+	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}} {
+		m := newFleetModel(t, fakeFleet{n: 300, odd: 3}, sz.w, sz.h)
+		m, cmd := press(t, m, "3", ":", "x", "enter")
+		m = drain(t, m, cmd)
+		for _, keys := range [][]string{nil, {"o"}, {"o"}, {"end"}} {
+			m, _ = press(t, m, keys...)
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != sz.h {
+				t.Errorf("%dx%d: %d lines", sz.w, sz.h, len(lines))
+			}
+		}
+	}
+}
+
+func BenchmarkFleetView1000Hosts(b *testing.B) {
+	m := newFleetModel(b, fakeFleet{n: 1000, odd: 500}, 160, 48)
+	m, cmd := press(b, m, "3", ":", "x", "enter")
+	m = drain(b, m, cmd)
+	m, _ = press(b, m, "o", "o") // per-host pane
+	b.ResetTimer()
+	for b.Loop() {
+		_ = m.View()
+	}
+}
+
+func BenchmarkFleetFolded1000Hosts(b *testing.B) {
+	m := newFleetModel(b, fakeFleet{n: 1000, odd: 500}, 160, 48)
+	m, cmd := press(b, m, "3", ":", "x", "enter")
+	m = drain(b, m, cmd)
+	b.ResetTimer()
+	for b.Loop() {
+		_ = m.View()
+	}
+}
