@@ -172,29 +172,21 @@ func stopRemote(sess *ssh.Session, stdin io.Closer, done <-chan error) {
 	}
 }
 
-// wrapper runs the command ($1) in a process group of its own with its
-// standard input on /dev/null, and stops that whole group when gpulab closes
-// the session's standard input or sends SIGTERM/INT/HUP, so that a cancel
-// or timeout ends everything the command started, not only the shell
-// (without a pty, sshd signals nobody when a session closes, and it refuses
-// signal requests for root). A command killed by a signal makes the wrapper
-// die by the same signal, so the exit status still says so.
-const wrapper = `c=$1
-command -v setsid >/dev/null 2>&1 || exec sh -c "$c" </dev/null
-exec 3<&0
-setsid sh -c "$c" </dev/null 3<&- &
-p=$!
-stop() { kill -TERM -$p 2>/dev/null; sleep 0.2; kill -KILL -$p 2>/dev/null; }
-(cat <&3 >/dev/null; stop) >/dev/null 2>&1 &
+// wrapper runs the command line ($1) so that gpulab can stop everything it
+// started. sshd makes each session's shell a session and process-group
+// leader; the wrapper (exec'd in its place, so it leads the group) keeps
+// the session's standard input open on fd 3 and watches it: when gpulab
+// closes it (cancel, timeouts), the watcher sends SIGTERM to the whole
+// process group, then SIGKILL a second later. Without a pty sshd signals
+// nobody when a session closes, and it refuses signal requests for root,
+// so this is the one stop that always works. The command reads /dev/null;
+// on a normal exit the watcher is killed, leaving background jobs alone.
+const wrapper = `exec 3<&0 </dev/null
+(trap '' TERM; read -r _ <&3; kill -TERM 0; sleep 1; kill -KILL 0) >/dev/null 2>&1 &
 w=$!
 exec 3<&-
-trap 'kill $w 2>/dev/null; stop; exit 143' TERM INT HUP
-wait $p 2>/dev/null
-rc=$?
-trap - TERM INT HUP
-kill $w 2>/dev/null
-if [ $rc -gt 128 ] && [ $rc -lt 160 ]; then kill -$((rc - 128)) $$; fi
-exit $rc`
+trap 'kill -KILL $w 2>/dev/null' EXIT
+eval "$1"`
 
 // Wrap returns the command line that runs command under the wrapper.
 func Wrap(command string) string {

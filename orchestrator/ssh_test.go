@@ -257,7 +257,7 @@ func TestCommandFaults(t *testing.T) {
 	}
 	// The command stopped at its timeout must not live on on the host.
 	time.Sleep(300 * time.Millisecond)
-	if out, err := exec.Command("pgrep", "-f", "sleep "+marker).Output(); err == nil {
+	if out, err := exec.Command("pgrep", "-f", "^sleep "+marker).Output(); err == nil {
 		t.Errorf("the timed-out command still runs on the host: pids %s", out)
 	}
 }
