@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/gpulab/gpulab/cli.Version=$(VERSION)
 FUZZTIME ?= 10s
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build run test bench bench-ssh lint fuzz clean
 
 build: ## build bin/gpulab
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -19,6 +19,9 @@ test: lint ## vet, format check, race-enabled tests including the tmux smoke tes
 bench: build ## View() benchmarks and start-up to first frame
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bench/startup.sh $(BIN)
+
+bench-ssh: ## gpulab exec vs parallel-ssh, clush, ansible on 50 real sshd (apt-get install openssh-server pssh clustershell ansible-core)
+	$(GO) test -tags bench -run TestFanOutBenchmark -v -count=1 -timeout 30m ./bench
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

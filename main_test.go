@@ -153,3 +153,45 @@ func TestFleetInTmux(t *testing.T) {
 	s.keys("q")
 	s.waitFor("EXIT=0")
 }
+
+// TestExecCtrlC interrupts a fan-out: the remote commands are stopped,
+// partial output is printed and gpulab exits 130 within a second.
+func TestExecCtrlC(t *testing.T) {
+	f := sshtest.Start(t, 6, sshtest.Options{})
+	dir := t.TempDir()
+	var cfg strings.Builder
+	for i, s := range f.Servers {
+		fmt.Fprintf(&cfg, "Host g%d\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", i+1, s.Addr, s.Port, f.User, f.ClientKey, f.KnownHosts)
+	}
+	cfgPath := filepath.Join(dir, "ssh_config")
+	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "gpulab")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	marker := fmt.Sprintf("%d.%d", 30+os.Getpid()%40, time.Now().Nanosecond()%997)
+	cmd := exec.Command(bin, "exec", "-H", "g[1-6]", "-F", cfgPath, "--", "echo started; sleep "+marker)
+	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	sent := time.Now()
+	_ = cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	took := time.Since(sent)
+	if code := cmd.ProcessState.ExitCode(); code != 130 || took > time.Second {
+		t.Errorf("after Ctrl-C: exit %d (%v) in %v; want 130 within 1s\nstderr: %s", code, err, took, errOut.String())
+	}
+	if !strings.Contains(out.String(), "started") || !strings.Contains(out.String(), "cancelled") || !strings.Contains(errOut.String(), "6 cancelled (g[1-6])") {
+		t.Errorf("partial results not printed:\nstdout: %s\nstderr: %s", out.String(), errOut.String())
+	}
+	time.Sleep(1300 * time.Millisecond)
+	if pids, err := exec.Command("pgrep", "-f", "^sleep "+marker).Output(); err == nil {
+		t.Errorf("remote commands still run after Ctrl-C: %s", pids)
+	}
+}

@@ -544,3 +544,21 @@ func TestResolverSSHConfig(t *testing.T) {
 		t.Errorf("inventory port should win, ssh_config user still apply: %+v", a2)
 	}
 }
+
+// Hashed known_hosts entries (HashKnownHosts yes, ssh-keygen -H) verify too.
+func TestHashedKnownHosts(t *testing.T) {
+	f := sshtest.Start(t, 3, sshtest.Options{})
+	hashed := f.KnownHostsFor(t, f.Servers...)
+	if out, err := exec.Command("ssh-keygen", "-H", "-f", hashed).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen -H: %v %s", err, out)
+	}
+	data, _ := os.ReadFile(hashed)
+	if !strings.HasPrefix(string(data), "|1|") || strings.Contains(string(data), "127.0.0.1") {
+		t.Fatalf("known_hosts is not hashed:\n%s", data)
+	}
+	ts := targets(f)
+	for i := range ts {
+		ts[i].KnownHosts = []string{hashed}
+	}
+	assertHealthy(t, newEngine().Run(context.Background(), orchestrator.Plan{Targets: ts, Steps: step("echo ok")}, nil), nil, "ok\n")
+}
