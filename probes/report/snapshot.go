@@ -1,0 +1,209 @@
+// Package report is the probe's wire format: one versioned JSON snapshot of
+// a host's GPUs, MIG instances, links, topology, processes and faults. It is
+// shared by the probe (which writes it) and gpulab (which reads it), and it
+// needs no cgo, so the workbench builds without it.
+//
+// Optional numbers are pointers: nil means NVML did not give the value, and
+// the snapshot's Errors say why (NOT_SUPPORTED, NO_PERMISSION, a symbol the
+// driver lacks). A refused field is data, never a failure.
+package report
+
+import "time"
+
+// Schema is the snapshot format's version; readers refuse newer majors.
+const Schema = 1
+
+// Probe exit codes. They are distinct so that the orchestrator can tell a
+// host without NVML from a hang or a crash.
+const (
+	ExitOK        = 0  // a snapshot was printed
+	ExitNoNVML    = 3  // libnvidia-ml could not be loaded: the snapshot says why
+	ExitNVMLError = 4  // NVML loaded but failed to initialise
+	ExitWatchdog  = 5  // NVML did not answer in time; nothing trustworthy printed
+	ExitUsage     = 64 // bad flags
+)
+
+// Snapshot is one host's state.
+type Snapshot struct {
+	Schema       int       `json:"schema"`
+	Host         string    `json:"host"`
+	CollectedAt  time.Time `json:"collected_at"`
+	ProbeVersion string    `json:"probe_version"`
+	DurationMS   float64   `json:"duration_ms"`
+	// Simulated marks a snapshot taken against a mock, never real hardware.
+	Simulated bool `json:"simulated,omitempty"`
+
+	NVML              NVMLState `json:"nvml"`
+	DriverVersion     string    `json:"driver_version,omitempty"`
+	NVMLVersion       string    `json:"nvml_version,omitempty"`
+	CUDADriverVersion string    `json:"cuda_driver_version,omitempty"` // "12.4"
+
+	GPUs      []GPU        `json:"gpus"`
+	Topology  []TopoLink   `json:"topology"`
+	Processes []Process    `json:"processes"`
+	XIDs      []XIDEvent   `json:"xids"`
+	Errors    []FieldError `json:"errors"`
+}
+
+// NVMLState says whether NVML could be used.
+type NVMLState struct {
+	Available bool   `json:"available"`
+	Library   string `json:"library,omitempty"`
+	Error     string `json:"error,omitempty"` // e.g. the dlopen error text
+}
+
+// GPU is one physical GPU.
+type GPU struct {
+	Index    int    `json:"index"`
+	Name     string `json:"name,omitempty"`
+	UUID     string `json:"uuid,omitempty"`
+	Serial   string `json:"serial,omitempty"`
+	PCIBusID string `json:"pci_bus_id,omitempty"`
+
+	PCIe        PCIe         `json:"pcie"`
+	Memory      *Memory      `json:"memory,omitempty"`
+	Utilization *Utilization `json:"utilization,omitempty"`
+
+	TemperatureC    *uint32  `json:"temperature_c,omitempty"`
+	PowerW          *float64 `json:"power_w,omitempty"`
+	PowerLimitW     *float64 `json:"power_limit_w,omitempty"`
+	SMClockMHz      *uint32  `json:"sm_clock_mhz,omitempty"`
+	MemoryClockMHz  *uint32  `json:"memory_clock_mhz,omitempty"`
+	ThrottleReasons []string `json:"throttle_reasons,omitempty"`
+	PersistenceMode *bool    `json:"persistence_mode,omitempty"`
+	ComputeMode     string   `json:"compute_mode,omitempty"`
+
+	ECC          ECC           `json:"ecc"`
+	RetiredPages *RetiredPages `json:"retired_pages,omitempty"`
+	RemappedRows *RemappedRows `json:"remapped_rows,omitempty"`
+	MIG          MIG           `json:"mig"`
+	NVLinks      []NVLink      `json:"nvlinks,omitempty"`
+
+	NUMANode    *int   `json:"numa_node,omitempty"`
+	CPUAffinity string `json:"cpu_affinity,omitempty"` // a CPU list: "0-31,64-95"
+
+	// Findings are problems worth a look: a downtrained PCIe link,
+	// pending row remaps, uncorrected ECC errors.
+	Findings []string `json:"findings,omitempty"`
+}
+
+// PCIe is the link as trained now against what the GPU and slot allow.
+type PCIe struct {
+	GenCurrent   *int `json:"gen_current,omitempty"`
+	GenMax       *int `json:"gen_max,omitempty"`
+	WidthCurrent *int `json:"width_current,omitempty"`
+	WidthMax     *int `json:"width_max,omitempty"`
+}
+
+// Memory is framebuffer memory in MiB.
+type Memory struct {
+	TotalMiB uint64 `json:"total_mib"`
+	UsedMiB  uint64 `json:"used_mib"`
+	FreeMiB  uint64 `json:"free_mib"`
+}
+
+// Utilization is the percentage of time over the last sample period that a
+// kernel ran (GPU) or memory was read or written (Memory). It says nothing
+// about how much of the GPU the kernel used.
+type Utilization struct {
+	GPUPercent    uint32 `json:"gpu_percent"`
+	MemoryPercent uint32 `json:"memory_percent"`
+}
+
+// ECC is the ECC mode and error counts.
+type ECC struct {
+	Enabled   *bool      `json:"enabled,omitempty"`
+	Pending   *bool      `json:"pending,omitempty"`
+	Volatile  *ECCCounts `json:"volatile,omitempty"`
+	Aggregate *ECCCounts `json:"aggregate,omitempty"`
+}
+
+// ECCCounts counts corrected and uncorrected errors.
+type ECCCounts struct {
+	Corrected   uint64 `json:"corrected"`
+	Uncorrected uint64 `json:"uncorrected"`
+}
+
+// RetiredPages is page retirement (pre-A100 GPUs).
+type RetiredPages struct {
+	SingleBit int  `json:"single_bit"`
+	DoubleBit int  `json:"double_bit"`
+	Pending   bool `json:"pending"`
+}
+
+// RemappedRows is row remapping (A100 and newer).
+type RemappedRows struct {
+	Corrected   int  `json:"corrected"`
+	Uncorrected int  `json:"uncorrected"`
+	Pending     bool `json:"pending"` // a reset is needed to apply them
+	Failure     bool `json:"failure"` // remapping failed: the GPU needs service
+}
+
+// MIG is the GPU's MIG mode and its instances.
+type MIG struct {
+	Current      string        `json:"current,omitempty"` // "enabled", "disabled"
+	Pending      string        `json:"pending,omitempty"`
+	GPUInstances []GPUInstance `json:"gpu_instances,omitempty"`
+}
+
+// GPUInstance is a MIG GPU instance.
+type GPUInstance struct {
+	ID               int               `json:"id"`
+	ProfileID        int               `json:"profile_id"`
+	Profile          string            `json:"profile"` // "3g.20gb"
+	PlacementStart   int               `json:"placement_start"`
+	PlacementSize    int               `json:"placement_size"`
+	MemoryMiB        uint64            `json:"memory_mib"`
+	ComputeInstances []ComputeInstance `json:"compute_instances,omitempty"`
+}
+
+// ComputeInstance is a MIG compute instance and the MIG device it forms.
+type ComputeInstance struct {
+	ID             int    `json:"id"`
+	ProfileID      int    `json:"profile_id"`
+	Profile        string `json:"profile"` // "1c.3g.20gb"
+	PlacementStart int    `json:"placement_start"`
+	PlacementSize  int    `json:"placement_size"`
+	DeviceUUID     string `json:"device_uuid,omitempty"` // MIG-...
+}
+
+// NVLink is one NVLink of a GPU.
+type NVLink struct {
+	Link           int    `json:"link"`
+	Active         bool   `json:"active"`
+	Version        uint32 `json:"version,omitempty"`
+	RemotePCIBusID string `json:"remote_pci_bus_id,omitempty"`
+}
+
+// TopoLink is how two GPUs reach each other.
+type TopoLink struct {
+	A int `json:"a"`
+	B int `json:"b"`
+	// Level is the common ancestor as nvidia-smi topo -m names it:
+	// NV# (NVLink, with the link count), PIX, PXB, PHB, NODE, SYS.
+	Level string `json:"level"`
+	// P2P maps a capability (read, write, nvlink, atomics) to its status
+	// ("OK", "NS" not supported, ...).
+	P2P map[string]string `json:"p2p,omitempty"`
+}
+
+// Process is a process using a GPU.
+type Process struct {
+	GPU               int    `json:"gpu"`
+	PID               uint32 `json:"pid"`
+	Name              string `json:"name,omitempty"`
+	Type              string `json:"type"` // "compute", "graphics"
+	UsedMiB           uint64 `json:"used_mib"`
+	GPUInstanceID     *int   `json:"gpu_instance_id,omitempty"`
+	ComputeInstanceID *int   `json:"compute_instance_id,omitempty"`
+	ContainerID       string `json:"container_id,omitempty"`
+	PodUID            string `json:"pod_uid,omitempty"`
+}
+
+// FieldError is a value NVML did not give: which, for which GPU, and why.
+type FieldError struct {
+	Field   string `json:"field"`         // "gpu[3].ecc.volatile"
+	GPU     *int   `json:"gpu,omitempty"` // nil for host-wide fields
+	Code    string `json:"code"`          // NOT_SUPPORTED, NO_PERMISSION, MISSING_SYMBOL, PANIC, ...
+	Message string `json:"message,omitempty"`
+}
