@@ -4,6 +4,8 @@ BIN     := bin/gpulab
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/gpulab/gpulab/cli.Version=$(VERSION)
 FUZZTIME ?= 10s
+# go-nvml's cgo wrappers call entry points NVML marks deprecated; say so once, not per build.
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: build run test bench bench-ssh lint fuzz clean
 

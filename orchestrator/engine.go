@@ -76,15 +76,17 @@ func (e *Engine) Run(ctx context.Context, plan Plan, events chan<- Event) []Host
 			events <- ev
 		}
 	}
-	return e.forEach(ctx, plan.Targets, emit, func(i int, t Target, conn *Conn, hr *HostResult) {
+	return e.ForEach(ctx, plan.Targets, emit, func(i int, t Target, conn *Conn, hr *HostResult) {
 		e.runSteps(ctx, i, t, conn, plan.Steps, hr, emit)
 	})
 }
 
-// forEach connects to each target within the sliding window and calls work
-// with the open connection; dial failures and hosts never started (ctx
-// cancelled) get their result without calling work.
-func (e *Engine) forEach(ctx context.Context, targets []Target, emit func(Event), work func(i int, t Target, conn *Conn, hr *HostResult)) []HostResult {
+// ForEach connects to each target within the sliding window and calls work
+// with the open connection, which work may use for any number of commands
+// and pushes; it fills hr (Class, Err, Steps). Dial failures and hosts never
+// started (ctx cancelled) get their result without calling work. emit may
+// be nil.
+func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event), work func(i int, t Target, conn *Conn, hr *HostResult)) []HostResult {
 	if emit == nil {
 		emit = func(Event) {}
 	}

@@ -208,7 +208,7 @@ func randomSuffix() string {
 // returns each host's result and push outcome in target order.
 func (e *Engine) PushAll(ctx context.Context, targets []Target, spec PushSpec) ([]HostResult, []PushResult) {
 	pushes := make([]PushResult, len(targets))
-	hosts := e.forEach(ctx, targets, nil, func(i int, _ Target, conn *Conn, hr *HostResult) {
+	hosts := e.ForEach(ctx, targets, nil, func(i int, _ Target, conn *Conn, hr *HostResult) {
 		p := conn.Push(ctx, spec)
 		pushes[i] = p
 		hr.Class, hr.Err = p.Class, p.Err

@@ -88,10 +88,18 @@ func (c *collector) call(field string, gpu *int, symbol string, fn func() nvml.R
 	}()
 	ret := fn()
 	if ret != nvml.SUCCESS {
-		c.fail(field, gpu, returnCode(ret), nvml.ErrorString(ret))
+		c.fail(field, gpu, returnCode(ret), c.errorString(ret))
 		return false
 	}
 	return true
+}
+
+// errorString is nvml.ErrorString, unless the library lacks it.
+func (c *collector) errorString(r nvml.Return) string {
+	if c.lookup("nvmlErrorString") != nil {
+		return returnCode(r)
+	}
+	return nvml.ErrorString(r)
 }
 
 func (c *collector) lookup(symbol string) (err error) {
@@ -104,7 +112,18 @@ func (c *collector) lookup(symbol string) (err error) {
 	if ext == nil {
 		return nil
 	}
-	return ext.LookupSymbol(symbol)
+	// go-nvml calls the newest version the library has (name_v3, name_v2)
+	// and falls back to the base name; any of them will do.
+	err = ext.LookupSymbol(symbol)
+	for _, v := range []string{"_v2", "_v3"} {
+		if err == nil {
+			break
+		}
+		if ext.LookupSymbol(symbol+v) == nil {
+			err = nil
+		}
+	}
+	return err
 }
 
 func (c *collector) fail(field string, gpu *int, code, msg string) {

@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/bundle"
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+type probeFlags struct {
+	mock     string
+	keep     bool
+	kmsg     bool
+	xidWait  time.Duration
+	binary   string
+	local    bool
+}
+
+// probeResult is one host's probe run.
+type probeResult struct {
+	Host     string           `json:"host"`
+	Class    string           `json:"class"`
+	ExitCode int              `json:"exit_code"`
+	Error    string           `json:"error,omitempty"`
+	Pushed   int64            `json:"pushed_bytes"`
+	Snapshot *report.Snapshot `json:"snapshot,omitempty"`
+}
+
+func (p probeResult) ok() bool {
+	return p.Snapshot != nil && p.Snapshot.NVML.Available
+}
+
+func newProbeCmd(o *options) *cobra.Command {
+	var (
+		f  sshFlags
+		pf probeFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "probe (-H EXPR | --local) [--mock dgxa100]",
+		Short: "Push the NVML probe to hosts, run it, and read one JSON snapshot per host",
+		Long: `Push gpulab's NVML probe (a small binary; nothing is installed) to each host,
+run it and read back one snapshot: every GPU with identity, PCIe link,
+memory, utilisation, temperature, power, clocks, throttle reasons, ECC,
+row remapping, MIG instances, NVLinks; the pairwise topology; NUMA and CPU
+affinity; processes mapped to containers and pods; Xid errors decoded. A
+field NVML refuses is listed in the snapshot's errors, never a failure.
+
+The probe goes to the host's private cache directory under its sha256, so a
+second run sends no bytes; it is removed after the run unless --keep. A host
+without the NVIDIA driver answers with a clean report that says why.
+--mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
+marked "simulated": true; --local runs it on this machine.
+
+Exit status: 0 when every host gave a snapshot with NVML available, 1 when
+any did not, 2 for usage or configuration errors.`,
+		Example: `  gpulab probe -H 'gpu[01-08]'
+  gpulab probe -H @a100 --json | jq '.[] | {host, gpus: [.snapshot.gpus[].name]}'
+  gpulab probe -H gpu03 --kmsg --xid-wait 30s
+  gpulab probe --local --mock dgxa100`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if pf.mock != "" && pf.mock != "dgxa100" {
+				return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
+			}
+			ctx, stop := interruptible(cmd.ErrOrStderr())
+			defer stop()
+			var results []probeResult
+			if pf.local {
+				if f.hosts != "" {
+					return usageErr("--local and -H exclude each other")
+				}
+				r, err := runLocalProbe(ctx, pf)
+				if err != nil {
+					return err
+				}
+				results = []probeResult{r}
+			} else {
+				r, err := o.newRunner(&f)
+				if err != nil {
+					return err
+				}
+				defer r.keys.Close()
+				results, err = runRemoteProbes(ctx, r, pf)
+				if err != nil {
+					return err
+				}
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				if err := writeJSON(w, results); err != nil {
+					return err
+				}
+			} else if err := printProbes(w, results); err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return &exitError{code: ExitInterrupted, err: errors.New("")}
+			}
+			for _, r := range results {
+				if !r.ok() {
+					return errSilentFailure
+				}
+			}
+			return nil
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.BoolVar(&pf.local, "local", false, "run the probe on this machine")
+	fl.StringVar(&pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
+	fl.BoolVar(&pf.keep, "keep", false, "leave the probe cached on the hosts (by sha256) after the run")
+	fl.BoolVar(&pf.kmsg, "kmsg", false, "also read recent NVRM Xid lines from the kernel log")
+	fl.DurationVar(&pf.xidWait, "xid-wait", 0, "listen for NVML Xid events this long")
+	fl.StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
+	return cmd
+}
+
+func (pf probeFlags) args(host string) []string {
+	var a []string
+	if host != "" {
+		a = append(a, "--host", host)
+	}
+	if pf.mock != "" {
+		a = append(a, "--mock", pf.mock)
+	}
+	if pf.kmsg {
+		a = append(a, "--kmsg")
+	}
+	if pf.xidWait > 0 {
+		a = append(a, "--xid-wait", pf.xidWait.String())
+	}
+	return a
+}
+
+// probeFor returns the probe for an architecture: --probe-binary, or the
+// embedded one.
+func (pf probeFlags) probeFor(arch string) ([]byte, error) {
+	if pf.binary != "" {
+		data, err := os.ReadFile(pf.binary)
+		if err != nil {
+			return nil, usageErr("--probe-binary: %v", err)
+		}
+		return data, nil
+	}
+	return bundle.Probe(arch)
+}
+
+func runLocalProbe(ctx context.Context, pf probeFlags) (probeResult, error) {
+	data, err := pf.probeFor(runtime.GOARCH)
+	if err != nil {
+		return probeResult{}, configErr(err)
+	}
+	dir, err := os.MkdirTemp("", "gpulab-probe-")
+	if err != nil {
+		return probeResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "nvmlprobe")
+	if err := os.WriteFile(bin, data, 0o700); err != nil {
+		return probeResult{}, err
+	}
+	host, _ := os.Hostname()
+	c := exec.CommandContext(ctx, bin, pf.args(host)...)
+	c.Env = withoutBindNow(os.Environ())
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	err = c.Run()
+	r := probeResult{Host: host, ExitCode: c.ProcessState.ExitCode()}
+	return readSnapshot(r, out.Bytes(), errOut.String(), err), nil
+}
+
+func withoutBindNow(env []string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, "LD_BIND_NOW=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// readSnapshot parses the probe's output into r.
+func readSnapshot(r probeResult, stdout []byte, stderr string, runErr error) probeResult {
+	var s report.Snapshot
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &s); err != nil || s.Schema == 0 {
+		r.Class = "error"
+		msg := strings.TrimSpace(stderr)
+		if msg == "" && runErr != nil {
+			msg = runErr.Error()
+		}
+		if r.ExitCode == report.ExitWatchdog {
+			msg = "the probe's watchdog fired: NVML did not answer (" + msg + ")"
+		}
+		r.Error = fmt.Sprintf("no snapshot (exit %d): %s", r.ExitCode, msg)
+		return r
+	}
+	if s.Schema > report.Schema {
+		r.Class, r.Error = "error", fmt.Sprintf("snapshot schema %d is newer than this gpulab understands (%d)", s.Schema, report.Schema)
+		return r
+	}
+	r.Snapshot = &s
+	r.Class = "ok"
+	if !s.NVML.Available {
+		r.Class = "no-nvml"
+		r.Error = s.NVML.Error
+	}
+	return r
+}
+
+func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags) ([]probeResult, error) {
+	results := make([]probeResult, len(rn.targets))
+	probes := map[string][]byte{}
+	var localErr error
+	hosts := rn.engine.ForEach(ctx, rn.targets, nil, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+		res := &results[i]
+		res.Host = t.Name
+		fail := func(class orchestrator.Class, msg string) {
+			hr.Class, hr.Err = class, msg
+			res.Class, res.Error = class.String(), msg
+		}
+		u := conn.Run(ctx, "uname", "uname -m", orchestrator.RunOptions{Timeout: t.CommandTimeout})
+		if u.Class != orchestrator.OK {
+			fail(u.Class, "uname -m: "+u.Err+strings.TrimSpace(string(u.Stderr)))
+			return
+		}
+		arch, err := bundle.Arch(string(u.Stdout))
+		if err != nil && pf.binary == "" {
+			fail(orchestrator.Error, err.Error())
+			return
+		}
+		data, ok := probes[arch]
+		if !ok {
+			if data, err = pf.probeFor(arch); err != nil {
+				localErr = err
+				fail(orchestrator.Error, err.Error())
+				return
+			}
+		}
+		sum := sha256.Sum256(data)
+		push := conn.Push(ctx, orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700})
+		res.Pushed = push.Sent
+		if push.Class != orchestrator.OK {
+			fail(push.Class, push.Err)
+			return
+		}
+		line := "env -u LD_BIND_NOW " + orchestrator.QuoteArgs(append([]string{push.Path}, pf.args(t.Name)...))
+		if !pf.keep {
+			line += "; rc=$?; rm -f -- " + orchestrator.Quote(push.Path) + "; exit $rc"
+		}
+		timeout := 60*time.Second + pf.xidWait
+		run := conn.Run(ctx, "probe", line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
+		hr.Steps = append(hr.Steps, run)
+		res.ExitCode = run.ExitCode
+		*res = readSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
+		switch {
+		case run.Class == orchestrator.Cancelled || run.Class == orchestrator.Lost || run.Class == orchestrator.TimeoutCommand:
+			fail(run.Class, run.Err)
+		case res.Snapshot == nil:
+			hr.Class, hr.Err = orchestrator.Exit, res.Error
+		}
+	})
+	for i, h := range hosts {
+		if results[i].Host == "" { // never connected
+			results[i] = probeResult{Host: h.Host, Class: h.Class.String(), Error: h.Err}
+		}
+	}
+	for _, f := range rn.failed {
+		results = append(results, probeResult{Host: f.Host, Class: f.Class.String(), Error: f.Err})
+	}
+	if localErr != nil && len(results) > 0 && allFailed(results) {
+		return nil, configErr(localErr)
+	}
+	return results, nil
+}
+
+func allFailed(rs []probeResult) bool {
+	for _, r := range rs {
+		if r.Snapshot != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// hardware is a host's hardware in one line, for folding identical hosts:
+// "8× NVIDIA A100-SXM4-80GB, NV12 full mesh, driver 550.54.15".
+func hardware(s *report.Snapshot) string {
+	if s == nil {
+		return ""
+	}
+	if !s.NVML.Available {
+		return "no NVML: " + s.NVML.Error
+	}
+	names := map[string]int{}
+	var order []string
+	for _, g := range s.GPUs {
+		if names[g.Name] == 0 {
+			order = append(order, g.Name)
+		}
+		names[g.Name]++
+	}
+	var parts []string
+	for _, n := range order {
+		parts = append(parts, fmt.Sprintf("%d× %s", names[n], n))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "0 GPUs")
+	}
+	levels := map[string]int{}
+	for _, l := range s.Topology {
+		levels[l.Level]++
+	}
+	if n := len(s.GPUs); n > 1 && len(levels) == 1 && len(s.Topology) == n*(n-1)/2 {
+		for lvl := range levels {
+			if strings.HasPrefix(lvl, "NV") {
+				parts = append(parts, lvl+" full mesh")
+			} else {
+				parts = append(parts, "all pairs "+lvl)
+			}
+		}
+	} else if len(levels) > 0 {
+		var ls []string
+		for lvl, c := range levels {
+			ls = append(ls, fmt.Sprintf("%s×%d", lvl, c))
+		}
+		sort.Strings(ls)
+		parts = append(parts, "links "+strings.Join(ls, " "))
+	}
+	parts = append(parts, "driver "+s.DriverVersion)
+	if s.Simulated {
+		parts = append(parts, "SIMULATED")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func printProbes(w io.Writer, results []probeResult) error {
+	groups := map[string][]string{}
+	var order []string
+	for _, r := range results {
+		key := hardware(r.Snapshot)
+		if r.Snapshot == nil {
+			key = r.Class + ": " + r.Error
+		}
+		if _, ok := groups[key]; !ok {
+			order = append(order, key)
+		}
+		groups[key] = append(groups[key], r.Host)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(groups[order[a]]) > len(groups[order[b]]) })
+	for _, k := range order {
+		fmt.Fprintf(w, "%s: %s\n", inventory.FoldNames(groups[k]), k)
+	}
+	for _, r := range results {
+		if r.Snapshot == nil || len(r.Snapshot.GPUs) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s (probe %s, %.1f ms, CUDA %s)\n", r.Host, r.Snapshot.ProbeVersion, r.Snapshot.DurationMS, r.Snapshot.CUDADriverVersion)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GPU\tNAME\tBUS\tMEMORY\tUTIL\tTEMP\tPOWER\tECC\tMIG\tNUMA\tFINDINGS")
+		for _, g := range r.Snapshot.GPUs {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Index, g.Name, g.PCIBusID, memText(g.Memory),
+				utilText(g.Utilization), numText(g.TemperatureC, "C"), powerText(g), eccText(g.ECC), migText(g.MIG), intText(g.NUMANode), dash(strings.Join(g.Findings, "; ")))
+		}
+		tw.Flush()
+		if n := len(r.Snapshot.XIDs); n > 0 {
+			for _, x := range r.Snapshot.XIDs {
+				fmt.Fprintf(w, "  Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))
+			}
+		}
+		if n := len(r.Snapshot.Errors); n > 0 {
+			fmt.Fprintf(w, "  %d fields NVML did not give (--json lists them)\n", n)
+		}
+	}
+	return nil
+}
+
+func xidText(x report.XIDEvent) string {
+	if !x.Known {
+		return "unknown Xid (not in gpulab's table): " + x.Message
+	}
+	return x.Meaning + ". Action: " + x.Action
+}
+
+func memText(m *report.Memory) string {
+	if m == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d MiB", m.UsedMiB, m.TotalMiB)
+}
+
+func utilText(u *report.Utilization) string {
+	if u == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", u.GPUPercent)
+}
+
+func numText(v *uint32, unit string) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%s", *v, unit)
+}
+
+func intText(v *int) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprint(*v)
+}
+
+func powerText(g report.GPU) string {
+	if g.PowerW == nil {
+		return "-"
+	}
+	if g.PowerLimitW != nil {
+		return fmt.Sprintf("%.0f/%.0f W", *g.PowerW, *g.PowerLimitW)
+	}
+	return fmt.Sprintf("%.0f W", *g.PowerW)
+}
+
+func eccText(e report.ECC) string {
+	switch {
+	case e.Enabled == nil:
+		return "-"
+	case !*e.Enabled:
+		return "off"
+	case e.Volatile != nil:
+		return fmt.Sprintf("on %d/%d", e.Volatile.Corrected, e.Volatile.Uncorrected)
+	}
+	return "on"
+}
+
+func migText(m report.MIG) string {
+	if m.Current == "" {
+		return "-"
+	}
+	if m.Current != "enabled" {
+		return "off"
+	}
+	var ps []string
+	for _, gi := range m.GPUInstances {
+		ps = append(ps, gi.Profile)
+	}
+	return strings.Join(ps, ",")
+}

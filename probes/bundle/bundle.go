@@ -1,0 +1,34 @@
+// Package bundle holds the probe binaries embedded in gpulab, one per host
+// architecture, and picks the one a host needs. It needs no cgo.
+package bundle
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+)
+
+//go:embed bin
+var files embed.FS
+
+// Arch maps `uname -m` to the Go architecture name of the probe to push.
+func Arch(unameM string) (string, error) {
+	switch strings.TrimSpace(unameM) {
+	case "x86_64", "amd64":
+		return "amd64", nil
+	case "aarch64", "arm64":
+		return "arm64", nil
+	}
+	return "", fmt.Errorf("no probe for machine type %q (probes exist for x86_64 and aarch64)", strings.TrimSpace(unameM))
+}
+
+// Probe returns the embedded probe for a Go architecture, or an error that
+// says how to build it.
+func Probe(arch string) ([]byte, error) {
+	name := "nvmlprobe-linux-" + arch
+	data, err := files.ReadFile("bin/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("this gpulab was built without %s: run `make probes` and rebuild (or pass --probe-binary FILE)", name)
+	}
+	return data, nil
+}

@@ -1,0 +1,135 @@
+package collect
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// WaitXIDs listens for NVML Xid events for d and appends them to s. It
+// returns early only if NVML refuses to set the listening up (recorded).
+func WaitXIDs(lib nvml.Interface, s *report.Snapshot, d time.Duration) {
+	c := &collector{lib: lib, snap: s}
+	var set nvml.EventSet
+	if !c.call("xid_events", nil, "nvmlEventSetCreate", func() (r nvml.Return) { set, r = lib.EventSetCreate(); return }) {
+		return
+	}
+	defer c.quietCall(func() nvml.Return { return set.Free() })
+	byHandle := map[int]nvml.Device{}
+	registered := 0
+	for i := range s.GPUs {
+		var dev nvml.Device
+		if !c.quietCall(func() (r nvml.Return) { dev, r = lib.DeviceGetHandleByIndex(i); return }) {
+			continue
+		}
+		idx := i
+		if c.call(fmt.Sprintf("gpu[%d].xid_events", i), &idx, "nvmlDeviceRegisterEvents", func() nvml.Return {
+			return dev.RegisterEvents(nvml.EventTypeXidCriticalError, set)
+		}) {
+			byHandle[i] = dev
+			registered++
+		}
+	}
+	if registered == 0 {
+		return
+	}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		left := time.Until(deadline)
+		var ev nvml.EventData
+		ret := nvml.SUCCESS
+		ok := c.quietCall(func() nvml.Return { ev, ret = set.Wait(uint32(min(left, time.Second).Milliseconds())); return ret })
+		if !ok {
+			if ret == nvml.ERROR_TIMEOUT {
+				continue
+			}
+			if ret != nvml.SUCCESS {
+				c.fail("xid_events.wait", nil, returnCode(ret), nvml.ErrorString(ret))
+			}
+			return
+		}
+		if ev.EventType != nvml.EventTypeXidCriticalError {
+			continue
+		}
+		x := report.XIDEvent{Code: int(ev.EventData), Time: time.Now().UTC(), Source: "nvml-event", XIDInfo: report.DecodeXID(int(ev.EventData))}
+		for i, dev := range byHandle {
+			if dev == ev.Device {
+				g := i
+				x.GPU, x.PCIBusID = &g, s.GPUs[i].PCIBusID
+			}
+		}
+		s.XIDs = append(s.XIDs, x)
+	}
+}
+
+// ReadKmsgXIDs reads what the kernel log buffer holds now (/dev/kmsg,
+// without blocking) and appends its Xid lines to s, attributed to GPUs by
+// PCI bus id. An unreadable log (no permission) is recorded, not fatal.
+func ReadKmsgXIDs(s *report.Snapshot, path string) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		code := "UNREADABLE"
+		if errors.Is(err, os.ErrPermission) {
+			code = "NO_PERMISSION"
+		}
+		s.Errors = append(s.Errors, report.FieldError{Field: "xids.kmsg", Code: code, Message: err.Error()})
+		return
+	}
+	defer f.Close()
+	var b strings.Builder
+	buf := make([]byte, 8192) // /dev/kmsg returns one record per read
+	for b.Len() < 16<<20 {
+		n, err := f.Read(buf)
+		if n > 0 {
+			rec := string(buf[:n])
+			if _, msg, ok := strings.Cut(rec, ";"); ok { // "prio,seq,usec,flags;message"
+				rec = msg
+			}
+			b.WriteString(rec)
+			if !strings.HasSuffix(rec, "\n") {
+				b.WriteByte('\n')
+			}
+		}
+		if err != nil {
+			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, io.EOF) {
+				break
+			}
+			if errors.Is(err, syscall.EPIPE) { // records overwritten while reading: go on
+				continue
+			}
+			s.Errors = append(s.Errors, report.FieldError{Field: "xids.kmsg", Code: "READ_ERROR", Message: err.Error()})
+			break
+		}
+	}
+	for _, x := range report.ParseKmsgXIDs(b.String()) {
+		for i, g := range s.GPUs {
+			if samePCI(g.PCIBusID, x.PCIBusID) {
+				idx := i
+				x.GPU = &idx
+			}
+		}
+		s.XIDs = append(s.XIDs, x)
+	}
+}
+
+// samePCI compares NVML's "00000000:3B:00.0" with the kernel's "0000:3b:00".
+func samePCI(nvmlID, kmsgID string) bool {
+	norm := func(s string) string {
+		s = strings.ToLower(s)
+		s = strings.TrimSuffix(s, ".0")
+		parts := strings.Split(s, ":")
+		if len(parts) == 3 {
+			parts[0] = strings.TrimLeft(parts[0], "0")
+		}
+		return strings.Join(parts, ":")
+	}
+	return nvmlID != "" && norm(nvmlID) == norm(kmsgID)
+}

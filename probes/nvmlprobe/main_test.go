@@ -1,0 +1,111 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// stubNVML is a libnvidia-ml.so.1 that exports a handful of entry points
+// and nothing else, as an old or cut-down driver would.
+const stubNVML = `
+#include <stdio.h>
+#include <unistd.h>
+typedef int nvmlReturn_t;
+typedef void *nvmlDevice_t;
+nvmlReturn_t nvmlInit_v2(void) { if (getenv("STUB_HANG")) sleep(60); return 0; }
+nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
+nvmlReturn_t nvmlShutdown(void) { return 0; }
+const char *nvmlErrorString(nvmlReturn_t r) { return "stub error"; }
+nvmlReturn_t nvmlSystemGetDriverVersion(char *v, unsigned int n) { snprintf(v, n, "999.1"); return 0; }
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *c) { *c = 1; return 0; }
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *d) { *d = (void *)0x10; return 0; }
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int n) { snprintf(name, n, "Stub GPU"); return 0; }
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *t) { return 3; /* NOT_SUPPORTED */ }
+`
+
+func build(t *testing.T) (probe, stubDir string) {
+	t.Helper()
+	dir := t.TempDir()
+	probe = filepath.Join(dir, "nvmlprobe")
+	cmd := exec.Command("go", "build", "-o", probe, ".")
+	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	stubDir = filepath.Join(dir, "lib")
+	os.MkdirAll(stubDir, 0o755)
+	src := filepath.Join(dir, "stub.c")
+	os.WriteFile(src, []byte(stubNVML), 0o644)
+	if out, err := exec.Command("gcc", "-shared", "-fPIC", "-o", filepath.Join(stubDir, "libnvidia-ml.so.1"), src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc stub: %v\n%s", err, out)
+	}
+	return probe, stubDir
+}
+
+func runProbe(t *testing.T, probe string, env []string, args ...string) (report.Snapshot, int, string) {
+	t.Helper()
+	cmd := exec.Command(probe, args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, _ := cmd.Output()
+	var s report.Snapshot
+	if len(out) > 0 {
+		if err := json.Unmarshal(out, &s); err != nil {
+			t.Fatalf("probe output is not a snapshot: %v\n%s", err, out)
+		}
+	}
+	return s, cmd.ProcessState.ExitCode(), stderr.String()
+}
+
+func TestProbeBinary(t *testing.T) {
+	probe, stub := build(t)
+
+	// No driver at all: a clean report with dlopen's own words, exit 3.
+	s, code, _ := runProbe(t, probe, []string{"LD_LIBRARY_PATH=" + t.TempDir()})
+	if code != report.ExitNoNVML || s.NVML.Available || !strings.Contains(s.NVML.Error, "libnvidia-ml.so.1: cannot open shared object file") || s.Schema != 1 {
+		t.Errorf("without NVML: exit %d, %+v", code, s.NVML)
+	}
+
+	// A library exporting only a few entry points: the rest are skipped,
+	// not called (calling one would kill the process), and recorded.
+	s, code, stderr := runProbe(t, probe, []string{"LD_LIBRARY_PATH=" + stub}, "--host", "stubhost")
+	if code != report.ExitOK || len(s.GPUs) != 1 || s.GPUs[0].Name != "Stub GPU" || s.DriverVersion != "999.1" || s.Host != "stubhost" {
+		t.Fatalf("with the stub: exit %d (%s), %+v", code, stderr, s)
+	}
+	missing, notSupported := 0, false
+	for _, e := range s.Errors {
+		if e.Code == "MISSING_SYMBOL" {
+			missing++
+		}
+		if e.Field == "gpu[0].temperature_c" && e.Code == "NOT_SUPPORTED" && e.Message == "stub error" {
+			notSupported = true
+		}
+	}
+	if missing < 20 || !notSupported {
+		t.Errorf("stub run: %d MISSING_SYMBOL errors, temperature NOT_SUPPORTED recorded: %v\n%+v", missing, notSupported, s.Errors)
+	}
+
+	// NVML that never answers: the watchdog ends the probe with its own code.
+	start := time.Now()
+	_, code, stderr = runProbe(t, probe, []string{"LD_LIBRARY_PATH=" + stub, "STUB_HANG=1"}, "--timeout", "500ms")
+	if code != report.ExitWatchdog || time.Since(start) > 5*time.Second || !strings.Contains(stderr, "did not answer") {
+		t.Errorf("hung NVML: exit %d after %v, stderr %q", code, time.Since(start), stderr)
+	}
+
+	// The simulated DGX A100.
+	s, code, _ = runProbe(t, probe, nil, "--mock", "dgxa100")
+	if code != 0 || !s.Simulated || len(s.GPUs) != 8 || len(s.Topology) != 28 {
+		t.Errorf("--mock dgxa100: exit %d, simulated %v, %d GPUs, %d links", code, s.Simulated, len(s.GPUs), len(s.Topology))
+	}
+	if _, code, _ = runProbe(t, probe, nil, "--mock", "dgxh999"); code != report.ExitUsage {
+		t.Errorf("unknown mock: exit %d, want %d", code, report.ExitUsage)
+	}
+}
