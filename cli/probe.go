@@ -27,12 +27,12 @@ import (
 )
 
 type probeFlags struct {
-	mock     string
-	keep     bool
-	kmsg     bool
-	xidWait  time.Duration
-	binary   string
-	local    bool
+	mock    string
+	keep    bool
+	kmsg    bool
+	xidWait time.Duration
+	binary  string
+	local   bool
 }
 
 // probeResult is one host's probe run.
