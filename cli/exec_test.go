@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,4 +113,50 @@ func TestPushAgainstRealSSHD(t *testing.T) {
 	}
 	run(t, env, "push", "/nonexistent", "-H", "gpu01", "-F", cfg).expect(t, 2, "", "no such file")
 	run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--mode", "9").expect(t, 2, "", "want an octal mode")
+}
+
+// TestProbeAgainstRealSSHD pushes the real probe binary to a real sshd
+// fleet. The hosts have no NVIDIA driver (a clean report) and LD_BIND_NOW
+// set in their environment (gpulab must run the probe without it).
+func TestProbeAgainstRealSSHD(t *testing.T) {
+	cache := t.TempDir() // each host gets its own cache directory under it
+	f := sshtest.Start(t, 3, sshtest.Options{Env: map[string]string{"LD_BIND_NOW": "1"},
+		EnvFor: func(i int) map[string]string { return map[string]string{"XDG_CACHE_HOME": filepath.Join(cache, fmt.Sprint(i))} }})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	env := noEnv(t)
+	probe := filepath.Join(t.TempDir(), "nvmlprobe")
+	build := exec.Command("go", "build", "-o", probe, "../probes/nvmlprobe")
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build probe: %v\n%s", err, out)
+	}
+	r := run(t, env, "probe", "-H", "gpu[01-03]", "-F", cfg, "--probe-binary", probe)
+	r.expect(t, 1, "gpu[01-03]: no NVML: libnvidia-ml.so.1: cannot open shared object file", "")
+	if entries, _ := os.ReadDir(filepath.Join(cache, "0", "gpulab")); len(entries) != 0 {
+		t.Errorf("the probe was left on the hosts without --keep: %v", entries)
+	}
+
+	r = run(t, env, "probe", "-H", "gpu[01-03]", "-F", cfg, "--probe-binary", probe, "--mock", "dgxa100", "--keep")
+	r.expect(t, 0, "gpu[01-03]: 8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 550.54.15, SIMULATED", "")
+	r.expect(t, 0, "00000000:BD:00.0", "")
+	r = run(t, env, "probe", "-H", "gpu01", "-F", cfg, "--probe-binary", probe, "--mock", "dgxa100", "--keep", "--json")
+	var out []struct {
+		Host     string `json:"host"`
+		Class    string `json:"class"`
+		Pushed   int64  `json:"pushed_bytes"`
+		Snapshot struct {
+			Simulated bool `json:"simulated"`
+			GPUs      []struct {
+				Name string `json:"name"`
+			} `json:"gpus"`
+		} `json:"snapshot"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
+		t.Fatalf("probe --json: exit %d, %v\n%s", r.code, err, r.stdout)
+	}
+	if out[0].Pushed != 0 || !out[0].Snapshot.Simulated || len(out[0].Snapshot.GPUs) != 8 {
+		t.Errorf("second run with --keep pushed %d bytes (want 0), snapshot %+v", out[0].Pushed, out[0].Snapshot)
+	}
+	run(t, env, "probe", "--local", "-H", "gpu01").expect(t, 2, "", "--local and -H exclude each other")
+	run(t, env, "probe", "--local", "--mock", "dgxh999").expect(t, 2, "", "the only simulated machine is dgxa100")
 }

@@ -54,6 +54,9 @@ type Options struct {
 	MaxSessions string
 	// Env is set in every session (sshd's SetEnv).
 	Env map[string]string
+	// EnvFor, if set, adds variables for server i (0-based), for tests
+	// that need each "host" to have its own directories.
+	EnvFor func(i int) map[string]string
 	// NoSFTP leaves the sftp subsystem out.
 	NoSFTP bool
 }
@@ -120,7 +123,17 @@ func Start(t testing.TB, n int, opts Options) *Fleet {
 		writeKey(t, filepath.Join(s.Dir, "host_ed25519"), hpriv)
 		s.HostKey, _ = ssh.NewPublicKey(hpub)
 		s.config = filepath.Join(s.Dir, "sshd_config")
-		s.configText = func() string { return sshdConfig(s, authorized, opts) }
+		o := opts
+		if opts.EnvFor != nil {
+			o.Env = map[string]string{}
+			for k, v := range opts.Env {
+				o.Env[k] = v
+			}
+			for k, v := range opts.EnvFor(i) {
+				o.Env[k] = v
+			}
+		}
+		s.configText = func() string { return sshdConfig(s, authorized, o) }
 		writeFile(t, s.config, s.configText(), 0o600)
 		f.Servers = append(f.Servers, s)
 	}
