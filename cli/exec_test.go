@@ -121,7 +121,9 @@ func TestPushAgainstRealSSHD(t *testing.T) {
 func TestProbeAgainstRealSSHD(t *testing.T) {
 	cache := t.TempDir() // each host gets its own cache directory under it
 	f := sshtest.Start(t, 3, sshtest.Options{Env: map[string]string{"LD_BIND_NOW": "1"},
-		EnvFor: func(i int) map[string]string { return map[string]string{"XDG_CACHE_HOME": filepath.Join(cache, fmt.Sprint(i))} }})
+		EnvFor: func(i int) map[string]string {
+			return map[string]string{"XDG_CACHE_HOME": filepath.Join(cache, fmt.Sprint(i))}
+		}})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
 	env := noEnv(t)
 	probe := filepath.Join(t.TempDir(), "nvmlprobe")
