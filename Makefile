@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 # go-nvml's cgo wrappers call entry points NVML marks deprecated; say so once, not per build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build run test bench bench-ssh lint fuzz clean
+.PHONY: build run test probes bench bench-ssh lint fuzz clean
 
 build: ## build bin/gpulab
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -17,6 +17,9 @@ run: build ## open the workbench on the built-in default (no hosts, no hardware)
 
 test: lint ## vet, format check, race-enabled tests including the tmux smoke test
 	$(GO) test -race -count=1 ./...
+
+probes: ## portable NVML probes in dist/ (glibc >= 2.28, amd64 + arm64), embedded by the next build
+	probes/build.sh dist
 
 bench: build ## View() benchmarks and start-up to first frame
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -36,4 +39,4 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
 
 clean:
-	rm -rf bin
+	rm -rf bin dist probes/bundle/bin/nvml*

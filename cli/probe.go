@@ -161,7 +161,7 @@ func (pf probeFlags) probeFor(arch string) ([]byte, error) {
 		}
 		return data, nil
 	}
-	return bundle.Probe(arch)
+	return bundle.Probe(arch, pf.mock != "")
 }
 
 func runLocalProbe(ctx context.Context, pf probeFlags) (probeResult, error) {

@@ -23,9 +23,13 @@ func Arch(unameM string) (string, error) {
 }
 
 // Probe returns the embedded probe for a Go architecture, or an error that
-// says how to build it.
-func Probe(arch string) ([]byte, error) {
+// says how to build it. With simulator, it is the build that carries the
+// simulated DGX A100 (for --mock), amd64 only.
+func Probe(arch string, simulator bool) ([]byte, error) {
 	name := "nvmlprobe-linux-" + arch
+	if simulator {
+		name = "nvmlsim-linux-" + arch
+	}
 	data, err := files.ReadFile("bin/" + name)
 	if err != nil {
 		return nil, fmt.Errorf("this gpulab was built without %s: run `make probes` and rebuild (or pass --probe-binary FILE)", name)

@@ -28,7 +28,6 @@ import (
 
 	"github.com/gpulab/gpulab/probes/collect"
 	"github.com/gpulab/gpulab/probes/report"
-	"github.com/gpulab/gpulab/probes/sim"
 )
 
 // version is set at build time (-X main.version=...).
@@ -75,7 +74,11 @@ func run(opts collect.Options, mock string, kmsg bool, xidWait time.Duration) in
 	var lib nvml.Interface
 	simulated := mock != ""
 	if simulated {
-		lib = sim.DGXA100()
+		var err error
+		if lib, err = simulator(mock); err != nil {
+			fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
+			return report.ExitUsage
+		}
 	} else {
 		// Open the library ourselves first: NVML's Init only says "library
 		// not found"; dlopen says why (missing file, wrong architecture...).
