@@ -99,7 +99,7 @@ any did not, 2 for usage or configuration errors.`,
 					return err
 				}
 				defer r.keys.Close()
-				results, err = runRemoteProbes(ctx, r, pf)
+				results, err = runRemoteProbes(ctx, r, pf, nil)
 				if err != nil {
 					return err
 				}
@@ -226,11 +226,18 @@ func readSnapshot(r probeResult, stdout []byte, stderr string, runErr error) pro
 	return r
 }
 
-func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags) ([]probeResult, error) {
+// runRemoteProbes probes every target; progress goes to events when not
+// nil (closed before returning).
+func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan<- orchestrator.Event) ([]probeResult, error) {
+	var emit func(orchestrator.Event)
+	if events != nil {
+		defer close(events)
+		emit = func(ev orchestrator.Event) { ev.Time = time.Now(); events <- ev }
+	}
 	results := make([]probeResult, len(rn.targets))
 	probes := map[string][]byte{}
 	var localErr error
-	hosts := rn.engine.ForEach(ctx, rn.targets, nil, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+	hosts := rn.engine.ForEach(ctx, rn.targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		res := &results[i]
 		res.Host = t.Name
 		fail := func(class orchestrator.Class, msg string) {
@@ -301,62 +308,11 @@ func allFailed(rs []probeResult) bool {
 	return true
 }
 
-// hardware is a host's hardware in one line, for folding identical hosts:
-// "8× NVIDIA A100-SXM4-80GB, NV12 full mesh, driver 550.54.15".
-func hardware(s *report.Snapshot) string {
-	if s == nil {
-		return ""
-	}
-	if !s.NVML.Available {
-		return "no NVML: " + s.NVML.Error
-	}
-	names := map[string]int{}
-	var order []string
-	for _, g := range s.GPUs {
-		if names[g.Name] == 0 {
-			order = append(order, g.Name)
-		}
-		names[g.Name]++
-	}
-	var parts []string
-	for _, n := range order {
-		parts = append(parts, fmt.Sprintf("%d× %s", names[n], n))
-	}
-	if len(parts) == 0 {
-		parts = append(parts, "0 GPUs")
-	}
-	levels := map[string]int{}
-	for _, l := range s.Topology {
-		levels[l.Level]++
-	}
-	if n := len(s.GPUs); n > 1 && len(levels) == 1 && len(s.Topology) == n*(n-1)/2 {
-		for lvl := range levels {
-			if strings.HasPrefix(lvl, "NV") {
-				parts = append(parts, lvl+" full mesh")
-			} else {
-				parts = append(parts, "all pairs "+lvl)
-			}
-		}
-	} else if len(levels) > 0 {
-		var ls []string
-		for lvl, c := range levels {
-			ls = append(ls, fmt.Sprintf("%s×%d", lvl, c))
-		}
-		sort.Strings(ls)
-		parts = append(parts, "links "+strings.Join(ls, " "))
-	}
-	parts = append(parts, "driver "+s.DriverVersion)
-	if s.Simulated {
-		parts = append(parts, "SIMULATED")
-	}
-	return strings.Join(parts, ", ")
-}
-
 func printProbes(w io.Writer, results []probeResult) error {
 	groups := map[string][]string{}
 	var order []string
 	for _, r := range results {
-		key := hardware(r.Snapshot)
+		key := report.Hardware(r.Snapshot)
 		if r.Snapshot == nil {
 			key = r.Class + ": " + r.Error
 		}

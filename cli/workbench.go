@@ -97,3 +97,17 @@ func (f fleetRunner) Run(ctx context.Context, command string, events chan<- orch
 	plan := orchestrator.Plan{Targets: f.r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: command}}}
 	return f.r.engine.Run(ctx, plan, events)
 }
+
+func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event) []tui.ProbeOutcome {
+	results, err := runRemoteProbes(ctx, f.r, probeFlags{}, events)
+	out := make([]tui.ProbeOutcome, len(f.r.targets))
+	for i := range out {
+		switch {
+		case err != nil:
+			out[i].Err = err.Error()
+		case i < len(results):
+			out[i] = tui.ProbeOutcome{Snapshot: results[i].Snapshot, Err: results[i].Error}
+		}
+	}
+	return out
+}

@@ -9,20 +9,30 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	"github.com/charmbracelet/bubbles/textinput"
+	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/report"
 )
 
-// FleetRunner runs a command on the fleet; the Fleet view's only way to
-// reach hosts. Run must send progress on events, close it, then return the
-// results (orchestrator.Engine.Run does).
+// FleetRunner runs commands and the NVML probe on the fleet; the Fleet
+// view's only way to reach hosts. Run and Probe must send progress on
+// events, close it, then return (orchestrator.Engine.Run does).
 type FleetRunner interface {
 	// Hosts lists the hosts a run reaches, in order.
 	Hosts() []FleetHost
 	Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult
+	// Probe pushes and runs the NVML probe; one outcome per host, in order.
+	Probe(ctx context.Context, events chan<- orchestrator.Event) []ProbeOutcome
+}
+
+// ProbeOutcome is one host's probe run: a snapshot, or why there is none.
+type ProbeOutcome struct {
+	Snapshot *report.Snapshot
+	Err      string
 }
 
 // FleetHost is a host as the Fleet view lists it.
@@ -48,6 +58,7 @@ type hostRow struct {
 	total   time.Duration
 	result  *orchestrator.HostResult
 	started time.Time
+	probe   *ProbeOutcome
 }
 
 // runLog is one line of the command log: what ran where, and how it ended.
@@ -67,6 +78,7 @@ type (
 	fleetDoneMsg struct {
 		run     int
 		results []orchestrator.HostResult
+		probes  []ProbeOutcome
 	}
 )
 
@@ -81,7 +93,7 @@ const (
 
 type fleetKeys struct {
 	MoveKeys
-	Command, Cancel, Pane key.Binding
+	Command, Cancel, Pane, Probe key.Binding
 }
 
 type fleetView struct {
@@ -101,7 +113,9 @@ type fleetView struct {
 	running  bool
 	cancel   context.CancelFunc
 	events   <-chan orchestrator.Event
-	done     <-chan []orchestrator.HostResult
+	done     <-chan fleetDoneMsg
+	probing  bool
+	hostView *viewport.Model // the selected host's snapshot, when open
 	command  string
 	finished int
 	counts   map[orchestrator.Class]int
@@ -125,7 +139,9 @@ func newFleetView(runner FleetRunner, st Styles) *fleetView {
 			Command:  key.NewBinding(key.WithKeys(":", "x"), key.WithHelp(":", "run a command")),
 			Cancel:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel the run")),
 			Pane:     key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "output: host/folded/log")),
+			Probe:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "probe GPUs (NVML)")),
 		}}
+	v.keys.Open = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "host's GPUs"))
 	for _, h := range runner.Hosts() {
 		v.rows = append(v.rows, hostRow{FleetHost: h})
 	}
@@ -147,21 +163,27 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.typing {
 		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	}
+	if v.hostView != nil {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+	}
 	if v.running {
 		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
 	}
-	return []key.Binding{v.keys.Command, v.keys.Up, v.keys.Down, v.keys.Pane}
+	return []key.Binding{v.keys.Command, v.keys.Probe, v.keys.Open, v.keys.Pane}
 }
 
 func (v *fleetView) FullHelp() [][]key.Binding {
 	k := v.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Cancel, k.Pane}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
 }
 
 func (v *fleetView) SetSize(w, h int) {
 	v.width, v.height = w, h
 	v.input.Width = max(10, w-4)
 	v.bar.Width = max(10, min(40, w/4))
+	if v.hostView != nil {
+		v.hostView.Width, v.hostView.Height = w, h
+	}
 	v.clamp()
 }
 
@@ -192,12 +214,21 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, v.waitEvents()
 	case fleetDoneMsg:
 		if msg.run == v.run {
-			v.finish(msg.results)
+			v.finish(msg)
 		}
 		return v, nil
 	case tea.KeyMsg:
 		if v.typing {
 			return v.updateInput(msg)
+		}
+		if v.hostView != nil {
+			if key.Matches(msg, v.keys.Back) || key.Matches(msg, v.keys.Open) {
+				v.hostView = nil
+				return v, nil
+			}
+			var cmd tea.Cmd
+			*v.hostView, cmd = v.hostView.Update(msg)
+			return v, cmd
 		}
 		return v, v.handleKey(msg)
 	}
@@ -230,6 +261,16 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 			v.typing = true
 			return v.input.Focus()
 		}
+	case key.Matches(km, k.Probe):
+		if !v.running && len(v.rows) > 0 {
+			return v.start("", true)
+		}
+	case key.Matches(km, k.Open):
+		if len(v.rows) > 0 && v.rows[v.cursor].probe != nil && v.rows[v.cursor].probe.Snapshot != nil {
+			vp := viewport.New(v.width, v.height)
+			vp.SetContent(renderHost(v.rows[v.cursor].probe.Snapshot, v.styles, v.width))
+			v.hostView = &vp
+		}
 	}
 	v.clamp()
 	return nil
@@ -248,18 +289,21 @@ func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 		if cmd == "" {
 			return v, nil
 		}
-		return v, v.start(cmd)
+		return v, v.start(cmd, false)
 	}
 	var c tea.Cmd
 	v.input, c = v.input.Update(km)
 	return v, c
 }
 
-// start launches a run in the background and returns the command that
-// waits for its first events.
-func (v *fleetView) start(command string) tea.Cmd {
+// start launches a run (a command, or the probe) in the background and
+// returns the command that waits for its first events.
+func (v *fleetView) start(command string, probe bool) tea.Cmd {
 	v.run++
-	v.running, v.command, v.finished, v.results, v.groups = true, command, 0, nil, nil
+	if probe {
+		command = "gpulab probe"
+	}
+	v.running, v.probing, v.command, v.finished, v.results, v.groups = true, probe, command, 0, nil, nil
 	v.counts = map[orchestrator.Class]int{}
 	for i := range v.rows {
 		v.rows[i] = hostRow{FleetHost: v.rows[i].FleetHost}
@@ -267,9 +311,15 @@ func (v *fleetView) start(command string) tea.Cmd {
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	events := make(chan orchestrator.Event, 256)
-	done := make(chan []orchestrator.HostResult, 1)
-	runner := v.runner
-	go func() { done <- runner.Run(ctx, command, events) }()
+	done := make(chan fleetDoneMsg, 1)
+	runner, run := v.runner, v.run
+	go func() {
+		if probe {
+			done <- fleetDoneMsg{run: run, probes: runner.Probe(ctx, events)}
+			return
+		}
+		done <- fleetDoneMsg{run: run, results: runner.Run(ctx, command, events)}
+	}()
 	v.events, v.done = events, done
 	v.log = append(v.log, runLog{command: command, hosts: v.nodeSet(), started: v.now()})
 	return v.waitEvents()
@@ -291,7 +341,7 @@ func (v *fleetView) waitEvents() tea.Cmd {
 	return func() tea.Msg {
 		ev, ok := <-events
 		if !ok {
-			return fleetDoneMsg{run: run, results: <-done}
+			return <-done
 		}
 		batch := []orchestrator.Event{ev}
 		for len(batch) < 4096 {
@@ -329,7 +379,11 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 	}
 }
 
-func (v *fleetView) finish(results []orchestrator.HostResult) {
+func (v *fleetView) finish(msg fleetDoneMsg) {
+	results := msg.results
+	if msg.probes != nil {
+		results = v.probeResults(msg.probes)
+	}
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
 	if v.cancel != nil {
@@ -343,7 +397,40 @@ func (v *fleetView) finish(results []orchestrator.HostResult) {
 	}
 }
 
+// probeResults keeps each host's snapshot and turns the probe run into
+// results whose "output" is the host's hardware line, so that identical
+// hardware folds and the odd hosts stand out.
+func (v *fleetView) probeResults(probes []ProbeOutcome) []orchestrator.HostResult {
+	out := make([]orchestrator.HostResult, len(v.rows))
+	for i := range v.rows {
+		r := &v.rows[i]
+		hr := orchestrator.HostResult{Host: r.Name, Class: r.class, Connect: r.connect, Total: r.total}
+		if i < len(probes) {
+			p := probes[i]
+			r.probe = &p
+			switch {
+			case p.Snapshot != nil:
+				line := report.Hardware(p.Snapshot) + "\n"
+				hr.Steps = []orchestrator.Result{{Step: "probe", Stdout: []byte(line), Class: hr.Class}}
+				if !p.Snapshot.NVML.Available && hr.Class == orchestrator.OK {
+					hr.Class = orchestrator.Exit
+					hr.Steps[0].Class = orchestrator.Exit
+				}
+			case p.Err != "":
+				hr.Err = p.Err
+			}
+		}
+		r.class = hr.Class
+		r.result = &hr
+		out[i] = hr
+	}
+	return out
+}
+
 func (v *fleetView) View() string {
+	if v.hostView != nil {
+		return v.hostView.View()
+	}
 	st := v.styles
 	lines := []string{v.headline(), st.TableHeader.Render(v.rowText("HOST", "ADDRESS", "STATE", "CONNECT", "TIME", "OUTPUT"))}
 	n := v.tableHeight()
@@ -375,7 +462,7 @@ func (v *fleetView) headline() string {
 		return st.Hint.Render("No hosts: pass --inventory FILE, or -H with names from ~/.ssh/config.")
 	}
 	if v.command == "" {
-		return st.Hint.Render(fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them.", len(v.rows), v.nodeSet()))
+		return st.Hint.Render(fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, p to probe their GPUs.", len(v.rows), v.nodeSet()))
 	}
 	pct := float64(v.finished) / float64(len(v.rows))
 	state := "done"

@@ -2,7 +2,9 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/report"
 )
 
 // fakeFleet is a stand-in for the engine, shaped like orchestrator.Engine.Run:
@@ -53,6 +56,71 @@ func (f fakeFleet) Run(ctx context.Context, command string, events chan<- orches
 		events <- orchestrator.Event{Kind: orchestrator.HostDone, Index: i, Host: h.Name, Done: &res[i]}
 	}
 	return res
+}
+
+// Probe answers with the simulated DGX A100 snapshot that gpulab's own
+// probe printed (testdata/dgxa100-simulated.json); host `odd` has another
+// driver, and the last host has no NVML.
+func (f fakeFleet) Probe(ctx context.Context, events chan<- orchestrator.Event) []ProbeOutcome {
+	defer close(events)
+	data, err := os.ReadFile("testdata/dgxa100-simulated.json")
+	if err != nil {
+		panic(err)
+	}
+	out := make([]ProbeOutcome, f.n)
+	for i, h := range f.Hosts() {
+		var s report.Snapshot
+		if err := json.Unmarshal(data, &s); err != nil {
+			panic(err)
+		}
+		s.Host = h.Name
+		switch i {
+		case f.odd:
+			s.DriverVersion = "535.104.05"
+		case f.n - 1:
+			s = report.Snapshot{Schema: 1, Host: h.Name, NVML: report.NVMLState{Error: "libnvidia-ml.so.1: cannot open shared object file: No such file or directory"}}
+		case 0:
+			gpu := 1
+			s.Processes = []report.Process{{GPU: 1, PID: 4242, Name: "vllm", Type: "compute", UsedMiB: 20480, PodUID: "3b1f4a2c-8d7e-4f1a-9b2c-1234567890ab"}}
+			s.XIDs = []report.XIDEvent{{Code: 79, GPU: &gpu, Source: "kmsg", XIDInfo: report.DecodeXID(79)}}
+			s.GPUs[0].MIG = report.MIG{Current: "enabled", Pending: "enabled", GPUInstances: []report.GPUInstance{
+				{ID: 1, Profile: "3g.20gb", PlacementStart: 4, PlacementSize: 4, ComputeInstances: []report.ComputeInstance{{Profile: "3g.20gb"}}},
+				{ID: 2, Profile: "3g.20gb", PlacementStart: 0, PlacementSize: 4, ComputeInstances: []report.ComputeInstance{{Profile: "1c.3g.20gb"}, {Profile: "2c.3g.20gb"}}},
+			}}
+		}
+		out[i] = ProbeOutcome{Snapshot: &s}
+		res := orchestrator.HostResult{Host: h.Name, Class: orchestrator.OK}
+		events <- orchestrator.Event{Kind: orchestrator.HostConnecting, Index: i, Host: h.Name, Time: time.Now()}
+		events <- orchestrator.Event{Kind: orchestrator.HostDone, Index: i, Host: h.Name, Done: &res}
+	}
+	return out
+}
+
+func TestFleetProbeAndHostView(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 12, odd: 6}, 160, 48)
+	m, cmd := press(t, m, "3", "p")
+	m = drain(t, m, cmd)
+	v := m.View()
+	for _, want := range []string{"$ gpulab probe done", "folded output",
+		"gpu[001-006,008-011] (10): ok", "8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 550.54.15, SIMULATED",
+		"+8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.104.05, SIMULATED", "gpu012 (1): exit", "no NVML"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("Fleet after probing lacks %q:\n%s", want, v)
+		}
+	}
+	m, _ = press(t, m, "enter")
+	v = m.View()
+	for _, want := range []string{"gpu001  driver 550.54.15 · CUDA 12.4", "SIMULATED", "00000000:B7:00.0", "Topology",
+		"GPU0  X     NV12  NV12", "16-31", "MIG layout", "GPU0 [BBBBAAAA] A=3g.20gb[3g.20gb] B=3g.20gb[1c.3g.20gb,2c.3g.20gb]",
+		"pid 4242", "pod 3b1f4a2c-8d7e-4f1a-9b2c-1234567890ab", "Xid 79 on GPU1: GPU has fallen off the bus"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("host view lacks %q:\n%s", want, v)
+		}
+	}
+	m, _ = press(t, m, "esc", "end", "enter")
+	if v := m.View(); !strings.Contains(v, "No NVML on this host: libnvidia-ml.so.1") {
+		t.Errorf("host view of a host without NVML:\n%s", v)
+	}
 }
 
 func newFleetModel(t testing.TB, f fakeFleet, w, h int) Model {

@@ -1,0 +1,248 @@
+package tui
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// renderHost draws one host's probe snapshot: GPUs with memory bars, the
+// topology grid, NUMA and CPU affinity, MIG layout, processes with their
+// pods, and health (findings, decoded Xids, refused fields).
+func renderHost(s *report.Snapshot, st Styles, width int) string {
+	var b []string
+	add := func(lines ...string) { b = append(b, lines...) }
+	title := st.CardTitle.Render(s.Host) + st.CardMuted.Render(fmt.Sprintf("  driver %s · CUDA %s · NVML %s · probe %s · %.1f ms",
+		dashed(s.DriverVersion), dashed(s.CUDADriverVersion), dashed(s.NVMLVersion), dashed(s.ProbeVersion), s.DurationMS))
+	if s.Simulated {
+		title += "  " + st.Error.Render("SIMULATED")
+	}
+	add(title)
+	if !s.NVML.Available {
+		add("", st.Error.Render("No NVML on this host: "+s.NVML.Error))
+		return strings.Join(b, "\n")
+	}
+	add("", st.CardLabel.Render("GPUs"))
+	add(st.TableHeader.Render(fmt.Sprintf("%-3s %-28s %-17s %-22s %5s %5s %11s %-9s %s", "GPU", "NAME", "BUS", "MEMORY", "UTIL", "TEMP", "POWER", "ECC", "MIG")))
+	for _, g := range s.GPUs {
+		line := fmt.Sprintf("%-3d %-28s %-17s %-22s %5s %5s %11s %-9s %s", g.Index, cut(g.Name, 28), g.PCIBusID, memBar(g.Memory),
+			utilPct(g.Utilization), tempC(g.TemperatureC), power(g), ecc(g.ECC), mig(g.MIG))
+		add(line)
+	}
+	if grid := topoGrid(s, st); len(grid) > 0 {
+		add("", st.CardLabel.Render("Topology")+st.CardMuted.Render("  NV# NVLinks · PIX/PXB PCIe switch · PHB host bridge · NODE same NUMA · SYS across sockets"))
+		add(grid...)
+	}
+	if l := migLayout(s); len(l) > 0 {
+		add("", st.CardLabel.Render("MIG layout"))
+		add(l...)
+	}
+	add("", st.CardLabel.Render("Processes"))
+	if len(s.Processes) == 0 {
+		add(st.CardMuted.Render("  none"))
+	}
+	for _, p := range s.Processes {
+		where := "host"
+		if p.PodUID != "" {
+			where = "pod " + p.PodUID
+		} else if p.ContainerID != "" {
+			where = "container " + p.ContainerID[:12]
+		}
+		add(fmt.Sprintf("  GPU%d  pid %-8d %-16s %8d MiB  %s", p.GPU, p.PID, cut(p.Name, 16), p.UsedMiB, where))
+	}
+	add("", st.CardLabel.Render("Health"))
+	healthy := true
+	for _, g := range s.GPUs {
+		for _, f := range g.Findings {
+			healthy = false
+			add(st.Error.Render(fmt.Sprintf("  ! GPU%d: %s", g.Index, f)))
+		}
+	}
+	for _, x := range s.XIDs {
+		healthy = false
+		gpu := x.PCIBusID
+		if x.GPU != nil {
+			gpu = "GPU" + strconv.Itoa(*x.GPU)
+		}
+		meaning := "unknown Xid: not in gpulab's table"
+		if x.Known {
+			meaning = x.Meaning + ". " + x.Action
+		}
+		add(wrap(st.Error.Render(fmt.Sprintf("  Xid %d on %s: ", x.Code, gpu))+meaning, width-2)...)
+	}
+	if healthy {
+		add(st.CardText.Render("  no findings, no Xid"))
+	}
+	if n := len(s.Errors); n > 0 {
+		codes := map[string]int{}
+		for _, e := range s.Errors {
+			codes[e.Code]++
+		}
+		var parts []string
+		for c, k := range codes {
+			parts = append(parts, fmt.Sprintf("%d %s", k, c))
+		}
+		sort.Strings(parts)
+		add(st.CardMuted.Render(fmt.Sprintf("  %d fields NVML did not give: %s (gpulab probe --json lists them)", n, strings.Join(parts, ", "))))
+	}
+	return strings.Join(b, "\n")
+}
+
+// topoGrid draws the GPU×GPU matrix with NUMA and CPU affinity, coloured
+// by distance.
+func topoGrid(s *report.Snapshot, st Styles) []string {
+	n := len(s.GPUs)
+	if n < 2 {
+		return nil
+	}
+	level := map[[2]int]string{}
+	for _, l := range s.Topology {
+		level[[2]int{l.A, l.B}], level[[2]int{l.B, l.A}] = l.Level, l.Level
+	}
+	head := "      "
+	for j := range n {
+		head += fmt.Sprintf("%-6s", "GPU"+strconv.Itoa(j))
+	}
+	lines := []string{st.TableHeader.Render(head + "NUMA  CPU affinity")}
+	for i := range n {
+		row := fmt.Sprintf("%-6s", "GPU"+strconv.Itoa(i))
+		for j := range n {
+			cellText := "X"
+			if i != j {
+				cellText = level[[2]int{i, j}]
+				if cellText == "" {
+					cellText = "?"
+				}
+			}
+			row += topoStyle(cellText, st).Render(fmt.Sprintf("%-6s", cellText))
+		}
+		g := s.GPUs[i]
+		numa := "-"
+		if g.NUMANode != nil {
+			numa = strconv.Itoa(*g.NUMANode)
+		}
+		lines = append(lines, row+fmt.Sprintf("%-6s%s", numa, dashed(g.CPUAffinity)))
+	}
+	return lines
+}
+
+func topoStyle(level string, st Styles) lipgloss.Style {
+	switch {
+	case strings.HasPrefix(level, "NV"):
+		return st.planeTitle("data")
+	case level == "PIX" || level == "PXB":
+		return st.planeTitle("control")
+	case level == "PHB" || level == "NODE":
+		return st.planeTitle("workload")
+	case level == "SYS" || level == "SOC":
+		return st.Error
+	}
+	return st.CardMuted
+}
+
+func migLayout(s *report.Snapshot) []string {
+	var out []string
+	for _, g := range s.GPUs {
+		if g.MIG.Current != "enabled" {
+			continue
+		}
+		slots := make([]string, 8)
+		for k := range slots {
+			slots[k] = "·"
+		}
+		var names []string
+		for n, gi := range g.MIG.GPUInstances {
+			mark := string(rune('A' + n%26))
+			for k := gi.PlacementStart; k < gi.PlacementStart+gi.PlacementSize && k < len(slots); k++ {
+				slots[k] = mark
+			}
+			cis := make([]string, 0, len(gi.ComputeInstances))
+			for _, ci := range gi.ComputeInstances {
+				cis = append(cis, ci.Profile)
+			}
+			names = append(names, fmt.Sprintf("%s=%s[%s]", mark, gi.Profile, strings.Join(cis, ",")))
+		}
+		pending := ""
+		if g.MIG.Pending != g.MIG.Current {
+			pending = " (mode change pending: " + g.MIG.Pending + ")"
+		}
+		out = append(out, fmt.Sprintf("  GPU%d [%s] %s%s", g.Index, strings.Join(slots, ""), strings.Join(names, " "), pending))
+	}
+	return out
+}
+
+func memBar(m *report.Memory) string {
+	if m == nil || m.TotalMiB == 0 {
+		return "-"
+	}
+	const w = 8
+	used := int(float64(m.UsedMiB) / float64(m.TotalMiB) * w)
+	return "[" + strings.Repeat("█", used) + strings.Repeat("░", w-used) + "] " + fmt.Sprintf("%.0f/%.0fG", float64(m.UsedMiB)/1024, float64(m.TotalMiB)/1024)
+}
+
+func utilPct(u *report.Utilization) string {
+	if u == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", u.GPUPercent)
+}
+
+func tempC(t *uint32) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%dC", *t)
+}
+
+func power(g report.GPU) string {
+	switch {
+	case g.PowerW == nil:
+		return "-"
+	case g.PowerLimitW == nil:
+		return fmt.Sprintf("%.0fW", *g.PowerW)
+	}
+	return fmt.Sprintf("%.0f/%.0fW", *g.PowerW, *g.PowerLimitW)
+}
+
+func ecc(e report.ECC) string {
+	switch {
+	case e.Enabled == nil:
+		return "-"
+	case !*e.Enabled:
+		return "off"
+	case e.Volatile != nil && e.Volatile.Uncorrected > 0:
+		return fmt.Sprintf("UE %d", e.Volatile.Uncorrected)
+	case e.Volatile != nil:
+		return fmt.Sprintf("ok %d CE", e.Volatile.Corrected)
+	}
+	return "on"
+}
+
+func mig(m report.MIG) string {
+	switch m.Current {
+	case "":
+		return "-"
+	case "enabled":
+		return fmt.Sprintf("on (%d GI)", len(m.GPUInstances))
+	}
+	return "off"
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}
+
+func dashed(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
