@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
 	"github.com/gpulab/gpulab/probes/report"
@@ -246,5 +249,81 @@ func TestSimulatedDGXA100(t *testing.T) {
 		if e.Code == "PANIC" {
 			t.Errorf("the simulated DGX A100 leaves %s unanswered: %s", e.Field, e.Message)
 		}
+	}
+}
+
+func TestOtherMocks(t *testing.T) {
+	for name, s := range map[string]interface {
+		nvml.Interface
+	}{"dgxh100": dgxh100.New(), "dgxh200": dgxh200.New()} {
+		if r := s.Init(); r != nvml.SUCCESS {
+			t.Fatalf("%s Init: %v", name, r)
+		}
+		snap := Collect(s, Options{})
+		if len(snap.GPUs) != 8 || !strings.Contains(snap.GPUs[0].Name, strings.ToUpper(name[3:])) || snap.GPUs[0].Memory == nil {
+			t.Errorf("%s: %d GPUs, first %+v", name, len(snap.GPUs), snap.GPUs[0])
+		}
+	}
+}
+
+// xidSet is an NVML event set that delivers one Xid 79 on the device it
+// was registered for, then times out.
+type xidSet struct {
+	mock.EventSet
+	dev  nvml.Device
+	sent bool
+}
+
+func TestWaitXIDs(t *testing.T) {
+	s := sim.DGXA100()
+	s.Init()
+	set := &xidSet{}
+	set.FreeFunc = func() nvml.Return { return nvml.SUCCESS }
+	set.WaitFunc = func(ms uint32) (nvml.EventData, nvml.Return) {
+		if set.sent || set.dev == nil {
+			time.Sleep(time.Duration(ms) * time.Millisecond)
+			return nvml.EventData{}, nvml.ERROR_TIMEOUT
+		}
+		set.sent = true
+		return nvml.EventData{Device: set.dev, EventType: nvml.EventTypeXidCriticalError, EventData: 79}, nvml.SUCCESS
+	}
+	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return set, nvml.SUCCESS }
+	for i, d := range s.Devices {
+		dev := d
+		d.(*server.Device).RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return {
+			if i == 5 {
+				set.dev = dev
+			}
+			return nvml.SUCCESS
+		}
+	}
+	snap := Collect(s, Options{})
+	WaitXIDs(s, snap, 300*time.Millisecond)
+	if len(snap.XIDs) != 1 || snap.XIDs[0].Code != 79 || snap.XIDs[0].GPU == nil || *snap.XIDs[0].GPU != 5 || !snap.XIDs[0].Known || snap.XIDs[0].Source != "nvml-event" {
+		t.Errorf("xids = %+v", snap.XIDs)
+	}
+	// A driver without event support is an error entry, not a failure.
+	bare := newDGX(t)
+	snap = Collect(bare, Options{})
+	WaitXIDs(bare, snap, 100*time.Millisecond)
+	if e := errorFor(snap, "xid_events"); e == nil || e.Code != "PANIC" {
+		t.Errorf("event set on a mock without events: %+v", e)
+	}
+}
+
+// ReadKmsgXIDs on /dev/kmsg-style records built from a real Xid line.
+func TestReadKmsgXIDs(t *testing.T) {
+	s := sim.DGXA100()
+	s.Init()
+	snap := Collect(s, Options{})
+	path := filepath.Join(t.TempDir(), "kmsg")
+	os.WriteFile(path, []byte("6,1001,2000,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n4,1002,2001,-;NVRM: Xid (PCI:0000:47:00): 79, pid=1896, GPU has fallen off the bus.\n4,1003,2002,-;NVRM: Xid (PCI:0000:ff:00): 999, pid=1, something new\n"), 0o644)
+	ReadKmsgXIDs(snap, path)
+	if len(snap.XIDs) != 2 || snap.XIDs[0].GPU == nil || *snap.XIDs[0].GPU != 2 || snap.XIDs[1].Known || snap.XIDs[1].GPU != nil {
+		t.Errorf("kmsg xids = %+v", snap.XIDs)
+	}
+	ReadKmsgXIDs(snap, filepath.Join(t.TempDir(), "absent"))
+	if e := errorFor(snap, "xids.kmsg"); e == nil {
+		t.Errorf("an unreadable kernel log is not recorded")
 	}
 }

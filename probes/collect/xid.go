@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -89,12 +90,8 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 	for b.Len() < 16<<20 {
 		n, err := f.Read(buf)
 		if n > 0 {
-			rec := string(buf[:n])
-			if _, msg, ok := strings.Cut(rec, ";"); ok { // "prio,seq,usec,flags;message"
-				rec = msg
-			}
-			b.WriteString(rec)
-			if !strings.HasSuffix(rec, "\n") {
+			for _, line := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
+				b.WriteString(kmsgPrefix.ReplaceAllString(line, "")) // "prio,seq,usec,flags;message"
 				b.WriteByte('\n')
 			}
 		}
@@ -119,6 +116,8 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 		s.XIDs = append(s.XIDs, x)
 	}
 }
+
+var kmsgPrefix = regexp.MustCompile(`^\d+,\d+,\d+,[^;]*;`)
 
 // samePCI compares NVML's "00000000:3B:00.0" with the kernel's "0000:3b:00".
 func samePCI(nvmlID, kmsgID string) bool {
