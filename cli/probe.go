@@ -263,7 +263,7 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 			}
 		}
 		sum := sha256.Sum256(data)
-		push := conn.Push(ctx, orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700})
+		push := conn.Push(ctx, orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true})
 		res.Pushed = push.Sent
 		if push.Class != orchestrator.OK {
 			fail(push.Class, push.Err)

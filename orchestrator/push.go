@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -27,6 +28,10 @@ type PushSpec struct {
 	Dest string
 	// NoSFTP forces the plain-session upload (cat into a temporary file).
 	NoSFTP bool
+	// Compress sends the file gzipped and unpacks it on the host, when the
+	// host has gzip (through a plain session; SFTP cannot unpack). Worth it
+	// for binaries: the probe is 3.7 MB, 1.3 MB gzipped.
+	Compress bool
 }
 
 // Sum returns the data's sha256, hex.
@@ -71,21 +76,26 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	dest := spec.Dest
 	var prep string
 	if dest == "" {
-		prep = `d="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab" && mkdir -p "$d" && chmod 700 "$d" && cd "$d" && pwd && { sha256sum -- ` + Quote(spec.Name) + ` 2>/dev/null || true; }`
+		prep = `d="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab" && mkdir -p "$d" && chmod 700 "$d" && cd "$d" && pwd && { sha256sum -- ` + Quote(spec.Name) + ` 2>/dev/null || echo -; }`
 	} else {
 		dir, base := path.Split(dest)
 		if dir == "" {
 			dir = "."
 		}
-		prep = `d=` + Quote(dir) + ` && { [ -d "$d" ] || mkdir -p -m 700 "$d"; } && cd "$d" && pwd && { sha256sum -- ` + Quote(base) + ` 2>/dev/null || true; }`
+		prep = `d=` + Quote(dir) + ` && { [ -d "$d" ] || mkdir -p -m 700 "$d"; } && cd "$d" && pwd && { sha256sum -- ` + Quote(base) + ` 2>/dev/null || echo -; }`
 		spec.Name = base
 	}
+	prep += `; command -v gzip >/dev/null 2>&1 && echo gzip || echo nogzip`
 	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
 	if r.Class != OK {
 		return fail(r.Class, "push: prepare %s: %s%s", dest, strings.TrimSpace(string(r.Stderr)), r.Err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(r.Stdout)), "\n")
+	if len(lines) < 3 {
+		return fail(Exit, "push: prepare %s: unexpected answer %q", dest, r.Stdout)
+	}
 	dir := strings.TrimSpace(lines[0])
+	hasGzip := strings.TrimSpace(lines[2]) == "gzip"
 	res.Path = path.Join(dir, spec.Name)
 	if len(lines) > 1 && strings.HasPrefix(lines[1], sum+" ") {
 		res.Skipped = true
@@ -103,6 +113,15 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 		Quote(tmp), sum, mode, Quote(res.Path))
 
 	var sent atomic.Int64
+	payload, unpack := spec.Data, "cat"
+	if spec.Compress && hasGzip {
+		var z bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&z, gzip.BestCompression)
+		w.Write(spec.Data)
+		w.Close()
+		payload, unpack = z.Bytes(), "gzip -dc"
+		spec.NoSFTP = true
+	}
 	if !spec.NoSFTP {
 		if err := c.sftpUpload(tmp, spec.Data, &sent); err == nil {
 			res.Method = "sftp"
@@ -113,10 +132,13 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	}
 	if res.Method == "" {
 		// No SFTP: stream the file through a session into the temporary file.
-		line := fmt.Sprintf(`umask 077; t=%s; trap 'rm -f -- "$t"' EXIT; cat > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), finalize)
-		counted := &countingReader{r: bytes.NewReader(spec.Data), n: &sent}
+		line := fmt.Sprintf(`umask 077; t=%s; trap 'rm -f -- "$t"' EXIT; %s > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), unpack, finalize)
+		counted := &countingReader{r: bytes.NewReader(payload), n: &sent}
 		r := c.Run(ctx, "push: upload", line, RunOptions{Raw: true, Stdin: counted, Timeout: c.Target.CommandTimeout})
 		res.Sent, res.Method = sent.Load(), "session"
+		if unpack != "cat" {
+			res.Method = "session+gzip"
+		}
 		if r.Class != OK {
 			return fail(r.Class, "push: upload %s: %s%s", res.Path, strings.TrimSpace(string(r.Stderr)), r.Err)
 		}

@@ -158,3 +158,16 @@ func TestPushAll(t *testing.T) {
 	checkFile(t, spec.Dest, spec.Data, 0o700)
 	assertOnly(t, filepath.Dir(spec.Dest), "p-$(id)")
 }
+
+func TestPushCompressed(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	c := dial(t, f, f.Servers[0])
+	data := bytes.Repeat([]byte("nvml probe text compresses well "), 30000) // 960 kB
+	dest := filepath.Join(t.TempDir(), "probe")
+	r := c.Push(context.Background(), orchestrator.PushSpec{Name: "probe", Data: data, Dest: dest, Mode: 0o700, Compress: true})
+	if r.Class != orchestrator.OK || r.Method != "session+gzip" || r.Sent >= int64(len(data))/10 {
+		t.Fatalf("compressed push = %+v (sent %d of %d)", r, r.Sent, len(data))
+	}
+	checkFile(t, dest, data, 0o700)
+	assertOnly(t, filepath.Dir(dest), "probe")
+}
