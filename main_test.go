@@ -153,7 +153,7 @@ func TestFleetInTmux(t *testing.T) {
 	// The NVML probe from the Fleet tab: these hosts have no driver, so each
 	// answers with the clean report. It needs the embedded probes (make
 	// probes, which CI runs first).
-	if _, err := os.Stat("probes/bundle/bin/nvmlprobe-linux-amd64"); err == nil {
+	if _, err := os.Stat("probes/bundle/bin/nvmlprobe-linux-amd64.gz"); err == nil {
 		s.keys("p")
 		s.waitFor("$ gpulab probe done")
 		s.waitFor("no NVML: libnvidia-ml.so.1: cannot open shared object file")

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -151,21 +152,21 @@ func (pf probeFlags) args(host string) []string {
 	return a
 }
 
-// probeFor returns the probe for an architecture: --probe-binary, or the
-// embedded one.
-func (pf probeFlags) probeFor(arch string) ([]byte, error) {
+// probeFor returns the probe for an architecture, plain and gzipped:
+// --probe-binary, or the embedded one.
+func (pf probeFlags) probeFor(arch string) (data, gz []byte, err error) {
 	if pf.binary != "" {
 		data, err := os.ReadFile(pf.binary)
 		if err != nil {
-			return nil, usageErr("--probe-binary: %v", err)
+			return nil, nil, usageErr("--probe-binary: %v", err)
 		}
-		return data, nil
+		return data, orchestrator.Gzip(data), nil
 	}
 	return bundle.Probe(arch, pf.mock != "")
 }
 
 func runLocalProbe(ctx context.Context, pf probeFlags) (probeResult, error) {
-	data, err := pf.probeFor(runtime.GOARCH)
+	data, _, err := pf.probeFor(runtime.GOARCH)
 	if err != nil {
 		return probeResult{}, configErr(err)
 	}
@@ -235,7 +236,8 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		emit = func(ev orchestrator.Event) { ev.Time = time.Now(); events <- ev }
 	}
 	results := make([]probeResult, len(rn.targets))
-	probes := map[string][]byte{}
+	var mu sync.Mutex
+	specs := map[string]orchestrator.PushSpec{} // per architecture, compressed once
 	var localErr error
 	hosts := rn.engine.ForEach(ctx, rn.targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		res := &results[i]
@@ -254,16 +256,22 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 			fail(orchestrator.Error, err.Error())
 			return
 		}
-		data, ok := probes[arch]
+		mu.Lock()
+		spec, ok := specs[arch]
 		if !ok {
-			if data, err = pf.probeFor(arch); err != nil {
+			data, gz, err := pf.probeFor(arch)
+			if err != nil {
 				localErr = err
+				mu.Unlock()
 				fail(orchestrator.Error, err.Error())
 				return
 			}
+			sum := sha256.Sum256(data)
+			spec = orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true, Gzipped: gz}
+			specs[arch] = spec
 		}
-		sum := sha256.Sum256(data)
-		push := conn.Push(ctx, orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true})
+		mu.Unlock()
+		push := conn.Push(ctx, spec)
 		res.Pushed = push.Sent
 		if push.Class != orchestrator.OK {
 			fail(push.Class, push.Err)

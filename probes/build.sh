@@ -12,7 +12,7 @@
 # Needs (Debian): debootstrap gcc gcc-aarch64-linux-gnu binutils.
 # Usage: probes/build.sh [OUTDIR]   (default dist/; sysroots cached in build/)
 # Leaves OUTDIR/nvmlprobe-linux-{amd64,arm64} and OUTDIR/nvmlsim-linux-amd64,
-# and copies them into probes/bundle/bin/ for gpulab to embed.
+# and puts them gzipped into probes/bundle/bin/ for gpulab to embed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
@@ -70,5 +70,9 @@ check() { # the portability gate
 build amd64 amd64 x86_64-linux-gnu gcc nvmlprobe netgo,osusergo,nosim
 build arm64 arm64 aarch64-linux-gnu aarch64-linux-gnu-gcc nvmlprobe netgo,osusergo,nosim
 build amd64 amd64 x86_64-linux-gnu gcc nvmlsim netgo,osusergo
+# gpulab embeds them gzipped: it pushes them that way, unpacked on the host.
 mkdir -p probes/bundle/bin
-cp "$out"/nvmlprobe-linux-* "$out"/nvmlsim-linux-* probes/bundle/bin/
+rm -f probes/bundle/bin/nvml*
+for f in "$out"/nvmlprobe-linux-* "$out"/nvmlsim-linux-*; do
+  gzip -9 -c "$f" > "probes/bundle/bin/$(basename "$f").gz"
+done

@@ -3,7 +3,10 @@
 package bundle
 
 import (
+	"bytes"
+	"compress/gzip"
 	"embed"
+	"io"
 	"fmt"
 	"strings"
 )
@@ -22,17 +25,25 @@ func Arch(unameM string) (string, error) {
 	return "", fmt.Errorf("no probe for machine type %q (probes exist for x86_64 and aarch64)", strings.TrimSpace(unameM))
 }
 
-// Probe returns the embedded probe for a Go architecture, or an error that
-// says how to build it. With simulator, it is the build that carries the
-// simulated DGX A100 (for --mock), amd64 only.
-func Probe(arch string, simulator bool) ([]byte, error) {
+// Probe returns the embedded probe for a Go architecture, and the same
+// gzipped (as embedded, ready to push), or an error that says how to build
+// it. With simulator, it is the build that carries the simulated DGX A100
+// (for --mock), amd64 only.
+func Probe(arch string, simulator bool) (data, gz []byte, err error) {
 	name := "nvmlprobe-linux-" + arch
 	if simulator {
 		name = "nvmlsim-linux-" + arch
 	}
-	data, err := files.ReadFile("bin/" + name)
+	gz, err = files.ReadFile("bin/" + name + ".gz")
 	if err != nil {
-		return nil, fmt.Errorf("this gpulab was built without %s: run `make probes` and rebuild (or pass --probe-binary FILE)", name)
+		return nil, nil, fmt.Errorf("this gpulab was built without %s: run `make probes` and rebuild (or pass --probe-binary FILE)", name)
 	}
-	return data, nil
+	r, err := gzip.NewReader(bytes.NewReader(gz))
+	if err != nil {
+		return nil, nil, fmt.Errorf("embedded %s: %w", name, err)
+	}
+	if data, err = io.ReadAll(r); err != nil {
+		return nil, nil, fmt.Errorf("embedded %s: %w", name, err)
+	}
+	return data, gz, nil
 }
