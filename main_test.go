@@ -126,7 +126,10 @@ func TestFleetInTmux(t *testing.T) {
 		}
 		t.Skip("SKIPPED LOUDLY: tmux is not installed (apt-get install tmux)")
 	}
-	f := sshtest.Start(t, 4, sshtest.Options{})
+	caches := t.TempDir()
+	f := sshtest.Start(t, 4, sshtest.Options{EnvFor: func(i int) map[string]string {
+		return map[string]string{"XDG_CACHE_HOME": filepath.Join(caches, fmt.Sprint(i))}
+	}})
 	var inv strings.Builder
 	fmt.Fprintf(&inv, "[defaults]\nuser = %q\nidentity_file = %q\nknown_hosts = %q\n", f.User, f.ClientKey, f.KnownHosts)
 	for i, s := range f.Servers {

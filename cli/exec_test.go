@@ -162,3 +162,23 @@ func TestProbeAgainstRealSSHD(t *testing.T) {
 	run(t, env, "probe", "--local", "-H", "gpu01").expect(t, 2, "", "--local and -H exclude each other")
 	run(t, env, "probe", "--local", "--mock", "dgxh999").expect(t, 2, "", "the only simulated machine is dgxa100")
 }
+
+// Hosts sharing one home directory (NFS) must not remove each other's
+// probe: without --keep each run gets its own copy.
+func TestProbeSharedHome(t *testing.T) {
+	shared := t.TempDir()
+	f := sshtest.Start(t, 4, sshtest.Options{Env: map[string]string{"XDG_CACHE_HOME": shared}})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	probe := filepath.Join(t.TempDir(), "nvmlprobe")
+	build := exec.Command("go", "build", "-tags", "nosim", "-o", probe, "../probes/nvmlprobe")
+	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build probe: %v\n%s", err, out)
+	}
+	for range 3 {
+		run(t, noEnv(t), "probe", "-H", "gpu[01-04]", "-F", cfg, "--probe-binary", probe).expect(t, 1, "gpu[01-04]: no NVML", "")
+	}
+	if entries, _ := os.ReadDir(filepath.Join(shared, "gpulab")); len(entries) != 0 {
+		t.Errorf("copies left in the shared cache: %v", entries)
+	}
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -271,6 +272,19 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 			specs[arch] = spec
 		}
 		mu.Unlock()
+		// With --keep, or when an earlier --keep left it, the probe is
+		// cached under its sha256 and used as it is. Otherwise this run gets
+		// a copy of its own, removed afterwards: a home directory shared by
+		// many hosts (NFS) must not see one host delete another's probe.
+		ownCopy := false
+		if !pf.keep {
+			c := conn.Run(ctx, "probe: cached?", `f="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab/`+spec.Name+`"; [ -x "$f" ] && sha256sum -- "$f"`, orchestrator.RunOptions{Timeout: t.CommandTimeout})
+			sum := sha256.Sum256(spec.Data)
+			if c.Class != orchestrator.OK || !strings.HasPrefix(string(c.Stdout), hex.EncodeToString(sum[:])) {
+				spec.Name += "." + randomTag()
+				ownCopy = true
+			}
+		}
 		push := conn.Push(ctx, spec)
 		res.Pushed = push.Sent
 		if push.Class != orchestrator.OK {
@@ -278,7 +292,7 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 			return
 		}
 		line := "env -u LD_BIND_NOW " + orchestrator.QuoteArgs(append([]string{push.Path}, pf.args(t.Name)...))
-		if !pf.keep {
+		if ownCopy {
 			line += "; rc=$?; rm -f -- " + orchestrator.Quote(push.Path) + "; exit $rc"
 		}
 		timeout := 60*time.Second + pf.xidWait
@@ -305,6 +319,12 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		return nil, configErr(localErr)
 	}
 	return results, nil
+}
+
+func randomTag() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 func allFailed(rs []probeResult) bool {

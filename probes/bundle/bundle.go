@@ -6,8 +6,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"embed"
-	"io"
 	"fmt"
+	"io"
 	"strings"
 )
 
