@@ -1,0 +1,86 @@
+// Package parse turns what GPU-node commands print into typed facts. Each
+// parser is a pure function from text to a value. Real outputs vary by
+// driver and by how they were copied (tabs or spaces, SOC or SYS, optional
+// columns); a parser reads every variant it knows and, on damaged or
+// truncated input, returns what it could read together with an error that
+// names the line. It never panics.
+package parse
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Error is a problem at a line of the input (1-based; 0 for the whole
+// input). Parsers return it alongside the partial result.
+type Error struct {
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return e.Msg
+	}
+	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+}
+
+// errorf builds an *Error.
+func errorf(line int, format string, args ...any) *Error {
+	return &Error{Line: line, Msg: fmt.Sprintf(format, args...)}
+}
+
+// errs collects problems while a parser goes on reading.
+type errs []error
+
+func (e *errs) add(line int, format string, args ...any) { *e = append(*e, errorf(line, format, args...)) }
+func (e errs) err() error                                { return errors.Join(e...) }
+
+// Func parses one command's output.
+type Func func(text string) (any, error)
+
+// Kind describes a parser.
+type Kind struct {
+	Name    string // as gpulab parse takes it: "nvidia-smi-topo"
+	Command string // what produces the input
+	Parse   Func
+	// Fixtures names the testdata/fixtures directories this kind reads.
+	Fixtures []string
+}
+
+var kinds = map[string]Kind{}
+
+func register(k Kind) { kinds[k.Name] = k }
+
+// Lookup returns the parser kind called name.
+func Lookup(name string) (Kind, bool) {
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Kinds lists every parser, by name.
+func Kinds() []Kind {
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// lines splits text into lines without their line endings.
+func lines(text string) []string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	return strings.Split(text, "\n")
+}
+
+// na turns "N/A" (and empty) into nil.
+func na(s string) *string {
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "N/A") {
+		return nil
+	}
+	return &s
+}
