@@ -35,8 +35,10 @@ func errorf(line int, format string, args ...any) *Error {
 // errs collects problems while a parser goes on reading.
 type errs []error
 
-func (e *errs) add(line int, format string, args ...any) { *e = append(*e, errorf(line, format, args...)) }
-func (e errs) err() error                                { return errors.Join(e...) }
+func (e *errs) add(line int, format string, args ...any) {
+	*e = append(*e, errorf(line, format, args...))
+}
+func (e errs) err() error { return errors.Join(e...) }
 
 // Func parses one command's output.
 type Func func(text string) (any, error)
