@@ -15,8 +15,9 @@ build: ## build bin/gpulab
 run: build ## open the workbench on the built-in default (no hosts, no hardware)
 	./$(BIN)
 
-test: lint ## vet, format check, race-enabled tests including the tmux smoke test
+test: lint ## vet, format check, race-enabled tests including the tmux smoke test, a short fuzz of the parsers
 	$(GO) test -race -count=1 ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzParsers$$' -fuzztime 5s ./runbooks/parse
 
 probes: ## portable NVML probes in dist/ (glibc >= 2.28, amd64 + arm64), embedded by the next build
 	probes/build.sh dist
@@ -37,6 +38,8 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzFoldExpand$$' -fuzztime $(FUZZTIME) ./inventory
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./inventory
 	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
+	for f in FuzzParsers FuzzTopo FuzzSMI FuzzSMIList FuzzDmesgXid; do \
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./runbooks/parse || exit 1; done
 
 clean:
 	rm -rf bin dist probes/bundle/bin/nvml*
