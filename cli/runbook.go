@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/runbooks"
+)
+
+func newRunbookCmd(o *options) *cobra.Command {
+	var dirs []string
+	load := func() ([]runbooks.Runbook, error) {
+		rbs, err := runbooks.Load(dirs)
+		if err != nil {
+			return nil, configErr(fmt.Errorf("runbooks: %w", err))
+		}
+		return rbs, nil
+	}
+	cmd := &cobra.Command{
+		Use:   "runbook",
+		Short: "Run topology and troubleshooting runbooks on many hosts and read the verdicts",
+		Long: `A runbook runs the commands of the GPU triage sheet (nvidia-smi, topo -m,
+numactl, dmesg, rdma, kubectl...) on each host, parses what they print, and
+judges checks: PASS, FAIL, WARN, SKIPPED, or UNKNOWN when the evidence is
+missing (never PASS). Each verdict carries its evidence and what to look at
+next. Hosts with the same facts fold together.
+
+Built-in runbooks are embedded; --runbooks DIR adds your own (TOML, same
+schema as runbooks/builtin/*.toml).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().StringArrayVar(&dirs, "runbooks", nil, "add the runbook files in `DIR` (or one file); repeatable")
+	cmd.AddCommand(&cobra.Command{
+		Use:     "list",
+		Short:   "List the runbooks",
+		Example: "  gpulab runbook list\n  gpulab runbook list --json | jq -r '.[].id'",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			rbs, err := load()
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSON(c.OutOrStdout(), rbs)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPLANE\tTITLE\tCHECKS")
+			for _, rb := range rbs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", rb.ID, rb.Plane, rb.Title, len(rb.Checks))
+			}
+			return tw.Flush()
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:     "show ID",
+		Short:   "Show a runbook's steps and checks",
+		Example: "  gpulab runbook show health",
+		Args:    exactArgs(1, "a runbook id (gpulab runbook list)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			rbs, err := load()
+			if err != nil {
+				return err
+			}
+			rb, ok := runbooks.Find(rbs, args[0])
+			if !ok {
+				return usageErr("no runbook %q (gpulab runbook list)", args[0])
+			}
+			if o.json {
+				return writeJSON(c.OutOrStdout(), rb)
+			}
+			w := c.OutOrStdout()
+			fmt.Fprintf(w, "%s: %s (%s plane)\n%s\n\nSteps:\n", rb.ID, rb.Title, rb.Plane, rb.Symptom)
+			for _, s := range rb.Steps {
+				extra := ""
+				if len(s.Needs) > 0 {
+					extra = " (needs " + strings.Join(s.Needs, ", ") + ")"
+				}
+				fmt.Fprintf(w, "  %-8s %s%s\n", s.ID, s.Command, extra)
+			}
+			fmt.Fprintln(w, "\nChecks:")
+			for _, ch := range rb.Checks {
+				fmt.Fprintf(w, "  %-14s %s (uses %s)\n", ch.ID, ch.Title, strings.Join(ch.Uses, ", "))
+			}
+			return nil
+		},
+	})
+	var (
+		f   sshFlags
+		yes bool
+	)
+	run := &cobra.Command{
+		Use:   "run ID -H EXPR",
+		Short: "Run a runbook on hosts and print folded verdicts",
+		Long: `Run a runbook on every selected host (one SSH connection each) and print each
+check's verdicts with identical hosts folded. Exit status: 0 when no check
+failed, 1 when one did (WARN and UNKNOWN do not fail the run; they are
+printed), 2 for usage errors, 130 after Ctrl-C.`,
+		Example: `  gpulab runbook run topology -H 'gpu[01-08]'
+  gpulab runbook run health -H @a100 --json | jq '.hosts[] | {host, verdicts: [.verdicts[] | select(.status != "PASS")]}'`,
+		Args: exactArgs(1, "a runbook id (gpulab runbook list)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			rbs, err := load()
+			if err != nil {
+				return err
+			}
+			rb, ok := runbooks.Find(rbs, args[0])
+			if !ok {
+				return usageErr("no runbook %q (gpulab runbook list)", args[0])
+			}
+			r, err := o.newRunner(&f)
+			if err != nil {
+				return err
+			}
+			defer r.keys.Close()
+			ctx, stop := interruptible(c.ErrOrStderr())
+			defer stop()
+			runs := runbooks.Run(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes})
+			for _, h := range r.failed {
+				runs = append(runs, runbooks.HostRun{Host: h.Host, Class: h.Class, Err: h.Err})
+			}
+			folded := runbooks.Fold(rb, runs)
+			w := c.OutOrStdout()
+			if o.json {
+				err = writeJSON(w, struct {
+					Runbook string             `json:"runbook"`
+					Worst   runbooks.Status    `json:"worst"`
+					Folded  []runbooks.Folded  `json:"folded"`
+					Hosts   []runbooks.HostRun `json:"hosts"`
+				}{rb.ID, runbooks.Worst(runs), folded, runs})
+			} else {
+				err = printFoldedVerdicts(w, rb, folded)
+			}
+			if err != nil {
+				return err
+			}
+			if ctx.Err() != nil {
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+			}
+			if runbooks.Worst(runs) == runbooks.Fail {
+				return errSilentFailure
+			}
+			return nil
+		},
+	}
+	f.register(run)
+	run.Flags().BoolVar(&yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
+	cmd.AddCommand(run)
+	return cmd
+}
+
+func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Folded) error {
+	fmt.Fprintf(w, "%s: %s\n", rb.ID, rb.Title)
+	for _, f := range folded {
+		fmt.Fprintf(w, "\n%s (%s)\n", f.Title, f.Check)
+		for _, g := range f.Groups {
+			fmt.Fprintf(w, "  %-7s %s: %s\n", g.Status, g.Hosts, g.Summary)
+			if g.Hint != "" {
+				fmt.Fprintf(w, "          next: %s\n", g.Hint)
+			}
+		}
+	}
+	return nil
+}

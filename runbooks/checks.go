@@ -1,0 +1,510 @@
+package runbooks
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// Status is a check's outcome.
+type Status string
+
+// Statuses. UNKNOWN means the evidence is missing; it is never a PASS.
+const (
+	Pass    Status = "PASS"
+	Fail    Status = "FAIL"
+	Warn    Status = "WARN"
+	Skipped Status = "SKIPPED"
+	Unknown Status = "UNKNOWN"
+)
+
+// Verdict is a check's answer on one host.
+type Verdict struct {
+	Check  string `json:"check"`
+	Title  string `json:"title"`
+	Status Status `json:"status"`
+	// Summary is the fact in one line; hosts with the same summary fold.
+	Summary  string     `json:"summary"`
+	Evidence []Evidence `json:"evidence"`
+	Hint     string     `json:"hint,omitempty"`
+}
+
+// Evidence is a fact and where it came from.
+type Evidence struct {
+	Step string `json:"step"`
+	Fact string `json:"fact"`
+	Line int    `json:"line,omitempty"` // line of the step's output, when known
+}
+
+// Input is one step's result as a rule sees it.
+type Input struct {
+	Step     string
+	Ran      bool   // the command ran and exited 0
+	Output   string // stdout
+	Problem  string // why it did not run or exit 0, or could not be parsed
+	Value    any    // the parser's value (partial when ParseErr is set)
+	ParseErr error
+}
+
+// Rule is a named check function.
+type Rule struct {
+	// Inputs are the parser kinds of the steps the rule reads, in order
+	// ("*" for any).
+	Inputs []string
+	// SeesFailures lets the rule judge a failed step itself (a driver that
+	// is not loaded is the finding, not missing evidence).
+	SeesFailures bool
+	Fn           func(in []Input, with map[string]any) Verdict
+}
+
+var rules = map[string]Rule{}
+
+// RuleNames lists the rules a runbook may name.
+func RuleNames() []string {
+	var n []string
+	for k := range rules {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// Judge runs a check over its inputs. Missing evidence gives UNKNOWN.
+func Judge(c Check, in []Input) Verdict {
+	r := rules[c.Rule]
+	v := Verdict{Check: c.ID, Title: c.Title, Hint: c.Hint, Evidence: []Evidence{}}
+	if !r.SeesFailures {
+		for _, i := range in {
+			if !i.Ran || i.Value == nil {
+				v.Status, v.Summary = Unknown, fmt.Sprintf("no evidence: step %s %s", i.Step, i.Problem)
+				return v
+			}
+		}
+	}
+	out := r.Fn(in, c.With)
+	out.Check, out.Title = c.ID, c.Title
+	if out.Hint == "" || out.Status == Pass {
+		out.Hint = c.Hint
+	}
+	if out.Evidence == nil {
+		out.Evidence = []Evidence{}
+	}
+	return out
+}
+
+func verdict(s Status, summary string, ev ...Evidence) Verdict {
+	return Verdict{Status: s, Summary: summary, Evidence: ev}
+}
+
+func init() {
+	rules["nvlink-mesh"] = Rule{Inputs: []string{"nvidia-smi-topo"}, Fn: nvlinkMesh}
+	rules["nic-nearest"] = Rule{Inputs: []string{"nvidia-smi-topo"}, Fn: nicNearest}
+	rules["affinity-numa"] = Rule{Inputs: []string{"nvidia-smi-topo", "numactl-hardware"}, Fn: affinityNUMA}
+	rules["driver-loaded"] = Rule{Inputs: []string{"nvidia-smi"}, SeesFailures: true, Fn: driverLoaded}
+	rules["persistence"] = Rule{Inputs: []string{"nvidia-smi"}, Fn: persistence}
+	rules["ecc-uncorrected"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: eccUncorrected}
+	rules["remapped-rows"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: remappedRows}
+	rules["pcie-width"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: pcieWidth}
+	rules["throttle"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: throttle}
+	rules["xid-recent"] = Rule{Inputs: []string{"dmesg-xid"}, Fn: xidRecent}
+	rules["rdma-up"] = Rule{Inputs: []string{"rdma-link"}, Fn: rdmaUp}
+}
+
+var nvRE = regexp.MustCompile(`^NV(\d+)$`)
+
+// nvlinkMesh: NVLinked GPUs form a regular pattern: a full mesh (or an
+// NVSwitch, which looks like one) or a regular partial mesh such as the
+// V100 hybrid cube mesh, where every GPU has the same number of NVLink
+// peers and links. A GPU with fewer than its siblings has a link down.
+// with.expect = "NV12" demands a full mesh of that width.
+func nvlinkMesh(in []Input, with map[string]any) Verdict {
+	t := in[0].Value.(*parse.Topo)
+	var gpus []string
+	for _, g := range t.GPUs {
+		gpus = append(gpus, g.Name)
+	}
+	if len(gpus) < 2 {
+		return verdict(Skipped, fmt.Sprintf("%d GPU: no pairs to link", len(gpus)))
+	}
+	links := func(code string) int {
+		if m := nvRE.FindStringSubmatch(code); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		return 0
+	}
+	peers, total := map[string]int{}, map[string]int{}
+	any := false
+	for _, a := range gpus {
+		for _, b := range gpus {
+			if a == b {
+				continue
+			}
+			if n := links(t.Links[a][b]); n > 0 {
+				peers[a]++
+				total[a] += n
+				any = true
+			}
+		}
+	}
+	if !any {
+		return verdict(Skipped, fmt.Sprintf("%d GPUs, no NVLink between them", len(gpus)))
+	}
+	if exp, ok := with["expect"].(string); ok && exp != "" {
+		var bad []Evidence
+		for a := 0; a < len(gpus); a++ {
+			for b := a + 1; b < len(gpus); b++ {
+				if c := t.Links[gpus[a]][gpus[b]]; c != exp {
+					bad = append(bad, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s–%s %s", gpus[a], gpus[b], c)})
+				}
+			}
+		}
+		if len(bad) == 0 {
+			return verdict(Pass, fmt.Sprintf("%d GPUs, %s full mesh", len(gpus), exp))
+		}
+		return verdict(Fail, fmt.Sprintf("%s (expected %s)", facts(bad), exp), bad...)
+	}
+	maxPeers, maxTotal := 0, 0
+	for _, g := range gpus {
+		maxPeers, maxTotal = max(maxPeers, peers[g]), max(maxTotal, total[g])
+	}
+	var short []string
+	var ev []Evidence
+	for _, g := range gpus {
+		if peers[g] < maxPeers || total[g] < maxTotal {
+			short = append(short, g)
+		}
+	}
+	if len(short) == 0 {
+		if maxPeers == len(gpus)-1 {
+			return verdict(Pass, fmt.Sprintf("%d GPUs, %s full mesh", len(gpus), t.Links[gpus[0]][gpus[1]]))
+		}
+		return verdict(Pass, fmt.Sprintf("%d GPUs, regular partial mesh: each NVLinked to %d peers over %d links", len(gpus), maxPeers, maxTotal))
+	}
+	// Name the pairs between short GPUs that are not linked like the rest.
+	shortSet := map[string]bool{}
+	for _, g := range short {
+		shortSet[g] = true
+	}
+	for a := 0; a < len(gpus); a++ {
+		for b := a + 1; b < len(gpus); b++ {
+			ga, gb := gpus[a], gpus[b]
+			if shortSet[ga] && shortSet[gb] && links(t.Links[ga][gb]) == 0 {
+				ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s–%s %s", ga, gb, t.Links[ga][gb])})
+			}
+		}
+	}
+	if len(ev) == 0 {
+		for _, g := range short {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s: %d NVLink peers, %d links (others %d, %d)", g, peers[g], total[g], maxPeers, maxTotal)})
+		}
+	}
+	return verdict(Fail, fmt.Sprintf("%s (NVLink down)", facts(ev)), ev...)
+}
+
+func facts(ev []Evidence) string {
+	var f []string
+	for _, e := range ev {
+		f = append(f, e.Fact)
+	}
+	return strings.Join(f, ", ")
+}
+
+var linkRank = map[string]int{"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
+
+// nicNearest names each GPU's nearest NIC; a GPU whose nearest NIC is
+// across the socket interconnect (SYS) is a WARN for RDMA traffic.
+func nicNearest(in []Input, _ map[string]any) Verdict {
+	t := in[0].Value.(*parse.Topo)
+	if len(t.NICs) == 0 {
+		return verdict(Skipped, "no NIC in the topology")
+	}
+	var ev []Evidence
+	var far []string
+	var parts []string
+	for _, g := range t.GPUs {
+		bestRank, best := 99, []string{}
+		for _, n := range t.NICs {
+			c := t.Links[g.Name][n.Name]
+			r, ok := linkRank[c]
+			if !ok {
+				continue
+			}
+			switch {
+			case r < bestRank:
+				bestRank, best = r, []string{n.Device + " " + c}
+			case r == bestRank:
+				best = append(best, n.Device+" "+c)
+			}
+		}
+		fact := fmt.Sprintf("%s → %s", g.Name, strings.Join(best, ", "))
+		ev = append(ev, Evidence{Step: in[0].Step, Fact: fact})
+		parts = append(parts, fact)
+		if bestRank >= linkRank["SYS"] {
+			far = append(far, g.Name)
+		}
+	}
+	if len(far) > 0 {
+		return verdict(Warn, fmt.Sprintf("%s reach every NIC only across sockets (SYS)", strings.Join(far, ", ")), ev...)
+	}
+	return verdict(Pass, strings.Join(parts, "; "), ev...)
+}
+
+// affinityNUMA: a GPU's CPU affinity should sit within one NUMA node;
+// affinity over several nodes (or all CPUs) means its host threads may run
+// on the far socket.
+func affinityNUMA(in []Input, _ map[string]any) Verdict {
+	t := in[0].Value.(*parse.Topo)
+	n := in[1].Value.(*parse.NUMA)
+	nodeOf := map[int]int{}
+	for _, nd := range n.Nodes {
+		for _, c := range nd.CPUs {
+			nodeOf[c] = nd.Node
+		}
+	}
+	if len(nodeOf) == 0 {
+		return verdict(Unknown, "numactl listed no CPUs")
+	}
+	var ev []Evidence
+	var cross []string
+	for _, g := range t.GPUs {
+		if g.CPUAffinity == nil {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: g.Name + " CPU affinity N/A"})
+			continue
+		}
+		nodes := map[int]bool{}
+		for _, c := range cpuList(*g.CPUAffinity) {
+			if nd, ok := nodeOf[c]; ok {
+				nodes[nd] = true
+			}
+		}
+		if len(nodes) > 1 {
+			cross = append(cross, g.Name)
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s CPU affinity %s spans %d NUMA nodes", g.Name, *g.CPUAffinity, len(nodes))})
+		}
+	}
+	if len(n.Nodes) == 1 {
+		return verdict(Pass, "one NUMA node: every CPU is local", ev...)
+	}
+	if len(cross) > 0 {
+		return verdict(Warn, fmt.Sprintf("%s: CPU affinity spans NUMA nodes", strings.Join(cross, ", ")), ev...)
+	}
+	return verdict(Pass, fmt.Sprintf("every GPU's CPU affinity is within one of %d NUMA nodes", len(n.Nodes)), ev...)
+}
+
+func cpuList(s string) []int {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			continue
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				continue
+			}
+		}
+		for c := a; c <= b && c-a < 4096; c++ {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// driverLoaded: nvidia-smi answering at all is the first rung of the
+// ladder (driver → toolkit → device plugin → allocatable).
+func driverLoaded(in []Input, _ map[string]any) Verdict {
+	i := in[0]
+	if !i.Ran {
+		fact := firstLine(i.Output + " " + i.Problem)
+		return verdict(Fail, "nvidia-smi failed: "+fact, Evidence{Step: i.Step, Fact: fact})
+	}
+	s, ok := i.Value.(*parse.SMI)
+	if !ok || len(s.GPUs) == 0 {
+		return verdict(Fail, "nvidia-smi lists no GPU", Evidence{Step: i.Step, Fact: firstLine(i.Output)})
+	}
+	return verdict(Pass, fmt.Sprintf("driver %s, CUDA %s, %d GPUs", s.DriverVersion, s.CUDAVersion, len(s.GPUs)),
+		Evidence{Step: i.Step, Fact: "Driver Version: " + s.DriverVersion, Line: 3})
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func persistence(in []Input, _ map[string]any) Verdict {
+	s := in[0].Value.(*parse.SMI)
+	var off []string
+	var ev []Evidence
+	for _, g := range s.GPUs {
+		if g.Persistence != "On" {
+			off = append(off, fmt.Sprintf("GPU%d", g.Index))
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d Persistence-M %s", g.Index, g.Persistence), Line: g.Line})
+		}
+	}
+	if len(off) > 0 {
+		return verdict(Warn, "persistence mode off on "+strings.Join(off, ", "), ev...)
+	}
+	return verdict(Pass, "persistence mode on for every GPU")
+}
+
+func eccUncorrected(in []Input, _ map[string]any) Verdict {
+	q := in[0].Value.(*parse.Query)
+	var ev []Evidence
+	unknown := 0
+	for i, g := range q.GPUs {
+		v := firstField(g.Fields, "ECC Errors/Volatile/DRAM Uncorrectable", "ECC Errors/Volatile/Double Bit/Total", "ECC Errors/Volatile/Double Bit/Device Memory")
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			unknown++
+			continue
+		}
+		if n > 0 {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): %d uncorrectable ECC errors since the driver loaded", i, g.BusID, n)})
+		}
+	}
+	switch {
+	case len(ev) > 0:
+		return verdict(Fail, fmt.Sprintf("uncorrectable ECC errors on %d GPU(s)", len(ev)), ev...)
+	case unknown == len(q.GPUs):
+		return verdict(Unknown, "no GPU reports volatile ECC counts (ECC off or N/A)")
+	}
+	return verdict(Pass, "no uncorrectable ECC error")
+}
+
+func firstField(f map[string]string, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := f[k]; ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func remappedRows(in []Input, _ map[string]any) Verdict {
+	q := in[0].Value.(*parse.Query)
+	var fail, warn []Evidence
+	seen := 0
+	for i, g := range q.GPUs {
+		r := g.RemappedRows
+		if r == nil {
+			continue
+		}
+		seen++
+		if r.Failure != nil && *r.Failure {
+			fail = append(fail, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): row remapping failed", i, g.BusID)})
+		}
+		if r.Pending != nil && *r.Pending {
+			warn = append(warn, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): row remap pending, reset needed", i, g.BusID)})
+		}
+	}
+	switch {
+	case len(fail) > 0:
+		return verdict(Fail, fmt.Sprintf("row remapping failed on %d GPU(s): service needed", len(fail)), append(fail, warn...)...)
+	case len(warn) > 0:
+		return verdict(Warn, fmt.Sprintf("row remaps pending on %d GPU(s): reset the GPU to apply", len(warn)), warn...)
+	case seen == 0:
+		return verdict(Skipped, "no GPU reports row remapping (pre-A100 GPUs retire pages instead)")
+	}
+	return verdict(Pass, fmt.Sprintf("no pending or failed row remap on %d GPU(s)", seen))
+}
+
+func pcieWidth(in []Input, _ map[string]any) Verdict {
+	q := in[0].Value.(*parse.Query)
+	var ev []Evidence
+	for i, g := range q.GPUs {
+		if g.WidthCurrent != nil && g.WidthMax != nil && *g.WidthCurrent < *g.WidthMax {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): PCIe x%d of x%d", i, g.BusID, *g.WidthCurrent, *g.WidthMax)})
+		}
+	}
+	if len(ev) > 0 {
+		return verdict(Warn, fmt.Sprintf("PCIe link downtrained on %d GPU(s)", len(ev)), ev...)
+	}
+	return verdict(Pass, "every PCIe link at full width")
+}
+
+func throttle(in []Input, _ map[string]any) Verdict {
+	q := in[0].Value.(*parse.Query)
+	var ev []Evidence
+	for i, g := range q.GPUs {
+		for k, v := range g.Fields {
+			if v != "Active" {
+				continue
+			}
+			if (strings.HasPrefix(k, "Clocks Event Reasons/") || strings.HasPrefix(k, "Clocks Throttle Reasons/")) &&
+				(strings.Contains(k, "HW") || strings.Contains(k, "Thermal") || strings.Contains(k, "Power Brake")) {
+				ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d: %s Active", i, k[strings.LastIndex(k, "/")+1:])})
+			}
+		}
+	}
+	sort.Slice(ev, func(a, b int) bool { return ev[a].Fact < ev[b].Fact })
+	if len(ev) > 0 {
+		return verdict(Warn, fmt.Sprintf("%d hardware or thermal slowdowns active", len(ev)), ev...)
+	}
+	return verdict(Pass, "no hardware or thermal slowdown")
+}
+
+func xidRecent(in []Input, _ map[string]any) Verdict {
+	k := in[0].Value.(*parse.KernelLog)
+	var hw, other []Evidence
+	for _, x := range k.XIDs {
+		if x.SXid {
+			other = append(other, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("SXid %d on NVSwitch %s", x.XID, x.PCI), Line: x.Line})
+			continue
+		}
+		meaning := "unknown Xid (not in gpulab's table)"
+		if x.Known {
+			meaning = x.Meaning
+		}
+		e := Evidence{Step: in[0].Step, Fact: fmt.Sprintf("Xid %d on %s: %s", x.XID, x.PCI, meaning), Line: x.Line}
+		if x.Hardware {
+			hw = append(hw, e)
+		} else {
+			other = append(other, e)
+		}
+	}
+	for _, p := range k.FallenOffBus {
+		hw = append(hw, Evidence{Step: in[0].Step, Fact: p + " fell off the bus"})
+	}
+	switch {
+	case len(hw) > 0:
+		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s)", len(hw)), append(hw, other...)...)
+	case len(other) > 0:
+		return verdict(Warn, fmt.Sprintf("%d application-level Xid event(s)", len(other)), other...)
+	}
+	return verdict(Pass, "no Xid in the kernel log")
+}
+
+func rdmaUp(in []Input, _ map[string]any) Verdict {
+	links := in[0].Value.([]parse.RdmaLink)
+	if len(links) == 0 {
+		return verdict(Fail, "no RDMA device: NCCL will use sockets (NET/Socket)")
+	}
+	var up, down []string
+	var ev []Evidence
+	for _, l := range links {
+		name := fmt.Sprintf("%s/%d", l.Device, l.Port)
+		if l.Active {
+			up = append(up, name)
+		} else {
+			down = append(down, name)
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s %s %s", name, l.State, l.PhysicalState)})
+		}
+	}
+	switch {
+	case len(up) == 0:
+		return verdict(Fail, fmt.Sprintf("no RDMA port is up (%d down): NCCL will fall back to sockets", len(down)), ev...)
+	case len(down) > 0:
+		return verdict(Warn, fmt.Sprintf("%d RDMA port(s) up, %d down", len(up), len(down)), ev...)
+	}
+	return verdict(Pass, fmt.Sprintf("%d RDMA port(s) up", len(up)))
+}

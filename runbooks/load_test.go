@@ -1,0 +1,70 @@
+package runbooks
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBuiltinRunbooks(t *testing.T) {
+	rbs, err := Load(nil)
+	if err != nil {
+		t.Fatalf("built-in runbooks do not load: %v", err)
+	}
+	for _, id := range []string{"health", "nccl-slow", "topology"} {
+		rb, ok := Find(rbs, id)
+		if !ok || len(rb.Checks) == 0 {
+			t.Errorf("built-in %s missing or without checks", id)
+		}
+		for _, s := range rb.Steps {
+			if s.Dangerous {
+				t.Errorf("built-in %s step %s changes hosts", id, s.ID)
+			}
+		}
+	}
+}
+
+const goodRunbook = `id = "mine"
+title = "Mine"
+plane = "data"
+symptom = "x"
+
+[[step]]
+id = "topo"
+command = "nvidia-smi topo -m"
+parser = "nvidia-smi-topo"
+
+[[check]]
+id = "mesh"
+title = "Mesh"
+rule = "nvlink-mesh"
+uses = ["topo"]
+`
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o644)
+		return p
+	}
+	if _, err := Load([]string{write("ok.toml", goodRunbook)}); err != nil {
+		t.Errorf("good runbook: %v", err)
+	}
+	tests := []struct{ src, want string }{
+		{strings.Replace(goodRunbook, `rule = "nvlink-mesh"`, `rule = "nope"`, 1), `bad.toml:14:1: check "mesh": no rule "nope" (rules: `},
+		{strings.Replace(goodRunbook, `uses = ["topo"]`, `uses = ["numa"]`, 1), `bad.toml:15:9: check "mesh" uses step "numa", which this runbook does not have`},
+		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, `parser = "nvidia-smi"`, 1), `check "mesh": rule nvlink-mesh wants nvidia-smi-topo output for its input 1, step "topo" parses nvidia-smi`},
+		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, `parser = "xml"`, 1), `bad.toml:9:1: step "topo": no parser "xml"`},
+		{strings.Replace(goodRunbook, `plane = "data"`, `plane = "gpu"`, 1), `bad.toml:3:1: plane "gpu": want control, data or workload`},
+		{goodRunbook + "danger = true\n", `unknown key "danger"`},
+		{strings.Replace(goodRunbook, `id = "mine"`, `id = "health"`, 1), `runbook "health" is already defined in builtin/health.toml`},
+	}
+	for _, tt := range tests {
+		_, err := Load([]string{write("bad.toml", tt.src)})
+		if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+"/", ""), tt.want) {
+			t.Errorf("Load = %v, want %q", err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,224 @@
+package runbooks
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// HostRun is a runbook's outcome on one host.
+type HostRun struct {
+	Host     string             `json:"host"`
+	Class    orchestrator.Class `json:"class"` // how reaching the host went
+	Err      string             `json:"error,omitempty"`
+	Steps    []StepRun          `json:"steps"`
+	Verdicts []Verdict          `json:"verdicts"`
+}
+
+// StepRun is one step on one host.
+type StepRun struct {
+	ID       string             `json:"id"`
+	Command  string             `json:"command"`
+	Class    orchestrator.Class `json:"class"`
+	ExitCode int                `json:"exit_code"`
+	Problem  string             `json:"problem,omitempty"`
+	Value    any                `json:"facts,omitempty"`
+	ParseErr string             `json:"parse_error,omitempty"`
+	Output   string             `json:"-"`
+}
+
+// RunOptions shape a run.
+type RunOptions struct {
+	// Yes confirms dangerous steps; without it they are skipped.
+	Yes bool
+	// Events, when set, receives the engine's progress (closed at the end).
+	Events chan<- orchestrator.Event
+}
+
+// Run runs rb on every target over one connection per host and judges its
+// checks. A host that cannot be reached gets UNKNOWN verdicts with the
+// reason; it never stops the others.
+func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Target, rb Runbook, o RunOptions) []HostRun {
+	runs := make([]HostRun, len(targets))
+	var emit func(orchestrator.Event)
+	if o.Events != nil {
+		defer close(o.Events)
+		emit = func(ev orchestrator.Event) { o.Events <- ev }
+	}
+	hosts := e.ForEach(ctx, targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+		runs[i] = HostRun{Host: t.Name}
+		inputs := map[string]Input{}
+		for _, s := range rb.Steps {
+			sr, in := runStep(ctx, conn, t, s, o)
+			runs[i].Steps = append(runs[i].Steps, sr)
+			inputs[s.ID] = in
+		}
+		runs[i].Verdicts = judgeAll(rb, inputs)
+	})
+	for i, h := range hosts {
+		runs[i].Host, runs[i].Class, runs[i].Err = h.Host, h.Class, h.Err
+		if runs[i].Verdicts == nil { // never connected
+			runs[i].Steps = []StepRun{}
+			inputs := map[string]Input{}
+			for _, s := range rb.Steps {
+				inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err)}
+			}
+			runs[i].Verdicts = judgeAll(rb, inputs)
+		}
+	}
+	return runs
+}
+
+func judgeAll(rb Runbook, inputs map[string]Input) []Verdict {
+	out := make([]Verdict, 0, len(rb.Checks))
+	for _, c := range rb.Checks {
+		in := make([]Input, len(c.Uses))
+		for k, u := range c.Uses {
+			in[k] = inputs[u]
+		}
+		out = append(out, Judge(c, in))
+	}
+	return out
+}
+
+func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target, s Step, o RunOptions) (StepRun, Input) {
+	sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1}
+	in := Input{Step: s.ID}
+	if s.Dangerous && !o.Yes {
+		sr.Problem = "skipped: it changes the host and was not confirmed (--yes)"
+		sr.Class = orchestrator.Cancelled
+		in.Problem = "was skipped (dangerous, not confirmed)"
+		return sr, in
+	}
+	line := s.Command
+	for _, n := range s.Needs {
+		if n == "root" && t.User != "root" {
+			// Never prompt: a password request would hang the fan-out.
+			line = "sudo -n sh -c " + orchestrator.Quote(s.Command)
+		}
+	}
+	timeout := s.Timeout.Duration
+	if timeout == 0 {
+		timeout = DefaultStepTimeout
+	}
+	r := conn.Run(ctx, s.ID, line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 16 << 20})
+	sr.Class, sr.ExitCode = r.Class, r.ExitCode
+	sr.Output = string(r.Stdout)
+	in.Output = sr.Output
+	switch {
+	case r.Class == orchestrator.OK:
+		in.Ran = true
+	case r.Class == orchestrator.Exit:
+		msg := strings.TrimSpace(string(r.Stderr))
+		if msg == "" {
+			msg = firstLine(sr.Output)
+		}
+		sr.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, firstLine(msg))
+	default:
+		sr.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
+	}
+	in.Problem = sr.Problem
+	if s.Parser != "" && (in.Ran || sr.Output != "") {
+		k, _ := parse.Lookup(s.Parser)
+		v, err := k.Parse(sr.Output)
+		sr.Value = v
+		if err != nil {
+			sr.ParseErr = err.Error()
+			in.ParseErr = err
+		}
+		if in.Ran {
+			in.Value = v
+		}
+		if in.Ran && err != nil && isEmpty(v) {
+			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+firstLine(err.Error())
+		}
+	}
+	return sr, in
+}
+
+// isEmpty reports whether a parser found nothing at all (its error then
+// means "not this command's output").
+func isEmpty(v any) bool {
+	switch x := v.(type) {
+	case *parse.Topo:
+		return len(x.GPUs) == 0
+	case *parse.SMI:
+		return len(x.GPUs) == 0 && len(x.MIGDevices) == 0
+	case *parse.Query:
+		return len(x.GPUs) == 0
+	case *parse.NUMA:
+		return len(x.Nodes) == 0
+	}
+	return false
+}
+
+// Folded is one check's verdicts with identical hosts folded.
+type Folded struct {
+	Check  string        `json:"check"`
+	Title  string        `json:"title"`
+	Groups []FoldedGroup `json:"groups"`
+}
+
+// FoldedGroup is the hosts that got the same verdict with the same facts.
+type FoldedGroup struct {
+	Hosts   string `json:"hosts"` // node set
+	Count   int    `json:"count"`
+	Status  Status `json:"status"`
+	Summary string `json:"summary"`
+	Hint    string `json:"hint,omitempty"`
+}
+
+// Fold folds verdicts at the level of facts: "gpu[01-07]: 8 GPUs, NV12
+// full mesh; gpu05: GPU3–GPU5 SYS".
+func Fold(rb Runbook, runs []HostRun) []Folded {
+	var out []Folded
+	for ci, c := range rb.Checks {
+		f := Folded{Check: c.ID, Title: c.Title}
+		type key struct {
+			s    Status
+			summ string
+		}
+		groups := map[key][]string{}
+		var order []key
+		hints := map[key]string{}
+		for _, r := range runs {
+			if ci >= len(r.Verdicts) {
+				continue
+			}
+			v := r.Verdicts[ci]
+			k := key{v.Status, v.Summary}
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+				hints[k] = v.Hint
+			}
+			groups[k] = append(groups[k], r.Host)
+		}
+		for _, k := range order {
+			g := FoldedGroup{Hosts: inventory.FoldNames(groups[k]), Count: len(groups[k]), Status: k.s, Summary: k.summ}
+			if k.s != Pass {
+				g.Hint = hints[k]
+			}
+			f.Groups = append(f.Groups, g)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// Worst is the most serious status across runs: FAIL, then WARN, UNKNOWN.
+func Worst(runs []HostRun) Status {
+	rank := map[Status]int{Pass: 0, Skipped: 0, Unknown: 1, Warn: 2, Fail: 3}
+	w := Pass
+	for _, r := range runs {
+		for _, v := range r.Verdicts {
+			if rank[v.Status] > rank[w] {
+				w = v.Status
+			}
+		}
+	}
+	return w
+}

@@ -1,0 +1,161 @@
+package runbooks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
+)
+
+const fx = "../testdata/fixtures/"
+
+// host is what a stand-in host's commands print: fixture files, or a
+// failure.
+type host struct {
+	topo, numa, smi, query, kernel, rdma string
+	smiFails                             bool
+}
+
+// standIns writes nvidia-smi, numactl, dmesg and rdma scripts that print
+// real recorded outputs, one directory per host, put first on PATH by sshd.
+func standIns(t *testing.T, hosts []host) func(int) map[string]string {
+	t.Helper()
+	root := t.TempDir()
+	for i, h := range hosts {
+		dir := filepath.Join(root, fmt.Sprint(i))
+		os.MkdirAll(dir, 0o755)
+		abs := func(f string) string {
+			if f == "" {
+				return "/dev/null"
+			}
+			if filepath.IsAbs(f) {
+				return f
+			}
+			p, _ := filepath.Abs(fx + f)
+			return p
+		}
+		smi := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in\n\"topo -m\") cat %s ;;\n\"-q\") cat %s ;;\n\"\") cat %s ;;\n*) echo \"unexpected: $*\" >&2; exit 2 ;;\nesac\n", abs(h.topo), abs(h.query), abs(h.smi))
+		if h.smiFails {
+			smi = "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\"\nexit 9\n"
+		}
+		write := func(name, body string) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("nvidia-smi", smi)
+		write("numactl", "#!/bin/sh\ncat "+abs(h.numa)+"\n")
+		write("dmesg", "#!/bin/sh\ncat "+abs(h.kernel)+"\n")
+		write("rdma", "#!/bin/sh\ncat "+abs(h.rdma)+"\n")
+	}
+	return func(i int) map[string]string {
+		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i)) + ":/usr/local/bin:/usr/bin:/bin"}
+	}
+}
+
+func fleet(t *testing.T, hosts []host) (*orchestrator.Engine, []orchestrator.Target) {
+	f := sshtest.Start(t, len(hosts), sshtest.Options{EnvFor: standIns(t, hosts)})
+	var ts []orchestrator.Target
+	for i, s := range f.Servers {
+		ts = append(ts, orchestrator.Target{Name: fmt.Sprintf("gpu%02d", i+1), HostName: s.Addr, Port: s.Port, User: f.User,
+			IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts},
+			ConnectTimeout: 5 * time.Second, CommandTimeout: 30 * time.Second, InactivityTimeout: 30 * time.Second})
+	}
+	return &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 16}, ts
+}
+
+func load(t *testing.T, id string) runbooks.Runbook {
+	t.Helper()
+	rbs, err := runbooks.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, ok := runbooks.Find(rbs, id)
+	if !ok {
+		t.Fatalf("no runbook %s", id)
+	}
+	return rb
+}
+
+func groups(folded []runbooks.Folded, check string) string {
+	var parts []string
+	for _, f := range folded {
+		if f.Check != check {
+			continue
+		}
+		for _, g := range f.Groups {
+			parts = append(parts, fmt.Sprintf("%s %s: %s", g.Status, g.Hosts, g.Summary))
+		}
+	}
+	return strings.Join(parts, " | ")
+}
+
+func TestTopologyRunbook(t *testing.T) {
+	nv12 := host{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", numa: "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt"}
+	// gpu04's topology is the real HGX one with one NVLink pair taken down
+	// (GPU3–GPU5 at SYS), as nvidia-smi shows a failed link.
+	broken := t.TempDir() + "/topo-link-down.txt"
+	orig, _ := os.ReadFile(fx + nv12.topo)
+	ls := strings.Split(string(orig), "\n")
+	ls[4] = strings.Replace(ls[4], "NV12    NV12     X      NV12    NV12", "NV12    NV12     X      NV12    SYS ", 1)
+	ls[6] = strings.Replace(ls[6], "NV12    NV12    NV12    NV12     X ", "NV12    NV12    NV12    SYS      X ", 1)
+	os.WriteFile(broken, []byte(strings.Join(ls, "\n")), 0o644)
+	e, ts := fleet(t, []host{nv12, nv12, nv12,
+		{topo: broken, numa: "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt"},
+		{smiFails: true, numa: "numactl-hardware/puget-wrx90-1node-threadripper.txt"},
+		{topo: "nvidia-smi-topo-m/v100-sxm2-8gpu-hybrid-cube-mesh-nv1-nv2-mlx5-drv440.txt", numa: "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt"}})
+	ts = append(ts, orchestrator.Target{Name: "gpu07", HostName: "127.0.0.1", Port: sshtest.FreePort(t), User: "root", ConnectTimeout: time.Second, KnownHosts: []string{"/dev/null"}})
+	rb := load(t, "topology")
+	runs := runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{})
+	folded := runbooks.Fold(rb, runs)
+	mesh := groups(folded, "nvlink-mesh")
+	for _, want := range []string{"PASS gpu[01-03]: 8 GPUs, NV12 full mesh", "FAIL gpu04: GPU3–GPU5 SYS (NVLink down)", "UNKNOWN gpu05: no evidence: step topo exited 9",
+		"PASS gpu06: 8 GPUs, regular partial mesh: each NVLinked to 4 peers over 6 links", "UNKNOWN gpu07: no evidence: step topo did not run: host refused"} {
+		if !strings.Contains(mesh, want) {
+			t.Errorf("nvlink-mesh lacks %q:\n%s", want, mesh)
+		}
+	}
+	if near := groups(folded, "nic-nearest"); !strings.Contains(near, "WARN gpu[01-04]: GPU0, GPU1, GPU4, GPU5, GPU6, GPU7 reach every NIC only across sockets (SYS)") {
+		t.Errorf("nic-nearest:\n%s", near)
+	}
+	// Evidence points at the facts.
+	v := runs[3].Verdicts[0]
+	if v.Status != runbooks.Fail || len(v.Evidence) == 0 || v.Evidence[0].Step != "topo" || !strings.Contains(v.Hint, "nvlink --status") {
+		t.Errorf("gpu04 verdict = %+v", v)
+	}
+	if runbooks.Worst(runs) != runbooks.Fail {
+		t.Errorf("worst = %s", runbooks.Worst(runs))
+	}
+}
+
+func TestHealthRunbook(t *testing.T) {
+	good := host{smi: "nvidia-smi/a10g-drv535-in-pod-empty-processes.txt", query: "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt"}
+	e, ts := fleet(t, []host{good, good,
+		{smi: "nvidia-smi/2x-rtx3090-nvlink-drv560-vllm-processes.txt", query: "nvidia-smi-q/a100-sxm4-80gb-drv510-ecc-remap-excerpt.txt", kernel: "dmesg-xid/talos-8x-a100-sxid24007-xid62-xid45.txt"},
+		{smiFails: true}})
+	rb := load(t, "health")
+	runs := runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{})
+	folded := runbooks.Fold(rb, runs)
+	checks := map[string][]string{
+		"driver":        {"PASS gpu[01-02]: driver 535.230.02, CUDA 12.2, 1 GPUs", "FAIL gpu04: nvidia-smi failed: NVIDIA-SMI has failed"},
+		"persistence":   {"PASS gpu[01-02]", "WARN gpu03: persistence mode off on GPU0, GPU1", "UNKNOWN gpu04"},
+		"remapped-rows": {"PASS gpu[01-02]: no pending or failed row remap on 8 GPU(s)", "WARN gpu03: row remaps pending on 1 GPU(s)"},
+		"xid":           {"PASS gpu[01-02,04]: no Xid in the kernel log", "FAIL gpu03: 1 hardware Xid event(s)"},
+		"ecc":           {"PASS gpu[01-03]: no uncorrectable ECC error", "UNKNOWN gpu04: no evidence: step query exited 9"},
+	}
+	for check, wants := range checks {
+		got := groups(folded, check)
+		for _, w := range wants {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s lacks %q:\n%s", check, w, got)
+			}
+		}
+	}
+}

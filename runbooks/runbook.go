@@ -1,0 +1,209 @@
+// Package runbooks turns the command sheet of GPU-infrastructure triage into
+// runbooks: steps that run commands on hosts and parse what they print
+// (runbooks/parse), and checks that put the facts back on the axes as
+// verdicts (PASS, FAIL, WARN, SKIPPED, UNKNOWN), each with its evidence and
+// the next thing to look at. Missing evidence is UNKNOWN, never PASS.
+//
+// Runbooks are TOML files, embedded (builtin/*.toml) or a user's own
+// (--runbooks DIR), validated strictly on load.
+package runbooks
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+//go:embed builtin/*.toml
+var builtin embed.FS
+
+// Runbook is one runbook.
+type Runbook struct {
+	ID      string  `toml:"id" json:"id"`
+	Title   string  `toml:"title" json:"title"`
+	Plane   string  `toml:"plane" json:"plane"`
+	Symptom string  `toml:"symptom" json:"symptom"`
+	Steps   []Step  `toml:"step" json:"steps"`
+	Checks  []Check `toml:"check" json:"checks"`
+	Source  string  `toml:"-" json:"source"`
+}
+
+// Step runs one command on each host.
+type Step struct {
+	ID      string             `toml:"id" json:"id"`
+	Command string             `toml:"command" json:"command"`
+	Parser  string             `toml:"parser" json:"parser,omitempty"`
+	Timeout inventory.Duration `toml:"timeout" json:"timeout"`
+	// Needs lists what the step requires on the host: "root", "kubectl".
+	Needs []string `toml:"needs" json:"needs,omitempty"`
+	// Dangerous marks a step that changes the host; it runs only when the
+	// user confirms (--yes). No built-in step is dangerous.
+	Dangerous bool `toml:"dangerous" json:"dangerous,omitempty"`
+}
+
+// Check turns facts into a verdict with a named rule.
+type Check struct {
+	ID    string         `toml:"id" json:"id"`
+	Title string         `toml:"title" json:"title"`
+	Rule  string         `toml:"rule" json:"rule"`
+	Uses  []string       `toml:"uses" json:"uses"`
+	Hint  string         `toml:"hint" json:"hint"`
+	With  map[string]any `toml:"with" json:"with,omitempty"`
+}
+
+// DefaultStepTimeout bounds a step that names no timeout.
+const DefaultStepTimeout = 60 * time.Second
+
+type fileSchema struct {
+	Runbook
+}
+
+var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+
+// Load reads the built-in runbooks and every *.toml in dirs, and validates
+// them; ids must be unique.
+func Load(dirs []string) ([]Runbook, error) {
+	var out []Runbook
+	var errs []error
+	names, _ := fs.Glob(builtin, "builtin/*.toml")
+	for _, n := range names {
+		data, _ := builtin.ReadFile(n)
+		rb, err := parseFile(n, data)
+		errs = append(errs, err)
+		if rb != nil {
+			out = append(out, *rb)
+		}
+	}
+	for _, d := range dirs {
+		files := []string{d}
+		if st, err := os.Stat(d); err != nil {
+			return nil, fmt.Errorf("runbooks %q: %w", d, err)
+		} else if st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(d, "*.toml"))
+			sort.Strings(files)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rb, err := parseFile(f, data)
+			errs = append(errs, err)
+			if rb != nil {
+				out = append(out, *rb)
+			}
+		}
+	}
+	seen := map[string]string{}
+	for _, rb := range out {
+		if prev, ok := seen[rb.ID]; ok {
+			errs = append(errs, fmt.Errorf("%s: runbook %q is already defined in %s", rb.Source, rb.ID, prev))
+		}
+		seen[rb.ID] = rb.Source
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Find returns the runbook with id.
+func Find(rbs []Runbook, id string) (Runbook, bool) {
+	for _, rb := range rbs {
+		if rb.ID == id {
+			return rb, true
+		}
+	}
+	return Runbook{}, false
+}
+
+func parseFile(name string, data []byte) (*Runbook, error) {
+	var f fileSchema
+	ix, err := tomlpos.Decode(name, data, &f)
+	if ix == nil {
+		return nil, err
+	}
+	errs := []error{err}
+	rb := f.Runbook
+	rb.Source = name
+	at := func(path ...any) *tomlpos.Error { return ix.Errorf(path, "") }
+	bad := func(path []any, format string, args ...any) {
+		e := at(path...)
+		e.Msg = fmt.Sprintf(format, args...)
+		errs = append(errs, e)
+	}
+	if !idRE.MatchString(rb.ID) {
+		bad([]any{"id"}, "runbook id %q: use lower-case letters, digits and '-'", rb.ID)
+	}
+	if rb.Title == "" {
+		bad(nil, "runbook %q has no title", rb.ID)
+	}
+	switch rb.Plane {
+	case "control", "data", "workload":
+	default:
+		bad([]any{"plane"}, "plane %q: want control, data or workload", rb.Plane)
+	}
+	steps := map[string]bool{}
+	for i, s := range rb.Steps {
+		if !idRE.MatchString(s.ID) || steps[s.ID] {
+			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
+		}
+		steps[s.ID] = true
+		if strings.TrimSpace(s.Command) == "" {
+			bad([]any{"step", i}, "step %q has no command", s.ID)
+		}
+		if s.Parser != "" {
+			if _, ok := parse.Lookup(s.Parser); !ok {
+				bad([]any{"step", i, "parser"}, "step %q: no parser %q (gpulab parse list)", s.ID, s.Parser)
+			}
+		}
+		for j, n := range s.Needs {
+			if n != "root" && n != "kubectl" {
+				bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
+			}
+		}
+	}
+	for i, c := range rb.Checks {
+		if !idRE.MatchString(c.ID) {
+			bad([]any{"check", i, "id"}, "check id %q: use lower-case letters, digits and '-'", c.ID)
+		}
+		rule, ok := rules[c.Rule]
+		if !ok {
+			bad([]any{"check", i, "rule"}, "check %q: no rule %q (rules: %s)", c.ID, c.Rule, strings.Join(RuleNames(), ", "))
+			continue
+		}
+		for j, u := range c.Uses {
+			if !steps[u] {
+				bad([]any{"check", i, "uses", j}, "check %q uses step %q, which this runbook does not have", c.ID, u)
+			}
+		}
+		if len(c.Uses) != len(rule.Inputs) {
+			bad([]any{"check", i, "uses"}, "check %q: rule %s takes %d steps (%s), %d given", c.ID, c.Rule, len(rule.Inputs), strings.Join(rule.Inputs, ", "), len(c.Uses))
+			continue
+		}
+		for j, u := range c.Uses {
+			for _, s := range rb.Steps {
+				if s.ID == u && rule.Inputs[j] != "*" && s.Parser != rule.Inputs[j] {
+					bad([]any{"check", i, "uses", j}, "check %q: rule %s wants %s output for its input %d, step %q parses %s", c.ID, c.Rule, rule.Inputs[j], j+1, u, s.Parser)
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &rb, nil
+}
