@@ -48,6 +48,9 @@ type Input struct {
 	Problem  string // why it did not run or exit 0, or could not be parsed
 	Value    any    // the parser's value (partial when ParseErr is set)
 	ParseErr error
+	// Skip marks a step that does not run on this host by design (a
+	// cluster-wide step on the first host only): its checks are SKIPPED.
+	Skip bool
 }
 
 // Rule is a named check function.
@@ -77,6 +80,12 @@ func RuleNames() []string {
 func Judge(c Check, in []Input) Verdict {
 	r := rules[c.Rule]
 	v := Verdict{Check: c.ID, Title: c.Title, Hint: c.Hint, Evidence: []Evidence{}}
+	for _, i := range in {
+		if i.Skip {
+			v.Status, v.Summary = Skipped, "step "+i.Step+" "+i.Problem
+			return v
+		}
+	}
 	if !r.SeesFailures {
 		for _, i := range in {
 			if !i.Ran || i.Value == nil {
@@ -112,6 +121,134 @@ func init() {
 	rules["throttle"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: throttle}
 	rules["xid-recent"] = Rule{Inputs: []string{"dmesg-xid"}, Fn: xidRecent}
 	rules["rdma-up"] = Rule{Inputs: []string{"rdma-link"}, Fn: rdmaUp}
+	rules["ran"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: ran}
+	rules["output-matches"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: outputMatches}
+	rules["node-allocatable"] = Rule{Inputs: []string{"kubectl-describe-node"}, Fn: nodeAllocatable}
+	rules["pending-reasons"] = Rule{Inputs: []string{"kubectl-get-events"}, Fn: pendingReasons}
+	rules["mig-expected"] = Rule{Inputs: []string{"nvidia-smi-mig-lgi"}, Fn: migExpected}
+	rules["mig-mode"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: migMode}
+}
+
+// ran: the step's command exists and exits 0.
+func ran(in []Input, _ map[string]any) Verdict {
+	i := in[0]
+	if i.Ran {
+		return verdict(Pass, firstLine(i.Output))
+	}
+	return verdict(Fail, i.Problem, Evidence{Step: i.Step, Fact: firstLine(i.Output + " " + i.Problem)})
+}
+
+// outputMatches: with.pattern (a regular expression) is found in the
+// step's output; with.absent = "WARN" softens a miss.
+func outputMatches(in []Input, with map[string]any) Verdict {
+	i := in[0]
+	pat, _ := with["pattern"].(string)
+	re, err := regexp.Compile("(?m)" + pat)
+	if err != nil || pat == "" {
+		return verdict(Unknown, fmt.Sprintf("the check's pattern %q is not a regular expression", pat))
+	}
+	if m := re.FindString(i.Output); m != "" {
+		line := strings.Count(i.Output[:strings.Index(i.Output, m)], "\n") + 1
+		return verdict(Pass, firstLine(m), Evidence{Step: i.Step, Fact: firstLine(m), Line: line})
+	}
+	status := Fail
+	if a, _ := with["absent"].(string); a == string(Warn) {
+		status = Warn
+	}
+	why := "no match for " + pat
+	if !i.Ran {
+		why += " (" + i.Problem + ")"
+	}
+	return verdict(status, why, Evidence{Step: i.Step, Fact: firstLine(i.Output + " " + i.Problem)})
+}
+
+// nodeAllocatable: the node offers the GPU resource (with.resource, default
+// nvidia.com/gpu or any nvidia.com/mig-*), and allocatable equals capacity.
+func nodeAllocatable(in []Input, with map[string]any) Verdict {
+	n := in[0].Value.(*parse.Node)
+	want, _ := with["resource"].(string)
+	var offered []string
+	var ev []Evidence
+	for r, g := range n.GPU {
+		if want != "" && r != want {
+			continue
+		}
+		if want == "" && !strings.HasPrefix(r, "nvidia.com/") {
+			continue
+		}
+		if g.Allocatable != nil && *g.Allocatable > 0 {
+			offered = append(offered, fmt.Sprintf("%s=%d", r, *g.Allocatable))
+		}
+		if g.Capacity != nil && g.Allocatable != nil && *g.Allocatable < *g.Capacity {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s allocatable %d < capacity %d (unhealthy devices?)", r, *g.Allocatable, *g.Capacity)})
+		}
+	}
+	sort.Strings(offered)
+	switch {
+	case len(offered) == 0:
+		return verdict(Fail, "the node offers no GPU resource: the device plugin is not running or sees no device", ev...)
+	case len(ev) > 0:
+		return verdict(Warn, strings.Join(offered, ", ")+"; some devices unhealthy", ev...)
+	}
+	return verdict(Pass, strings.Join(offered, ", "))
+}
+
+// pendingReasons: FailedScheduling events, their reasons summed.
+func pendingReasons(in []Input, _ map[string]any) Verdict {
+	evs := in[0].Value.([]parse.Event)
+	sum := map[string]int{}
+	var ev []Evidence
+	for _, e := range evs {
+		if e.Scheduling == nil {
+			continue
+		}
+		ev = append(ev, Evidence{Step: in[0].Step, Fact: e.Object + ": " + e.Message})
+		for _, r := range e.Scheduling.Reasons {
+			sum[r.Reason] += r.Nodes
+		}
+	}
+	if len(ev) == 0 {
+		return verdict(Pass, "no FailedScheduling event")
+	}
+	var parts []string
+	for r, n := range sum {
+		parts = append(parts, fmt.Sprintf("%s (%d node-times)", r, n))
+	}
+	sort.Strings(parts)
+	return verdict(Fail, fmt.Sprintf("%d FailedScheduling event(s): %s", len(ev), strings.Join(parts, "; ")), ev...)
+}
+
+// migExpected: the GPU instances match with.expect, a comma-separated list
+// of profiles ("3g.20gb,3g.20gb"); without it, the layout is reported.
+func migExpected(in []Input, with map[string]any) Verdict {
+	t := in[0].Value.(*parse.MIGTable[parse.MIGInstance])
+	var have []string
+	for _, r := range t.Rows {
+		have = append(have, fmt.Sprintf("GPU%d:%s", r.GPU, r.Name))
+	}
+	sort.Strings(have)
+	exp, _ := with["expect"].(string)
+	if exp == "" {
+		if len(have) == 0 {
+			return verdict(Pass, "no GPU instance ("+t.Message+")")
+		}
+		return verdict(Pass, strings.Join(have, ", "))
+	}
+	var want []string
+	for _, p := range strings.Split(exp, ",") {
+		want = append(want, strings.TrimSpace(p))
+	}
+	var got []string
+	for _, r := range t.Rows {
+		got = append(got, r.Name)
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if strings.Join(want, ",") == strings.Join(got, ",") {
+		return verdict(Pass, "MIG layout as expected: "+strings.Join(got, ","))
+	}
+	return verdict(Fail, fmt.Sprintf("MIG layout %s, expected %s", strings.Join(got, ","), strings.Join(want, ",")),
+		Evidence{Step: in[0].Step, Fact: strings.Join(have, ", ")})
 }
 
 var nvRE = regexp.MustCompile(`^NV(\d+)$`)
@@ -507,4 +644,34 @@ func rdmaUp(in []Input, _ map[string]any) Verdict {
 		return verdict(Warn, fmt.Sprintf("%d RDMA port(s) up, %d down", len(up), len(down)), ev...)
 	}
 	return verdict(Pass, fmt.Sprintf("%d RDMA port(s) up", len(up)))
+}
+
+// migMode: a MIG mode change that is pending needs the GPU reset (idle).
+func migMode(in []Input, _ map[string]any) Verdict {
+	q := in[0].Value.(*parse.Query)
+	var on []string
+	var ev []Evidence
+	for i, g := range q.GPUs {
+		cur, pend := deref(g.MIGCurrent), deref(g.MIGPending)
+		if cur == "Enabled" {
+			on = append(on, fmt.Sprintf("GPU%d", i))
+		}
+		if cur != pend && cur != "" && pend != "" {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): MIG %s, pending %s", i, g.BusID, cur, pend)})
+		}
+	}
+	if len(ev) > 0 {
+		return verdict(Warn, fmt.Sprintf("MIG mode change pending on %d GPU(s): reset them (idle) to apply", len(ev)), ev...)
+	}
+	if len(on) == 0 {
+		return verdict(Pass, "MIG disabled on every GPU")
+	}
+	return verdict(Pass, "MIG enabled on "+strings.Join(on, ", "))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -53,6 +53,12 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		runs[i] = HostRun{Host: t.Name}
 		inputs := map[string]Input{}
 		for _, s := range rb.Steps {
+			if s.Hosts == "first" && i != 0 {
+				sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1, Class: orchestrator.OK, Problem: "runs on the first host only"}
+				runs[i].Steps = append(runs[i].Steps, sr)
+				inputs[s.ID] = Input{Step: s.ID, Problem: "runs on the first host only", Skip: true}
+				continue
+			}
 			sr, in := runStep(ctx, conn, t, s, o)
 			runs[i].Steps = append(runs[i].Steps, sr)
 			inputs[s.ID] = in

@@ -19,8 +19,12 @@ const fx = "../testdata/fixtures/"
 // host is what a stand-in host's commands print: fixture files, or a
 // failure.
 type host struct {
-	topo, numa, smi, query, kernel, rdma string
-	smiFails                             bool
+	topo, numa, smi, query, kernel, rdma, lgi string
+	smiFails                                  bool
+	// kubectl maps a kubectl subcommand ("describe node", "get events",
+	// "get pods") to a fixture file; absent means no kubectl on the host.
+	kubectl map[string]string
+	ctk     bool // nvidia-ctk installed
 }
 
 // standIns writes nvidia-smi, numactl, dmesg and rdma scripts that print
@@ -41,7 +45,7 @@ func standIns(t *testing.T, hosts []host) func(int) map[string]string {
 			p, _ := filepath.Abs(fx + f)
 			return p
 		}
-		smi := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in\n\"topo -m\") cat %s ;;\n\"-q\") cat %s ;;\n\"\") cat %s ;;\n*) echo \"unexpected: $*\" >&2; exit 2 ;;\nesac\n", abs(h.topo), abs(h.query), abs(h.smi))
+		smi := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in\n\"topo -m\") cat %s ;;\n\"-q\") cat %s ;;\n\"mig -lgi\") cat %s ;;\n\"\") cat %s ;;\n*) echo \"unexpected: $*\" >&2; exit 2 ;;\nesac\n", abs(h.topo), abs(h.query), abs(h.lgi), abs(h.smi))
 		if h.smiFails {
 			smi = "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running.\"\nexit 9\n"
 		}
@@ -54,6 +58,18 @@ func standIns(t *testing.T, hosts []host) func(int) map[string]string {
 		write("numactl", "#!/bin/sh\ncat "+abs(h.numa)+"\n")
 		write("dmesg", "#!/bin/sh\ncat "+abs(h.kernel)+"\n")
 		write("rdma", "#!/bin/sh\ncat "+abs(h.rdma)+"\n")
+		if h.ctk {
+			write("nvidia-ctk", "#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version 1.17.8'\n")
+		}
+		if h.kubectl != nil {
+			var b strings.Builder
+			b.WriteString("#!/bin/sh\ncase \"$1 $2\" in\n")
+			for sub, f := range h.kubectl {
+				fmt.Fprintf(&b, "\"%s\"*) cat %s ;;\n", sub, abs(f))
+			}
+			b.WriteString("*) echo 'No resources found' ;;\nesac\n")
+			write("kubectl", b.String())
+		}
 	}
 	return func(i int) map[string]string {
 		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i)) + ":/usr/local/bin:/usr/bin:/bin"}
@@ -149,6 +165,61 @@ func TestHealthRunbook(t *testing.T) {
 		"remapped-rows": {"PASS gpu[01-02]: no pending or failed row remap on 8 GPU(s)", "WARN gpu03: row remaps pending on 1 GPU(s)"},
 		"xid":           {"PASS gpu[01-02,04]: no Xid in the kernel log", "FAIL gpu03: 1 hardware Xid event(s)"},
 		"ecc":           {"PASS gpu[01-03]: no uncorrectable ECC error", "UNKNOWN gpu04: no evidence: step query exited 9"},
+	}
+	for check, wants := range checks {
+		got := groups(folded, check)
+		for _, w := range wants {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s lacks %q:\n%s", check, w, got)
+			}
+		}
+	}
+}
+
+// podsListing stands in for `kubectl get pods -A -o wide` (no recorded
+// fixture of it exists): only the device plugin's line matters to the check.
+const podsListing = `NAMESPACE     NAME                                   READY   STATUS    RESTARTS   AGE   IP           NODE
+kube-system   nvidia-device-plugin-daemonset-kdcg6   1/1     Running   0          47m   10.0.1.57    ip-10-0-1-230
+`
+
+func TestPodCannotSeeGPURunbook(t *testing.T) {
+	pods := filepath.Join(t.TempDir(), "pods.txt")
+	os.WriteFile(pods, []byte(podsListing), 0o644)
+	e, ts := fleet(t, []host{
+		{smi: "nvidia-smi/a10g-drv535-in-pod-empty-processes.txt", ctk: true,
+			kubectl: map[string]string{"get pods": pods, "describe node": "kubectl-describe-node/eks-g4dn-xlarge-t4-full-nvidia-gpu-allocated.txt"}},
+		{smiFails: true, kubectl: map[string]string{"describe node": "kubectl-describe-node/rtx2080ti-timeslicing-6-grep-gpu.txt"}},
+		{smi: "nvidia-smi/a10g-drv535-in-pod-empty-processes.txt"}, // no kubectl here
+	})
+	rb := load(t, "pod-cannot-see-gpu")
+	folded := runbooks.Fold(rb, runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{}))
+	checks := map[string][]string{
+		"driver":      {"PASS gpu[01,03]: driver 535.230.02", "FAIL gpu02: nvidia-smi failed"},
+		"toolkit":     {"PASS gpu01: NVIDIA Container Toolkit CLI version 1.17.8", "FAIL gpu[02-03]"},
+		"plugin":      {"PASS gpu01: nvidia-device-plugin-daemonset-kdcg6   1/1     Running", "SKIPPED gpu[02-03]: step plugin runs on the first host only"},
+		"allocatable": {"PASS gpu01: nvidia.com/gpu=1", "PASS gpu02: nvidia.com/gpu=6", "UNKNOWN gpu03: no evidence: step node exited "},
+	}
+	for check, wants := range checks {
+		got := groups(folded, check)
+		for _, w := range wants {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s lacks %q:\n%s", check, w, got)
+			}
+		}
+	}
+}
+
+func TestPendingGPUPodRunbook(t *testing.T) {
+	e, ts := fleet(t, []host{
+		{lgi: "nvidia-smi-mig-lgi/a100-40gb-2x-3g.20gb.txt", kubectl: map[string]string{"get events": "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt"}},
+		{lgi: "nvidia-smi-mig-lgi/a30-no-gpu-instances-found.txt"},
+	})
+	rb := load(t, "pending-gpu-pod")
+	folded := runbooks.Fold(rb, runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{}))
+	checks := map[string][]string{
+		"scheduling": {"FAIL gpu01: 2 FailedScheduling event(s): Insufficient nvidia.com/gpu (4 node-times)", "SKIPPED gpu02"},
+		"quota":      {"PASS gpu01: No resources found"},
+		"mig-layout": {"PASS gpu01: GPU0:3g.20gb, GPU0:3g.20gb", "PASS gpu02: no GPU instance (No GPU instances found: Not Found)"},
 	}
 	for check, wants := range checks {
 		got := groups(folded, check)

@@ -50,6 +50,9 @@ type Step struct {
 	// Dangerous marks a step that changes the host; it runs only when the
 	// user confirms (--yes). No built-in step is dangerous.
 	Dangerous bool `toml:"dangerous" json:"dangerous,omitempty"`
+	// Hosts is "all" (the default) or "first": cluster-wide commands
+	// (kubectl) run on the first selected host only.
+	Hosts string `toml:"hosts" json:"hosts,omitempty"`
 }
 
 // Check turns facts into a verdict with a named rule.
@@ -169,6 +172,9 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			if _, ok := parse.Lookup(s.Parser); !ok {
 				bad([]any{"step", i, "parser"}, "step %q: no parser %q (gpulab parse list)", s.ID, s.Parser)
 			}
+		}
+		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {
+			bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
 		}
 		for j, n := range s.Needs {
 			if n != "root" && n != "kubectl" {
