@@ -99,3 +99,41 @@ func TestProbeBenchmark(t *testing.T) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// TestRunbookBenchmark runs the topology runbook on 50 hosts whose
+// nvidia-smi and numactl print a real HGX A100 topology (stand-ins: these
+// hosts have no GPU), through the whole gpulab process.
+func TestRunbookBenchmark(t *testing.T) {
+	dir := t.TempDir()
+	gpulab := build(t, dir, "gpulab", "..")
+	bin := filepath.Join(dir, "standin")
+	os.MkdirAll(bin, 0o755)
+	topo, _ := filepath.Abs("../testdata/fixtures/nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt")
+	numa, _ := filepath.Abs("../testdata/fixtures/numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt")
+	os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte("#!/bin/sh\ncat "+topo+"\n"), 0o755)
+	os.WriteFile(filepath.Join(bin, "numactl"), []byte("#!/bin/sh\ncat "+numa+"\n"), 0o755)
+	f := sshtest.Start(t, hosts, sshtest.Options{Env: map[string]string{"PATH": bin + ":/usr/bin:/bin"}})
+	cfg := filepath.Join(dir, "ssh_config")
+	var sc strings.Builder
+	for i, s := range f.Servers {
+		fmt.Fprintf(&sc, "Host h%02d\n  HostName %s\n  Port %d\n", i+1, s.Addr, s.Port)
+	}
+	fmt.Fprintf(&sc, "Host *\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", f.User, f.ClientKey, f.KnownHosts)
+	write(t, cfg, sc.String())
+	base := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "SSH_AUTH_SOCK="}
+	var ds []time.Duration
+	var out []byte
+	for range runs + 1 {
+		c := exec.Command(gpulab, "runbook", "run", "topology", "-H", "h[01-50]", "-F", cfg, "--concurrency", "50")
+		c.Env = base
+		start := time.Now()
+		out, _ = c.CombinedOutput()
+		ds = append(ds, time.Since(start))
+	}
+	ds = ds[1:]
+	slices.Sort(ds)
+	if !strings.Contains(string(out), "PASS    h[01-50]: 8 GPUs, NV12 full mesh") {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	fmt.Printf("\ntopology runbook (2 steps, 3 checks) on 50 hosts: median %.2f s over %d runs\n", ds[len(ds)/2].Seconds(), runs)
+}
