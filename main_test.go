@@ -163,11 +163,25 @@ func TestFleetInTmux(t *testing.T) {
 		s.keys("Enter")
 		s.waitFor("No NVML on this host")
 		s.keys("Escape")
+		// Wait for the Escape to land: an Escape and a q that arrive together
+		// read as alt+q.
+		s.waitGone("No NVML on this host")
 	} else if os.Getenv("CI") != "" {
 		t.Error("no embedded probe: CI runs make probes before make test")
 	} else {
 		t.Log("no embedded probe (run make probes): the Fleet tab's probe is not exercised")
 	}
+	// The Runbooks tab runs the topology runbook on the same fleet: no
+	// nvidia-smi there, so every verdict is UNKNOWN, with the reason.
+	s.keys("4")
+	s.waitFor("▶ cluster-overview")
+	s.keys("End")
+	s.waitFor("▶ topology")
+	s.keys("Enter")
+	s.waitFor("done 4/4")
+	s.waitFor("UNKNOWN gpu[01-04]: no evidence: step topo exited 127")
+	s.keys("Escape")
+	s.waitFor("▶ topology")
 	s.keys("q")
 	s.waitFor("EXIT=0")
 }

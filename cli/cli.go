@@ -18,6 +18,7 @@ import (
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/runbooks"
 )
 
 // Exit codes.
@@ -66,6 +67,7 @@ type options struct {
 	catalogs  []string
 	inventory string
 	noColor   bool
+	runbooks  []string
 }
 
 // Main runs gpulab with args (without the program name) and returns the exit code.
@@ -134,10 +136,20 @@ Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of text (stable keys, for scripts)")
 	pf.StringArrayVar(&o.catalogs, "catalog", nil, "add the catalog files in `DIR` (or one file) to the built-in catalog; repeatable")
 	pf.StringVar(&o.inventory, "inventory", "", "inventory `FILE` (default: $GPULAB_INVENTORY, then ~/.config/gpulab/inventory.toml)")
+	pf.StringArrayVar(&o.runbooks, "runbooks", nil, "add the runbook files in `DIR` (or one file) to the built-in runbooks; repeatable")
 	pf.BoolVar(&o.noColor, "no-color", false, "draw without colour (also when NO_COLOR is set)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newVersionCmd(o))
 	return root
+}
+
+// loadRunbooks loads the built-in runbooks plus --runbooks directories.
+func (o *options) loadRunbooks() ([]runbooks.Runbook, error) {
+	rbs, err := runbooks.Load(o.runbooks)
+	if err != nil {
+		return nil, configErr(fmt.Errorf("runbooks: %w", err))
+	}
+	return rbs, nil
 }
 
 // loadCatalog loads the built-in catalog plus --catalog directories.

@@ -12,14 +12,7 @@ import (
 )
 
 func newRunbookCmd(o *options) *cobra.Command {
-	var dirs []string
-	load := func() ([]runbooks.Runbook, error) {
-		rbs, err := runbooks.Load(dirs)
-		if err != nil {
-			return nil, configErr(fmt.Errorf("runbooks: %w", err))
-		}
-		return rbs, nil
-	}
+	load := o.loadRunbooks
 	cmd := &cobra.Command{
 		Use:   "runbook",
 		Short: "Run topology and troubleshooting runbooks on many hosts and read the verdicts",
@@ -33,7 +26,6 @@ Built-in runbooks are embedded; --runbooks DIR adds your own (TOML, same
 schema as runbooks/builtin/*.toml).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringArrayVar(&dirs, "runbooks", nil, "add the runbook files in `DIR` (or one file); repeatable")
 	cmd.AddCommand(&cobra.Command{
 		Use:     "list",
 		Short:   "List the runbooks",

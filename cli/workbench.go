@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/tui"
 )
 
@@ -43,6 +44,10 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		defer r.keys.Close()
 		r.keys.Passphrase = nil // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 		opts.Fleet = fleetRunner{r}
+		opts.RunbookRunner = fleetRunner{r}
+	}
+	if opts.Runbooks, err = o.loadRunbooks(); err != nil {
+		return err
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -110,4 +115,11 @@ func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event
 		}
 	}
 	return out
+}
+
+func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, done chan<- tui.RunbookHost) {
+	defer close(done)
+	runbooks.Run(ctx, f.r.engine, f.r.targets, rb, runbooks.RunOptions{OnHost: func(i int, r runbooks.HostRun) {
+		done <- tui.RunbookHost{Index: i, Run: r}
+	}})
 }

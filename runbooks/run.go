@@ -37,6 +37,9 @@ type RunOptions struct {
 	Yes bool
 	// Events, when set, receives the engine's progress (closed at the end).
 	Events chan<- orchestrator.Event
+	// OnHost, when set, is called with each host's run as soon as it is
+	// complete (from the engine's goroutines: it must be safe for that).
+	OnHost func(i int, r HostRun)
 }
 
 // Run runs rb on every target over one connection per host and judges its
@@ -64,6 +67,11 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			inputs[s.ID] = in
 		}
 		runs[i].Verdicts = judgeAll(rb, inputs)
+		if o.OnHost != nil {
+			r := runs[i]
+			r.Host, r.Class = t.Name, orchestrator.OK
+			o.OnHost(i, r)
+		}
 	})
 	for i, h := range hosts {
 		runs[i].Host, runs[i].Class, runs[i].Err = h.Host, h.Class, h.Err
@@ -74,6 +82,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err)}
 			}
 			runs[i].Verdicts = judgeAll(rb, inputs)
+			if o.OnHost != nil {
+				o.OnHost(i, runs[i])
+			}
 		}
 	}
 	return runs

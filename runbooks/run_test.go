@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,7 +130,24 @@ func TestTopologyRunbook(t *testing.T) {
 		{topo: "nvidia-smi-topo-m/v100-sxm2-8gpu-hybrid-cube-mesh-nv1-nv2-mlx5-drv440.txt", numa: "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt"}})
 	ts = append(ts, orchestrator.Target{Name: "gpu07", HostName: "127.0.0.1", Port: sshtest.FreePort(t), User: "root", ConnectTimeout: time.Second, KnownHosts: []string{"/dev/null"}})
 	rb := load(t, "topology")
-	runs := runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{})
+	var mu sync.Mutex
+	early := map[int]runbooks.HostRun{}
+	runs := runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{OnHost: func(i int, r runbooks.HostRun) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := early[i]; dup {
+			t.Errorf("OnHost called twice for host %d", i)
+		}
+		early[i] = r
+	}})
+	// Every host, the unreachable one included, reached OnHost with the
+	// verdicts it ends with.
+	for i, r := range runs {
+		got, ok := early[i]
+		if !ok || got.Host != r.Host || got.Class != r.Class || len(got.Verdicts) != len(r.Verdicts) || got.Verdicts[0].Summary != r.Verdicts[0].Summary {
+			t.Errorf("OnHost for host %d = %+v (called: %v), Run returned %+v", i, got, ok, r)
+		}
+	}
 	folded := runbooks.Fold(rb, runs)
 	mesh := groups(folded, "nvlink-mesh")
 	for _, want := range []string{"PASS gpu[01-03]: 8 GPUs, NV12 full mesh", "FAIL gpu04: GPU3–GPU5 SYS (NVLink down)", "UNKNOWN gpu05: no evidence: step topo exited 9",

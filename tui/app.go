@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/runbooks"
 )
 
 // Options is what the workbench shows.
@@ -27,6 +28,10 @@ type Options struct {
 	Inventory *inventory.Inventory
 	// Fleet runs commands on the inventory's hosts; nil shows a hint.
 	Fleet FleetRunner
+	// Runbooks are listed in the Runbooks tab; Runner runs them (nil: the
+	// tab lists them and says how to run them).
+	Runbooks      []runbooks.Runbook
+	RunbookRunner RunbookRunner
 	// Version is shown in the header.
 	Version string
 	Styles  Styles
@@ -67,7 +72,7 @@ func New(opts Options) Model {
 			newMapView(opts.Catalog, st),
 			newMatrixView(opts.Catalog, st),
 			fleet,
-			newHintView("Runbooks", "Runbooks run the topology and troubleshooting command sheet on many hosts and turn the output into facts. None are loaded in this build.", st),
+			newRunbooksView(opts.RunbookRunner, opts.Runbooks, st),
 			newHintView("Labs", "Labs are MIU scenarios scored live, criterion by criterion. The labs that give evidence about each project are listed on its card in the Map.", st),
 			newHintView("Results", "Results are lab records (standard result table and verdicts). No records yet.", st),
 			newHintView("Cluster", clusterHint(inv), st),

@@ -150,10 +150,10 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			queue = append(queue, b...)
 			continue
 		}
-		if _, ok := msg.(fleetEventsMsg); !ok {
-			if _, ok := msg.(fleetDoneMsg); !ok {
-				continue // cursor blinks and the like
-			}
+		switch msg.(type) {
+		case fleetEventsMsg, fleetDoneMsg, runbookHostMsg, runbookDoneMsg:
+		default:
+			continue // cursor blinks and the like
 		}
 		next, c2 := m.Update(msg)
 		m = next.(Model)

@@ -59,6 +59,8 @@ func press(t testing.TB, m Model, keys ...string) (Model, tea.Cmd) {
 			msg = tea.KeyMsg{Type: tea.KeyEsc}
 		case "end":
 			msg = tea.KeyMsg{Type: tea.KeyEnd}
+		case "home":
+			msg = tea.KeyMsg{Type: tea.KeyHome}
 		case "ctrl+c":
 			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
 		default:

@@ -1,0 +1,406 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// RunbookRunner runs a runbook on the fleet, sending each host's run on
+// done as soon as it is complete, then closing done.
+type RunbookRunner interface {
+	Hosts() []FleetHost
+	RunRunbook(ctx context.Context, rb runbooks.Runbook, done chan<- RunbookHost)
+}
+
+// RunbookHost is one host's finished run.
+type RunbookHost struct {
+	Index int
+	Run   runbooks.HostRun
+}
+
+type (
+	runbookHostMsg struct {
+		run   int
+		hosts []RunbookHost
+	}
+	runbookDoneMsg struct{ run int }
+)
+
+type runbookKeys struct {
+	MoveKeys
+	Run, Evidence key.Binding
+}
+
+// runbooksView lists the runbooks, runs one on the fleet, and shows its
+// verdicts folded across hosts as they arrive, with the evidence behind a
+// verdict and the topology grid of the host it concerns.
+type runbooksView struct {
+	runner RunbookRunner
+	list   []runbooks.Runbook
+	styles Styles
+	keys   runbookKeys
+
+	sel      int
+	active   *runbooks.Runbook
+	runs     []*runbooks.HostRun
+	finished int
+	running  bool
+	run      int
+	cancel   context.CancelFunc
+	ch       <-chan RunbookHost
+	folded   []runbooks.Folded
+	cursor   int // over verdict groups
+	evidence bool
+
+	width, height int
+}
+
+func newRunbooksView(runner RunbookRunner, list []runbooks.Runbook, st Styles) *runbooksView {
+	return &runbooksView{runner: runner, list: list, styles: st, keys: runbookKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run on the fleet")),
+		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
+	}}
+}
+
+func (v *runbooksView) Init() tea.Cmd    { return nil }
+func (v *runbooksView) Title() string    { return "Runbooks" }
+func (v *runbooksView) Capturing() bool  { return false }
+func (v *runbooksView) SetSize(w, h int) { v.width, v.height = w, h }
+
+func (v *runbooksView) Status() string {
+	if v.active == nil {
+		return fmt.Sprintf("%d runbooks", len(v.list))
+	}
+	return fmt.Sprintf("%s: %d/%d hosts", v.active.ID, v.finished, len(v.runs))
+}
+
+func (v *runbooksView) ShortHelp() []key.Binding {
+	if v.active != nil {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Evidence, v.keys.Back}
+	}
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run}
+}
+
+func (v *runbooksView) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Evidence, v.keys.Back}}
+}
+
+func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	switch msg := msg.(type) {
+	case runbookHostMsg:
+		if msg.run == v.run {
+			for _, h := range msg.hosts {
+				r := h.Run
+				if h.Index >= 0 && h.Index < len(v.runs) {
+					v.runs[h.Index] = &r
+					v.finished++
+				}
+			}
+			v.refold()
+			return v, v.wait()
+		}
+	case runbookDoneMsg:
+		if msg.run == v.run {
+			v.running = false
+		}
+	case tea.KeyMsg:
+		return v, v.handleKey(msg)
+	}
+	return v, nil
+}
+
+func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
+	k := v.keys
+	if v.active == nil {
+		switch {
+		case key.Matches(km, k.Up):
+			v.sel = max(0, v.sel-1)
+		case key.Matches(km, k.Down):
+			v.sel = min(len(v.list)-1, v.sel+1)
+		case key.Matches(km, k.Home):
+			v.sel = 0
+		case key.Matches(km, k.End):
+			v.sel = max(0, len(v.list)-1)
+		case key.Matches(km, k.Run):
+			if len(v.list) > 0 && v.runner != nil && len(v.runner.Hosts()) > 0 {
+				return v.start(v.list[v.sel])
+			}
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(km, k.Up):
+		v.cursor = max(0, v.cursor-1)
+	case key.Matches(km, k.Down):
+		v.cursor = min(v.groupCount()-1, v.cursor+1)
+	case key.Matches(km, k.Home):
+		v.cursor = 0
+	case key.Matches(km, k.End):
+		v.cursor = v.groupCount() - 1
+	case key.Matches(km, k.Evidence), key.Matches(km, k.Open):
+		v.evidence = !v.evidence
+	case key.Matches(km, k.Back):
+		if v.cancel != nil {
+			v.cancel()
+		}
+		v.active, v.running, v.evidence = nil, false, false
+	}
+	return nil
+}
+
+func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
+	v.run++
+	v.active = &rb
+	hosts := v.runner.Hosts()
+	v.runs = make([]*runbooks.HostRun, len(hosts))
+	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	ch := make(chan RunbookHost, len(hosts)+1)
+	v.ch = ch
+	runner := v.runner
+	go runner.RunRunbook(ctx, rb, ch)
+	return v.wait()
+}
+
+// wait takes the next finished hosts (all that are queued) and re-arms.
+func (v *runbooksView) wait() tea.Cmd {
+	ch, run := v.ch, v.run
+	return func() tea.Msg {
+		h, ok := <-ch
+		if !ok {
+			return runbookDoneMsg{run: run}
+		}
+		batch := []RunbookHost{h}
+		for {
+			select {
+			case h, ok := <-ch:
+				if !ok {
+					return runbookHostMsg{run: run, hosts: batch}
+				}
+				batch = append(batch, h)
+			default:
+				return runbookHostMsg{run: run, hosts: batch}
+			}
+		}
+	}
+}
+
+func (v *runbooksView) refold() {
+	var done []runbooks.HostRun
+	for _, r := range v.runs {
+		if r != nil {
+			done = append(done, *r)
+		}
+	}
+	v.folded = runbooks.Fold(*v.active, done)
+}
+
+func (v *runbooksView) groupCount() int {
+	n := 0
+	for _, f := range v.folded {
+		n += len(f.Groups)
+	}
+	return max(n, 1)
+}
+
+func (v *runbooksView) View() string {
+	if v.active == nil {
+		return v.listView()
+	}
+	st := v.styles
+	hosts := v.runner.Hosts()
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
+		names[i] = h.Name
+	}
+	state := "running"
+	if !v.running {
+		state = "done"
+	}
+	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render(fmt.Sprintf("  on %s  %s %d/%d", inventory.FoldNames(names), state, v.finished, len(v.runs)))
+	var body []string
+	at := 0 // body line of the cursor
+	idx := 0
+	var selGroup *runbooks.FoldedGroup
+	var selCheck string
+	for fi, f := range v.folded {
+		body = append(body, st.CardLabel.Render(f.Title))
+		for gi := range f.Groups {
+			g := &v.folded[fi].Groups[gi]
+			marker := "  "
+			if idx == v.cursor {
+				marker, selGroup, selCheck, at = "▶ ", g, f.Check, len(body)
+			}
+			body = append(body, marker+statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status))+" "+g.Hosts+": "+g.Summary)
+			idx++
+		}
+	}
+	if len(v.folded) == 0 {
+		body = append(body, st.Hint.Render("waiting for the first host..."))
+	}
+	room := max(1, v.height-1)
+	var pane []string
+	if selGroup != nil && v.evidence {
+		ph := max(4, v.height/2)
+		room = max(1, v.height-1-ph)
+		pane = append([]string{st.Rule.Render("── evidence " + strings.Repeat("─", max(0, v.width-12)))},
+			clipLines(v.evidenceLines(selCheck, selGroup), ph-1)...)
+	}
+	// Keep the cursor, and the check title above it, in view.
+	top := 0
+	if len(body) > room {
+		top = min(max(0, at-room/2), len(body)-room)
+	}
+	body = body[top:min(len(body), top+room)]
+	lines := append([]string{head}, body...)
+	if pane != nil {
+		for len(lines) < 1+room {
+			lines = append(lines, "")
+		}
+		lines = append(lines, pane...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (v *runbooksView) listView() string {
+	st := v.styles
+	lines := []string{st.CardTitle.Render("Runbooks"), ""}
+	if v.runner == nil || len(v.runner.Hosts()) == 0 {
+		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), "")
+	}
+	for i, rb := range v.list {
+		marker := "  "
+		if i == v.sel {
+			marker = "▶ "
+		}
+		lines = append(lines, marker+st.CardLabel.Render(fmt.Sprintf("%-20s", rb.ID))+" "+rb.Title+st.CardMuted.Render(" ("+rb.Plane+" plane, "+strconv.Itoa(len(rb.Checks))+" checks)"))
+	}
+	if v.sel < len(v.list) {
+		rb := v.list[v.sel]
+		lines = append(lines, "", st.CardMuted.Render(rb.Symptom))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func statusStyle(s runbooks.Status, st Styles) lipgloss.Style {
+	switch s {
+	case runbooks.Pass:
+		return st.planeTitle("data")
+	case runbooks.Fail:
+		return st.Error
+	case runbooks.Warn:
+		return st.planeTitle("workload")
+	}
+	return st.CardMuted
+}
+
+// evidenceLines lists, for the hosts of a verdict group, the facts behind
+// it, the hint, and the topology grid when the runbook read one.
+func (v *runbooksView) evidenceLines(check string, g *runbooks.FoldedGroup) []string {
+	st := v.styles
+	var out []string
+	members := map[string]bool{}
+	for _, h := range expandHosts(g.Hosts) {
+		members[h] = true
+	}
+	// The same fact on many hosts is one line, with the hosts folded.
+	var first *runbooks.HostRun
+	type fact struct{ loc, text string }
+	var order []fact
+	on := map[fact][]string{}
+	for _, r := range v.runs {
+		if r == nil || !members[r.Host] {
+			continue
+		}
+		if first == nil {
+			first = r
+		}
+		for _, vd := range r.Verdicts {
+			if vd.Check != check {
+				continue
+			}
+			for _, e := range vd.Evidence {
+				f := fact{e.Step, e.Fact}
+				if e.Line > 0 {
+					f.loc += ":" + strconv.Itoa(e.Line)
+				}
+				if on[f] == nil {
+					order = append(order, f)
+				}
+				on[f] = append(on[f], r.Host)
+			}
+		}
+	}
+	for _, f := range order {
+		out = append(out, fmt.Sprintf("  %s  %s  %s", inventory.FoldNames(on[f]), st.CardMuted.Render(f.loc), f.text))
+	}
+	if len(out) == 0 {
+		out = append(out, st.CardMuted.Render("  no facts beyond the summary"))
+	}
+	if g.Hint != "" {
+		out = append(out, wrap(st.CardLabel.Render("next: ")+g.Hint, v.width-2)...)
+	}
+	if first != nil {
+		for _, s := range first.Steps {
+			if t, ok := s.Value.(*parse.Topo); ok && len(t.GPUs) > 0 {
+				out = append(out, "", st.CardLabel.Render("topology of "+first.Host))
+				out = append(out, parseTopoGrid(t, st)...)
+			}
+		}
+	}
+	return out
+}
+
+func expandHosts(nodeset string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i <= len(nodeset); i++ {
+		if i == len(nodeset) || (nodeset[i] == ',' && depth == 0) {
+			if names, err := inventory.ExpandPattern(nodeset[start:i]); err == nil {
+				out = append(out, names...)
+			}
+			start = i + 1
+			continue
+		}
+		switch nodeset[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		}
+	}
+	return out
+}
+
+// parseTopoGrid draws nvidia-smi topo -m facts as the coloured grid.
+func parseTopoGrid(t *parse.Topo, st Styles) []string {
+	head := "      "
+	for _, c := range t.Columns {
+		head += fmt.Sprintf("%-7s", cut(c, 6))
+	}
+	lines := []string{st.TableHeader.Render(head)}
+	for _, g := range t.GPUs {
+		row := fmt.Sprintf("%-6s", g.Name)
+		for _, c := range t.Columns {
+			code := t.Links[g.Name][c]
+			row += topoStyle(code, st).Render(fmt.Sprintf("%-7s", code))
+		}
+		if g.CPUAffinity != nil {
+			row += " CPU " + *g.CPUAffinity
+		}
+		lines = append(lines, row)
+	}
+	return lines
+}

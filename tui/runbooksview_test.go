@@ -1,0 +1,200 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// fakeRunbooks judges a runbook on real fixture outputs instead of running
+// it over SSH (runbooks' own e2e tests do that against sshd): hosts get
+// the HGX A100 topology, except the last, which gets a PCIe-only A10 box,
+// and one host that is unreachable.
+type fakeRunbooks struct {
+	n           int
+	unreachable int
+}
+
+func (f fakeRunbooks) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
+
+func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, done chan<- RunbookHost) {
+	defer close(done)
+	files := map[string]string{
+		"nvidia-smi-topo":  "../testdata/fixtures/nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt",
+		"numactl-hardware": "../testdata/fixtures/numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt",
+	}
+	for i, h := range f.Hosts() {
+		if ctx.Err() != nil {
+			return
+		}
+		run := runbooks.HostRun{Host: h.Name, Class: orchestrator.OK}
+		inputs := map[string]runbooks.Input{}
+		for _, s := range rb.Steps {
+			file := files[s.Parser]
+			if i == f.n-1 && s.Parser == "nvidia-smi-topo" {
+				file = "../testdata/fixtures/nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt"
+			}
+			in := runbooks.Input{Step: s.ID}
+			sr := runbooks.StepRun{ID: s.ID, Command: s.Command}
+			if i == f.unreachable {
+				run.Class = orchestrator.Refused
+				in.Problem = "did not run: host connect (dial tcp: connection refused)"
+			} else {
+				data, err := os.ReadFile(file)
+				if err != nil {
+					panic(err)
+				}
+				k, _ := parse.Lookup(s.Parser)
+				v, _ := k.Parse(string(data))
+				in.Ran, in.Output, in.Value = true, string(data), v
+				sr.Output, sr.Value = string(data), v
+			}
+			inputs[s.ID] = in
+			run.Steps = append(run.Steps, sr)
+		}
+		for _, c := range rb.Checks {
+			var in []runbooks.Input
+			for _, u := range c.Uses {
+				in = append(in, inputs[u])
+			}
+			run.Verdicts = append(run.Verdicts, runbooks.Judge(c, in))
+		}
+		done <- RunbookHost{Index: i, Run: run}
+	}
+}
+
+func newRunbooksModel(t testing.TB, r RunbookRunner, w, h int) Model {
+	t.Helper()
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbs, err := runbooks.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), RunbookRunner: r, Runbooks: rbs, Styles: DefaultStyles()})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return next.(Model)
+}
+
+func TestRunbooksTab(t *testing.T) {
+	m := newRunbooksModel(t, fakeRunbooks{n: 6, unreachable: 3}, 160, 48)
+	m, _ = press(t, m, "4")
+	v := m.View()
+	if m.Active() != "Runbooks" {
+		t.Fatalf("key 4 opens %s", m.Active())
+	}
+	for _, want := range []string{"▶ cluster-overview", "topology", "nccl-slow", "GPU, NIC and NUMA topology (data plane, 3 checks)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("runbook list lacks %q:\n%s", want, v)
+		}
+	}
+	// Select the topology runbook and run it.
+	for i := 0; i < 10 && !strings.Contains(m.View(), "▶ topology"); i++ {
+		m, _ = press(t, m, "down")
+	}
+	m, cmd := press(t, m, "enter")
+	m = drain(t, m, cmd)
+	v = m.View()
+	for _, want := range []string{
+		"topology: GPU, NIC and NUMA topology", "on gpu[001-006]  done 6/6",
+		"NVLink mesh is complete",
+		"PASS    gpu[001-003,005]: 8 GPUs, NV12 full mesh",
+		"gpu006: ", "gpu004: ", "did not run",
+	} {
+		if !strings.Contains(v, want) {
+			t.Errorf("folded verdicts lack %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "── evidence") {
+		t.Errorf("evidence shown before e:\n%s", v)
+	}
+	m, _ = press(t, m, "e")
+	v = m.View()
+	for _, want := range []string{"── evidence", "topology of gpu001", "GPU0  X      NV12   NV12", "PXB     CPU 16-31"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("evidence of the first verdict lacks %q:\n%s", want, v)
+		}
+	}
+	// The near-NIC warning on the PCIe-only host: its hint and its grid.
+	m, _ = press(t, m, "down", "down", "down")
+	if v := m.View(); !strings.Contains(v, "  gpu[001-003,005]  topo  ") {
+		t.Errorf("facts shared by folded hosts are one line with the hosts folded:\n%s", v)
+	}
+	m, _ = press(t, m, "down", "down")
+	v = m.View()
+	for _, want := range []string{"▶ WARN    gpu006: GPU0, GPU1, GPU2, GPU3 reach every NIC only across sockets (SYS)",
+		"next: GPUDirect RDMA wants the GPU and its NIC under one PCIe switch", "topology of gpu006"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("evidence of gpu006's warning lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "topology of gpu001") {
+		t.Errorf("gpu006's evidence shows another host's grid:\n%s", v)
+	}
+	// The affinity warning's facts, one line per fact with its hosts.
+	m, _ = press(t, m, "down", "down", "down")
+	v = m.View()
+	for _, want := range []string{"▶ WARN    gpu006: GPU0, GPU1, GPU2, GPU3: CPU affinity spans NUMA nodes", "gpu006  topo  GPU0 CPU affinity"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("evidence of gpu006's affinity warning lacks %q:\n%s", want, v)
+		}
+	}
+	if !strings.Contains(v, "topology: 6/6 hosts") {
+		t.Errorf("status bar lacks the runbook's progress:\n%s", v)
+	}
+	m, _ = press(t, m, "esc")
+	if v := m.View(); !strings.Contains(v, "▶ topology") {
+		t.Errorf("esc goes back to the list:\n%s", v)
+	}
+}
+
+// A long verdict list scrolls with the cursor; with the evidence pane open
+// the frame still fits the terminal.
+func TestRunbooksTabScrollsAndFits(t *testing.T) {
+	for _, sz := range []struct{ w, h int }{{80, 24}, {60, 16}, {160, 48}} {
+		m := newRunbooksModel(t, fakeRunbooks{n: 40, unreachable: 7}, sz.w, sz.h)
+		m, _ = press(t, m, "4")
+		for i := 0; i < 10 && !strings.Contains(m.View(), "▶ topology"); i++ {
+			m, _ = press(t, m, "down")
+		}
+		m, cmd := press(t, m, "enter")
+		m = drain(t, m, cmd)
+		for _, keys := range [][]string{nil, {"e"}, {"down", "down", "down", "down", "down", "down"}, {"end"}, {"e"}, {"home"}} {
+			m, _ = press(t, m, keys...)
+			lines := strings.Split(m.View(), "\n")
+			if len(lines) != sz.h {
+				t.Errorf("%dx%d after %v: %d lines", sz.w, sz.h, keys, len(lines))
+			}
+			if keys != nil && keys[0] == "end" && !strings.Contains(m.View(), "▶ WARN    gpu040: GPU0, GPU1") {
+				t.Errorf("%dx%d: end does not show the last verdict:\n%s", sz.w, sz.h, m.View())
+			}
+			if !strings.Contains(m.View(), "▶ ") {
+				t.Errorf("%dx%d after %v: the cursor scrolled out of view:\n%s", sz.w, sz.h, keys, m.View())
+			}
+		}
+	}
+}
+
+func TestRunbooksTabWithoutHosts(t *testing.T) {
+	m := newRunbooksModel(t, nil, 120, 30)
+	m, cmd := press(t, m, "4", "enter")
+	if cmd != nil {
+		if msg := cmd(); msg != nil {
+			t.Errorf("enter without hosts started something: %T", msg)
+		}
+	}
+	if v := m.View(); !strings.Contains(v, "No hosts: pass --inventory FILE") {
+		t.Errorf("runbooks without an inventory:\n%s", v)
+	}
+}
