@@ -117,9 +117,13 @@ func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event
 	return out
 }
 
-func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, done chan<- tui.RunbookHost) {
+func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, done chan<- tui.RunbookHost) {
 	defer close(done)
-	runbooks.Run(ctx, f.r.engine, f.r.targets, rb, runbooks.RunOptions{OnHost: func(i int, r runbooks.HostRun) {
+	targets := make([]orchestrator.Target, len(hosts))
+	for i, h := range hosts {
+		targets[i] = f.r.targets[h]
+	}
+	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})
 }

@@ -72,7 +72,7 @@ func New(opts Options) Model {
 			newMapView(opts.Catalog, st),
 			newMatrixView(opts.Catalog, st),
 			fleet,
-			newRunbooksView(opts.RunbookRunner, opts.Runbooks, st),
+			newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st),
 			newHintView("Labs", "Labs are MIU scenarios scored live, criterion by criterion. The labs that give evidence about each project are listed on its card in the Map.", st),
 			newHintView("Results", "Results are lab records (standard result table and verdicts). No records yet.", st),
 			newHintView("Cluster", clusterHint(inv), st),

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -15,14 +16,16 @@ import (
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
-// RunbookRunner runs a runbook on the fleet, sending each host's run on
-// done as soon as it is complete, then closing done.
+// RunbookRunner runs a runbook on some of the fleet's hosts (indices into
+// Hosts()), sending each host's run on done as soon as it is complete,
+// then closing done.
 type RunbookRunner interface {
 	Hosts() []FleetHost
-	RunRunbook(ctx context.Context, rb runbooks.Runbook, done chan<- RunbookHost)
+	RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, done chan<- RunbookHost)
 }
 
-// RunbookHost is one host's finished run.
+// RunbookHost is one host's finished run; Index is its position in the
+// hosts passed to RunRunbook.
 type RunbookHost struct {
 	Index int
 	Run   runbooks.HostRun
@@ -38,7 +41,7 @@ type (
 
 type runbookKeys struct {
 	MoveKeys
-	Run, Evidence key.Binding
+	Run, Evidence, Hosts key.Binding
 }
 
 // runbooksView lists the runbooks, runs one on the fleet, and shows its
@@ -46,12 +49,21 @@ type runbookKeys struct {
 // verdict and the topology grid of the host it concerns.
 type runbooksView struct {
 	runner RunbookRunner
+	inv    *inventory.Inventory
 	list   []runbooks.Runbook
 	styles Styles
 	keys   runbookKeys
 
+	// The hosts to run on: an inventory expression, as gpulab's -H.
+	hostExpr string
+	hostIdx  []int
+	hostErr  string
+	typing   bool
+	input    textinput.Model
+
 	sel      int
 	active   *runbooks.Runbook
+	names    []string // the hosts of the active run
 	runs     []*runbooks.HostRun
 	finished int
 	running  bool
@@ -65,18 +77,33 @@ type runbooksView struct {
 	width, height int
 }
 
-func newRunbooksView(runner RunbookRunner, list []runbooks.Runbook, st Styles) *runbooksView {
-	return &runbooksView{runner: runner, list: list, styles: st, keys: runbookKeys{
+func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
+	ti := textinput.New()
+	ti.Prompt = "hosts: "
+	ti.Placeholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, esc cancels)"
+	ti.CharLimit = 1024
+	v := &runbooksView{runner: runner, inv: inv, list: list, styles: st, input: ti, hostExpr: "*", keys: runbookKeys{
 		MoveKeys: DefaultMoveKeys(),
-		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run on the fleet")),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
+		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 	}}
+	if runner != nil {
+		v.hostIdx = make([]int, len(runner.Hosts()))
+		for i := range v.hostIdx {
+			v.hostIdx[i] = i
+		}
+	}
+	return v
 }
 
 func (v *runbooksView) Init() tea.Cmd    { return nil }
 func (v *runbooksView) Title() string    { return "Runbooks" }
-func (v *runbooksView) Capturing() bool  { return false }
-func (v *runbooksView) SetSize(w, h int) { v.width, v.height = w, h }
+func (v *runbooksView) Capturing() bool { return v.typing }
+func (v *runbooksView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.input.Width = max(10, w-len(v.input.Prompt)-2)
+}
 
 func (v *runbooksView) Status() string {
 	if v.active == nil {
@@ -89,11 +116,11 @@ func (v *runbooksView) ShortHelp() []key.Binding {
 	if v.active != nil {
 		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Evidence, v.keys.Back}
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run}
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts}
 }
 
 func (v *runbooksView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Evidence, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Evidence, v.keys.Back}}
 }
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -115,9 +142,63 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.running = false
 		}
 	case tea.KeyMsg:
+		if v.typing {
+			return v, v.updateInput(msg)
+		}
 		return v, v.handleKey(msg)
 	}
 	return v, nil
+}
+
+func (v *runbooksView) updateInput(km tea.KeyMsg) tea.Cmd {
+	switch km.Type {
+	case tea.KeyEsc:
+		v.typing, v.hostErr = false, ""
+		v.input.Blur()
+		return nil
+	case tea.KeyEnter:
+		expr := strings.TrimSpace(v.input.Value())
+		if expr == "" {
+			expr = "*"
+		}
+		idx, err := v.selectHosts(expr)
+		if err != nil {
+			v.hostErr = err.Error()
+			return nil
+		}
+		v.hostExpr, v.hostIdx, v.hostErr, v.typing = expr, idx, "", false
+		v.input.Blur()
+		return nil
+	}
+	var c tea.Cmd
+	v.input, c = v.input.Update(km)
+	return c
+}
+
+// selectHosts resolves a host expression against the inventory, keeping
+// the fleet's order.
+func (v *runbooksView) selectHosts(expr string) ([]int, error) {
+	if v.inv == nil {
+		return nil, fmt.Errorf("no inventory to select from")
+	}
+	hs, err := v.inv.Select(expr)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, h := range hs {
+		want[h.Name] = true
+	}
+	var idx []int
+	for i, h := range v.runner.Hosts() {
+		if want[h.Name] {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("%q selects no host of the fleet", expr)
+	}
+	return idx, nil
 }
 
 func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
@@ -133,8 +214,15 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		case key.Matches(km, k.End):
 			v.sel = max(0, len(v.list)-1)
 		case key.Matches(km, k.Run):
-			if len(v.list) > 0 && v.runner != nil && len(v.runner.Hosts()) > 0 {
+			if len(v.list) > 0 && v.runner != nil && len(v.hostIdx) > 0 {
 				return v.start(v.list[v.sel])
+			}
+		case key.Matches(km, k.Hosts):
+			if v.runner != nil && len(v.runner.Hosts()) > 0 {
+				v.typing = true
+				v.input.SetValue(v.hostExpr)
+				v.input.CursorEnd()
+				return v.input.Focus()
 			}
 		}
 		return nil
@@ -162,15 +250,19 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	v.run++
 	v.active = &rb
-	hosts := v.runner.Hosts()
-	v.runs = make([]*runbooks.HostRun, len(hosts))
+	all := v.runner.Hosts()
+	v.names = make([]string, len(v.hostIdx))
+	for i, h := range v.hostIdx {
+		v.names[i] = all[h].Name
+	}
+	v.runs = make([]*runbooks.HostRun, len(v.hostIdx))
 	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
-	ch := make(chan RunbookHost, len(hosts)+1)
+	ch := make(chan RunbookHost, len(v.hostIdx)+1)
 	v.ch = ch
-	runner := v.runner
-	go runner.RunRunbook(ctx, rb, ch)
+	runner, idx := v.runner, append([]int(nil), v.hostIdx...)
+	go runner.RunRunbook(ctx, rb, idx, ch)
 	return v.wait()
 }
 
@@ -220,17 +312,23 @@ func (v *runbooksView) View() string {
 		return v.listView()
 	}
 	st := v.styles
-	hosts := v.runner.Hosts()
-	names := make([]string, len(hosts))
-	for i, h := range hosts {
-		names[i] = h.Name
-	}
 	state := "running"
 	if !v.running {
 		state = "done"
 	}
-	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render(fmt.Sprintf("  on %s  %s %d/%d", inventory.FoldNames(names), state, v.finished, len(v.runs)))
+	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render(fmt.Sprintf("  on %s  %s %d/%d", inventory.FoldNames(v.names), state, v.finished, len(v.runs)))
 	var body []string
+	if v.running {
+		var waiting []string
+		for i, r := range v.runs {
+			if r == nil {
+				waiting = append(waiting, v.names[i])
+			}
+		}
+		if len(waiting) > 0 {
+			body = append(body, st.Hint.Render("waiting on "+inventory.FoldNames(waiting)))
+		}
+	}
 	at := 0 // body line of the cursor
 	idx := 0
 	var selGroup *runbooks.FoldedGroup
@@ -246,9 +344,6 @@ func (v *runbooksView) View() string {
 			body = append(body, marker+statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status))+" "+g.Hosts+": "+g.Summary)
 			idx++
 		}
-	}
-	if len(v.folded) == 0 {
-		body = append(body, st.Hint.Render("waiting for the first host..."))
 	}
 	room := max(1, v.height-1)
 	var pane []string
@@ -277,8 +372,22 @@ func (v *runbooksView) View() string {
 func (v *runbooksView) listView() string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Runbooks"), ""}
-	if v.runner == nil || len(v.runner.Hosts()) == 0 {
+	switch {
+	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), "")
+	case v.typing:
+		lines = append(lines, v.input.View())
+		if v.hostErr != "" {
+			lines = append(lines, st.Error.Render(v.hostErr))
+		}
+		lines = append(lines, "")
+	default:
+		all := v.runner.Hosts()
+		names := make([]string, len(v.hostIdx))
+		for i, h := range v.hostIdx {
+			names[i] = all[h].Name
+		}
+		lines = append(lines, st.CardMuted.Render(fmt.Sprintf("hosts: %s → %s (%d); h chooses, enter runs", v.hostExpr, inventory.FoldNames(names), len(names))), "")
 	}
 	for i, rb := range v.list {
 		marker := "  "

@@ -26,13 +26,15 @@ type fakeRunbooks struct {
 
 func (f fakeRunbooks) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
 
-func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, done chan<- RunbookHost) {
+func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, done chan<- RunbookHost) {
 	defer close(done)
 	files := map[string]string{
 		"nvidia-smi-topo":  "../testdata/fixtures/nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt",
 		"numactl-hardware": "../testdata/fixtures/numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt",
 	}
-	for i, h := range f.Hosts() {
+	all := f.Hosts()
+	for pos, i := range hosts {
+		h := all[i]
 		if ctx.Err() != nil {
 			return
 		}
@@ -68,7 +70,7 @@ func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, done 
 			}
 			run.Verdicts = append(run.Verdicts, runbooks.Judge(c, in))
 		}
-		done <- RunbookHost{Index: i, Run: run}
+		done <- RunbookHost{Index: pos, Run: run}
 	}
 }
 
@@ -150,6 +152,22 @@ func TestRunbooksTab(t *testing.T) {
 			t.Errorf("evidence of gpu006's affinity warning lacks %q:\n%s", want, v)
 		}
 	}
+	// h chooses the hosts, with the inventory's expressions.
+	m, _ = press(t, m, "esc", "h")
+	m = typeLine(t, m, "nope[")
+	if v := m.View(); !strings.Contains(v, "nope[") || !strings.Contains(v, "never closed") {
+		t.Errorf("a bad host expression is an error on the spot:\n%s", v)
+	}
+	m = typeLine(t, m, "gpu00[4-6]!gpu005")
+	if v := m.View(); !strings.Contains(v, "hosts: gpu00[4-6]!gpu005 → gpu[004,006] (2)") {
+		t.Errorf("chosen hosts:\n%s", v)
+	}
+	m, cmd = press(t, m, "enter")
+	m = drain(t, m, cmd)
+	if v := m.View(); !strings.Contains(v, "on gpu[004,006]  done 2/2") || !strings.Contains(v, "SKIPPED gpu006") || strings.Contains(v, "gpu001") {
+		t.Errorf("the run on the chosen hosts:\n%s", v)
+	}
+	m, _ = press(t, m, "esc")
 	if !strings.Contains(v, "topology: 6/6 hosts") {
 		t.Errorf("status bar lacks the runbook's progress:\n%s", v)
 	}
@@ -197,4 +215,17 @@ func TestRunbooksTabWithoutHosts(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "No hosts: pass --inventory FILE") {
 		t.Errorf("runbooks without an inventory:\n%s", v)
 	}
+}
+
+// typeLine clears the focused input, types line and presses enter.
+func typeLine(t *testing.T, m Model, line string) Model {
+	t.Helper()
+	next, _ := m.Update(tea.KeyMsg{Type: tea.KeyCtrlU})
+	m = next.(Model)
+	if line != "" {
+		next, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(line)})
+		m = next.(Model)
+	}
+	next, _ = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	return next.(Model)
 }
