@@ -97,8 +97,8 @@ func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runb
 	return v
 }
 
-func (v *runbooksView) Init() tea.Cmd    { return nil }
-func (v *runbooksView) Title() string    { return "Runbooks" }
+func (v *runbooksView) Init() tea.Cmd   { return nil }
+func (v *runbooksView) Title() string   { return "Runbooks" }
 func (v *runbooksView) Capturing() bool { return v.typing }
 func (v *runbooksView) SetSize(w, h int) {
 	v.width, v.height = w, h
