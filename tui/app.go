@@ -116,6 +116,29 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.SetSize(msg.Width, msg.Height)
 		return m, nil
 	case tea.KeyMsg:
+		// Keys typed faster than the terminal is read arrive as one message
+		// ("fff"); outside a text field each is a command of its own.
+		if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste && !m.views[m.active].Capturing() {
+			var cmds []tea.Cmd
+			var next tea.Model = m
+			for i, r := range msg.Runes {
+				k := msg
+				k.Runes = []rune{r}
+				var cmd tea.Cmd
+				next, cmd = next.Update(k)
+				cmds = append(cmds, cmd)
+				if nm := next.(Model); nm.views[nm.active].Capturing() {
+					// The rest is text for the field this key opened.
+					if rest := msg.Runes[i+1:]; len(rest) > 0 {
+						k.Runes = rest
+						next, cmd = next.Update(k)
+						cmds = append(cmds, cmd)
+					}
+					break
+				}
+			}
+			return next, tea.Batch(cmds...)
+		}
 		if cmd, handled := m.handleKey(msg); handled {
 			return m, cmd
 		}

@@ -334,3 +334,21 @@ func BenchmarkMatrixView160x48(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// Keys typed faster than the terminal is read arrive as one message; each
+// is still a key of its own, and what follows a key that opens a text
+// field is text for that field.
+func TestFastTyping(t *testing.T) {
+	// (Views are shared by copies of a Model: each press sequence starts
+	// from a new one.)
+	one, _ := press(t, newTestModel(t, 100, 30), "2", "right", "right", "right", "f", "f", "f")
+	fast, _ := press(t, newTestModel(t, 100, 30), "2", "right", "right", "right", "fff")
+	if !strings.Contains(one.View(), "Isolation: Strong") || fast.View() != one.View() {
+		t.Errorf("fff typed at once differs from f, f, f:\n%s\n---\n%s", fast.View(), one.View())
+	}
+	f := newFleetModel(t, fakeFleet{n: 3, odd: -1}, 100, 30)
+	f, _ = press(t, f, "3", ":ls -l")
+	if v := f.View(); !strings.Contains(v, "$ ls -l") {
+		t.Errorf("the text after : goes to the command field:\n%s", v)
+	}
+}
