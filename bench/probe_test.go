@@ -118,9 +118,14 @@ func TestRunbookBenchmark(t *testing.T) {
 	for i, s := range f.Servers {
 		fmt.Fprintf(&sc, "Host h%02d\n  HostName %s\n  Port %d\n", i+1, s.Addr, s.Port)
 	}
-	fmt.Fprintf(&sc, "Host *\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", f.User, f.ClientKey, f.KnownHosts)
+	fmt.Fprintf(&sc, "Host *\n  User %s\n  IdentityFile %s\n  IdentitiesOnly yes\n  UserKnownHostsFile %s\n  StrictHostKeyChecking yes\n  BatchMode yes\n  LogLevel ERROR\n", f.User, f.ClientKey, f.KnownHosts)
 	write(t, cfg, sc.String())
 	base := []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH"), "SSH_AUTH_SOCK="}
+	var names strings.Builder
+	for i := range f.Servers {
+		fmt.Fprintf(&names, "h%02d\n", i+1)
+	}
+	write(t, filepath.Join(dir, "hosts.txt"), names.String())
 	var ds []time.Duration
 	var out []byte
 	for range runs + 1 {
@@ -135,5 +140,22 @@ func TestRunbookBenchmark(t *testing.T) {
 	if !strings.Contains(string(out), "PASS    h[01-50]: 8 GPUs, NV12 full mesh") {
 		t.Fatalf("unexpected output:\n%s", out)
 	}
-	fmt.Printf("\ntopology runbook (2 steps, 3 checks) on 50 hosts: median %.2f s over %d runs\n", ds[len(ds)/2].Seconds(), runs)
+	g := ds[len(ds)/2]
+	fmt.Printf("\ntopology runbook (2 steps, 3 checks) on 50 hosts: median %.2f s over %d runs\n", g.Seconds(), runs)
+
+	// What a user would otherwise run: the same two commands through
+	// parallel-ssh, which only collects the text (no parsing, no verdict).
+	if _, err := exec.LookPath("parallel-ssh"); err != nil {
+		t.Fatalf("parallel-ssh is missing (apt-get install pssh): the runbook has nothing to be compared with")
+	}
+	var pout []byte
+	p := medianOf(t, func() {
+		c := exec.Command("parallel-ssh", "-h", filepath.Join(dir, "hosts.txt"), "-p", "50", "-x", "-F "+cfg, "-i", "nvidia-smi topo -m; numactl --hardware")
+		c.Env = base
+		pout, _ = c.CombinedOutput()
+	})
+	if n := strings.Count(string(pout), "[SUCCESS]"); n != hosts {
+		t.Fatalf("parallel-ssh: %d of %d hosts succeeded:\n%s", n, hosts, pout)
+	}
+	fmt.Printf("parallel-ssh -p 50 collecting the same two outputs (raw text, nothing judged): median %.2f s; gpulab runbook / parallel-ssh = %.2f\n", p.Seconds(), g.Seconds()/p.Seconds())
 }
