@@ -180,3 +180,15 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+func TestRunbookCommands(t *testing.T) {
+	env := noEnv(t)
+	run(t, env, "runbook", "list").expect(t, 0, "nccl-slow           workload  Multi-node NCCL is slow", "")
+	run(t, env, "runbook", "show", "nccl-slow").expect(t, 0, "Parameters (--set name=value):\n  nccl_log ", "")
+	run(t, env, "runbook", "show", "nope").expect(t, 2, "", `no runbook "nope"`)
+	run(t, env, "runbook", "run", "nccl-slow", "-H", "gpu01", "--set", "log=/x").expect(t, 2, "", `--set log: runbook nccl-slow has no parameter "log" (it has nccl_log)`)
+	run(t, env, "runbook", "run", "nccl-slow", "-H", "gpu01", "--set", "nccl_log").expect(t, 2, "", `--set "nccl_log": want name=value`)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "bad.toml"), "id = \"x\"\ntitle = \"x\"\nplane = \"data\"\n[[step]]\nid = \"s\"\ncommand = \"cat {{f}}\"\n")
+	run(t, env, "runbook", "list", "--runbooks", dir).expect(t, 2, "", "bad.toml:6:1: step \"s\" uses {{f}}")
+}

@@ -65,7 +65,18 @@ schema as runbooks/builtin/*.toml).`,
 				return writeJSON(c.OutOrStdout(), rb)
 			}
 			w := c.OutOrStdout()
-			fmt.Fprintf(w, "%s: %s (%s plane)\n%s\n\nSteps:\n", rb.ID, rb.Title, rb.Plane, rb.Symptom)
+			fmt.Fprintf(w, "%s: %s (%s plane)\n%s\n", rb.ID, rb.Title, rb.Plane, rb.Symptom)
+			if len(rb.Params) > 0 {
+				fmt.Fprintln(w, "\nParameters (--set name=value):")
+				for _, p := range rb.Params {
+					def := ""
+					if p.Default != "" {
+						def = " (default " + p.Default + ")"
+					}
+					fmt.Fprintf(w, "  %-10s %s%s\n", p.Name, p.Help, def)
+				}
+			}
+			fmt.Fprintln(w, "\nSteps:")
 			for _, s := range rb.Steps {
 				extra := ""
 				if len(s.Needs) > 0 {
@@ -83,6 +94,7 @@ schema as runbooks/builtin/*.toml).`,
 	var (
 		f   sshFlags
 		yes bool
+		set []string
 	)
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
@@ -92,6 +104,7 @@ check's verdicts with identical hosts folded. Exit status: 0 when no check
 failed, 1 when one did (WARN and UNKNOWN do not fail the run; they are
 printed), 2 for usage errors, 130 after Ctrl-C.`,
 		Example: `  gpulab runbook run topology -H 'gpu[01-08]'
+  gpulab runbook run nccl-slow -H @ib --set nccl_log=/scratch/job-4711/rank0.log
   gpulab runbook run health -H @a100 --json | jq '.hosts[] | {host, verdicts: [.verdicts[] | select(.status != "PASS")]}'`,
 		Args: exactArgs(1, "a runbook id (gpulab runbook list)"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -103,6 +116,10 @@ printed), 2 for usage errors, 130 after Ctrl-C.`,
 			if !ok {
 				return usageErr("no runbook %q (gpulab runbook list)", args[0])
 			}
+			params, err := runbooks.Bind(rb, set)
+			if err != nil {
+				return usageErr("%v", err)
+			}
 			r, err := o.newRunner(&f)
 			if err != nil {
 				return err
@@ -110,7 +127,7 @@ printed), 2 for usage errors, 130 after Ctrl-C.`,
 			defer r.keys.Close()
 			ctx, stop := interruptible(c.ErrOrStderr())
 			defer stop()
-			runs := runbooks.Run(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes})
+			runs := runbooks.Run(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
 			for _, h := range r.failed {
 				runs = append(runs, runbooks.HostRun{Host: h.Host, Class: h.Class, Err: h.Err})
 			}
@@ -139,6 +156,7 @@ printed), 2 for usage errors, 130 after Ctrl-C.`,
 		},
 	}
 	f.register(run)
+	run.Flags().StringArrayVar(&set, "set", nil, "give the runbook's parameter `name=value` (gpulab runbook show ID lists them); repeatable")
 	run.Flags().BoolVar(&yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
 	cmd.AddCommand(run)
 	return cmd

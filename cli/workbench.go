@@ -123,7 +123,8 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	for i, h := range hosts {
 		targets[i] = f.r.targets[h]
 	}
-	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{OnHost: func(i int, r runbooks.HostRun) {
+	params, _ := runbooks.Bind(rb, nil) // defaults: parameters are given with gpulab runbook run --set
+	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})
 }

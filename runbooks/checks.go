@@ -3,6 +3,7 @@ package runbooks
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,6 +128,8 @@ func init() {
 	rules["pending-reasons"] = Rule{Inputs: []string{"kubectl-get-events"}, Fn: pendingReasons}
 	rules["mig-expected"] = Rule{Inputs: []string{"nvidia-smi-mig-lgi"}, Fn: migExpected}
 	rules["mig-mode"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: migMode}
+	rules["nccl-transport"] = Rule{Inputs: []string{"nccl-debug", "rdma-link"}, Fn: ncclTransport}
+	rules["nccl-env"] = Rule{Inputs: []string{"nccl-debug", "rdma-link", "ip-br-link"}, Fn: ncclEnv}
 }
 
 // ran: the step's command exists and exits 0.
@@ -674,4 +677,109 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// ncclTransport: which network NCCL chose, against the RDMA ports the host
+// has. NET/Socket with an RDMA port up is the classic "multi-node is slow".
+func ncclTransport(in []Input, _ map[string]any) Verdict {
+	n := in[0].Value.(*parse.NCCL)
+	links := in[1].Value.([]parse.RdmaLink)
+	var up []string
+	for _, l := range links {
+		if l.Active {
+			up = append(up, fmt.Sprintf("%s/%d", l.Device, l.Port))
+		}
+	}
+	var warn []Evidence
+	for _, w := range n.Warnings {
+		warn = append(warn, Evidence{Step: in[0].Step, Fact: "NCCL WARN " + w.Message, Line: w.Line})
+	}
+	tr := Evidence{Step: in[0].Step, Fact: "NCCL " + n.Version + " chose " + n.Transport}
+	switch {
+	case n.Transport == "NET/Socket" && len(up) > 0:
+		return verdict(Fail, fmt.Sprintf("NCCL chose NET/Socket although %d RDMA port(s) are up (%s)", len(up), strings.Join(up, ", ")),
+			append([]Evidence{tr, {Step: in[1].Step, Fact: strings.Join(up, ", ") + " ACTIVE"}}, warn...)...)
+	case n.Transport == "NET/Socket":
+		return verdict(Fail, "NCCL uses NET/Socket: the host has no RDMA port up", append([]Evidence{tr}, warn...)...)
+	case n.Transport == "":
+		if n.Nodes != nil && *n.Nodes == 1 {
+			return verdict(Skipped, "single-node job: NCCL used no network transport")
+		}
+		return verdict(Unknown, "the log does not say which network NCCL chose (was it written with NCCL_DEBUG=INFO?)", warn...)
+	case !n.GDRDMA:
+		return verdict(Warn, n.Transport+" without GPUDirect RDMA: traffic is staged through host memory", append([]Evidence{tr}, warn...)...)
+	case len(warn) > 0:
+		return verdict(Warn, fmt.Sprintf("%s with GPUDirect RDMA, but the log has %d warning(s)", n.Transport, len(warn)), warn...)
+	}
+	return verdict(Pass, n.Transport+" with GPUDirect RDMA", tr)
+}
+
+// ncclEnv: NCCL_IB_HCA and NCCL_SOCKET_IFNAME, as the log reports them
+// set, must name devices this host has and that are up. Both take a
+// comma list of prefixes; "=" makes them exact and "^" excludes.
+func ncclEnv(in []Input, _ map[string]any) Verdict {
+	n := in[0].Value.(*parse.NCCL)
+	links := in[1].Value.([]parse.RdmaLink)
+	ifaces := in[2].Value.([]parse.Link)
+	var bad, good []Evidence
+	check := func(name, value string, have []string, up map[string]bool) {
+		v, exclude := strings.CutPrefix(value, "^")
+		v, exact := strings.CutPrefix(v, "=")
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			dev, _, _ := strings.Cut(item, ":") // mlx5_0:1 names a port
+			if dev == "" {
+				continue
+			}
+			var matched, active []string
+			for _, h := range have {
+				if h == dev || (!exact && strings.HasPrefix(h, dev)) {
+					matched = append(matched, h)
+					if up[h] {
+						active = append(active, h)
+					}
+				}
+			}
+			switch {
+			case exclude:
+				good = append(good, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s excludes %s", name, item)})
+			case len(matched) == 0:
+				bad = append(bad, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s=%s: no device %q on this host (it has %s)", name, value, item, strings.Join(have, ", "))})
+			case len(active) == 0:
+				bad = append(bad, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s=%s: %s is not up", name, value, strings.Join(matched, ", "))})
+			default:
+				good = append(good, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s=%s: %s up", name, value, strings.Join(active, ", "))})
+			}
+		}
+	}
+	var set []string
+	if v, ok := n.Env["NCCL_IB_HCA"]; ok {
+		set = append(set, "NCCL_IB_HCA")
+		var have []string
+		up := map[string]bool{}
+		for _, l := range links {
+			if !slices.Contains(have, l.Device) {
+				have = append(have, l.Device)
+			}
+			up[l.Device] = up[l.Device] || l.Active
+		}
+		check("NCCL_IB_HCA", v, have, up)
+	}
+	if v, ok := n.Env["NCCL_SOCKET_IFNAME"]; ok {
+		set = append(set, "NCCL_SOCKET_IFNAME")
+		var have []string
+		up := map[string]bool{}
+		for _, l := range ifaces {
+			have = append(have, l.Name)
+			up[l.Name] = l.State == "UP" || (l.State == "UNKNOWN" && slices.Contains(l.Flags, "UP"))
+		}
+		check("NCCL_SOCKET_IFNAME", v, have, up)
+	}
+	switch {
+	case len(set) == 0:
+		return verdict(Pass, "NCCL_IB_HCA and NCCL_SOCKET_IFNAME are not set: NCCL chooses the devices itself")
+	case len(bad) > 0:
+		return verdict(Fail, firstLine(bad[0].Fact), append(bad, good...)...)
+	}
+	return verdict(Pass, strings.Join(set, " and ")+" name devices that are up", good...)
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
 func TestBuiltinRunbooks(t *testing.T) {
@@ -65,6 +67,51 @@ func TestLoadErrors(t *testing.T) {
 		_, err := Load([]string{write("bad.toml", tt.src)})
 		if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+"/", ""), tt.want) {
 			t.Errorf("Load = %v, want %q", err, tt.want)
+		}
+	}
+}
+
+func TestParamErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.toml"), []byte(`id = "p"
+title = "p"
+plane = "data"
+
+[[param]]
+name = "Log-File"
+
+[[step]]
+id = "s"
+command = "cat {{log}}"
+`), 0o644)
+	_, err := Load([]string{dir})
+	for _, want := range []string{"p.toml:6:1: parameter name \"Log-File\" is missing, malformed", "p.toml:10:1: step \"s\" uses {{log}}, which is not a [[param]] of this runbook"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("load error lacks %q: %v", want, err)
+		}
+	}
+}
+
+// NCCL_IB_HCA against a real `rdma link` output: prefixes, '=' exact,
+// ports, '^' exclusion, a name that matches nothing, a device that is down.
+func TestNCCLEnvRule(t *testing.T) {
+	data, err := os.ReadFile("../testdata/fixtures/rdma-link/moc-gpu-node-roce-6links-trailing-space.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, _ := parse.ParseRdmaLink(string(data))
+	for _, tc := range []struct{ hca, want string }{
+		{"mlx5_2,mlx5_3:1", "PASS NCCL_IB_HCA name devices that are up"},
+		{"mlx5", "PASS NCCL_IB_HCA name devices that are up"},
+		{"^mlx5_0", "PASS NCCL_IB_HCA name devices that are up"},
+		{"=mlx5", `FAIL NCCL_IB_HCA==mlx5: no device "mlx5" on this host`},
+		{"mlx5_2,mlx4_0", `FAIL NCCL_IB_HCA=mlx5_2,mlx4_0: no device "mlx4_0" on this host`},
+		{"mlx5_0", "FAIL NCCL_IB_HCA=mlx5_0: mlx5_0 is not up"},
+	} {
+		n := &parse.NCCL{Env: map[string]string{"NCCL_IB_HCA": tc.hca}}
+		v := ncclEnv([]Input{{Step: "nccl", Value: n}, {Step: "rdma", Value: links}, {Step: "links", Value: []parse.Link{}}}, nil)
+		if got := string(v.Status) + " " + v.Summary; !strings.HasPrefix(got, tc.want) {
+			t.Errorf("NCCL_IB_HCA=%s: %s, want %s", tc.hca, got, tc.want)
 		}
 	}
 }

@@ -37,6 +37,9 @@ type RunOptions struct {
 	Yes bool
 	// Events, when set, receives the engine's progress (closed at the end).
 	Events chan<- orchestrator.Event
+	// Params are the runbook's parameter values (Bind); a step whose
+	// parameter has no value is skipped.
+	Params map[string]string
 	// OnHost, when set, is called with each host's run as soon as it is
 	// complete (from the engine's goroutines: it must be safe for that).
 	OnHost func(i int, r HostRun)
@@ -111,11 +114,21 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		in.Problem = "was skipped (dangerous, not confirmed)"
 		return sr, in
 	}
-	line := s.Command
+	line, missing := expand(s.Command, o.Params)
+	if len(missing) > 0 {
+		sets := make([]string, len(missing))
+		for k, m := range missing {
+			sets[k] = "--set " + m + "=..."
+		}
+		sr.Problem = "skipped: no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
+		sr.Class = orchestrator.OK
+		in.Problem, in.Skip = "was skipped: no value for "+strings.Join(missing, ", ")+" ("+strings.Join(sets, " ")+")", true
+		return sr, in
+	}
 	for _, n := range s.Needs {
 		if n == "root" && t.User != "root" {
 			// Never prompt: a password request would hang the fan-out.
-			line = "sudo -n sh -c " + orchestrator.Quote(s.Command)
+			line = "sudo -n sh -c " + orchestrator.Quote(line)
 		}
 	}
 	timeout := s.Timeout.Duration

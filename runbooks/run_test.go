@@ -20,8 +20,8 @@ const fx = "../testdata/fixtures/"
 // host is what a stand-in host's commands print: fixture files, or a
 // failure.
 type host struct {
-	topo, numa, smi, query, kernel, rdma, lgi string
-	smiFails                                  bool
+	topo, numa, smi, query, kernel, rdma, lgi, links string
+	smiFails                                         bool
 	// kubectl maps a kubectl subcommand ("describe node", "get events",
 	// "get pods") to a fixture file; absent means no kubectl on the host.
 	kubectl map[string]string
@@ -59,6 +59,7 @@ func standIns(t *testing.T, hosts []host) func(int) map[string]string {
 		write("numactl", "#!/bin/sh\ncat "+abs(h.numa)+"\n")
 		write("dmesg", "#!/bin/sh\ncat "+abs(h.kernel)+"\n")
 		write("rdma", "#!/bin/sh\ncat "+abs(h.rdma)+"\n")
+		write("ip", "#!/bin/sh\ncat "+abs(h.links)+"\n")
 		if h.ctk {
 			write("nvidia-ctk", "#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version 1.17.8'\n")
 		}
@@ -246,5 +247,72 @@ func TestPendingGPUPodRunbook(t *testing.T) {
 				t.Errorf("%s lacks %q:\n%s", check, w, got)
 			}
 		}
+	}
+}
+
+// nccl-slow reads the job's NCCL log from the path given with --set
+// (quoted: a path with spaces and $(...) is a path, not a command).
+func TestNCCLSlowRunbook(t *testing.T) {
+	links := "ip-br-link/server-cx6-ipoib-ibp-bond-trailing-space.txt"
+	topo := "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"
+	e, ts := fleet(t, []host{
+		{rdma: "rdma-link/gpu-cloud-node-8x-rdma-netdevs-plus-frontend.txt", links: links, topo: topo},
+		{rdma: "rdma-link/ib-format-mlx5_7-down-polling.txt", links: links, topo: topo},
+		{rdma: "rdma-link/moc-gpu-node-roce-6links-trailing-space.txt", links: links, topo: topo},
+	})
+	rb := load(t, "nccl-slow")
+	dir := filepath.Join(t.TempDir(), "job 4711 $(touch PWNED)")
+	os.MkdirAll(dir, 0o755)
+	logOf := func(fixture string) string {
+		data, err := os.ReadFile(fx + "nccl-debug-info/" + fixture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fixture)
+		os.WriteFile(p, data, 0o644)
+		return p
+	}
+	run := func(set ...string) []runbooks.Folded {
+		t.Helper()
+		params, err := runbooks.Bind(rb, set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runbooks.Fold(rb, runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{Params: params}))
+	}
+	expect := func(folded []runbooks.Folded, check string, want ...string) {
+		t.Helper()
+		got := groups(folded, check)
+		for _, w := range want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s lacks %q:\n%s", check, w, got)
+			}
+		}
+	}
+
+	// No log given: the NCCL checks say how to give one.
+	f := run()
+	expect(f, "rdma-up", "WARN gpu01: 9 RDMA port(s) up, 1 down", "FAIL gpu02: no RDMA port is up (1 down)", "WARN gpu03: 4 RDMA port(s) up, 2 down")
+	expect(f, "transport", "SKIPPED gpu[01-03]: step nccl was skipped: no value for nccl_log (--set nccl_log=...)")
+	expect(f, "env", "SKIPPED gpu[01-03]")
+
+	// The classic: NCCL fell back to sockets while RDMA ports are up.
+	f = run("nccl_log=" + logOf("hgx-a100-net-socket-fallback-no-libibverbs-topo-dump.txt"))
+	expect(f, "transport", "FAIL gpu01: NCCL chose NET/Socket although 9 RDMA port(s) are up (mlx5_0/1, ", "FAIL gpu03: NCCL chose NET/Socket although 4 RDMA port(s) are up", "FAIL gpu02: NCCL uses NET/Socket: the host has no RDMA port up")
+	expect(f, "env", "PASS gpu[01-03]: NCCL_IB_HCA and NCCL_SOCKET_IFNAME are not set")
+	// (Those verdicts read the log: unquoted, the spaces and $(...) in its
+	// path would have split it and cat would have failed.)
+
+	// RoCE without GPUDirect, and a NCCL_SOCKET_IFNAME this host lacks.
+	f = run("nccl_log=" + logOf("nccl2.27-roce400g-net-ib-device-discovery.txt"))
+	expect(f, "transport", "WARN gpu[01-03]: NET/IB without GPUDirect RDMA")
+	expect(f, "env", `FAIL gpu[01-03]: NCCL_SOCKET_IFNAME=enp25s0np0: no device "enp25s0np0" on this host`)
+
+	// The healthy case.
+	f = run("nccl_log=" + logOf("roce-2node-16gpu-p2p-ipc-net-ib-gdrdma-pxn.txt"))
+	expect(f, "transport", "PASS gpu[01-03]: NET/IB with GPUDirect RDMA")
+
+	if _, err := runbooks.Bind(rb, []string{"ncc_log=/x"}); err == nil || !strings.Contains(err.Error(), `no parameter "ncc_log" (it has nccl_log)`) {
+		t.Errorf("an unknown parameter: %v", err)
 	}
 }

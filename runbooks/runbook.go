@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -34,9 +35,66 @@ type Runbook struct {
 	Title   string  `toml:"title" json:"title"`
 	Plane   string  `toml:"plane" json:"plane"`
 	Symptom string  `toml:"symptom" json:"symptom"`
+	Params  []Param `toml:"param" json:"params,omitempty"`
 	Steps   []Step  `toml:"step" json:"steps"`
 	Checks  []Check `toml:"check" json:"checks"`
 	Source  string  `toml:"-" json:"source"`
+}
+
+// Param is a value the user gives when running the runbook (--set
+// name=value); a step's command names it as {{name}} and gets it shell-quoted.
+// A step whose parameter has no value is SKIPPED, saying how to give one.
+type Param struct {
+	Name    string `toml:"name" json:"name"`
+	Help    string `toml:"help" json:"help"`
+	Default string `toml:"default" json:"default,omitempty"`
+}
+
+var (
+	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	placeholder = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
+)
+
+// Bind checks the values given for rb's parameters (name=value) and
+// returns every parameter's value, defaults filled in.
+func Bind(rb Runbook, set []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range rb.Params {
+		out[p.Name] = p.Default
+	}
+	for _, kv := range set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--set %q: want name=value", kv)
+		}
+		if _, known := out[k]; !known {
+			var names []string
+			for _, p := range rb.Params {
+				names = append(names, p.Name)
+			}
+			if len(names) == 0 {
+				return nil, fmt.Errorf("--set %s: runbook %s takes no parameters", k, rb.ID)
+			}
+			return nil, fmt.Errorf("--set %s: runbook %s has no parameter %q (it has %s)", k, rb.ID, k, strings.Join(names, ", "))
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// expand puts the parameters' values, shell-quoted, into a step's command;
+// missing names the parameters that have no value.
+func expand(command string, params map[string]string) (line string, missing []string) {
+	line = placeholder.ReplaceAllStringFunc(command, func(m string) string {
+		name := placeholder.FindStringSubmatch(m)[1]
+		v := params[name]
+		if v == "" {
+			missing = append(missing, name)
+			return m
+		}
+		return orchestrator.Quote(v)
+	})
+	return line, missing
 }
 
 // Step runs one command on each host.
@@ -159,8 +217,20 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	default:
 		bad([]any{"plane"}, "plane %q: want control, data or workload", rb.Plane)
 	}
+	params := map[string]bool{}
+	for i, p := range rb.Params {
+		if !paramNameRE.MatchString(p.Name) || params[p.Name] {
+			bad([]any{"param", i, "name"}, "parameter name %q is missing, malformed (a-z, 0-9, _) or repeated", p.Name)
+		}
+		params[p.Name] = true
+	}
 	steps := map[string]bool{}
 	for i, s := range rb.Steps {
+		for _, m := range placeholder.FindAllStringSubmatch(s.Command, -1) {
+			if !params[m[1]] {
+				bad([]any{"step", i, "command"}, "step %q uses {{%s}}, which is not a [[param]] of this runbook", s.ID, m[1])
+			}
+		}
 		if !idRE.MatchString(s.ID) || steps[s.ID] {
 			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
 		}
