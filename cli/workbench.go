@@ -117,13 +117,12 @@ func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event
 	return out
 }
 
-func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, done chan<- tui.RunbookHost) {
+func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- tui.RunbookHost) {
 	defer close(done)
 	targets := make([]orchestrator.Target, len(hosts))
 	for i, h := range hosts {
 		targets[i] = f.r.targets[h]
 	}
-	params, _ := runbooks.Bind(rb, nil) // defaults: parameters are given with gpulab runbook run --set
 	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})

@@ -21,7 +21,7 @@ import (
 // then closing done.
 type RunbookRunner interface {
 	Hosts() []FleetHost
-	RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, done chan<- RunbookHost)
+	RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost)
 }
 
 // RunbookHost is one host's finished run; Index is its position in the
@@ -41,7 +41,7 @@ type (
 
 type runbookKeys struct {
 	MoveKeys
-	Run, Evidence, Hosts key.Binding
+	Run, Evidence, Hosts, Params key.Binding
 }
 
 // runbooksView lists the runbooks, runs one on the fleet, and shows its
@@ -60,6 +60,10 @@ type runbooksView struct {
 	hostErr  string
 	typing   bool
 	input    textinput.Model
+	// Parameter values by runbook id; editing walks a runbook's
+	// parameters one by one (param is the index being edited, -1: hosts).
+	params map[string]map[string]string
+	param  int
 
 	sel      int
 	active   *runbooks.Runbook
@@ -77,17 +81,20 @@ type runbooksView struct {
 	width, height int
 }
 
+const hostsPlaceholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, esc cancels)"
+
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
 	ti := textinput.New()
 	ti.Prompt = "hosts: "
-	ti.Placeholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, esc cancels)"
+	ti.Placeholder = hostsPlaceholder
 	ti.CharLimit = 1024
 	v := &runbooksView{runner: runner, inv: inv, list: list, styles: st, input: ti, hostExpr: "*", keys: runbookKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
-	}}
+		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
+	}, params: map[string]map[string]string{}, param: -1}
 	if runner != nil {
 		v.hostIdx = make([]int, len(runner.Hosts()))
 		for i := range v.hostIdx {
@@ -116,11 +123,14 @@ func (v *runbooksView) ShortHelp() []key.Binding {
 	if v.active != nil {
 		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Evidence, v.keys.Back}
 	}
+	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts, v.keys.Params}
+	}
 	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts}
 }
 
 func (v *runbooksView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Evidence, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
 }
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -153,10 +163,18 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 func (v *runbooksView) updateInput(km tea.KeyMsg) tea.Cmd {
 	switch km.Type {
 	case tea.KeyEsc:
-		v.typing, v.hostErr = false, ""
+		v.typing, v.hostErr, v.param = false, "", -1
 		v.input.Blur()
 		return nil
 	case tea.KeyEnter:
+		if v.param >= 0 {
+			rb := v.list[v.sel]
+			if v.params[rb.ID] == nil {
+				v.params[rb.ID] = map[string]string{}
+			}
+			v.params[rb.ID][rb.Params[v.param].Name] = strings.TrimSpace(v.input.Value())
+			return v.editParam(v.param + 1)
+		}
 		expr := strings.TrimSpace(v.input.Value())
 		if expr == "" {
 			expr = "*"
@@ -217,8 +235,13 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 			if len(v.list) > 0 && v.runner != nil && len(v.hostIdx) > 0 {
 				return v.start(v.list[v.sel])
 			}
+		case key.Matches(km, k.Params):
+			if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+				return v.editParam(0)
+			}
 		case key.Matches(km, k.Hosts):
 			if v.runner != nil && len(v.runner.Hosts()) > 0 {
+				v.input.Prompt, v.input.Placeholder = "hosts: ", hostsPlaceholder
 				v.typing = true
 				v.input.SetValue(v.hostExpr)
 				v.input.CursorEnd()
@@ -247,6 +270,39 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// editParam opens the field for the selected runbook's i-th parameter, or
+// closes it after the last.
+func (v *runbooksView) editParam(i int) tea.Cmd {
+	rb := v.list[v.sel]
+	if i >= len(rb.Params) {
+		v.typing, v.param = false, -1
+		v.input.Blur()
+		return nil
+	}
+	p := rb.Params[i]
+	v.typing, v.param = true, i
+	v.input.Prompt, v.input.Placeholder = p.Name+": ", "enter sets, esc cancels"
+	val, ok := v.params[rb.ID][p.Name]
+	if !ok {
+		val = p.Default
+	}
+	v.input.SetValue(val)
+	v.input.CursorEnd()
+	return v.input.Focus()
+}
+
+// values returns rb's parameter values: the defaults, then what was set.
+func (v *runbooksView) values(rb runbooks.Runbook) map[string]string {
+	out := map[string]string{}
+	for _, p := range rb.Params {
+		out[p.Name] = p.Default
+		if val, ok := v.params[rb.ID][p.Name]; ok {
+			out[p.Name] = val
+		}
+	}
+	return out
+}
+
 func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	v.run++
 	v.active = &rb
@@ -262,7 +318,7 @@ func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	ch := make(chan RunbookHost, len(v.hostIdx)+1)
 	v.ch = ch
 	runner, idx := v.runner, append([]int(nil), v.hostIdx...)
-	go runner.RunRunbook(ctx, rb, idx, ch)
+	go runner.RunRunbook(ctx, rb, idx, v.values(rb), ch)
 	return v.wait()
 }
 
@@ -376,6 +432,9 @@ func (v *runbooksView) listView() string {
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), "")
 	case v.typing:
+		if v.param >= 0 {
+			lines = append(lines, st.CardMuted.Render(v.list[v.sel].Params[v.param].Help))
+		}
 		lines = append(lines, v.input.View())
 		if v.hostErr != "" {
 			lines = append(lines, st.Error.Render(v.hostErr))
@@ -398,6 +457,18 @@ func (v *runbooksView) listView() string {
 	}
 	if v.sel < len(v.list) {
 		rb := v.list[v.sel]
+		if len(rb.Params) > 0 {
+			vals := v.values(rb)
+			var parts []string
+			for _, p := range rb.Params {
+				val := vals[p.Name]
+				if val == "" {
+					val = "(not set)"
+				}
+				parts = append(parts, p.Name+" = "+val)
+			}
+			lines = append(lines, "", st.CardMuted.Render("parameters (s sets): "+strings.Join(parts, ", ")))
+		}
 		lines = append(lines, "", st.CardMuted.Render(rb.Symptom))
 	}
 	return strings.Join(lines, "\n")

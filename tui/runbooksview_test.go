@@ -22,12 +22,16 @@ import (
 type fakeRunbooks struct {
 	n           int
 	unreachable int
+	params      chan map[string]string // receives each run's parameters, when set
 }
 
 func (f fakeRunbooks) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
 
-func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, done chan<- RunbookHost) {
+func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost) {
 	defer close(done)
+	if f.params != nil {
+		f.params <- params
+	}
 	files := map[string]string{
 		"nvidia-smi-topo":  "../testdata/fixtures/nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt",
 		"numactl-hardware": "../testdata/fixtures/numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt",
@@ -47,7 +51,9 @@ func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts
 			}
 			in := runbooks.Input{Step: s.ID}
 			sr := runbooks.StepRun{ID: s.ID, Command: s.Command}
-			if i == f.unreachable {
+			if file == "" {
+				in.Problem = "exited 127: no stand-in output for " + s.Parser
+			} else if i == f.unreachable {
 				run.Class = orchestrator.Refused
 				in.Problem = "did not run: host connect (dial tcp: connection refused)"
 			} else {
@@ -228,4 +234,31 @@ func typeLine(t *testing.T, m Model, line string) Model {
 	}
 	next, _ = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
 	return next.(Model)
+}
+
+// s sets the selected runbook's parameters, one field each, and the run
+// gets them.
+func TestRunbooksTabParameters(t *testing.T) {
+	got := make(chan map[string]string, 4)
+	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1, params: got}, 120, 30)
+	m, _ = press(t, m, "4")
+	for i := 0; i < 10 && !strings.Contains(m.View(), "▶ nccl-slow"); i++ {
+		m, _ = press(t, m, "down")
+	}
+	if v := m.View(); !strings.Contains(v, "parameters (s sets): nccl_log = (not set)") {
+		t.Fatalf("a runbook's parameters are shown:\n%s", v)
+	}
+	m, _ = press(t, m, "s")
+	if v := m.View(); !strings.Contains(v, "NCCL_DEBUG=INFO") || !strings.Contains(v, "nccl_log: ") {
+		t.Errorf("the field names the parameter and says what it is:\n%s", v)
+	}
+	m = typeLine(t, m, "/scratch/job 4711/rank0.log")
+	if v := m.View(); !strings.Contains(v, "nccl_log = /scratch/job 4711/rank0.log") {
+		t.Errorf("the value set:\n%s", v)
+	}
+	m, cmd := press(t, m, "enter")
+	drain(t, m, cmd)
+	if p := <-got; p["nccl_log"] != "/scratch/job 4711/rank0.log" {
+		t.Errorf("the run got %v", p)
+	}
 }
