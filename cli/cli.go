@@ -68,6 +68,7 @@ type options struct {
 	inventory string
 	noColor   bool
 	runbooks  []string
+	labs      []string
 }
 
 // Main runs gpulab with args (without the program name) and returns the exit code.
@@ -137,9 +138,10 @@ Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
 	pf.StringArrayVar(&o.catalogs, "catalog", nil, "add the catalog files in `DIR` (or one file) to the built-in catalog; repeatable")
 	pf.StringVar(&o.inventory, "inventory", "", "inventory `FILE` (default: $GPULAB_INVENTORY, then ~/.config/gpulab/inventory.toml)")
 	pf.StringArrayVar(&o.runbooks, "runbooks", nil, "add the runbook files in `DIR` (or one file) to the built-in runbooks; repeatable")
+	pf.StringArrayVar(&o.labs, "labs", nil, "add the lab files in `DIR` (or one file) to the built-in labs; repeatable")
 	pf.BoolVar(&o.noColor, "no-color", false, "draw without colour (also when NO_COLOR is set)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newVersionCmd(o))
+	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newLabCmd(o), newVersionCmd(o))
 	return root
 }
 

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/labs"
+)
+
+// loadLabs loads the built-in labs plus --labs directories.
+func (o *options) loadLabs() ([]*labs.Lab, error) {
+	ls, err := labs.Load(o.labs)
+	if err != nil {
+		return nil, configErr(fmt.Errorf("labs: %w", err))
+	}
+	return ls, nil
+}
+
+func newLabCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "MIU labs: scenario, success criteria scored live, comparison table, lab record",
+		Long: `A lab is a minimum increment unit: a scenario with quantified success
+criteria and counterexamples (what the system must reject), a comparison
+table across modes, and a lab record that lets someone else reproduce the
+conclusion in thirty minutes.
+
+Criteria are CEL expressions over the lab's metrics, which steps compute
+from their commands' parsed output (gpulab parse). Missing evidence is
+UNKNOWN, never PASS. Maturity: draft, validated (ran on real hardware),
+reproducible (a stranger reproduced it), production-notes.
+
+Built-in labs are embedded; --labs DIR adds your own (TOML, same schema as
+labs/builtin/*.toml).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:     "list",
+		Short:   "List the labs with their maturity and estimate",
+		Example: "  gpulab lab list\n  gpulab lab list --json | jq -r '.[] | select(.maturity != \"draft\") | .id'",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ls, err := o.loadLabs()
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSON(c.OutOrStdout(), ls)
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPLANE\tMATURITY\tMIN\tCRITERIA\tNAME")
+			for _, l := range ls {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d+%d\t%s\n", l.ID, l.Plane, l.Maturity, l.EstimateMinutes, len(l.Criteria), len(l.Counter), l.Name)
+			}
+			return tw.Flush()
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:     "show ID",
+		Short:   "Show a lab: goal, constraints, flow, criteria, comparison table",
+		Example: "  gpulab lab show topology-sanity\n  gpulab lab show health-gate --json | jq '.criteria'",
+		Args:    exactArgs(1, "a lab id (gpulab lab list)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ls, err := o.loadLabs()
+			if err != nil {
+				return err
+			}
+			l, ok := labs.Find(ls, args[0])
+			if !ok {
+				return usageErr("no lab %q (gpulab lab list)", args[0])
+			}
+			if o.json {
+				return writeJSON(c.OutOrStdout(), l)
+			}
+			printLab(c.OutOrStdout(), l)
+			return nil
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "check FILE|DIR",
+		Short: "Validate lab files: schema, parsers, CEL expressions, metrics",
+		Long: `Validate lab files: unknown keys, unknown parsers, CEL expressions that do not
+compile or are not bool, and criteria that read a metric no step measures
+are reported with file:line:column. Exit 0 when valid, 1 when not.`,
+		Example: "  gpulab lab check my-labs/\n  gpulab lab check my-labs/mps.toml --json",
+		Args:    exactArgs(1, "a directory or a .toml file"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ls, err := labs.Load(append(append([]string(nil), o.labs...), args[0]))
+			return reportCheck(c.OutOrStdout(), o.json, args[0], err, func() string {
+				return fmt.Sprintf("%s: ok (%d labs with the built-in ones)", args[0], len(ls))
+			})
+		},
+	})
+	return cmd
+}
+
+func printLab(w io.Writer, l *labs.Lab) {
+	fmt.Fprintf(w, "%s: %s\n%s plane · %s · about %d min · %s\n\nGoal: %s\n", l.ID, l.Name, l.Plane, l.Maturity, l.EstimateMinutes, l.Cost, l.Goal)
+	fmt.Fprintf(w, "\nConstraints\n  hardware:   %s\n  MIG:        %s\n  Kubernetes: %s\n  workload:   %s\n",
+		l.Constraints.Hardware, l.Constraints.MIG, l.Constraints.Kubernetes, l.Constraints.Workload)
+	if len(l.Prerequisites) > 0 {
+		fmt.Fprintln(w, "\nPrerequisites")
+		for _, p := range l.Prerequisites {
+			how := "confirm by hand"
+			switch {
+			case p.Expect != "":
+				how = p.Command + " → " + p.Expect
+			case p.Command != "":
+				how = p.Command + " exits 0"
+			}
+			fmt.Fprintf(w, "  - %s (%s)\n", p.Description, how)
+		}
+	}
+	for _, ph := range labs.Phases {
+		var lines []string
+		for _, s := range l.Steps {
+			if s.Phase == ph {
+				lines = append(lines, fmt.Sprintf("  %-8s %s", s.ID, s.Command))
+				for _, m := range sortedKeys(s.Metrics) {
+					lines = append(lines, fmt.Sprintf("           metrics.%s = %s", m, s.Metrics[m]))
+				}
+			}
+		}
+		if len(lines) > 0 {
+			fmt.Fprintf(w, "\n%s%s\n%s\n", strings.ToUpper(ph[:1]), ph[1:], strings.Join(lines, "\n"))
+		}
+	}
+	fmt.Fprintln(w, "\nSuccess criteria")
+	for _, c := range l.Criteria {
+		fmt.Fprintf(w, "  %-11s %-22s %s\n              %s\n", "["+c.Impact+"]", c.ID, c.Description, c.Expr)
+	}
+	if len(l.Counter) > 0 {
+		fmt.Fprintln(w, "\nCounterexamples (must be rejected)")
+		for _, c := range l.Counter {
+			fmt.Fprintf(w, "  %-11s %-22s %s\n              %s\n", "["+c.Impact+"]", c.ID, c.Description, c.Expr)
+		}
+	}
+	if len(l.Comparison) > 0 {
+		fmt.Fprintln(w, "\nComparison")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  MODE\tUNIT\tISOLATION\tINTERFERENCE\tFRAGMENTATION\tGOVERNANCE\tOPS")
+		for _, r := range l.Comparison {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mode, r.ResourceUnit, r.Isolation, r.Interference, r.Fragmentation, r.Governance, r.OpsComplexity)
+		}
+		tw.Flush()
+	}
+	if l.Principle != "" {
+		fmt.Fprintf(w, "\nPrinciple\n  %s\n", l.Principle)
+	}
+	if l.StopLoss != "" {
+		fmt.Fprintf(w, "\nCleanup and stop-loss\n  %s\n", l.StopLoss)
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

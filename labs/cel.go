@@ -1,0 +1,153 @@
+package labs
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/ext"
+	"google.golang.org/protobuf/types/known/structpb"
+)
+
+// The three CEL environments: a step's metrics see its parsed output, a
+// prerequisite's expect sees the same, and criteria see the lab's metrics.
+var (
+	stepEnv, criterionEnv *cel.Env
+)
+
+func init() {
+	opts := []cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction}
+	var err error
+	stepEnv, err = cel.NewEnv(append(opts,
+		cel.Variable("out", cel.DynType),
+		cel.Variable("stdout", cel.StringType),
+		cel.Variable("exit_code", cel.IntType))...)
+	if err != nil {
+		panic(err)
+	}
+	criterionEnv, err = cel.NewEnv(append(opts,
+		cel.Variable("metrics", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("hosts", cel.IntType))...)
+	if err != nil {
+		panic(err)
+	}
+}
+
+// sumFunction adds list.sum(): the sum of a list of numbers, an int when
+// every element is one, a double otherwise (CEL has no built-in sum).
+var sumFunction = cel.Function("sum",
+	cel.MemberOverload("list_sum", []*cel.Type{cel.ListType(cel.DynType)}, cel.DynType,
+		cel.UnaryBinding(func(v ref.Val) ref.Val {
+			l, ok := v.(traits.Lister)
+			if !ok {
+				return types.NewErr("sum: not a list")
+			}
+			var ints int64
+			var floats float64
+			isFloat := false
+			it := l.Iterator()
+			for it.HasNext() == types.True {
+				switch x := it.Next().(type) {
+				case types.Int:
+					ints += int64(x)
+				case types.Uint:
+					ints += int64(x)
+				case types.Double:
+					floats += float64(x)
+					isFloat = true
+				default:
+					return types.NewErr("sum: %s is not a number", x.Type().TypeName())
+				}
+			}
+			if isFloat {
+				return types.Double(floats + float64(ints))
+			}
+			return types.Int(ints)
+		})))
+
+// program is a compiled expression and the metrics it reads.
+type program struct {
+	expr  string
+	prg   cel.Program
+	reads []string
+}
+
+var metricRef = regexp.MustCompile(`\bmetrics\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
+
+// compile checks expr in env; wantBool requires a bool result.
+func compile(env *cel.Env, expr string, wantBool bool) (*program, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, fmt.Errorf("empty expression")
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, fmt.Errorf("CEL: %s", oneLine(iss.Err().Error()))
+	}
+	if wantBool && ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
+		return nil, fmt.Errorf("CEL: %q gives %s, want a bool", expr, ast.OutputType())
+	}
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(1_000_000))
+	if err != nil {
+		return nil, fmt.Errorf("CEL: %v", err)
+	}
+	p := &program{expr: expr, prg: prg}
+	seen := map[string]bool{}
+	for _, m := range metricRef.FindAllStringSubmatch(expr, -1) {
+		name := m[1] + m[2]
+		if !seen[name] {
+			seen[name] = true
+			p.reads = append(p.reads, name)
+		}
+	}
+	sort.Strings(p.reads)
+	return p, nil
+}
+
+func oneLine(s string) string {
+	s = strings.TrimPrefix(s, "ERROR: <input>:")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// eval runs p over vars and returns a Go value (bool, int64, float64,
+// string, lists and maps as JSON would).
+func (p *program) eval(vars map[string]any) (any, error) {
+	v, _, err := p.prg.Eval(vars)
+	if err != nil {
+		return nil, err
+	}
+	return native(v)
+}
+
+func native(v ref.Val) (any, error) {
+	switch v.Type() {
+	case types.BoolType, types.IntType, types.UintType, types.DoubleType, types.StringType, types.NullType:
+		return v.Value(), nil
+	}
+	j, err := v.ConvertToNative(reflect.TypeOf(&structpb.Value{}))
+	if err != nil {
+		return nil, fmt.Errorf("a %s is not a metric value", v.Type().TypeName())
+	}
+	return j.(*structpb.Value).AsInterface(), nil
+}
+
+// asCELValue turns a parser's typed value into what CEL reads: the same
+// snake_case keys as its --json output.
+func asCELValue(v any) (any, error) {
+	if v == nil {
+		return nil, nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(data, &out)
+	return out, err
+}

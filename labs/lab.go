@@ -1,0 +1,133 @@
+// Package labs is the MIU (minimum increment unit) of gpulab: a scenario
+// with quantified success criteria and counterexamples, a comparison table
+// across modes, and a lab record that lets a stranger reproduce the
+// conclusion in thirty minutes.
+//
+// Labs are TOML files, embedded (builtin/*.toml) or a user's own (--labs
+// DIR), validated strictly on load: unknown keys, unknown parsers, CEL
+// expressions that do not compile and criteria that read metrics no step
+// measures are errors with file:line:col.
+package labs
+
+import (
+	"github.com/gpulab/gpulab/inventory"
+)
+
+// Maturity levels, in order: a lab is a draft until it ran on real
+// hardware, reproducible once a stranger reproduced it, and carries
+// production notes once real production experience is added.
+var Maturities = []string{"draft", "validated", "reproducible", "production-notes"}
+
+// Phases of the uniform lab flow, in the order they run. Cleanup always
+// runs, also after a failure, a lost host or Ctrl-C.
+var Phases = []string{"setup", "run", "observe", "check", "cleanup"}
+
+// Impacts of a criterion: a failed critical or major criterion fails the
+// lab; a failed minor one is a warning.
+var Impacts = []string{"critical", "major", "minor"}
+
+// Lab is one MIU.
+type Lab struct {
+	ID   string `toml:"id" json:"id"`
+	Name string `toml:"name" json:"name"` // one line: what it solves
+	// Goal is the promise the lab verifies (quota fulfilled, isolation
+	// effective, P99 controlled).
+	Goal     string `toml:"goal" json:"goal"`
+	Plane    string `toml:"plane" json:"plane"`
+	Maturity string `toml:"maturity" json:"maturity"`
+	// EstimateMinutes is what a run should take, for the timer's ETA.
+	EstimateMinutes int    `toml:"estimate_minutes" json:"estimate_minutes"`
+	Cost            string `toml:"cost" json:"cost"`
+	// Principle is the short overview of why the result comes out as it
+	// does, shown after the verification checklist.
+	Principle     string           `toml:"principle" json:"principle"`
+	Constraints   Constraints      `toml:"constraints" json:"constraints"`
+	Prerequisites []Prerequisite   `toml:"prerequisite" json:"prerequisites"`
+	Steps         []Step           `toml:"step" json:"steps"`
+	Criteria      []Criterion      `toml:"criterion" json:"criteria"`
+	Counter       []Criterion      `toml:"counterexample" json:"counterexamples"`
+	Comparison    []ComparisonRow  `toml:"comparison" json:"comparison"`
+	Result        ResultRow        `toml:"result" json:"result"`
+	StopLoss      string           `toml:"stop_loss" json:"stop_loss"`
+	Source        string           `toml:"-" json:"source"`
+	// MetricsFrom maps each metric to the step that measures it.
+	MetricsFrom map[string]string `toml:"-" json:"-"`
+	programs    map[string]*program
+}
+
+// Constraints say where the lab's conclusion holds.
+type Constraints struct {
+	Hardware   string `toml:"hardware" json:"hardware"`
+	MIG        string `toml:"mig" json:"mig"`
+	Kubernetes string `toml:"kubernetes" json:"kubernetes"`
+	Workload   string `toml:"workload" json:"workload"`
+}
+
+// Prerequisite is checked before the lab starts, by a command where one
+// can check it (its exit status, or a CEL expression over its parsed
+// output `out`), otherwise listed for the operator to confirm.
+type Prerequisite struct {
+	Description string `toml:"description" json:"description"`
+	Command     string `toml:"command" json:"command,omitempty"`
+	Parser      string `toml:"parser" json:"parser,omitempty"`
+	Expect      string `toml:"expect" json:"expect,omitempty"`
+}
+
+// Step is one command of a phase, run on each selected host (or on the
+// first one), whose output a parser turns into a value `out` from which
+// named metrics are computed with CEL.
+type Step struct {
+	ID        string             `toml:"id" json:"id"`
+	Phase     string             `toml:"phase" json:"phase"`
+	Title     string             `toml:"title" json:"title"`
+	Command   string             `toml:"command" json:"command"`
+	Parser    string             `toml:"parser" json:"parser,omitempty"`
+	Timeout   inventory.Duration `toml:"timeout" json:"timeout"`
+	Hosts     string             `toml:"hosts" json:"hosts,omitempty"`
+	Needs     []string           `toml:"needs" json:"needs,omitempty"`
+	Dangerous bool               `toml:"dangerous" json:"dangerous,omitempty"`
+	// Metrics maps a metric name to a CEL expression over the step's
+	// parsed output `out`, its `stdout` and its `exit_code`.
+	Metrics map[string]string `toml:"metrics" json:"metrics,omitempty"`
+	// Solve is what --solve runs instead of Command in a demo.
+	Solve string `toml:"solve" json:"solve,omitempty"`
+}
+
+// Criterion is a quantified success criterion, or a counterexample (what
+// the system must reject; the lab passes only if the rejection happens).
+type Criterion struct {
+	ID          string `toml:"id" json:"id"`
+	Description string `toml:"description" json:"description"`
+	// Expr is a CEL expression over `metrics` (a map of the lab's
+	// metrics) and `hosts` (how many hosts ran the lab); it must be a bool.
+	Expr   string `toml:"expr" json:"expr"`
+	Impact string `toml:"impact" json:"impact"`
+	// Waiver, when set, is the reason a failure is accepted: the verdict
+	// is WARN and the record says why.
+	Waiver string `toml:"waiver" json:"waiver,omitempty"`
+}
+
+// ComparisonRow is one mode in the lab's comparison table; a cell that
+// reads "metric:NAME" is filled from a finished run.
+type ComparisonRow struct {
+	Mode          string `toml:"mode" json:"mode"`
+	ResourceUnit  string `toml:"resource_unit" json:"resource_unit"`
+	Isolation     string `toml:"isolation" json:"isolation"`
+	Interference  string `toml:"interference" json:"interference"`
+	Fragmentation string `toml:"fragmentation" json:"fragmentation"`
+	Governance    string `toml:"governance" json:"governance"`
+	OpsComplexity string `toml:"ops_complexity" json:"ops_complexity"`
+}
+
+// ResultRow says how the lab fills the standard result table: the workload
+// and mode it runs, and which metrics are its throughput and latencies.
+type ResultRow struct {
+	Workload   string `toml:"workload" json:"workload"`
+	Mode       string `toml:"mode" json:"mode"`
+	Request    string `toml:"request" json:"request"`
+	Throughput string `toml:"throughput" json:"throughput,omitempty"` // metric name
+	Unit       string `toml:"unit" json:"unit,omitempty"`
+	P50        string `toml:"p50" json:"p50,omitempty"`
+	P95        string `toml:"p95" json:"p95,omitempty"`
+	P99        string `toml:"p99" json:"p99,omitempty"`
+}

@@ -1,0 +1,267 @@
+package labs
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+const fx = "../testdata/fixtures/"
+
+func TestBuiltinLabsLoad(t *testing.T) {
+	ls, err := Load(nil)
+	if err != nil {
+		t.Fatalf("built-in labs do not load: %v", err)
+	}
+	if len(ls) < 2 {
+		t.Fatalf("%d built-in labs", len(ls))
+	}
+	for _, l := range ls {
+		if l.Maturity != "draft" {
+			t.Errorf("%s: maturity %s before it ran on real hardware", l.ID, l.Maturity)
+		}
+	}
+}
+
+func lab(t *testing.T, id string) *Lab {
+	t.Helper()
+	ls, err := Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := Find(ls, id)
+	if !ok {
+		t.Fatalf("no lab %s", id)
+	}
+	return l
+}
+
+// measure parses a fixture with the step's parser and computes its metrics.
+func measure(t *testing.T, l *Lab, step, fixture string, into map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(fx + fixture)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kind string
+	for _, s := range l.Steps {
+		if s.ID == step {
+			kind = s.Parser
+		}
+	}
+	k, _ := parse.Lookup(kind)
+	v, _ := k.Parse(string(data))
+	vals, errs := l.Measure(step, v, string(data), 0)
+	for m, err := range errs {
+		t.Errorf("%s metric %s: %v", fixture, m, err)
+	}
+	for m, v := range vals {
+		into[m] = v
+	}
+}
+
+func statuses(scores []Score) string {
+	var parts []string
+	for _, s := range scores {
+		parts = append(parts, s.ID+"="+string(s.Status))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestTopologySanityOnRealOutputs(t *testing.T) {
+	l := lab(t, "topology-sanity")
+	for _, tc := range []struct {
+		topo, want string
+		metrics    map[string]any
+	}{
+		{"nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt",
+			"nvlink-mesh=PASS near-nic=FAIL numa-known=PASS",
+			map[string]any{"gpus": int64(8), "nics": int64(1), "non_nvlink_pairs": int64(0), "gpus_with_near_nic": int64(2)}},
+		{"nvidia-smi-topo-m/v100-sxm2-8gpu-hybrid-cube-mesh-nv1-nv2-mlx5-drv440.txt",
+			"nvlink-mesh=FAIL", map[string]any{"gpus": int64(8), "non_nvlink_pairs": int64(12)}},
+		{"nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt",
+			"nvlink-mesh=FAIL near-nic=FAIL", map[string]any{"gpus": int64(4), "non_nvlink_pairs": int64(6), "gpus_with_near_nic": int64(0)}},
+		{"nvidia-smi-topo-m/aws-1gpu-efa-tabs-nolegend.txt",
+			"nvlink-mesh=FAIL", map[string]any{"gpus": int64(1), "non_nvlink_pairs": int64(0)}},
+	} {
+		m := map[string]any{}
+		measure(t, l, "topo", tc.topo, m)
+		measure(t, l, "numa", "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt", m)
+		for k, want := range tc.metrics {
+			if m[k] != want {
+				t.Errorf("%s: %s = %v (%T), want %v", tc.topo, k, m[k], m[k], want)
+			}
+		}
+		got := statuses(l.Score(m, nil, 1, true))
+		for _, w := range strings.Fields(tc.want) {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: scores %s, want %s", tc.topo, got, w)
+			}
+		}
+	}
+}
+
+func TestHealthGateOnRealOutputs(t *testing.T) {
+	l := lab(t, "health-gate")
+	m := map[string]any{}
+	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-80gb-drv510-ecc-remap-excerpt.txt", m)
+	measure(t, l, "xid", "dmesg-xid/xid63-row-remapper-a100.txt", m)
+	scores := l.Score(m, nil, 1, true)
+	got := statuses(scores)
+	for _, w := range []string{"driver=PASS", "remap=FAIL", "no-hardware-xid=FAIL", "quiet-log=WARN"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("scores %s, want %s", got, w)
+		}
+	}
+	for _, s := range scores {
+		if s.ID == "remap" && (s.Summary != "metrics.remap_failed = 0, metrics.remap_pending = 1 against metrics.remap_pending == 0 && metrics.remap_failed == 0" || s.Evidence["remap_pending"] != "step query") {
+			t.Errorf("remap score carries its values, expression and evidence: %+v", s)
+		}
+	}
+	if Passed(scores) {
+		t.Error("a node with a pending remap passed the health gate")
+	}
+
+	m = map[string]any{}
+	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt", m)
+	measure(t, l, "xid", "dmesg-xid/gpud-xid13-sm-exceptions-then-xid43-iso-decode.txt", m)
+	scores = l.Score(m, nil, 1, true)
+	if got := statuses(scores); got != "driver=PASS ecc=PASS remap=PASS no-hardware-xid=PASS quiet-log=WARN" || !Passed(scores) {
+		t.Errorf("a healthy node with application Xids: %s (passed %v)", got, Passed(scores))
+	}
+}
+
+// Missing evidence is PENDING while the run goes on and UNKNOWN at the
+// end, never PASS; a waiver turns a failure into a warning that says why.
+func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
+	l := lab(t, "health-gate")
+	m := map[string]any{"gpus": int64(8), "uncorrectable_ecc": int64(2), "remap_pending": int64(0), "remap_failed": int64(0)}
+	live := l.Score(m, nil, 1, false)
+	if got := statuses(live); got != "driver=PASS ecc=FAIL remap=PASS no-hardware-xid=PENDING quiet-log=PENDING" {
+		t.Errorf("live: %s", got)
+	}
+	end := l.Score(m, map[string]string{"hardware_xids": "step xid exited 1: sudo: a password is required"}, 1, true)
+	for _, s := range end {
+		if s.ID == "no-hardware-xid" && (s.Status != runbooks.Unknown || !strings.Contains(s.Summary, "metrics.hardware_xids was not measured: step xid exited 1: sudo")) {
+			t.Errorf("missing evidence at the end: %+v", s)
+		}
+	}
+	if Passed(end) {
+		t.Error("passed with an UNKNOWN critical criterion")
+	}
+	l.Criteria[1].Waiver = "known bad DIMM row, RMA open"
+	defer func() { l.Criteria[1].Waiver = "" }()
+	for _, s := range l.Score(m, nil, 1, false) {
+		if s.ID == "ecc" && (s.Status != runbooks.Warn || !strings.HasSuffix(s.Summary, "(waived: known bad DIMM row, RMA open)")) {
+			t.Errorf("waived: %+v", s)
+		}
+	}
+}
+
+func TestLabFileErrors(t *testing.T) {
+	src := `id = "x"
+name = "x"
+goal = "x"
+plane = "data"
+maturity = "beta"
+estimate_minutes = 5
+
+[[step]]
+id = "s"
+phase = "observe"
+command = "nvidia-smi -L"
+parser = "nvidia-smi-L"
+[step.metrics]
+gpus = "size(out.gpus"
+count = "size(out.gpus)"
+
+[[criterion]]
+id = "a"
+description = "a"
+expr = "metrics.gpu > 0"
+impact = "critical"
+
+[[criterion]]
+id = "b"
+description = "b"
+expr = "metrics.count + 1"
+impact = "blocker"
+
+[[step]]
+id = "t"
+phase = "teardown"
+command = "true"
+parser = "nvidia-smi-x"
+`
+	_, err := Parse("lab.toml", []byte(src))
+	if err == nil {
+		t.Fatal("a broken lab loaded")
+	}
+	for _, want := range []string{
+		`lab.toml:5:1: maturity "beta": want one of draft, validated, reproducible, production-notes`,
+		`lab.toml:14:1: metric gpus: CEL:`,
+		`lab.toml:20:1: criterion "a" reads metrics.gpu, which no step measures (measured: count)`,
+		`lab.toml:26:1: criterion "b": CEL: "metrics.count + 1" gives`,
+		`lab.toml:27:1: criterion "b" impact "blocker"`,
+		`lab.toml:31:1: step "t" phase "teardown"`,
+		`lab.toml:33:1: no parser "nvidia-smi-x"`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%v", want, err)
+		}
+	}
+}
+
+// A counterexample passes only when the system rejected what it must: here
+// an allocation beyond the memory limit has to fail with an OOM.
+func TestCounterexample(t *testing.T) {
+	l, err := Parse("c.toml", []byte(`id = "c"
+name = "c"
+goal = "over-allocation is refused"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 5
+
+[[step]]
+id = "overalloc"
+phase = "check"
+command = "python3 alloc.py --gib 30"
+[step.metrics]
+overalloc_refused = "exit_code != 0 && stdout.contains('CUDA out of memory')"
+
+[[criterion]]
+id = "ran"
+description = "the check ran"
+expr = "has(metrics.overalloc_refused)"
+impact = "minor"
+
+[[counterexample]]
+id = "penetration"
+description = "allocating beyond the 20 GiB limit must fail"
+expr = "metrics.overalloc_refused"
+impact = "critical"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		stdout string
+		exit   int
+		want   Status
+	}{
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB", 1, runbooks.Pass},
+		{"allocated 30.00 GiB", 0, runbooks.Fail},
+	} {
+		m, errs := l.Measure("overalloc", nil, tc.stdout, tc.exit)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		s := l.Score(m, nil, 1, true)
+		if s[1].ID != "penetration" || !s[1].Counter || s[1].Status != tc.want {
+			t.Errorf("%q exit %d: %+v, want %s", tc.stdout, tc.exit, s[1], tc.want)
+		}
+	}
+}

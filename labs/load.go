@@ -1,0 +1,256 @@
+package labs
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+//go:embed builtin/*.toml
+var builtin embed.FS
+
+var (
+	idRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	metricRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+)
+
+// Load reads the built-in labs and every *.toml in dirs (or the files
+// named), validates them and compiles their expressions; ids are unique.
+func Load(dirs []string) ([]*Lab, error) {
+	var out []*Lab
+	var errs []error
+	add := func(name string, data []byte) {
+		l, err := Parse(name, data)
+		errs = append(errs, err)
+		if l != nil {
+			out = append(out, l)
+		}
+	}
+	names, _ := fs.Glob(builtin, "builtin/*.toml")
+	for _, n := range names {
+		data, _ := builtin.ReadFile(n)
+		add(n, data)
+	}
+	for _, d := range dirs {
+		files := []string{d}
+		if st, err := os.Stat(d); err != nil {
+			return nil, fmt.Errorf("labs %q: %w", d, err)
+		} else if st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(d, "*.toml"))
+			sort.Strings(files)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			add(f, data)
+		}
+	}
+	seen := map[string]string{}
+	for _, l := range out {
+		if prev, ok := seen[l.ID]; ok {
+			errs = append(errs, fmt.Errorf("%s: lab %q is already defined in %s", l.Source, l.ID, prev))
+		}
+		seen[l.ID] = l.Source
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Find returns the lab with id.
+func Find(ls []*Lab, id string) (*Lab, bool) {
+	for _, l := range ls {
+		if l.ID == id {
+			return l, true
+		}
+	}
+	return nil, false
+}
+
+// Parse reads and validates one lab file.
+func Parse(name string, data []byte) (*Lab, error) {
+	var l Lab
+	ix, err := tomlpos.Decode(name, data, &l)
+	if ix == nil {
+		return nil, err
+	}
+	errs := []error{err}
+	l.Source = name
+	bad := func(path []any, format string, args ...any) {
+		e := ix.Errorf(path, "")
+		e.Msg = fmt.Sprintf(format, args...)
+		errs = append(errs, e)
+	}
+	need := func(key, v string) {
+		if strings.TrimSpace(v) == "" {
+			bad(nil, "lab %q has no %s", l.ID, key)
+		}
+	}
+	if !idRE.MatchString(l.ID) {
+		bad([]any{"id"}, "lab id %q: use lower-case letters, digits and '-'", l.ID)
+	}
+	need("name", l.Name)
+	need("goal", l.Goal)
+	switch l.Plane {
+	case "control", "data", "workload":
+	default:
+		bad([]any{"plane"}, "plane %q: want control, data or workload", l.Plane)
+	}
+	if !slices.Contains(Maturities, l.Maturity) {
+		bad([]any{"maturity"}, "maturity %q: want one of %s", l.Maturity, strings.Join(Maturities, ", "))
+	}
+	if l.EstimateMinutes <= 0 {
+		bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes must be a positive number of minutes", l.ID)
+	}
+	l.programs = map[string]*program{}
+	checkParser := func(path []any, p string) {
+		if p != "" {
+			if _, ok := parse.Lookup(p); !ok {
+				bad(path, "no parser %q (gpulab parse list)", p)
+			}
+		}
+	}
+	for i, p := range l.Prerequisites {
+		if strings.TrimSpace(p.Description) == "" {
+			bad([]any{"prerequisite", i}, "prerequisite %d has no description", i+1)
+		}
+		checkParser([]any{"prerequisite", i, "parser"}, p.Parser)
+		if p.Expect != "" {
+			if p.Command == "" || p.Parser == "" {
+				bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: expect reads the parsed output of a command: give command and parser", i+1)
+			} else if prg, err := compile(stepEnv, p.Expect, true); err != nil {
+				bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: %v", i+1, err)
+			} else {
+				l.programs[fmt.Sprintf("prerequisite:%d", i)] = prg
+			}
+		}
+	}
+	l.MetricsFrom = map[string]string{}
+	steps := map[string]bool{}
+	for i, s := range l.Steps {
+		if !idRE.MatchString(s.ID) || steps[s.ID] {
+			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
+		}
+		steps[s.ID] = true
+		if !slices.Contains(Phases, s.Phase) {
+			bad([]any{"step", i, "phase"}, "step %q phase %q: want one of %s", s.ID, s.Phase, strings.Join(Phases, ", "))
+		}
+		if strings.TrimSpace(s.Command) == "" {
+			bad([]any{"step", i}, "step %q has no command", s.ID)
+		}
+		checkParser([]any{"step", i, "parser"}, s.Parser)
+		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {
+			bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
+		}
+		for j, n := range s.Needs {
+			if n != "root" && n != "kubectl" {
+				bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
+			}
+		}
+		names := make([]string, 0, len(s.Metrics))
+		for m := range s.Metrics {
+			names = append(names, m)
+		}
+		sort.Strings(names)
+		for _, m := range names {
+			path := []any{"step", i, "metrics", m}
+			if !metricRE.MatchString(m) {
+				bad(path, "metric name %q: use lower-case letters, digits and '_'", m)
+			}
+			if prev, ok := l.MetricsFrom[m]; ok {
+				bad(path, "metric %q is already measured by step %q", m, prev)
+				continue
+			}
+			prg, err := compile(stepEnv, s.Metrics[m], false)
+			if err != nil {
+				bad(path, "metric %s: %v", m, err)
+				continue
+			}
+			l.MetricsFrom[m] = s.ID
+			l.programs["metric:"+m] = prg
+		}
+	}
+	if len(l.Criteria) == 0 {
+		bad(nil, "lab %q has no [[criterion]]: a lab's success is quantified, never \"looks fine\"", l.ID)
+	}
+	ids := map[string]bool{}
+	checkCriteria := func(table string, cs []Criterion) {
+		for i, c := range cs {
+			if !idRE.MatchString(c.ID) || ids[c.ID] {
+				bad([]any{table, i, "id"}, "%s id %q is missing, malformed or repeated", table, c.ID)
+			}
+			ids[c.ID] = true
+			if strings.TrimSpace(c.Description) == "" {
+				bad([]any{table, i}, "%s %q has no description", table, c.ID)
+			}
+			if !slices.Contains(Impacts, c.Impact) {
+				bad([]any{table, i, "impact"}, "%s %q impact %q: want critical, major or minor", table, c.ID, c.Impact)
+			}
+			prg, err := compile(criterionEnv, c.Expr, true)
+			if err != nil {
+				bad([]any{table, i, "expr"}, "%s %q: %v", table, c.ID, err)
+				continue
+			}
+			for _, m := range prg.reads {
+				if _, ok := l.MetricsFrom[m]; !ok {
+					bad([]any{table, i, "expr"}, "%s %q reads metrics.%s, which no step measures (measured: %s)", table, c.ID, m, strings.Join(l.metricNames(), ", "))
+				}
+			}
+			l.programs[table+":"+c.ID] = prg
+		}
+	}
+	checkCriteria("criterion", l.Criteria)
+	checkCriteria("counterexample", l.Counter)
+	for i, r := range l.Comparison {
+		if strings.TrimSpace(r.Mode) == "" {
+			bad([]any{"comparison", i}, "comparison row %d has no mode", i+1)
+		}
+		for _, cell := range []struct{ key, v string }{{"resource_unit", r.ResourceUnit}, {"isolation", r.Isolation}, {"interference", r.Interference},
+			{"fragmentation", r.Fragmentation}, {"governance", r.Governance}, {"ops_complexity", r.OpsComplexity}} {
+			if m, ok := strings.CutPrefix(cell.v, "metric:"); ok {
+				if _, known := l.MetricsFrom[m]; !known {
+					bad([]any{"comparison", i, cell.key}, "comparison %q %s points at metric %q, which no step measures", r.Mode, cell.key, m)
+				}
+			}
+		}
+	}
+	for _, f := range []struct{ key, v string }{{"throughput", l.Result.Throughput}, {"p50", l.Result.P50}, {"p95", l.Result.P95}, {"p99", l.Result.P99}} {
+		if _, known := l.MetricsFrom[f.v]; f.v != "" && !known {
+			bad([]any{"result", f.key}, "result %s is metric %q, which no step measures", f.key, f.v)
+		}
+	}
+	if l.Result.Throughput != "" && l.Result.Unit == "" {
+		bad([]any{"result", "throughput"}, "result throughput %q has no unit: say what it counts (tokens/s, GB/s, ...)", l.Result.Throughput)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+func (l *Lab) metricNames() []string {
+	var n []string
+	for m := range l.MetricsFrom {
+		n = append(n, m)
+	}
+	sort.Strings(n)
+	if len(n) == 0 {
+		return []string{"none"}
+	}
+	return n
+}

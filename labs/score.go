@@ -1,0 +1,192 @@
+package labs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpulab/gpulab/runbooks"
+)
+
+// Status is a criterion's state: PENDING while its evidence is still to
+// come, then PASS, FAIL, WARN, SKIPPED or UNKNOWN (the same words as a
+// runbook's verdicts). Missing evidence is UNKNOWN, never PASS.
+type Status = runbooks.Status
+
+// Pending is a criterion whose metrics are not all measured yet.
+const Pending Status = "PENDING"
+
+// Score is one criterion's verdict with what it rests on.
+type Score struct {
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Counter     bool   `json:"counterexample"`
+	Impact      string `json:"impact"`
+	Expr        string `json:"expr"`
+	Status      Status `json:"status"`
+	// Values are the metrics the expression read, as measured.
+	Values map[string]any `json:"values"`
+	// Evidence names the step that measured each metric read.
+	Evidence map[string]string `json:"evidence"`
+	Summary  string            `json:"summary"`
+	Waiver   string            `json:"waiver,omitempty"`
+}
+
+// Measure computes the metrics a step defines from its parsed output
+// (nil when it has no parser or the parser found nothing), its stdout and
+// exit code. A metric that cannot be computed is left out, with why.
+func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[string]any, map[string]error) {
+	vals, errs := map[string]any{}, map[string]error{}
+	var step *Step
+	for i := range l.Steps {
+		if l.Steps[i].ID == stepID {
+			step = &l.Steps[i]
+		}
+	}
+	if step == nil || len(step.Metrics) == 0 {
+		return vals, errs
+	}
+	cv, err := asCELValue(out)
+	if err != nil {
+		for m := range step.Metrics {
+			errs[m] = err
+		}
+		return vals, errs
+	}
+	vars := map[string]any{"out": cv, "stdout": stdout, "exit_code": int64(exitCode)}
+	for m := range step.Metrics {
+		v, err := l.programs["metric:"+m].eval(vars)
+		switch {
+		case err != nil:
+			errs[m] = err
+		case v == nil:
+			errs[m] = fmt.Errorf("the output has no value for it (null)")
+		default:
+			vals[m] = v
+		}
+	}
+	return vals, errs
+}
+
+// Score judges every criterion and counterexample on the metrics measured
+// so far. final says whether more evidence can still come: before the end
+// a criterion lacking a metric is PENDING, after it UNKNOWN. why gives,
+// for a metric that could not be measured, the reason.
+func (l *Lab) Score(metrics map[string]any, why map[string]string, hosts int, final bool) []Score {
+	var out []Score
+	for _, set := range []struct {
+		table   string
+		cs      []Criterion
+		counter bool
+	}{{"criterion", l.Criteria, false}, {"counterexample", l.Counter, true}} {
+		for _, c := range set.cs {
+			out = append(out, l.score(l.programs[set.table+":"+c.ID], c, set.counter, metrics, why, hosts, final))
+		}
+	}
+	return out
+}
+
+func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]any, why map[string]string, hosts int, final bool) Score {
+	s := Score{ID: c.ID, Description: c.Description, Counter: counter, Impact: c.Impact, Expr: c.Expr,
+		Values: map[string]any{}, Evidence: map[string]string{}, Waiver: c.Waiver}
+	var missing []string
+	for _, m := range p.reads {
+		s.Evidence[m] = "step " + l.MetricsFrom[m]
+		if v, ok := metrics[m]; ok {
+			s.Values[m] = v
+		} else {
+			missing = append(missing, m)
+		}
+	}
+	if len(missing) > 0 {
+		if !final {
+			s.Status, s.Summary = Pending, "waiting for "+strings.Join(prefixed(missing), ", ")
+			return s
+		}
+		var parts []string
+		for _, m := range missing {
+			reason := why[m]
+			if reason == "" {
+				reason = "step " + l.MetricsFrom[m] + " gave no value"
+			}
+			parts = append(parts, "metrics."+m+" was not measured: "+reason)
+		}
+		s.Status, s.Summary = runbooks.Unknown, "no evidence: "+strings.Join(parts, "; ")
+		return s
+	}
+	v, err := p.eval(map[string]any{"metrics": metrics, "hosts": int64(hosts)})
+	if err != nil {
+		s.Status, s.Summary = runbooks.Unknown, "cannot evaluate "+c.Expr+": "+err.Error()
+		return s
+	}
+	ok, isBool := v.(bool)
+	if !isBool {
+		s.Status, s.Summary = runbooks.Unknown, fmt.Sprintf("%s gave %v, not a bool", c.Expr, v)
+		return s
+	}
+	s.Summary = measured(s.Values) + "against " + c.Expr
+	switch {
+	case ok:
+		s.Status = runbooks.Pass
+	case c.Waiver != "":
+		s.Status, s.Summary = runbooks.Warn, s.Summary+" (waived: "+c.Waiver+")"
+	case c.Impact == "minor":
+		s.Status = runbooks.Warn
+	default:
+		s.Status = runbooks.Fail
+	}
+	return s
+}
+
+func prefixed(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "metrics." + n
+	}
+	return out
+}
+
+// measured prints "metrics.a = 1.5, metrics.b = true " for a summary.
+func measured(vals map[string]any) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(vals))
+	for n := range vals {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("metrics.%s = %s", n, FormatValue(vals[n]))
+	}
+	return strings.Join(parts, ", ") + " "
+}
+
+// FormatValue prints a metric value: floats with at most 3 decimals.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		s := fmt.Sprintf("%.3f", x)
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+		return s
+	case string:
+		return fmt.Sprintf("%q", x)
+	}
+	return fmt.Sprint(v)
+}
+
+// Passed reports whether scores let the lab pass: no FAIL, no UNKNOWN and
+// no PENDING among the critical and major criteria and counterexamples.
+func Passed(scores []Score) bool {
+	for _, s := range scores {
+		if s.Impact == "minor" {
+			continue
+		}
+		switch s.Status {
+		case runbooks.Fail, runbooks.Unknown, Pending:
+			return false
+		}
+	}
+	return true
+}
