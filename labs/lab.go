@@ -40,16 +40,16 @@ type Lab struct {
 	Cost            string `toml:"cost" json:"cost"`
 	// Principle is the short overview of why the result comes out as it
 	// does, shown after the verification checklist.
-	Principle     string           `toml:"principle" json:"principle"`
-	Constraints   Constraints      `toml:"constraints" json:"constraints"`
-	Prerequisites []Prerequisite   `toml:"prerequisite" json:"prerequisites"`
-	Steps         []Step           `toml:"step" json:"steps"`
-	Criteria      []Criterion      `toml:"criterion" json:"criteria"`
-	Counter       []Criterion      `toml:"counterexample" json:"counterexamples"`
-	Comparison    []ComparisonRow  `toml:"comparison" json:"comparison"`
-	Result        ResultRow        `toml:"result" json:"result"`
-	StopLoss      string           `toml:"stop_loss" json:"stop_loss"`
-	Source        string           `toml:"-" json:"source"`
+	Principle     string          `toml:"principle" json:"principle"`
+	Constraints   Constraints     `toml:"constraints" json:"constraints"`
+	Prerequisites []Prerequisite  `toml:"prerequisite" json:"prerequisites"`
+	Steps         []Step          `toml:"step" json:"steps"`
+	Criteria      []Criterion     `toml:"criterion" json:"criteria"`
+	Counter       []Criterion     `toml:"counterexample" json:"counterexamples"`
+	Comparison    []ComparisonRow `toml:"comparison" json:"comparison"`
+	Result        ResultRow       `toml:"result" json:"result"`
+	StopLoss      string          `toml:"stop_loss" json:"stop_loss"`
+	Source        string          `toml:"-" json:"source"`
 	// MetricsFrom maps each metric to the step that measures it.
 	MetricsFrom map[string]string `toml:"-" json:"-"`
 	programs    map[string]*program
