@@ -54,6 +54,17 @@ func (c Class) String() string {
 // MarshalText makes classes read as their names in JSON.
 func (c Class) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
+// UnmarshalText reads a class back from its name (records written as JSON).
+func (c *Class) UnmarshalText(b []byte) error {
+	for i, n := range classNames {
+		if n == string(b) {
+			*c = Class(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown class %q", b)
+}
+
 // Result is one command's outcome on one host.
 type Result struct {
 	Step     string        `json:"step"`

@@ -183,7 +183,11 @@ func sshdConfig(s *Server, authorized string, o Options) string {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		fmt.Fprintf(&b, " %s=%s", k, o.Env[k])
+		kv := k + "=" + o.Env[k]
+		if strings.ContainsAny(kv, " \t") {
+			kv = `"` + kv + `"` // sshd_config's quoting; a value cannot hold '"'
+		}
+		fmt.Fprintf(&b, " %s", kv)
 	}
 	b.WriteString("\n")
 	if maxStartups != "default" {

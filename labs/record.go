@@ -1,0 +1,123 @@
+package labs
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// RecordSchema is the version of the lab record's JSON.
+const RecordSchema = 1
+
+// Record is a lab run: what ran where, what each host measured, and each
+// criterion's verdict with its value, expression and evidence.
+type Record struct {
+	Schema   int       `json:"schema"`
+	Lab      string    `json:"lab"`
+	Name     string    `json:"name"`
+	Maturity string    `json:"maturity"`
+	Source   string    `json:"source"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Complete is false while the run goes on and after an interrupted
+	// run: such a record is kept, and says so.
+	Complete    bool         `json:"complete"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+	Passed      bool         `json:"passed"`
+	Hosts       []HostRecord `json:"hosts"`
+	Result      ResultRow    `json:"result"`
+}
+
+// HostRecord is one host's run.
+type HostRecord struct {
+	Host            string             `json:"host"`
+	Class           orchestrator.Class `json:"class"`
+	Err             string             `json:"error,omitempty"`
+	Prerequisites   []PrereqRecord     `json:"prerequisites"`
+	Steps           []StepRecord       `json:"steps"`
+	Metrics         map[string]any     `json:"metrics"`
+	MetricErrors    map[string]string  `json:"metric_errors"`
+	Scores          []Score            `json:"scores"`
+	Passed          bool               `json:"passed"`
+	Stopped         string             `json:"stopped,omitempty"` // why the main phases ended early
+	CleanupRan      bool               `json:"cleanup_ran"`
+	CleanupProblems []string           `json:"cleanup_problems,omitempty"`
+}
+
+// PrereqRecord is a prerequisite's outcome: ok, failed, or confirm (no
+// command can check it; the operator confirms).
+type PrereqRecord struct {
+	Description string `json:"description"`
+	Command     string `json:"command,omitempty"`
+	Status      string `json:"status"`
+	Problem     string `json:"problem,omitempty"`
+}
+
+// StepRecord is one step on one host, with its output as evidence.
+type StepRecord struct {
+	ID         string             `json:"id"`
+	Phase      string             `json:"phase"`
+	Command    string             `json:"command"`
+	Class      orchestrator.Class `json:"class"`
+	ExitCode   int                `json:"exit_code"`
+	Problem    string             `json:"problem,omitempty"`
+	Skipped    string             `json:"skipped,omitempty"`
+	ParseError string             `json:"parse_error,omitempty"`
+	Stdout     string             `json:"stdout"`
+	Stderr     string             `json:"stderr,omitempty"`
+	Started    time.Time          `json:"started"`
+	Finished   time.Time          `json:"finished"`
+}
+
+func newRecord(l *Lab, start time.Time) *Record {
+	return &Record{Schema: RecordSchema, Lab: l.ID, Name: l.Name, Maturity: l.Maturity, Source: l.Source, Started: start, Result: l.Result}
+}
+
+func (r *Record) finish(end time.Time, interrupted bool) {
+	r.Finished, r.Interrupted, r.Complete = end, interrupted, !interrupted
+	r.Passed = !interrupted && len(r.Hosts) > 0
+	for _, h := range r.Hosts {
+		r.Passed = r.Passed && h.Passed
+	}
+}
+
+// WriteJSON writes the record into dir as record.json, atomically: a
+// temporary file in the same directory, synced, then renamed into place,
+// so a reader sees the old record or the new one, never a torn file.
+func (r *Record) WriteJSON(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(dir, "record.json"), append(data, '\n'))
+}
+
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}

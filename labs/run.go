@@ -1,0 +1,267 @@
+package labs
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// DefaultStepTimeout bounds a step that names no timeout.
+const DefaultStepTimeout = 10 * time.Minute
+
+// CleanupTimeout bounds the cleanup phase after a cancel: cleanup runs on a
+// context of its own, so Ctrl-C never skips it.
+const CleanupTimeout = 2 * time.Minute
+
+// RunOptions tune a lab run.
+type RunOptions struct {
+	// Yes confirms the steps marked dangerous (they change the host).
+	Yes bool
+	// Solve runs a step's solve command instead of its command, where it
+	// has one (fast-forward for demos).
+	Solve bool
+	// OnEvent, when set, sees the run's progress: steps as they finish on
+	// each host and the scores as they change. It is called from the
+	// engine's goroutines, one host at a time per host.
+	OnEvent func(Event)
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+}
+
+// EventKind says what happened.
+type EventKind int
+
+const (
+	StepStarted EventKind = iota
+	StepFinished
+	ScoresChanged
+	HostFinished
+)
+
+// Event is a lab run's progress on one host.
+type Event struct {
+	Kind   EventKind
+	Index  int // the host's position in the run
+	Host   string
+	Phase  string
+	Step   *StepRecord // StepStarted (command only) and StepFinished
+	Scores []Score     // ScoresChanged and HostFinished
+}
+
+// Run runs lab l on every target over one connection per host: the
+// prerequisites, then setup, run, observe and check, then cleanup, which
+// always runs (after a failed step, a failed prerequisite or a cancel).
+// Each host's criteria are scored live as its metrics arrive. The record
+// keeps every step's output, so evidence is captured before cleanup.
+func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Target, l *Lab, o RunOptions) *Record {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	rec := newRecord(l, now())
+	rec.Hosts = make([]HostRecord, len(targets))
+	var mu sync.Mutex // guards shared (metrics from steps that run on the first host only)
+	shared := map[string]any{}
+	emit := func(ev Event) {
+		if o.OnEvent != nil {
+			o.OnEvent(ev)
+		}
+	}
+	hosts := e.ForEach(ctx, targets, nil, func(i int, t orchestrator.Target, conn *orchestrator.Conn, _ *orchestrator.HostResult) {
+		h := &rec.Hosts[i]
+		h.Host = t.Name
+		h.Metrics, h.MetricErrors = map[string]any{}, map[string]string{}
+		runStep := func(runCtx context.Context, s Step, phase string) *StepRecord {
+			sr := StepRecord{ID: s.ID, Phase: phase, Command: s.Command, ExitCode: -1, Started: now()}
+			emit(Event{Kind: StepStarted, Index: i, Host: t.Name, Phase: phase, Step: &sr})
+			defer func() {
+				sr.Finished = now()
+				h.Steps = append(h.Steps, sr)
+				emit(Event{Kind: StepFinished, Index: i, Host: t.Name, Phase: phase, Step: &sr})
+			}()
+			if s.Hosts == "first" && i != 0 {
+				sr.Skipped = "runs on the first host only"
+				return &sr
+			}
+			if s.Dangerous && !o.Yes {
+				sr.Skipped = "it changes the host and was not confirmed (--yes)"
+				return &sr
+			}
+			cmd := s.Command
+			if o.Solve && s.Solve != "" {
+				cmd, sr.Command = s.Solve, s.Solve
+			}
+			line := cmd
+			for _, n := range s.Needs {
+				if n == "root" && t.User != "root" {
+					line = "sudo -n sh -c " + orchestrator.Quote(cmd)
+				}
+			}
+			timeout := s.Timeout.Duration
+			if timeout == 0 {
+				timeout = DefaultStepTimeout
+			}
+			r := conn.Run(runCtx, s.ID, line, orchestrator.RunOptions{Timeout: timeout, MaxOutput: 16 << 20})
+			sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr = r.Class, r.ExitCode, string(r.Stdout), string(r.Stderr)
+			switch r.Class {
+			case orchestrator.OK:
+			case orchestrator.Exit:
+				sr.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, firstLine(strings.TrimSpace(sr.Stderr+"\n"+sr.Stdout)))
+			default:
+				sr.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
+			}
+			return &sr
+		}
+		measure := func(s Step, sr *StepRecord) {
+			if len(s.Metrics) == 0 || sr.Skipped != "" {
+				return
+			}
+			var out any
+			if s.Parser != "" {
+				k, _ := parse.Lookup(s.Parser)
+				v, err := k.Parse(sr.Stdout)
+				if err != nil {
+					sr.ParseError = err.Error()
+				}
+				out = v
+			}
+			if sr.Class != orchestrator.OK && sr.Class != orchestrator.Exit {
+				for m := range s.Metrics {
+					h.MetricErrors[m] = "step " + s.ID + " " + sr.Problem
+				}
+				return
+			}
+			vals, errs := l.Measure(s.ID, out, sr.Stdout, sr.ExitCode)
+			for m, v := range vals {
+				h.Metrics[m] = v
+				if s.Hosts == "first" {
+					mu.Lock()
+					shared[m] = v
+					mu.Unlock()
+				}
+			}
+			for m, err := range errs {
+				why := err.Error()
+				if sr.Problem != "" {
+					why = "step " + s.ID + " " + sr.Problem + " (" + why + ")"
+				}
+				h.MetricErrors[m] = why
+			}
+			h.Scores = l.Score(h.Metrics, h.MetricErrors, len(targets), false)
+			emit(Event{Kind: ScoresChanged, Index: i, Host: t.Name, Scores: h.Scores})
+		}
+
+		// Cleanup always runs, on a context that a cancel does not end.
+		defer func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+			defer cancel()
+			for _, s := range l.Steps {
+				if s.Phase == "cleanup" {
+					sr := runStep(cctx, s, "cleanup")
+					if sr.Problem != "" {
+						h.CleanupProblems = append(h.CleanupProblems, s.ID+": "+sr.Problem)
+					}
+				}
+			}
+			h.CleanupRan = true
+		}()
+
+		for k, p := range l.Prerequisites {
+			if p.Command == "" {
+				h.Prerequisites = append(h.Prerequisites, PrereqRecord{Description: p.Description, Status: "confirm"})
+				continue
+			}
+			sr := runStep(ctx, Step{ID: fmt.Sprintf("prerequisite-%d", k+1), Command: p.Command, Timeout: inventory.Duration{Duration: time.Minute}}, "prerequisite")
+			pr := PrereqRecord{Description: p.Description, Command: p.Command, Status: "ok"}
+			switch {
+			case sr.Problem != "":
+				pr.Status, pr.Problem = "failed", sr.Problem
+			case p.Expect != "":
+				kind, _ := parse.Lookup(p.Parser)
+				v, _ := kind.Parse(sr.Stdout)
+				cv, _ := asCELValue(v)
+				got, err := l.programs[fmt.Sprintf("prerequisite:%d", k)].eval(map[string]any{"out": cv, "stdout": sr.Stdout, "exit_code": int64(sr.ExitCode)})
+				if b, _ := got.(bool); err != nil || !b {
+					pr.Status, pr.Problem = "failed", "expected "+p.Expect
+					if err != nil {
+						pr.Problem += ": " + err.Error()
+					}
+				}
+			}
+			h.Prerequisites = append(h.Prerequisites, pr)
+			if pr.Status == "failed" && h.Stopped == "" {
+				h.Stopped = "prerequisite not met: " + p.Description + " (" + pr.Problem + ")"
+			}
+		}
+		if h.Stopped != "" {
+			return // every prerequisite is checked and recorded first
+		}
+		for _, ph := range Phases[:len(Phases)-1] {
+			for _, s := range l.Steps {
+				if s.Phase != ph {
+					continue
+				}
+				if ctx.Err() != nil {
+					h.Stopped = "interrupted"
+					return
+				}
+				sr := runStep(ctx, s, ph)
+				measure(s, sr)
+				// Stop-loss: a failed setup or run step ends the main phases;
+				// observe and check steps report what they saw and go on.
+				if sr.Problem != "" && (ph == "setup" || ph == "run") {
+					h.Stopped = "step " + s.ID + " " + sr.Problem
+					return
+				}
+			}
+		}
+	})
+	for i, hr := range hosts {
+		h := &rec.Hosts[i]
+		h.Host, h.Class, h.Err = hr.Host, hr.Class, hr.Err
+		if h.Metrics == nil {
+			h.Metrics, h.MetricErrors = map[string]any{}, map[string]string{}
+		}
+		if hr.Class != orchestrator.OK && h.Stopped == "" {
+			h.Stopped = fmt.Sprintf("host %s: %s", hr.Class, hr.Err)
+		}
+		for m, v := range shared {
+			if _, ok := h.Metrics[m]; !ok {
+				h.Metrics[m] = v
+				delete(h.MetricErrors, m)
+			}
+		}
+		for m, step := range l.MetricsFrom {
+			if _, ok := h.Metrics[m]; !ok && h.MetricErrors[m] == "" {
+				switch {
+				case h.Stopped != "":
+					h.MetricErrors[m] = "the lab stopped before step " + step + ": " + h.Stopped
+				default:
+					h.MetricErrors[m] = "step " + step + " gave no value"
+				}
+			}
+		}
+		h.Scores = l.Score(h.Metrics, h.MetricErrors, len(targets), true)
+		h.Passed = Passed(h.Scores)
+		emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
+	}
+	rec.finish(now(), ctx.Err() != nil)
+	return rec
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}

@@ -1,0 +1,212 @@
+package labs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+const fx = "../testdata/fixtures/"
+
+// testHost is what a stand-in host prints and does.
+type testHost struct {
+	topo string // fixture printed by nvidia-smi topo -m
+	noL  bool   // nvidia-smi -L fails (the prerequisite)
+	work string // the run step's command
+}
+
+// e2eFleet starts one sshd per host with stand-in nvidia-smi scripts first
+// on PATH and LABDIR pointing at the host's own marker directory.
+func e2eFleet(t *testing.T, hosts []testHost) (*sshtest.Fleet, *orchestrator.Engine, []orchestrator.Target, []string) {
+	t.Helper()
+	root := t.TempDir()
+	var labdirs []string
+	for i, h := range hosts {
+		bin := filepath.Join(root, fmt.Sprint(i), "bin")
+		os.MkdirAll(bin, 0o755)
+		labdirs = append(labdirs, filepath.Join(root, fmt.Sprint(i), "lab"))
+		topo, _ := filepath.Abs(fx + h.topo)
+		list, _ := filepath.Abs(fx + "nvidia-smi-L/dgx-a100-80gb-mig-all-balanced-head10.txt")
+		l := "cat " + list
+		if h.noL {
+			l = "echo 'NVIDIA-SMI has failed because it couldn'\\''t communicate with the NVIDIA driver.'; exit 9"
+		}
+		script := fmt.Sprintf("#!/bin/sh\ncase \"$*\" in\n\"topo -m\") cat %s ;;\n\"-L\") %s ;;\n*) exit 2 ;;\nesac\n", topo, l)
+		if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := sshtest.Start(t, len(hosts), sshtest.Options{EnvFor: func(i int) map[string]string {
+		work := hosts[i].work
+		if work == "" {
+			work = "true"
+		}
+		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i), "bin") + ":/usr/bin:/bin", "LABDIR": labdirs[i], "WORK": work}
+	}})
+	var ts []orchestrator.Target
+	for i, s := range f.Servers {
+		ts = append(ts, orchestrator.Target{Name: fmt.Sprintf("gpu%02d", i+1), HostName: s.Addr, Port: s.Port, User: f.User,
+			IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts},
+			ConnectTimeout: 5 * time.Second, CommandTimeout: 60 * time.Second})
+	}
+	return f, &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 8}, ts, labdirs
+}
+
+func e2eLab(t *testing.T) *labs.Lab {
+	t.Helper()
+	data, err := os.ReadFile("testdata/e2e.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := labs.Parse("testdata/e2e.toml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func marker(t *testing.T, dir, name string) string {
+	t.Helper()
+	data, _ := os.ReadFile(filepath.Join(dir, name))
+	return strings.TrimSpace(string(data))
+}
+
+func score(h labs.HostRecord, id string) labs.Score {
+	for _, s := range h.Scores {
+		if s.ID == id {
+			return s
+		}
+	}
+	return labs.Score{}
+}
+
+// A passing host, a failing host (PCIe-only), a host whose prerequisite
+// fails: every host's cleanup runs, and scores come from real outputs.
+func TestLabRunPassFailPrerequisite(t *testing.T) {
+	_, e, ts, dirs := e2eFleet(t, []testHost{
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"},
+		{topo: "nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt"},
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", noL: true},
+	})
+	var mu sync.Mutex
+	var live []string
+	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{OnEvent: func(ev labs.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Kind == labs.ScoresChanged {
+			live = append(live, ev.Host+" "+ev.Scores[0].ID+"="+string(ev.Scores[0].Status))
+		}
+	}})
+	if !rec.Complete || rec.Passed {
+		t.Errorf("complete %v passed %v", rec.Complete, rec.Passed)
+	}
+	h := rec.Hosts
+	if s := score(h[0], "mesh"); s.Status != "PASS" || s.Values["gpus"] != int64(8) || s.Evidence["gpus"] != "step topo" {
+		t.Errorf("gpu01: %+v", s)
+	}
+	if s := score(h[1], "mesh"); s.Status != "FAIL" || !strings.Contains(s.Summary, "metrics.non_nvlink_pairs = 6") {
+		t.Errorf("gpu02: %+v", s)
+	}
+	if s := score(h[2], "mesh"); s.Status != "UNKNOWN" || !strings.Contains(s.Summary, "prerequisite not met: nvidia-smi lists GPUs (exited 9: NVIDIA-SMI has failed") {
+		t.Errorf("gpu03: %+v", s)
+	}
+	if h[2].Prerequisites[1].Status != "confirm" {
+		t.Errorf("a prerequisite no command checks is left to the operator: %+v", h[2].Prerequisites)
+	}
+	for i, d := range dirs[:2] {
+		if marker(t, d, "setup") != "prepared" || marker(t, d, "cleanup") != "cleaned" || !h[i].CleanupRan {
+			t.Errorf("gpu%02d: setup %q cleanup %q ran %v", i+1, marker(t, d, "setup"), marker(t, d, "cleanup"), h[i].CleanupRan)
+		}
+	}
+	if marker(t, dirs[2], "setup") != "" || !h[2].CleanupRan {
+		t.Errorf("gpu03 stopped at the prerequisite, then cleaned up: setup %q, cleanup ran %v (%+v)", marker(t, dirs[2], "setup"), h[2].CleanupRan, h[2].CleanupProblems)
+	}
+	if len(live) < 2 {
+		t.Errorf("scores were not reported live: %v", live)
+	}
+	// The evidence is kept: the observe step's output is in the record.
+	if st := h[0].Steps; len(st) != 5 || st[3].ID != "topo" || !strings.Contains(st[3].Stdout, "NV12") {
+		t.Errorf("gpu01 steps: %+v", st)
+	}
+	dir := t.TempDir()
+	if err := rec.WriteJSON(dir); err != nil {
+		t.Fatal(err)
+	}
+	var back labs.Record
+	data, _ := os.ReadFile(filepath.Join(dir, "record.json"))
+	if err := json.Unmarshal(data, &back); err != nil || back.Schema != labs.RecordSchema || len(back.Hosts) != 3 || back.Hosts[1].Scores[0].Status != "FAIL" {
+		t.Errorf("record round trip: %v", err)
+	}
+}
+
+// Ctrl-C in the middle of the run step: cleanup still runs on every host,
+// the record is marked interrupted, and nothing passes.
+func TestLabRunCancelled(t *testing.T) {
+	_, e, ts, dirs := e2eFleet(t, []testHost{
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", work: "sleep 30"},
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", work: "sleep 30"},
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	start := time.Now()
+	rec := labs.Run(ctx, e, ts, e2eLab(t), labs.RunOptions{OnEvent: func(ev labs.Event) {
+		if ev.Kind == labs.StepStarted && ev.Step.ID == "work" {
+			once.Do(func() { time.AfterFunc(300*time.Millisecond, cancel) })
+		}
+	}})
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the cancelled run took %v", took)
+	}
+	if rec.Complete || !rec.Interrupted || rec.Passed {
+		t.Errorf("complete %v interrupted %v passed %v", rec.Complete, rec.Interrupted, rec.Passed)
+	}
+	for i, h := range rec.Hosts {
+		if marker(t, dirs[i], "cleanup") != "cleaned" || !h.CleanupRan {
+			t.Errorf("%s: cleanup did not run after the cancel (%v)", h.Host, h.CleanupProblems)
+		}
+		if s := score(h, "mesh"); s.Status != "UNKNOWN" {
+			t.Errorf("%s: %+v", h.Host, s)
+		}
+	}
+}
+
+// A host lost mid-run keeps its partial record and does not stop the
+// others; its loss is in the record.
+func TestLabRunHostLost(t *testing.T) {
+	f, e, ts, dirs := e2eFleet(t, []testHost{
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"},
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", work: "sleep 30"},
+	})
+	var once sync.Once
+	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{OnEvent: func(ev labs.Event) {
+		if ev.Kind == labs.StepStarted && ev.Step.ID == "work" && ev.Index == 1 {
+			once.Do(func() { time.AfterFunc(300*time.Millisecond, f.Servers[1].Kill) })
+		}
+	}})
+	if s := score(rec.Hosts[0], "mesh"); s.Status != "PASS" || marker(t, dirs[0], "cleanup") != "cleaned" {
+		t.Errorf("gpu01 was not affected: %+v", s)
+	}
+	h := rec.Hosts[1]
+	if s := score(h, "mesh"); s.Status != "UNKNOWN" || !strings.Contains(h.Stopped, "step work lost") {
+		t.Errorf("gpu02: stopped %q, %+v", h.Stopped, s)
+	}
+	if marker(t, dirs[1], "setup") != "prepared" || len(h.Steps) < 2 {
+		t.Errorf("gpu02's partial record: %+v", h.Steps)
+	}
+	if len(h.CleanupProblems) == 0 {
+		t.Errorf("gpu02's cleanup could not run on a lost connection, and the record must say so")
+	}
+	if rec.Passed {
+		t.Error("a run with a lost host passed")
+	}
+}
