@@ -2,7 +2,10 @@ package labs_test
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
+	"encoding/xml"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -100,7 +103,8 @@ func TestLabRunPassFailPrerequisite(t *testing.T) {
 	})
 	var mu sync.Mutex
 	var live []string
-	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{OnEvent: func(ev labs.Event) {
+	clock := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{Now: func() time.Time { return clock }, OnEvent: func(ev labs.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Kind == labs.ScoresChanged {
@@ -128,7 +132,7 @@ func TestLabRunPassFailPrerequisite(t *testing.T) {
 			t.Errorf("gpu%02d: setup %q cleanup %q ran %v", i+1, marker(t, d, "setup"), marker(t, d, "cleanup"), h[i].CleanupRan)
 		}
 	}
-	if marker(t, dirs[2], "setup") != "" || !h[2].CleanupRan {
+	if marker(t, dirs[2], "setup") != "" || marker(t, dirs[2], "cleanup") != "cleaned" || !h[2].CleanupRan {
 		t.Errorf("gpu03 stopped at the prerequisite, then cleaned up: setup %q, cleanup ran %v (%+v)", marker(t, dirs[2], "setup"), h[2].CleanupRan, h[2].CleanupProblems)
 	}
 	if len(live) < 2 {
@@ -138,9 +142,34 @@ func TestLabRunPassFailPrerequisite(t *testing.T) {
 	if st := h[0].Steps; len(st) != 5 || st[3].ID != "topo" || !strings.Contains(st[3].Stdout, "NV12") {
 		t.Errorf("gpu01 steps: %+v", st)
 	}
-	dir := t.TempDir()
-	if err := rec.WriteJSON(dir); err != nil {
+	results := t.TempDir()
+	dir := rec.Dir(results)
+	if want := filepath.Join(results, "e2e", "20261129-100000-gpu[01-03]"); dir != want {
+		t.Errorf("record dir %s, want %s", dir, want)
+	}
+	if err := rec.Write(dir, filepath.Join(results, "results.csv")); err != nil {
 		t.Fatal(err)
+	}
+	if err := rec.Write(dir, filepath.Join(results, "results.csv")); err != nil { // a second run appends
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "record.md"))
+	golden(t, "testdata/e2e-record.md.golden", string(md))
+	junit, _ := os.ReadFile(filepath.Join(dir, "junit.xml"))
+	var suites struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+	}
+	if err := xml.Unmarshal(junit, &suites); err != nil || suites.Tests != 3 || suites.Failures != 1 || suites.Errors != 1 {
+		t.Errorf("junit.xml: %+v %v\n%s", suites, err, junit)
+	}
+	rows, err := csv.NewReader(strings.NewReader(readFile(t, filepath.Join(results, "results.csv")))).ReadAll()
+	if err != nil || len(rows) != 7 || rows[0][0] != "started" || rows[1][2] != "gpu01" || rows[1][11] != "true" || rows[2][11] != "false" || rows[4][2] != "gpu01" {
+		t.Errorf("results.csv: %v %v", rows, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 	var back labs.Record
 	data, _ := os.ReadFile(filepath.Join(dir, "record.json"))
@@ -209,4 +238,32 @@ func TestLabRunHostLost(t *testing.T) {
 	if rec.Passed {
 		t.Error("a run with a lost host passed")
 	}
+}
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func golden(t *testing.T, path, got string) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./labs -update writes it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test ./labs -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -103,13 +103,26 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			s.Status, s.Summary = Pending, "waiting for "+strings.Join(prefixed(missing), ", ")
 			return s
 		}
-		var parts []string
+		// Metrics missing for the same reason share one sentence.
+		var reasons []string
+		byReason := map[string][]string{}
 		for _, m := range missing {
 			reason := why[m]
 			if reason == "" {
 				reason = "step " + l.MetricsFrom[m] + " gave no value"
 			}
-			parts = append(parts, "metrics."+m+" was not measured: "+reason)
+			if byReason[reason] == nil {
+				reasons = append(reasons, reason)
+			}
+			byReason[reason] = append(byReason[reason], "metrics."+m)
+		}
+		var parts []string
+		for _, r := range reasons {
+			verb := " was"
+			if len(byReason[r]) > 1 {
+				verb = " were"
+			}
+			parts = append(parts, strings.Join(byReason[r], ", ")+verb+" not measured: "+r)
 		}
 		s.Status, s.Summary = runbooks.Unknown, "no evidence: "+strings.Join(parts, "; ")
 		return s

@@ -1,0 +1,339 @@
+package labs
+
+import (
+	"encoding/csv"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// Dir is where a record is written under a results directory:
+// RESULTS/LAB/20261129-103822-gpu[01-04].
+func (r *Record) Dir(results string) string {
+	names := make([]string, len(r.Hosts))
+	for i, h := range r.Hosts {
+		names[i] = h.Host
+	}
+	hosts := strings.NewReplacer("/", "_", " ", "_").Replace(inventory.FoldNames(names))
+	if len(hosts) > 60 {
+		hosts = hosts[:60]
+	}
+	return filepath.Join(results, r.Lab, r.Started.UTC().Format("20060102-150405")+"-"+hosts)
+}
+
+// Write writes the record's files into dir (record.json, record.md,
+// junit.xml), each atomically, and appends its rows to the results
+// directory's results.csv.
+func (r *Record) Write(dir, resultsCSV string) error {
+	if err := r.WriteJSON(dir); err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "record.md"), []byte(r.Markdown())); err != nil {
+		return err
+	}
+	x, err := r.JUnit()
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(filepath.Join(dir, "junit.xml"), x); err != nil {
+		return err
+	}
+	if resultsCSV == "" {
+		return nil
+	}
+	return r.appendCSV(resultsCSV, dir)
+}
+
+// verdictMark is how the Markdown ticks a criterion.
+func verdictMark(s Status) string {
+	switch s {
+	case "PASS":
+		return "[x]"
+	case "WARN":
+		return "[x] ⚠"
+	}
+	return "[ ]"
+}
+
+// Markdown renders the record for people: the run, the standard result
+// table, the acceptance conclusion (each criterion ticked or crossed, with
+// the value measured and the expression), and the steps with problems.
+func (r *Record) Markdown() string {
+	var b strings.Builder
+	names := make([]string, len(r.Hosts))
+	for i, h := range r.Hosts {
+		names[i] = h.Host
+	}
+	verdict := "FAILED"
+	if r.Passed {
+		verdict = "PASSED"
+	}
+	state := "complete"
+	if !r.Complete {
+		state = "INCOMPLETE"
+		if r.Interrupted {
+			state += " (interrupted)"
+		}
+	}
+	fmt.Fprintf(&b, "# Lab record: %s\n\n", r.Name)
+	fmt.Fprintf(&b, "- Lab: `%s` (maturity %s, %s)\n", r.Lab, r.Maturity, r.Source)
+	fmt.Fprintf(&b, "- Hosts: %s\n", inventory.FoldNames(names))
+	fmt.Fprintf(&b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)
+	fmt.Fprintf(&b, "- Conclusion: **%s**\n", verdict)
+	fmt.Fprintf(&b, "- Reproduce: `gpulab lab run %s -H '%s'`\n", r.Lab, inventory.FoldNames(names))
+
+	b.WriteString("\n## Result\n\n")
+	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability | Notes |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, h := range r.Hosts {
+		cell := func(metric string) string {
+			if metric == "" {
+				return "n/a"
+			}
+			v, ok := h.Metrics[metric]
+			if !ok {
+				return "not measured"
+			}
+			return FormatValue(v)
+		}
+		tp := cell(r.Result.Throughput)
+		if r.Result.Throughput != "" && tp != "not measured" {
+			tp += " " + r.Result.Unit
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(r.Result.Workload), mdCell(r.Result.Mode), mdCell(r.Result.Request),
+			tp, cell(r.Result.P50), cell(r.Result.P95), cell(r.Result.P99), cell(metricOr(h, "interference_coefficient")), cell(metricOr(h, "fragmentation")), stability(h), mdCell(notes(h)))
+	}
+
+	b.WriteString("\n## Acceptance\n\n")
+	for _, g := range foldScores(r.Hosts) {
+		kind := g.Impact
+		if g.Counter {
+			kind += ", counterexample"
+		}
+		fmt.Fprintf(&b, "- %s **%s** %s (%s) — %s: %s\n", verdictMark(g.Status), g.ID, g.Description, kind, g.Hosts, g.Summary)
+	}
+	b.WriteString("\n## Evidence\n\n")
+	for _, h := range r.Hosts {
+		fmt.Fprintf(&b, "### %s\n\n", h.Host)
+		if h.Stopped != "" {
+			fmt.Fprintf(&b, "Stopped early: %s\n\n", h.Stopped)
+		}
+		b.WriteString("| Phase | Step | Command | Exit | Outcome |\n|---|---|---|---|---|\n")
+		for _, s := range h.Steps {
+			out := "ok"
+			switch {
+			case s.Skipped != "":
+				out = "skipped: " + s.Skipped
+			case s.Problem != "":
+				out = s.Problem
+			}
+			exit := fmt.Sprint(s.ExitCode)
+			if s.ExitCode < 0 {
+				exit = "—"
+			}
+			fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", s.Phase, s.ID, strings.ReplaceAll(s.Command, "|", `\|`), exit, mdCell(out))
+		}
+		cleanup := "ran"
+		if !h.CleanupRan {
+			cleanup = "did not run"
+		}
+		if len(h.CleanupProblems) > 0 {
+			cleanup += " with problems: " + strings.Join(h.CleanupProblems, "; ")
+		}
+		fmt.Fprintf(&b, "\nCleanup %s.\n\n", cleanup)
+	}
+	b.WriteString("Outputs are in record.json (`jq '.hosts[].steps[] | {id, stdout}'`).\n")
+	return b.String()
+}
+
+func metricOr(h HostRecord, name string) string {
+	if _, ok := h.Metrics[name]; ok {
+		return name
+	}
+	return ""
+}
+
+// stability reads the stability metrics a lab measures (oom, xid,
+// gpu_lost), "n/a" when it measures none.
+func stability(h HostRecord) string {
+	var parts []string
+	for _, m := range []string{"oom", "xid", "gpu_lost"} {
+		if v, ok := h.Metrics[m]; ok {
+			parts = append(parts, m+" "+FormatValue(v))
+		}
+	}
+	if len(parts) == 0 {
+		return "n/a"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func notes(h HostRecord) string {
+	switch {
+	case h.Class != orchestrator.OK:
+		return "host " + h.Class.String()
+	case h.Stopped != "":
+		return "stopped: " + h.Stopped
+	}
+	return ""
+}
+
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
+}
+
+// scoreGroup is a criterion's verdict shared by several hosts.
+type scoreGroup struct {
+	Score
+	Hosts string
+}
+
+// foldScores folds, per criterion, the hosts with the same verdict and
+// summary: "gpu[01-07]: PASS ...; gpu05: FAIL ...".
+func foldScores(hosts []HostRecord) []scoreGroup {
+	type key struct{ id, status, summary string }
+	var order []key
+	members := map[key][]string{}
+	first := map[key]Score{}
+	for _, h := range hosts {
+		for _, s := range h.Scores {
+			k := key{s.ID, string(s.Status), s.Summary}
+			if _, ok := members[k]; !ok {
+				order = append(order, k)
+				first[k] = s
+			}
+			members[k] = append(members[k], h.Host)
+		}
+	}
+	pos := map[string]int{}
+	for i, k := range order {
+		if _, ok := pos[k.id]; !ok {
+			pos[k.id] = i
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return pos[order[a].id] < pos[order[b].id] })
+	out := make([]scoreGroup, len(order))
+	for i, k := range order {
+		out[i] = scoreGroup{Score: first[k], Hosts: inventory.FoldNames(members[k])}
+	}
+	return out
+}
+
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Name    string       `xml:"name,attr"`
+	Tests   int          `xml:"tests,attr"`
+	Fail    int          `xml:"failures,attr"`
+	Errors  int          `xml:"errors,attr"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	Timestamp string      `xml:"timestamp,attr"`
+	Time      string      `xml:"time,attr"`
+	Cases     []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// JUnit renders the record as JUnit XML for CI: one suite per host, one
+// test case per criterion; FAIL is a failure, UNKNOWN and PENDING are
+// errors (the evidence is missing), SKIPPED is skipped, WARN passes with a
+// note.
+func (r *Record) JUnit() ([]byte, error) {
+	all := junitSuites{Name: r.Lab}
+	for _, h := range r.Hosts {
+		s := junitSuite{Name: r.Lab + "/" + h.Host, Timestamp: r.Started.UTC().Format(time.RFC3339), Time: fmt.Sprintf("%.3f", r.Finished.Sub(r.Started).Seconds())}
+		for _, sc := range h.Scores {
+			c := junitCase{Name: sc.ID + ": " + sc.Description, Classname: r.Lab + "." + h.Host}
+			msg := &junitMessage{Message: sc.Summary, Type: string(sc.Status), Text: "expr: " + sc.Expr}
+			switch sc.Status {
+			case "FAIL":
+				c.Failure = msg
+				s.Failures++
+			case "UNKNOWN", Pending:
+				c.Error = msg
+				s.Errors++
+			case "SKIPPED":
+				c.Skipped = msg
+				s.Skipped++
+			default:
+				c.SystemOut = string(sc.Status) + ": " + sc.Summary
+			}
+			s.Cases = append(s.Cases, c)
+			s.Tests++
+		}
+		all.Tests += s.Tests
+		all.Fail += s.Failures
+		all.Errors += s.Errors
+		all.Suites = append(all.Suites, s)
+	}
+	out, err := xml.MarshalIndent(all, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+// CSVHeader is the first row of results.csv.
+var CSVHeader = []string{"started", "lab", "host", "workload", "mode", "request", "throughput", "unit", "p50", "p95", "p99", "passed", "complete", "record"}
+
+// appendCSV appends one row per host to the results CSV, writing the
+// header first when the file is new. Each host's row is one write to a file
+// opened O_APPEND.
+func (r *Record) appendCSV(path, dir string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+		w.Write(CSVHeader)
+	}
+	for _, h := range r.Hosts {
+		val := func(m string) string {
+			if v, ok := h.Metrics[m]; ok && m != "" {
+				return FormatValue(v)
+			}
+			return ""
+		}
+		w.Write([]string{r.Started.UTC().Format(time.RFC3339), r.Lab, h.Host, r.Result.Workload, r.Result.Mode, r.Result.Request,
+			val(r.Result.Throughput), r.Result.Unit, val(r.Result.P50), val(r.Result.P95), val(r.Result.P99),
+			fmt.Sprint(h.Passed), fmt.Sprint(r.Complete), dir})
+	}
+	w.Flush()
+	if _, err := f.WriteString(b.String()); err != nil {
+		return err
+	}
+	return f.Close()
+}
