@@ -182,3 +182,57 @@ func TestProbeSharedHome(t *testing.T) {
 		t.Errorf("copies left in the shared cache: %v", entries)
 	}
 }
+
+// gpulab lab run end to end: stand-in nvidia-smi on each host prints a real
+// topology (NVLink mesh on gpu01, PCIe-only on gpu02); the run prints the
+// folded acceptance, writes the record, and exits 1 for the failing host.
+func TestLabRunAgainstRealSSHD(t *testing.T) {
+	root := t.TempDir()
+	topos := []string{"hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", "a10-4gpu-pcie-SYS-2nic.txt"}
+	for i, topo := range topos {
+		bin := filepath.Join(root, fmt.Sprint(i))
+		os.MkdirAll(bin, 0o755)
+		p, _ := filepath.Abs("../testdata/fixtures/nvidia-smi-topo-m/" + topo)
+		l, _ := filepath.Abs("../testdata/fixtures/nvidia-smi-L/dgx-a100-80gb-mig-all-balanced-head10.txt")
+		writeFile(t, filepath.Join(bin, "nvidia-smi"), fmt.Sprintf("#!/bin/sh\ncase \"$*\" in\n\"topo -m\") cat %s ;;\n\"-L\") cat %s ;;\nesac\n", p, l))
+		os.Chmod(filepath.Join(bin, "nvidia-smi"), 0o755)
+	}
+	f := sshtest.Start(t, 2, sshtest.Options{EnvFor: func(i int) map[string]string {
+		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i)) + ":/usr/bin:/bin", "LABDIR": filepath.Join(root, fmt.Sprint(i), "lab"), "WORK": "true"}
+	}})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	env := noEnv(t)
+	results := filepath.Join(t.TempDir(), "results")
+	r := run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", results)
+	r.expect(t, 1, "  PASS    mesh (critical) gpu01: metrics.gpus = 8, metrics.non_nvlink_pairs = 0 against", "gpu01  observe      topo           ok")
+	r.expect(t, 1, "  FAIL    mesh (critical) gpu02: metrics.gpus = 4, metrics.non_nvlink_pairs = 6 against", "")
+	r.expect(t, 1, "\nFAILED\nrecord: "+results+"/e2e/", "")
+	mds, _ := filepath.Glob(filepath.Join(results, "e2e", "*", "record.md"))
+	if len(mds) != 1 {
+		t.Fatalf("records: %v", mds)
+	}
+	for _, name := range []string{"record.json", "junit.xml"} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(mds[0]), name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(results, "results.csv")); strings.Count(string(data), "\n") != 3 {
+		t.Errorf("results.csv:\n%s", data)
+	}
+
+	r = run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", results, "--json")
+	var rec struct {
+		Complete bool `json:"complete"`
+		Passed   bool `json:"passed"`
+		Hosts    []struct {
+			Scores []struct {
+				Status string         `json:"status"`
+				Values map[string]any `json:"values"`
+			} `json:"scores"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || r.code != 0 || !rec.Complete || !rec.Passed || rec.Hosts[0].Scores[0].Values["gpus"] != float64(8) {
+		t.Errorf("lab run --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	run(t, env, "lab", "run", "nope", "-H", "gpu01", "-F", cfg).expect(t, 2, "", `no lab "nope"`)
+}

@@ -3,13 +3,17 @@ package cli
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // loadLabs loads the built-in labs plus --labs directories.
@@ -96,7 +100,146 @@ are reported with file:line:column. Exit 0 when valid, 1 when not.`,
 			})
 		},
 	})
+	var (
+		f       sshFlags
+		yes     bool
+		solve   bool
+		results string
+	)
+	run := &cobra.Command{
+		Use:   "run ID -H EXPR",
+		Short: "Run a lab on hosts, score each criterion live, write the lab record",
+		Long: `Run a lab on every selected host over SSH: prerequisites, then setup, run,
+observe and check, then cleanup, which always runs (after a failure, a lost
+host or Ctrl-C). Each criterion is scored as its metrics arrive and printed
+with the value measured and its expression.
+
+The lab record goes to --results DIR (default $GPULAB_RESULTS, then
+${XDG_DATA_HOME:-~/.local/share}/gpulab/results): LAB/TIME-HOSTS/ holds
+record.json, record.md and junit.xml, and results.csv gets one row per host.
+
+Exit status: 0 when every host passed, 1 when a criterion failed or lacked
+evidence, 2 for usage errors, 130 after Ctrl-C (cleanup has run and the
+record says incomplete).`,
+		Example: `  gpulab lab run topology-sanity -H 'gpu[01-08]'
+  gpulab lab run health-gate -H @a100 --json | jq '.hosts[] | {host, passed}'
+  gpulab lab run mig-isolation -H gpu07 --results ./results --yes`,
+		Args: exactArgs(1, "a lab id (gpulab lab list)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ls, err := o.loadLabs()
+			if err != nil {
+				return err
+			}
+			l, ok := labs.Find(ls, args[0])
+			if !ok {
+				return usageErr("no lab %q (gpulab lab list)", args[0])
+			}
+			if results == "" {
+				results = o.resultsDir()
+			}
+			r, err := o.newRunner(&f)
+			if err != nil {
+				return err
+			}
+			defer r.keys.Close()
+			ctx, stop := interruptible(c.ErrOrStderr())
+			defer stop()
+			w, errw := c.OutOrStdout(), c.ErrOrStderr()
+			var dir string
+			var mu sync.Mutex
+			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve,
+				OnStart: func(rec *labs.Record) {
+					dir = rec.Dir(results)
+					if err := rec.WriteJSON(dir); err != nil {
+						fmt.Fprintf(errw, "gpulab: cannot write the record: %v\n", err)
+					}
+				},
+				OnEvent: func(ev labs.Event) {
+					if o.json || ev.Kind != labs.StepFinished {
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					s := ev.Step
+					out := "ok"
+					switch {
+					case s.Skipped != "":
+						out = "skipped: " + s.Skipped
+					case s.Problem != "":
+						out = s.Problem
+					}
+					fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)\n", ev.Host, s.Phase, s.ID, out, s.Finished.Sub(s.Started).Round(time.Millisecond))
+				}})
+			for _, h := range r.failed {
+				rec.Hosts = append(rec.Hosts, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
+			}
+			if err := rec.Write(dir, filepath.Join(results, "results.csv")); err != nil {
+				return fmt.Errorf("writing the record: %w", err)
+			}
+			if o.json {
+				err = writeJSON(w, rec)
+			} else {
+				err = printAcceptance(w, rec, dir)
+			}
+			if err != nil {
+				return err
+			}
+			if rec.Interrupted {
+				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+			}
+			if !rec.Passed {
+				return errSilentFailure
+			}
+			return nil
+		},
+	}
+	f.register(run)
+	run.Flags().StringVar(&results, "results", "", "write the lab record under `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
+	run.Flags().BoolVar(&yes, "yes", false, "confirm the steps that change hosts")
+	run.Flags().BoolVar(&solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
+	cmd.AddCommand(run)
 	return cmd
+}
+
+// resultsDir is where lab records go by default.
+func (o *options) resultsDir() string {
+	if d := o.getenv("GPULAB_RESULTS"); d != "" {
+		return d
+	}
+	if d := o.getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "gpulab", "results")
+	}
+	return filepath.Join(o.getenv("HOME"), ".local", "share", "gpulab", "results")
+}
+
+// printAcceptance prints the acceptance conclusion, criteria folded across
+// hosts, and where the record is.
+func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
+	verdict := "FAILED"
+	if rec.Passed {
+		verdict = "PASSED"
+	}
+	if rec.Interrupted {
+		verdict = "INTERRUPTED (cleanup ran; the record is marked incomplete)"
+	}
+	fmt.Fprintf(w, "%s: %s\n\n", rec.Lab, rec.Name)
+	for _, g := range labs.FoldScores(rec.Hosts) {
+		kind := g.Impact
+		if g.Counter {
+			kind += ", counterexample"
+		}
+		fmt.Fprintf(w, "  %-7s %s (%s) %s: %s\n", g.Status, g.ID, kind, g.Hosts, g.Summary)
+	}
+	for _, h := range rec.Hosts {
+		if !h.CleanupRan && h.Class == orchestrator.OK {
+			fmt.Fprintf(w, "  cleanup did not run on %s\n", h.Host)
+		}
+		for _, p := range h.CleanupProblems {
+			fmt.Fprintf(w, "  cleanup problem on %s: %s\n", h.Host, p)
+		}
+	}
+	fmt.Fprintf(w, "\n%s\nrecord: %s\n", verdict, filepath.Join(dir, "record.md"))
+	return nil
 }
 
 func printLab(w io.Writer, l *labs.Lab) {

@@ -112,7 +112,7 @@ func (r *Record) Markdown() string {
 	}
 
 	b.WriteString("\n## Acceptance\n\n")
-	for _, g := range foldScores(r.Hosts) {
+	for _, g := range FoldScores(r.Hosts) {
 		kind := g.Impact
 		if g.Counter {
 			kind += ", counterexample"
@@ -189,15 +189,15 @@ func mdCell(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }
 
-// scoreGroup is a criterion's verdict shared by several hosts.
-type scoreGroup struct {
+// ScoreGroup is a criterion's verdict shared by several hosts.
+type ScoreGroup struct {
 	Score
 	Hosts string
 }
 
-// foldScores folds, per criterion, the hosts with the same verdict and
+// FoldScores folds, per criterion, the hosts with the same verdict and
 // summary: "gpu[01-07]: PASS ...; gpu05: FAIL ...".
-func foldScores(hosts []HostRecord) []scoreGroup {
+func FoldScores(hosts []HostRecord) []ScoreGroup {
 	type key struct{ id, status, summary string }
 	var order []key
 	members := map[key][]string{}
@@ -219,9 +219,9 @@ func foldScores(hosts []HostRecord) []scoreGroup {
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return pos[order[a].id] < pos[order[b].id] })
-	out := make([]scoreGroup, len(order))
+	out := make([]ScoreGroup, len(order))
 	for i, k := range order {
-		out[i] = scoreGroup{Score: first[k], Hosts: inventory.FoldNames(members[k])}
+		out[i] = ScoreGroup{Score: first[k], Hosts: inventory.FoldNames(members[k])}
 	}
 	return out
 }

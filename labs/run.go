@@ -30,6 +30,10 @@ type RunOptions struct {
 	// each host and the scores as they change. It is called from the
 	// engine's goroutines, one host at a time per host.
 	OnEvent func(Event)
+	// OnStart, when set, gets the record before anything runs (hosts
+	// named, not complete), so that a run killed outright still leaves a
+	// record that says it is incomplete.
+	OnStart func(*Record)
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }
@@ -66,6 +70,12 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec := newRecord(l, now())
 	rec.Hosts = make([]HostRecord, len(targets))
+	for i, t := range targets {
+		rec.Hosts[i] = HostRecord{Host: t.Name, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
+	}
+	if o.OnStart != nil {
+		o.OnStart(rec)
+	}
 	var mu sync.Mutex // guards shared (metrics from steps that run on the first host only)
 	shared := map[string]any{}
 	emit := func(ev Event) {
