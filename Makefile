@@ -38,7 +38,7 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzFoldExpand$$' -fuzztime $(FUZZTIME) ./inventory
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./inventory
 	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
-	for f in FuzzParsers FuzzTopo FuzzSMI FuzzSMIList FuzzDmesgXid; do \
+	for f in FuzzParsers FuzzTopo FuzzSMI FuzzSMIList FuzzDmesgXid FuzzWorkloads; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./runbooks/parse || exit 1; done
 
 clean:

@@ -1,0 +1,417 @@
+package parse
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+func init() {
+	register(Kind{Name: "vllm-bench-serve", Command: "vllm bench serve (or benchmarks/benchmark_serving.py)",
+		Parse: func(s string) (any, error) { return ParseVLLMBenchServe(s) }, Fixtures: []string{"workloads/vllm-bench-serve"}})
+	register(Kind{Name: "dcgmi-diag", Command: "dcgmi diag -r 1|2|3|4",
+		Parse: func(s string) (any, error) { return ParseDCGMDiag(s) }, Fixtures: []string{"workloads/dcgmi-diag"}})
+	register(Kind{Name: "gpu-burn", Command: "gpu_burn [-d] [-tc] SECONDS",
+		Parse: func(s string) (any, error) { return ParseGPUBurn(s) }, Fixtures: []string{"workloads/gpu-burn"}})
+}
+
+// VLLMBench is the result block of vllm bench serve. Metrics holds every
+// "Label (unit): value" line under a snake_case key (so new lines are
+// kept); the common ones are also typed fields.
+type VLLMBench struct {
+	Metrics            map[string]float64 `json:"metrics"`
+	SuccessfulRequests *float64           `json:"successful_requests"`
+	FailedRequests     *float64           `json:"failed_requests"`
+	MaxConcurrency     *float64           `json:"max_concurrency"`
+	DurationS          *float64           `json:"duration_s"`
+	RequestThroughput  *float64           `json:"request_throughput_rps"`
+	OutputThroughput   *float64           `json:"output_token_throughput_tps"`
+	TotalThroughput    *float64           `json:"total_token_throughput_tps"`
+	TTFT               Latency            `json:"ttft_ms"`
+	TPOT               Latency            `json:"tpot_ms"`
+	ITL                Latency            `json:"itl_ms"`
+	E2EL               Latency            `json:"e2el_ms"`
+}
+
+// Latency is a latency's summary, in milliseconds, as vllm printed it
+// (percentiles by name: "p99", "p90"...).
+type Latency struct {
+	Mean        *float64           `json:"mean"`
+	Median      *float64           `json:"median"`
+	Std         *float64           `json:"std,omitempty"`
+	Percentiles map[string]float64 `json:"percentiles"`
+}
+
+var (
+	vbLine    = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9 ()%/.,\-]*?):\s+(-?[0-9][0-9.eE+-]*|nan|inf)(\s.*)?$`)
+	vbLatency = regexp.MustCompile(`^(Mean|Median|Std|P(\d+(?:\.\d+)?)) (TTFT|TPOT|ITL|E2EL) \(ms\)$`)
+	nonWord   = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+func snake(label string) string {
+	return strings.Trim(nonWord.ReplaceAllString(strings.ToLower(label), "_"), "_")
+}
+
+// ParseVLLMBenchServe reads the "Serving Benchmark Result" block in its
+// layouts (benchmark_serving.py and vllm bench serve, with or without the
+// failed, concurrency, peak and speculative-decoding lines, padded or
+// trimmed).
+func ParseVLLMBenchServe(text string) (*VLLMBench, error) {
+	out := &VLLMBench{Metrics: map[string]float64{}}
+	for _, l := range []*Latency{&out.TTFT, &out.TPOT, &out.ITL, &out.E2EL} {
+		l.Percentiles = map[string]float64{}
+	}
+	var e errs
+	in := false
+	for n, raw := range lines(text) {
+		ln := n + 1
+		l := strings.TrimSpace(raw)
+		switch {
+		case strings.Contains(l, "Serving Benchmark Result"):
+			in = true
+			continue
+		case !in || l == "" || strings.HasPrefix(l, "---") || strings.HasPrefix(l, "==="):
+			continue
+		}
+		m := vbLine.FindStringSubmatch(l)
+		if m == nil {
+			if strings.HasSuffix(l, ":") { // a sub-heading ("Per-position acceptance (%):")
+				continue
+			}
+			e.add(ln, "not a \"label: value\" line: %q", l)
+			continue
+		}
+		label := strings.TrimSpace(m[1])
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			e.add(ln, "%s: %q is not a number", label, m[2])
+			continue
+		}
+		if extra := strings.TrimSpace(m[3]); extra != "" {
+			e.add(ln, "%s: unexpected %q after the value (kept %v)", label, extra, v)
+		}
+		out.Metrics[snake(label)] = v
+		val := v
+		if lm := vbLatency.FindStringSubmatch(label); lm != nil {
+			lat := map[string]*Latency{"TTFT": &out.TTFT, "TPOT": &out.TPOT, "ITL": &out.ITL, "E2EL": &out.E2EL}[lm[3]]
+			switch {
+			case lm[1] == "Mean":
+				lat.Mean = &val
+			case lm[1] == "Median":
+				lat.Median = &val
+			case lm[1] == "Std":
+				lat.Std = &val
+			default:
+				lat.Percentiles["p"+lm[2]] = v
+			}
+			continue
+		}
+		switch strings.ToLower(label) {
+		case "successful requests":
+			out.SuccessfulRequests = &val
+		case "failed requests":
+			out.FailedRequests = &val
+		case "maximum request concurrency":
+			out.MaxConcurrency = &val
+		case "benchmark duration (s)":
+			out.DurationS = &val
+		case "request throughput (req/s)":
+			out.RequestThroughput = &val
+		case "output token throughput (tok/s)":
+			out.OutputThroughput = &val
+		case "total token throughput (tok/s)":
+			out.TotalThroughput = &val
+		}
+	}
+	if !in {
+		e.add(0, "no \"Serving Benchmark Result\" block (want the output of vllm bench serve)")
+	} else if out.SuccessfulRequests == nil {
+		e.add(0, "the result block has no \"Successful requests\" line")
+	}
+	return out, e.err()
+}
+
+// DCGMDiag is dcgmi diag's table.
+type DCGMDiag struct {
+	Version   string     `json:"dcgm_version,omitempty"`
+	Driver    string     `json:"driver_version,omitempty"`
+	DeviceIDs []string   `json:"device_ids"`
+	Tests     []DCGMTest `json:"tests"`
+	// Overall is the worst result of any test: Fail, Warn, Pass, or Skip
+	// when every test was skipped.
+	Overall string `json:"overall"`
+	Failed  int    `json:"failed"`
+	Passed  int    `json:"passed"`
+	Skipped int    `json:"skipped"`
+	Warned  int    `json:"warned"`
+	// Completed is true when dcgmi printed "Successfully ran diagnostic".
+	Completed bool `json:"completed"`
+}
+
+// DCGMTest is one test's row with its per-GPU results and messages.
+type DCGMTest struct {
+	Section  string            `json:"section"`
+	Name     string            `json:"name"`
+	Result   string            `json:"result"` // Pass, Fail, Skip, Warn
+	Raw      string            `json:"raw"`    // as printed: "Fail - All"
+	GPUs     map[string]string `json:"gpus"`
+	Warnings []string          `json:"warnings"`
+	Info     []string          `json:"info"`
+	Line     int               `json:"line"`
+}
+
+var dcgmSection = regexp.MustCompile(`^[|+]-+\s+(\w+)\s+-+[+|]`)
+
+// ParseDCGMDiag reads dcgmi diag's text table (DCGM 1.x to 4.x layouts:
+// Blacklist/Denylist names, "Pass - All" suffixes, wrapped Warning and
+// Info cells, per-GPU rows).
+func ParseDCGMDiag(text string) (*DCGMDiag, error) {
+	out := &DCGMDiag{DeviceIDs: []string{}, Tests: []DCGMTest{}}
+	var e errs
+	section := ""
+	var cur *DCGMTest
+	var msg *string // the Warning or Info being continued
+	var msgFull bool
+	for n, raw := range lines(text) {
+		ln := n + 1
+		l := strings.TrimRight(raw, " ")
+		if strings.Contains(l, "Successfully ran diagnostic") {
+			out.Completed = true
+			continue
+		}
+		if m := dcgmSection.FindStringSubmatch(l); m != nil {
+			section, cur, msg = m[1], nil, nil
+			continue
+		}
+		if !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "|--") && !strings.Contains(l, "  ") {
+			continue
+		}
+		cells := strings.Split(l, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		left, right := strings.TrimSpace(cells[1]), cells[2]
+		content := strings.TrimPrefix(right, " ")
+		val := strings.TrimSpace(right)
+		if left == "Diagnostic" {
+			continue
+		}
+		switch {
+		case section == "Metadata":
+			switch left {
+			case "DCGM Version":
+				out.Version = val
+			case "Driver Version Detected":
+				out.Driver = val
+			case "GPU Device IDs Detected":
+				for _, id := range strings.Split(val, ",") {
+					out.DeviceIDs = append(out.DeviceIDs, strings.TrimSpace(id))
+				}
+			}
+			continue
+		case left == "Warning" || left == "Info":
+			if cur == nil {
+				e.add(ln, "a %s row before any test", left)
+				continue
+			}
+			s := strings.TrimSpace(content)
+			if left == "Warning" {
+				cur.Warnings = append(cur.Warnings, s)
+				msg = &cur.Warnings[len(cur.Warnings)-1]
+			} else {
+				cur.Info = append(cur.Info, s)
+				msg = &cur.Info[len(cur.Info)-1]
+			}
+			msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
+			continue
+		case left == "":
+			if cur == nil {
+				continue
+			}
+			if g, r, ok := strings.Cut(val, ": "); ok && strings.HasPrefix(g, "GPU") && isInt(strings.TrimPrefix(g, "GPU")) {
+				cur.GPUs[g] = firstWord(r)
+				msg = nil
+				continue
+			}
+			if msg != nil {
+				// DCGM wraps at a fixed width (the cell's, less its
+				// padding), mid-word: a chunk that fills it continues the
+				// word on the next line.
+				if msgFull || strings.HasPrefix(content, " ") {
+					*msg += strings.TrimRight(content, " ")
+				} else {
+					*msg += " " + strings.TrimRight(content, " ")
+				}
+				msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
+				continue
+			}
+			e.add(ln, "a continuation row that belongs to nothing: %q", val)
+			continue
+		}
+		out.Tests = append(out.Tests, DCGMTest{Section: section, Name: left, Raw: val, Result: firstWord(val), GPUs: map[string]string{}, Warnings: []string{}, Info: []string{}, Line: ln})
+		cur, msg = &out.Tests[len(out.Tests)-1], nil
+	}
+	for i := range out.Tests {
+		t := &out.Tests[i]
+		for j, w := range t.Warnings {
+			t.Warnings[j] = strings.TrimSpace(w)
+		}
+		switch t.Result {
+		case "Pass":
+			out.Passed++
+		case "Fail":
+			out.Failed++
+		case "Skip":
+			out.Skipped++
+		case "Warn":
+			out.Warned++
+		default:
+			e.add(t.Line, "test %q: result %q is not Pass, Fail, Skip or Warn", t.Name, t.Raw)
+		}
+	}
+	switch {
+	case out.Failed > 0:
+		out.Overall = "Fail"
+	case out.Warned > 0:
+		out.Overall = "Warn"
+	case out.Passed > 0:
+		out.Overall = "Pass"
+	case out.Skipped > 0:
+		out.Overall = "Skip"
+	}
+	if len(out.Tests) == 0 {
+		e.add(0, "no dcgmi diag table (want the output of dcgmi diag -r N)")
+	}
+	return out, e.err()
+}
+
+func firstWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// GPUBurn is gpu_burn's outcome: the verdict per GPU and the last
+// progress record (Gflop/s, errors, temperatures per GPU).
+type GPUBurn struct {
+	GPUs     []BurnGPU `json:"gpus"`
+	Tested   *int      `json:"tested"`
+	Faulty   int       `json:"faulty"`
+	OK       int       `json:"ok"`
+	Progress *float64  `json:"progress_percent"`
+	// Doubles and TensorCores say how the run was asked to burn.
+	Doubles     bool `json:"doubles"`
+	TensorCores bool `json:"tensor_cores"`
+}
+
+// BurnGPU is one GPU's line in the summary and its last progress figures.
+type BurnGPU struct {
+	Index   int      `json:"index"`
+	Name    string   `json:"name,omitempty"`
+	Verdict string   `json:"verdict"` // OK or FAULTY; "" when the summary is missing
+	Gflops  *float64 `json:"gflops"`
+	Errors  *int64   `json:"errors"`
+	TempC   *int     `json:"temp_c"`
+}
+
+var (
+	burnGPU      = regexp.MustCompile(`^GPU (\d+): (.+?) \(UUID:`)
+	burnVerdict  = regexp.MustCompile(`^GPU (\d+): (OK|FAULTY)\b`)
+	burnTested   = regexp.MustCompile(`^Tested (\d+) GPUs:`)
+	burnProgress = regexp.MustCompile(`^(\d+(?:\.\d+)?)%\s+proc'd: (.*?)\s+errors: (.*?)\s+temps: (.*?)\s*$`)
+	burnGflops   = regexp.MustCompile(`\((\d+(?:\.\d+)?) Gflop/s\)`)
+	burnErr      = regexp.MustCompile(`-?\d+`)
+	burnTemp     = regexp.MustCompile(`(-?\d+) C`)
+)
+
+// ParseGPUBurn reads gpu_burn's output: progress records redrawn with
+// carriage returns, the per-GPU summary, and negative (overflowed) error
+// counts, which count as errors.
+func ParseGPUBurn(text string) (*GPUBurn, error) {
+	out := &GPUBurn{GPUs: []BurnGPU{}}
+	var e errs
+	byIndex := map[int]*BurnGPU{}
+	gpu := func(i int) *BurnGPU {
+		if g, ok := byIndex[i]; ok {
+			return g
+		}
+		out.GPUs = append(out.GPUs, BurnGPU{Index: i})
+		for k := range out.GPUs {
+			byIndex[out.GPUs[k].Index] = &out.GPUs[k]
+		}
+		return byIndex[i]
+	}
+	var last []string // the last progress record's fields
+	for n, raw := range lines(text) {
+		ln := n + 1
+		for _, rec := range strings.Split(raw, "\r") {
+			l := strings.TrimSpace(rec)
+			switch {
+			case l == "":
+			case burnProgress.MatchString(l):
+				last = burnProgress.FindStringSubmatch(l)
+			case burnVerdict.MatchString(l):
+				m := burnVerdict.FindStringSubmatch(l)
+				i, _ := strconv.Atoi(m[1])
+				gpu(i).Verdict = m[2]
+			case burnGPU.MatchString(l):
+				m := burnGPU.FindStringSubmatch(l)
+				i, _ := strconv.Atoi(m[1])
+				gpu(i).Name = m[2]
+			case burnTested.MatchString(l):
+				v, _ := strconv.Atoi(burnTested.FindStringSubmatch(l)[1])
+				out.Tested = &v
+			case strings.Contains(l, "using DOUBLES"):
+				out.Doubles = true
+				out.TensorCores = out.TensorCores || strings.Contains(l, "Tensor Cores")
+			case strings.Contains(l, "using FLOATS"):
+				out.TensorCores = out.TensorCores || strings.Contains(l, "Tensor Cores")
+			}
+		}
+		_ = ln
+	}
+	if last != nil {
+		p, _ := strconv.ParseFloat(last[1], 64)
+		out.Progress = &p
+		procs := strings.Split(last[2], " - ")
+		errsF := burnErr.FindAllString(last[3], -1)
+		temps := burnTemp.FindAllStringSubmatch(last[4], -1)
+		for i := range procs {
+			g := gpu(i)
+			if m := burnGflops.FindStringSubmatch(procs[i]); m != nil {
+				v, _ := strconv.ParseFloat(m[1], 64)
+				g.Gflops = &v
+			}
+			if i < len(errsF) {
+				v, _ := strconv.ParseInt(errsF[i], 10, 64)
+				g.Errors = &v
+			}
+			if i < len(temps) {
+				v, _ := strconv.Atoi(temps[i][1])
+				g.TempC = &v
+			}
+		}
+		if len(errsF) != len(procs) || len(temps) != len(procs) {
+			e.add(0, "the last progress record has %d GPUs, %d error counts and %d temperatures", len(procs), len(errsF), len(temps))
+		}
+	}
+	for _, g := range out.GPUs {
+		switch g.Verdict {
+		case "OK":
+			out.OK++
+		case "FAULTY":
+			out.Faulty++
+		}
+	}
+	switch {
+	case out.Tested == nil && len(out.GPUs) == 0:
+		e.add(0, "no gpu_burn output (want its progress lines or its \"Tested N GPUs\" summary)")
+	case out.Tested == nil:
+		e.add(0, "no \"Tested N GPUs\" summary: the run did not finish, or the output was cut")
+	case *out.Tested != out.OK+out.Faulty:
+		e.add(0, "the summary says %d GPUs were tested but lists %d", *out.Tested, out.OK+out.Faulty)
+	}
+	return out, e.err()
+}
