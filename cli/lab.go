@@ -105,6 +105,7 @@ are reported with file:line:column. Exit 0 when valid, 1 when not.`,
 		yes     bool
 		solve   bool
 		results string
+		set     []string
 	)
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
@@ -134,6 +135,10 @@ record says incomplete).`,
 			if !ok {
 				return usageErr("no lab %q (gpulab lab list)", args[0])
 			}
+			params, err := l.Bind(set)
+			if err != nil {
+				return usageErr("%v", err)
+			}
 			if results == "" {
 				results = o.resultsDir()
 			}
@@ -147,7 +152,7 @@ record says incomplete).`,
 			w, errw := c.OutOrStdout(), c.ErrOrStderr()
 			var dir string
 			var mu sync.Mutex
-			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve,
+			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params,
 				OnStart: func(rec *labs.Record) {
 					dir = rec.Dir(results)
 					if err := rec.WriteJSON(dir); err != nil {
@@ -195,6 +200,7 @@ record says incomplete).`,
 	}
 	f.register(run)
 	run.Flags().StringVar(&results, "results", "", "write the lab record under `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
+	run.Flags().StringArrayVar(&set, "set", nil, "give the lab's parameter `name=value` (gpulab lab show ID lists them); repeatable")
 	run.Flags().BoolVar(&yes, "yes", false, "confirm the steps that change hosts")
 	run.Flags().BoolVar(&solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
 	cmd.AddCommand(run)
@@ -244,6 +250,16 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 
 func printLab(w io.Writer, l *labs.Lab) {
 	fmt.Fprintf(w, "%s: %s\n%s plane · %s · about %d min · %s\n\nGoal: %s\n", l.ID, l.Name, l.Plane, l.Maturity, l.EstimateMinutes, l.Cost, l.Goal)
+	if len(l.Params) > 0 {
+		fmt.Fprintln(w, "\nParameters (--set name=value)")
+		for _, p := range l.Params {
+			def := ""
+			if p.Default != "" {
+				def = " (default " + p.Default + ")"
+			}
+			fmt.Fprintf(w, "  %-16s %s%s\n", p.Name, p.Help, def)
+		}
+	}
 	fmt.Fprintf(w, "\nConstraints\n  hardware:   %s\n  MIG:        %s\n  Kubernetes: %s\n  workload:   %s\n",
 		l.Constraints.Hardware, l.Constraints.MIG, l.Constraints.Kubernetes, l.Constraints.Workload)
 	if len(l.Prerequisites) > 0 {

@@ -34,6 +34,7 @@ func init() {
 	}
 	criterionEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("metrics", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("params", cel.MapType(cel.StringType, cel.StringType)),
 		cel.Variable("hosts", cel.IntType))...)
 	if err != nil {
 		panic(err)
@@ -74,12 +75,16 @@ var sumFunction = cel.Function("sum",
 
 // program is a compiled expression and the metrics it reads.
 type program struct {
-	expr  string
-	prg   cel.Program
-	reads []string
+	expr   string
+	prg    cel.Program
+	reads  []string // metrics.NAME
+	params []string // params.NAME
 }
 
-var metricRef = regexp.MustCompile(`\bmetrics\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
+var (
+	metricRef = regexp.MustCompile(`\bmetrics\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
+	paramRef  = regexp.MustCompile(`\bparams\s*(?:\.\s*([A-Za-z_][A-Za-z0-9_]*)|\[\s*["']([^"']+)["']\s*\])`)
+)
 
 // compile checks expr in env; wantBool requires a bool result.
 func compile(env *cel.Env, expr string, wantBool bool) (*program, error) {
@@ -107,6 +112,9 @@ func compile(env *cel.Env, expr string, wantBool bool) (*program, error) {
 		}
 	}
 	sort.Strings(p.reads)
+	for _, m := range paramRef.FindAllStringSubmatch(expr, -1) {
+		p.params = append(p.params, m[1]+m[2])
+	}
 	return p, nil
 }
 

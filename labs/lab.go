@@ -11,6 +11,7 @@ package labs
 
 import (
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/runbooks"
 )
 
 // Maturity levels, in order: a lab is a draft until it ran on real
@@ -40,16 +41,20 @@ type Lab struct {
 	Cost            string `toml:"cost" json:"cost"`
 	// Principle is the short overview of why the result comes out as it
 	// does, shown after the verification checklist.
-	Principle     string          `toml:"principle" json:"principle"`
-	Constraints   Constraints     `toml:"constraints" json:"constraints"`
-	Prerequisites []Prerequisite  `toml:"prerequisite" json:"prerequisites"`
-	Steps         []Step          `toml:"step" json:"steps"`
-	Criteria      []Criterion     `toml:"criterion" json:"criteria"`
-	Counter       []Criterion     `toml:"counterexample" json:"counterexamples"`
-	Comparison    []ComparisonRow `toml:"comparison" json:"comparison"`
-	Result        ResultRow       `toml:"result" json:"result"`
-	StopLoss      string          `toml:"stop_loss" json:"stop_loss"`
-	Source        string          `toml:"-" json:"source"`
+	Principle   string      `toml:"principle" json:"principle"`
+	Constraints Constraints `toml:"constraints" json:"constraints"`
+	// Params are values given at run time (--set name=value): commands
+	// name them {{name}} (shell-quoted on the host), criteria read them as
+	// params.name (strings: double(params.slo_ms)).
+	Params        []runbooks.Param `toml:"param" json:"params,omitempty"`
+	Prerequisites []Prerequisite   `toml:"prerequisite" json:"prerequisites"`
+	Steps         []Step           `toml:"step" json:"steps"`
+	Criteria      []Criterion      `toml:"criterion" json:"criteria"`
+	Counter       []Criterion      `toml:"counterexample" json:"counterexamples"`
+	Comparison    []ComparisonRow  `toml:"comparison" json:"comparison"`
+	Result        ResultRow        `toml:"result" json:"result"`
+	StopLoss      string           `toml:"stop_loss" json:"stop_loss"`
+	Source        string           `toml:"-" json:"source"`
 	// MetricsFrom maps each metric to the step that measures it.
 	MetricsFrom map[string]string `toml:"-" json:"-"`
 	programs    map[string]*program

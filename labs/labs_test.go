@@ -95,7 +95,7 @@ func TestTopologySanityOnRealOutputs(t *testing.T) {
 				t.Errorf("%s: %s = %v (%T), want %v", tc.topo, k, m[k], m[k], want)
 			}
 		}
-		got := statuses(l.Score(m, nil, 1, true))
+		got := statuses(l.Score(m, nil, nil, 1, true))
 		for _, w := range strings.Fields(tc.want) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: scores %s, want %s", tc.topo, got, w)
@@ -109,7 +109,7 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 	m := map[string]any{}
 	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-80gb-drv510-ecc-remap-excerpt.txt", m)
 	measure(t, l, "xid", "dmesg-xid/xid63-row-remapper-a100.txt", m)
-	scores := l.Score(m, nil, 1, true)
+	scores := l.Score(m, nil, nil, 1, true)
 	got := statuses(scores)
 	for _, w := range []string{"driver=PASS", "remap=FAIL", "no-hardware-xid=FAIL", "quiet-log=WARN"} {
 		if !strings.Contains(got, w) {
@@ -128,7 +128,7 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 	m = map[string]any{}
 	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt", m)
 	measure(t, l, "xid", "dmesg-xid/gpud-xid13-sm-exceptions-then-xid43-iso-decode.txt", m)
-	scores = l.Score(m, nil, 1, true)
+	scores = l.Score(m, nil, nil, 1, true)
 	if got := statuses(scores); got != "driver=PASS ecc=PASS remap=PASS no-hardware-xid=PASS quiet-log=WARN" || !Passed(scores) {
 		t.Errorf("a healthy node with application Xids: %s (passed %v)", got, Passed(scores))
 	}
@@ -139,11 +139,11 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
 	l := lab(t, "health-gate")
 	m := map[string]any{"gpus": int64(8), "uncorrectable_ecc": int64(2), "remap_pending": int64(0), "remap_failed": int64(0)}
-	live := l.Score(m, nil, 1, false)
+	live := l.Score(m, nil, nil, 1, false)
 	if got := statuses(live); got != "driver=PASS ecc=FAIL remap=PASS no-hardware-xid=PENDING quiet-log=PENDING" {
 		t.Errorf("live: %s", got)
 	}
-	end := l.Score(m, map[string]string{"hardware_xids": "step xid exited 1: sudo: a password is required"}, 1, true)
+	end := l.Score(m, map[string]string{"hardware_xids": "step xid exited 1: sudo: a password is required"}, nil, 1, true)
 	for _, s := range end {
 		if s.ID == "no-hardware-xid" && (s.Status != runbooks.Unknown || !strings.Contains(s.Summary, "metrics.hardware_xids was not measured: step xid exited 1: sudo")) {
 			t.Errorf("missing evidence at the end: %+v", s)
@@ -154,7 +154,7 @@ func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
 	}
 	l.Criteria[1].Waiver = "known bad DIMM row, RMA open"
 	defer func() { l.Criteria[1].Waiver = "" }()
-	for _, s := range l.Score(m, nil, 1, false) {
+	for _, s := range l.Score(m, nil, nil, 1, false) {
 		if s.ID == "ecc" && (s.Status != runbooks.Warn || !strings.HasSuffix(s.Summary, "(waived: known bad DIMM row, RMA open)")) {
 			t.Errorf("waived: %+v", s)
 		}
@@ -259,9 +259,80 @@ impact = "critical"
 		if len(errs) > 0 {
 			t.Fatal(errs)
 		}
-		s := l.Score(m, nil, 1, true)
+		s := l.Score(m, nil, nil, 1, true)
 		if s[1].ID != "penetration" || !s[1].Counter || s[1].Status != tc.want {
 			t.Errorf("%q exit %d: %+v, want %s", tc.stdout, tc.exit, s[1], tc.want)
 		}
+	}
+}
+
+// Parameters: declared before use in commands and criteria; a criterion
+// whose parameter has no value is UNKNOWN and says how to give it.
+func TestLabParams(t *testing.T) {
+	src := `id = "p"
+name = "p"
+goal = "p"
+plane = "workload"
+maturity = "draft"
+estimate_minutes = 5
+
+[[param]]
+name = "ttft_p99_slo_ms"
+help = "the P99 time-to-first-token objective"
+
+[[step]]
+id = "bench"
+phase = "run"
+command = "vllm bench serve --model {{model}}"
+parser = "vllm-bench-serve"
+[step.metrics]
+ttft_p99_ms = "out.ttft_ms.percentiles.p99"
+
+[[criterion]]
+id = "slo"
+description = "P99 TTFT within the objective"
+expr = "metrics.ttft_p99_ms <= double(params.ttft_p99_slo_ms)"
+impact = "critical"
+
+[[criterion]]
+id = "other"
+description = "x"
+expr = "params.nope == ''"
+impact = "minor"
+`
+	_, err := Parse("p.toml", []byte(src))
+	for _, want := range []string{`p.toml:15:1: step "bench" uses {{model}}, which is not a [[param]] of this lab`, `p.toml:29:1: criterion "other" reads params.nope, which is not a [[param]] of this lab`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q: %v", want, err)
+		}
+	}
+	src = strings.Replace(src, "{{model}}", "Qwen/Qwen2-7B", 1)
+	src = src[:strings.Index(src, "[[criterion]]\nid = \"other\"")]
+	l, err := Parse("p.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]any{}
+	measure(t, l, "bench", "workloads/vllm-bench-serve/benchmark_serving-qwen2-7b-2xA100-40GB-random1024-10prompts.txt", m)
+	for _, tc := range []struct {
+		slo  string
+		want Status
+		sum  string
+	}{
+		{"4000", runbooks.Pass, "metrics.ttft_p99_ms = 3346.14 against"},
+		{"3000", runbooks.Fail, "metrics.ttft_p99_ms = 3346.14 against"},
+		{"", runbooks.Unknown, "no value for params.ttft_p99_slo_ms (--set ttft_p99_slo_ms=...)"},
+	} {
+		params, err := l.Bind([]string{"ttft_p99_slo_ms=" + tc.slo})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.Score(m, nil, params, 1, true)[0]
+		if s.Status != tc.want || !strings.Contains(s.Summary, tc.sum) {
+			t.Errorf("slo %q: %+v", tc.slo, s)
+		}
+	}
+	if _, err := l.Bind([]string{"slo=1"}); err == nil || !strings.Contains(err.Error(), `lab p has no parameter "slo" (it has ttft_p99_slo_ms)`) {
+		t.Errorf("unknown parameter: %v", err)
 	}
 }

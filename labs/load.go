@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -118,6 +119,20 @@ func Parse(name string, data []byte) (*Lab, error) {
 		bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes must be a positive number of minutes", l.ID)
 	}
 	l.programs = map[string]*program{}
+	params := map[string]bool{}
+	for i, p := range l.Params {
+		if !runbooks.ValidParamName(p.Name) || params[p.Name] {
+			bad([]any{"param", i, "name"}, "parameter name %q is missing, malformed (a-z, 0-9, _) or repeated", p.Name)
+		}
+		params[p.Name] = true
+	}
+	checkPlaceholders := func(path []any, what, command string) {
+		for _, name := range runbooks.Placeholders(command) {
+			if !params[name] {
+				bad(path, "%s uses {{%s}}, which is not a [[param]] of this lab", what, name)
+			}
+		}
+	}
 	checkParser := func(path []any, p string) {
 		if p != "" {
 			if _, ok := parse.Lookup(p); !ok {
@@ -130,6 +145,7 @@ func Parse(name string, data []byte) (*Lab, error) {
 			bad([]any{"prerequisite", i}, "prerequisite %d has no description", i+1)
 		}
 		checkParser([]any{"prerequisite", i, "parser"}, p.Parser)
+		checkPlaceholders([]any{"prerequisite", i, "command"}, fmt.Sprintf("prerequisite %d", i+1), p.Command)
 		if p.Expect != "" {
 			if p.Command == "" || p.Parser == "" {
 				bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: expect reads the parsed output of a command: give command and parser", i+1)
@@ -154,6 +170,8 @@ func Parse(name string, data []byte) (*Lab, error) {
 			bad([]any{"step", i}, "step %q has no command", s.ID)
 		}
 		checkParser([]any{"step", i, "parser"}, s.Parser)
+		checkPlaceholders([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)
+		checkPlaceholders([]any{"step", i, "solve"}, fmt.Sprintf("step %q solve", s.ID), s.Solve)
 		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {
 			bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
 		}
@@ -205,6 +223,11 @@ func Parse(name string, data []byte) (*Lab, error) {
 			if err != nil {
 				bad([]any{table, i, "expr"}, "%s %q: %v", table, c.ID, err)
 				continue
+			}
+			for _, m := range prg.params {
+				if !params[m] {
+					bad([]any{table, i, "expr"}, "%s %q reads params.%s, which is not a [[param]] of this lab", table, c.ID, m)
+				}
 			}
 			for _, m := range prg.reads {
 				if _, ok := l.MetricsFrom[m]; !ok {

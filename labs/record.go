@@ -25,11 +25,12 @@ type Record struct {
 	Finished time.Time `json:"finished"`
 	// Complete is false while the run goes on and after an interrupted
 	// run: such a record is kept, and says so.
-	Complete    bool         `json:"complete"`
-	Interrupted bool         `json:"interrupted,omitempty"`
-	Passed      bool         `json:"passed"`
-	Hosts       []HostRecord `json:"hosts"`
-	Result      ResultRow    `json:"result"`
+	Complete    bool              `json:"complete"`
+	Interrupted bool              `json:"interrupted,omitempty"`
+	Passed      bool              `json:"passed"`
+	Params      map[string]string `json:"params,omitempty"`
+	Hosts       []HostRecord      `json:"hosts"`
+	Result      ResultRow         `json:"result"`
 }
 
 // HostRecord is one host's run.

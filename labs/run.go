@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -34,6 +35,9 @@ type RunOptions struct {
 	// named, not complete), so that a run killed outright still leaves a
 	// record that says it is incomplete.
 	OnStart func(*Record)
+	// Params are the lab's parameter values (Bind); a step whose
+	// parameter has no value is skipped, saying how to give it.
+	Params map[string]string
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 }
@@ -69,6 +73,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		now = time.Now
 	}
 	rec := newRecord(l, now())
+	rec.Params = o.Params
 	rec.Hosts = make([]HostRecord, len(targets))
 	for i, t := range targets {
 		rec.Hosts[i] = HostRecord{Host: t.Name, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
@@ -107,6 +112,16 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			if o.Solve && s.Solve != "" {
 				cmd, sr.Command = s.Solve, s.Solve
 			}
+			cmd, missing := runbooks.Expand(cmd, o.Params)
+			if len(missing) > 0 {
+				sets := make([]string, len(missing))
+				for k, m := range missing {
+					sets[k] = "--set " + m + "=..."
+				}
+				sr.Skipped = "no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
+				return &sr
+			}
+			sr.Command = cmd // what ran, parameters in place
 			line := cmd
 			for _, n := range s.Needs {
 				if n == "root" && t.User != "root" {
@@ -129,7 +144,13 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			return &sr
 		}
 		measure := func(s Step, sr *StepRecord) {
-			if len(s.Metrics) == 0 || sr.Skipped != "" {
+			if len(s.Metrics) == 0 {
+				return
+			}
+			if sr.Skipped != "" {
+				for m := range s.Metrics {
+					h.MetricErrors[m] = "step " + s.ID + " was skipped: " + sr.Skipped
+				}
 				return
 			}
 			var out any
@@ -163,7 +184,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 				h.MetricErrors[m] = why
 			}
-			h.Scores = l.Score(h.Metrics, h.MetricErrors, len(targets), false)
+			h.Scores = l.Score(h.Metrics, h.MetricErrors, o.Params, len(targets), false)
 			emit(Event{Kind: ScoresChanged, Index: i, Host: t.Name, Scores: h.Scores})
 		}
 
@@ -257,7 +278,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 			}
 		}
-		h.Scores = l.Score(h.Metrics, h.MetricErrors, len(targets), true)
+		h.Scores = l.Score(h.Metrics, h.MetricErrors, o.Params, len(targets), true)
 		h.Passed = Passed(h.Scores)
 		emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
 	}
@@ -274,4 +295,10 @@ func firstLine(s string) string {
 		s = s[:200] + "…"
 	}
 	return s
+}
+
+// Bind checks name=value strings against the lab's parameters and returns
+// every parameter's value, defaults filled in.
+func (l *Lab) Bind(set []string) (map[string]string, error) {
+	return runbooks.BindParams("lab "+l.ID, l.Params, set)
 }

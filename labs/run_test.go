@@ -104,7 +104,12 @@ func TestLabRunPassFailPrerequisite(t *testing.T) {
 	var mu sync.Mutex
 	var live []string
 	clock := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{Now: func() time.Time { return clock }, OnEvent: func(ev labs.Event) {
+	l := e2eLab(t)
+	params, err := l.Bind(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Now: func() time.Time { return clock }, OnEvent: func(ev labs.Event) {
 		mu.Lock()
 		defer mu.Unlock()
 		if ev.Kind == labs.ScoresChanged {
@@ -188,7 +193,7 @@ func TestLabRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var once sync.Once
 	start := time.Now()
-	rec := labs.Run(ctx, e, ts, e2eLab(t), labs.RunOptions{OnEvent: func(ev labs.Event) {
+	rec := labs.Run(ctx, e, ts, e2eLab(t), labs.RunOptions{Params: map[string]string{"marker": "cleaned"}, OnEvent: func(ev labs.Event) {
 		if ev.Kind == labs.StepStarted && ev.Step.ID == "work" {
 			once.Do(func() { time.AfterFunc(300*time.Millisecond, cancel) })
 		}
@@ -217,7 +222,7 @@ func TestLabRunHostLost(t *testing.T) {
 		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt", work: "sleep 30"},
 	})
 	var once sync.Once
-	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{OnEvent: func(ev labs.Event) {
+	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{Params: map[string]string{"marker": "cleaned"}, OnEvent: func(ev labs.Event) {
 		if ev.Kind == labs.StepStarted && ev.Step.ID == "work" && ev.Index == 1 {
 			once.Do(func() { time.AfterFunc(300*time.Millisecond, f.Servers[1].Kill) })
 		}

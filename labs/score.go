@@ -72,7 +72,9 @@ func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[
 // so far. final says whether more evidence can still come: before the end
 // a criterion lacking a metric is PENDING, after it UNKNOWN. why gives,
 // for a metric that could not be measured, the reason.
-func (l *Lab) Score(metrics map[string]any, why map[string]string, hosts int, final bool) []Score {
+//
+// params are the run's parameter values (Bind).
+func (l *Lab) Score(metrics map[string]any, why map[string]string, params map[string]string, hosts int, final bool) []Score {
 	var out []Score
 	for _, set := range []struct {
 		table   string
@@ -80,13 +82,13 @@ func (l *Lab) Score(metrics map[string]any, why map[string]string, hosts int, fi
 		counter bool
 	}{{"criterion", l.Criteria, false}, {"counterexample", l.Counter, true}} {
 		for _, c := range set.cs {
-			out = append(out, l.score(l.programs[set.table+":"+c.ID], c, set.counter, metrics, why, hosts, final))
+			out = append(out, l.score(l.programs[set.table+":"+c.ID], c, set.counter, metrics, why, params, hosts, final))
 		}
 	}
 	return out
 }
 
-func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]any, why map[string]string, hosts int, final bool) Score {
+func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]any, why map[string]string, params map[string]string, hosts int, final bool) Score {
 	s := Score{ID: c.ID, Description: c.Description, Counter: counter, Impact: c.Impact, Expr: c.Expr,
 		Values: map[string]any{}, Evidence: map[string]string{}, Waiver: c.Waiver}
 	var missing []string
@@ -127,7 +129,16 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 		s.Status, s.Summary = runbooks.Unknown, "no evidence: "+strings.Join(parts, "; ")
 		return s
 	}
-	v, err := p.eval(map[string]any{"metrics": metrics, "hosts": int64(hosts)})
+	for _, name := range p.params {
+		if params[name] == "" {
+			s.Status, s.Summary = runbooks.Unknown, "no value for params."+name+" (--set "+name+"=...)"
+			return s
+		}
+	}
+	if params == nil {
+		params = map[string]string{}
+	}
+	v, err := p.eval(map[string]any{"metrics": metrics, "params": params, "hosts": int64(hosts)})
 	if err != nil {
 		s.Status, s.Summary = runbooks.Unknown, "cannot evaluate "+c.Expr+": "+err.Error()
 		return s

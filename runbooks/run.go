@@ -114,7 +114,7 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		in.Problem = "was skipped (dangerous, not confirmed)"
 		return sr, in
 	}
-	line, missing := expand(s.Command, o.Params)
+	line, missing := Expand(s.Command, o.Params)
 	if len(missing) > 0 {
 		sets := make([]string, len(missing))
 		for k, m := range missing {

@@ -58,8 +58,14 @@ var (
 // Bind checks the values given for rb's parameters (name=value) and
 // returns every parameter's value, defaults filled in.
 func Bind(rb Runbook, set []string) (map[string]string, error) {
+	return BindParams("runbook "+rb.ID, rb.Params, set)
+}
+
+// BindParams checks name=value strings against params (of what, for the
+// messages) and returns every parameter's value, defaults filled in.
+func BindParams(what string, params []Param, set []string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, p := range rb.Params {
+	for _, p := range params {
 		out[p.Name] = p.Default
 	}
 	for _, kv := range set {
@@ -69,22 +75,34 @@ func Bind(rb Runbook, set []string) (map[string]string, error) {
 		}
 		if _, known := out[k]; !known {
 			var names []string
-			for _, p := range rb.Params {
+			for _, p := range params {
 				names = append(names, p.Name)
 			}
 			if len(names) == 0 {
-				return nil, fmt.Errorf("--set %s: runbook %s takes no parameters", k, rb.ID)
+				return nil, fmt.Errorf("--set %s: %s takes no parameters", k, what)
 			}
-			return nil, fmt.Errorf("--set %s: runbook %s has no parameter %q (it has %s)", k, rb.ID, k, strings.Join(names, ", "))
+			return nil, fmt.Errorf("--set %s: %s has no parameter %q (it has %s)", k, what, k, strings.Join(names, ", "))
 		}
 		out[k] = v
 	}
 	return out, nil
 }
 
-// expand puts the parameters' values, shell-quoted, into a step's command;
+// Placeholders lists the {{name}} parameters a command uses.
+func Placeholders(command string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(command, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// ValidParamName reports whether name can name a parameter.
+func ValidParamName(name string) bool { return paramNameRE.MatchString(name) }
+
+// Expand puts the parameters' values, shell-quoted, into a command;
 // missing names the parameters that have no value.
-func expand(command string, params map[string]string) (line string, missing []string) {
+func Expand(command string, params map[string]string) (line string, missing []string) {
 	line = placeholder.ReplaceAllStringFunc(command, func(m string) string {
 		name := placeholder.FindStringSubmatch(m)[1]
 		v := params[name]
