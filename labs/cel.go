@@ -28,6 +28,7 @@ func init() {
 	stepEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("out", cel.DynType),
 		cel.Variable("stdout", cel.StringType),
+		cel.Variable("stderr", cel.StringType),
 		cel.Variable("exit_code", cel.IntType))...)
 	if err != nil {
 		panic(err)
@@ -135,7 +136,9 @@ func (p *program) eval(vars map[string]any) (any, error) {
 
 func native(v ref.Val) (any, error) {
 	switch v.Type() {
-	case types.BoolType, types.IntType, types.UintType, types.DoubleType, types.StringType, types.NullType:
+	case types.NullType:
+		return nil, nil
+	case types.BoolType, types.IntType, types.UintType, types.DoubleType, types.StringType:
 		return v.Value(), nil
 	}
 	j, err := v.ConvertToNative(reflect.TypeOf(&structpb.Value{}))

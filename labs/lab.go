@@ -49,12 +49,16 @@ type Lab struct {
 	Params        []runbooks.Param `toml:"param" json:"params,omitempty"`
 	Prerequisites []Prerequisite   `toml:"prerequisite" json:"prerequisites"`
 	Steps         []Step           `toml:"step" json:"steps"`
-	Criteria      []Criterion      `toml:"criterion" json:"criteria"`
-	Counter       []Criterion      `toml:"counterexample" json:"counterexamples"`
-	Comparison    []ComparisonRow  `toml:"comparison" json:"comparison"`
-	Result        ResultRow        `toml:"result" json:"result"`
-	StopLoss      string           `toml:"stop_loss" json:"stop_loss"`
-	Source        string           `toml:"-" json:"source"`
+	// Derived metrics are CEL expressions over other metrics (and params),
+	// computed as soon as their inputs are measured: an interference
+	// coefficient is shared ÷ alone.
+	Derived    map[string]string `toml:"derived" json:"derived,omitempty"`
+	Criteria   []Criterion       `toml:"criterion" json:"criteria"`
+	Counter    []Criterion       `toml:"counterexample" json:"counterexamples"`
+	Comparison []ComparisonRow   `toml:"comparison" json:"comparison"`
+	Result     ResultRow         `toml:"result" json:"result"`
+	StopLoss   string            `toml:"stop_loss" json:"stop_loss"`
+	Source     string            `toml:"-" json:"source"`
 	// MetricsFrom maps each metric to the step that measures it.
 	MetricsFrom map[string]string `toml:"-" json:"-"`
 	programs    map[string]*program

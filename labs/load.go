@@ -203,6 +203,42 @@ func Parse(name string, data []byte) (*Lab, error) {
 			l.programs["metric:"+m] = prg
 		}
 	}
+	dnames := make([]string, 0, len(l.Derived))
+	for m := range l.Derived {
+		dnames = append(dnames, m)
+	}
+	sort.Strings(dnames)
+	for _, m := range dnames {
+		path := []any{"derived", m}
+		if !metricRE.MatchString(m) {
+			bad(path, "metric name %q: use lower-case letters, digits and '_'", m)
+		}
+		if prev, ok := l.MetricsFrom[m]; ok {
+			bad(path, "metric %q is already measured by step %q", m, prev)
+			continue
+		}
+		prg, err := compile(criterionEnv, l.Derived[m], false)
+		if err != nil {
+			bad(path, "derived metric %s: %v", m, err)
+			continue
+		}
+		for _, r := range prg.reads {
+			if _, ok := l.MetricsFrom[r]; !ok || l.Derived[r] != "" {
+				bad(path, "derived metric %s reads metrics.%s, which no step measures", m, r)
+			}
+		}
+		for _, r := range prg.params {
+			if !params[r] {
+				bad(path, "derived metric %s reads params.%s, which is not a [[param]] of this lab", m, r)
+			}
+		}
+		l.programs["derived:"+m] = prg
+	}
+	for _, m := range dnames {
+		if l.programs["derived:"+m] != nil {
+			l.MetricsFrom[m] = "derived"
+		}
+	}
 	if len(l.Criteria) == 0 {
 		bad(nil, "lab %q has no [[criterion]]: a lab's success is quantified, never \"looks fine\"", l.ID)
 	}

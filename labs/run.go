@@ -74,6 +74,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec := newRecord(l, now())
 	rec.Params = o.Params
+	for _, f := range []*string{&rec.Result.Workload, &rec.Result.Mode, &rec.Result.Request} {
+		*f = fillParams(*f, o.Params)
+	}
 	rec.Hosts = make([]HostRecord, len(targets))
 	for i, t := range targets {
 		rec.Hosts[i] = HostRecord{Host: t.Name, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
@@ -168,7 +171,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 				return
 			}
-			vals, errs := l.Measure(s.ID, out, sr.Stdout, sr.ExitCode)
+			vals, errs := l.MeasureOutput(s.ID, out, sr.Stdout, sr.Stderr, sr.ExitCode)
 			for m, v := range vals {
 				h.Metrics[m] = v
 				if s.Hosts == "first" {
@@ -184,6 +187,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 				h.MetricErrors[m] = why
 			}
+			l.Derive(h.Metrics, h.MetricErrors, o.Params)
 			h.Scores = l.Score(h.Metrics, h.MetricErrors, o.Params, len(targets), false)
 			emit(Event{Kind: ScoresChanged, Index: i, Host: t.Name, Scores: h.Scores})
 		}
@@ -217,7 +221,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				kind, _ := parse.Lookup(p.Parser)
 				v, _ := kind.Parse(sr.Stdout)
 				cv, _ := asCELValue(v)
-				got, err := l.programs[fmt.Sprintf("prerequisite:%d", k)].eval(map[string]any{"out": cv, "stdout": sr.Stdout, "exit_code": int64(sr.ExitCode)})
+				got, err := l.programs[fmt.Sprintf("prerequisite:%d", k)].eval(map[string]any{"out": cv, "stdout": sr.Stdout, "stderr": sr.Stderr, "exit_code": int64(sr.ExitCode)})
 				if b, _ := got.(bool); err != nil || !b {
 					pr.Status, pr.Problem = "failed", "expected "+p.Expect
 					if err != nil {
@@ -278,6 +282,12 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 			}
 		}
+		l.Derive(h.Metrics, h.MetricErrors, o.Params)
+		for m, from := range l.MetricsFrom {
+			if _, ok := h.Metrics[m]; !ok && from == "derived" && h.MetricErrors[m] == "" {
+				h.MetricErrors[m] = "its inputs were not all measured"
+			}
+		}
 		h.Scores = l.Score(h.Metrics, h.MetricErrors, o.Params, len(targets), true)
 		h.Passed = Passed(h.Scores)
 		emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
@@ -301,4 +311,15 @@ func firstLine(s string) string {
 // every parameter's value, defaults filled in.
 func (l *Lab) Bind(set []string) (map[string]string, error) {
 	return runbooks.BindParams("lab "+l.ID, l.Params, set)
+}
+
+// fillParams puts parameter values into text meant for people (the result
+// row), unquoted.
+func fillParams(text string, params map[string]string) string {
+	for _, name := range runbooks.Placeholders(text) {
+		if v := params[name]; v != "" {
+			text = strings.ReplaceAll(text, "{{"+name+"}}", v)
+		}
+	}
+	return text
 }

@@ -36,6 +36,11 @@ type Score struct {
 // (nil when it has no parser or the parser found nothing), its stdout and
 // exit code. A metric that cannot be computed is left out, with why.
 func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[string]any, map[string]error) {
+	return l.MeasureOutput(stepID, out, stdout, "", exitCode)
+}
+
+// MeasureOutput is Measure with the step's stderr too.
+func (l *Lab) MeasureOutput(stepID string, out any, stdout, stderr string, exitCode int) (map[string]any, map[string]error) {
 	vals, errs := map[string]any{}, map[string]error{}
 	var step *Step
 	for i := range l.Steps {
@@ -53,7 +58,7 @@ func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[
 		}
 		return vals, errs
 	}
-	vars := map[string]any{"out": cv, "stdout": stdout, "exit_code": int64(exitCode)}
+	vars := map[string]any{"out": cv, "stdout": stdout, "stderr": stderr, "exit_code": int64(exitCode)}
 	for m := range step.Metrics {
 		v, err := l.programs["metric:"+m].eval(vars)
 		switch {
@@ -213,4 +218,39 @@ func Passed(scores []Score) bool {
 		}
 	}
 	return true
+}
+
+// Derive computes the derived metrics whose inputs are all in metrics and
+// adds them; a derived metric that cannot be computed (a division by zero)
+// goes to why.
+func (l *Lab) Derive(metrics map[string]any, why map[string]string, params map[string]string) {
+	if params == nil {
+		params = map[string]string{}
+	}
+	for m := range l.Derived {
+		p := l.programs["derived:"+m]
+		if _, done := metrics[m]; done || p == nil {
+			continue
+		}
+		ready := true
+		for _, r := range p.reads {
+			if _, ok := metrics[r]; !ok {
+				ready = false
+			}
+		}
+		if !ready {
+			continue
+		}
+		v, err := p.eval(map[string]any{"metrics": metrics, "params": params, "hosts": int64(1)})
+		if err != nil {
+			why[m] = "cannot compute " + l.Derived[m] + ": " + err.Error()
+			continue
+		}
+		if f, ok := v.(float64); ok && (f != f || f > 1e308 || f < -1e308) {
+			why[m] = l.Derived[m] + " is not a number (" + FormatValue(f) + ")"
+			continue
+		}
+		metrics[m] = v
+		delete(why, m)
+	}
 }

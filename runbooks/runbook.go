@@ -52,7 +52,7 @@ type Param struct {
 
 var (
 	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	placeholder = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
+	placeholder = regexp.MustCompile(`\{\{\s*([a-z][a-z0-9_]*)\s*\}\}`)
 )
 
 // Bind checks the values given for rb's parameters (name=value) and

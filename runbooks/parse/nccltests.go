@@ -26,9 +26,11 @@ type NCCLTests struct {
 	// AvgBusBW is the run's "Avg bus bandwidth" in GB/s.
 	AvgBusBW *float64 `json:"avg_bus_bandwidth_gbps"`
 	// PeakBusBW is the highest out-of-place bus bandwidth in the table.
-	PeakBusBW    *float64 `json:"peak_bus_bandwidth_gbps"`
-	OutOfBounds  *int     `json:"out_of_bounds"`
-	WrongResults int      `json:"wrong_results"` // sum of the #wrong columns
+	PeakBusBW   *float64 `json:"peak_bus_bandwidth_gbps"`
+	OutOfBounds *int     `json:"out_of_bounds"`
+	// WrongResults sums the #wrong columns; null when the run did not
+	// validate (validation: 0 prints N/A) or used the float error column.
+	WrongResults *int `json:"wrong_results"`
 }
 
 // NCCLTestsRank is one "Rank N ... device D [bus] name" line.
@@ -150,7 +152,10 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 		}
 		for _, m := range []NCCLTestsMeasure{r.OutOfPlace, r.InPlace} {
 			if m.Wrong != nil {
-				out.WrongResults += *m.Wrong
+				if out.WrongResults == nil {
+					out.WrongResults = new(int)
+				}
+				*out.WrongResults += *m.Wrong
 			}
 		}
 	}
