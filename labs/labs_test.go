@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -383,5 +384,49 @@ func TestWorkloadLabsOnRealOutputs(t *testing.T) {
 	l.Derive(m, why, nil)
 	if _, ok := m["interference_coefficient"]; ok || !strings.Contains(why["interference_coefficient"], "is not a number") {
 		t.Errorf("a division by zero is not a coefficient: %v %v", m, why)
+	}
+}
+
+// Every built-in lab is one the catalog's project cards point at, and
+// every lab the catalog names exists.
+func TestBuiltinLabsMatchTheCatalog(t *testing.T) {
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, _ := Load(nil)
+	for _, l := range ls {
+		if _, ok := c.Lab(l.ID); !ok {
+			t.Errorf("lab %s is not in the catalog's lab index", l.ID)
+		}
+	}
+	for _, cl := range c.Labs {
+		if _, ok := Find(ls, cl.ID); !ok {
+			t.Errorf("the catalog names lab %s, which is not built in", cl.ID)
+		}
+	}
+	if len(ls) < 8 {
+		t.Errorf("%d built-in labs, want at least 8", len(ls))
+	}
+}
+
+func TestKubernetesLabsOnRealOutputs(t *testing.T) {
+	l := lab(t, "pending-explained")
+	m := map[string]any{}
+	measure(t, l, "events", "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt", m)
+	if m["failed_scheduling"] != int64(3) || m["unexplained_failed_scheduling"] != int64(0) || m["node_reasons"] != int64(2) || m["admitted"] != false {
+		t.Errorf("pending-explained metrics: %v", m)
+	}
+	if got := statuses(l.Score(m, nil, nil, 1, true)); got != "decided=FAIL explained=PASS" {
+		t.Errorf("pending-explained on a cluster without Kueue events: %s", got)
+	}
+	l = lab(t, "pod-cannot-see-gpu")
+	m = map[string]any{}
+	measure(t, l, "with", "nvidia-smi-L/dgx-a100-80gb-srun-1g10gb-single-mig.txt", m)
+	measure(t, l, "events", "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt", m)
+	vals, _ := l.Measure("without", nil, "Failed to initialize NVML: Unknown Error\n", 9)
+	m["gpus_seen_without_request"] = vals["gpus_seen_without_request"]
+	if got := statuses(l.Score(m, nil, nil, 1, true)); got != "sees-with-request=PASS scheduled=PASS no-request-no-gpu=PASS" {
+		t.Errorf("pod-cannot-see-gpu: %s (%v)", got, m)
 	}
 }
