@@ -195,7 +195,7 @@ func TestRunbookCommands(t *testing.T) {
 
 func TestLabCommands(t *testing.T) {
 	env := noEnv(t)
-	run(t, env, "lab", "list").expect(t, 0, "topology-sanity  data   draft", "")
+	run(t, env, "lab", "list").expect(t, 0, "topology-sanity     data      draft     10   3+0", "")
 	run(t, env, "lab", "show", "health-gate").expect(t, 0, "[critical]  remap", "")
 	run(t, env, "lab", "show", "nope").expect(t, 2, "", `no lab "nope" (gpulab lab list)`)
 	r := run(t, env, "lab", "show", "topology-sanity", "--json")
@@ -210,7 +210,7 @@ func TestLabCommands(t *testing.T) {
 	}
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "mine.toml"), "id = \"mine\"\nname = \"m\"\ngoal = \"g\"\nplane = \"data\"\nmaturity = \"draft\"\nestimate_minutes = 1\n[[step]]\nid = \"s\"\nphase = \"run\"\ncommand = \"true\"\n[step.metrics]\nok = \"exit_code == 0\"\n[[criterion]]\nid = \"c\"\ndescription = \"d\"\nexpr = \"metrics.ok\"\nimpact = \"major\"\n")
-	run(t, env, "lab", "check", dir).expect(t, 0, dir+": ok (3 labs with the built-in ones)", "")
+	run(t, env, "lab", "check", dir).expect(t, 0, dir+": ok (10 labs with the built-in ones)", "")
 	run(t, env, "lab", "list", "--labs", dir).expect(t, 0, "mine ", "")
 	writeFile(t, filepath.Join(dir, "bad.toml"), "id = \"bad\"\nname = \"b\"\ngoal = \"g\"\nplane = \"data\"\nmaturity = \"draft\"\nestimate_minutes = 1\n[[criterion]]\nid = \"c\"\ndescription = \"d\"\nexpr = \"metrics.latency_p99_ms < 200\"\nimpact = \"major\"\n")
 	run(t, env, "lab", "check", dir).expect(t, 1, "", "bad.toml:10:1: criterion \"c\" reads metrics.latency_p99_ms, which no step measures")
