@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -235,4 +236,19 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 		t.Errorf("lab run --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
 	run(t, env, "lab", "run", "nope", "-H", "gpu01", "-F", cfg).expect(t, 2, "", `no lab "nope"`)
+	run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--set", "marke=x").expect(t, 2, "", `--set marke: lab e2e has no parameter "marke" (it has marker)`)
+
+	// The records of those runs, read back.
+	r = run(t, env, "results", "list", "--results", results)
+	r.expect(t, 0, "LAB  HOSTS       RESULT  RUN", "")
+	r.expect(t, 0, "e2e  gpu01       passed  e2e/", "")
+	r.expect(t, 0, "e2e  gpu[01-02]  failed  e2e/", "")
+	runs, _ := filepath.Glob(filepath.Join(results, "e2e", "*"))
+	sort.Strings(runs)
+	first := "e2e/" + filepath.Base(runs[0])
+	run(t, env, "results", "show", first, "--results", results).expect(t, 0, "# Lab record: End-to-end lab for the runner's tests", "")
+	run(t, env, "results", "show", filepath.Base(runs[0]), "--results", results).expect(t, 0, "- Conclusion: **", "")
+	run(t, env, "results", "compare", runs[0], runs[1], "--results", results).expect(t, 0, "(baseline)", "")
+	run(t, env, "results", "show", "nope", "--results", results).expect(t, 2, "", `no record "nope"`)
+	run(t, env, "results", "list", "--results", t.TempDir()).expect(t, 0, "no lab records in ", "")
 }

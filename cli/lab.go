@@ -154,7 +154,7 @@ record says incomplete).`,
 			var mu sync.Mutex
 			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params,
 				OnStart: func(rec *labs.Record) {
-					dir = rec.Dir(results)
+					dir = rec.NewDir(results)
 					if err := rec.WriteJSON(dir); err != nil {
 						fmt.Fprintf(errw, "gpulab: cannot write the record: %v\n", err)
 					}

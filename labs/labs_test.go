@@ -2,9 +2,11 @@ package labs
 
 import (
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/runbooks"
@@ -428,5 +430,38 @@ func TestKubernetesLabsOnRealOutputs(t *testing.T) {
 	m["gpus_seen_without_request"] = vals["gpus_seen_without_request"]
 	if got := statuses(l.Score(m, nil, nil, 1, true)); got != "sees-with-request=PASS scheduled=PASS no-request-no-gpu=PASS" {
 		t.Errorf("pod-cannot-see-gpu: %s (%v)", got, m)
+	}
+}
+
+// Records written to a results directory are listed newest first and
+// compared against the first: throughput ratio and P99 interference
+// coefficient (shared ÷ exclusive).
+func TestResultsListAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(lab, mode string, at time.Time, tps, p99 float64) *Record {
+		r := &Record{Schema: RecordSchema, Lab: lab, Started: at, Finished: at.Add(time.Minute), Complete: true, Passed: true,
+			Result: ResultRow{Workload: "vLLM", Mode: mode, Throughput: "output_tps", Unit: "output tok/s", P99: "ttft_p99_ms"},
+			Hosts:  []HostRecord{{Host: "gpu07", Passed: true, Metrics: map[string]any{"output_tps": tps, "ttft_p99_ms": p99}}}}
+		if err := r.Write(r.Dir(dir), filepath.Join(dir, "results.csv")); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	mk("exclusive-baseline", "exclusive", t0, 2000, 400)
+	mk("mig-isolation", "MIG", t0.Add(time.Hour), 900, 480)
+	os.MkdirAll(filepath.Join(dir, "broken", "run"), 0o755)
+	os.WriteFile(filepath.Join(dir, "broken", "run", "record.json"), []byte("{"), 0o644)
+	refs, err := ListRecords(dir)
+	if err == nil || !strings.Contains(err.Error(), "broken/run/record.json") || len(refs) != 2 || refs[0].Record.Lab != "mig-isolation" {
+		t.Fatalf("list: %v, %d records", err, len(refs))
+	}
+	again := &Record{Lab: "mig-isolation", Started: t0.Add(time.Hour), Hosts: []HostRecord{{Host: "gpu07"}}}
+	if d := again.NewDir(dir); !strings.HasSuffix(d, "mig-isolation/20261129-110000-gpu07-2") {
+		t.Errorf("a second run in the same second: %s", d)
+	}
+	rows := Compare([]RecordRef{refs[1], refs[0]})
+	if len(rows) != 2 || !rows[0].Baseline || *rows[0].P99Coefficient != 1 || *rows[1].P99Coefficient != 1.2 || *rows[1].ThroughputRatio != 0.45 {
+		t.Errorf("compare: %+v", rows)
 	}
 }

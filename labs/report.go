@@ -28,6 +28,19 @@ func (r *Record) Dir(results string) string {
 	return filepath.Join(results, r.Lab, r.Started.UTC().Format("20060102-150405")+"-"+hosts)
 }
 
+// NewDir is Dir, made unique: a second run of the same lab on the same
+// hosts within the same second gets "-2", "-3"...
+func (r *Record) NewDir(results string) string {
+	base := r.Dir(results)
+	dir := base
+	for i := 2; ; i++ {
+		if _, err := os.Stat(dir); os.IsNotExist(err) {
+			return dir
+		}
+		dir = fmt.Sprintf("%s-%d", base, i)
+	}
+}
+
 // Write writes the record's files into dir (record.json, record.md,
 // junit.xml), each atomically, and appends its rows to the results
 // directory's results.csv.

@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
+)
+
+func newResultsCmd(o *options) *cobra.Command {
+	var results, lab string
+	dir := func() string {
+		if results != "" {
+			return results
+		}
+		return o.resultsDir()
+	}
+	// resolve finds a record by its directory, or by LAB/RUN (or RUN) under
+	// the results directory.
+	resolve := func(arg string) (labs.RecordRef, error) {
+		for _, d := range []string{arg, filepath.Join(dir(), arg)} {
+			if r, err := labs.ReadRecord(d); err == nil {
+				return labs.RecordRef{Dir: d, Record: r}, nil
+			} else if !os.IsNotExist(err) {
+				return labs.RecordRef{}, configErr(err)
+			}
+		}
+		if m, _ := filepath.Glob(filepath.Join(dir(), "*", arg, "record.json")); len(m) == 1 {
+			r, err := labs.ReadRecord(filepath.Dir(m[0]))
+			if err != nil {
+				return labs.RecordRef{}, configErr(err)
+			}
+			return labs.RecordRef{Dir: filepath.Dir(m[0]), Record: r}, nil
+		}
+		return labs.RecordRef{}, usageErr("no record %q (gpulab results list shows them; a directory, LAB/RUN or RUN)", arg)
+	}
+	cmd := &cobra.Command{
+		Use:   "results",
+		Short: "Lab records: list them, show one, compare runs side by side",
+		Long: `Every gpulab lab run writes a record under the results directory
+(--results DIR, default $GPULAB_RESULTS, then ~/.local/share/gpulab/results):
+LAB/TIME-HOSTS/record.json, record.md and junit.xml, and a row per host in
+results.csv. These commands read them back.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().StringVar(&results, "results", "", "the results `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
+	list := &cobra.Command{
+		Use:     "list",
+		Short:   "List lab records, newest first",
+		Example: "  gpulab results list\n  gpulab results list --lab mig-isolation --json | jq -r '.[].dir'",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			refs, err := labs.ListRecords(dir())
+			if err != nil && len(refs) == 0 {
+				return configErr(err)
+			}
+			if err != nil {
+				fmt.Fprintf(c.ErrOrStderr(), "gpulab: %v\n", err)
+			}
+			var keep []labs.RecordRef
+			for _, r := range refs {
+				if lab == "" || r.Record.Lab == lab {
+					keep = append(keep, r)
+				}
+			}
+			if o.json {
+				if keep == nil {
+					keep = []labs.RecordRef{}
+				}
+				return writeJSON(c.OutOrStdout(), keep)
+			}
+			if len(keep) == 0 {
+				fmt.Fprintf(c.OutOrStdout(), "no lab records in %s (gpulab lab run ID -H EXPR writes them)\n", dir())
+				return nil
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "STARTED\tLAB\tHOSTS\tRESULT\tRUN")
+			for _, r := range keep {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), r.Record.Lab, hostsOf(r.Record), outcome(r.Record), relTo(dir(), r.Dir))
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().StringVar(&lab, "lab", "", "only the records of lab `ID`")
+	cmd.AddCommand(list)
+	cmd.AddCommand(&cobra.Command{
+		Use:     "show RUN",
+		Short:   "Print a record (its Markdown; --json for the record itself)",
+		Example: "  gpulab results show mig-isolation/20261129-104700-gpu07\n  gpulab results show 20261129-104700-gpu07 --json | jq '.hosts[].scores'",
+		Args:    exactArgs(1, "a record: its directory, LAB/RUN or RUN"),
+		RunE: func(c *cobra.Command, args []string) error {
+			ref, err := resolve(args[0])
+			if err != nil {
+				return err
+			}
+			if o.json {
+				return writeJSON(c.OutOrStdout(), ref.Record)
+			}
+			md, err := os.ReadFile(filepath.Join(ref.Dir, "record.md"))
+			if err != nil {
+				md = []byte(ref.Record.Markdown())
+			}
+			_, err = c.OutOrStdout().Write(md)
+			return err
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:   "compare BASELINE RUN...",
+		Short: "Runs side by side, with interference coefficients against the first",
+		Long: `Lay records side by side in the standard result table. The first record
+is the baseline (typically exclusive-baseline): each row's throughput ratio
+and P99 interference coefficient are its figure divided by the baseline's
+(shared ÷ exclusive, the seed's definition).`,
+		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07",
+		Args:    cobra.MinimumNArgs(2),
+		RunE: func(c *cobra.Command, args []string) error {
+			var refs []labs.RecordRef
+			for _, a := range args {
+				ref, err := resolve(a)
+				if err != nil {
+					return err
+				}
+				refs = append(refs, ref)
+			}
+			rows := labs.Compare(refs)
+			if o.json {
+				return writeJSON(c.OutOrStdout(), rows)
+			}
+			printCompare(c.OutOrStdout(), rows)
+			return nil
+		},
+	})
+	return cmd
+}
+
+func hostsOf(r *labs.Record) string {
+	names := make([]string, len(r.Hosts))
+	for i, h := range r.Hosts {
+		names[i] = h.Host
+	}
+	return inventory.FoldNames(names)
+}
+
+func outcome(r *labs.Record) string {
+	switch {
+	case !r.Complete && r.Interrupted:
+		return "interrupted"
+	case !r.Complete:
+		return "incomplete"
+	case r.Passed:
+		return "passed"
+	}
+	return "failed"
+}
+
+func relTo(base, path string) string {
+	if rel, err := filepath.Rel(base, path); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return path
+}
+
+func printCompare(w io.Writer, rows []labs.CompareRow) {
+	f := func(v *float64) string {
+		if v == nil {
+			return "—"
+		}
+		return labs.FormatValue(*v)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAB\tHOST\tWORKLOAD\tMODE\tTHROUGHPUT\tP50\tP99\tTHROUGHPUT ÷ BASE\tP99 INTERFERENCE\tRESULT")
+	for _, r := range rows {
+		tp := f(r.Throughput)
+		if r.Throughput != nil && r.Unit != "" {
+			tp += " " + r.Unit
+		}
+		res := "failed"
+		if r.Passed {
+			res = "passed"
+		}
+		if !r.Complete {
+			res = "incomplete"
+		}
+		coef := f(r.P99Coefficient)
+		if r.Baseline {
+			coef += " (baseline)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Lab, r.Host, r.Workload, r.Mode, tp, f(r.P50), f(r.P99), f(r.ThroughputRatio), coef, res)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,134 @@
+package labs
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// RecordRef is a record found in a results directory.
+type RecordRef struct {
+	Dir    string  `json:"dir"`
+	Record *Record `json:"record"`
+}
+
+// ListRecords finds every record.json under results (RESULTS/LAB/RUN/),
+// newest first. A record that cannot be read is an error naming its file;
+// the others are still returned.
+func ListRecords(results string) ([]RecordRef, error) {
+	files, err := filepath.Glob(filepath.Join(results, "*", "*", "record.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []RecordRef
+	var bad []error
+	for _, f := range files {
+		r, err := ReadRecord(filepath.Dir(f))
+		if err != nil {
+			bad = append(bad, err)
+			continue
+		}
+		out = append(out, RecordRef{Dir: filepath.Dir(f), Record: r})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Record.Started.After(out[j].Record.Started) })
+	if len(bad) > 0 {
+		return out, fmt.Errorf("%d unreadable record(s), first: %w", len(bad), bad[0])
+	}
+	return out, nil
+}
+
+// ReadRecord reads dir/record.json.
+func ReadRecord(dir string) (*Record, error) {
+	path := filepath.Join(dir, "record.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Record
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != RecordSchema {
+		return nil, fmt.Errorf("%s: record schema %d, this gpulab reads %d", path, r.Schema, RecordSchema)
+	}
+	return &r, nil
+}
+
+// CompareRow is one record (one host of it) in a comparison: the standard
+// result columns and, against the baseline (the first record), the
+// interference coefficients.
+type CompareRow struct {
+	Dir        string   `json:"dir"`
+	Lab        string   `json:"lab"`
+	Host       string   `json:"host"`
+	Workload   string   `json:"workload"`
+	Mode       string   `json:"mode"`
+	Request    string   `json:"request"`
+	Throughput *float64 `json:"throughput"`
+	Unit       string   `json:"unit"`
+	P50        *float64 `json:"p50"`
+	P95        *float64 `json:"p95"`
+	P99        *float64 `json:"p99"`
+	Passed     bool     `json:"passed"`
+	Complete   bool     `json:"complete"`
+	// ThroughputRatio is throughput ÷ the baseline's; P99Coefficient is
+	// P99 ÷ the baseline's (the interference coefficient of the seed:
+	// shared ÷ exclusive for the same metric).
+	ThroughputRatio *float64 `json:"throughput_ratio"`
+	P99Coefficient  *float64 `json:"p99_interference_coefficient"`
+	Baseline        bool     `json:"baseline"`
+}
+
+// Compare lays records side by side, one row per host; the first record's
+// first host is the baseline the coefficients divide by.
+func Compare(refs []RecordRef) []CompareRow {
+	var rows []CompareRow
+	for i, ref := range refs {
+		r := ref.Record
+		for j, h := range r.Hosts {
+			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
+				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Baseline: i == 0 && j == 0,
+				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
+				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
+			rows = append(rows, row)
+		}
+	}
+	if len(rows) == 0 {
+		return rows
+	}
+	base := rows[0]
+	for i := range rows {
+		rows[i].ThroughputRatio = ratio(rows[i].Throughput, base.Throughput)
+		rows[i].P99Coefficient = ratio(rows[i].P99, base.P99)
+	}
+	return rows
+}
+
+func number(m map[string]any, name string) *float64 {
+	if name == "" {
+		return nil
+	}
+	switch v := m[name].(type) {
+	case float64:
+		return &v
+	case int64:
+		f := float64(v)
+		return &f
+	case json.Number:
+		f, err := v.Float64()
+		if err == nil {
+			return &f
+		}
+	}
+	return nil
+}
+
+func ratio(a, b *float64) *float64 {
+	if a == nil || b == nil || *b == 0 {
+		return nil
+	}
+	r := *a / *b
+	return &r
+}
