@@ -182,6 +182,22 @@ func TestFleetInTmux(t *testing.T) {
 	s.waitFor("UNKNOWN gpu[01-04]: no evidence: step topo exited 127")
 	s.keys("Escape")
 	s.waitFor("▶ topology")
+	// The Labs tab runs topology-sanity: no nvidia-smi, so the prerequisite
+	// fails on every host, cleanup runs, the criteria end UNKNOWN, and the
+	// record is written.
+	s.keys("5")
+	s.waitFor("▶ exclusive-baseline")
+	s.keys("End")
+	s.waitFor("▶ topology-sanity")
+	s.keys("Enter")
+	s.waitFor("FAILED")
+	s.waitFor("? UNKNOWN nvlink-mesh gpu[01-04]: no evidence")
+	s.waitFor("record: ")
+	if recs, _ := filepath.Glob(filepath.Join(dir, ".local", "share", "gpulab", "results", "topology-sanity", "*", "record.md")); len(recs) != 1 {
+		t.Errorf("the Labs tab wrote %d records", len(recs))
+	}
+	s.keys("Escape")
+	s.waitFor("▶ topology-sanity")
 	s.keys("q")
 	s.waitFor("EXIT=0")
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/tui"
@@ -43,10 +45,14 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		}
 		defer r.keys.Close()
 		r.keys.Passphrase = nil // the terminal belongs to the workbench: encrypted keys go through ssh-agent
-		opts.Fleet = fleetRunner{r}
-		opts.RunbookRunner = fleetRunner{r}
+		opts.Fleet = fleetRunner{r: r}
+		opts.RunbookRunner = fleetRunner{r: r}
+		opts.LabRunner = fleetRunner{r: r, results: o.resultsDir()}
 	}
 	if opts.Runbooks, err = o.loadRunbooks(); err != nil {
+		return err
+	}
+	if opts.Labs, err = o.loadLabs(); err != nil {
 		return err
 	}
 	var model tea.Model = tui.New(opts)
@@ -88,7 +94,10 @@ func newVersionCmd(o *options) *cobra.Command {
 
 // fleetRunner lets the workbench's Fleet view run commands on the
 // inventory's hosts.
-type fleetRunner struct{ r *runner }
+type fleetRunner struct {
+	r       *runner
+	results string // where lab records go
+}
 
 func (f fleetRunner) Hosts() []tui.FleetHost {
 	hs := make([]tui.FleetHost, len(f.r.targets))
@@ -126,4 +135,27 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})
+}
+
+func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, params map[string]string, events chan<- tui.LabUpdate) {
+	defer close(events)
+	var dir string
+	rec := labs.Run(ctx, f.r.engine, f.r.targets, l, labs.RunOptions{Params: params,
+		OnStart: func(rec *labs.Record) {
+			dir = rec.NewDir(f.results)
+			rec.WriteJSON(dir) // an outright kill still leaves an incomplete record
+		},
+		OnEvent: func(ev labs.Event) {
+			e := ev
+			if e.Step != nil {
+				s := *e.Step
+				e.Step = &s
+			}
+			events <- tui.LabUpdate{Event: &e}
+		}})
+	u := tui.LabUpdate{Record: rec, Dir: dir}
+	if err := rec.Write(dir, filepath.Join(f.results, "results.csv")); err != nil {
+		u.Err = "the record could not be written: " + err.Error()
+	}
+	events <- u
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/runbooks"
 )
@@ -32,6 +33,9 @@ type Options struct {
 	// tab lists them and says how to run them).
 	Runbooks      []runbooks.Runbook
 	RunbookRunner RunbookRunner
+	// Labs are listed in the Labs tab; LabRunner runs them (nil: no hosts).
+	Labs      []*labs.Lab
+	LabRunner LabRunner
 	// Version is shown in the header.
 	Version string
 	Styles  Styles
@@ -73,7 +77,7 @@ func New(opts Options) Model {
 			newMatrixView(opts.Catalog, st),
 			fleet,
 			newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st),
-			newHintView("Labs", "Labs are MIU scenarios scored live, criterion by criterion. The labs that give evidence about each project are listed on its card in the Map.", st),
+			newLabsView(opts.LabRunner, opts.Labs, st),
 			newHintView("Results", "Results are lab records (standard result table and verdicts). No records yet.", st),
 			newHintView("Cluster", clusterHint(inv), st),
 		},

@@ -151,7 +151,7 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			continue
 		}
 		switch msg.(type) {
-		case fleetEventsMsg, fleetDoneMsg, runbookHostMsg, runbookDoneMsg:
+		case fleetEventsMsg, fleetDoneMsg, runbookHostMsg, runbookDoneMsg, labUpdatesMsg:
 		default:
 			continue // cursor blinks and the like
 		}

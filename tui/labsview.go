@@ -1,0 +1,391 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
+)
+
+// LabRunner runs a lab on the fleet: it sends the run's events on events
+// as they happen, then one LabUpdate with the finished record (and where
+// it was written), then closes events.
+type LabRunner interface {
+	Hosts() []FleetHost
+	RunLab(ctx context.Context, l *labs.Lab, params map[string]string, events chan<- LabUpdate)
+}
+
+// LabUpdate is a lab run's progress (Event) or its end (Record).
+type LabUpdate struct {
+	Event  *labs.Event
+	Record *labs.Record
+	Dir    string // where the record was written
+	Err    string // the record could not be written
+}
+
+type (
+	labUpdatesMsg struct {
+		run     int
+		updates []LabUpdate
+		closed  bool
+	}
+	labTickMsg struct{ run int }
+)
+
+type labKeys struct {
+	MoveKeys
+	Run key.Binding
+}
+
+// labsView lists the labs (maturity, estimate) and runs one: the current
+// phase, the timer against the estimate, the criteria checklist turning
+// PASS/FAIL with values as metrics arrive, and a folded log of the steps.
+type labsView struct {
+	runner LabRunner
+	list   []*labs.Lab
+	styles Styles
+	keys   labKeys
+	now    func() time.Time
+
+	sel     int
+	active  *labs.Lab
+	run     int
+	running bool
+	started time.Time
+	ended   time.Time
+	cancel  context.CancelFunc
+	ch      <-chan LabUpdate
+	phase   map[string]string       // host → current phase
+	scores  map[string][]labs.Score // host → latest scores
+	log     []logEntry
+	rec     *labs.Record
+	dir     string
+	err     string
+
+	width, height int
+}
+
+type logEntry struct {
+	key   string // phase/step/outcome
+	hosts []string
+}
+
+func newLabsView(runner LabRunner, list []*labs.Lab, st Styles) *labsView {
+	return &labsView{runner: runner, list: list, styles: st, now: time.Now, keys: labKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run on the fleet")),
+	}}
+}
+
+func (v *labsView) Init() tea.Cmd    { return nil }
+func (v *labsView) Title() string    { return "Labs" }
+func (v *labsView) Capturing() bool  { return false }
+func (v *labsView) SetSize(w, h int) { v.width, v.height = w, h }
+
+func (v *labsView) Status() string {
+	if v.active == nil {
+		return fmt.Sprintf("%d labs", len(v.list))
+	}
+	return v.active.ID + ": " + v.timer()
+}
+
+func (v *labsView) ShortHelp() []key.Binding {
+	if v.active != nil {
+		return []key.Binding{v.keys.Back}
+	}
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run}
+}
+
+func (v *labsView) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Back}}
+}
+
+func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	switch msg := msg.(type) {
+	case labUpdatesMsg:
+		if msg.run != v.run {
+			return v, nil
+		}
+		for _, u := range msg.updates {
+			v.apply(u)
+		}
+		if msg.closed {
+			v.running, v.ended = false, v.now()
+			return v, nil
+		}
+		return v, v.wait()
+	case labTickMsg:
+		if msg.run == v.run && v.running {
+			return v, v.tick()
+		}
+	case tea.KeyMsg:
+		return v, v.handleKey(msg)
+	}
+	return v, nil
+}
+
+func (v *labsView) apply(u LabUpdate) {
+	switch {
+	case u.Record != nil:
+		v.rec, v.dir, v.err = u.Record, u.Dir, u.Err
+		for _, h := range u.Record.Hosts {
+			v.scores[h.Host] = h.Scores
+		}
+	case u.Event != nil:
+		ev := u.Event
+		switch ev.Kind {
+		case labs.StepStarted:
+			v.phase[ev.Host] = ev.Phase
+		case labs.StepFinished:
+			s := ev.Step
+			out := "ok"
+			switch {
+			case s.Skipped != "":
+				out = "skipped: " + s.Skipped
+			case s.Problem != "":
+				out = s.Problem
+			}
+			k := ev.Phase + " " + s.ID + ": " + out
+			for i := range v.log {
+				if v.log[i].key == k {
+					v.log[i].hosts = append(v.log[i].hosts, ev.Host)
+					return
+				}
+			}
+			v.log = append(v.log, logEntry{key: k, hosts: []string{ev.Host}})
+		case labs.ScoresChanged, labs.HostFinished:
+			v.scores[ev.Host] = ev.Scores
+			if ev.Kind == labs.HostFinished {
+				v.phase[ev.Host] = "done"
+			}
+		}
+	}
+}
+
+func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
+	k := v.keys
+	if v.active != nil {
+		if key.Matches(km, k.Back) {
+			if v.cancel != nil && v.running {
+				v.cancel() // cleanup still runs; the record says interrupted
+				return nil
+			}
+			v.active = nil
+		}
+		return nil
+	}
+	switch {
+	case key.Matches(km, k.Up):
+		v.sel = max(0, v.sel-1)
+	case key.Matches(km, k.Down):
+		v.sel = min(len(v.list)-1, v.sel+1)
+	case key.Matches(km, k.Home):
+		v.sel = 0
+	case key.Matches(km, k.End):
+		v.sel = max(0, len(v.list)-1)
+	case key.Matches(km, k.Run):
+		if len(v.list) > 0 && v.runner != nil && len(v.runner.Hosts()) > 0 {
+			return v.start(v.list[v.sel])
+		}
+	}
+	return nil
+}
+
+func (v *labsView) start(l *labs.Lab) tea.Cmd {
+	v.run++
+	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
+	v.phase, v.scores = map[string]string{}, map[string][]labs.Score{}
+	params := map[string]string{}
+	for _, p := range l.Params {
+		params[p.Name] = p.Default
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v.cancel = cancel
+	ch := make(chan LabUpdate, 256)
+	v.ch = ch
+	go v.runner.RunLab(ctx, l, params, ch)
+	return tea.Batch(v.wait(), v.tick())
+}
+
+func (v *labsView) tick() tea.Cmd {
+	run := v.run
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return labTickMsg{run: run} })
+}
+
+func (v *labsView) wait() tea.Cmd {
+	ch, run := v.ch, v.run
+	return func() tea.Msg {
+		u, ok := <-ch
+		if !ok {
+			return labUpdatesMsg{run: run, closed: true}
+		}
+		batch := []LabUpdate{u}
+		for {
+			select {
+			case u, ok := <-ch:
+				if !ok {
+					return labUpdatesMsg{run: run, updates: batch, closed: true}
+				}
+				batch = append(batch, u)
+			default:
+				return labUpdatesMsg{run: run, updates: batch}
+			}
+		}
+	}
+}
+
+// timer is "elapsed of estimate" for the running (or finished) lab.
+func (v *labsView) timer() string {
+	end := v.now()
+	if !v.running && !v.ended.IsZero() {
+		end = v.ended
+	}
+	el := end.Sub(v.started).Round(time.Second)
+	est := time.Duration(v.active.EstimateMinutes) * time.Minute
+	s := fmt.Sprintf("%s of about %s", el, est)
+	if el > est {
+		s += " (over the estimate)"
+	}
+	return s
+}
+
+func (v *labsView) View() string {
+	if v.active == nil {
+		return v.listView()
+	}
+	st := v.styles
+	l := v.active
+	var names []string
+	for _, h := range v.runner.Hosts() {
+		names = append(names, h.Name)
+	}
+	state := "running"
+	switch {
+	case v.rec != nil && v.rec.Interrupted:
+		state = "interrupted: cleanup ran, the record is marked incomplete"
+	case v.rec != nil && v.rec.Passed:
+		state = "PASSED"
+	case v.rec != nil:
+		state = "FAILED"
+	case !v.running:
+		state = "ended"
+	}
+	lines := []string{
+		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(names)),
+		st.CardMuted.Render(v.timer()+" · "+v.phases()) + "  " + st.CardLabel.Render(state),
+		"",
+		st.CardLabel.Render("Criteria"),
+	}
+	for _, g := range v.checklist() {
+		mark := map[labs.Status]string{"PASS": "✓", "FAIL": "✗", "WARN": "!", "UNKNOWN": "?", "SKIPPED": "-", labs.Pending: "…"}[g.Status]
+		kind := ""
+		if g.Counter {
+			kind = " (counterexample)"
+		}
+		lines = append(lines, statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status))+" "+g.ID+kind+" "+st.CardMuted.Render(g.Hosts+": "+g.Summary))
+	}
+	lines = append(lines, "", st.CardLabel.Render("Steps"))
+	room := max(1, v.height-len(lines)-2)
+	log := make([]string, 0, len(v.log))
+	for _, e := range v.log {
+		log = append(log, "  "+inventory.FoldNames(e.hosts)+"  "+e.key)
+	}
+	if len(log) > room {
+		log = log[len(log)-room:]
+	}
+	lines = append(lines, log...)
+	if v.dir != "" {
+		lines = append(lines, "", st.CardMuted.Render("record: "+v.dir+"/record.md"))
+	}
+	if v.err != "" {
+		lines = append(lines, st.Error.Render(v.err))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// phases says where the hosts are: "run: gpu[01-03] · done: gpu04".
+func (v *labsView) phases() string {
+	by := map[string][]string{}
+	for h, p := range v.phase {
+		by[p] = append(by[p], h)
+	}
+	var keys []string
+	for p := range by {
+		keys = append(keys, p)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, p := range keys {
+		parts = append(parts, p+": "+inventory.FoldNames(by[p]))
+	}
+	if len(parts) == 0 {
+		return "connecting"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// checklist folds the hosts' latest scores per criterion; before any score
+// arrives every criterion is PENDING.
+func (v *labsView) checklist() []labs.ScoreGroup {
+	var hosts []labs.HostRecord
+	for h, sc := range v.scores {
+		hosts = append(hosts, labs.HostRecord{Host: h, Scores: sc})
+	}
+	sort.Slice(hosts, func(i, j int) bool { return inventory.CompareNames(hosts[i].Host, hosts[j].Host) < 0 })
+	if len(hosts) == 0 {
+		var out []labs.ScoreGroup
+		for _, c := range v.active.Criteria {
+			out = append(out, labs.ScoreGroup{Score: labs.Score{ID: c.ID, Status: labs.Pending, Summary: "waiting for its metrics"}, Hosts: "all"})
+		}
+		for _, c := range v.active.Counter {
+			out = append(out, labs.ScoreGroup{Score: labs.Score{ID: c.ID, Counter: true, Status: labs.Pending, Summary: "waiting for its metrics"}, Hosts: "all"})
+		}
+		return out
+	}
+	return labs.FoldScores(hosts)
+}
+
+func (v *labsView) listView() string {
+	st := v.styles
+	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
+	if v.runner == nil || len(v.runner.Hosts()) == 0 {
+		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), "")
+	}
+	for i, l := range v.list {
+		marker := "  "
+		if i == v.sel {
+			marker = "▶ "
+		}
+		lines = append(lines, marker+st.CardLabel.Render(fmt.Sprintf("%-20s", l.ID))+st.CardMuted.Render(fmt.Sprintf(" %-17s %3d min  ", l.Maturity, l.EstimateMinutes))+l.Name)
+	}
+	if v.sel < len(v.list) {
+		l := v.list[v.sel]
+		lines = append(lines, "")
+		lines = append(lines, wrap(st.CardLabel.Render("Goal: ")+l.Goal, v.width-2)...)
+		for _, c := range l.Criteria {
+			lines = append(lines, st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description)
+		}
+		for _, c := range l.Counter {
+			lines = append(lines, st.CardMuted.Render("  [counterexample] ")+c.Description)
+		}
+		if len(l.Params) > 0 {
+			var ps []string
+			for _, p := range l.Params {
+				val := p.Default
+				if val == "" {
+					val = "(not set: gpulab lab run --set " + p.Name + "=...)"
+				}
+				ps = append(ps, p.Name+" = "+val)
+			}
+			lines = append(lines, "", st.CardMuted.Render("parameters: "+strings.Join(ps, ", ")))
+		}
+	}
+	return strings.Join(lines, "\n")
+}

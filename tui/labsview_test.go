@@ -1,0 +1,110 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/landscape"
+)
+
+// scriptedLabs replays a run's events: the view's contract (labs' own
+// tests run real labs on sshd). Host gpu002's topology lacks NVLink.
+type scriptedLabs struct{ n int }
+
+func (f scriptedLabs) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
+
+func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, params map[string]string, events chan<- LabUpdate) {
+	defer close(events)
+	rec := &labs.Record{Lab: l.ID, Name: l.Name, Complete: true}
+	for i, h := range f.Hosts() {
+		step := &labs.StepRecord{ID: "topo", Phase: "observe", Command: "nvidia-smi topo -m"}
+		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Index: i, Host: h.Name, Phase: "observe", Step: step}}
+		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Index: i, Host: h.Name, Phase: "observe", Step: step}}
+		m := map[string]any{"gpus": int64(8), "non_nvlink_pairs": int64(0), "nics": int64(1), "gpus_with_near_nic": int64(8), "numa_nodes": int64(2)}
+		if i == 1 {
+			m["non_nvlink_pairs"] = int64(6)
+		}
+		scores := l.Score(m, nil, params, f.n, true)
+		events <- LabUpdate{Event: &labs.Event{Kind: labs.HostFinished, Index: i, Host: h.Name, Scores: scores}}
+		hr := labs.HostRecord{Host: h.Name, Scores: scores, Passed: labs.Passed(scores)}
+		rec.Hosts = append(rec.Hosts, hr)
+	}
+	events <- LabUpdate{Record: rec, Dir: "/results/topology-sanity/20261129-100000-gpu[001-003]"}
+}
+
+func newLabsModel(t testing.TB, r LabRunner, w, h int) Model {
+	t.Helper()
+	c, _ := landscape.Builtin()
+	ls, err := labs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), LabRunner: r, Labs: ls, Styles: DefaultStyles()})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	return next.(Model)
+}
+
+func TestLabsTab(t *testing.T) {
+	m := newLabsModel(t, scriptedLabs{n: 3}, 140, 40)
+	m, _ = press(t, m, "5")
+	v := m.View()
+	for _, want := range []string{"▶ exclusive-baseline", "draft", "30 min", "topology-sanity", "Goal: One vLLM server", "parameters: base_url = http://127.0.0.1:8000, model = (not set"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("lab list lacks %q:\n%s", want, v)
+		}
+	}
+	m, _ = press(t, m, "end")
+	m, cmd := press(t, m, "enter")
+	// The first message is the batch of the updates and the timer tick;
+	// drain follows the updates only.
+	m = drain(t, m, onlyUpdates(cmd))
+	v = m.View()
+	for _, want := range []string{"topology-sanity: Topology sanity", "FAILED", "done: gpu[001-003]",
+		"✓ PASS    nvlink-mesh gpu[001,003]: metrics.gpus = 8, metrics.non_nvlink_pairs = 0",
+		"✗ FAIL    nvlink-mesh gpu002: metrics.gpus = 8, metrics.non_nvlink_pairs = 6",
+		"gpu[001-003]  observe topo: ok", "record: /results/topology-sanity/"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("finished lab lacks %q:\n%s", want, v)
+		}
+	}
+	m, _ = press(t, m, "esc")
+	if !strings.Contains(m.View(), "▶ topology-sanity") {
+		t.Errorf("esc after the run goes back to the list:\n%s", m.View())
+	}
+	for _, sz := range []struct{ w, h int }{{80, 24}, {60, 16}} {
+		mm := newLabsModel(t, scriptedLabs{n: 40}, sz.w, sz.h)
+		mm, _ = press(t, mm, "5", "end")
+		mm, cmd := press(t, mm, "enter")
+		mm = drain(t, mm, onlyUpdates(cmd))
+		if lines := strings.Split(mm.View(), "\n"); len(lines) != sz.h {
+			t.Errorf("%dx%d: %d lines", sz.w, sz.h, len(lines))
+		}
+	}
+}
+
+// onlyUpdates keeps the lab-update command of a batch, not the timer.
+func onlyUpdates(cmd tea.Cmd) tea.Cmd {
+	return func() tea.Msg {
+		msg := cmd()
+		if b, ok := msg.(tea.BatchMsg); ok {
+			for _, c := range b {
+				done := make(chan tea.Msg, 1)
+				go func() { done <- c() }()
+				select {
+				case m := <-done:
+					if _, ok := m.(labUpdatesMsg); ok {
+						return m
+					}
+				case <-time.After(500 * time.Millisecond):
+				}
+			}
+		}
+		return msg
+	}
+}
