@@ -198,6 +198,13 @@ func TestFleetInTmux(t *testing.T) {
 	}
 	s.keys("Escape")
 	s.waitFor("▶ topology-sanity")
+	// The Results tab lists the record just written and opens it.
+	s.keys("6")
+	s.waitFor("topology-sanity      gpu[01-04]       failed")
+	s.keys("Enter")
+	s.waitFor("# Lab record: Topology sanity")
+	s.keys("Escape")
+	s.waitFor("▶ ")
 	s.keys("q")
 	s.waitFor("EXIT=0")
 }

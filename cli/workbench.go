@@ -37,7 +37,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	if o.noColor || o.getenv("NO_COLOR") != "" {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
-	opts := tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles()}
+	opts := tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles(), Results: o.resultsDir()}
 	if len(inv.Hosts) > 0 {
 		r, err := o.newRunner(&sshFlags{hosts: "*"})
 		if err != nil {

@@ -36,6 +36,8 @@ type Options struct {
 	// Labs are listed in the Labs tab; LabRunner runs them (nil: no hosts).
 	Labs      []*labs.Lab
 	LabRunner LabRunner
+	// Results is the results directory the Results tab reads.
+	Results string
 	// Version is shown in the header.
 	Version string
 	Styles  Styles
@@ -78,7 +80,7 @@ func New(opts Options) Model {
 			fleet,
 			newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st),
 			newLabsView(opts.LabRunner, opts.Labs, st),
-			newHintView("Results", "Results are lab records (standard result table and verdicts). No records yet.", st),
+			newResultsView(opts.Results, st),
 			newHintView("Cluster", clusterHint(inv), st),
 		},
 	}

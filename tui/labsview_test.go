@@ -108,3 +108,37 @@ func onlyUpdates(cmd tea.Cmd) tea.Cmd {
 		return msg
 	}
 }
+
+func TestResultsTab(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for i, c := range []struct {
+		lab      string
+		tps, p99 float64
+	}{{"exclusive-baseline", 2000, 400}, {"mig-isolation", 900, 480}} {
+		r := &labs.Record{Schema: labs.RecordSchema, Lab: c.lab, Name: c.lab, Started: t0.Add(time.Duration(i) * time.Hour), Complete: true, Passed: i == 0,
+			Result: labs.ResultRow{Workload: "vLLM", Throughput: "tps", Unit: "tok/s", P99: "p99"},
+			Hosts:  []labs.HostRecord{{Host: "gpu07", Passed: i == 0, Metrics: map[string]any{"tps": c.tps, "p99": c.p99}}}}
+		if err := r.Write(r.NewDir(dir), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	m = next.(Model)
+	m, _ = press(t, m, "6")
+	v := m.View()
+	if !strings.Contains(v, "▶ ") || !strings.Contains(v, "mig-isolation        gpu07            failed") || strings.Index(v, "mig-isolation") > strings.Index(v, "exclusive-baseline") {
+		t.Fatalf("records, newest first:\n%s", v)
+	}
+	m, _ = press(t, m, "down", "b", "up", "c")
+	v = m.View()
+	if !strings.Contains(v, "throughput 900 tok/s (× 0.45)") || !strings.Contains(v, "P99 480 (interference 1.2)") {
+		t.Errorf("comparison against the marked baseline:\n%s", v)
+	}
+	m, _ = press(t, m, "esc", "enter")
+	if v := m.View(); !strings.Contains(v, "# Lab record: mig-isolation") {
+		t.Errorf("enter opens the record:\n%s", v)
+	}
+}

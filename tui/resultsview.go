@@ -1,0 +1,206 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/viewport"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
+)
+
+type resultsKeys struct {
+	MoveKeys
+	Refresh, Baseline, Compare key.Binding
+}
+
+// resultsView lists the lab records in the results directory (newest
+// first), shows one (its Markdown), and compares one against a baseline:
+// throughput ratio and P99 interference coefficient.
+type resultsView struct {
+	dir    string
+	styles Styles
+	keys   resultsKeys
+
+	refs     []labs.RecordRef
+	err      string
+	sel      int
+	baseline int // -1: none marked
+	page     *viewport.Model
+
+	width, height int
+}
+
+func newResultsView(dir string, st Styles) *resultsView {
+	v := &resultsView{dir: dir, styles: st, baseline: -1, keys: resultsKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Refresh:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		Baseline: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "mark baseline")),
+		Compare:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with baseline")),
+	}}
+	v.load()
+	return v
+}
+
+func (v *resultsView) load() {
+	v.err = ""
+	if v.dir == "" {
+		return
+	}
+	refs, err := labs.ListRecords(v.dir)
+	v.refs = refs
+	if err != nil {
+		v.err = err.Error()
+	}
+	v.sel = min(v.sel, max(0, len(v.refs)-1))
+	if v.baseline >= len(v.refs) {
+		v.baseline = -1
+	}
+}
+
+func (v *resultsView) Init() tea.Cmd   { return nil }
+func (v *resultsView) Title() string   { return "Results" }
+func (v *resultsView) Capturing() bool { return false }
+func (v *resultsView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	if v.page != nil {
+		v.page.Width, v.page.Height = w, h
+	}
+}
+
+func (v *resultsView) Status() string { return fmt.Sprintf("%d records in %s", len(v.refs), v.dir) }
+
+func (v *resultsView) ShortHelp() []key.Binding {
+	if v.page != nil {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+	}
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Baseline, v.keys.Compare, v.keys.Refresh}
+}
+
+func (v *resultsView) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Open}, {v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
+}
+
+func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	if u, ok := msg.(labUpdatesMsg); ok && u.closed {
+		v.load() // a lab run from the Labs tab just wrote its record
+		return v, nil
+	}
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return v, nil
+	}
+	k := v.keys
+	if v.page != nil {
+		if key.Matches(km, k.Back) {
+			v.page = nil
+			return v, nil
+		}
+		var cmd tea.Cmd
+		p, cmd := v.page.Update(msg)
+		v.page = &p
+		return v, cmd
+	}
+	switch {
+	case key.Matches(km, k.Up):
+		v.sel = max(0, v.sel-1)
+	case key.Matches(km, k.Down):
+		v.sel = min(len(v.refs)-1, v.sel+1)
+	case key.Matches(km, k.Refresh):
+		v.load()
+	case key.Matches(km, k.Baseline):
+		if len(v.refs) > 0 {
+			v.baseline = v.sel
+		}
+	case key.Matches(km, k.Open):
+		if len(v.refs) > 0 {
+			ref := v.refs[v.sel]
+			md, err := os.ReadFile(filepath.Join(ref.Dir, "record.md"))
+			if err != nil {
+				md = []byte(ref.Record.Markdown())
+			}
+			v.show(string(md))
+		}
+	case key.Matches(km, k.Compare):
+		if len(v.refs) > 0 && v.baseline >= 0 {
+			v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[v.baseline], v.refs[v.sel]})))
+		}
+	}
+	return v, nil
+}
+
+func (v *resultsView) show(text string) {
+	vp := viewport.New(v.width, v.height)
+	var lines []string
+	for _, l := range strings.Split(text, "\n") {
+		lines = append(lines, wrap(l, v.width)...)
+	}
+	vp.SetContent(strings.Join(lines, "\n"))
+	v.page = &vp
+}
+
+func (v *resultsView) compare(rows []labs.CompareRow) string {
+	f := func(x *float64) string {
+		if x == nil {
+			return "—"
+		}
+		return labs.FormatValue(*x)
+	}
+	out := []string{"Comparison (the first row is the baseline; coefficients are the row's figure ÷ the baseline's)", ""}
+	for _, r := range rows {
+		out = append(out, fmt.Sprintf("%s on %s (%s, %s)", r.Lab, r.Host, r.Workload, r.Mode),
+			fmt.Sprintf("  throughput %s %s (× %s)   P50 %s   P99 %s (interference %s)", f(r.Throughput), r.Unit, f(r.ThroughputRatio), f(r.P50), f(r.P99), f(r.P99Coefficient)), "")
+	}
+	out = append(out, "esc goes back")
+	return strings.Join(out, "\n")
+}
+
+func (v *resultsView) View() string {
+	if v.page != nil {
+		return v.page.View()
+	}
+	st := v.styles
+	lines := []string{st.CardTitle.Render("Results") + st.CardMuted.Render("  lab records in "+v.dir), ""}
+	if v.err != "" {
+		lines = append(lines, st.Error.Render(v.err))
+	}
+	if len(v.refs) == 0 {
+		lines = append(lines, st.Hint.Render("No lab records yet: run a lab from the Labs tab or with gpulab lab run ID -H EXPR."))
+		return strings.Join(lines, "\n")
+	}
+	lines = append(lines, st.TableHeader.Render(fmt.Sprintf("  %-19s %-20s %-16s %-12s %s", "STARTED", "LAB", "HOSTS", "RESULT", "RUN")))
+	room := max(1, v.height-len(lines))
+	top := 0
+	if v.sel >= room {
+		top = v.sel - room + 1
+	}
+	for i := top; i < len(v.refs) && i < top+room; i++ {
+		r := v.refs[i].Record
+		marker := "  "
+		if i == v.sel {
+			marker = "▶ "
+		}
+		res := "failed"
+		switch {
+		case !r.Complete:
+			res = "incomplete"
+		case r.Passed:
+			res = "passed"
+		}
+		if i == v.baseline {
+			res += " (base)"
+		}
+		names := make([]string, len(r.Hosts))
+		for j, h := range r.Hosts {
+			names[j] = h.Host
+		}
+		lines = append(lines, marker+fmt.Sprintf("%-19s %-20s %-16s %-12s %s", r.Started.Local().Format(time.DateTime), cut(r.Lab, 20), cut(inventory.FoldNames(names), 16), res, filepath.Base(v.refs[i].Dir)))
+	}
+	return strings.Join(lines, "\n")
+}
