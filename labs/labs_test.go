@@ -465,3 +465,15 @@ func TestResultsListAndCompare(t *testing.T) {
 		t.Errorf("compare: %+v", rows)
 	}
 }
+
+// The environment declaration's reader, on the shape nvidia-smi's CSV
+// query prints (index, name, driver, memory, MIG mode).
+func TestParseEnvironment(t *testing.T) {
+	env := parseEnvironment("Linux 6.1.0-28-amd64\ngpu 0, NVIDIA A100-SXM4-80GB, 550.54.15, 81920 MiB, Disabled\ngpu 1, NVIDIA A100-SXM4-80GB, 550.54.15, 81920 MiB, Enabled\ncuda 12.4\n")
+	if env.Kernel != "Linux 6.1.0-28-amd64" || env.Driver != "550.54.15" || env.CUDA != "12.4" || len(env.GPUs) != 2 || env.GPUs[1] != "1: NVIDIA A100-SXM4-80GB, 81920 MiB, MIG Enabled" {
+		t.Errorf("%+v", env)
+	}
+	if env := parseEnvironment("Linux 6.1.0\n"); env.Driver != "" || len(env.GPUs) != 0 {
+		t.Errorf("no driver: %+v", env)
+	}
+}

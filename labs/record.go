@@ -37,6 +37,7 @@ type Record struct {
 type HostRecord struct {
 	Host            string             `json:"host"`
 	Class           orchestrator.Class `json:"class"`
+	Environment     Environment        `json:"environment"`
 	Err             string             `json:"error,omitempty"`
 	Prerequisites   []PrereqRecord     `json:"prerequisites"`
 	Steps           []StepRecord       `json:"steps"`

@@ -102,6 +102,18 @@ func (r *Record) Markdown() string {
 	fmt.Fprintf(&b, "- Conclusion: **%s**\n", verdict)
 	fmt.Fprintf(&b, "- Reproduce: `gpulab lab run %s -H '%s'`\n", r.Lab, inventory.FoldNames(names))
 
+	b.WriteString("\n## Environment\n\n| Host | Kernel | Driver | CUDA | GPUs |\n|---|---|---|---|---|\n")
+	for _, h := range r.Hosts {
+		e := h.Environment
+		gpus := strings.Join(e.GPUs, "; ")
+		if gpus == "" {
+			gpus = "none reported"
+			if e.Error != "" {
+				gpus += " (" + e.Error + ")"
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus))
+	}
 	b.WriteString("\n## Result\n\n")
 	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability | Notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -349,4 +361,11 @@ func (r *Record) appendCSV(path, dir string) error {
 		return err
 	}
 	return f.Close()
+}
+
+func orNA(s string) string {
+	if s == "" {
+		return "n/a"
+	}
+	return s
 }

@@ -192,6 +192,8 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			emit(Event{Kind: ScoresChanged, Index: i, Host: t.Name, Scores: h.Scores})
 		}
 
+		h.Environment = captureEnvironment(ctx, conn)
+
 		// Cleanup always runs, on a context that a cancel does not end.
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)

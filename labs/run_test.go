@@ -48,6 +48,10 @@ func e2eFleet(t *testing.T, hosts []testHost) (*sshtest.Fleet, *orchestrator.Eng
 		if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// A fixed kernel for the environment declaration (golden record).
+		if err := os.WriteFile(filepath.Join(bin, "uname"), []byte("#!/bin/sh\necho Linux 6.1.0-28-amd64\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f := sshtest.Start(t, len(hosts), sshtest.Options{EnvFor: func(i int) map[string]string {
 		work := hosts[i].work
@@ -146,6 +150,9 @@ func TestLabRunPassFailPrerequisite(t *testing.T) {
 	// The evidence is kept: the observe step's output is in the record.
 	if st := h[0].Steps; len(st) != 5 || st[3].ID != "topo" || !strings.Contains(st[3].Stdout, "NV12") {
 		t.Errorf("gpu01 steps: %+v", st)
+	}
+	if env := h[0].Environment; env.Kernel != "Linux 6.1.0-28-amd64" || len(env.GPUs) != 0 {
+		t.Errorf("gpu01 environment (the stand-in nvidia-smi answers no query): %+v", env)
 	}
 	results := t.TempDir()
 	dir := rec.Dir(results)
