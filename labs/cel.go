@@ -3,6 +3,7 @@ package labs
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"sort"
@@ -23,7 +24,7 @@ var (
 )
 
 func init() {
-	opts := []cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction}
+	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction}, statsFunctions...)
 	var err error
 	stepEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("out", cel.DynType),
@@ -73,6 +74,79 @@ var sumFunction = cel.Function("sum",
 			}
 			return types.Int(ints)
 		})))
+
+// numbers reads a CEL list of numbers as float64s.
+func numbers(v ref.Val) ([]float64, ref.Val) {
+	l, ok := v.(traits.Lister)
+	if !ok {
+		return nil, types.NewErr("not a list")
+	}
+	var out []float64
+	it := l.Iterator()
+	for it.HasNext() == types.True {
+		switch x := it.Next().(type) {
+		case types.Int:
+			out = append(out, float64(x))
+		case types.Uint:
+			out = append(out, float64(x))
+		case types.Double:
+			out = append(out, float64(x))
+		default:
+			return nil, types.NewErr("%s is not a number", x.Type().TypeName())
+		}
+	}
+	return out, nil
+}
+
+// Percentile is the nearest-rank percentile of samples (p in 0..100): the
+// smallest sample with at least p% of the samples at or below it. It is
+// the method the records state; it never interpolates between samples.
+func Percentile(samples []float64, p float64) (float64, error) {
+	if len(samples) == 0 {
+		return 0, fmt.Errorf("percentile of no samples")
+	}
+	if p < 0 || p > 100 {
+		return 0, fmt.Errorf("percentile %v is outside 0..100", p)
+	}
+	s := append([]float64(nil), samples...)
+	sort.Float64s(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[max(rank, 1)-1], nil
+}
+
+// statsFunctions add percentile(list, p) (nearest rank) and mean(list)
+// for metrics computed from samples (dmon rows, per-request latencies).
+var statsFunctions = []cel.EnvOption{
+	cel.Function("percentile",
+		cel.Overload("percentile_list_double", []*cel.Type{cel.ListType(cel.DynType), cel.DoubleType}, cel.DoubleType,
+			cel.BinaryBinding(func(l, p ref.Val) ref.Val {
+				xs, bad := numbers(l)
+				if bad != nil {
+					return bad
+				}
+				v, err := Percentile(xs, float64(p.(types.Double)))
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				return types.Double(v)
+			}))),
+	cel.Function("mean",
+		cel.Overload("mean_list", []*cel.Type{cel.ListType(cel.DynType)}, cel.DoubleType,
+			cel.UnaryBinding(func(l ref.Val) ref.Val {
+				xs, bad := numbers(l)
+				if bad != nil {
+					return bad
+				}
+				if len(xs) == 0 {
+					return types.NewErr("mean of no samples")
+				}
+				var sum float64
+				for _, x := range xs {
+					sum += x
+				}
+				return types.Double(sum / float64(len(xs)))
+			}))),
+}
 
 // program is a compiled expression and the metrics it reads.
 type program struct {

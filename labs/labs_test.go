@@ -477,3 +477,53 @@ func TestParseEnvironment(t *testing.T) {
 		t.Errorf("no driver: %+v", env)
 	}
 }
+
+// Percentiles from samples use the nearest-rank method, in Go and in CEL
+// (percentile(list, p), mean(list)); here on the SM utilisation samples of
+// a real nvidia-smi dmon capture.
+func TestPercentiles(t *testing.T) {
+	for _, tc := range []struct {
+		s    []float64
+		p    float64
+		want float64
+	}{{[]float64{15, 20, 35, 40, 50}, 30, 20}, {[]float64{15, 20, 35, 40, 50}, 40, 20}, {[]float64{15, 20, 35, 40, 50}, 100, 50}, {[]float64{3, 1, 2}, 0, 1}, {[]float64{7}, 99, 7}} {
+		if got, err := Percentile(tc.s, tc.p); err != nil || got != tc.want {
+			t.Errorf("P%v of %v = %v, %v; want %v", tc.p, tc.s, got, err, tc.want)
+		}
+	}
+	if _, err := Percentile(nil, 50); err == nil {
+		t.Error("a percentile of nothing")
+	}
+	l, err := Parse("s.toml", []byte(`id = "s"
+name = "s"
+goal = "s"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+[[step]]
+id = "dmon"
+phase = "observe"
+command = "nvidia-smi dmon -c 10"
+parser = "nvidia-smi-dmon"
+[step.metrics]
+sm_p50 = "percentile(out.samples.map(r, double(r.sm)), 50.0)"
+sm_mean = "mean(out.samples.map(r, double(r.sm)))"
+samples = "size(out.samples)"
+[[criterion]]
+id = "c"
+description = "c"
+expr = "metrics.sm_p50 >= 0.0"
+impact = "minor"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(fx + "workloads/nvidia-smi-dmon/dmon-default-1xA10-aws-trailing-spaces.txt")
+	k, _ := parse.Lookup("nvidia-smi-dmon")
+	v, _ := k.Parse(string(data))
+	vals, errs := l.Measure("dmon", v, string(data), 0)
+	// SM % samples 30, 85, 98, 100: nearest-rank P50 is 85, the mean 78.25.
+	if len(errs) > 0 || vals["samples"] != int64(4) || vals["sm_p50"] != 85.0 || vals["sm_mean"] != 78.25 {
+		t.Errorf("dmon metrics: %v %v", vals, errs)
+	}
+}
