@@ -247,7 +247,9 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	sort.Strings(runs)
 	first := "e2e/" + filepath.Base(runs[0])
 	run(t, env, "results", "show", first, "--results", results).expect(t, 0, "# Lab record: End-to-end lab for the runner's tests", "")
-	run(t, env, "results", "show", filepath.Base(runs[0]), "--results", results).expect(t, 0, "- Conclusion: **", "")
+	for _, r := range runs { // by run name alone, brackets and all
+		run(t, env, "results", "show", filepath.Base(r), "--results", results).expect(t, 0, "- Conclusion: **", "")
+	}
 	run(t, env, "results", "compare", runs[0], runs[1], "--results", results).expect(t, 0, "(baseline)", "")
 	run(t, env, "results", "show", "nope", "--results", results).expect(t, 2, "", `no record "nope"`)
 	run(t, env, "results", "list", "--results", t.TempDir()).expect(t, 0, "no lab records in ", "")

@@ -279,7 +279,14 @@ func printLab(w io.Writer, l *labs.Lab) {
 		var lines []string
 		for _, s := range l.Steps {
 			if s.Phase == ph {
-				lines = append(lines, fmt.Sprintf("  %-8s %s", s.ID, s.Command))
+				what := s.Command
+				if s.PromQL != "" {
+					what = "PromQL " + s.PromQL + " @ " + s.Prometheus
+					if s.Range.Duration > 0 {
+						what += " over " + s.Range.Duration.String()
+					}
+				}
+				lines = append(lines, fmt.Sprintf("  %-8s %s", s.ID, what))
 				for _, m := range sortedKeys(s.Metrics) {
 					lines = append(lines, fmt.Sprintf("           metrics.%s = %s", m, s.Metrics[m]))
 				}

@@ -33,7 +33,7 @@ func newResultsCmd(o *options) *cobra.Command {
 				return labs.RecordRef{}, configErr(err)
 			}
 		}
-		if m, _ := filepath.Glob(filepath.Join(dir(), "*", arg, "record.json")); len(m) == 1 {
+		if m, _ := filepath.Glob(filepath.Join(labs.GlobEscape(dir()), "*", labs.GlobEscape(arg), "record.json")); len(m) == 1 {
 			r, err := labs.ReadRecord(filepath.Dir(m[0]))
 			if err != nil {
 				return labs.RecordRef{}, configErr(err)

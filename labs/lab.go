@@ -100,6 +100,15 @@ type Step struct {
 	Metrics map[string]string `toml:"metrics" json:"metrics,omitempty"`
 	// Solve is what --solve runs instead of Command in a demo.
 	Solve string `toml:"solve" json:"solve,omitempty"`
+	// PromQL makes the step an observation point instead of a command:
+	// gpulab asks the Prometheus HTTP API at Prometheus (a URL, {{params}}
+	// allowed) once for the whole run, as an instant query, or as a range
+	// query over the last Range every Resolution. `out` is then
+	// {result_type, series: [{metric, value | values, times}]}.
+	PromQL     string             `toml:"promql" json:"promql,omitempty"`
+	Prometheus string             `toml:"prometheus" json:"prometheus,omitempty"`
+	Range      inventory.Duration `toml:"range" json:"range,omitempty"`
+	Resolution inventory.Duration `toml:"resolution" json:"resolution,omitempty"`
 }
 
 // Criterion is a quantified success criterion, or a counterexample (what

@@ -370,7 +370,7 @@ func TestWorkloadLabsOnRealOutputs(t *testing.T) {
 	m = map[string]any{"compute_processes": int64(1)}
 	measure(t, l, "bench", "workloads/vllm-bench-serve/benchmark_serving-qwen2-7b-2xA100-40GB-random1024-10prompts.txt", m)
 	params, _ = l.Bind([]string{"model=Qwen/Qwen2-7B"})
-	if got := statuses(l.Score(m, nil, params, 1, true)); got != "alone=PASS no-failures=PASS ttft-slo=FAIL" || m["output_tps"] != 218.04 {
+	if got := statuses(l.Score(m, nil, params, 1, true)); got != "alone=PASS no-failures=PASS ttft-slo=FAIL gpu-busy=UNKNOWN" || m["output_tps"] != 218.04 {
 		t.Errorf("exclusive-baseline: %s (%v)", got, m)
 	}
 
@@ -525,5 +525,44 @@ impact = "minor"
 	// SM % samples 30, 85, 98, 100: nearest-rank P50 is 85, the mean 78.25.
 	if len(errs) > 0 || vals["samples"] != int64(4) || vals["sm_p50"] != 85.0 || vals["sm_mean"] != 78.25 {
 		t.Errorf("dmon metrics: %v %v", vals, errs)
+	}
+}
+
+func TestPromQLStepErrors(t *testing.T) {
+	_, err := Parse("q.toml", []byte(`id = "q"
+name = "q"
+goal = "q"
+plane = "workload"
+maturity = "draft"
+estimate_minutes = 1
+
+[[step]]
+id = "a"
+phase = "observe"
+promql = "up"
+command = "true"
+
+[[step]]
+id = "b"
+phase = "observe"
+promql = "up"
+parser = "nvidia-smi"
+
+[[step]]
+id = "c"
+phase = "observe"
+command = "true"
+range = "5m"
+
+[[criterion]]
+id = "x"
+description = "x"
+expr = "true"
+impact = "minor"
+`))
+	for _, want := range []string{`q.toml:11:1: step "a" has both a command and a promql query`, `q.toml:17:1: step "b": a promql step needs prometheus =`, `q.toml:24:1: step "c": range and resolution belong to promql steps`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q: %v", want, err)
+		}
 	}
 }

@@ -166,8 +166,21 @@ func Parse(name string, data []byte) (*Lab, error) {
 		if !slices.Contains(Phases, s.Phase) {
 			bad([]any{"step", i, "phase"}, "step %q phase %q: want one of %s", s.ID, s.Phase, strings.Join(Phases, ", "))
 		}
-		if strings.TrimSpace(s.Command) == "" {
-			bad([]any{"step", i}, "step %q has no command", s.ID)
+		switch {
+		case s.PromQL != "" && s.Command != "":
+			bad([]any{"step", i, "promql"}, "step %q has both a command and a promql query: a step is one or the other", s.ID)
+		case s.PromQL != "":
+			if s.Prometheus == "" {
+				bad([]any{"step", i, "promql"}, "step %q: a promql step needs prometheus = \"http://host:9090\" (or a {{param}})", s.ID)
+			}
+			if s.Parser != "" {
+				bad([]any{"step", i, "parser"}, "step %q: a promql step's output is the query result; it takes no parser", s.ID)
+			}
+			checkPlaceholders([]any{"step", i, "prometheus"}, fmt.Sprintf("step %q prometheus", s.ID), s.Prometheus)
+		case s.Range.Duration != 0 || s.Resolution.Duration != 0:
+			bad([]any{"step", i, "range"}, "step %q: range and resolution belong to promql steps", s.ID)
+		case strings.TrimSpace(s.Command) == "":
+			bad([]any{"step", i}, "step %q has no command (or promql)", s.ID)
 		}
 		checkParser([]any{"step", i, "parser"}, s.Parser)
 		checkPlaceholders([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)

@@ -73,6 +73,7 @@ type StepRecord struct {
 	Stderr     string             `json:"stderr,omitempty"`
 	Started    time.Time          `json:"started"`
 	Finished   time.Time          `json:"finished"`
+	value      any                // what a promql step read, for its metrics
 }
 
 func newRecord(l *Lab, start time.Time) *Record {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // RecordRef is a record found in a results directory.
@@ -18,7 +19,7 @@ type RecordRef struct {
 // newest first. A record that cannot be read is an error naming its file;
 // the others are still returned.
 func ListRecords(results string) ([]RecordRef, error) {
-	files, err := filepath.Glob(filepath.Join(results, "*", "*", "record.json"))
+	files, err := filepath.Glob(filepath.Join(GlobEscape(results), "*", "*", "record.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -131,4 +132,10 @@ func ratio(a, b *float64) *float64 {
 	}
 	r := *a / *b
 	return &r
+}
+
+// GlobEscape quotes the glob metacharacters in a literal path: run names
+// carry node sets such as gpu[01-08].
+func GlobEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "*", `\*`, "?", `\?`).Replace(s)
 }

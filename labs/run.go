@@ -103,12 +103,31 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				h.Steps = append(h.Steps, sr)
 				emit(Event{Kind: StepFinished, Index: i, Host: t.Name, Phase: phase, Step: &sr})
 			}()
-			if s.Hosts == "first" && i != 0 {
+			if (s.Hosts == "first" || s.PromQL != "") && i != 0 {
 				sr.Skipped = "runs on the first host only"
 				return &sr
 			}
 			if s.Dangerous && !o.Yes {
 				sr.Skipped = "it changes the host and was not confirmed (--yes)"
+				return &sr
+			}
+			if s.PromQL != "" {
+				base := fillParams(s.Prometheus, o.Params)
+				if len(runbooks.Placeholders(base)) > 0 {
+					sr.Skipped = "no value for the Prometheus URL " + s.Prometheus + " (--set)"
+					return &sr
+				}
+				sr.Command = "PromQL " + s.PromQL + " @ " + base
+				if s.Range.Duration > 0 {
+					sr.Command += " over " + s.Range.Duration.String()
+				}
+				res, raw, err := queryPrometheus(runCtx, base, s.PromQL, s.Range.Duration, s.Resolution.Duration, now())
+				sr.Stdout = raw
+				if err != nil {
+					sr.Class, sr.Problem = orchestrator.Error, err.Error()
+					return &sr
+				}
+				sr.Class, sr.ExitCode, sr.value = orchestrator.OK, 0, res
 				return &sr
 			}
 			cmd := s.Command
@@ -156,7 +175,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 				return
 			}
-			var out any
+			var out any = sr.value
 			if s.Parser != "" {
 				k, _ := parse.Lookup(s.Parser)
 				v, err := k.Parse(sr.Stdout)
@@ -174,7 +193,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			vals, errs := l.MeasureOutput(s.ID, out, sr.Stdout, sr.Stderr, sr.ExitCode)
 			for m, v := range vals {
 				h.Metrics[m] = v
-				if s.Hosts == "first" {
+				if s.Hosts == "first" || s.PromQL != "" {
 					mu.Lock()
 					shared[m] = v
 					mu.Unlock()
@@ -272,6 +291,22 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			if _, ok := h.Metrics[m]; !ok {
 				h.Metrics[m] = v
 				delete(h.MetricErrors, m)
+			}
+		}
+		// A run-wide step (first host only, or a PromQL query) that failed
+		// on the first host fails for every host, with its reason.
+		if i > 0 {
+			for _, s := range l.Steps {
+				if s.Hosts != "first" && s.PromQL == "" {
+					continue
+				}
+				for m := range s.Metrics {
+					if why, ok := rec.Hosts[0].MetricErrors[m]; ok {
+						if _, have := h.Metrics[m]; !have {
+							h.MetricErrors[m] = why + " (on " + rec.Hosts[0].Host + ")"
+						}
+					}
+				}
 			}
 		}
 		for m, step := range l.MetricsFrom {
