@@ -124,7 +124,8 @@ evidence, 2 for usage errors, 130 after Ctrl-C (cleanup has run and the
 record says incomplete).`,
 		Example: `  gpulab lab run topology-sanity -H 'gpu[01-08]'
   gpulab lab run health-gate -H @a100 --json | jq '.hosts[] | {host, passed}'
-  gpulab lab run mig-isolation -H gpu07 --results ./results --yes`,
+  gpulab lab run exclusive-baseline -H gpu07 --set model=Qwen/Qwen2-7B --set prom_url=http://prometheus:9090
+  gpulab lab run mig-isolation -H gpu07 --set model=Qwen/Qwen2-7B --set mig_b=MIG-5c1e... --results ./results`,
 		Args: exactArgs(1, "a lab id (gpulab lab list)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			ls, err := o.loadLabs()
