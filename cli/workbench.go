@@ -137,10 +137,14 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	}})
 }
 
-func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, params map[string]string, events chan<- tui.LabUpdate) {
+func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, params map[string]string, events chan<- tui.LabUpdate) {
 	defer close(events)
+	targets := make([]orchestrator.Target, len(hosts))
+	for i, h := range hosts {
+		targets[i] = f.r.targets[h]
+	}
 	var dir string
-	rec := labs.Run(ctx, f.r.engine, f.r.targets, l, labs.RunOptions{Params: params,
+	rec := labs.Run(ctx, f.r.engine, targets, l, labs.RunOptions{Params: params,
 		OnStart: func(rec *labs.Record) {
 			dir = rec.NewDir(f.results)
 			rec.WriteJSON(dir) // an outright kill still leaves an incomplete record

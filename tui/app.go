@@ -79,7 +79,7 @@ func New(opts Options) Model {
 			newMatrixView(opts.Catalog, st),
 			fleet,
 			newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st),
-			newLabsView(opts.LabRunner, opts.Labs, st),
+			newLabsView(opts.LabRunner, inv, opts.Labs, st),
 			newResultsView(opts.Results, st),
 			newHintView("Cluster", clusterHint(inv), st),
 		},

@@ -14,12 +14,13 @@ import (
 	"github.com/gpulab/gpulab/labs"
 )
 
-// LabRunner runs a lab on the fleet: it sends the run's events on events
-// as they happen, then one LabUpdate with the finished record (and where
-// it was written), then closes events.
+// LabRunner runs a lab on some of the fleet's hosts (indices into
+// Hosts()): it sends the run's events on events as they happen, then one
+// LabUpdate with the finished record (and where it was written), then
+// closes events.
 type LabRunner interface {
 	Hosts() []FleetHost
-	RunLab(ctx context.Context, l *labs.Lab, params map[string]string, events chan<- LabUpdate)
+	RunLab(ctx context.Context, l *labs.Lab, hosts []int, params map[string]string, events chan<- LabUpdate)
 }
 
 // LabUpdate is a lab run's progress (Event) or its end (Record).
@@ -41,7 +42,7 @@ type (
 
 type labKeys struct {
 	MoveKeys
-	Run key.Binding
+	Run, Hosts, Params key.Binding
 }
 
 // labsView lists the labs (maturity, estimate) and runs one: the current
@@ -53,6 +54,8 @@ type labsView struct {
 	styles Styles
 	keys   labKeys
 	now    func() time.Time
+	setup  *runSetup
+	names  []string // the hosts of the active run
 
 	sel     int
 	active  *labs.Lab
@@ -77,17 +80,26 @@ type logEntry struct {
 	hosts []string
 }
 
-func newLabsView(runner LabRunner, list []*labs.Lab, st Styles) *labsView {
-	return &labsView{runner: runner, list: list, styles: st, now: time.Now, keys: labKeys{
+func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, st Styles) *labsView {
+	hosts := func() []FleetHost { return nil }
+	if runner != nil {
+		hosts = runner.Hosts
+	}
+	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, hosts), keys: labKeys{
 		MoveKeys: DefaultMoveKeys(),
-		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run on the fleet")),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
+		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
+		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
 	}}
 }
 
-func (v *labsView) Init() tea.Cmd    { return nil }
-func (v *labsView) Title() string    { return "Labs" }
-func (v *labsView) Capturing() bool  { return false }
-func (v *labsView) SetSize(w, h int) { v.width, v.height = w, h }
+func (v *labsView) Init() tea.Cmd   { return nil }
+func (v *labsView) Title() string   { return "Labs" }
+func (v *labsView) Capturing() bool { return v.setup.typing() }
+func (v *labsView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.setup.setWidth(w)
+}
 
 func (v *labsView) Status() string {
 	if v.active == nil {
@@ -100,11 +112,11 @@ func (v *labsView) ShortHelp() []key.Binding {
 	if v.active != nil {
 		return []key.Binding{v.keys.Back}
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run}
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts, v.keys.Params}
 }
 
 func (v *labsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Back}}
 }
 
 func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -126,6 +138,9 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, v.tick()
 		}
 	case tea.KeyMsg:
+		if v.setup.typing() {
+			return v, v.setup.update(msg)
+		}
 		return v, v.handleKey(msg)
 	}
 	return v, nil
@@ -191,8 +206,16 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.End):
 		v.sel = max(0, len(v.list)-1)
 	case key.Matches(km, k.Run):
-		if len(v.list) > 0 && v.runner != nil && len(v.runner.Hosts()) > 0 {
+		if len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0 {
 			return v.start(v.list[v.sel])
+		}
+	case key.Matches(km, k.Hosts):
+		if v.setup.canChoose() {
+			return v.setup.editHosts()
+		}
+	case key.Matches(km, k.Params):
+		if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+			return v.setup.editParams(v.list[v.sel].ID, v.list[v.sel].Params)
 		}
 	}
 	return nil
@@ -202,15 +225,13 @@ func (v *labsView) start(l *labs.Lab) tea.Cmd {
 	v.run++
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
 	v.phase, v.scores = map[string]string{}, map[string][]labs.Score{}
-	params := map[string]string{}
-	for _, p := range l.Params {
-		params[p.Name] = p.Default
-	}
+	v.names = v.setup.names()
+	params := v.setup.values(l.ID, l.Params)
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	ch := make(chan LabUpdate, 256)
 	v.ch = ch
-	go v.runner.RunLab(ctx, l, params, ch)
+	go v.runner.RunLab(ctx, l, v.setup.indices(), params, ch)
 	return tea.Batch(v.wait(), v.tick())
 }
 
@@ -262,10 +283,7 @@ func (v *labsView) View() string {
 	}
 	st := v.styles
 	l := v.active
-	var names []string
-	for _, h := range v.runner.Hosts() {
-		names = append(names, h.Name)
-	}
+	names := v.names
 	state := "running"
 	switch {
 	case v.rec != nil && v.rec.Interrupted:
@@ -355,8 +373,13 @@ func (v *labsView) checklist() []labs.ScoreGroup {
 func (v *labsView) listView() string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
-	if v.runner == nil || len(v.runner.Hosts()) == 0 {
+	switch {
+	case v.setup.typing():
+		lines = append(lines, v.setup.lines(st, "s")...)
+	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), "")
+	default:
+		lines = append(lines, v.setup.lines(st, "s")...)
 	}
 	for i, l := range v.list {
 		marker := "  "
@@ -376,15 +399,7 @@ func (v *labsView) listView() string {
 			lines = append(lines, st.CardMuted.Render("  [counterexample] ")+c.Description)
 		}
 		if len(l.Params) > 0 {
-			var ps []string
-			for _, p := range l.Params {
-				val := p.Default
-				if val == "" {
-					val = "(not set: gpulab lab run --set " + p.Name + "=...)"
-				}
-				ps = append(ps, p.Name+" = "+val)
-			}
-			lines = append(lines, "", st.CardMuted.Render("parameters: "+strings.Join(ps, ", ")))
+			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, "s"))
 		}
 	}
 	return strings.Join(lines, "\n")

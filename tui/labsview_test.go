@@ -19,10 +19,12 @@ type scriptedLabs struct{ n int }
 
 func (f scriptedLabs) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
 
-func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, params map[string]string, events chan<- LabUpdate) {
+func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, params map[string]string, events chan<- LabUpdate) {
 	defer close(events)
 	rec := &labs.Record{Lab: l.ID, Name: l.Name, Complete: true}
-	for i, h := range f.Hosts() {
+	all := f.Hosts()
+	for i, hi := range hosts {
+		h := all[hi]
 		step := &labs.StepRecord{ID: "topo", Phase: "observe", Command: "nvidia-smi topo -m"}
 		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Index: i, Host: h.Name, Phase: "observe", Step: step}}
 		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Index: i, Host: h.Name, Phase: "observe", Step: step}}
@@ -54,7 +56,7 @@ func TestLabsTab(t *testing.T) {
 	m := newLabsModel(t, scriptedLabs{n: 3}, 140, 40)
 	m, _ = press(t, m, "5")
 	v := m.View()
-	for _, want := range []string{"▶ exclusive-baseline", "draft", "30 min", "topology-sanity", "Goal: One vLLM server", "parameters: base_url = http://127.0.0.1:8000, model = (not set"} {
+	for _, want := range []string{"▶ exclusive-baseline", "draft", "30 min", "topology-sanity", "Goal: One vLLM server", "parameters (s sets): base_url = http://127.0.0.1:8000, model = (not set)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("lab list lacks %q:\n%s", want, v)
 		}
@@ -76,6 +78,30 @@ func TestLabsTab(t *testing.T) {
 	m, _ = press(t, m, "esc")
 	if !strings.Contains(m.View(), "▶ topology-sanity") {
 		t.Errorf("esc after the run goes back to the list:\n%s", m.View())
+	}
+	// h chooses the hosts, s sets the parameters (here the baseline's).
+	m, _ = press(t, m, "h")
+	m = typeLine(t, m, "gpu00[2-3]")
+	if v := m.View(); !strings.Contains(v, "hosts: gpu00[2-3] → gpu[002-003] (2); h chooses, s sets parameters") {
+		t.Errorf("chosen hosts:\n%s", v)
+	}
+	m, _ = press(t, m, "home", "s")
+	if v := m.View(); !strings.Contains(v, "the vLLM server under test") || !strings.Contains(v, "base_url: ") {
+		t.Errorf("the first parameter's field:\n%s", v)
+	}
+	m = typeLine(t, m, "http://10.0.0.7:8000")
+	m = typeLine(t, m, "Qwen/Qwen2-7B")
+	for i := 0; i < 3; i++ {
+		m, _ = press(t, m, "enter") // keep the remaining defaults
+	}
+	if v := m.View(); !strings.Contains(v, "base_url = http://10.0.0.7:8000, model = Qwen/Qwen2-7B, num_prompts = 200") {
+		t.Errorf("parameters set:\n%s", v)
+	}
+	m, _ = press(t, m, "end")
+	m, cmd = press(t, m, "enter")
+	m = drain(t, m, onlyUpdates(cmd))
+	if v := m.View(); !strings.Contains(v, "on gpu[002-003]") || !strings.Contains(v, "gpu[002-003]  observe topo: ok") {
+		t.Errorf("the run on the chosen hosts:\n%s", v)
 	}
 	for _, sz := range []struct{ w, h int }{{80, 24}, {60, 16}} {
 		mm := newLabsModel(t, scriptedLabs{n: 40}, sz.w, sz.h)

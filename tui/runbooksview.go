@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -54,16 +53,8 @@ type runbooksView struct {
 	styles Styles
 	keys   runbookKeys
 
-	// The hosts to run on: an inventory expression, as gpulab's -H.
-	hostExpr string
-	hostIdx  []int
-	hostErr  string
-	typing   bool
-	input    textinput.Model
-	// Parameter values by runbook id; editing walks a runbook's
-	// parameters one by one (param is the index being edited, -1: hosts).
-	params map[string]map[string]string
-	param  int
+	// The hosts to run on and each runbook's parameters.
+	setup *runSetup
 
 	sel      int
 	active   *runbooks.Runbook
@@ -81,35 +72,26 @@ type runbooksView struct {
 	width, height int
 }
 
-const hostsPlaceholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, esc cancels)"
-
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
-	ti := textinput.New()
-	ti.Prompt = "hosts: "
-	ti.Placeholder = hostsPlaceholder
-	ti.CharLimit = 1024
-	v := &runbooksView{runner: runner, inv: inv, list: list, styles: st, input: ti, hostExpr: "*", keys: runbookKeys{
+	hosts := func() []FleetHost { return nil }
+	if runner != nil {
+		hosts = runner.Hosts
+	}
+	return &runbooksView{runner: runner, inv: inv, list: list, styles: st, setup: newRunSetup(inv, hosts), keys: runbookKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
-	}, params: map[string]map[string]string{}, param: -1}
-	if runner != nil {
-		v.hostIdx = make([]int, len(runner.Hosts()))
-		for i := range v.hostIdx {
-			v.hostIdx[i] = i
-		}
-	}
-	return v
+	}}
 }
 
 func (v *runbooksView) Init() tea.Cmd   { return nil }
 func (v *runbooksView) Title() string   { return "Runbooks" }
-func (v *runbooksView) Capturing() bool { return v.typing }
+func (v *runbooksView) Capturing() bool { return v.setup.typing() }
 func (v *runbooksView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.input.Width = max(10, w-len(v.input.Prompt)-2)
+	v.setup.setWidth(w)
 }
 
 func (v *runbooksView) Status() string {
@@ -152,71 +134,12 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.running = false
 		}
 	case tea.KeyMsg:
-		if v.typing {
-			return v, v.updateInput(msg)
+		if v.setup.typing() {
+			return v, v.setup.update(msg)
 		}
 		return v, v.handleKey(msg)
 	}
 	return v, nil
-}
-
-func (v *runbooksView) updateInput(km tea.KeyMsg) tea.Cmd {
-	switch km.Type {
-	case tea.KeyEsc:
-		v.typing, v.hostErr, v.param = false, "", -1
-		v.input.Blur()
-		return nil
-	case tea.KeyEnter:
-		if v.param >= 0 {
-			rb := v.list[v.sel]
-			if v.params[rb.ID] == nil {
-				v.params[rb.ID] = map[string]string{}
-			}
-			v.params[rb.ID][rb.Params[v.param].Name] = strings.TrimSpace(v.input.Value())
-			return v.editParam(v.param + 1)
-		}
-		expr := strings.TrimSpace(v.input.Value())
-		if expr == "" {
-			expr = "*"
-		}
-		idx, err := v.selectHosts(expr)
-		if err != nil {
-			v.hostErr = err.Error()
-			return nil
-		}
-		v.hostExpr, v.hostIdx, v.hostErr, v.typing = expr, idx, "", false
-		v.input.Blur()
-		return nil
-	}
-	var c tea.Cmd
-	v.input, c = v.input.Update(km)
-	return c
-}
-
-// selectHosts resolves a host expression against the inventory, keeping
-// the fleet's order.
-func (v *runbooksView) selectHosts(expr string) ([]int, error) {
-	if v.inv == nil {
-		return nil, fmt.Errorf("no inventory to select from")
-	}
-	hs, err := v.inv.Select(expr)
-	if err != nil {
-		return nil, err
-	}
-	want := map[string]bool{}
-	for _, h := range hs {
-		want[h.Name] = true
-	}
-	var idx []int
-	for i, h := range v.runner.Hosts() {
-		if want[h.Name] {
-			idx = append(idx, i)
-		}
-	}
-	if len(idx) == 0 {
-		return nil, fmt.Errorf("%q selects no host of the fleet", expr)
-	}
-	return idx, nil
 }
 
 func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
@@ -232,20 +155,16 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		case key.Matches(km, k.End):
 			v.sel = max(0, len(v.list)-1)
 		case key.Matches(km, k.Run):
-			if len(v.list) > 0 && v.runner != nil && len(v.hostIdx) > 0 {
+			if len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0 {
 				return v.start(v.list[v.sel])
 			}
 		case key.Matches(km, k.Params):
 			if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
-				return v.editParam(0)
+				return v.setup.editParams(v.list[v.sel].ID, v.list[v.sel].Params)
 			}
 		case key.Matches(km, k.Hosts):
-			if v.runner != nil && len(v.runner.Hosts()) > 0 {
-				v.input.Prompt, v.input.Placeholder = "hosts: ", hostsPlaceholder
-				v.typing = true
-				v.input.SetValue(v.hostExpr)
-				v.input.CursorEnd()
-				return v.input.Focus()
+			if v.setup.canChoose() {
+				return v.setup.editHosts()
 			}
 		}
 		return nil
@@ -270,55 +189,17 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-// editParam opens the field for the selected runbook's i-th parameter, or
-// closes it after the last.
-func (v *runbooksView) editParam(i int) tea.Cmd {
-	rb := v.list[v.sel]
-	if i >= len(rb.Params) {
-		v.typing, v.param = false, -1
-		v.input.Blur()
-		return nil
-	}
-	p := rb.Params[i]
-	v.typing, v.param = true, i
-	v.input.Prompt, v.input.Placeholder = p.Name+": ", "enter sets, esc cancels"
-	val, ok := v.params[rb.ID][p.Name]
-	if !ok {
-		val = p.Default
-	}
-	v.input.SetValue(val)
-	v.input.CursorEnd()
-	return v.input.Focus()
-}
-
-// values returns rb's parameter values: the defaults, then what was set.
-func (v *runbooksView) values(rb runbooks.Runbook) map[string]string {
-	out := map[string]string{}
-	for _, p := range rb.Params {
-		out[p.Name] = p.Default
-		if val, ok := v.params[rb.ID][p.Name]; ok {
-			out[p.Name] = val
-		}
-	}
-	return out
-}
-
 func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	v.run++
 	v.active = &rb
-	all := v.runner.Hosts()
-	v.names = make([]string, len(v.hostIdx))
-	for i, h := range v.hostIdx {
-		v.names[i] = all[h].Name
-	}
-	v.runs = make([]*runbooks.HostRun, len(v.hostIdx))
+	v.names = v.setup.names()
+	v.runs = make([]*runbooks.HostRun, len(v.names))
 	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
-	ch := make(chan RunbookHost, len(v.hostIdx)+1)
+	ch := make(chan RunbookHost, len(v.names)+1)
 	v.ch = ch
-	runner, idx := v.runner, append([]int(nil), v.hostIdx...)
-	go runner.RunRunbook(ctx, rb, idx, v.values(rb), ch)
+	go v.runner.RunRunbook(ctx, rb, v.setup.indices(), v.setup.values(rb.ID, rb.Params), ch)
 	return v.wait()
 }
 
@@ -429,24 +310,12 @@ func (v *runbooksView) listView() string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Runbooks"), ""}
 	switch {
+	case v.setup.typing():
+		lines = append(lines, v.setup.lines(st, "s")...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), "")
-	case v.typing:
-		if v.param >= 0 {
-			lines = append(lines, st.CardMuted.Render(v.list[v.sel].Params[v.param].Help))
-		}
-		lines = append(lines, v.input.View())
-		if v.hostErr != "" {
-			lines = append(lines, st.Error.Render(v.hostErr))
-		}
-		lines = append(lines, "")
 	default:
-		all := v.runner.Hosts()
-		names := make([]string, len(v.hostIdx))
-		for i, h := range v.hostIdx {
-			names[i] = all[h].Name
-		}
-		lines = append(lines, st.CardMuted.Render(fmt.Sprintf("hosts: %s → %s (%d); h chooses, enter runs", v.hostExpr, inventory.FoldNames(names), len(names))), "")
+		lines = append(lines, v.setup.lines(st, "s")...)
 	}
 	for i, rb := range v.list {
 		marker := "  "
@@ -458,16 +327,7 @@ func (v *runbooksView) listView() string {
 	if v.sel < len(v.list) {
 		rb := v.list[v.sel]
 		if len(rb.Params) > 0 {
-			vals := v.values(rb)
-			var parts []string
-			for _, p := range rb.Params {
-				val := vals[p.Name]
-				if val == "" {
-					val = "(not set)"
-				}
-				parts = append(parts, p.Name+" = "+val)
-			}
-			lines = append(lines, "", st.CardMuted.Render("parameters (s sets): "+strings.Join(parts, ", ")))
+			lines = append(lines, "", v.setup.paramLine(st, rb.ID, rb.Params, "s"))
 		}
 		lines = append(lines, "", st.CardMuted.Render(rb.Symptom))
 	}

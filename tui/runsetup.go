@@ -1,0 +1,198 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/runbooks"
+)
+
+const hostsPlaceholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, esc cancels)"
+
+// runSetup is what a run is started with, shared by the Runbooks and Labs
+// tabs: the hosts, chosen with an inventory expression as -H takes it, and
+// each runbook's or lab's parameters, edited one field at a time.
+type runSetup struct {
+	inv   *inventory.Inventory
+	hosts func() []FleetHost
+
+	expr  string
+	idx   []int // into hosts()
+	err   string
+	input textinput.Model
+	// editing is "" (not typing), "hosts", or the id whose params[param]
+	// is being edited.
+	editing string
+	pdefs   []runbooks.Param
+	param   int
+	params  map[string]map[string]string // by runbook or lab id
+}
+
+func newRunSetup(inv *inventory.Inventory, hosts func() []FleetHost) *runSetup {
+	ti := textinput.New()
+	ti.CharLimit = 1024
+	s := &runSetup{inv: inv, hosts: hosts, expr: "*", input: ti, params: map[string]map[string]string{}}
+	for i := range hosts() {
+		s.idx = append(s.idx, i)
+	}
+	return s
+}
+
+func (s *runSetup) typing() bool    { return s.editing != "" }
+func (s *runSetup) setWidth(w int)  { s.input.Width = max(10, w-len(s.input.Prompt)-2) }
+func (s *runSetup) hostCount() int  { return len(s.idx) }
+func (s *runSetup) indices() []int  { return append([]int(nil), s.idx...) }
+func (s *runSetup) canChoose() bool { return len(s.hosts()) > 0 }
+
+// names are the chosen hosts' names.
+func (s *runSetup) names() []string {
+	all := s.hosts()
+	out := make([]string, len(s.idx))
+	for i, h := range s.idx {
+		out[i] = all[h].Name
+	}
+	return out
+}
+
+func (s *runSetup) editHosts() tea.Cmd {
+	s.editing = "hosts"
+	s.input.Prompt, s.input.Placeholder = "hosts: ", hostsPlaceholder
+	s.input.SetValue(s.expr)
+	s.input.CursorEnd()
+	return s.input.Focus()
+}
+
+// editParams opens the first of id's parameters.
+func (s *runSetup) editParams(id string, defs []runbooks.Param) tea.Cmd {
+	s.pdefs = defs
+	return s.editParam(id, 0)
+}
+
+func (s *runSetup) editParam(id string, i int) tea.Cmd {
+	if i >= len(s.pdefs) {
+		s.editing = ""
+		s.input.Blur()
+		return nil
+	}
+	p := s.pdefs[i]
+	s.editing, s.param = id, i
+	s.input.Prompt, s.input.Placeholder = p.Name+": ", "enter sets, esc cancels"
+	val, ok := s.params[id][p.Name]
+	if !ok {
+		val = p.Default
+	}
+	s.input.SetValue(val)
+	s.input.CursorEnd()
+	return s.input.Focus()
+}
+
+// update handles a key while a field is open.
+func (s *runSetup) update(km tea.KeyMsg) tea.Cmd {
+	switch km.Type {
+	case tea.KeyEsc:
+		s.editing, s.err = "", ""
+		s.input.Blur()
+		return nil
+	case tea.KeyEnter:
+		if s.editing != "hosts" {
+			id := s.editing
+			if s.params[id] == nil {
+				s.params[id] = map[string]string{}
+			}
+			s.params[id][s.pdefs[s.param].Name] = strings.TrimSpace(s.input.Value())
+			return s.editParam(id, s.param+1)
+		}
+		expr := strings.TrimSpace(s.input.Value())
+		if expr == "" {
+			expr = "*"
+		}
+		idx, err := s.selectHosts(expr)
+		if err != nil {
+			s.err = err.Error()
+			return nil
+		}
+		s.expr, s.idx, s.err, s.editing = expr, idx, "", ""
+		s.input.Blur()
+		return nil
+	}
+	var c tea.Cmd
+	s.input, c = s.input.Update(km)
+	return c
+}
+
+// selectHosts resolves a host expression against the inventory, keeping
+// the fleet's order.
+func (s *runSetup) selectHosts(expr string) ([]int, error) {
+	if s.inv == nil {
+		return nil, fmt.Errorf("no inventory to select from")
+	}
+	hs, err := s.inv.Select(expr)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, h := range hs {
+		want[h.Name] = true
+	}
+	var idx []int
+	for i, h := range s.hosts() {
+		if want[h.Name] {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, fmt.Errorf("%q selects no host of the fleet", expr)
+	}
+	return idx, nil
+}
+
+// values returns id's parameter values: the defaults, then what was set.
+func (s *runSetup) values(id string, defs []runbooks.Param) map[string]string {
+	out := map[string]string{}
+	for _, p := range defs {
+		out[p.Name] = p.Default
+		if val, ok := s.params[id][p.Name]; ok {
+			out[p.Name] = val
+		}
+	}
+	return out
+}
+
+// lines is the setup as the list views show it: the open field (with the
+// parameter's help and any error), or the chosen hosts.
+func (s *runSetup) lines(st Styles, paramsKey string) []string {
+	if s.typing() {
+		var out []string
+		if s.editing != "hosts" {
+			out = append(out, st.CardMuted.Render(s.pdefs[s.param].Help))
+		}
+		out = append(out, s.input.View())
+		if s.err != "" {
+			out = append(out, st.Error.Render(s.err))
+		}
+		return append(out, "")
+	}
+	hint := "h chooses, enter runs"
+	if paramsKey != "" {
+		hint = "h chooses, " + paramsKey + " sets parameters, enter runs"
+	}
+	return []string{st.CardMuted.Render(fmt.Sprintf("hosts: %s → %s (%d); %s", s.expr, inventory.FoldNames(s.names()), len(s.idx), hint)), ""}
+}
+
+// paramLine shows id's parameter values, "(not set)" for empty ones.
+func (s *runSetup) paramLine(st Styles, id string, defs []runbooks.Param, key string) string {
+	vals := s.values(id, defs)
+	var parts []string
+	for _, p := range defs {
+		val := vals[p.Name]
+		if val == "" {
+			val = "(not set)"
+		}
+		parts = append(parts, p.Name+" = "+val)
+	}
+	return st.CardMuted.Render("parameters (" + key + " sets): " + strings.Join(parts, ", "))
+}
