@@ -2,6 +2,7 @@ package labs
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -53,4 +54,55 @@ func parseEnvironment(out string) Environment {
 		}
 	}
 	return env
+}
+
+// stabilityCommand counts, in one round trip, what the record's Stability
+// column reports as changes over the run: Xid lines and out-of-memory kills
+// in the kernel log, and GPUs the driver lists. A part the host cannot
+// give (dmesg restricted, no driver) is left out.
+const stabilityCommand = `if dmesg >/dev/null 2>&1; then ` +
+	`echo "xid $(dmesg | grep -c 'NVRM: Xid')"; echo "oom $(dmesg | grep -ci 'out of memory')"; fi; ` +
+	`n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$n" -gt 0 ] && echo "gpus $n"; true`
+
+// stabilityCounts reads stabilityCommand's output.
+func stabilityCounts(out string) map[string]int64 {
+	c := map[string]int64{}
+	for _, l := range strings.Split(out, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 {
+			continue
+		}
+		var n int64
+		if _, err := fmt.Sscan(f[1], &n); err == nil {
+			c[f[0]] = n
+		}
+	}
+	return c
+}
+
+func countStability(ctx context.Context, conn *orchestrator.Conn) map[string]int64 {
+	r := conn.Run(ctx, "stability", stabilityCommand, orchestrator.RunOptions{Timeout: 30 * time.Second})
+	return stabilityCounts(string(r.Stdout))
+}
+
+// StabilityMetrics are measured by every run (criteria may read them):
+// new Xid lines, new out-of-memory kills, GPUs the driver no longer lists.
+var StabilityMetrics = []string{"xid", "oom", "gpu_lost"}
+
+// stabilityMetrics are the run's changes: new Xid lines (xid), new OOM
+// kills (oom) and GPUs the driver no longer lists (gpu_lost). A count that
+// went down (the kernel log wrapped) says nothing and is left out.
+func stabilityMetrics(before, after map[string]int64) map[string]any {
+	out := map[string]any{}
+	for _, k := range []string{"xid", "oom"} {
+		b, okb := before[k]
+		a, oka := after[k]
+		if okb && oka && a >= b {
+			out[k] = a - b
+		}
+	}
+	if b, ok := before["gpus"]; ok {
+		out["gpu_lost"] = max(b-after["gpus"], 0)
+	}
+	return out
 }

@@ -141,8 +141,11 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt", m)
 	measure(t, l, "xid", "dmesg-xid/gpud-xid13-sm-exceptions-then-xid43-iso-decode.txt", m)
 	measure(t, l, "dcgm", "workloads/dcgmi-diag/dcgm4.4.2-r2-i0-1xA10G-pass.txt", m)
+	for k, v := range stabilityMetrics(stabilityCounts("xid 12\noom 0\ngpus 8\n"), stabilityCounts("xid 12\noom 0\ngpus 8\n")) {
+		m[k] = v
+	}
 	scores = l.Score(m, nil, nil, 1, true)
-	if got := statuses(scores); got != "driver=PASS ecc=PASS remap=PASS no-hardware-xid=PASS dcgm-diag=PASS dcgm-quiet=PASS quiet-log=WARN" || !Passed(scores) {
+	if got := statuses(scores); got != "driver=PASS ecc=PASS remap=PASS no-hardware-xid=PASS dcgm-diag=PASS dcgm-quiet=PASS stable=PASS quiet-log=WARN" || !Passed(scores) {
 		t.Errorf("a healthy node with application Xids: %s (passed %v)", got, Passed(scores))
 	}
 }
@@ -153,7 +156,7 @@ func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
 	l := lab(t, "health-gate")
 	m := map[string]any{"gpus": int64(8), "uncorrectable_ecc": int64(2), "remap_pending": int64(0), "remap_failed": int64(0)}
 	live := l.Score(m, nil, nil, 1, false)
-	if got := statuses(live); got != "driver=PASS ecc=FAIL remap=PASS no-hardware-xid=PENDING dcgm-diag=PENDING dcgm-quiet=PENDING quiet-log=PENDING" {
+	if got := statuses(live); got != "driver=PASS ecc=FAIL remap=PASS no-hardware-xid=PENDING dcgm-diag=PENDING dcgm-quiet=PENDING stable=PENDING quiet-log=PENDING" {
 		t.Errorf("live: %s", got)
 	}
 	end := l.Score(m, map[string]string{"hardware_xids": "step xid exited 1: sudo: a password is required"}, nil, 1, true)
@@ -216,7 +219,7 @@ parser = "nvidia-smi-x"
 	for _, want := range []string{
 		`lab.toml:5:1: maturity "beta": want one of draft, validated, reproducible, production-notes`,
 		`lab.toml:14:1: metric gpus: CEL:`,
-		`lab.toml:20:1: criterion "a" reads metrics.gpu, which no step measures (measured: count)`,
+		`lab.toml:20:1: criterion "a" reads metrics.gpu, which no step measures (measured: count, gpu_lost, oom, xid)`,
 		`lab.toml:26:1: criterion "b": CEL: "metrics.count + 1" gives`,
 		`lab.toml:27:1: criterion "b" impact "blocker"`,
 		`lab.toml:31:1: step "t" phase "teardown"`,
@@ -564,5 +567,18 @@ impact = "minor"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q: %v", want, err)
 		}
+	}
+}
+
+func TestStabilityMetrics(t *testing.T) {
+	before := stabilityCounts("xid 3\noom 0\ngpus 8\n")
+	after := stabilityCounts("xid 5\noom 1\ngpus 7\n")
+	if got := stabilityMetrics(before, after); got["xid"] != int64(2) || got["oom"] != int64(1) || got["gpu_lost"] != int64(1) {
+		t.Errorf("%v", got)
+	}
+	// The kernel log wrapped (fewer lines than before): no claim. No
+	// driver at the start: no gpu_lost.
+	if got := stabilityMetrics(stabilityCounts("xid 9\n"), stabilityCounts("xid 2\n")); len(got) != 0 {
+		t.Errorf("%v", got)
 	}
 }

@@ -252,6 +252,13 @@ func Parse(name string, data []byte) (*Lab, error) {
 			l.MetricsFrom[m] = "derived"
 		}
 	}
+	// Every run measures its stability (new Xids, OOM kills, GPUs lost)
+	// unless the lab measures a metric of the same name itself.
+	for _, m := range StabilityMetrics {
+		if _, own := l.MetricsFrom[m]; !own {
+			l.MetricsFrom[m] = "stability"
+		}
+	}
 	if len(l.Criteria) == 0 {
 		bad(nil, "lab %q has no [[criterion]]: a lab's success is quantified, never \"looks fine\"", l.ID)
 	}

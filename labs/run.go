@@ -212,11 +212,19 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		}
 
 		h.Environment = captureEnvironment(ctx, conn)
+		before := countStability(ctx, conn)
 
 		// Cleanup always runs, on a context that a cancel does not end.
 		defer func() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 			defer cancel()
+			// Stability over the run, read before cleanup touches anything;
+			// a lab's own metric of the same name wins.
+			for m, v := range stabilityMetrics(before, countStability(cctx, conn)) {
+				if l.MetricsFrom[m] == "stability" {
+					h.Metrics[m] = v
+				}
+			}
 			for _, s := range l.Steps {
 				if s.Phase == "cleanup" {
 					sr := runStep(cctx, s, "cleanup")
@@ -312,6 +320,8 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		for m, step := range l.MetricsFrom {
 			if _, ok := h.Metrics[m]; !ok && h.MetricErrors[m] == "" {
 				switch {
+				case step == "stability":
+					h.MetricErrors[m] = "this host's kernel log (dmesg) or the driver's GPU list could not be read before and after the run"
 				case h.Stopped != "":
 					h.MetricErrors[m] = "the lab stopped before step " + step + ": " + h.Stopped
 				default:

@@ -48,6 +48,10 @@ func e2eFleet(t *testing.T, hosts []testHost) (*sshtest.Fleet, *orchestrator.Eng
 		if err := os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
+		// A quiet kernel log, for the stability counts (golden record).
+		if err := os.WriteFile(filepath.Join(bin, "dmesg"), []byte("#!/bin/sh\necho '[    0.000000] Linux version 6.1.0-28-amd64'\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		// A fixed kernel for the environment declaration (golden record).
 		if err := os.WriteFile(filepath.Join(bin, "uname"), []byte("#!/bin/sh\necho Linux 6.1.0-28-amd64\n"), 0o755); err != nil {
 			t.Fatal(err)
