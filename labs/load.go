@@ -4,9 +4,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -28,35 +25,17 @@ var (
 // Load reads the built-in labs and every *.toml in dirs (or the files
 // named), validates them and compiles their expressions; ids are unique.
 func Load(dirs []string) ([]*Lab, error) {
+	files, err := tomlpos.Sources(builtin, "builtin/*.toml", "", dirs, "labs")
+	if err != nil {
+		return nil, err
+	}
 	var out []*Lab
 	var errs []error
-	add := func(name string, data []byte) {
-		l, err := Parse(name, data)
+	for _, f := range files {
+		l, err := Parse(f.Name, f.Data)
 		errs = append(errs, err)
 		if l != nil {
 			out = append(out, l)
-		}
-	}
-	names, _ := fs.Glob(builtin, "builtin/*.toml")
-	for _, n := range names {
-		data, _ := builtin.ReadFile(n)
-		add(n, data)
-	}
-	for _, d := range dirs {
-		files := []string{d}
-		if st, err := os.Stat(d); err != nil {
-			return nil, fmt.Errorf("labs %q: %w", d, err)
-		} else if st.IsDir() {
-			files, _ = filepath.Glob(filepath.Join(d, "*.toml"))
-			sort.Strings(files)
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			add(f, data)
 		}
 	}
 	seen := map[string]string{}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gpulab/gpulab/internal/tomlpos"
 )
 
 func TestBuiltinCatalog(t *testing.T) {
@@ -205,7 +207,7 @@ func FuzzCatalogFile(f *testing.F) {
 	f.Add(goodProject)
 	f.Add("[[axis]]\nid = \"x\"\n[[axis.level]]\nid = \"y\"\n")
 	f.Fuzz(func(t *testing.T, src string) {
-		c, err := build([]source{{name: "fuzz.toml", data: []byte(src)}})
+		c, err := build([]tomlpos.Source{{Name: "fuzz.toml", Data: []byte(src)}})
 		if err == nil && (len(c.Planes) == 0 || len(c.Axes) == 0) {
 			t.Fatalf("a catalog without planes or axes validated")
 		}

@@ -4,10 +4,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -41,24 +37,9 @@ func Builtin() (*Catalog, error) {
 // Load reads the built-in catalog and then every *.toml file in each of
 // dirs (sorted by name), and validates the result.
 func Load(dirs []string) (*Catalog, error) {
-	var files []source
-	entries, err := fs.Glob(builtin, "catalog/*.toml")
+	files, err := tomlpos.Sources(builtin, "catalog/*.toml", "builtin", dirs, "catalog")
 	if err != nil {
 		return nil, err
-	}
-	for _, name := range entries {
-		data, err := builtin.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, source{name: path.Join("builtin", name), data: data})
-	}
-	for _, dir := range dirs {
-		more, err := readDir(dir)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, more...)
 	}
 	return build(files)
 }
@@ -66,41 +47,6 @@ func Load(dirs []string) (*Catalog, error) {
 // Check validates the files in dir on top of the built-in catalog, as
 // `gpulab catalog check DIR` does; dir may also name a single file.
 func Check(dir string) (*Catalog, error) { return Load([]string{dir}) }
-
-type source struct {
-	name string
-	data []byte
-}
-
-func readDir(dir string) ([]source, error) {
-	st, err := os.Stat(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("catalog %q does not exist", dir)
-		}
-		return nil, fmt.Errorf("read catalog: %w", err)
-	}
-	names := []string{dir}
-	if st.IsDir() {
-		names, err = filepath.Glob(filepath.Join(dir, "*.toml"))
-		if err != nil {
-			return nil, err
-		}
-		if len(names) == 0 {
-			return nil, fmt.Errorf("catalog %q has no *.toml files", dir)
-		}
-		sort.Strings(names)
-	}
-	var out []source
-	for _, n := range names {
-		data, err := os.ReadFile(n)
-		if err != nil {
-			return nil, fmt.Errorf("read catalog: %w", err)
-		}
-		out = append(out, source{name: n, data: data})
-	}
-	return out, nil
-}
 
 // placed remembers where an entry was defined, for errors found after merging.
 type placed struct {
@@ -123,7 +69,7 @@ func (p placed) String() string {
 
 var idRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 
-func build(files []source) (*Catalog, error) {
+func build(files []tomlpos.Source) (*Catalog, error) {
 	c := &Catalog{}
 	var errs []error
 	where := map[string]placed{} // "kind/id" -> definition
@@ -144,7 +90,7 @@ func build(files []source) (*Catalog, error) {
 	parsed := true
 	for _, f := range files {
 		var fsch fileSchema
-		ix, err := tomlpos.Decode(f.name, f.data, &fsch)
+		ix, err := tomlpos.Decode(f.Name, f.Data, &fsch)
 		if err != nil {
 			errs = append(errs, err)
 		}

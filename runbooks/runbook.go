@@ -12,9 +12,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -153,36 +150,17 @@ var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 // Load reads the built-in runbooks and every *.toml in dirs, and validates
 // them; ids must be unique.
 func Load(dirs []string) ([]Runbook, error) {
+	files, err := tomlpos.Sources(builtin, "builtin/*.toml", "", dirs, "runbooks")
+	if err != nil {
+		return nil, err
+	}
 	var out []Runbook
 	var errs []error
-	names, _ := fs.Glob(builtin, "builtin/*.toml")
-	for _, n := range names {
-		data, _ := builtin.ReadFile(n)
-		rb, err := parseFile(n, data)
+	for _, f := range files {
+		rb, err := parseFile(f.Name, f.Data)
 		errs = append(errs, err)
 		if rb != nil {
 			out = append(out, *rb)
-		}
-	}
-	for _, d := range dirs {
-		files := []string{d}
-		if st, err := os.Stat(d); err != nil {
-			return nil, fmt.Errorf("runbooks %q: %w", d, err)
-		} else if st.IsDir() {
-			files, _ = filepath.Glob(filepath.Join(d, "*.toml"))
-			sort.Strings(files)
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			rb, err := parseFile(f, data)
-			errs = append(errs, err)
-			if rb != nil {
-				out = append(out, *rb)
-			}
 		}
 	}
 	seen := map[string]string{}
