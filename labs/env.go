@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
 )
 
 // Environment is a host's declaration in the lab record: what the
@@ -29,7 +30,7 @@ func captureEnvironment(ctx context.Context, conn *orchestrator.Conn) Environmen
 	r := conn.Run(ctx, "environment", envCommand, orchestrator.RunOptions{Timeout: 30 * time.Second})
 	env := parseEnvironment(string(r.Stdout))
 	if r.Class != orchestrator.OK {
-		env.Error = r.Class.String() + ": " + firstLine(string(r.Stderr)+r.Err)
+		env.Error = r.Class.String() + ": " + runbooks.FirstLine(string(r.Stderr)+r.Err)
 	}
 	return env
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpulab/gpulab/runbooks"
 )
 
 // PromResult is a PromQL answer as lab expressions read it (`out`):
@@ -74,7 +76,7 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, string(body), fmt.Errorf("HTTP %d, not a Prometheus API answer: %s", resp.StatusCode, firstLine(string(body)))
+		return nil, string(body), fmt.Errorf("HTTP %d, not a Prometheus API answer: %s", resp.StatusCode, runbooks.FirstLine(string(body)))
 	}
 	if ans.Status != "success" {
 		return nil, string(body), fmt.Errorf("prometheus: %s: %s", ans.ErrorType, ans.Error)

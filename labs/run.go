@@ -1,6 +1,7 @@
 package labs
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -136,33 +137,12 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			}
 			cmd, missing := runbooks.Expand(cmd, o.Params)
 			if len(missing) > 0 {
-				sets := make([]string, len(missing))
-				for k, m := range missing {
-					sets[k] = "--set " + m + "=..."
-				}
-				sr.Skipped = "no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
+				sr.Skipped = runbooks.MissingParams(missing)
 				return &sr
 			}
 			sr.Command = cmd // what ran, parameters in place
-			line := cmd
-			for _, n := range s.Needs {
-				if n == "root" && t.User != "root" {
-					line = "sudo -n sh -c " + orchestrator.Quote(cmd)
-				}
-			}
-			timeout := s.Timeout.Duration
-			if timeout == 0 {
-				timeout = DefaultStepTimeout
-			}
-			r := conn.Run(runCtx, s.ID, line, orchestrator.RunOptions{Timeout: timeout, MaxOutput: 16 << 20})
-			sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr = r.Class, r.ExitCode, string(r.Stdout), string(r.Stderr)
-			switch r.Class {
-			case orchestrator.OK:
-			case orchestrator.Exit:
-				sr.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, firstLine(strings.TrimSpace(sr.Stderr+"\n"+sr.Stdout)))
-			default:
-				sr.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
-			}
+			r := runbooks.RunCommand(runCtx, conn, t, s.ID, cmd, s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout))
+			sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem
 			return &sr
 		}
 		measure := func(s Step, sr *StepRecord) {
@@ -341,17 +321,6 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec.finish(now(), ctx.Err() != nil)
 	return rec
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
 }
 
 // Bind checks name=value strings against the lab's parameters and returns

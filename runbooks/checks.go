@@ -136,9 +136,9 @@ func init() {
 func ran(in []Input, _ map[string]any) Verdict {
 	i := in[0]
 	if i.Ran {
-		return verdict(Pass, firstLine(i.Output))
+		return verdict(Pass, FirstLine(i.Output))
 	}
-	return verdict(Fail, i.Problem, Evidence{Step: i.Step, Fact: firstLine(i.Output + " " + i.Problem)})
+	return verdict(Fail, i.Problem, Evidence{Step: i.Step, Fact: FirstLine(i.Output + " " + i.Problem)})
 }
 
 // outputMatches: with.pattern (a regular expression) is found in the
@@ -152,7 +152,7 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 	}
 	if m := re.FindString(i.Output); m != "" {
 		line := strings.Count(i.Output[:strings.Index(i.Output, m)], "\n") + 1
-		return verdict(Pass, firstLine(m), Evidence{Step: i.Step, Fact: firstLine(m), Line: line})
+		return verdict(Pass, FirstLine(m), Evidence{Step: i.Step, Fact: FirstLine(m), Line: line})
 	}
 	status := Fail
 	if a, _ := with["absent"].(string); a == string(Warn) {
@@ -162,7 +162,7 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 	if !i.Ran {
 		why += " (" + i.Problem + ")"
 	}
-	return verdict(status, why, Evidence{Step: i.Step, Fact: firstLine(i.Output + " " + i.Problem)})
+	return verdict(status, why, Evidence{Step: i.Step, Fact: FirstLine(i.Output + " " + i.Problem)})
 }
 
 // nodeAllocatable: the node offers the GPU resource (with.resource, default
@@ -462,18 +462,19 @@ func cpuList(s string) []int {
 func driverLoaded(in []Input, _ map[string]any) Verdict {
 	i := in[0]
 	if !i.Ran {
-		fact := firstLine(i.Output + " " + i.Problem)
+		fact := FirstLine(i.Output + " " + i.Problem)
 		return verdict(Fail, "nvidia-smi failed: "+fact, Evidence{Step: i.Step, Fact: fact})
 	}
 	s, ok := i.Value.(*parse.SMI)
 	if !ok || len(s.GPUs) == 0 {
-		return verdict(Fail, "nvidia-smi lists no GPU", Evidence{Step: i.Step, Fact: firstLine(i.Output)})
+		return verdict(Fail, "nvidia-smi lists no GPU", Evidence{Step: i.Step, Fact: FirstLine(i.Output)})
 	}
 	return verdict(Pass, fmt.Sprintf("driver %s, CUDA %s, %d GPUs", s.DriverVersion, s.CUDAVersion, len(s.GPUs)),
 		Evidence{Step: i.Step, Fact: "Driver Version: " + s.DriverVersion, Line: 3})
 }
 
-func firstLine(s string) string {
+// FirstLine is s trimmed, up to its first line break.
+func FirstLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
@@ -779,7 +780,7 @@ func ncclEnv(in []Input, _ map[string]any) Verdict {
 	case len(set) == 0:
 		return verdict(Pass, "NCCL_IB_HCA and NCCL_SOCKET_IFNAME are not set: NCCL chooses the devices itself")
 	case len(bad) > 0:
-		return verdict(Fail, firstLine(bad[0].Fact), append(bad, good...)...)
+		return verdict(Fail, FirstLine(bad[0].Fact), append(bad, good...)...)
 	}
 	return verdict(Pass, strings.Join(set, " and ")+" name devices that are up", good...)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -116,41 +117,14 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 	}
 	line, missing := Expand(s.Command, o.Params)
 	if len(missing) > 0 {
-		sets := make([]string, len(missing))
-		for k, m := range missing {
-			sets[k] = "--set " + m + "=..."
-		}
-		sr.Problem = "skipped: no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
-		sr.Class = orchestrator.OK
-		in.Problem, in.Skip = "was skipped: no value for "+strings.Join(missing, ", ")+" ("+strings.Join(sets, " ")+")", true
+		sr.Problem, sr.Class = "skipped: "+MissingParams(missing), orchestrator.OK
+		in.Problem, in.Skip = "was skipped: "+MissingParams(missing), true
 		return sr, in
 	}
-	for _, n := range s.Needs {
-		if n == "root" && t.User != "root" {
-			// Never prompt: a password request would hang the fan-out.
-			line = "sudo -n sh -c " + orchestrator.Quote(line)
-		}
-	}
-	timeout := s.Timeout.Duration
-	if timeout == 0 {
-		timeout = DefaultStepTimeout
-	}
-	r := conn.Run(ctx, s.ID, line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 16 << 20})
-	sr.Class, sr.ExitCode = r.Class, r.ExitCode
-	sr.Output = string(r.Stdout)
+	r := RunCommand(ctx, conn, t, s.ID, line, s.Needs, s.Timeout.Duration)
+	sr.Class, sr.ExitCode, sr.Output, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Problem
 	in.Output = sr.Output
-	switch {
-	case r.Class == orchestrator.OK:
-		in.Ran = true
-	case r.Class == orchestrator.Exit:
-		msg := strings.TrimSpace(string(r.Stderr))
-		if msg == "" {
-			msg = firstLine(sr.Output)
-		}
-		sr.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, firstLine(msg))
-	default:
-		sr.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
-	}
+	in.Ran = r.Class == orchestrator.OK
 	in.Problem = sr.Problem
 	if s.Parser != "" && (in.Ran || sr.Output != "") {
 		k, _ := parse.Lookup(s.Parser)
@@ -164,7 +138,7 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 			in.Value = v
 		}
 		if in.Ran && err != nil && isEmpty(v) {
-			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+firstLine(err.Error())
+			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+FirstLine(err.Error())
 		}
 	}
 	return sr, in
@@ -251,4 +225,53 @@ func Worst(runs []HostRun) Status {
 		}
 	}
 	return w
+}
+
+// CommandResult is one step's command on one host, with why it did not
+// exit 0 in a sentence (Problem, empty when it did).
+type CommandResult struct {
+	Class    orchestrator.Class
+	ExitCode int
+	Stdout   string
+	Stderr   string
+	Problem  string
+}
+
+// RunCommand runs a step's command line on conn the way runbooks and labs
+// both do: through `sudo -n` when it needs root and the login is not root
+// (never prompting: a password request would hang the fan-out), bounded by
+// timeout (DefaultStepTimeout when 0), keeping 16 MiB of output.
+func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target, id, line string, needs []string, timeout time.Duration) CommandResult {
+	for _, n := range needs {
+		if n == "root" && t.User != "root" {
+			line = "sudo -n sh -c " + orchestrator.Quote(line)
+		}
+	}
+	if timeout == 0 {
+		timeout = DefaultStepTimeout
+	}
+	r := conn.Run(ctx, id, line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 16 << 20})
+	out := CommandResult{Class: r.Class, ExitCode: r.ExitCode, Stdout: string(r.Stdout), Stderr: string(r.Stderr)}
+	switch r.Class {
+	case orchestrator.OK:
+	case orchestrator.Exit:
+		msg := strings.TrimSpace(out.Stderr)
+		if msg == "" {
+			msg = FirstLine(out.Stdout)
+		}
+		out.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, FirstLine(msg))
+	default:
+		out.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
+	}
+	return out
+}
+
+// MissingParams says which parameters a command lacks and how to give
+// them: "no value for model (--set model=...)".
+func MissingParams(missing []string) string {
+	sets := make([]string, len(missing))
+	for k, m := range missing {
+		sets[k] = "--set " + m + "=..."
+	}
+	return "no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
 }
