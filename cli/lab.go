@@ -167,13 +167,7 @@ record says incomplete).`,
 					mu.Lock()
 					defer mu.Unlock()
 					s := ev.Step
-					out := "ok"
-					switch {
-					case s.Skipped != "":
-						out = "skipped: " + s.Skipped
-					case s.Problem != "":
-						out = s.Problem
-					}
+					out := s.Outcome()
 					fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)\n", ev.Host, s.Phase, s.ID, out, s.Finished.Sub(s.Started).Round(time.Millisecond))
 				}})
 			for _, h := range r.failed {

@@ -124,3 +124,14 @@ func writeAtomic(path string, data []byte) error {
 	}
 	return os.Rename(f.Name(), path)
 }
+
+// Outcome is the step in a few words: "ok", "skipped: why", or its problem.
+func (s *StepRecord) Outcome() string {
+	switch {
+	case s.Skipped != "":
+		return "skipped: " + s.Skipped
+	case s.Problem != "":
+		return s.Problem
+	}
+	return "ok"
+}

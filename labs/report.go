@@ -152,13 +152,7 @@ func (r *Record) Markdown() string {
 		}
 		b.WriteString("| Phase | Step | Command | Exit | Outcome |\n|---|---|---|---|---|\n")
 		for _, s := range h.Steps {
-			out := "ok"
-			switch {
-			case s.Skipped != "":
-				out = "skipped: " + s.Skipped
-			case s.Problem != "":
-				out = s.Problem
-			}
+			out := s.Outcome()
 			exit := fmt.Sprint(s.ExitCode)
 			if s.ExitCode < 0 {
 				exit = "—"

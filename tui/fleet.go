@@ -339,24 +339,35 @@ func (v *fleetView) nodeSet() string {
 func (v *fleetView) waitEvents() tea.Cmd {
 	events, done, run := v.events, v.done, v.run
 	return func() tea.Msg {
-		ev, ok := <-events
-		if !ok {
+		batch, _ := nextBatch(events, 4096)
+		if len(batch) == 0 {
 			return <-done
-		}
-		batch := []orchestrator.Event{ev}
-		for len(batch) < 4096 {
-			select {
-			case ev, ok := <-events:
-				if !ok {
-					return fleetEventsMsg{run: run, events: batch}
-				}
-				batch = append(batch, ev)
-			default:
-				return fleetEventsMsg{run: run, events: batch}
-			}
 		}
 		return fleetEventsMsg{run: run, events: batch}
 	}
+}
+
+// nextBatch waits for one item of ch, then takes whatever else is already
+// queued (up to limit), so a burst of events costs one frame. closed says
+// ch was closed; an empty batch means it was closed before anything came.
+func nextBatch[T any](ch <-chan T, limit int) (batch []T, closed bool) {
+	it, ok := <-ch
+	if !ok {
+		return nil, true
+	}
+	batch = []T{it}
+	for len(batch) < limit {
+		select {
+		case it, ok := <-ch:
+			if !ok {
+				return batch, true
+			}
+			batch = append(batch, it)
+		default:
+			return batch, false
+		}
+	}
+	return batch, false
 }
 
 func (v *fleetView) apply(ev orchestrator.Event) {

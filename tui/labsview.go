@@ -160,13 +160,7 @@ func (v *labsView) apply(u LabUpdate) {
 			v.phase[ev.Host] = ev.Phase
 		case labs.StepFinished:
 			s := ev.Step
-			out := "ok"
-			switch {
-			case s.Skipped != "":
-				out = "skipped: " + s.Skipped
-			case s.Problem != "":
-				out = s.Problem
-			}
+			out := s.Outcome()
 			k := ev.Phase + " " + s.ID + ": " + out
 			for i := range v.log {
 				if v.log[i].key == k {
@@ -243,22 +237,8 @@ func (v *labsView) tick() tea.Cmd {
 func (v *labsView) wait() tea.Cmd {
 	ch, run := v.ch, v.run
 	return func() tea.Msg {
-		u, ok := <-ch
-		if !ok {
-			return labUpdatesMsg{run: run, closed: true}
-		}
-		batch := []LabUpdate{u}
-		for {
-			select {
-			case u, ok := <-ch:
-				if !ok {
-					return labUpdatesMsg{run: run, updates: batch, closed: true}
-				}
-				batch = append(batch, u)
-			default:
-				return labUpdatesMsg{run: run, updates: batch}
-			}
-		}
+		batch, closed := nextBatch(ch, 1<<16)
+		return labUpdatesMsg{run: run, updates: batch, closed: closed}
 	}
 }
 

@@ -207,22 +207,11 @@ func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 func (v *runbooksView) wait() tea.Cmd {
 	ch, run := v.ch, v.run
 	return func() tea.Msg {
-		h, ok := <-ch
-		if !ok {
+		batch, _ := nextBatch(ch, 1<<16)
+		if len(batch) == 0 {
 			return runbookDoneMsg{run: run}
 		}
-		batch := []RunbookHost{h}
-		for {
-			select {
-			case h, ok := <-ch:
-				if !ok {
-					return runbookHostMsg{run: run, hosts: batch}
-				}
-				batch = append(batch, h)
-			default:
-				return runbookHostMsg{run: run, hosts: batch}
-			}
-		}
+		return runbookHostMsg{run: run, hosts: batch}
 	}
 }
 
