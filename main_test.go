@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/internal/testreq"
 )
 
 // TestWorkbenchInTmux is the smoke test: the real binary in a real terminal
@@ -17,13 +18,7 @@ import (
 // Map, moves to the Matrix, filters by isolation level, opens help and quits,
 // and the terminal is given back.
 func TestWorkbenchInTmux(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed: CI must install it (.ci/run) so the TUI smoke test runs")
-		}
-		t.Skip("SKIPPED LOUDLY: tmux is not installed, so the TUI smoke test cannot run (apt-get install tmux)")
-	}
+	tmux := testreq.Tool(t, "tmux", "the TUI smoke test drives the workbench in it (apt-get install tmux)")
 	bin := filepath.Join(t.TempDir(), "gpulab")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -119,13 +114,7 @@ func (s *tmuxSession) wait(text string, present bool) {
 // TestFleetInTmux runs a command from the workbench's Fleet tab on a real
 // fleet of OpenSSH servers and reads the result off the screen.
 func TestFleetInTmux(t *testing.T) {
-	tmux, err := exec.LookPath("tmux")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed: CI must install it (.ci/run)")
-		}
-		t.Skip("SKIPPED LOUDLY: tmux is not installed (apt-get install tmux)")
-	}
+	tmux := testreq.Tool(t, "tmux", "the Fleet smoke test drives the workbench in it (apt-get install tmux)")
 	caches := t.TempDir()
 	f := sshtest.Start(t, 4, sshtest.Options{EnvFor: func(i int) map[string]string {
 		return map[string]string{"XDG_CACHE_HOME": filepath.Join(caches, fmt.Sprint(i))}

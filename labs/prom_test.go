@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/labs"
 )
 
@@ -21,13 +22,7 @@ import (
 // series are queryable.
 func startPrometheus(t *testing.T) string {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("prometheus is not installed: CI must install it (.ci/run: apt-get install prometheus)")
-		}
-		t.Skip("SKIPPED LOUDLY: prometheus is not installed (apt-get install --no-install-recommends prometheus); the Prometheus observation point is not tested")
-	}
+	bin := testreq.Tool(t, "prometheus", "the Prometheus observation point is tested against the real server (apt-get install --no-install-recommends prometheus)")
 	exporter := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "# TYPE gpulab_test_gpu_util gauge\ngpulab_test_gpu_util{gpu=\"0\"} 87\ngpulab_test_gpu_util{gpu=\"1\"} 42\n")
 	}))

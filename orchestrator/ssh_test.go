@@ -19,6 +19,7 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -353,7 +354,7 @@ func TestJumpHostChain(t *testing.T) {
 
 func TestMaxStartupsDefault(t *testing.T) {
 	if testing.Short() {
-		t.Skip("60 sshd: not in -short mode")
+		testreq.Missing(t, "-short: TestMaxStartupsDefault starts 60 sshd and runs only without -short")
 	}
 	f := sshtest.Start(t, 60, sshtest.Options{MaxStartups: "default"})
 	results := newEngine().Run(context.Background(), orchestrator.Plan{Targets: targets(f), Steps: step("echo ok")}, nil)
