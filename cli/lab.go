@@ -245,16 +245,7 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 
 func printLab(w io.Writer, l *labs.Lab) {
 	fmt.Fprintf(w, "%s: %s\n%s plane · %s · about %d min · %s\n\nGoal: %s\n", l.ID, l.Name, l.Plane, l.Maturity, l.EstimateMinutes, l.Cost, l.Goal)
-	if len(l.Params) > 0 {
-		fmt.Fprintln(w, "\nParameters (--set name=value)")
-		for _, p := range l.Params {
-			def := ""
-			if p.Default != "" {
-				def = " (default " + p.Default + ")"
-			}
-			fmt.Fprintf(w, "  %-16s %s%s\n", p.Name, p.Help, def)
-		}
-	}
+	printParams(w, l.Params)
 	fmt.Fprintf(w, "\nConstraints\n  hardware:   %s\n  MIG:        %s\n  Kubernetes: %s\n  workload:   %s\n",
 		l.Constraints.Hardware, l.Constraints.MIG, l.Constraints.Kubernetes, l.Constraints.Workload)
 	if len(l.Prerequisites) > 0 {

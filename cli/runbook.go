@@ -66,16 +66,7 @@ schema as runbooks/builtin/*.toml).`,
 			}
 			w := c.OutOrStdout()
 			fmt.Fprintf(w, "%s: %s (%s plane)\n%s\n", rb.ID, rb.Title, rb.Plane, rb.Symptom)
-			if len(rb.Params) > 0 {
-				fmt.Fprintln(w, "\nParameters (--set name=value):")
-				for _, p := range rb.Params {
-					def := ""
-					if p.Default != "" {
-						def = " (default " + p.Default + ")"
-					}
-					fmt.Fprintf(w, "  %-10s %s%s\n", p.Name, p.Help, def)
-				}
-			}
+			printParams(w, rb.Params)
 			fmt.Fprintln(w, "\nSteps:")
 			for _, s := range rb.Steps {
 				extra := ""
@@ -174,4 +165,19 @@ func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Fol
 		}
 	}
 	return nil
+}
+
+// printParams lists a runbook's or lab's parameters for `show`.
+func printParams(w io.Writer, params []runbooks.Param) {
+	if len(params) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nParameters (--set name=value):")
+	for _, p := range params {
+		def := ""
+		if p.Default != "" {
+			def = " (default " + p.Default + ")"
+		}
+		fmt.Fprintf(w, "  %-16s %s%s\n", p.Name, p.Help, def)
+	}
 }
