@@ -25,6 +25,19 @@ func (o *options) loadLabs() ([]*labs.Lab, error) {
 	return ls, nil
 }
 
+// findLab loads the labs and returns the one called id.
+func (o *options) findLab(id string) (*labs.Lab, error) {
+	ls, err := o.loadLabs()
+	if err != nil {
+		return nil, err
+	}
+	l, ok := labs.Find(ls, id)
+	if !ok {
+		return nil, usageErr("no lab %q (gpulab lab list)", id)
+	}
+	return l, nil
+}
+
 func newLabCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "lab",
@@ -70,13 +83,9 @@ labs/builtin/*.toml).`,
 		Example: "  gpulab lab show topology-sanity\n  gpulab lab show health-gate --json | jq '.criteria'",
 		Args:    exactArgs(1, "a lab id (gpulab lab list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			ls, err := o.loadLabs()
+			l, err := o.findLab(args[0])
 			if err != nil {
 				return err
-			}
-			l, ok := labs.Find(ls, args[0])
-			if !ok {
-				return usageErr("no lab %q (gpulab lab list)", args[0])
 			}
 			if o.json {
 				return writeJSON(c.OutOrStdout(), l)
@@ -128,13 +137,9 @@ record says incomplete).`,
   gpulab lab run mig-isolation -H gpu07 --set model=Qwen/Qwen2-7B --set mig_b=MIG-5c1e... --results ./results`,
 		Args: exactArgs(1, "a lab id (gpulab lab list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			ls, err := o.loadLabs()
+			l, err := o.findLab(args[0])
 			if err != nil {
 				return err
-			}
-			l, ok := labs.Find(ls, args[0])
-			if !ok {
-				return usageErr("no lab %q (gpulab lab list)", args[0])
 			}
 			params, err := l.Bind(set)
 			if err != nil {

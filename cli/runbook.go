@@ -11,6 +11,19 @@ import (
 	"github.com/gpulab/gpulab/runbooks"
 )
 
+// findRunbook loads the runbooks and returns the one called id.
+func (o *options) findRunbook(id string) (runbooks.Runbook, error) {
+	rbs, err := o.loadRunbooks()
+	if err != nil {
+		return runbooks.Runbook{}, err
+	}
+	rb, ok := runbooks.Find(rbs, id)
+	if !ok {
+		return rb, usageErr("no runbook %q (gpulab runbook list)", id)
+	}
+	return rb, nil
+}
+
 func newRunbookCmd(o *options) *cobra.Command {
 	load := o.loadRunbooks
 	cmd := &cobra.Command{
@@ -53,13 +66,9 @@ schema as runbooks/builtin/*.toml).`,
 		Example: "  gpulab runbook show health",
 		Args:    exactArgs(1, "a runbook id (gpulab runbook list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			rbs, err := load()
+			rb, err := o.findRunbook(args[0])
 			if err != nil {
 				return err
-			}
-			rb, ok := runbooks.Find(rbs, args[0])
-			if !ok {
-				return usageErr("no runbook %q (gpulab runbook list)", args[0])
 			}
 			if o.json {
 				return writeJSON(c.OutOrStdout(), rb)
@@ -99,13 +108,9 @@ printed), 2 for usage errors, 130 after Ctrl-C.`,
   gpulab runbook run health -H @a100 --json | jq '.hosts[] | {host, verdicts: [.verdicts[] | select(.status != "PASS")]}'`,
 		Args: exactArgs(1, "a runbook id (gpulab runbook list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			rbs, err := load()
+			rb, err := o.findRunbook(args[0])
 			if err != nil {
 				return err
-			}
-			rb, ok := runbooks.Find(rbs, args[0])
-			if !ok {
-				return usageErr("no runbook %q (gpulab runbook list)", args[0])
 			}
 			params, err := runbooks.Bind(rb, set)
 			if err != nil {
