@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/internal/probetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
 )
 
@@ -127,12 +127,7 @@ func TestProbeAgainstRealSSHD(t *testing.T) {
 		}})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
 	env := noEnv(t)
-	probe := filepath.Join(t.TempDir(), "nvmlprobe")
-	build := exec.Command("go", "build", "-o", probe, "../probes/nvmlprobe")
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build probe: %v\n%s", err, out)
-	}
+	probe := probetest.Build(t)
 	r := run(t, env, "probe", "-H", "gpu[01-03]", "-F", cfg, "--probe-binary", probe)
 	r.expect(t, 1, "gpu[01-03]: no NVML: libnvidia-ml.so.1: cannot open shared object file", "")
 	if entries, _ := os.ReadDir(filepath.Join(cache, "0", "gpulab")); len(entries) != 0 {
@@ -170,12 +165,7 @@ func TestProbeSharedHome(t *testing.T) {
 	shared := t.TempDir()
 	f := sshtest.Start(t, 4, sshtest.Options{Env: map[string]string{"XDG_CACHE_HOME": shared}})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
-	probe := filepath.Join(t.TempDir(), "nvmlprobe")
-	build := exec.Command("go", "build", "-tags", "nosim", "-o", probe, "../probes/nvmlprobe")
-	build.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build probe: %v\n%s", err, out)
-	}
+	probe := probetest.Build(t, "nosim")
 	for range 3 {
 		run(t, noEnv(t), "probe", "-H", "gpu[01-04]", "-F", cfg, "--probe-binary", probe).expect(t, 1, "gpu[01-04]: no NVML", "")
 	}
@@ -235,6 +225,22 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || r.code != 0 || !rec.Complete || !rec.Passed || rec.Hosts[0].Scores[0].Values["gpus"] != float64(8) {
 		t.Errorf("lab run --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
+	// The simulated probe declares the environment, and the record says so.
+	r = run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--json",
+		"--mock", "dgxa100", "--probe-binary", probetest.Build(t))
+	var sim struct {
+		Hosts []struct {
+			Environment struct {
+				Simulated bool     `json:"simulated"`
+				GPUs      []string `json:"gpus"`
+			} `json:"environment"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &sim); err != nil || !sim.Hosts[0].Environment.Simulated || len(sim.Hosts[0].Environment.GPUs) != 8 {
+		t.Errorf("lab run --mock dgxa100: exit %d, %v, %+v\n%s", r.code, err, sim, r.stderr)
+	}
+	run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--no-probe", "--mock", "dgxa100").expect(t, 2, "", "--no-probe excludes --mock")
+	run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--mock", "dgxh999").expect(t, 2, "", "the only simulated machine is dgxa100")
 	run(t, env, "lab", "run", "nope", "-H", "gpu01", "-F", cfg).expect(t, 2, "", `no lab "nope"`)
 	run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--set", "marke=x").expect(t, 2, "", `--set marke: lab e2e has no parameter "marke" (it has marker)`)
 

@@ -115,6 +115,8 @@ are reported with file:line:column. Exit 0 when valid, 1 when not.`,
 		solve   bool
 		results string
 		set     []string
+		pf      probeFlags
+		noProbe bool
 	)
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
@@ -148,6 +150,10 @@ record says incomplete).`,
 			if results == "" {
 				results = o.resultsDir()
 			}
+			prober, err := pf.prober(noProbe)
+			if err != nil {
+				return err
+			}
 			r, err := o.newRunner(&f)
 			if err != nil {
 				return err
@@ -158,7 +164,7 @@ record says incomplete).`,
 			w, errw := c.OutOrStdout(), c.ErrOrStderr()
 			var dir string
 			var mu sync.Mutex
-			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params,
+			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params, Probe: prober,
 				OnStart: func(rec *labs.Record) {
 					dir = rec.NewDir(results)
 					if err := rec.WriteJSON(dir); err != nil {
@@ -203,6 +209,9 @@ record says incomplete).`,
 	run.Flags().StringArrayVar(&set, "set", nil, "give the lab's parameter `name=value` (gpulab lab show ID lists them); repeatable")
 	run.Flags().BoolVar(&yes, "yes", false, "confirm the steps that change hosts")
 	run.Flags().BoolVar(&solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
+	run.Flags().BoolVar(&noProbe, "no-probe", false, "do not install the NVML probe: the environment comes from nvidia-smi and sampling steps get no samples")
+	run.Flags().StringVar(&pf.mock, "mock", "", "probe a simulated DGX A100 instead of NVML (demos; the record says SIMULATED): dgxa100")
+	run.Flags().StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
 	cmd.AddCommand(run)
 	return cmd
 }

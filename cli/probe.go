@@ -3,10 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +21,7 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
+	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/probes/report"
 )
 
@@ -153,6 +150,19 @@ func (pf probeFlags) args(host string) []string {
 	return a
 }
 
+// prober is the probe a lab run installs on its hosts: nil with --no-probe.
+func (pf probeFlags) prober(none bool) (*remote.Prober, error) {
+	switch {
+	case none && (pf.mock != "" || pf.binary != ""):
+		return nil, usageErr("--no-probe excludes --mock and --probe-binary")
+	case none:
+		return nil, nil
+	case pf.mock != "" && pf.mock != "dgxa100":
+		return nil, usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
+	}
+	return &remote.Prober{Source: pf.probeFor, Args: pf.args(""), AnyArch: pf.binary != ""}, nil
+}
+
 // probeFor returns the probe for an architecture, plain and gzipped:
 // --probe-binary, or the embedded one.
 func (pf probeFlags) probeFor(arch string) (data, gz []byte, err error) {
@@ -202,8 +212,8 @@ func withoutBindNow(env []string) []string {
 
 // readSnapshot parses the probe's output into r.
 func readSnapshot(r probeResult, stdout []byte, stderr string, runErr error) probeResult {
-	var s report.Snapshot
-	if err := json.Unmarshal(bytes.TrimSpace(stdout), &s); err != nil || s.Schema == 0 {
+	s, err := remote.Decode(stdout)
+	if err != nil {
 		r.Class = "error"
 		msg := strings.TrimSpace(stderr)
 		if msg == "" && runErr != nil {
@@ -213,13 +223,12 @@ func readSnapshot(r probeResult, stdout []byte, stderr string, runErr error) pro
 			msg = "the probe's watchdog fired: NVML did not answer (" + msg + ")"
 		}
 		r.Error = fmt.Sprintf("no snapshot (exit %d): %s", r.ExitCode, msg)
+		if strings.Contains(err.Error(), "newer") {
+			r.Error = err.Error()
+		}
 		return r
 	}
-	if s.Schema > report.Schema {
-		r.Class, r.Error = "error", fmt.Sprintf("snapshot schema %d is newer than this gpulab understands (%d)", s.Schema, report.Schema)
-		return r
-	}
-	r.Snapshot = &s
+	r.Snapshot = s
 	r.Class = "ok"
 	if !s.NVML.Available {
 		r.Class = "no-nvml"
@@ -238,8 +247,12 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 	}
 	results := make([]probeResult, len(rn.targets))
 	var mu sync.Mutex
-	specs := map[string]orchestrator.PushSpec{} // per architecture, compressed once
 	var localErr error
+	prober, err := pf.prober(false)
+	if err != nil {
+		return nil, err
+	}
+	prober.Keep = pf.keep
 	hosts := rn.engine.ForEach(ctx, rn.targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		res := &results[i]
 		res.Host = t.Name
@@ -247,56 +260,19 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 			hr.Class, hr.Err = class, msg
 			res.Class, res.Error = class.String(), msg
 		}
-		u := conn.Run(ctx, "uname", "uname -m", orchestrator.RunOptions{Timeout: t.CommandTimeout})
-		if u.Class != orchestrator.OK {
-			fail(u.Class, "uname -m: "+u.Err+strings.TrimSpace(string(u.Stderr)))
-			return
-		}
-		arch, err := bundle.Arch(string(u.Stdout))
-		if err != nil && pf.binary == "" {
-			fail(orchestrator.Error, err.Error())
-			return
-		}
-		mu.Lock()
-		spec, ok := specs[arch]
-		if !ok {
-			data, gz, err := pf.probeFor(arch)
-			if err != nil {
+		in, class, err := prober.Install(ctx, conn, t.CommandTimeout)
+		if err != nil {
+			if class == orchestrator.Error {
+				mu.Lock()
 				localErr = err
 				mu.Unlock()
-				fail(orchestrator.Error, err.Error())
-				return
 			}
-			sum := sha256.Sum256(data)
-			spec = orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true, Gzipped: gz}
-			specs[arch] = spec
-		}
-		mu.Unlock()
-		// With --keep, or when an earlier --keep left it, the probe is
-		// cached under its sha256 and used as it is. Otherwise this run gets
-		// a copy of its own, removed afterwards: a home directory shared by
-		// many hosts (NFS) must not see one host delete another's probe.
-		ownCopy := false
-		if !pf.keep {
-			c := conn.Run(ctx, "probe: cached?", `f="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab/`+spec.Name+`"; [ -x "$f" ] && sha256sum -- "$f"`, orchestrator.RunOptions{Timeout: t.CommandTimeout})
-			sum := sha256.Sum256(spec.Data)
-			if c.Class != orchestrator.OK || !strings.HasPrefix(string(c.Stdout), hex.EncodeToString(sum[:])) {
-				spec.Name += "." + randomTag()
-				ownCopy = true
-			}
-		}
-		push := conn.Push(ctx, spec)
-		res.Pushed = push.Sent
-		if push.Class != orchestrator.OK {
-			fail(push.Class, push.Err)
+			fail(class, err.Error())
 			return
 		}
-		line := "env -u LD_BIND_NOW " + orchestrator.QuoteArgs(append([]string{push.Path}, pf.args(t.Name)...))
-		if ownCopy {
-			line += "; rc=$?; rm -f -- " + orchestrator.Quote(push.Path) + "; exit $rc"
-		}
+		res.Pushed = in.Sent
 		timeout := 60*time.Second + pf.xidWait
-		run := conn.Run(ctx, "probe", line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
+		run := conn.Run(ctx, "probe", in.Line(prober, true, "--host", t.Name), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
 		hr.Steps = append(hr.Steps, run)
 		res.ExitCode = run.ExitCode
 		*res = readSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
@@ -319,12 +295,6 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		return nil, configErr(localErr)
 	}
 	return results, nil
-}
-
-func randomTag() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 func allFailed(rs []probeResult) bool {

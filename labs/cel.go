@@ -24,13 +24,14 @@ var (
 )
 
 func init() {
-	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction}, statsFunctions...)
+	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction}, append(statsFunctions, quotaFunctions...)...)
 	var err error
 	stepEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("out", cel.DynType),
 		cel.Variable("stdout", cel.StringType),
 		cel.Variable("stderr", cel.StringType),
-		cel.Variable("exit_code", cel.IntType))...)
+		cel.Variable("exit_code", cel.IntType),
+		cel.Variable("samples", cel.ListType(cel.DynType)))...)
 	if err != nil {
 		panic(err)
 	}
@@ -148,12 +149,71 @@ var statsFunctions = []cel.EnvOption{
 			}))),
 }
 
+// Fragmentation is the share of free capacity that a request of the given
+// size cannot use: free holds each unit's free capacity (free MIG slices or
+// free GPUs per node, free memory per GPU), and what is left in each unit
+// after packing as many whole requests as fit is stranded. The rate is
+// stranded ÷ total free, 0 when nothing is free.
+func Fragmentation(free []float64, request float64) (float64, error) {
+	if request <= 0 {
+		return 0, fmt.Errorf("fragmentation: the request must be positive, not %v", request)
+	}
+	var total, stranded float64
+	for _, f := range free {
+		if f < 0 {
+			return 0, fmt.Errorf("fragmentation: free capacity %v is negative", f)
+		}
+		total += f
+		stranded += f - request*math.Floor(f/request)
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	return stranded / total, nil
+}
+
+// quotaFunctions are the sharing metrics of DOMAIN.md: fragmentation rate,
+// quota fulfilment (what a tenant got ÷ what its quota promised: 1 is
+// fulfilled, above 1 is borrowing) and penetration (how far a tenant went
+// beyond its limit, 0 when it stayed within).
+var quotaFunctions = []cel.EnvOption{
+	cel.Function("fragmentation",
+		cel.Overload("fragmentation_list_double", []*cel.Type{cel.ListType(cel.DynType), cel.DoubleType}, cel.DoubleType,
+			cel.BinaryBinding(func(l, r ref.Val) ref.Val {
+				xs, bad := numbers(l)
+				if bad != nil {
+					return bad
+				}
+				v, err := Fragmentation(xs, float64(r.(types.Double)))
+				if err != nil {
+					return types.NewErr("%v", err)
+				}
+				return types.Double(v)
+			}))),
+	cel.Function("fulfilment",
+		cel.Overload("fulfilment_double_double", []*cel.Type{cel.DoubleType, cel.DoubleType}, cel.DoubleType,
+			cel.BinaryBinding(func(got, promised ref.Val) ref.Val {
+				if float64(promised.(types.Double)) <= 0 {
+					return types.NewErr("fulfilment: the promised quota must be positive, not %v", promised)
+				}
+				return types.Double(float64(got.(types.Double)) / float64(promised.(types.Double)))
+			}))),
+	cel.Function("penetration",
+		cel.Overload("penetration_double_double", []*cel.Type{cel.DoubleType, cel.DoubleType}, cel.DoubleType,
+			cel.BinaryBinding(func(used, limit ref.Val) ref.Val {
+				return types.Double(max(float64(used.(types.Double))-float64(limit.(types.Double)), 0))
+			}))),
+}
+
 // program is a compiled expression and the metrics it reads.
 type program struct {
 	expr   string
 	prg    cel.Program
 	reads  []string // metrics.NAME
 	params []string // params.NAME
+	// vars are the environment's variables the expression reads
+	// (samples, out, stdout...), from the checked AST.
+	vars map[string]bool
 }
 
 var (
@@ -177,7 +237,12 @@ func compile(env *cel.Env, expr string, wantBool bool) (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CEL: %v", err)
 	}
-	p := &program{expr: expr, prg: prg}
+	p := &program{expr: expr, prg: prg, vars: map[string]bool{}}
+	for _, r := range ast.NativeRep().ReferenceMap() {
+		if len(r.OverloadIDs) == 0 { // an identifier, not a function
+			p.vars[r.Name] = true
+		}
+	}
 	seen := map[string]bool{}
 	for _, m := range metricRef.FindAllStringSubmatch(expr, -1) {
 		name := m[1] + m[2]

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/runbooks"
 )
 
@@ -16,8 +17,16 @@ type Environment struct {
 	Kernel string   `json:"kernel,omitempty"`
 	Driver string   `json:"driver,omitempty"`
 	CUDA   string   `json:"cuda,omitempty"`
+	NVML   string   `json:"nvml,omitempty"`
 	GPUs   []string `json:"gpus"` // "0: NVIDIA A100-SXM4-80GB, 81920 MiB, MIG Disabled"
-	Error  string   `json:"error,omitempty"`
+	// Source says where the GPU lines come from: "probe VERSION (NVML)"
+	// or "nvidia-smi"; Probe says why the probe could not give them.
+	Source string `json:"source,omitempty"`
+	Probe  string `json:"probe,omitempty"`
+	// Simulated marks a declaration read from the probe's simulator: no
+	// conclusion about real hardware may be drawn from such a run.
+	Simulated bool   `json:"simulated,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // envCommand reads the declaration in one round trip; every part may fail
@@ -29,10 +38,72 @@ const envCommand = `uname -sr; ` +
 func captureEnvironment(ctx context.Context, conn *orchestrator.Conn) Environment {
 	r := conn.Run(ctx, "environment", envCommand, orchestrator.RunOptions{Timeout: 30 * time.Second})
 	env := parseEnvironment(string(r.Stdout))
+	if len(env.GPUs) > 0 {
+		env.Source = "nvidia-smi"
+	}
 	if r.Class != orchestrator.OK {
 		env.Error = r.Class.String() + ": " + runbooks.FirstLine(string(r.Stderr)+r.Err)
 	}
 	return env
+}
+
+// fromProbe fills the GPU part of the declaration from a probe snapshot,
+// which knows more than nvidia-smi's query (MIG instances, NVML version);
+// without NVML on the host the nvidia-smi lines stay and the reason is kept.
+func (env *Environment) fromProbe(s *report.Snapshot, r orchestrator.Result) {
+	switch {
+	case s == nil:
+		env.Probe = "the probe gave no snapshot: " + runbooks.FirstLine(string(r.Stderr)+" "+r.Err)
+		return
+	case !s.NVML.Available:
+		env.Probe = "no NVML on the host: " + s.NVML.Error
+		return
+	}
+	env.Source = "probe " + s.ProbeVersion + " (NVML)"
+	env.Simulated = s.Simulated
+	env.Driver, env.NVML = s.DriverVersion, s.NVMLVersion
+	if s.CUDADriverVersion != "" {
+		env.CUDA = s.CUDADriverVersion
+	}
+	env.GPUs = []string{}
+	for _, g := range s.GPUs {
+		line := fmt.Sprintf("%d: %s", g.Index, g.Name)
+		if g.Memory != nil {
+			line += fmt.Sprintf(", %d MiB", g.Memory.TotalMiB)
+		}
+		env.GPUs = append(env.GPUs, line+", "+migLayout(g.MIG))
+	}
+}
+
+// migLayout says a GPU's MIG mode and its instances by profile:
+// "MIG enabled: 3g.40gb ×2, 1g.10gb" (a pending change noted).
+func migLayout(m report.MIG) string {
+	if m.Current == "" {
+		return "MIG not supported"
+	}
+	out := "MIG " + m.Current
+	if m.Pending != "" && m.Pending != m.Current {
+		out += " (" + m.Pending + " after reset)"
+	}
+	var order []string
+	n := map[string]int{}
+	for _, gi := range m.GPUInstances {
+		if n[gi.Profile] == 0 {
+			order = append(order, gi.Profile)
+		}
+		n[gi.Profile]++
+	}
+	for k, p := range order {
+		sep := ", "
+		if k == 0 {
+			sep = ": "
+		}
+		out += sep + p
+		if n[p] > 1 {
+			out += fmt.Sprintf(" ×%d", n[p])
+		}
+	}
+	return out
 }
 
 // parseEnvironment reads envCommand's output: the kernel line, "gpu "

@@ -98,6 +98,10 @@ type Step struct {
 	// Metrics maps a metric name to a CEL expression over the step's
 	// parsed output `out`, its `stdout` and its `exit_code`.
 	Metrics map[string]string `toml:"metrics" json:"metrics,omitempty"`
+	// Sample, when set, has the probe take a snapshot of the host every
+	// Sample while the command runs (in a session of its own); the step's
+	// metrics read them as `samples` (see Sample).
+	Sample inventory.Duration `toml:"sample" json:"sample,omitempty"`
 	// Solve is what --solve runs instead of Command in a demo.
 	Solve string `toml:"solve" json:"solve,omitempty"`
 	// PromQL makes the step an observation point instead of a command:

@@ -371,10 +371,27 @@ func TestWorkloadLabsOnRealOutputs(t *testing.T) {
 
 	l = lab(t, "exclusive-baseline")
 	m = map[string]any{"compute_processes": int64(1)}
-	measure(t, l, "bench", "workloads/vllm-bench-serve/benchmark_serving-qwen2-7b-2xA100-40GB-random1024-10prompts.txt", m)
+	// Without probe samples the probe's metrics are unmeasured, never 0.
+	measure(t, l, "bench", "workloads/vllm-bench-serve/benchmark_serving-qwen2-7b-2xA100-40GB-random1024-10prompts.txt", m,
+		"probe_util_p50", "probe_mem_peak_mib", "slowed_samples")
 	params, _ = l.Bind([]string{"model=Qwen/Qwen2-7B"})
-	if got := statuses(l.Score(m, nil, params, 1, true)); got != "alone=PASS no-failures=PASS ttft-slo=FAIL gpu-busy=UNKNOWN" || m["output_tps"] != 218.04 {
+	if got := statuses(l.Score(m, nil, params, 1, true)); got != "alone=PASS no-failures=PASS ttft-slo=FAIL not-slowed=UNKNOWN busy-probe=UNKNOWN gpu-busy=UNKNOWN" || m["output_tps"] != 218.04 {
 		t.Errorf("exclusive-baseline: %s (%v)", got, m)
+	}
+	// With samples: GPU 1 busy, GPU 0 idle; one sample slowed by heat.
+	u := func(v uint32) *uint32 { return &v }
+	mib := func(v uint64) *uint64 { return &v }
+	var samples []Sample
+	for k, util := range []uint32{90, 95, 20, 97} {
+		s := Sample{T: float64(2 * k), GPUs: []SampleGPU{{Index: 0, UtilPct: u(0), MemUsedMiB: mib(0)}, {Index: 1, UtilPct: u(util), MemUsedMiB: mib(70000 + uint64(k))}}}
+		if k == 2 {
+			s.GPUs[1].Throttle = []string{"sw_power_cap", "hw_thermal_slowdown"}
+		}
+		samples = append(samples, s)
+	}
+	vals, errs := l.MeasureStep("bench", StepOutput{Out: map[string]any{}, Samples: samples})
+	if vals["probe_util_p50"] != 90.0 || vals["probe_mem_peak_mib"] != 70003.0 || vals["slowed_samples"] != int64(1) {
+		t.Errorf("probe metrics from samples: %v (%v)", vals, errs)
 	}
 
 	l = lab(t, "mig-isolation")
@@ -557,13 +574,27 @@ phase = "observe"
 command = "true"
 range = "5m"
 
+[[step]]
+id = "d"
+phase = "observe"
+promql = "up"
+prometheus = "http://127.0.0.1:9090"
+sample = "2s"
+
+[[step]]
+id = "e"
+phase = "run"
+command = "true"
+sample = "10ms"
+
 [[criterion]]
 id = "x"
 description = "x"
 expr = "true"
 impact = "minor"
 `))
-	for _, want := range []string{`q.toml:11:1: step "a" has both a command and a promql query`, `q.toml:17:1: step "b": a promql step needs prometheus =`, `q.toml:24:1: step "c": range and resolution belong to promql steps`} {
+	for _, want := range []string{`q.toml:11:1: step "a" has both a command and a promql query`, `q.toml:17:1: step "b": a promql step needs prometheus =`, `q.toml:24:1: step "c": range and resolution belong to promql steps`,
+		`q.toml:31:1: step "d": a promql step runs nothing on the hosts to sample`, `q.toml:37:1: step "e" sample 10ms: the probe samples every 100ms at most`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q: %v", want, err)
 		}

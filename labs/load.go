@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/runbooks"
@@ -160,6 +161,12 @@ func Parse(name string, data []byte) (*Lab, error) {
 			bad([]any{"step", i, "range"}, "step %q: range and resolution belong to promql steps", s.ID)
 		case strings.TrimSpace(s.Command) == "":
 			bad([]any{"step", i}, "step %q has no command (or promql)", s.ID)
+		}
+		switch {
+		case s.Sample.Duration != 0 && s.PromQL != "":
+			bad([]any{"step", i, "sample"}, "step %q: a promql step runs nothing on the hosts to sample; sample belongs to command steps", s.ID)
+		case s.Sample.Duration != 0 && s.Sample.Duration < 100*time.Millisecond:
+			bad([]any{"step", i, "sample"}, "step %q sample %v: the probe samples every 100ms at most", s.ID, s.Sample.Duration)
 		}
 		checkParser([]any{"step", i, "parser"}, s.Parser)
 		checkPlaceholders([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)

@@ -73,7 +73,11 @@ type StepRecord struct {
 	Stderr     string             `json:"stderr,omitempty"`
 	Started    time.Time          `json:"started"`
 	Finished   time.Time          `json:"finished"`
-	value      any                // what a promql step read, for its metrics
+	// Samples are the probe's snapshots while the step ran (Step.Sample),
+	// and SampleProblem why there are fewer than the run time allows.
+	Samples       []Sample `json:"samples,omitempty"`
+	SampleProblem string   `json:"sample_problem,omitempty"`
+	value         any      // what a promql step read, for its metrics
 }
 
 func newRecord(l *Lab, start time.Time) *Record {

@@ -102,7 +102,14 @@ func (r *Record) Markdown() string {
 	fmt.Fprintf(&b, "- Conclusion: **%s**\n", verdict)
 	fmt.Fprintf(&b, "- Reproduce: `gpulab lab run %s -H '%s'`\n", r.Lab, inventory.FoldNames(names))
 
-	b.WriteString("\n## Environment\n\n| Host | Kernel | Driver | CUDA | GPUs |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Environment\n\n")
+	for _, h := range r.Hosts {
+		if h.Environment.Simulated {
+			b.WriteString("**SIMULATED**: the GPU facts come from the probe's simulated DGX A100; nothing in this record is about real hardware.\n\n")
+			break
+		}
+	}
+	b.WriteString("| Host | Kernel | Driver | CUDA | GPUs | Source |\n|---|---|---|---|---|---|\n")
 	for _, h := range r.Hosts {
 		e := h.Environment
 		gpus := strings.Join(e.GPUs, "; ")
@@ -112,7 +119,14 @@ func (r *Record) Markdown() string {
 				gpus += " (" + e.Error + ")"
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus))
+		source := orNA(e.Source)
+		if e.Simulated {
+			source += ", SIMULATED"
+		}
+		if e.Probe != "" {
+			source += " (probe: " + e.Probe + ")"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus), mdCell(source))
 	}
 	b.WriteString("\n## Result\n\n")
 	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability | Notes |\n")
@@ -153,6 +167,12 @@ func (r *Record) Markdown() string {
 		b.WriteString("| Phase | Step | Command | Exit | Outcome |\n|---|---|---|---|---|\n")
 		for _, s := range h.Steps {
 			out := s.Outcome()
+			if len(s.Samples) > 0 {
+				out += fmt.Sprintf("; %d probe samples", len(s.Samples))
+			}
+			if s.SampleProblem != "" {
+				out += "; sampling: " + s.SampleProblem
+			}
 			exit := fmt.Sprint(s.ExitCode)
 			if s.ExitCode < 0 {
 				exit = "—"

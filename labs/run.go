@@ -10,6 +10,8 @@ import (
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/remote"
+	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -41,6 +43,10 @@ type RunOptions struct {
 	Params map[string]string
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Probe, when set, is installed on each host for the run: it fills
+	// the environment declaration and samples the steps that ask for it
+	// (Step.Sample). Without it those steps have no samples and say why.
+	Probe *remote.Prober
 }
 
 // EventKind says what happened.
@@ -49,6 +55,7 @@ type EventKind int
 const (
 	StepStarted EventKind = iota
 	StepFinished
+	Sampled // a probe sample of a running step (Step, Sample)
 	ScoresChanged
 	HostFinished
 )
@@ -59,8 +66,9 @@ type Event struct {
 	Index  int // the host's position in the run
 	Host   string
 	Phase  string
-	Step   *StepRecord // StepStarted (command only) and StepFinished
+	Step   *StepRecord // StepStarted (command only), StepFinished and Sampled
 	Scores []Score     // ScoresChanged and HostFinished
+	Sample *Sample     // Sampled
 }
 
 // Run runs lab l on every target over one connection per host: the
@@ -96,6 +104,21 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		h := &rec.Hosts[i]
 		h.Host = t.Name
 		h.Metrics, h.MetricErrors = map[string]any{}, map[string]string{}
+		// The probe is installed once per host, when first needed.
+		var probe *remote.Installed
+		probeProblem := ""
+		installProbe := func() (*remote.Installed, string) {
+			if probe == nil && probeProblem == "" {
+				if o.Probe == nil {
+					probeProblem = "this run has no probe"
+				} else if in, _, err := o.Probe.Install(ctx, conn, time.Minute); err != nil {
+					probeProblem = "the probe could not be installed: " + err.Error()
+				} else {
+					probe = in
+				}
+			}
+			return probe, probeProblem
+		}
 		runStep := func(runCtx context.Context, s Step, phase string) *StepRecord {
 			sr := StepRecord{ID: s.ID, Phase: phase, Command: s.Command, ExitCode: -1, Started: now()}
 			emit(Event{Kind: StepStarted, Index: i, Host: t.Name, Phase: phase, Step: &sr})
@@ -141,8 +164,29 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				return &sr
 			}
 			sr.Command = cmd // what ran, parameters in place
+			var watch *remote.Watch
+			if s.Sample.Duration > 0 {
+				if in, why := installProbe(); in != nil {
+					var first time.Time
+					ident := StepRecord{ID: sr.ID, Phase: phase, Command: sr.Command, Started: sr.Started} // sr changes meanwhile
+					watch = in.Watch(runCtx, conn, o.Probe, t.Name, s.Sample.Duration, func(snap *report.Snapshot) {
+						if snap.NVML.Available {
+							if first.IsZero() {
+								first = snap.CollectedAt
+							}
+							smp, step := sampleOf(snap, first), ident
+							emit(Event{Kind: Sampled, Index: i, Host: t.Name, Phase: phase, Step: &step, Sample: &smp})
+						}
+					})
+				} else {
+					sr.SampleProblem = why
+				}
+			}
 			r := runbooks.RunCommand(runCtx, conn, t, s.ID, cmd, s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout))
 			sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem
+			if watch != nil {
+				sr.Samples, sr.SampleProblem = samplesOf(watch.Stop())
+			}
 			return &sr
 		}
 		measure := func(s Step, sr *StepRecord) {
@@ -170,7 +214,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 				return
 			}
-			vals, errs := l.MeasureOutput(s.ID, out, sr.Stdout, sr.Stderr, sr.ExitCode)
+			vals, errs := l.MeasureStep(s.ID, StepOutput{Out: out, Stdout: sr.Stdout, Stderr: sr.Stderr, ExitCode: sr.ExitCode, Samples: sr.Samples, SampleProblem: sr.SampleProblem})
 			for m, v := range vals {
 				h.Metrics[m] = v
 				if s.Hosts == "first" || s.PromQL != "" {
@@ -192,6 +236,14 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		}
 
 		h.Environment = captureEnvironment(ctx, conn)
+		if o.Probe != nil {
+			if in, why := installProbe(); in != nil {
+				snap, r := in.Snapshot(ctx, conn, o.Probe, t.Name)
+				h.Environment.fromProbe(snap, r)
+			} else {
+				h.Environment.Probe = why
+			}
+		}
 		before := countStability(ctx, conn)
 
 		// Cleanup always runs, on a context that a cancel does not end.
@@ -214,6 +266,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 			}
 			h.CleanupRan = true
+			probe.Remove(cctx, conn)
 		}()
 
 		for k, p := range l.Prerequisites {
@@ -321,6 +374,22 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec.finish(now(), ctx.Err() != nil)
 	return rec
+}
+
+// samplesOf turns a watch's snapshots into samples timed from the first;
+// a host without NVML gives none, and the reason.
+func samplesOf(w remote.WatchResult) ([]Sample, string) {
+	var out []Sample
+	for _, s := range w.Snapshots {
+		if !s.NVML.Available {
+			return nil, "no NVML on the host: " + s.NVML.Error
+		}
+		out = append(out, sampleOf(s, w.Snapshots[0].CollectedAt))
+	}
+	if len(out) == 0 && w.Problem == "" {
+		return nil, "the step ended before the probe's first sample"
+	}
+	return out, w.Problem
 }
 
 // Bind checks name=value strings against the lab's parameters and returns

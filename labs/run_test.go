@@ -62,7 +62,8 @@ func e2eFleet(t *testing.T, hosts []testHost) (*sshtest.Fleet, *orchestrator.Eng
 		if work == "" {
 			work = "true"
 		}
-		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i), "bin") + ":/usr/bin:/bin", "LABDIR": labdirs[i], "WORK": work}
+		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i), "bin") + ":/usr/bin:/bin", "LABDIR": labdirs[i], "WORK": work,
+			"XDG_CACHE_HOME": filepath.Join(root, fmt.Sprint(i), "cache")}
 	}})
 	var ts []orchestrator.Target
 	for i, s := range f.Servers {

@@ -1,6 +1,7 @@
 package labs
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -36,11 +37,22 @@ type Score struct {
 // (nil when it has no parser or the parser found nothing), its stdout and
 // exit code. A metric that cannot be computed is left out, with why.
 func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[string]any, map[string]error) {
-	return l.MeasureOutput(stepID, out, stdout, "", exitCode)
+	return l.MeasureStep(stepID, StepOutput{Out: out, Stdout: stdout, ExitCode: exitCode})
 }
 
-// MeasureOutput is Measure with the step's stderr too.
-func (l *Lab) MeasureOutput(stepID string, out any, stdout, stderr string, exitCode int) (map[string]any, map[string]error) {
+// StepOutput is what a step's metrics read.
+type StepOutput struct {
+	Out            any // the parser's value (or a PromQL step's answer)
+	Stdout, Stderr string
+	ExitCode       int
+	Samples        []Sample // probe samples taken while it ran
+	// SampleProblem says why a sampling step has no samples (no probe,
+	// no NVML on the host); metrics that fail without them say so.
+	SampleProblem string
+}
+
+// MeasureStep computes a step's metrics from its output.
+func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[string]error) {
 	vals, errs := map[string]any{}, map[string]error{}
 	var step *Step
 	for i := range l.Steps {
@@ -51,16 +63,27 @@ func (l *Lab) MeasureOutput(stepID string, out any, stdout, stderr string, exitC
 	if step == nil || len(step.Metrics) == 0 {
 		return vals, errs
 	}
-	cv, err := asCELValue(out)
-	if err != nil {
+	cv, err := asCELValue(so.Out)
+	samples, serr := asCELValue(so.Samples)
+	if err != nil || serr != nil {
 		for m := range step.Metrics {
-			errs[m] = err
+			errs[m] = cmp.Or(err, serr)
 		}
 		return vals, errs
 	}
-	vars := map[string]any{"out": cv, "stdout": stdout, "stderr": stderr, "exit_code": int64(exitCode)}
+	if samples == nil {
+		samples = []any{}
+	}
+	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples}
 	for m := range step.Metrics {
-		v, err := l.programs["metric:"+m].eval(vars)
+		prg := l.programs["metric:"+m]
+		if prg.vars["samples"] && len(so.Samples) == 0 {
+			// An empty list would make filter(...).size() a confident 0:
+			// no samples is no evidence.
+			errs[m] = fmt.Errorf("no probe samples: %s", cmp.Or(so.SampleProblem, "the step "+stepID+" was not sampled"))
+			continue
+		}
+		v, err := prg.eval(vars)
 		switch {
 		case err != nil:
 			errs[m] = err

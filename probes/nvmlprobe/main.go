@@ -6,6 +6,11 @@
 // Usage:
 //
 //	nvmlprobe [--mock dgxa100] [--kmsg] [--xid-wait 30s] [--timeout 20s]
+//	nvmlprobe --watch 2s [--count N]
+//
+// With --watch it prints one snapshot per line every interval (NVML is
+// initialised once), until --count snapshots are out or it is killed: gpulab
+// samples a host this way while a lab step runs.
 //
 // Never run it with LD_BIND_NOW set: NVML's entry points are resolved from
 // the driver's library when first called, and binding them all at start-up
@@ -43,7 +48,17 @@ func main() {
 	timeout := fs.Duration("timeout", 20*time.Second, "watchdog: give up if NVML has not answered by then (plus --xid-wait)")
 	host := fs.String("host", "", "host name to report (default: os.Hostname)")
 	showVersion := fs.Bool("version", false, "print the probe's version")
+	watch := fs.Duration("watch", 0, "print a snapshot every `interval` (one JSON object per line) until killed or --count")
+	count := fs.Int("count", 0, "with --watch, stop after this many snapshots (0: no limit)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(report.ExitUsage)
+	}
+	if *watch < 0 || (*watch > 0 && *watch < 100*time.Millisecond) || *count < 0 || (*count > 0 && *watch == 0) {
+		fmt.Fprintln(os.Stderr, "nvmlprobe: --watch takes an interval of 100ms or more, and --count needs --watch")
+		os.Exit(report.ExitUsage)
+	}
+	if *watch > 0 && *xidWait > 0 {
+		fmt.Fprintln(os.Stderr, "nvmlprobe: --xid-wait and --watch do not go together")
 		os.Exit(report.ExitUsage)
 	}
 	if *showVersion {
@@ -64,12 +79,22 @@ func main() {
 		name, _ = os.Hostname()
 	}
 	opts := collect.Options{Host: name, ProbeVersion: version}
-	code := run(opts, *mock, *kmsg, *xidWait)
+	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
+	code := run(opts, *mock, *kmsg, *xidWait, w)
 	watchdog.Stop()
 	os.Exit(code)
 }
 
-func run(opts collect.Options, mock string, kmsg bool, xidWait time.Duration) int {
+// watcher repeats the collection every interval; the zero value collects
+// once. arm starts the watchdog before each collection and disarm stops it
+// after, so that it never fires while the watch sleeps.
+type watcher struct {
+	every       time.Duration
+	count       int
+	arm, disarm func()
+}
+
+func run(opts collect.Options, mock string, kmsg bool, xidWait time.Duration, w watcher) int {
 	start := time.Now()
 	var lib nvml.Interface
 	simulated := mock != ""
@@ -98,6 +123,9 @@ func run(opts collect.Options, mock string, kmsg bool, xidWait time.Duration) in
 		return emit(empty(opts, start, state), code)
 	}
 	defer lib.Shutdown()
+	if w.every > 0 {
+		return watch(lib, opts, simulated, w)
+	}
 	s := collect.Collect(lib, opts)
 	s.Simulated = simulated
 	if simulated {
@@ -115,6 +143,36 @@ func run(opts collect.Options, mock string, kmsg bool, xidWait time.Duration) in
 	return emit(s, report.ExitOK)
 }
 
+// watch prints a snapshot every w.every, on a fixed schedule (a slow
+// collection delays the next one, never piles them up).
+func watch(lib nvml.Interface, opts collect.Options, simulated bool, w watcher) int {
+	next := time.Now()
+	for n := 0; w.count == 0 || n < w.count; n++ {
+		if n > 0 {
+			next = next.Add(w.every)
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			} else {
+				next = time.Now()
+			}
+		}
+		w.arm()
+		start := time.Now()
+		s := collect.Collect(lib, opts)
+		s.Simulated = simulated
+		s.NVML.Library = libName
+		if simulated {
+			s.NVML.Library = "simulated dgxa100 (go-nvml mock)"
+		}
+		s.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		w.disarm()
+		if code := emit(s, report.ExitOK); code != report.ExitOK {
+			return code
+		}
+	}
+	return report.ExitOK
+}
+
 func empty(o collect.Options, start time.Time, st report.NVMLState) *report.Snapshot {
 	return &report.Snapshot{Schema: report.Schema, Host: o.Host, CollectedAt: start.UTC(), ProbeVersion: o.ProbeVersion,
 		DurationMS: float64(time.Since(start).Microseconds()) / 1000, NVML: st,
@@ -127,6 +185,8 @@ func emit(s *report.Snapshot, code int) int {
 		fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
 		return report.ExitNVMLError
 	}
-	os.Stdout.Write(append(out, '\n'))
+	if _, err := os.Stdout.Write(append(out, '\n')); err != nil {
+		return report.ExitNVMLError // the reader went away (a watch ends so)
+	}
 	return code
 }

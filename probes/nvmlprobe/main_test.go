@@ -105,6 +105,31 @@ func TestProbeBinary(t *testing.T) {
 	if code != 0 || !s.Simulated || len(s.GPUs) != 8 || len(s.Topology) != 28 {
 		t.Errorf("--mock dgxa100: exit %d, simulated %v, %d GPUs, %d links", code, s.Simulated, len(s.GPUs), len(s.Topology))
 	}
+	// Watching: one snapshot per line on a fixed schedule, NVML opened once.
+	start = time.Now()
+	cmd := exec.Command(probe, "--mock", "dgxa100", "--watch", "150ms", "--count", "3", "--timeout", "100ms")
+	out, err := cmd.Output()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err != nil || len(lines) != 3 || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("--watch 150ms --count 3 (a watchdog shorter than the interval must not fire while it sleeps): %v after %v, %d lines", err, time.Since(start), len(lines))
+	}
+	var prev time.Time
+	for i, l := range lines {
+		var w report.Snapshot
+		if err := json.Unmarshal([]byte(l), &w); err != nil || len(w.GPUs) != 8 || !w.Simulated {
+			t.Fatalf("watch line %d: %v, %d GPUs", i+1, err, len(w.GPUs))
+		}
+		if i > 0 && w.CollectedAt.Sub(prev) < 100*time.Millisecond {
+			t.Errorf("watch line %d collected %v after the one before, want about 150ms", i+1, w.CollectedAt.Sub(prev))
+		}
+		prev = w.CollectedAt
+	}
+	for _, bad := range [][]string{{"--watch", "10ms"}, {"--count", "2"}, {"--watch", "1s", "--xid-wait", "1s"}} {
+		if _, code, _ = runProbe(t, probe, nil, append([]string{"--mock", "dgxa100"}, bad...)...); code != report.ExitUsage {
+			t.Errorf("%v: exit %d, want %d", bad, code, report.ExitUsage)
+		}
+	}
+
 	if _, code, _ = runProbe(t, probe, nil, "--mock", "dgxh999"); code != report.ExitUsage {
 		t.Errorf("unknown mock: exit %d, want %d", code, report.ExitUsage)
 	}

@@ -1,0 +1,129 @@
+package labs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gpulab/gpulab/internal/probetest"
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/probes/remote"
+)
+
+const samplingLab = `
+id = "sampling"
+name = "Samples the GPUs while a step runs"
+goal = "The probe samples every GPU while the workload runs."
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+cost = "none"
+principle = "The probe runs beside the step in a session of its own."
+stop_loss = "none"
+
+[[step]]
+id = "load"
+phase = "run"
+title = "Hold the GPUs for a while"
+command = "sleep 1.5"
+sample = "250ms"
+
+[step.metrics]
+samples_taken = "size(samples)"
+gpus_seen = "size(samples[0].gpus)"
+span_s = "samples[size(samples) - 1].t - samples[0].t"
+util_p50 = "percentile(samples.map(s, s.gpus[0].util_pct), 50.0)"
+mem_used_mib = "math.greatest(samples.map(s, s.gpus.map(g, g.mem_used_mib).sum()))"
+power_w = "mean(samples.map(s, s.gpus[0].power_w))"
+exit = "exit_code"
+
+[[criterion]]
+id = "sampled"
+description = "The probe sampled all eight GPUs through the step"
+expr = "metrics.samples_taken >= 4 && metrics.gpus_seen == 8 && metrics.span_s >= 0.7"
+impact = "critical"
+
+[[criterion]]
+id = "idle"
+description = "Nothing else used the GPUs"
+expr = "metrics.util_p50 < 50.0 && metrics.mem_used_mib < 1024.0"
+impact = "major"
+
+[[criterion]]
+id = "power"
+description = "The GPUs drew power (the sensor answers)"
+expr = "metrics.power_w > 0.0"
+impact = "minor"
+`
+
+// The probe samples a step on real sshd hosts: the simulated DGX A100
+// gives eight GPUs of samples and the environment declaration (marked
+// SIMULATED); a host without NVML gives no samples, and every criterion
+// that needs them is UNKNOWN with the reason, never PASS. The probe is
+// removed from the hosts afterwards.
+func TestLabSamplesWithTheProbe(t *testing.T) {
+	l, err := labs.Parse("sampling.toml", []byte(samplingLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, e, ts, dirs := e2eFleet(t, []testHost{{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"}})
+	data, err := os.ReadFile(probetest.Build(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := func(string) ([]byte, []byte, error) { return data, nil, nil }
+	var sampled atomic.Int32
+	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{
+		Probe: &remote.Prober{Source: source, Args: []string{"--mock", "dgxa100"}, AnyArch: true},
+		OnEvent: func(ev labs.Event) {
+			if ev.Kind == labs.Sampled && ev.Sample != nil && len(ev.Sample.GPUs) == 8 {
+				sampled.Add(1)
+			}
+		}})
+	h := rec.Hosts[0]
+	if !h.Passed {
+		t.Fatalf("simulated host did not pass: %+v\nerrors %v\nsteps %+v", h.Scores, h.MetricErrors, h.Steps)
+	}
+	load := h.Steps[0]
+	if n := len(load.Samples); n < 4 || load.SampleProblem != "" || int(sampled.Load()) != n {
+		t.Errorf("samples: %d in the record (%q), %d live events", n, load.SampleProblem, sampled.Load())
+	}
+	env := h.Environment
+	if !env.Simulated || env.Driver != "550.54.15" || env.CUDA != "12.4" || len(env.GPUs) != 8 ||
+		env.GPUs[0] != "0: Mock NVIDIA A100-SXM4-40GB, 40960 MiB, MIG disabled" || !strings.HasPrefix(env.Source, "probe ") {
+		t.Errorf("environment from the simulated probe: %+v", env)
+	}
+	if md := rec.Markdown(); !strings.Contains(md, "**SIMULATED**") || !strings.Contains(md, "probe samples") {
+		t.Errorf("the record does not say it is simulated, or does not count the samples:\n%s", md)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dirs[0]), "cache", "gpulab", "nvmlprobe-*")); len(left) != 0 {
+		t.Errorf("the probe was left on the host: %v", left)
+	}
+
+	// The same run with the probe for real hosts, on a host without NVML.
+	rec = labs.Run(context.Background(), e, ts, l, labs.RunOptions{Probe: &remote.Prober{Source: source, AnyArch: true}})
+	h = rec.Hosts[0]
+	if h.Passed || len(h.Steps[0].Samples) != 0 || !strings.HasPrefix(h.Steps[0].SampleProblem, "no NVML on the host: libnvidia-ml.so.1") {
+		t.Fatalf("host without NVML: passed %v, %d samples, problem %q", h.Passed, len(h.Steps[0].Samples), h.Steps[0].SampleProblem)
+	}
+	for _, s := range h.Scores {
+		if s.Status != "UNKNOWN" || !strings.Contains(s.Summary, "no probe samples: no NVML on the host") {
+			t.Errorf("%s without NVML: %s %q, want UNKNOWN naming the missing NVML", s.ID, s.Status, s.Summary)
+		}
+	}
+	if h.Metrics["exit"] != int64(0) {
+		t.Errorf("a metric that needs no samples is still measured: %v", h.Metrics["exit"])
+	}
+	if !strings.HasPrefix(h.Environment.Probe, "no NVML on the host") || h.Environment.Simulated {
+		t.Errorf("environment without NVML: %+v", h.Environment)
+	}
+
+	// And without a probe at all.
+	rec = labs.Run(context.Background(), e, ts, l, labs.RunOptions{})
+	if p := rec.Hosts[0].Steps[0].SampleProblem; p != "this run has no probe" {
+		t.Errorf("without a probe: %q", p)
+	}
+}
