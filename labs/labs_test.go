@@ -613,3 +613,36 @@ func TestStabilityMetrics(t *testing.T) {
 		t.Errorf("%v", got)
 	}
 }
+
+// The Kubernetes declaration from real kubectl outputs: a client whose
+// server refused the connection, and the one full describe of a GPU node
+// in the fixtures, twice (describe nodes prints one such block per node).
+func TestKubernetesDeclaration(t *testing.T) {
+	read := func(name string) string {
+		data, err := os.ReadFile(fx + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	out := read("kubectl-version/client-v1.32.4-no-server-refused.txt") + kubeMarker + "\n" +
+		read("kubectl-describe-node/eks-g4dn-xlarge-t4-full-nvidia-gpu-allocated.txt") +
+		read("kubectl-describe-node/eks-g4dn-xlarge-t4-full-nvidia-gpu-allocated.txt")
+	k := parseKubernetes(out)
+	if k.Versions["Client Version"] != "v1.32.4-dispatcher" || k.Versions["Kustomize Version"] != "v5.5.0" || k.Versions["Server Version"] != "" {
+		t.Errorf("versions: %v", k.Versions)
+	}
+	if !strings.Contains(k.Error, "The connection to the server localhost:8080 was refused") {
+		t.Errorf("the refused connection is not the error: %q", k.Error)
+	}
+	if len(k.Nodes) != 2 || k.AllNodes != 2 {
+		t.Fatalf("nodes: %d GPU of %d: %+v", len(k.Nodes), k.AllNodes, k.Nodes)
+	}
+	eks := k.Nodes[0]
+	if eks.Kubelet != "v1.34.2-eks-ecaa3a6" || eks.Runtime != "containerd://2.1.4" || eks.OS != "Amazon Linux 2023.9.20251117" || !slices.Contains(eks.GPUs, "nvidia.com/gpu 1/1") {
+		t.Errorf("EKS node: %+v", eks)
+	}
+	if empty := parseKubernetes(""); empty.AllNodes != 0 || len(empty.Nodes) != 0 || empty.Error != "" {
+		t.Errorf("no output: %+v", empty)
+	}
+}

@@ -30,7 +30,10 @@ type Record struct {
 	Passed      bool              `json:"passed"`
 	Params      map[string]string `json:"params,omitempty"`
 	Hosts       []HostRecord      `json:"hosts"`
-	Result      ResultRow         `json:"result"`
+	// Kubernetes is the cluster side of the environment, for labs that
+	// run kubectl.
+	Kubernetes *KubeEnvironment `json:"kubernetes,omitempty"`
+	Result     ResultRow        `json:"result"`
 }
 
 // HostRecord is one host's run.

@@ -128,6 +128,25 @@ func (r *Record) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus), mdCell(source))
 	}
+	if k := r.Kubernetes; k != nil {
+		var vs []string
+		for _, key := range []string{"Server Version", "Client Version"} {
+			if v := k.Versions[key]; v != "" {
+				vs = append(vs, strings.TrimSuffix(key, " Version")+" "+v)
+			}
+		}
+		fmt.Fprintf(&b, "\nKubernetes (kubectl on %s): %s; %d of %d nodes offer GPU resources.\n", k.Host, orNA(strings.Join(vs, ", ")), len(k.Nodes), k.AllNodes)
+		if k.Error != "" {
+			fmt.Fprintf(&b, "kubectl said: %s\n", mdCell(k.Error))
+		}
+		if len(k.Nodes) > 0 {
+			b.WriteString("\n| Node | Kubelet | Runtime | OS | GPU resources (allocatable/capacity) | Product | MIG strategy |\n|---|---|---|---|---|---|---|\n")
+			for _, n := range k.Nodes {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(n.Name), mdCell(orNA(n.Kubelet)), mdCell(orNA(n.Runtime)), mdCell(orNA(n.OS)),
+					mdCell(strings.Join(n.GPUs, ", ")), mdCell(orNA(n.Product)), mdCell(orNA(n.MIGStrategy)))
+			}
+		}
+	}
 	b.WriteString("\n## Result\n\n")
 	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability | Notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")

@@ -236,6 +236,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		}
 
 		h.Environment = captureEnvironment(ctx, conn)
+		if i == 0 && l.usesKubernetes() {
+			rec.Kubernetes = captureKubernetes(ctx, conn, t.Name)
+		}
 		if o.Probe != nil {
 			if in, why := installProbe(); in != nil {
 				snap, r := in.Snapshot(ctx, conn, o.Probe, t.Name)

@@ -127,3 +127,67 @@ func TestLabSamplesWithTheProbe(t *testing.T) {
 		t.Errorf("without a probe: %q", p)
 	}
 }
+
+const kubeLab = `
+id = "kube"
+name = "Reads the cluster"
+goal = "The record declares the cluster the lab ran against."
+plane = "control"
+maturity = "draft"
+estimate_minutes = 1
+cost = "none"
+principle = "kubectl on the first host."
+stop_loss = "none"
+
+[[step]]
+id = "nodes"
+phase = "observe"
+hosts = "first"
+needs = ["kubectl"]
+command = "kubectl describe nodes"
+parser = "kubectl-describe-node"
+
+[step.metrics]
+gpus = "int(out.gpu_resources['nvidia.com/gpu'].allocatable)"
+
+[[criterion]]
+id = "gpu"
+description = "The node offers a GPU"
+expr = "metrics.gpus >= 1"
+impact = "critical"
+`
+
+// A lab that runs kubectl declares the cluster in its record: kubectl on
+// the first host (a stand-in printing real kubectl outputs) gives the
+// versions and the GPU nodes, once per run.
+func TestLabDeclaresKubernetes(t *testing.T) {
+	l, err := labs.Parse("kube.toml", []byte(kubeLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, e, ts, dirs := e2eFleet(t, []testHost{{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"}, {topo: "nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt"}})
+	version, _ := filepath.Abs(fx + "kubectl-version/client-v1.32.4-no-server-refused.txt")
+	node, _ := filepath.Abs(fx + "kubectl-describe-node/eks-g4dn-xlarge-t4-full-nvidia-gpu-allocated.txt")
+	kubectl := "#!/bin/sh\ncase \"$*\" in\nversion) cat " + version + "; exit 1 ;;\n\"describe nodes\") cat " + node + " ;;\n*) exit 2 ;;\nesac\n"
+	if err := os.WriteFile(filepath.Join(filepath.Dir(dirs[0]), "bin", "kubectl"), []byte(kubectl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{})
+	k := rec.Kubernetes
+	if k == nil || k.Host != "gpu01" || k.Versions["Client Version"] != "v1.32.4-dispatcher" || len(k.Nodes) != 1 || k.Nodes[0].Kubelet != "v1.34.2-eks-ecaa3a6" {
+		t.Fatalf("kubernetes declaration: %+v", k)
+	}
+	md := rec.Markdown()
+	for _, want := range []string{
+		"Kubernetes (kubectl on gpu01): Client v1.32.4-dispatcher; 1 of 1 nodes offer GPU resources.",
+		"kubectl said: The connection to the server localhost:8080 was refused",
+		"| ip-10-0-1-230.ec2.internal | v1.34.2-eks-ecaa3a6 | containerd://2.1.4 | Amazon Linux 2023.9.20251117 | nvidia.com/gpu 1/1 |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("record.md lacks %q:\n%s", want, md)
+		}
+	}
+	if !rec.Passed {
+		t.Errorf("the kubectl step's metric on both hosts: %+v %+v", rec.Hosts[0].Scores, rec.Hosts[1].Scores)
+	}
+}

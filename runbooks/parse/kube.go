@@ -26,8 +26,11 @@ type Node struct {
 	// GPU has, per extended resource (nvidia.com/gpu, nvidia.com/mig-*,
 	// nvidia.com/gpu.shared, other vendors'), what the node offers and what
 	// is requested on it.
-	GPU    map[string]GPUResource `json:"gpu_resources"`
-	Events []Event                `json:"events"`
+	GPU map[string]GPUResource `json:"gpu_resources"`
+	// SystemInfo is the node's System Info section: "Kubelet Version",
+	// "Container Runtime Version", "Kernel Version", "OS Image", ...
+	SystemInfo map[string]string `json:"system_info"`
+	Events     []Event           `json:"events"`
 }
 
 // Allocated is a row of "Allocated resources".
@@ -87,7 +90,7 @@ func extended(r string) bool { return strings.Contains(r, "/") && !strings.HasPr
 // error saying the sections are missing.
 func ParseDescribeNode(text string) (*Node, error) {
 	n := &Node{Labels: map[string]string{}, Taints: []string{}, Capacity: map[string]string{}, Allocatable: map[string]string{},
-		Allocated: map[string]Allocated{}, GPU: map[string]GPUResource{}, Events: []Event{}}
+		Allocated: map[string]Allocated{}, GPU: map[string]GPUResource{}, SystemInfo: map[string]string{}, Events: []Event{}}
 	var problems errs
 	section := ""
 	loose := map[string]string{}
@@ -132,6 +135,10 @@ func ParseDescribeNode(text string) (*Node, error) {
 				} else {
 					n.Allocatable[m[1]] = m[2]
 				}
+			}
+		case "System Info":
+			if k, v, ok := strings.Cut(t, ":"); ok && strings.HasPrefix(l, " ") {
+				n.SystemInfo[k] = strings.TrimSpace(v)
 			}
 		case "Allocated resources":
 			f := strings.Fields(t)

@@ -1,0 +1,123 @@
+package labs
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// KubeEnvironment is the Kubernetes side of the environment declaration,
+// read once per run with kubectl on the first host (where the lab's
+// kubectl steps run): the versions kubectl reports and the nodes that
+// offer GPU resources.
+type KubeEnvironment struct {
+	Host string `json:"host"`
+	// Versions are kubectl version's lines: "Client Version",
+	// "Kustomize Version", "Server Version".
+	Versions map[string]string `json:"versions"`
+	Nodes    []KubeNode        `json:"gpu_nodes"`
+	AllNodes int               `json:"all_nodes"`
+	// Error says what kubectl could not give (no server, no permission).
+	Error string `json:"error,omitempty"`
+}
+
+// KubeNode is a node with GPU resources.
+type KubeNode struct {
+	Name    string `json:"name"`
+	Kubelet string `json:"kubelet,omitempty"`
+	Runtime string `json:"runtime,omitempty"`
+	OS      string `json:"os,omitempty"`
+	// GPUs lists each GPU resource as "nvidia.com/gpu 8/8" (allocatable
+	// of capacity).
+	GPUs []string `json:"gpus"`
+	// Product and MIGStrategy are GPU feature discovery's labels.
+	Product     string `json:"product,omitempty"`
+	MIGStrategy string `json:"mig_strategy,omitempty"`
+}
+
+// kubeMarker separates kubectl version from kubectl describe nodes.
+const kubeMarker = "--- gpulab: kubectl describe nodes"
+
+const kubeCommand = `command -v kubectl >/dev/null 2>&1 || { echo "kubectl: command not found on this host" >&2; exit 127; }; ` +
+	`kubectl version 2>&1; echo '` + kubeMarker + `'; kubectl describe nodes 2>&1; true`
+
+// usesKubernetes says whether a lab talks to a cluster: a step or a
+// prerequisite runs kubectl.
+func (l *Lab) usesKubernetes() bool {
+	for _, s := range l.Steps {
+		if slices.Contains(s.Needs, "kubectl") {
+			return true
+		}
+	}
+	return false
+}
+
+func captureKubernetes(ctx context.Context, conn *orchestrator.Conn, host string) *KubeEnvironment {
+	r := conn.Run(ctx, "environment: kubernetes", kubeCommand, orchestrator.RunOptions{Timeout: time.Minute, MaxOutput: 16 << 20})
+	k := parseKubernetes(string(r.Stdout))
+	k.Host = host
+	if r.Class != orchestrator.OK {
+		k.Error = strings.TrimSpace(r.Class.String() + ": " + runbooks.FirstLine(string(r.Stderr)+" "+r.Err))
+	}
+	if r.Truncated {
+		k.Error = strings.TrimSpace(k.Error + "; kubectl describe nodes printed more than 16 MiB: the node list is cut")
+	}
+	return k
+}
+
+// parseKubernetes reads kubeCommand's output: kubectl version's
+// "X Version: v" lines (anything else there is the error, such as a
+// refused connection), then every node of kubectl describe nodes.
+func parseKubernetes(out string) *KubeEnvironment {
+	k := &KubeEnvironment{Versions: map[string]string{}, Nodes: []KubeNode{}}
+	version, nodes, _ := strings.Cut(out, kubeMarker+"\n")
+	var problems []string
+	for _, l := range strings.Split(strings.TrimSpace(version), "\n") {
+		l = strings.TrimSpace(l)
+		if key, v, ok := strings.Cut(l, ": "); ok && strings.HasSuffix(key, " Version") {
+			k.Versions[key] = strings.TrimSpace(v)
+		} else if l != "" {
+			problems = append(problems, l)
+		}
+	}
+	var chunks []string
+	for _, l := range strings.SplitAfter(nodes, "\n") {
+		if strings.HasPrefix(l, "Name:") || len(chunks) == 0 {
+			chunks = append(chunks, "")
+		}
+		chunks[len(chunks)-1] += l
+	}
+	for _, c := range chunks {
+		if !strings.HasPrefix(c, "Name:") {
+			if t := strings.TrimSpace(c); t != "" && !strings.Contains(strings.Join(problems, " "), runbooks.FirstLine(t)) {
+				problems = append(problems, runbooks.FirstLine(t))
+			}
+			continue
+		}
+		k.AllNodes++
+		n, _ := parse.ParseDescribeNode(c)
+		if n == nil || len(n.GPU) == 0 {
+			continue
+		}
+		kn := KubeNode{Name: n.Name, Kubelet: n.SystemInfo["Kubelet Version"], Runtime: n.SystemInfo["Container Runtime Version"],
+			OS: n.SystemInfo["OS Image"], Product: n.Labels["nvidia.com/gpu.product"], MIGStrategy: n.Labels["nvidia.com/mig.strategy"], GPUs: []string{}}
+		res := make([]string, 0, len(n.GPU))
+		for r := range n.GPU {
+			res = append(res, r)
+		}
+		sort.Strings(res)
+		for _, r := range res {
+			kn.GPUs = append(kn.GPUs, fmt.Sprintf("%s %s/%s", r, orNA(n.Allocatable[r]), orNA(n.Capacity[r])))
+		}
+		k.Nodes = append(k.Nodes, kn)
+	}
+	k.Error = strings.Join(problems, "; ")
+	return k
+}
