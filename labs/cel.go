@@ -214,6 +214,9 @@ type program struct {
 	// vars are the environment's variables the expression reads
 	// (samples, out, stdout...), from the checked AST.
 	vars map[string]bool
+	// partial evaluates with some metrics unknown (criteria only): a
+	// criterion is decided as soon as the metrics it has decide it.
+	partial cel.Program
 }
 
 var (
@@ -238,6 +241,11 @@ func compile(env *cel.Env, expr string, wantBool bool) (*program, error) {
 		return nil, fmt.Errorf("CEL: %v", err)
 	}
 	p := &program{expr: expr, prg: prg, vars: map[string]bool{}}
+	if wantBool {
+		if p.partial, err = env.Program(ast, cel.EvalOptions(cel.OptPartialEval), cel.CostLimit(1_000_000)); err != nil {
+			return nil, fmt.Errorf("CEL: %v", err)
+		}
+	}
 	for _, r := range ast.NativeRep().ReferenceMap() {
 		if len(r.OverloadIDs) == 0 { // an identifier, not a function
 			p.vars[r.Name] = true
@@ -271,6 +279,29 @@ func (p *program) eval(vars map[string]any) (any, error) {
 		return nil, err
 	}
 	return native(v)
+}
+
+// decide evaluates p with the metrics in unknown left unknown: the bool
+// when the known metrics decide it (false && ?, true || ?), ok false when
+// the result depends on an unknown.
+func (p *program) decide(vars map[string]any, unknown []string) (result, ok bool) {
+	if p.partial == nil {
+		return false, false
+	}
+	patterns := make([]*cel.AttributePatternType, len(unknown))
+	for i, m := range unknown {
+		patterns[i] = cel.AttributePattern("metrics").QualString(m)
+	}
+	act, err := cel.PartialVars(vars, patterns...)
+	if err != nil {
+		return false, false
+	}
+	v, _, err := p.partial.Eval(act)
+	if err != nil || types.IsUnknown(v) {
+		return false, false
+	}
+	b, isBool := v.Value().(bool)
+	return b, isBool
 }
 
 func native(v ref.Val) (any, error) {

@@ -1,6 +1,9 @@
 package labs
 
 import (
+	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -439,14 +442,34 @@ func TestKubernetesLabsOnRealOutputs(t *testing.T) {
 	if m["failed_scheduling"] != int64(3) || m["unexplained_failed_scheduling"] != int64(0) || m["node_reasons"] != int64(2) || m["admitted"] != false {
 		t.Errorf("pending-explained metrics: %v", m)
 	}
-	if got := statuses(l.Score(m, nil, nil, 1, true)); got != "decided=FAIL explained=PASS" {
-		t.Errorf("pending-explained on a cluster without Kueue events: %s", got)
+	// Not admitted: quota-honoured holds whatever Kueue's usage says, and
+	// says so.
+	params, _ := l.Bind(nil)
+	scores := l.Score(m, nil, params, 1, true)
+	if got := statuses(scores); got != "decided=FAIL explained=PASS quota-honoured=PASS" || !strings.Contains(scores[2].Summary, "(decided without metrics.quota_fulfilment)") {
+		t.Errorf("pending-explained on a cluster without Kueue events: %s %q", got, scores[2].Summary)
+	}
+	// Admitted: team A holds 32 GPUs of its quota of 16 (borrowing).
+	m["admitted"] = true
+	vals, errs := l.Measure("quota", nil, "16 16", 0)
+	m["gpus_in_use"] = vals["gpus_in_use"]
+	l.Derive(m, map[string]string{}, params)
+	if got := statuses(l.Score(m, nil, params, 1, true)); m["quota_fulfilment"] != 2.0 || got != "decided=PASS explained=PASS quota-honoured=PASS" {
+		t.Errorf("admitted with borrowing: fulfilment %v (%v), %s", m["quota_fulfilment"], errs, got)
+	}
+	// Admitted while the queue holds 8: the quota was not honoured.
+	vals, _ = l.Measure("quota", nil, "8\n", 0)
+	m["gpus_in_use"] = vals["gpus_in_use"]
+	delete(m, "quota_fulfilment")
+	l.Derive(m, map[string]string{}, params)
+	if got := statuses(l.Score(m, nil, params, 1, true)); m["quota_fulfilment"] != 0.5 || got != "decided=PASS explained=PASS quota-honoured=FAIL" {
+		t.Errorf("admitted under quota: fulfilment %v, %s", m["quota_fulfilment"], got)
 	}
 	l = lab(t, "pod-cannot-see-gpu")
 	m = map[string]any{}
 	measure(t, l, "with", "nvidia-smi-L/dgx-a100-80gb-srun-1g10gb-single-mig.txt", m)
 	measure(t, l, "events", "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt", m)
-	vals, _ := l.Measure("without", nil, "Failed to initialize NVML: Unknown Error\n", 9)
+	vals, _ = l.Measure("without", nil, "Failed to initialize NVML: Unknown Error\n", 9)
 	m["gpus_seen_without_request"] = vals["gpus_seen_without_request"]
 	if got := statuses(l.Score(m, nil, nil, 1, true)); got != "sees-with-request=PASS scheduled=PASS no-request-no-gpu=PASS" {
 		t.Errorf("pod-cannot-see-gpu: %s (%v)", got, m)
@@ -644,5 +667,116 @@ func TestKubernetesDeclaration(t *testing.T) {
 	}
 	if empty := parseKubernetes(""); empty.AllNodes != 0 || len(empty.Nodes) != 0 || empty.Error != "" {
 		t.Errorf("no output: %+v", empty)
+	}
+}
+
+func TestFragmentation(t *testing.T) {
+	for _, tc := range []struct {
+		free    []float64
+		request float64
+		want    float64
+	}{
+		{[]float64{7}, 3, 1.0 / 7},          // an empty A100: 2× 3g fit, one slice is stranded
+		{[]float64{1}, 3, 1},                // beside two 3g instances: the last slice is useless to a 3g
+		{[]float64{1}, 1, 0},                // ... but not to a 1g
+		{[]float64{3, 5, 8}, 4, 4.0 / 16},   // free GPUs per node against 4-GPU pods
+		{[]float64{0, 0}, 8, 0},             // nothing free, nothing stranded
+		{[]float64{2.5, 2.5}, 2, 1.0 / 5.0}, // free memory in GiB against 2 GiB requests
+	} {
+		got, err := Fragmentation(tc.free, tc.request)
+		if err != nil || math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Fragmentation(%v, %v) = %v, %v; want %v", tc.free, tc.request, got, err, tc.want)
+		}
+	}
+	if _, err := Fragmentation([]float64{1}, 0); err == nil {
+		t.Error("a zero request gave a rate")
+	}
+	if _, err := Fragmentation([]float64{-1}, 1); err == nil {
+		t.Error("negative free capacity gave a rate")
+	}
+}
+
+// MIG's fragmentation from real nvidia-smi mig -lgip outputs, and HAMi's
+// penetration from what the allocation loop prints.
+func TestSharingMetrics(t *testing.T) {
+	l := lab(t, "mig-isolation")
+	for fixture, want := range map[string]float64{
+		"nvidia-smi-mig-lgip/a100-40gb-drv450-all-free.txt": 1.0 / 7, // 7 free slices: 2× 3g, 1 stranded
+		"nvidia-smi-mig-lgip/a30-24gb-all-used-0free.txt":   0,       // nothing free
+	} {
+		m := map[string]any{}
+		measure(t, l, "free", fixture, m)
+		why := map[string]string{}
+		l.Derive(m, why, nil)
+		if f, _ := m["fragmentation"].(float64); math.Abs(f-want) > 1e-12 {
+			t.Errorf("%s: fragmentation %v (free %v, %v), want %v", fixture, m["fragmentation"], m["free_slices"], why, want)
+		}
+	}
+
+	l = lab(t, "hami-sharing")
+	oom := "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB"
+	for _, tc := range []struct {
+		got         int
+		penetration float64
+		verdict     string
+	}{{9, 0, "PASS"}, {12, 2, "FAIL"}} {
+		var out strings.Builder
+		for i := 1; i <= tc.got; i++ {
+			fmt.Fprintf(&out, "allocated %d\n", i)
+		}
+		m := map[string]any{"within_ok": true}
+		vals, errs := l.MeasureStep("beyond", StepOutput{Stdout: out.String(), Stderr: oom, ExitCode: 1})
+		maps.Copy(m, vals)
+		l.Derive(m, map[string]string{}, nil)
+		scores := l.Score(m, nil, nil, 1, true)
+		if m["penetration_gib"] != tc.penetration || scores[1].Status != Status(tc.verdict) {
+			t.Errorf("%d GiB then OOM: penetration %v (%v), no-penetration %s", tc.got, m["penetration_gib"], errs, scores[1].Status)
+		}
+	}
+}
+
+// A criterion is decided as soon as the metrics at hand decide it, live
+// too: false && ? fails, true || ? passes; otherwise it waits.
+func TestCriterionDecidedEarly(t *testing.T) {
+	l, err := Parse("d.toml", []byte(`id = "d"
+name = "d"
+goal = "d"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+
+[[step]]
+id = "s"
+phase = "check"
+command = "true"
+[step.metrics]
+a = "exit_code == 0"
+b = "exit_code == 0"
+
+[[criterion]]
+id = "both"
+description = "both"
+expr = "metrics.a && metrics.b"
+impact = "critical"
+
+[[criterion]]
+id = "either"
+description = "either"
+expr = "metrics.a || metrics.b"
+impact = "critical"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		a    bool
+		want string
+	}{{false, "both=FAIL either=PENDING"}, {true, "both=PENDING either=PASS"}} {
+		if got := statuses(l.Score(map[string]any{"a": tc.a}, nil, nil, 1, false)); got != tc.want {
+			t.Errorf("a = %v, b not yet measured: %s, want %s", tc.a, got, tc.want)
+		}
+	}
+	if got := statuses(l.Score(map[string]any{}, nil, nil, 1, true)); got != "both=UNKNOWN either=UNKNOWN" {
+		t.Errorf("nothing measured: %s", got)
 	}
 }

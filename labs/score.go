@@ -128,6 +128,17 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			missing = append(missing, m)
 		}
 	}
+	paramsGiven := true
+	for _, name := range p.params {
+		paramsGiven = paramsGiven && params[name] != ""
+	}
+	if len(missing) > 0 && paramsGiven {
+		// The metrics at hand may decide it already: false && ?, true || ?.
+		vars := map[string]any{"metrics": metrics, "params": orEmpty(params), "hosts": int64(hosts)}
+		if ok, decided := p.decide(vars, missing); decided {
+			return verdict(s, c, ok, measured(s.Values)+"against "+c.Expr+" (decided without "+strings.Join(prefixed(missing), ", ")+")")
+		}
+	}
 	if len(missing) > 0 {
 		if !final {
 			s.Status, s.Summary = Pending, "waiting for "+strings.Join(prefixed(missing), ", ")
@@ -163,10 +174,7 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			return s
 		}
 	}
-	if params == nil {
-		params = map[string]string{}
-	}
-	v, err := p.eval(map[string]any{"metrics": metrics, "params": params, "hosts": int64(hosts)})
+	v, err := p.eval(map[string]any{"metrics": metrics, "params": orEmpty(params), "hosts": int64(hosts)})
 	if err != nil {
 		s.Status, s.Summary = runbooks.Unknown, "cannot evaluate "+c.Expr+": "+err.Error()
 		return s
@@ -176,7 +184,13 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 		s.Status, s.Summary = runbooks.Unknown, fmt.Sprintf("%s gave %v, not a bool", c.Expr, v)
 		return s
 	}
-	s.Summary = measured(s.Values) + "against " + c.Expr
+	return verdict(s, c, ok, measured(s.Values)+"against "+c.Expr)
+}
+
+// verdict sets the status a criterion's result gives: a failure is WARN
+// when waived (saying why) or minor.
+func verdict(s Score, c Criterion, ok bool, summary string) Score {
+	s.Summary = summary
 	switch {
 	case ok:
 		s.Status = runbooks.Pass
@@ -188,6 +202,13 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 		s.Status = runbooks.Fail
 	}
 	return s
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }
 
 func prefixed(names []string) []string {
