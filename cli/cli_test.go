@@ -16,9 +16,15 @@ type result struct {
 
 func run(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
+	return runInput(t, env, "", args...)
+}
+
+// runInput runs gpulab with input on its standard input.
+func runInput(t *testing.T, env map[string]string, input string, args ...string) result {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	code := Main(args, Env{
-		Stdin:  strings.NewReader(""),
+		Stdin:  strings.NewReader(input),
 		Stdout: &out, Stderr: &errOut,
 		Getenv: func(k string) string { return env[k] },
 	})

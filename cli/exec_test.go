@@ -225,6 +225,17 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || r.code != 0 || !rec.Complete || !rec.Passed || rec.Hosts[0].Scores[0].Values["gpus"] != float64(8) {
 		t.Errorf("lab run --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
+	// Guided: run setup, skip the run step, answer nonsense then run observe.
+	r = runInput(t, env, "\ns\nx\n\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
+	r.expect(t, 0, "Why: Cleanup runs on a context of its own", "── step 1/3 · setup · prepare: prepare\n   $ mkdir -p")
+	r.expect(t, 0, "", "── step 3/3 · observe · topo: topo\n   $ nvidia-smi topo -m\n   measures gpus, non_nvlink_pairs for mesh")
+	r.expect(t, 0, "", "gpu01  run          work           skipped: skipped by the operator (guided run)")
+	r.expect(t, 0, "", `"x": answer with enter, s or q`)
+	// The end of input stops the run before the next step; cleanup runs.
+	r = runInput(t, env, "\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
+	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: the lab stopped before step topo: stopped by the operator before step work", "(end of input: stopping)")
+	r.expect(t, 1, "", "gpu01  cleanup      clean          ok")
+
 	// The simulated probe declares the environment, and the record says so.
 	r = run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--json",
 		"--mock", "dgxa100", "--probe-binary", probetest.Build(t))

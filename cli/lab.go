@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -117,6 +119,7 @@ are reported with file:line:column. Exit 0 when valid, 1 when not.`,
 		set     []string
 		pf      probeFlags
 		noProbe bool
+		guided  bool
 	)
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
@@ -162,9 +165,13 @@ record says incomplete).`,
 			ctx, stop := interruptible(c.ErrOrStderr())
 			defer stop()
 			w, errw := c.OutOrStdout(), c.ErrOrStderr()
-			var dir string
 			var mu sync.Mutex
-			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params, Probe: prober,
+			var dir string
+			var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
+			if guided {
+				guide = stepper(c.InOrStdin(), errw, &mu)
+			}
+			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide,
 				OnStart: func(rec *labs.Record) {
 					dir = rec.NewDir(results)
 					if err := rec.WriteJSON(dir); err != nil {
@@ -209,6 +216,7 @@ record says incomplete).`,
 	run.Flags().StringArrayVar(&set, "set", nil, "give the lab's parameter `name=value` (gpulab lab show ID lists them); repeatable")
 	run.Flags().BoolVar(&yes, "yes", false, "confirm the steps that change hosts")
 	run.Flags().BoolVar(&solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
+	run.Flags().BoolVar(&guided, "step", false, "guided: before each step show what it runs and measures, then wait for enter (run), s (skip) or q (stop; cleanup runs)")
 	run.Flags().BoolVar(&noProbe, "no-probe", false, "do not install the NVML probe: the environment comes from nvidia-smi and sampling steps get no samples")
 	run.Flags().StringVar(&pf.mock, "mock", "", "probe a simulated DGX A100 instead of NVML (demos; the record says SIMULATED): dgxa100")
 	run.Flags().StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
@@ -253,8 +261,64 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 			fmt.Fprintf(w, "  cleanup problem on %s: %s\n", h.Host, p)
 		}
 	}
+	if rec.Principle != "" {
+		fmt.Fprintf(w, "\nWhy: %s\n", rec.Principle)
+	}
 	fmt.Fprintf(w, "\n%s\nrecord: %s\n", verdict, filepath.Join(dir, "record.md"))
 	return nil
+}
+
+// stepper asks on out before each step of a guided run and reads the
+// answer, a line, from in: empty or r runs the step, s skips it, q stops
+// (cleanup runs). The end of input stops too. mu keeps the question apart
+// from the live step lines.
+func stepper(in io.Reader, out io.Writer, mu *sync.Mutex) func(context.Context, labs.GuideStep) labs.GuideAnswer {
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+	}()
+	return func(ctx context.Context, g labs.GuideStep) labs.GuideAnswer {
+		mu.Lock()
+		title := g.Step.Title
+		if title == "" {
+			title = g.Step.ID
+		}
+		fmt.Fprintf(out, "\n── step %d/%d · %s · %s: %s\n   $ %s\n", g.N, g.Of, g.Phase, g.Step.ID, title, g.Command)
+		if len(g.Measures) > 0 {
+			fmt.Fprintf(out, "   measures %s", strings.Join(g.Measures, ", "))
+			if len(g.Criteria) > 0 {
+				fmt.Fprintf(out, " for %s", strings.Join(g.Criteria, ", "))
+			}
+			fmt.Fprintln(out)
+		}
+		mu.Unlock()
+		for {
+			mu.Lock()
+			fmt.Fprint(out, "   [enter] run · s skip · q stop (cleanup runs) > ")
+			mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return labs.GuideStop
+			case l, ok := <-lines:
+				switch {
+				case !ok:
+					fmt.Fprintln(out, "(end of input: stopping)")
+					return labs.GuideStop
+				case l == "" || l == "r":
+					return labs.GuideRun
+				case l == "s":
+					return labs.GuideSkip
+				case l == "q":
+					return labs.GuideStop
+				}
+				fmt.Fprintf(out, "   %q: answer with enter, s or q\n", l)
+			}
+		}
+	}
 }
 
 func printLab(w io.Writer, l *labs.Lab) {
@@ -287,6 +351,12 @@ func printLab(w io.Writer, l *labs.Lab) {
 					}
 				}
 				lines = append(lines, fmt.Sprintf("  %-8s %s", s.ID, what))
+				if s.Solve != "" {
+					lines = append(lines, "           --solve runs: "+s.Solve)
+				}
+				if s.Sample.Duration > 0 {
+					lines = append(lines, fmt.Sprintf("           the probe samples the host every %v while it runs (samples)", s.Sample.Duration))
+				}
 				for _, m := range sortedKeys(s.Metrics) {
 					lines = append(lines, fmt.Sprintf("           metrics.%s = %s", m, s.Metrics[m]))
 				}

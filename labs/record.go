@@ -29,11 +29,18 @@ type Record struct {
 	Interrupted bool              `json:"interrupted,omitempty"`
 	Passed      bool              `json:"passed"`
 	Params      map[string]string `json:"params,omitempty"`
-	Hosts       []HostRecord      `json:"hosts"`
+	// Guided runs asked the operator before each step; Solved runs used
+	// the lab's solve commands (a demo fast-forward, not a measurement).
+	Guided bool         `json:"guided,omitempty"`
+	Solved bool         `json:"solved,omitempty"`
+	Hosts  []HostRecord `json:"hosts"`
 	// Kubernetes is the cluster side of the environment, for labs that
 	// run kubectl.
 	Kubernetes *KubeEnvironment `json:"kubernetes,omitempty"`
 	Result     ResultRow        `json:"result"`
+	// Principle is the lab's short overview of why the result comes out
+	// as it does.
+	Principle string `json:"principle,omitempty"`
 }
 
 // HostRecord is one host's run.
@@ -84,7 +91,7 @@ type StepRecord struct {
 }
 
 func newRecord(l *Lab, start time.Time) *Record {
-	return &Record{Schema: RecordSchema, Lab: l.ID, Name: l.Name, Maturity: l.Maturity, Source: l.Source, Started: start, Result: l.Result}
+	return &Record{Schema: RecordSchema, Lab: l.ID, Name: l.Name, Maturity: l.Maturity, Source: l.Source, Started: start, Result: l.Result, Principle: l.Principle}
 }
 
 func (r *Record) finish(end time.Time, interrupted bool) {

@@ -99,6 +99,12 @@ func (r *Record) Markdown() string {
 	fmt.Fprintf(&b, "- Lab: `%s` (maturity %s, %s)\n", r.Lab, r.Maturity, r.Source)
 	fmt.Fprintf(&b, "- Hosts: %s\n", inventory.FoldNames(names))
 	fmt.Fprintf(&b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)
+	if r.Solved {
+		b.WriteString("- Mode: **--solve** (the lab's demo fast-forward ran instead of the full steps: a demonstration, not a measurement to cite)\n")
+	}
+	if r.Guided {
+		b.WriteString("- Mode: guided (the operator chose, step by step, what ran; skipped steps are in the evidence)\n")
+	}
 	fmt.Fprintf(&b, "- Conclusion: **%s**\n", verdict)
 	fmt.Fprintf(&b, "- Reproduce: `gpulab lab run %s -H '%s'`\n", r.Lab, inventory.FoldNames(names))
 
@@ -176,6 +182,9 @@ func (r *Record) Markdown() string {
 			kind += ", counterexample"
 		}
 		fmt.Fprintf(&b, "- %s **%s** %s (%s) — %s: %s\n", verdictMark(g.Status), g.ID, g.Description, kind, g.Hosts, g.Summary)
+	}
+	if r.Principle != "" {
+		fmt.Fprintf(&b, "\n## Principle\n\n%s\n", r.Principle)
 	}
 	b.WriteString("\n## Evidence\n\n")
 	for _, h := range r.Hosts {

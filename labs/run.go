@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -43,11 +45,37 @@ type RunOptions struct {
 	Params map[string]string
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// Guide, when set, makes the run a guided step-through: it is asked
+	// before each step of the main phases, once for the whole run (the
+	// first host to reach the step asks; the others wait for the answer),
+	// whether to run it, skip it or stop. It must return when ctx ends.
+	Guide func(ctx context.Context, g GuideStep) GuideAnswer
 	// Probe, when set, is installed on each host for the run: it fills
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
 	Probe *remote.Prober
 }
+
+// GuideStep is what a guided run shows before a step.
+type GuideStep struct {
+	N, Of   int // the step's place among the main phases' steps, from 1
+	Phase   string
+	Step    Step
+	Command string // with the parameters in place (or the PromQL query)
+	// Measures are the metrics the step gives, and Criteria the criteria
+	// and counterexamples that read them.
+	Measures []string
+	Criteria []string
+}
+
+// GuideAnswer is the operator's choice at a guided step.
+type GuideAnswer int
+
+const (
+	GuideRun GuideAnswer = iota
+	GuideSkip
+	GuideStop // end the main phases here; cleanup runs
+)
 
 // EventKind says what happened.
 type EventKind int
@@ -83,6 +111,8 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec := newRecord(l, now())
 	rec.Params = o.Params
+	rec.Guided, rec.Solved = o.Guide != nil, o.Solve && l.hasSolve()
+	guide := l.guide(o)
 	for _, f := range []*string{&rec.Result.Workload, &rec.Result.Mode, &rec.Result.Request} {
 		*f = fillParams(*f, o.Params)
 	}
@@ -311,6 +341,21 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 					h.Stopped = "interrupted"
 					return
 				}
+				switch guide(ctx, s) {
+				case GuideStop:
+					if ctx.Err() != nil {
+						h.Stopped = "interrupted"
+					} else {
+						h.Stopped = "stopped by the operator before step " + s.ID
+					}
+					return
+				case GuideSkip:
+					sr := StepRecord{ID: s.ID, Phase: ph, Command: s.Command, ExitCode: -1, Started: now(), Finished: now(), Skipped: "skipped by the operator (guided run)"}
+					h.Steps = append(h.Steps, sr)
+					emit(Event{Kind: StepFinished, Index: i, Host: t.Name, Phase: ph, Step: &sr})
+					measure(s, &sr)
+					continue
+				}
 				sr := runStep(ctx, s, ph)
 				measure(s, sr)
 				// Stop-loss: a failed setup or run step ends the main phases;
@@ -377,6 +422,100 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec.finish(now(), ctx.Err() != nil)
 	return rec
+}
+
+// hasSolve says whether any step has a solve command.
+func (l *Lab) hasSolve() bool {
+	for _, s := range l.Steps {
+		if s.Solve != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// guide returns the run's step gate: without o.Guide every step runs;
+// with it, the operator is asked once per step for the whole run.
+func (l *Lab) guide(o RunOptions) func(context.Context, Step) GuideAnswer {
+	if o.Guide == nil {
+		return func(context.Context, Step) GuideAnswer { return GuideRun }
+	}
+	type decision struct {
+		once   sync.Once
+		answer GuideAnswer
+	}
+	var main []Step
+	for _, ph := range Phases[:len(Phases)-1] {
+		for _, s := range l.Steps {
+			if s.Phase == ph {
+				main = append(main, s)
+			}
+		}
+	}
+	decisions := map[string]*decision{}
+	for _, s := range main {
+		decisions[s.ID] = &decision{}
+	}
+	return func(ctx context.Context, s Step) GuideAnswer {
+		d := decisions[s.ID]
+		d.once.Do(func() {
+			g := GuideStep{Of: len(main), Phase: s.Phase, Step: s}
+			for k, m := range main {
+				if m.ID == s.ID {
+					g.N = k + 1
+				}
+			}
+			cmd := s.Command
+			if o.Solve && s.Solve != "" {
+				cmd = s.Solve
+			}
+			g.Command, _ = runbooks.Expand(cmd, o.Params)
+			if s.PromQL != "" {
+				g.Command = "PromQL " + s.PromQL + " @ " + fillParams(s.Prometheus, o.Params)
+			}
+			for m := range s.Metrics {
+				g.Measures = append(g.Measures, m)
+			}
+			sort.Strings(g.Measures)
+			for _, c := range append(append([]Criterion(nil), l.Criteria...), l.Counter...) {
+				if l.reads(c, g.Measures) {
+					g.Criteria = append(g.Criteria, c.ID)
+				}
+			}
+			d.answer = GuideStop
+			if ctx.Err() == nil {
+				d.answer = o.Guide(ctx, g)
+			}
+		})
+		return d.answer
+	}
+}
+
+// reads says whether criterion c reads any of the metrics, directly or
+// through derived metrics.
+func (l *Lab) reads(c Criterion, metrics []string) bool {
+	p := l.programs["criterion:"+c.ID]
+	if p == nil {
+		p = l.programs["counterexample:"+c.ID]
+	}
+	seen := map[string]bool{}
+	var visit func(names []string) bool
+	visit = func(names []string) bool {
+		for _, n := range names {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			if slices.Contains(metrics, n) {
+				return true
+			}
+			if d := l.programs["derived:"+n]; d != nil && visit(d.reads) {
+				return true
+			}
+		}
+		return false
+	}
+	return p != nil && visit(p.reads)
 }
 
 // samplesOf turns a watch's snapshots into samples timed from the first;

@@ -2,9 +2,11 @@ package labs_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -189,5 +191,83 @@ func TestLabDeclaresKubernetes(t *testing.T) {
 	}
 	if !rec.Passed {
 		t.Errorf("the kubectl step's metric on both hosts: %+v %+v", rec.Hosts[0].Scores, rec.Hosts[1].Scores)
+	}
+}
+
+// A guided run asks once per step for the whole run, whatever the number
+// of hosts: here it runs setup, skips the run step (its hosts record the
+// skip) and runs observe. A guided stop ends the main phases on every
+// host and cleanup still runs.
+func TestGuidedRun(t *testing.T) {
+	_, e, ts, dirs := e2eFleet(t, []testHost{
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"},
+		{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"},
+	})
+	l := e2eLab(t)
+	params, _ := l.Bind(nil)
+	var mu sync.Mutex
+	var asked []string
+	answers := map[string]labs.GuideAnswer{"prepare": labs.GuideRun, "work": labs.GuideSkip, "topo": labs.GuideRun}
+	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Guide: func(_ context.Context, g labs.GuideStep) labs.GuideAnswer {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, fmt.Sprintf("%d/%d %s %s %v %v", g.N, g.Of, g.Phase, g.Step.ID, g.Measures, g.Criteria))
+		return answers[g.Step.ID]
+	}})
+	want := []string{"1/3 setup prepare [] []", "2/3 run work [] []", "3/3 observe topo [gpus non_nvlink_pairs] [mesh]"}
+	if strings.Join(asked, "; ") != strings.Join(want, "; ") {
+		t.Errorf("asked:\n%s\nwant:\n%s", strings.Join(asked, "\n"), strings.Join(want, "\n"))
+	}
+	for _, h := range rec.Hosts {
+		var outcomes []string
+		for _, s := range h.Steps {
+			outcomes = append(outcomes, s.ID+": "+s.Outcome())
+		}
+		if got := strings.Join(outcomes, "; "); !strings.Contains(got, "work: skipped: skipped by the operator (guided run)") || !h.Passed || !h.CleanupRan {
+			t.Errorf("%s: %s (passed %v, cleanup %v)", h.Host, got, h.Passed, h.CleanupRan)
+		}
+	}
+	if !rec.Guided || !strings.Contains(rec.Markdown(), "- Mode: guided") || !strings.Contains(rec.Markdown(), "## Principle\n\nCleanup runs on a context of its own") {
+		t.Errorf("the record does not say it was guided, or lacks the principle:\n%s", rec.Markdown())
+	}
+
+	// Stop before the run step.
+	for _, d := range dirs {
+		os.RemoveAll(d)
+	}
+	rec = labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Guide: func(_ context.Context, g labs.GuideStep) labs.GuideAnswer {
+		if g.Step.ID == "work" {
+			return labs.GuideStop
+		}
+		return labs.GuideRun
+	}})
+	for i, h := range rec.Hosts {
+		if h.Stopped != "stopped by the operator before step work" || h.Passed || marker(t, dirs[i], "cleanup") != "cleaned" || rec.Interrupted {
+			t.Errorf("%s after a guided stop: stopped %q, passed %v, cleanup marker %q, interrupted %v", h.Host, h.Stopped, h.Passed, marker(t, dirs[i], "cleanup"), rec.Interrupted)
+		}
+	}
+}
+
+// --solve runs the lab's solve commands, and the record says the run was
+// a demonstration.
+func TestSolveRun(t *testing.T) {
+	_, e, ts, dirs := e2eFleet(t, []testHost{{topo: "nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt"}})
+	// The solve command reads a topology file beside the host's lab dir:
+	// the NVLink mesh, where nvidia-smi prints a PCIe-only machine.
+	mesh, err := os.ReadFile(fx + "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dirs[0], "..", "..", "topo.txt"), mesh, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := e2eLab(t)
+	params, _ := l.Bind(nil)
+	if rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params}); rec.Passed || rec.Solved {
+		t.Fatalf("without --solve the PCIe host passed (%v) or the record says solved (%v)", rec.Passed, rec.Solved)
+	}
+	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Solve: true})
+	if !rec.Passed || !rec.Solved || !strings.Contains(rec.Markdown(), "**--solve**") || !strings.HasPrefix(rec.Hosts[0].Steps[3].Command, "cat ") {
+		t.Errorf("--solve: passed %v, solved %v, topo ran %q", rec.Passed, rec.Solved, rec.Hosts[0].Steps[3].Command)
 	}
 }
