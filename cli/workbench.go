@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/tui"
 )
@@ -47,7 +48,8 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		r.keys.Passphrase = nil // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
-		opts.LabRunner = fleetRunner{r: r, results: o.resultsDir()}
+		probe, _ := probeFlags{}.prober(false) // the embedded probe: no flags to refuse
+		opts.LabRunner = fleetRunner{r: r, results: o.resultsDir(), probe: probe}
 	}
 	if opts.Runbooks, err = o.loadRunbooks(); err != nil {
 		return err
@@ -96,7 +98,8 @@ func newVersionCmd(o *options) *cobra.Command {
 // inventory's hosts.
 type fleetRunner struct {
 	r       *runner
-	results string // where lab records go
+	results string         // where lab records go
+	probe   *remote.Prober // installed by lab runs
 }
 
 func (f fleetRunner) Hosts() []tui.FleetHost {
@@ -137,14 +140,14 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	}})
 }
 
-func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, params map[string]string, events chan<- tui.LabUpdate) {
+func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui.LabRunOptions, events chan<- tui.LabUpdate) {
 	defer close(events)
 	targets := make([]orchestrator.Target, len(hosts))
 	for i, h := range hosts {
 		targets[i] = f.r.targets[h]
 	}
 	var dir string
-	rec := labs.Run(ctx, f.r.engine, targets, l, labs.RunOptions{Params: params,
+	rec := labs.Run(ctx, f.r.engine, targets, l, labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe,
 		OnStart: func(rec *labs.Record) {
 			dir = rec.NewDir(f.results)
 			rec.WriteJSON(dir) // an outright kill still leaves an incomplete record

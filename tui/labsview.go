@@ -20,15 +20,31 @@ import (
 // closes events.
 type LabRunner interface {
 	Hosts() []FleetHost
-	RunLab(ctx context.Context, l *labs.Lab, hosts []int, params map[string]string, events chan<- LabUpdate)
+	RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate)
 }
 
-// LabUpdate is a lab run's progress (Event) or its end (Record).
+// LabRunOptions say how a lab runs from the workbench.
+type LabRunOptions struct {
+	Params map[string]string
+	Solve  bool // the lab's demo fast-forward
+	// Guide, when set, is asked before each step (labs.RunOptions.Guide).
+	Guide func(context.Context, labs.GuideStep) labs.GuideAnswer
+}
+
+// LabUpdate is a lab run's progress (Event), a guided run's question
+// (Guide), or its end (Record).
 type LabUpdate struct {
 	Event  *labs.Event
+	Guide  *GuideRequest
 	Record *labs.Record
 	Dir    string // where the record was written
 	Err    string // the record could not be written
+}
+
+// GuideRequest is a guided run waiting for the operator at a step.
+type GuideRequest struct {
+	Step  labs.GuideStep
+	reply chan labs.GuideAnswer
 }
 
 type (
@@ -42,7 +58,8 @@ type (
 
 type labKeys struct {
 	MoveKeys
-	Run, Hosts, Params key.Binding
+	Run, Guided, Solve, Hosts, Params key.Binding
+	Skip                              key.Binding
 }
 
 // labsView lists the labs (maturity, estimate) and runs one: the current
@@ -67,12 +84,21 @@ type labsView struct {
 	ch      <-chan LabUpdate
 	phase   map[string]string       // host → current phase
 	scores  map[string][]labs.Score // host → latest scores
+	samples map[string]sampled      // host → the probe's samples so far
+	solve   map[string]bool         // lab → run its fast-forward
+	guided  bool
+	pending *GuideRequest // the step a guided run waits at
 	log     []logEntry
 	rec     *labs.Record
 	dir     string
 	err     string
 
 	width, height int
+}
+
+type sampled struct {
+	n    int
+	last labs.Sample
 }
 
 type logEntry struct {
@@ -85,9 +111,12 @@ func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, s
 	if runner != nil {
 		hosts = runner.Hosts
 	}
-	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, hosts), keys: labKeys{
+	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, hosts), solve: map[string]bool{}, keys: labKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
+		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
+		Solve:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "fast-forward (solve)")),
+		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
 	}}
@@ -109,14 +138,17 @@ func (v *labsView) Status() string {
 }
 
 func (v *labsView) ShortHelp() []key.Binding {
+	if v.pending != nil {
+		return []key.Binding{v.keys.Run, v.keys.Skip, v.keys.Back}
+	}
 	if v.active != nil {
 		return []key.Binding{v.keys.Back}
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts, v.keys.Params}
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params}
 }
 
 func (v *labsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params, v.keys.Back}}
 }
 
 func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -148,8 +180,10 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 
 func (v *labsView) apply(u LabUpdate) {
 	switch {
+	case u.Guide != nil:
+		v.pending = u.Guide
 	case u.Record != nil:
-		v.rec, v.dir, v.err = u.Record, u.Dir, u.Err
+		v.rec, v.dir, v.err, v.pending = u.Record, u.Dir, u.Err, nil
 		for _, h := range u.Record.Hosts {
 			v.scores[h.Host] = h.Scores
 		}
@@ -169,6 +203,10 @@ func (v *labsView) apply(u LabUpdate) {
 				}
 			}
 			v.log = append(v.log, logEntry{key: k, hosts: []string{ev.Host}})
+		case labs.Sampled:
+			if ev.Sample != nil {
+				v.samples[ev.Host] = sampled{n: v.samples[ev.Host].n + 1, last: *ev.Sample}
+			}
 		case labs.ScoresChanged, labs.HostFinished:
 			v.scores[ev.Host] = ev.Scores
 			if ev.Kind == labs.HostFinished {
@@ -180,6 +218,22 @@ func (v *labsView) apply(u LabUpdate) {
 
 func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	k := v.keys
+	if v.pending != nil {
+		answer := labs.GuideAnswer(-1)
+		switch {
+		case key.Matches(km, k.Run):
+			answer = labs.GuideRun
+		case key.Matches(km, k.Skip):
+			answer = labs.GuideSkip
+		case key.Matches(km, k.Back):
+			answer = labs.GuideStop
+		}
+		if answer >= 0 {
+			v.pending.reply <- answer // buffered: the run takes it when it can
+			v.pending = nil
+		}
+		return nil
+	}
 	if v.active != nil {
 		if key.Matches(km, k.Back) {
 			if v.cancel != nil && v.running {
@@ -199,9 +253,14 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		v.sel = 0
 	case key.Matches(km, k.End):
 		v.sel = max(0, len(v.list)-1)
-	case key.Matches(km, k.Run):
+	case key.Matches(km, k.Run), key.Matches(km, k.Guided):
 		if len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0 {
-			return v.start(v.list[v.sel])
+			return v.start(v.list[v.sel], key.Matches(km, k.Guided))
+		}
+	case key.Matches(km, k.Solve):
+		if len(v.list) > 0 && hasSolve(v.list[v.sel]) {
+			id := v.list[v.sel].ID
+			v.solve[id] = !v.solve[id]
 		}
 	case key.Matches(km, k.Hosts):
 		if v.setup.canChoose() {
@@ -215,18 +274,45 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
-func (v *labsView) start(l *labs.Lab) tea.Cmd {
+func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.run++
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
-	v.phase, v.scores = map[string]string{}, map[string][]labs.Score{}
+	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
 	v.names = v.setup.names()
-	params := v.setup.values(l.ID, l.Params)
+	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
 	ctx, cancel := context.WithCancel(context.Background())
 	v.cancel = cancel
 	ch := make(chan LabUpdate, 256)
 	v.ch = ch
-	go v.runner.RunLab(ctx, l, v.setup.indices(), params, ch)
+	if guided {
+		// The question travels with the run's updates; the answer comes
+		// back from a key press.
+		o.Guide = func(ctx context.Context, g labs.GuideStep) labs.GuideAnswer {
+			req := &GuideRequest{Step: g, reply: make(chan labs.GuideAnswer, 1)}
+			select {
+			case ch <- LabUpdate{Guide: req}:
+			case <-ctx.Done():
+				return labs.GuideStop
+			}
+			select {
+			case a := <-req.reply:
+				return a
+			case <-ctx.Done():
+				return labs.GuideStop
+			}
+		}
+	}
+	go v.runner.RunLab(ctx, l, v.setup.indices(), o, ch)
 	return tea.Batch(v.wait(), v.tick())
+}
+
+func hasSolve(l *labs.Lab) bool {
+	for _, s := range l.Steps {
+		if s.Solve != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *labsView) tick() tea.Cmd {
@@ -274,13 +360,39 @@ func (v *labsView) View() string {
 		state = "FAILED"
 	case !v.running:
 		state = "ended"
+	case v.pending != nil:
+		state = "waiting for you"
+	}
+	if v.solve[l.ID] {
+		state += " · fast-forward (solve)"
+	}
+	if v.guided {
+		state += " · step by step"
 	}
 	lines := []string{
 		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(names)),
 		st.CardMuted.Render(v.timer()+" · "+v.phases()) + "  " + st.CardLabel.Render(state),
-		"",
-		st.CardLabel.Render("Criteria"),
 	}
+	if line := v.sampleLine(); line != "" {
+		lines = append(lines, st.CardMuted.Render(line))
+	}
+	if g := v.pending; g != nil {
+		title := g.Step.Step.Title
+		if title == "" {
+			title = g.Step.Step.ID
+		}
+		lines = append(lines, "", st.CardLabel.Render(fmt.Sprintf("Next: step %d/%d · %s · %s", g.Step.N, g.Step.Of, g.Step.Phase, g.Step.Step.ID))+" "+title)
+		lines = append(lines, wrap("  $ "+g.Step.Command, v.width-2)...)
+		if len(g.Step.Measures) > 0 {
+			what := "  measures " + strings.Join(g.Step.Measures, ", ")
+			if len(g.Step.Criteria) > 0 {
+				what += " for " + strings.Join(g.Step.Criteria, ", ")
+			}
+			lines = append(lines, st.CardMuted.Render(what))
+		}
+		lines = append(lines, st.Hint.Render("  enter runs it · s skips it · esc stops here (cleanup runs)"))
+	}
+	lines = append(lines, "", st.CardLabel.Render("Criteria"))
 	for _, g := range v.checklist() {
 		mark := map[labs.Status]string{"PASS": "✓", "FAIL": "✗", "WARN": "!", "UNKNOWN": "?", "SKIPPED": "-", labs.Pending: "…"}[g.Status]
 		kind := ""
@@ -306,6 +418,33 @@ func (v *labsView) View() string {
 		lines = append(lines, st.Error.Render(v.err))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// sampleLine sums up the probe's samples: how many, and the latest on the
+// busiest host (its busiest GPU's utilisation, memory in use).
+func (v *labsView) sampleLine() string {
+	total, hosts := 0, make([]string, 0, len(v.samples))
+	for h, s := range v.samples {
+		total += s.n
+		hosts = append(hosts, h)
+	}
+	if total == 0 {
+		return ""
+	}
+	sort.Strings(hosts)
+	h := hosts[0]
+	last := v.samples[h].last
+	var util uint32
+	var mem uint64
+	for _, g := range last.GPUs {
+		if g.UtilPct != nil {
+			util = max(util, *g.UtilPct)
+		}
+		if g.MemUsedMiB != nil {
+			mem += *g.MemUsedMiB
+		}
+	}
+	return fmt.Sprintf("probe: %d samples on %s; latest on %s: busiest GPU %d%%, %.1f GiB in use", total, inventory.FoldNames(hosts), h, util, float64(mem)/1024)
 }
 
 // phases says where the hosts are: "run: gpu[01-03] · done: gpu04".
@@ -381,6 +520,14 @@ func (v *labsView) listView() string {
 		if len(l.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, "s"))
 		}
+		if hasSolve(l) {
+			state := "off"
+			if v.solve[l.ID] {
+				state = "on: its demo fast-forward runs instead of the full steps"
+			}
+			lines = append(lines, st.CardMuted.Render("fast-forward (f): "+state))
+		}
+		lines = append(lines, st.Hint.Render("enter runs the lab · t runs it step by step"))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -19,18 +19,34 @@ type scriptedLabs struct{ n int }
 
 func (f scriptedLabs) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
 
-func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, params map[string]string, events chan<- LabUpdate) {
+func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate) {
+	params := o.Params
 	defer close(events)
 	rec := &labs.Record{Lab: l.ID, Name: l.Name, Complete: true}
 	all := f.Hosts()
+	skip := false
+	if o.Guide != nil {
+		g := labs.GuideStep{N: 1, Of: 1, Phase: "observe", Step: labs.Step{ID: "topo", Title: "Read the topology"}, Command: "nvidia-smi topo -m",
+			Measures: []string{"gpus", "non_nvlink_pairs"}, Criteria: []string{"nvlink-mesh"}}
+		skip = o.Guide(ctx, g) != labs.GuideRun
+	}
 	for i, hi := range hosts {
 		h := all[hi]
 		step := &labs.StepRecord{ID: "topo", Phase: "observe", Command: "nvidia-smi topo -m"}
-		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Index: i, Host: h.Name, Phase: "observe", Step: step}}
+		if skip {
+			step.Skipped = "skipped by the operator (guided run)"
+		} else {
+			events <- LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Index: i, Host: h.Name, Phase: "observe", Step: step}}
+			smp := labs.Sample{GPUs: []labs.SampleGPU{{Index: 0, UtilPct: ptr(uint32(97)), MemUsedMiB: ptr(uint64(71680))}}}
+			events <- LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Index: i, Host: h.Name, Phase: "observe", Step: step, Sample: &smp}}
+		}
 		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Index: i, Host: h.Name, Phase: "observe", Step: step}}
 		m := map[string]any{"gpus": int64(8), "non_nvlink_pairs": int64(0), "nics": int64(1), "gpus_with_near_nic": int64(8), "numa_nodes": int64(2)}
 		if i == 1 {
 			m["non_nvlink_pairs"] = int64(6)
+		}
+		if skip {
+			delete(m, "gpus")
 		}
 		scores := l.Score(m, nil, params, f.n, true)
 		events <- LabUpdate{Event: &labs.Event{Kind: labs.HostFinished, Index: i, Host: h.Name, Scores: scores}}
@@ -39,6 +55,8 @@ func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, para
 	}
 	events <- LabUpdate{Record: rec, Dir: "/results/topology-sanity/20261129-100000-gpu[001-003]"}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 func newLabsModel(t testing.TB, r LabRunner, w, h int) Model {
 	t.Helper()
@@ -61,7 +79,17 @@ func TestLabsTab(t *testing.T) {
 			t.Errorf("lab list lacks %q:\n%s", want, v)
 		}
 	}
+	if !strings.Contains(v, "fast-forward (f): off") {
+		t.Errorf("the baseline has a fast-forward, and the list does not say so:\n%s", v)
+	}
+	m, _ = press(t, m, "f")
+	if v := m.View(); !strings.Contains(v, "fast-forward (f): on: its demo fast-forward runs instead of the full steps") {
+		t.Errorf("f does not turn the fast-forward on:\n%s", v)
+	}
 	m, _ = press(t, m, "end")
+	if v := m.View(); strings.Contains(v, "fast-forward (f)") {
+		t.Errorf("topology-sanity has no fast-forward, yet the list offers one:\n%s", v)
+	}
 	m, cmd := press(t, m, "enter")
 	// The first message is the batch of the updates and the timer tick;
 	// drain follows the updates only.
@@ -70,7 +98,8 @@ func TestLabsTab(t *testing.T) {
 	for _, want := range []string{"topology-sanity: Topology sanity", "FAILED", "done: gpu[001-003]",
 		"✓ PASS    nvlink-mesh gpu[001,003]: metrics.gpus = 8, metrics.non_nvlink_pairs = 0",
 		"✗ FAIL    nvlink-mesh gpu002: metrics.gpus = 8, metrics.non_nvlink_pairs = 6",
-		"gpu[001-003]  observe topo: ok", "record: /results/topology-sanity/"} {
+		"gpu[001-003]  observe topo: ok", "record: /results/topology-sanity/",
+		"probe: 3 samples on gpu[001-003]; latest on gpu001: busiest GPU 97%, 70.0 GiB in use"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("finished lab lacks %q:\n%s", want, v)
 		}
@@ -111,6 +140,29 @@ func TestLabsTab(t *testing.T) {
 		if lines := strings.Split(mm.View(), "\n"); len(lines) != sz.h {
 			t.Errorf("%dx%d: %d lines", sz.w, sz.h, len(lines))
 		}
+	}
+}
+
+// t runs a lab step by step: the run waits at the step, showing what it
+// runs and measures, until a key answers; s skips it.
+func TestLabsTabGuided(t *testing.T) {
+	m := newLabsModel(t, scriptedLabs{n: 3}, 140, 40)
+	m, _ = press(t, m, "5", "end")
+	m, cmd := press(t, m, "t")
+	next, wait := m.Update(onlyUpdates(cmd)())
+	m = next.(Model)
+	v := m.View()
+	for _, want := range []string{"waiting for you · step by step", "Next: step 1/1 · observe · topo Read the topology", "$ nvidia-smi topo -m",
+		"measures gpus, non_nvlink_pairs for nvlink-mesh", "enter runs it · s skips it · esc stops here (cleanup runs)"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("a guided run waiting at its step lacks %q:\n%s", want, v)
+		}
+	}
+	m, _ = press(t, m, "s")
+	m = drain(t, m, wait)
+	v = m.View()
+	if !strings.Contains(v, "gpu[001-003]  observe topo: skipped: skipped by the operator (guided run)") || !strings.Contains(v, "UNKNOWN") || strings.Contains(v, "Next: step") {
+		t.Errorf("after s:\n%s", v)
 	}
 }
 
