@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 type result struct {
@@ -221,4 +222,20 @@ func TestLabCommands(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "bad.toml"), "id = \"bad\"\nname = \"b\"\ngoal = \"g\"\nplane = \"data\"\nmaturity = \"draft\"\nestimate_minutes = 1\n[[criterion]]\nid = \"c\"\ndescription = \"d\"\nexpr = \"metrics.latency_p99_ms < 200\"\nimpact = \"major\"\n")
 	run(t, env, "lab", "check", dir).expect(t, 1, "", "bad.toml:10:1: criterion \"c\" reads metrics.latency_p99_ms, which no step measures")
 	run(t, env, "lab", "list", "--labs", dir).expect(t, 2, "", "labs: ")
+}
+
+func TestETA(t *testing.T) {
+	for _, tc := range []struct {
+		el   time.Duration
+		est  int
+		want string
+	}{
+		{80 * time.Second, 30, "1m20s of about 30m"},
+		{31*time.Minute + 5*time.Second, 30, "31m5s of about 30m, over the estimate"},
+		{1500 * time.Millisecond, 90, "2s of about 1h30m"},
+	} {
+		if got := eta(tc.el, tc.est); got != tc.want {
+			t.Errorf("eta(%v, %d) = %q, want %q", tc.el, tc.est, got, tc.want)
+		}
+	}
 }

@@ -167,6 +167,7 @@ record says incomplete).`,
 			w, errw := c.OutOrStdout(), c.ErrOrStderr()
 			var mu sync.Mutex
 			var dir string
+			start := time.Now()
 			var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
 			if guided {
 				guide = stepper(c.InOrStdin(), errw, &mu)
@@ -186,7 +187,7 @@ record says incomplete).`,
 					defer mu.Unlock()
 					s := ev.Step
 					out := s.Outcome()
-					fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)\n", ev.Host, s.Phase, s.ID, out, s.Finished.Sub(s.Started).Round(time.Millisecond))
+					fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, out, s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes))
 				}})
 			for _, h := range r.failed {
 				rec.Hosts = append(rec.Hosts, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
@@ -266,6 +267,17 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 	}
 	fmt.Fprintf(w, "\n%s\nrecord: %s\n", verdict, filepath.Join(dir, "record.md"))
 	return nil
+}
+
+// eta is the run's timer against the lab's estimate: "1m20s of about
+// 30m", "31m5s of about 30m, over the estimate".
+func eta(elapsed time.Duration, estimateMinutes int) string {
+	est := time.Duration(estimateMinutes) * time.Minute
+	s := fmt.Sprintf("%s of about %s", elapsed.Round(time.Second), strings.TrimSuffix(est.String(), "0s"))
+	if elapsed > est {
+		s += ", over the estimate"
+	}
+	return s
 }
 
 // stepper asks on out before each step of a guided run and reads the

@@ -19,6 +19,10 @@ type Environment struct {
 	CUDA   string   `json:"cuda,omitempty"`
 	NVML   string   `json:"nvml,omitempty"`
 	GPUs   []string `json:"gpus"` // "0: NVIDIA A100-SXM4-80GB, 81920 MiB, MIG Disabled"
+	// Components maps a component of the GPU stack found on the host
+	// (nvidia-ctk, dcgmi, docker, containerd, kubelet, ...) to the first
+	// line its version flag prints, as it printed it.
+	Components map[string]string `json:"components,omitempty"`
 	// Source says where the GPU lines come from: "probe VERSION (NVML)"
 	// or "nvidia-smi"; Probe says why the probe could not give them.
 	Source string `json:"source,omitempty"`
@@ -33,7 +37,14 @@ type Environment struct {
 // on its own (no driver, no nvidia-smi) without hiding the others.
 const envCommand = `uname -sr; ` +
 	`nvidia-smi --query-gpu=index,name,driver_version,memory.total,mig.mode.current --format=csv,noheader 2>/dev/null | sed 's/^/gpu /'; ` +
-	`nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/cuda \1/p' | head -1; true`
+	`nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9.]*\).*/cuda \1/p' | head -1; ` +
+	`for c in ` + componentCommands + `; do set -- $c; command -v "$1" >/dev/null 2>&1 || continue; ` +
+	`v=$(timeout 5 "$@" 2>&1 | grep -m1 '[^[:space:]]'); [ -n "$v" ] && printf 'component %s %s\n' "$1" "$v"; done; true`
+
+// componentCommands are the GPU stack's components whose versions the
+// declaration records, as the first line each prints.
+const componentCommands = `"nvidia-ctk --version" "nvidia-container-cli --version" "dcgmi --version" "nv-fabricmanager --version" ` +
+	`"docker --version" "containerd --version" "crio --version" "kubelet --version" "ofed_info -s"`
 
 func captureEnvironment(ctx context.Context, conn *orchestrator.Conn) Environment {
 	r := conn.Run(ctx, "environment", envCommand, orchestrator.RunOptions{Timeout: 30 * time.Second})
@@ -123,6 +134,13 @@ func parseEnvironment(out string) Environment {
 			}
 		case strings.HasPrefix(l, "cuda "):
 			env.CUDA = strings.TrimPrefix(l, "cuda ")
+		case strings.HasPrefix(l, "component "):
+			if name, v, ok := strings.Cut(strings.TrimPrefix(l, "component "), " "); ok {
+				if env.Components == nil {
+					env.Components = map[string]string{}
+				}
+				env.Components[name] = strings.TrimSpace(v)
+			}
 		}
 	}
 	return env

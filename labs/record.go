@@ -88,6 +88,7 @@ type StepRecord struct {
 	Samples       []Sample `json:"samples,omitempty"`
 	SampleProblem string   `json:"sample_problem,omitempty"`
 	value         any      // what a promql step read, for its metrics
+	chosen        bool     // skipped by the operator's choice (guided, no --yes)
 }
 
 func newRecord(l *Lab, start time.Time) *Record {

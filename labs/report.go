@@ -134,6 +134,35 @@ func (r *Record) Markdown() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus), mdCell(source))
 	}
+	// Components, the hosts with the same versions folded.
+	var compOrder []string
+	compHosts := map[string][]string{}
+	for _, h := range r.Hosts {
+		c := h.Environment.Components
+		if len(c) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(c))
+		for n := range c {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = n + ": " + c[n]
+		}
+		key := strings.Join(parts, "; ")
+		if compHosts[key] == nil {
+			compOrder = append(compOrder, key)
+		}
+		compHosts[key] = append(compHosts[key], h.Host)
+	}
+	if len(compOrder) > 0 {
+		b.WriteString("\nComponents:\n")
+		for _, k := range compOrder {
+			fmt.Fprintf(&b, "- %s: %s\n", inventory.FoldNames(compHosts[k]), mdCell(k))
+		}
+	}
 	if k := r.Kubernetes; k != nil {
 		var vs []string
 		for _, key := range []string{"Server Version", "Client Version"} {

@@ -162,7 +162,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				return &sr
 			}
 			if s.Dangerous && !o.Yes {
-				sr.Skipped = "it changes the host and was not confirmed (--yes)"
+				sr.Skipped, sr.chosen = "it changes the host and was not confirmed (--yes)", true
 				return &sr
 			}
 			if s.PromQL != "" {
@@ -224,8 +224,12 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				return
 			}
 			if sr.Skipped != "" {
+				why := "step " + s.ID + " was skipped: " + sr.Skipped
+				if sr.chosen {
+					why = chosenSkip + why
+				}
 				for m := range s.Metrics {
-					h.MetricErrors[m] = "step " + s.ID + " was skipped: " + sr.Skipped
+					h.MetricErrors[m] = why
 				}
 				return
 			}
@@ -350,7 +354,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 					}
 					return
 				case GuideSkip:
-					sr := StepRecord{ID: s.ID, Phase: ph, Command: s.Command, ExitCode: -1, Started: now(), Finished: now(), Skipped: "skipped by the operator (guided run)"}
+					sr := StepRecord{ID: s.ID, Phase: ph, Command: s.Command, ExitCode: -1, Started: now(), Finished: now(), Skipped: "skipped by the operator (guided run)", chosen: true}
 					h.Steps = append(h.Steps, sr)
 					emit(Event{Kind: StepFinished, Index: i, Host: t.Name, Phase: ph, Step: &sr})
 					measure(s, &sr)
@@ -418,6 +422,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		}
 		h.Scores = l.Score(h.Metrics, h.MetricErrors, o.Params, len(targets), true)
 		h.Passed = Passed(h.Scores)
+		for m, why := range h.MetricErrors { // the mark has done its work
+			h.MetricErrors[m] = strings.TrimPrefix(why, chosenSkip)
+		}
 		emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
 	}
 	rec.finish(now(), ctx.Err() != nil)

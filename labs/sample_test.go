@@ -174,6 +174,20 @@ func TestLabDeclaresKubernetes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(dirs[0]), "bin", "kubectl"), []byte(kubectl), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Component versions: the first line each prints, blank lines skipped.
+	ctk := "#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version 1.14.6'\necho 'commit: 5605d19'\n"
+	dcgmi := "#!/bin/sh\necho\necho 'dcgmi  version: 3.3.5'\necho\n"
+	for i, d := range dirs {
+		bin := filepath.Join(filepath.Dir(d), "bin")
+		if err := os.WriteFile(filepath.Join(bin, "nvidia-ctk"), []byte(ctk), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			if err := os.WriteFile(filepath.Join(bin, "dcgmi"), []byte(dcgmi), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{})
 	k := rec.Kubernetes
 	if k == nil || k.Host != "gpu01" || k.Versions["Client Version"] != "v1.32.4-dispatcher" || len(k.Nodes) != 1 || k.Nodes[0].Kubelet != "v1.34.2-eks-ecaa3a6" {
@@ -184,6 +198,7 @@ func TestLabDeclaresKubernetes(t *testing.T) {
 		"Kubernetes (kubectl on gpu01): Client v1.32.4-dispatcher; 1 of 1 nodes offer GPU resources.",
 		"kubectl said: The connection to the server localhost:8080 was refused",
 		"| ip-10-0-1-230.ec2.internal | v1.34.2-eks-ecaa3a6 | containerd://2.1.4 | Amazon Linux 2023.9.20251117 | nvidia.com/gpu 1/1 |",
+		"Components:\n- gpu01: dcgmi: dcgmi  version: 3.3.5; nvidia-ctk: NVIDIA Container Toolkit CLI version 1.14.6\n- gpu02: nvidia-ctk: NVIDIA Container Toolkit CLI version 1.14.6\n",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("record.md lacks %q:\n%s", want, md)
@@ -229,6 +244,21 @@ func TestGuidedRun(t *testing.T) {
 	}
 	if !rec.Guided || !strings.Contains(rec.Markdown(), "- Mode: guided") || !strings.Contains(rec.Markdown(), "## Principle\n\nCleanup runs on a context of its own") {
 		t.Errorf("the record does not say it was guided, or lacks the principle:\n%s", rec.Markdown())
+	}
+
+	// Skipping the step that measures a criterion's metrics makes it
+	// SKIPPED (chosen, not missing), and the lab does not pass.
+	rec = labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Guide: func(_ context.Context, g labs.GuideStep) labs.GuideAnswer {
+		if g.Step.ID == "topo" {
+			return labs.GuideSkip
+		}
+		return labs.GuideRun
+	}})
+	for _, h := range rec.Hosts {
+		if s := score(h, "mesh"); s.Status != "SKIPPED" || h.Passed || !strings.HasPrefix(s.Summary, "skipped: metrics.gpus, metrics.non_nvlink_pairs were not measured: step topo was skipped: skipped by the operator") ||
+			strings.Contains(h.MetricErrors["gpus"], "\x00") {
+			t.Errorf("%s with topo skipped: %s %q, passed %v, reason %q", h.Host, s.Status, s.Summary, h.Passed, h.MetricErrors["gpus"])
+		}
 	}
 
 	// Stop before the run step.

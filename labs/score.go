@@ -40,6 +40,10 @@ func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[
 	return l.MeasureStep(stepID, StepOutput{Out: out, Stdout: stdout, ExitCode: exitCode})
 }
 
+// chosenSkip marks, in a metric's reason, a step the operator chose to
+// skip (guided, or not confirmed with --yes): its criteria are SKIPPED.
+const chosenSkip = "\x00chosen\x00"
+
 // StepOutput is what a step's metrics read.
 type StepOutput struct {
 	Out            any // the parser's value (or a PromQL step's answer)
@@ -144,14 +148,20 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			s.Status, s.Summary = Pending, "waiting for "+strings.Join(prefixed(missing), ", ")
 			return s
 		}
-		// Metrics missing for the same reason share one sentence.
+		// Metrics missing for the same reason share one sentence. When the
+		// operator chose to skip every step they come from, the criterion
+		// is SKIPPED, not UNKNOWN.
 		var reasons []string
 		byReason := map[string][]string{}
+		chosen := true
 		for _, m := range missing {
 			reason := why[m]
 			if reason == "" {
 				reason = "step " + l.MetricsFrom[m] + " gave no value"
 			}
+			var was bool
+			reason, was = strings.CutPrefix(reason, chosenSkip)
+			chosen = chosen && was
 			if byReason[reason] == nil {
 				reasons = append(reasons, reason)
 			}
@@ -166,6 +176,9 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			parts = append(parts, strings.Join(byReason[r], ", ")+verb+" not measured: "+r)
 		}
 		s.Status, s.Summary = runbooks.Unknown, "no evidence: "+strings.Join(parts, "; ")
+		if chosen {
+			s.Status, s.Summary = runbooks.Skipped, "skipped: "+strings.Join(parts, "; ")
+		}
 		return s
 	}
 	for _, name := range p.params {
@@ -249,15 +262,16 @@ func FormatValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// Passed reports whether scores let the lab pass: no FAIL, no UNKNOWN and
-// no PENDING among the critical and major criteria and counterexamples.
+// Passed reports whether scores let the lab pass: no FAIL, UNKNOWN,
+// SKIPPED or PENDING among the critical and major criteria and
+// counterexamples.
 func Passed(scores []Score) bool {
 	for _, s := range scores {
 		if s.Impact == "minor" {
 			continue
 		}
 		switch s.Status {
-		case runbooks.Fail, runbooks.Unknown, Pending:
+		case runbooks.Fail, runbooks.Unknown, Pending, runbooks.Skipped: // a skipped check verified nothing
 			return false
 		}
 	}
