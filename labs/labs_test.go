@@ -780,3 +780,31 @@ impact = "critical"
 		t.Errorf("nothing measured: %s", got)
 	}
 }
+
+// The baseline's probe metrics over a 30-minute benchmark sampled every
+// 2 s: 900 samples of 8 GPUs.
+func BenchmarkSampleMetrics(b *testing.B) {
+	ls, err := Load(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, _ := Find(ls, "exclusive-baseline")
+	u := func(v uint32) *uint32 { return &v }
+	mib := func(v uint64) *uint64 { return &v }
+	samples := make([]Sample, 900)
+	for k := range samples {
+		s := Sample{T: float64(2 * k)}
+		for g := range 8 {
+			s.GPUs = append(s.GPUs, SampleGPU{Index: g, UtilPct: u(uint32(50 + (k*7+g)%50)), MemUsedMiB: mib(70000), Throttle: []string{"sw_power_cap"}})
+		}
+		samples[k] = s
+	}
+	so := StepOutput{Out: map[string]any{}, Samples: samples}
+	b.ResetTimer()
+	for b.Loop() {
+		vals, errs := l.MeasureStep("bench", so)
+		if _, ok := vals["probe_util_p50"]; !ok {
+			b.Fatal(errs)
+		}
+	}
+}
