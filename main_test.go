@@ -133,7 +133,34 @@ func TestFleetInTmux(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	s := newTmux(t, tmux, 120, 30, "HOME="+dir+" SSH_AUTH_SOCK= "+bin+" --inventory "+invPath)
+	// A lab of our own, for a guided run: one step every host can run.
+	labDir := filepath.Join(dir, "labs")
+	os.MkdirAll(labDir, 0o755)
+	guided := `id = "kernel-known"
+name = "The kernel answers"
+goal = "Every host names its kernel."
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+
+[[step]]
+id = "kernel"
+phase = "observe"
+title = "Ask the kernel its name"
+command = "uname -s"
+[step.metrics]
+linux = "stdout.trim() == 'Linux'"
+
+[[criterion]]
+id = "linux"
+description = "The host runs Linux"
+expr = "metrics.linux"
+impact = "critical"
+`
+	if err := os.WriteFile(filepath.Join(labDir, "kernel.toml"), []byte(guided), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newTmux(t, tmux, 120, 30, "HOME="+dir+" SSH_AUTH_SOCK= "+bin+" --inventory "+invPath+" --labs "+labDir)
 	s.waitFor("CONTROL PLANE")
 	s.keys("3")
 	s.waitFor("4 hosts: gpu[01-04]. Press : to run a command")
@@ -187,9 +214,26 @@ func TestFleetInTmux(t *testing.T) {
 	}
 	s.keys("Escape")
 	s.waitFor("▶ topology-sanity")
+	// Step by step: the run waits at the step until enter runs it.
+	s.keys("Home")
+	s.waitFor("▶ exclusive-baseline")
+	for range 3 { // the labs are sorted by id: kernel-known is the fourth
+		s.keys("Down")
+	}
+	s.waitFor("▶ kernel-known")
+	s.keys("t")
+	s.waitFor("Next: step 1/1 · observe · kernel Ask the kernel its name")
+	s.waitFor("measures linux for linux")
+	s.keys("Enter")
+	s.waitFor("PASSED · step by step")
+	s.waitFor("✓ PASS    linux gpu[01-04]")
+	s.keys("Escape")
+	s.waitFor("▶ kernel-known")
 	// The Results tab lists the record just written and opens it.
 	s.keys("6")
 	s.waitFor("topology-sanity      gpu[01-04]       failed")
+	s.waitFor("kernel-known         gpu[01-04]       passed")
+	s.keys("Down")
 	s.keys("Enter")
 	s.waitFor("# Lab record: Topology sanity")
 	s.keys("Escape")
