@@ -9,9 +9,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/probetest"
+	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/remote"
 )
 
@@ -299,5 +302,52 @@ func TestSolveRun(t *testing.T) {
 	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Solve: true})
 	if !rec.Passed || !rec.Solved || !strings.Contains(rec.Markdown(), "**--solve**") || !strings.HasPrefix(rec.Hosts[0].Steps[3].Command, "cat ") {
 		t.Errorf("--solve: passed %v, solved %v, topo ran %q", rec.Passed, rec.Solved, rec.Hosts[0].Steps[3].Command)
+	}
+}
+
+// On a host without GPUs (no driver, no nvidia-smi, no kubectl, no docker)
+// no criterion of any built-in lab may pass: each ends UNKNOWN or FAIL,
+// with its reason, and no lab passes.
+func TestBuiltinLabsOnAHostWithoutGPUs(t *testing.T) {
+	ls, err := labs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Whatever this machine has, the labs must not reach a GPU or a
+	// cluster: the GPU and cluster tools are stand-ins that are not there,
+	// first on PATH, and there is no kubeconfig.
+	stubs := t.TempDir()
+	for _, tool := range []string{"nvidia-smi", "kubectl", "docker", "dcgmi", "all_reduce_perf", "vllm", "python3", "curl", "numactl", "gpu_burn", "nvidia-ctk", "helm"} {
+		if err := os.WriteFile(filepath.Join(stubs, tool), []byte("#!/bin/sh\necho \"$0: not installed on this host\" >&2\nexit 127\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	home := t.TempDir()
+	f := sshtest.Start(t, 1, sshtest.Options{Env: map[string]string{"PATH": stubs + ":/usr/bin:/bin", "HOME": home, "KUBECONFIG": filepath.Join(home, "none")}})
+	s := f.Servers[0]
+	ts := []orchestrator.Target{{Name: "cpu01", HostName: s.Addr, Port: s.Port, User: f.User, IdentityFiles: []string{f.ClientKey}, Explicit: true,
+		KnownHosts: []string{f.KnownHosts}, ConnectTimeout: 5 * time.Second, CommandTimeout: 30 * time.Second}}
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 4}
+	for _, l := range ls {
+		var set []string
+		for _, p := range l.Params {
+			if p.Default == "" {
+				set = append(set, p.Name+"=x")
+			}
+		}
+		params, err := l.Bind(set)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params})
+		h := rec.Hosts[0]
+		if h.Passed {
+			t.Errorf("%s passed on a host without GPUs", l.ID)
+		}
+		for _, sc := range h.Scores {
+			if sc.Status == "PASS" || sc.Status == "WARN" {
+				t.Errorf("%s: %s is %s on a host without GPUs: %s", l.ID, sc.ID, sc.Status, sc.Summary)
+			}
+		}
 	}
 }
