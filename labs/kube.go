@@ -3,8 +3,8 @@ package labs
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -108,12 +108,7 @@ func parseKubernetes(out string) *KubeEnvironment {
 		}
 		kn := KubeNode{Name: n.Name, Kubelet: n.SystemInfo["Kubelet Version"], Runtime: n.SystemInfo["Container Runtime Version"],
 			OS: n.SystemInfo["OS Image"], Product: n.Labels["nvidia.com/gpu.product"], MIGStrategy: n.Labels["nvidia.com/mig.strategy"], GPUs: []string{}}
-		res := make([]string, 0, len(n.GPU))
-		for r := range n.GPU {
-			res = append(res, r)
-		}
-		sort.Strings(res)
-		for _, r := range res {
+		for _, r := range slices.Sorted(maps.Keys(n.GPU)) {
 			kn.GPUs = append(kn.GPUs, fmt.Sprintf("%s %s/%s", r, orNA(n.Allocatable[r]), orNA(n.Capacity[r])))
 		}
 		k.Nodes = append(k.Nodes, kn)

@@ -4,8 +4,10 @@ import (
 	"encoding/csv"
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -142,14 +144,9 @@ func (r *Record) Markdown() string {
 		if len(c) == 0 {
 			continue
 		}
-		names := make([]string, 0, len(c))
-		for n := range c {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = n + ": " + c[n]
+		var parts []string
+		for _, n := range slices.Sorted(maps.Keys(c)) {
+			parts = append(parts, n+": "+c[n])
 		}
 		key := strings.Join(parts, "; ")
 		if compHosts[key] == nil {

@@ -3,7 +3,8 @@ package labs
 import (
 	"cmp"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gpulab/gpulab/runbooks"
@@ -237,14 +238,9 @@ func measured(vals map[string]any) string {
 	if len(vals) == 0 {
 		return ""
 	}
-	names := make([]string, 0, len(vals))
-	for n := range vals {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("metrics.%s = %s", n, FormatValue(vals[n]))
+	var parts []string
+	for _, n := range slices.Sorted(maps.Keys(vals)) {
+		parts = append(parts, fmt.Sprintf("metrics.%s = %s", n, FormatValue(vals[n])))
 	}
 	return strings.Join(parts, ", ") + " "
 }
