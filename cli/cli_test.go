@@ -239,3 +239,22 @@ func TestETA(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.Local)
+	for in, want := range map[string]time.Time{
+		"90m":        now.Add(-90 * time.Minute),
+		"36h":        now.Add(-36 * time.Hour),
+		"7d":         now.AddDate(0, 0, -7),
+		"2026-11-01": time.Date(2026, 11, 1, 0, 0, 0, 0, time.Local),
+	} {
+		if got, err := parseSince(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-5m", "7 days", "2026-13-01", "-1d"} {
+		if _, err := parseSince(bad, now); err == nil {
+			t.Errorf("parseSince(%q) took it", bad)
+		}
+	}
+}

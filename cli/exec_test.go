@@ -260,6 +260,21 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	r.expect(t, 0, "LAB  HOSTS       RESULT  RUN", "")
 	r.expect(t, 0, "e2e  gpu01       passed  e2e/", "")
 	r.expect(t, 0, "e2e  gpu[01-02]  failed  e2e/", "")
+	// Queries: by host, status, age and count.
+	r = run(t, env, "results", "list", "--results", results, "-H", "gpu02")
+	if r.expect(t, 0, "e2e  gpu[01-02]  failed", ""); strings.Contains(r.stdout, "gpu01       passed") {
+		t.Errorf("-H gpu02 lists a run without gpu02:\n%s", r.stdout)
+	}
+	r = run(t, env, "results", "list", "--results", results, "--status", "passed", "--since", "1h")
+	if r.expect(t, 0, "e2e  gpu01  passed", ""); strings.Contains(r.stdout, "failed") {
+		t.Errorf("--status passed lists a failed run:\n%s", r.stdout)
+	}
+	if r = run(t, env, "results", "list", "--results", results, "--last", "1", "--json"); strings.Count(r.stdout, `"dir":`) != 1 {
+		t.Errorf("--last 1 --json: %s", r.stdout)
+	}
+	run(t, env, "results", "list", "--results", results, "--since", "2100-01-01").expect(t, 0, "no lab records in ", "")
+	run(t, env, "results", "list", "--results", results, "--since", "yesterday").expect(t, 2, "", `--since "yesterday": want a duration back from now (90m, 36h, 7d) or a date`)
+	run(t, env, "results", "list", "--results", results, "--status", "green").expect(t, 2, "", `--status "green": want one of passed, failed, incomplete`)
 	runs, _ := filepath.Glob(filepath.Join(results, "e2e", "*"))
 	sort.Strings(runs)
 	first := "e2e/" + filepath.Base(runs[0])

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,7 +18,10 @@ import (
 )
 
 func newResultsCmd(o *options) *cobra.Command {
-	var results, lab string
+	var (
+		results, lab, hostExpr, status, since string
+		q                                     labs.Query
+	)
 	dir := func() string {
 		if results != "" {
 			return results
@@ -53,10 +58,13 @@ results.csv. These commands read them back.`,
 	}
 	cmd.PersistentFlags().StringVar(&results, "results", "", "the results `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
 	list := &cobra.Command{
-		Use:     "list",
-		Short:   "List lab records, newest first",
-		Example: "  gpulab results list\n  gpulab results list --lab mig-isolation --json | jq -r '.[].dir'",
-		Args:    cobra.NoArgs,
+		Use:   "list",
+		Short: "List lab records, newest first",
+		Example: `  gpulab results list
+  gpulab results list --lab mig-isolation --json | jq -r '.[].dir'
+  gpulab results list -H 'gpu[01-04]' --status failed --since 7d
+  gpulab results list --lab exclusive-baseline -H gpu07 --status passed --last 1`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			refs, err := labs.ListRecords(dir())
 			if err != nil && len(refs) == 0 {
@@ -65,12 +73,30 @@ results.csv. These commands read them back.`,
 			if err != nil {
 				fmt.Fprintf(c.ErrOrStderr(), "gpulab: %v\n", err)
 			}
-			var keep []labs.RecordRef
-			for _, r := range refs {
-				if lab == "" || r.Record.Lab == lab {
-					keep = append(keep, r)
+			q.Lab = lab
+			if hostExpr != "" {
+				inv, err := o.loadInventory(false)
+				if err != nil {
+					return err
+				}
+				hosts, err := inv.Select(hostExpr)
+				if err != nil {
+					return usageErr("-H %s: %v", hostExpr, err)
+				}
+				for _, h := range hosts {
+					q.Hosts = append(q.Hosts, h.Name)
 				}
 			}
+			if status != "" && !slices.Contains(labs.Statuses, status) {
+				return usageErr("--status %q: want one of %s", status, strings.Join(labs.Statuses, ", "))
+			}
+			q.Status = status
+			if since != "" {
+				if q.Since, err = parseSince(since, time.Now()); err != nil {
+					return usageErr("%v", err)
+				}
+			}
+			keep := q.Select(refs)
 			if o.json {
 				if keep == nil {
 					keep = []labs.RecordRef{}
@@ -90,6 +116,10 @@ results.csv. These commands read them back.`,
 		},
 	}
 	list.Flags().StringVar(&lab, "lab", "", "only the records of lab `ID`")
+	list.Flags().StringVarP(&hostExpr, "hosts", "H", "", "only the records that ran on one of these hosts (a host `EXPR`: gpu[01-04], @group)")
+	list.Flags().StringVar(&status, "status", "", "only passed, failed or incomplete records")
+	list.Flags().StringVar(&since, "since", "", "only the records started since `WHEN`: a duration back (90m, 36h, 7d) or a date (2026-11-01)")
+	list.Flags().IntVar(&q.Last, "last", 0, "only the newest `N` records that match")
 	cmd.AddCommand(list)
 	cmd.AddCommand(&cobra.Command{
 		Use:     "show RUN",
@@ -150,15 +180,27 @@ func hostsOf(r *labs.Record) string {
 }
 
 func outcome(r *labs.Record) string {
-	switch {
-	case !r.Complete && r.Interrupted:
+	if !r.Complete && r.Interrupted {
 		return "interrupted"
-	case !r.Complete:
-		return "incomplete"
-	case r.Passed:
-		return "passed"
 	}
-	return "failed"
+	return r.Status()
+}
+
+// parseSince reads --since: a duration back from now (90m, 36h, 7d) or a
+// date (2006-01-02, local time).
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if days, err := strconv.Atoi(n); err == nil && days >= 0 {
+			return now.AddDate(0, 0, -days), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	if t, err := time.ParseInLocation(time.DateOnly, s, time.Local); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration back from now (90m, 36h, 7d) or a date (2026-11-01)", s)
 }
 
 func relTo(base, path string) string {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // RecordRef is a record found in a results directory.
@@ -138,4 +140,54 @@ func ratio(a, b *float64) *float64 {
 // carry node sets such as gpu[01-08].
 func GlobEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, "[", `\[`, "]", `\]`, "*", `\*`, "?", `\?`).Replace(s)
+}
+
+// Query selects records: each set field must match.
+type Query struct {
+	Lab string
+	// Hosts keeps the records that ran on any of these hosts.
+	Hosts []string
+	// Status is passed, failed or incomplete.
+	Status string
+	// Since keeps the records started at or after it.
+	Since time.Time
+	// Last keeps only the newest N (after the other fields).
+	Last int
+}
+
+// Statuses a Query can ask for.
+var Statuses = []string{"passed", "failed", "incomplete"}
+
+// Status is a record's outcome in one word: incomplete (interrupted or
+// still running), passed or failed.
+func (r *Record) Status() string {
+	switch {
+	case !r.Complete:
+		return "incomplete"
+	case r.Passed:
+		return "passed"
+	}
+	return "failed"
+}
+
+// Select returns the records that match q, in the order given.
+func (q Query) Select(refs []RecordRef) []RecordRef {
+	var out []RecordRef
+	for _, ref := range refs {
+		r := ref.Record
+		switch {
+		case q.Lab != "" && r.Lab != q.Lab,
+			q.Status != "" && r.Status() != q.Status,
+			!q.Since.IsZero() && r.Started.Before(q.Since):
+			continue
+		}
+		if len(q.Hosts) > 0 && !slices.ContainsFunc(r.Hosts, func(h HostRecord) bool { return slices.Contains(q.Hosts, h.Host) }) {
+			continue
+		}
+		out = append(out, ref)
+		if q.Last > 0 && len(out) == q.Last {
+			break
+		}
+	}
+	return out
 }
