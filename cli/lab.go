@@ -133,13 +133,25 @@ The lab record goes to --results DIR (default $GPULAB_RESULTS, then
 ${XDG_DATA_HOME:-~/.local/share}/gpulab/results): LAB/TIME-HOSTS/ holds
 record.json, record.md and junit.xml, and results.csv gets one row per host.
 
-Exit status: 0 when every host passed, 1 when a criterion failed or lacked
-evidence, 2 for usage errors, 130 after Ctrl-C (cleanup has run and the
-record says incomplete).`,
+The NVML probe is pushed for the run (and removed after it): it declares
+each host's GPUs, driver, CUDA and MIG layout in the record, and samples the
+host every few seconds during the steps that ask for it. --mock dgxa100
+samples a simulated DGX A100 for demos (the record says SIMULATED).
+
+--step walks the lab step by step: before each step gpulab shows its
+command, what it measures and for which criteria, and reads a line from
+standard input: enter runs the step, s skips it (its criteria end SKIPPED),
+q stops (cleanup runs). --solve runs the lab's demo fast-forward where a
+step has one; the record says so.
+
+Exit status: 0 when every host passed, 1 when a criterion failed, lacked
+evidence or was skipped, 2 for usage errors, 130 after Ctrl-C (cleanup has
+run and the record says incomplete).`,
 		Example: `  gpulab lab run topology-sanity -H 'gpu[01-08]'
   gpulab lab run health-gate -H @a100 --json | jq '.hosts[] | {host, passed}'
   gpulab lab run exclusive-baseline -H gpu07 --set model=Qwen/Qwen2-7B --set prom_url=http://prometheus:9090
-  gpulab lab run mig-isolation -H gpu07 --set model=Qwen/Qwen2-7B --set mig_b=MIG-5c1e... --results ./results`,
+  gpulab lab run mig-isolation -H gpu07 --set model=Qwen/Qwen2-7B --set mig_b=MIG-5c1e... --results ./results
+  gpulab lab run nccl-allreduce -H gpu07 --set image=registry/nccl-tests:2.19 --step --solve`,
 		Args: exactArgs(1, "a lab id (gpulab lab list)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			l, err := o.findLab(args[0])
