@@ -392,6 +392,9 @@ func TestWorkloadLabsOnRealOutputs(t *testing.T) {
 		}
 		samples = append(samples, s)
 	}
+	if got := summarizeSamples(samples); got != "4 probe samples, busiest GPU 90% (median), peak 68.4 GiB in use" {
+		t.Errorf("summary in the record: %q", got)
+	}
 	vals, errs := l.MeasureStep("bench", StepOutput{Out: map[string]any{}, Samples: samples})
 	if vals["probe_util_p50"] != 90.0 || vals["probe_mem_peak_mib"] != 70003.0 || vals["slowed_samples"] != int64(1) {
 		t.Errorf("probe metrics from samples: %v (%v)", vals, errs)

@@ -222,7 +222,7 @@ func (r *Record) Markdown() string {
 		for _, s := range h.Steps {
 			out := s.Outcome()
 			if len(s.Samples) > 0 {
-				out += fmt.Sprintf("; %d probe samples", len(s.Samples))
+				out += "; " + summarizeSamples(s.Samples)
 			}
 			if s.SampleProblem != "" {
 				out += "; sampling: " + s.SampleProblem

@@ -1,6 +1,7 @@
 package labs
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gpulab/gpulab/probes/report"
@@ -60,4 +61,33 @@ func sampleOf(s *report.Snapshot, start time.Time) Sample {
 		out.Processes = append(out.Processes, SampleProcess{GPU: p.GPU, PID: p.PID, Name: p.Name, UsedMiB: p.UsedMiB, GPUInstanceID: p.GPUInstanceID})
 	}
 	return out
+}
+
+// summarizeSamples says in one phrase what the samples saw: how many, the
+// busiest GPU's median utilisation (nearest rank) and the peak memory in
+// use on the host.
+func summarizeSamples(samples []Sample) string {
+	var busiest []float64
+	var peak uint64
+	for _, s := range samples {
+		var util float64 = -1
+		var mem uint64
+		for _, g := range s.GPUs {
+			if g.UtilPct != nil {
+				util = max(util, float64(*g.UtilPct))
+			}
+			if g.MemUsedMiB != nil {
+				mem += *g.MemUsedMiB
+			}
+		}
+		if util >= 0 {
+			busiest = append(busiest, util)
+		}
+		peak = max(peak, mem)
+	}
+	out := fmt.Sprintf("%d probe samples", len(samples))
+	if p50, err := Percentile(busiest, 50); err == nil {
+		out += fmt.Sprintf(", busiest GPU %.0f%% (median)", p50)
+	}
+	return out + fmt.Sprintf(", peak %.1f GiB in use", float64(peak)/1024)
 }

@@ -101,7 +101,7 @@ func TestLabSamplesWithTheProbe(t *testing.T) {
 		env.GPUs[0] != "0: Mock NVIDIA A100-SXM4-40GB, 40960 MiB, MIG disabled" || !strings.HasPrefix(env.Source, "probe ") {
 		t.Errorf("environment from the simulated probe: %+v", env)
 	}
-	if md := rec.Markdown(); !strings.Contains(md, "**SIMULATED**") || !strings.Contains(md, "probe samples") {
+	if md := rec.Markdown(); !strings.Contains(md, "**SIMULATED**") || !strings.Contains(md, " probe samples, busiest GPU 0% (median), peak 0.0 GiB in use") {
 		t.Errorf("the record does not say it is simulated, or does not count the samples:\n%s", md)
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dirs[0]), "cache", "gpulab", "nvmlprobe-*")); len(left) != 0 {
