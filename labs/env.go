@@ -8,7 +8,6 @@ import (
 
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
-	"github.com/gpulab/gpulab/runbooks"
 )
 
 // Environment is a host's declaration in the lab record: what the
@@ -53,7 +52,7 @@ func captureEnvironment(ctx context.Context, conn *orchestrator.Conn) Environmen
 		env.Source = "nvidia-smi"
 	}
 	if r.Class != orchestrator.OK {
-		env.Error = r.Class.String() + ": " + runbooks.FirstLine(string(r.Stderr)+r.Err)
+		env.Error = r.Class.String() + ": " + orchestrator.FirstLine(string(r.Stderr)+r.Err)
 	}
 	return env
 }
@@ -64,7 +63,7 @@ func captureEnvironment(ctx context.Context, conn *orchestrator.Conn) Environmen
 func (env *Environment) fromProbe(s *report.Snapshot, r orchestrator.Result) {
 	switch {
 	case s == nil:
-		env.Probe = "the probe gave no snapshot: " + runbooks.FirstLine(string(r.Stderr)+" "+r.Err)
+		env.Probe = "the probe gave no snapshot: " + orchestrator.FirstLine(string(r.Stderr)+" "+r.Err)
 		return
 	case !s.NVML.Available:
 		env.Probe = "no NVML on the host: " + s.NVML.Error

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/orchestrator"
-	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -64,7 +63,7 @@ func captureKubernetes(ctx context.Context, conn *orchestrator.Conn, host string
 	k := parseKubernetes(string(r.Stdout))
 	k.Host = host
 	if r.Class != orchestrator.OK {
-		k.Error = strings.TrimSpace(r.Class.String() + ": " + runbooks.FirstLine(string(r.Stderr)+" "+r.Err))
+		k.Error = strings.TrimSpace(r.Class.String() + ": " + orchestrator.FirstLine(string(r.Stderr)+" "+r.Err))
 	}
 	if r.Truncated {
 		k.Error = strings.TrimSpace(k.Error + "; kubectl describe nodes printed more than 16 MiB: the node list is cut")
@@ -96,8 +95,8 @@ func parseKubernetes(out string) *KubeEnvironment {
 	}
 	for _, c := range chunks {
 		if !strings.HasPrefix(c, "Name:") {
-			if t := strings.TrimSpace(c); t != "" && !strings.Contains(strings.Join(problems, " "), runbooks.FirstLine(t)) {
-				problems = append(problems, runbooks.FirstLine(t))
+			if t := strings.TrimSpace(c); t != "" && !strings.Contains(strings.Join(problems, " "), orchestrator.FirstLine(t)) {
+				problems = append(problems, orchestrator.FirstLine(t))
 			}
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // PromResult is a PromQL answer as lab expressions read it (`out`):
@@ -76,7 +76,7 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, string(body), fmt.Errorf("HTTP %d, not a Prometheus API answer: %s", resp.StatusCode, runbooks.FirstLine(string(body)))
+		return nil, string(body), fmt.Errorf("HTTP %d, not a Prometheus API answer: %s", resp.StatusCode, orchestrator.FirstLine(string(body)))
 	}
 	if ans.Status != "success" {
 		return nil, string(body), fmt.Errorf("prometheus: %s: %s", ans.ErrorType, ans.Error)

@@ -111,7 +111,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	rec := newRecord(l, now())
 	rec.Params = o.Params
-	rec.Guided, rec.Solved = o.Guide != nil, o.Solve && l.hasSolve()
+	rec.Guided, rec.Solved = o.Guide != nil, o.Solve && l.HasSolve()
 	guide := l.guide(o)
 	for _, f := range []*string{&rec.Result.Workload, &rec.Result.Mode, &rec.Result.Request} {
 		*f = fillParams(*f, o.Params)
@@ -431,8 +431,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	return rec
 }
 
-// hasSolve says whether any step has a solve command.
-func (l *Lab) hasSolve() bool {
+// HasSolve says whether any step has a solve command (--solve changes
+// something).
+func (l *Lab) HasSolve() bool {
 	for _, s := range l.Steps {
 		if s.Solve != "" {
 			return true

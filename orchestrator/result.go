@@ -130,3 +130,13 @@ func Summary(results []HostResult) string {
 	}
 	return fmt.Sprintf("%d %s: %s", len(results), noun, strings.Join(parts, ", "))
 }
+
+// FirstLine is s trimmed, up to its first line break: the one line of a
+// command's output or error worth putting in a sentence.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -136,9 +137,9 @@ func init() {
 func ran(in []Input, _ map[string]any) Verdict {
 	i := in[0]
 	if i.Ran {
-		return verdict(Pass, FirstLine(i.Output))
+		return verdict(Pass, orchestrator.FirstLine(i.Output))
 	}
-	return verdict(Fail, i.Problem, Evidence{Step: i.Step, Fact: FirstLine(i.Output + " " + i.Problem)})
+	return verdict(Fail, i.Problem, Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output + " " + i.Problem)})
 }
 
 // outputMatches: with.pattern (a regular expression) is found in the
@@ -152,7 +153,7 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 	}
 	if m := re.FindString(i.Output); m != "" {
 		line := strings.Count(i.Output[:strings.Index(i.Output, m)], "\n") + 1
-		return verdict(Pass, FirstLine(m), Evidence{Step: i.Step, Fact: FirstLine(m), Line: line})
+		return verdict(Pass, orchestrator.FirstLine(m), Evidence{Step: i.Step, Fact: orchestrator.FirstLine(m), Line: line})
 	}
 	status := Fail
 	if a, _ := with["absent"].(string); a == string(Warn) {
@@ -162,7 +163,7 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 	if !i.Ran {
 		why += " (" + i.Problem + ")"
 	}
-	return verdict(status, why, Evidence{Step: i.Step, Fact: FirstLine(i.Output + " " + i.Problem)})
+	return verdict(status, why, Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output + " " + i.Problem)})
 }
 
 // nodeAllocatable: the node offers the GPU resource (with.resource, default
@@ -462,24 +463,15 @@ func cpuList(s string) []int {
 func driverLoaded(in []Input, _ map[string]any) Verdict {
 	i := in[0]
 	if !i.Ran {
-		fact := FirstLine(i.Output + " " + i.Problem)
+		fact := orchestrator.FirstLine(i.Output + " " + i.Problem)
 		return verdict(Fail, "nvidia-smi failed: "+fact, Evidence{Step: i.Step, Fact: fact})
 	}
 	s, ok := i.Value.(*parse.SMI)
 	if !ok || len(s.GPUs) == 0 {
-		return verdict(Fail, "nvidia-smi lists no GPU", Evidence{Step: i.Step, Fact: FirstLine(i.Output)})
+		return verdict(Fail, "nvidia-smi lists no GPU", Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output)})
 	}
 	return verdict(Pass, fmt.Sprintf("driver %s, CUDA %s, %d GPUs", s.DriverVersion, s.CUDAVersion, len(s.GPUs)),
 		Evidence{Step: i.Step, Fact: "Driver Version: " + s.DriverVersion, Line: 3})
-}
-
-// FirstLine is s trimmed, up to its first line break.
-func FirstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func persistence(in []Input, _ map[string]any) Verdict {
@@ -780,7 +772,7 @@ func ncclEnv(in []Input, _ map[string]any) Verdict {
 	case len(set) == 0:
 		return verdict(Pass, "NCCL_IB_HCA and NCCL_SOCKET_IFNAME are not set: NCCL chooses the devices itself")
 	case len(bad) > 0:
-		return verdict(Fail, FirstLine(bad[0].Fact), append(bad, good...)...)
+		return verdict(Fail, orchestrator.FirstLine(bad[0].Fact), append(bad, good...)...)
 	}
 	return verdict(Pass, strings.Join(set, " and ")+" name devices that are up", good...)
 }

@@ -138,7 +138,7 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 			in.Value = v
 		}
 		if in.Ran && err != nil && isEmpty(v) {
-			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+FirstLine(err.Error())
+			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+orchestrator.FirstLine(err.Error())
 		}
 	}
 	return sr, in
@@ -257,9 +257,9 @@ func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Tar
 	case orchestrator.Exit:
 		msg := strings.TrimSpace(out.Stderr)
 		if msg == "" {
-			msg = FirstLine(out.Stdout)
+			msg = orchestrator.FirstLine(out.Stdout)
 		}
-		out.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, FirstLine(msg))
+		out.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, orchestrator.FirstLine(msg))
 	default:
 		out.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
 	}

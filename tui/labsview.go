@@ -107,11 +107,7 @@ type logEntry struct {
 }
 
 func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, st Styles) *labsView {
-	hosts := func() []FleetHost { return nil }
-	if runner != nil {
-		hosts = runner.Hosts
-	}
-	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, hosts), solve: map[string]bool{}, keys: labKeys{
+	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: labKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
@@ -258,7 +254,7 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 			return v.start(v.list[v.sel], key.Matches(km, k.Guided))
 		}
 	case key.Matches(km, k.Solve):
-		if len(v.list) > 0 && hasSolve(v.list[v.sel]) {
+		if len(v.list) > 0 && v.list[v.sel].HasSolve() {
 			id := v.list[v.sel].ID
 			v.solve[id] = !v.solve[id]
 		}
@@ -304,15 +300,6 @@ func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	}
 	go v.runner.RunLab(ctx, l, v.setup.indices(), o, ch)
 	return tea.Batch(v.wait(), v.tick())
-}
-
-func hasSolve(l *labs.Lab) bool {
-	for _, s := range l.Steps {
-		if s.Solve != "" {
-			return true
-		}
-	}
-	return false
 }
 
 func (v *labsView) tick() tea.Cmd {
@@ -520,7 +507,7 @@ func (v *labsView) listView() string {
 		if len(l.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, "s"))
 		}
-		if hasSolve(l) {
+		if l.HasSolve() {
 			state := "off"
 			if v.solve[l.ID] {
 				state = "on: its demo fast-forward runs instead of the full steps"

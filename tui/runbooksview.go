@@ -73,11 +73,7 @@ type runbooksView struct {
 }
 
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
-	hosts := func() []FleetHost { return nil }
-	if runner != nil {
-		hosts = runner.Hosts
-	}
-	return &runbooksView{runner: runner, inv: inv, list: list, styles: st, setup: newRunSetup(inv, hosts), keys: runbookKeys{
+	return &runbooksView{runner: runner, inv: inv, list: list, styles: st, setup: newRunSetup(inv, runner), keys: runbookKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),

@@ -32,7 +32,15 @@ type runSetup struct {
 	params  map[string]map[string]string // by runbook or lab id
 }
 
-func newRunSetup(inv *inventory.Inventory, hosts func() []FleetHost) *runSetup {
+// hostLister is what runs on the fleet's hosts (a RunbookRunner, a
+// LabRunner); nil when the workbench has no hosts.
+type hostLister interface{ Hosts() []FleetHost }
+
+func newRunSetup(inv *inventory.Inventory, runner hostLister) *runSetup {
+	hosts := func() []FleetHost { return nil }
+	if runner != nil {
+		hosts = runner.Hosts
+	}
 	ti := textinput.New()
 	ti.CharLimit = 1024
 	s := &runSetup{inv: inv, hosts: hosts, expr: "*", input: ti, params: map[string]map[string]string{}}

@@ -4,7 +4,6 @@
 package remote
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -225,19 +224,11 @@ func (w *Watch) Stop() WatchResult {
 	r := w.result
 	switch {
 	case r.Class != orchestrator.Cancelled: // it ended by itself: that is a problem
-		res.Problem = fmt.Sprintf("the probe's watch ended early (%s, exit %d): %s", r.Class, r.ExitCode, firstLine(string(r.Stderr)+" "+r.Err))
+		res.Problem = fmt.Sprintf("the probe's watch ended early (%s, exit %d): %s", r.Class, r.ExitCode, orchestrator.FirstLine(string(r.Stderr)+" "+r.Err))
 	case w.bad > 0:
 		res.Problem = fmt.Sprintf("%d lines of the probe's watch were not snapshots", w.bad)
 	}
 	return res
-}
-
-func firstLine(s string) string {
-	sc := bufio.NewScanner(strings.NewReader(strings.TrimSpace(s)))
-	if sc.Scan() {
-		return strings.TrimSpace(sc.Text())
-	}
-	return ""
 }
 
 func randomTag() string {
