@@ -45,19 +45,22 @@ type Record struct {
 
 // HostRecord is one host's run.
 type HostRecord struct {
-	Host            string             `json:"host"`
-	Class           orchestrator.Class `json:"class"`
-	Environment     Environment        `json:"environment"`
-	Err             string             `json:"error,omitempty"`
-	Prerequisites   []PrereqRecord     `json:"prerequisites"`
-	Steps           []StepRecord       `json:"steps"`
-	Metrics         map[string]any     `json:"metrics"`
-	MetricErrors    map[string]string  `json:"metric_errors"`
-	Scores          []Score            `json:"scores"`
-	Passed          bool               `json:"passed"`
-	Stopped         string             `json:"stopped,omitempty"` // why the main phases ended early
-	CleanupRan      bool               `json:"cleanup_ran"`
-	CleanupProblems []string           `json:"cleanup_problems,omitempty"`
+	Host          string             `json:"host"`
+	Class         orchestrator.Class `json:"class"`
+	Environment   Environment        `json:"environment"`
+	Err           string             `json:"error,omitempty"`
+	Prerequisites []PrereqRecord     `json:"prerequisites"`
+	Steps         []StepRecord       `json:"steps"`
+	Metrics       map[string]any     `json:"metrics"`
+	MetricErrors  map[string]string  `json:"metric_errors"`
+	// SkippedMetrics are the metrics of steps the operator chose to skip
+	// (guided, or not confirmed with --yes): their criteria are SKIPPED.
+	SkippedMetrics  []string `json:"skipped_metrics,omitempty"`
+	Scores          []Score  `json:"scores"`
+	Passed          bool     `json:"passed"`
+	Stopped         string   `json:"stopped,omitempty"` // why the main phases ended early
+	CleanupRan      bool     `json:"cleanup_ran"`
+	CleanupProblems []string `json:"cleanup_problems,omitempty"`
 }
 
 // PrereqRecord is a prerequisite's outcome: ok, failed, or confirm (no

@@ -224,12 +224,11 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				return
 			}
 			if sr.Skipped != "" {
-				why := "step " + s.ID + " was skipped: " + sr.Skipped
-				if sr.chosen {
-					why = chosenSkip + why
-				}
 				for m := range s.Metrics {
-					h.MetricErrors[m] = why
+					h.MetricErrors[m] = "step " + s.ID + " was skipped: " + sr.Skipped
+					if sr.chosen {
+						h.SkippedMetrics = append(h.SkippedMetrics, m)
+					}
 				}
 				return
 			}
@@ -420,11 +419,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				h.MetricErrors[m] = "its inputs were not all measured"
 			}
 		}
-		h.Scores = l.Score(h.Metrics, h.MetricErrors, o.Params, len(targets), true)
+		sort.Strings(h.SkippedMetrics)
+		h.Scores = l.scoreAll(h.Metrics, h.MetricErrors, h.SkippedMetrics, o.Params, len(targets), true)
 		h.Passed = Passed(h.Scores)
-		for m, why := range h.MetricErrors { // the mark has done its work
-			h.MetricErrors[m] = strings.TrimPrefix(why, chosenSkip)
-		}
 		emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
 	}
 	rec.finish(now(), ctx.Err() != nil)

@@ -259,7 +259,7 @@ func TestGuidedRun(t *testing.T) {
 	}})
 	for _, h := range rec.Hosts {
 		if s := score(h, "mesh"); s.Status != "SKIPPED" || h.Passed || !strings.HasPrefix(s.Summary, "skipped: metrics.gpus, metrics.non_nvlink_pairs were not measured: step topo was skipped: skipped by the operator") ||
-			strings.Contains(h.MetricErrors["gpus"], "\x00") {
+			strings.Contains(h.MetricErrors["gpus"], "\x00") || strings.Join(h.SkippedMetrics, ",") != "gpus,non_nvlink_pairs" {
 			t.Errorf("%s with topo skipped: %s %q, passed %v, reason %q", h.Host, s.Status, s.Summary, h.Passed, h.MetricErrors["gpus"])
 		}
 	}

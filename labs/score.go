@@ -41,10 +41,6 @@ func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[
 	return l.MeasureStep(stepID, StepOutput{Out: out, Stdout: stdout, ExitCode: exitCode})
 }
 
-// chosenSkip marks, in a metric's reason, a step the operator chose to
-// skip (guided, or not confirmed with --yes): its criteria are SKIPPED.
-const chosenSkip = "\x00chosen\x00"
-
 // StepOutput is what a step's metrics read.
 type StepOutput struct {
 	Out            any // the parser's value (or a PromQL step's answer)
@@ -108,6 +104,12 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 //
 // params are the run's parameter values (Bind).
 func (l *Lab) Score(metrics map[string]any, why map[string]string, params map[string]string, hosts int, final bool) []Score {
+	return l.scoreAll(metrics, why, nil, params, hosts, final)
+}
+
+// scoreAll is Score where skipped names the metrics the operator chose not
+// to measure: a criterion that lacks only those is SKIPPED, not UNKNOWN.
+func (l *Lab) scoreAll(metrics map[string]any, why map[string]string, skipped []string, params map[string]string, hosts int, final bool) []Score {
 	var out []Score
 	for _, set := range []struct {
 		table   string
@@ -115,13 +117,13 @@ func (l *Lab) Score(metrics map[string]any, why map[string]string, params map[st
 		counter bool
 	}{{"criterion", l.Criteria, false}, {"counterexample", l.Counter, true}} {
 		for _, c := range set.cs {
-			out = append(out, l.score(l.programs[set.table+":"+c.ID], c, set.counter, metrics, why, params, hosts, final))
+			out = append(out, l.score(l.programs[set.table+":"+c.ID], c, set.counter, metrics, why, skipped, params, hosts, final))
 		}
 	}
 	return out
 }
 
-func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]any, why map[string]string, params map[string]string, hosts int, final bool) Score {
+func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]any, why map[string]string, skipped []string, params map[string]string, hosts int, final bool) Score {
 	s := Score{ID: c.ID, Description: c.Description, Counter: counter, Impact: c.Impact, Expr: c.Expr,
 		Values: map[string]any{}, Evidence: map[string]string{}, Waiver: c.Waiver}
 	var missing []string
@@ -160,9 +162,7 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			if reason == "" {
 				reason = "step " + l.MetricsFrom[m] + " gave no value"
 			}
-			var was bool
-			reason, was = strings.CutPrefix(reason, chosenSkip)
-			chosen = chosen && was
+			chosen = chosen && slices.Contains(skipped, m)
 			if byReason[reason] == nil {
 				reasons = append(reasons, reason)
 			}
