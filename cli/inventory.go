@@ -125,15 +125,19 @@ OpenSSH's defaults. Each setting is printed with its source (file:line).`,
 }
 
 type targetJSON struct {
-	Name          string            `json:"name"`
-	HostName      string            `json:"hostname"`
-	Port          int               `json:"port"`
-	User          string            `json:"user"`
-	IdentityFiles []string          `json:"identity_files"`
-	KnownHosts    []string          `json:"known_hosts"`
-	ProxyJump     []string          `json:"proxy_jump,omitempty"`
-	Timeouts      map[string]string `json:"timeouts"`
-	Sources       map[string]string `json:"sources"`
+	Name          string   `json:"name"`
+	HostName      string   `json:"hostname"`
+	Port          int      `json:"port"`
+	User          string   `json:"user"`
+	IdentityFiles []string `json:"identity_files"`
+	// IdentitiesOnly offers only the identity files' keys.
+	IdentitiesOnly bool              `json:"identities_only"`
+	KnownHosts     []string          `json:"known_hosts"`
+	HostKeyAlias   string            `json:"host_key_alias,omitempty"`
+	ProxyJump      []string          `json:"proxy_jump,omitempty"`
+	ProxyCommand   string            `json:"proxy_command,omitempty"`
+	Timeouts       map[string]string `json:"timeouts"`
+	Sources        map[string]string `json:"sources"`
 }
 
 func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
@@ -142,7 +146,7 @@ func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
 		jumps = append(jumps, fmt.Sprintf("%s@%s", j.User, j.HostPort()))
 	}
 	tj := targetJSON{Name: t.Name, HostName: t.HostName, Port: t.Port, User: t.User, IdentityFiles: t.IdentityFiles,
-		KnownHosts: t.KnownHosts, ProxyJump: jumps, Sources: t.Sources, Timeouts: map[string]string{
+		IdentitiesOnly: t.IdentitiesOnly, KnownHosts: t.KnownHosts, HostKeyAlias: t.HostKeyAlias, ProxyJump: jumps, ProxyCommand: t.ProxyCommand, Sources: t.Sources, Timeouts: map[string]string{
 			"connect": t.ConnectTimeout.String(), "command": t.CommandTimeout.String(), "inactivity": t.InactivityTimeout.String(),
 			"server_alive_interval": t.ServerAliveInterval.String()}}
 	if asJSON {
@@ -155,8 +159,11 @@ func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
 	row("Port", strconv.Itoa(t.Port), "Port")
 	row("User", t.User, "User")
 	row("IdentityFile", strings.Join(t.IdentityFiles, " "), "IdentityFile")
+	row("IdentitiesOnly", map[bool]string{true: "yes", false: "no"}[t.IdentitiesOnly], "IdentitiesOnly")
 	row("KnownHosts", strings.Join(t.KnownHosts, " "), "KnownHosts")
+	row("HostKeyAlias", dash(t.HostKeyAlias), "HostKeyAlias")
 	row("ProxyJump", dash(strings.Join(jumps, ",")), "ProxyJump")
+	row("ProxyCommand", dash(t.ProxyCommand), "ProxyCommand")
 	row("ConnectTimeout", t.ConnectTimeout.String(), "ConnectTimeout")
 	row("CommandTimeout", t.CommandTimeout.String(), "CommandTimeout")
 	row("InactivityTimeout", t.InactivityTimeout.String(), "InactivityTimeout")

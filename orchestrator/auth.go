@@ -1,11 +1,14 @@
 package orchestrator
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
+	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
@@ -13,72 +16,124 @@ import (
 )
 
 // Keyring holds the client's keys for a run: ssh-agent's, and identity files
-// loaded once and shared by every host. An encrypted file's passphrase is
-// asked once, through Passphrase; it is never logged or kept after the key is
-// decrypted.
+// read once and shared by every host. Keys are chosen as OpenSSH chooses
+// them: an identity file's public half (stored in clear in OpenSSH's format,
+// or the .pub beside it) says whether the agent holds its key; the private
+// half is decrypted only when a server accepts the public key and the agent
+// cannot sign for it. An encrypted file's passphrase is asked at most once,
+// through Passphrase; it is never logged or kept after the key is decrypted.
 type Keyring struct {
 	// AgentSocket is $SSH_AUTH_SOCK; empty means no agent. The agent is
 	// dialled the first time a server asks for a key.
 	AgentSocket string
-	// Passphrase asks for an encrypted key's passphrase; nil means encrypted
-	// keys cannot be used (an error says to load them into ssh-agent).
+	// Passphrase asks for an encrypted key's passphrase; nil means there is
+	// no one to ask (no terminal, or the workbench owns it): such keys are
+	// skipped, and an authentication failure says so.
 	Passphrase func(file string) ([]byte, error)
 
 	mu      sync.Mutex
-	files   map[string]fileKey
+	files   map[string]*identity
 	agent   agent.ExtendedAgent
 	agentC  net.Conn
 	agentOK bool
 }
 
-type fileKey struct {
-	signer ssh.Signer
-	err    error
+// identity is one identity file, read without decrypting it.
+type identity struct {
+	file    string
+	missing bool          // a default file that is not there
+	pub     ssh.PublicKey // nil for a legacy encrypted PEM key without .pub
+
+	mu      sync.Mutex // held while the passphrase is asked
+	signer  ssh.Signer // the file was not encrypted, or has been decrypted
+	tried   bool       // decryption was tried (signer or err is final)
+	decrErr error
 }
 
-// fileSigner loads one identity file. A missing file is skipped (nil, nil)
-// unless it was named explicitly.
-func (k *Keyring) fileSigner(path string, explicit bool) (ssh.Signer, error) {
+// identityFor reads one identity file. A missing file is skipped unless
+// it was named explicitly.
+func (k *Keyring) identityFor(path string, explicit bool) (*identity, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if id, ok := k.files[path]; ok {
+		return id, nil
+	}
+	id, err := readIdentity(path, explicit)
+	if err != nil {
+		return nil, err
+	}
 	if k.files == nil {
-		k.files = map[string]fileKey{}
+		k.files = map[string]*identity{}
 	}
-	if fk, ok := k.files[path]; ok {
-		return fk.signer, fk.err
-	}
-	s, err := k.load(path, explicit)
-	k.files[path] = fileKey{s, err}
-	return s, err
+	k.files[path] = id
+	return id, nil
 }
 
-func (k *Keyring) load(path string, explicit bool) (ssh.Signer, error) {
+func readIdentity(path string, explicit bool) (*identity, error) {
+	id := &identity{file: path}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
-			return nil, nil
+			id.missing = true
+			return id, nil
 		}
 		return nil, fmt.Errorf("identity file %s: %w", path, err)
 	}
 	s, err := ssh.ParsePrivateKey(data)
-	var missing *ssh.PassphraseMissingError
-	if errors.As(err, &missing) {
-		if k.Passphrase == nil {
-			return nil, fmt.Errorf("identity file %s is encrypted and no terminal is there to ask for its passphrase: load it into ssh-agent (ssh-add %s)", path, Quote(path))
+	var encrypted *ssh.PassphraseMissingError
+	switch {
+	case err == nil:
+		id.signer, id.pub, id.tried = s, s.PublicKey(), true
+	case errors.As(err, &encrypted):
+		id.pub = encrypted.PublicKey
+		if id.pub == nil { // legacy PEM: the public half is only in the .pub
+			if pubData, err := os.ReadFile(path + ".pub"); err == nil {
+				if pk, _, _, _, err := ssh.ParseAuthorizedKey(pubData); err == nil {
+					id.pub = pk
+				}
+			}
 		}
-		pass, perr := k.Passphrase(path)
-		if perr != nil {
-			return nil, fmt.Errorf("identity file %s: passphrase: %w", path, perr)
-		}
-		s, err = ssh.ParsePrivateKeyWithPassphrase(data, pass)
-		clear(pass)
-		if err != nil {
-			return nil, fmt.Errorf("identity file %s: wrong passphrase or damaged key", path)
-		}
-	}
-	if err != nil {
+	default:
 		return nil, fmt.Errorf("identity file %s: %w", path, err)
 	}
+	return id, nil
+}
+
+func (id *identity) state() (ssh.Signer, bool, error) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.signer, id.tried, id.decrErr
+}
+
+// decrypt asks for id's passphrase once and keeps the outcome.
+func (k *Keyring) decrypt(id *identity) (ssh.Signer, error) {
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	if id.tried {
+		return id.signer, id.decrErr
+	}
+	id.tried = true
+	if k.Passphrase == nil {
+		id.decrErr = fmt.Errorf("identity file %s is encrypted and there is no terminal to ask its passphrase: load it into ssh-agent (ssh-add %s)", id.file, Quote(id.file))
+		return nil, id.decrErr
+	}
+	data, err := os.ReadFile(id.file)
+	if err != nil {
+		id.decrErr = fmt.Errorf("identity file %s: %w", id.file, err)
+		return nil, id.decrErr
+	}
+	pass, err := k.Passphrase(id.file)
+	if err != nil {
+		id.decrErr = fmt.Errorf("identity file %s: passphrase: %w", id.file, err)
+		return nil, id.decrErr
+	}
+	s, err := ssh.ParsePrivateKeyWithPassphrase(data, pass)
+	clear(pass)
+	if err != nil {
+		id.decrErr = fmt.Errorf("identity file %s: wrong passphrase or damaged key", id.file)
+		return nil, id.decrErr
+	}
+	id.signer = s
 	return s, nil
 }
 
@@ -116,28 +171,181 @@ func (k *Keyring) Close() error {
 	return nil
 }
 
-// AuthMethod returns public-key authentication offering the agent's keys
-// first, then each identity file (explicit ones must load; default ones are
-// skipped when absent). Keys are loaded only when a server asks.
-func (k *Keyring) AuthMethod(files []string, explicit bool) (ssh.AuthMethod, error) {
-	// Load explicit files now, so that a missing or undecryptable key is a
-	// clear error before any host is dialled.
+// AuthLog is what one connection offered a server, for the message of a
+// failed authentication.
+type AuthLog struct {
+	mu      sync.Mutex
+	offered []string // "ED25519 SHA256:… (agent)"
+	seen    map[string]bool
+	skipped []string // why an identity file was not offered
+}
+
+func (l *AuthLog) offer(label string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.seen[label] {
+		if l.seen == nil {
+			l.seen = map[string]bool{}
+		}
+		l.seen[label] = true
+		l.offered = append(l.offered, label)
+	}
+}
+
+func (l *AuthLog) skip(why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.skipped = append(l.skipped, why)
+}
+
+// Summary says which keys were offered and which were left out.
+func (l *AuthLog) Summary() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	if len(l.offered) == 0 {
+		b.WriteString("no key was offered")
+	} else {
+		fmt.Fprintf(&b, "offered %s", strings.Join(l.offered, ", "))
+	}
+	if len(l.skipped) > 0 {
+		fmt.Fprintf(&b, "; not offered: %s", strings.Join(l.skipped, "; "))
+	}
+	return b.String()
+}
+
+// AuthMethod returns public-key authentication for one connection, with
+// the keys in OpenSSH's order: the agent's keys that match an identity file
+// (the agent signs for the file, so its passphrase is never asked), then the
+// agent's other keys (not with identitiesOnly), each in the agent's order,
+// then the identity files the agent does not hold. Explicit files must be readable; default ones are
+// skipped when absent. The log records what was offered.
+func (k *Keyring) AuthMethod(files []string, explicit, identitiesOnly bool) (ssh.AuthMethod, *AuthLog, error) {
+	ids := make([]*identity, 0, len(files))
 	for _, f := range files {
-		if _, err := k.fileSigner(f, explicit); err != nil {
-			return nil, err
+		id, err := k.identityFor(f, explicit)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids = append(ids, id)
+	}
+	log := &AuthLog{}
+	return ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
+		return k.signers(ids, identitiesOnly, log), nil
+	}), log, nil
+}
+
+func (k *Keyring) signers(ids []*identity, identitiesOnly bool, log *AuthLog) []ssh.Signer {
+	var out, others []ssh.Signer
+	inAgent := make([]bool, len(ids))
+	for _, as := range k.agentSigners() {
+		blob := as.PublicKey().Marshal()
+		matched := false
+		for i, id := range ids {
+			if !inAgent[i] && id.pub != nil && bytes.Equal(id.pub.Marshal(), blob) {
+				inAgent[i], matched = true, true
+				out = append(out, &offered{as, log, "agent, " + id.file})
+				break
+			}
+		}
+		if !matched && !identitiesOnly {
+			others = append(others, &offered{as, log, "agent"})
 		}
 	}
-	return ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
-		signers := k.agentSigners()
-		for _, f := range files {
-			s, err := k.fileSigner(f, explicit)
-			if err != nil {
-				return nil, err
-			}
-			if s != nil {
-				signers = append(signers, s)
-			}
+	out = append(out, others...)
+	for i, id := range ids {
+		if inAgent[i] || id.missing {
+			continue
 		}
-		return signers, nil
-	}), nil
+		signer, tried, decrErr := id.state()
+		switch {
+		case signer != nil:
+			out = append(out, &offered{signer, log, id.file})
+		case tried:
+			log.skip(decrErr.Error())
+		case k.Passphrase == nil:
+			log.skip(fmt.Sprintf("%s (encrypted, not in ssh-agent, and no terminal to ask its passphrase: ssh-add %s)", id.file, Quote(id.file)))
+		case id.pub == nil:
+			// A legacy PEM key without its .pub: OpenSSH too must decrypt
+			// it to learn which key it is.
+			s, err := k.decrypt(id)
+			if err != nil {
+				log.skip(err.Error())
+				continue
+			}
+			out = append(out, &offered{s, log, id.file})
+		default:
+			out = append(out, &offered{&lazySigner{k: k, id: id}, log, id.file})
+		}
+	}
+	return out
+}
+
+// offered wraps a signer to record that its key was offered.
+type offered struct {
+	ssh.Signer
+	log   *AuthLog
+	label string
+}
+
+func (o *offered) PublicKey() ssh.PublicKey {
+	pub := o.Signer.PublicKey()
+	o.log.offer(fmt.Sprintf("%s %s (%s)", keyKind(pub), ssh.FingerprintSHA256(pub), o.label))
+	return pub
+}
+
+func (o *offered) SignWithAlgorithm(rand io.Reader, data []byte, algorithm string) (*ssh.Signature, error) {
+	return signWith(o.Signer, rand, data, algorithm)
+}
+
+// lazySigner is an encrypted identity file whose public half is known: it
+// is decrypted only when the server has accepted that public key.
+type lazySigner struct {
+	k  *Keyring
+	id *identity
+}
+
+func (l *lazySigner) PublicKey() ssh.PublicKey { return l.id.pub }
+
+func (l *lazySigner) Sign(rand io.Reader, data []byte) (*ssh.Signature, error) {
+	return l.SignWithAlgorithm(rand, data, "")
+}
+
+func (l *lazySigner) SignWithAlgorithm(rand io.Reader, data []byte, algorithm string) (*ssh.Signature, error) {
+	s, err := l.k.decrypt(l.id)
+	if err != nil {
+		return nil, &authError{err}
+	}
+	return signWith(s, rand, data, algorithm)
+}
+
+func signWith(s ssh.Signer, rand io.Reader, data []byte, algorithm string) (*ssh.Signature, error) {
+	if as, ok := s.(ssh.AlgorithmSigner); ok {
+		return as.SignWithAlgorithm(rand, data, algorithm)
+	}
+	if algorithm != "" && algorithm != s.PublicKey().Type() {
+		return nil, fmt.Errorf("ssh: key %s cannot sign with %s", s.PublicKey().Type(), algorithm)
+	}
+	return s.Sign(rand, data)
+}
+
+// authError is a key that could not be used when the server accepted it
+// (a wrong passphrase): authentication fails with it.
+type authError struct{ err error }
+
+func (e *authError) Error() string { return e.err.Error() }
+func (e *authError) Unwrap() error { return e.err }
+
+// keyKind names a key's type as ssh-keygen -l does: ED25519, RSA, ECDSA.
+func keyKind(k ssh.PublicKey) string {
+	t := k.Type()
+	switch {
+	case strings.Contains(t, "ed25519"):
+		return "ED25519"
+	case strings.Contains(t, "rsa"):
+		return "RSA"
+	case strings.Contains(t, "ecdsa"):
+		return "ECDSA"
+	}
+	return strings.ToUpper(t)
 }

@@ -115,11 +115,20 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Conn, error) {
 
 func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.Client, error) {
 	addr := t.HostPort()
+	if via != nil && t.ProxyCommand != "" {
+		return nil, &DialError{Class: Error, Host: addr, Err: fmt.Errorf("ProxyCommand (from %s) on a host reached through ProxyJump: gpulab runs a ProxyCommand only for the first hop; refusing rather than taking another route", t.Sources["ProxyCommand"])}
+	}
+	// The name looked up in known_hosts: HostKeyAlias as it is, else
+	// host:port ([host]:port for other ports than 22).
+	keyHost := addr
+	if t.HostKeyAlias != "" {
+		keyHost = joinHostPort(t.HostKeyAlias, 22)
+	}
 	hk, err := d.hostKeysFor(t.KnownHosts)
 	if err != nil {
 		return nil, &DialError{Class: Error, Host: addr, Err: err}
 	}
-	auth, err := d.Keys.AuthMethod(t.IdentityFiles, t.Explicit)
+	auth, authLog, err := d.Keys.AuthMethod(t.IdentityFiles, t.Explicit, t.IdentitiesOnly)
 	if err != nil {
 		return nil, &DialError{Class: Error, Host: addr, Err: err}
 	}
@@ -140,21 +149,26 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 				keyErr = cb(h, r, k)
 				return keyErr
 			},
-			HostKeyAlgorithms: hk.Algorithms(addr),
+			HostKeyAlgorithms: hk.Algorithms(keyHost),
 			ClientVersion:     "SSH-2.0-gpulab",
 		}
 		var conn net.Conn
-		if via == nil {
-			conn, err = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext(dctx, "tcp", addr)
-		} else {
+		var proxy *proxyConn
+		switch {
+		case via != nil:
 			conn, err = via.DialContext(dctx, "tcp", addr)
+		case t.ProxyCommand != "":
+			proxy, err = dialProxyCommand(t)
+			conn = proxy
+		default:
+			conn, err = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext(dctx, "tcp", addr)
 		}
 		if err != nil {
 			return nil, &DialError{Class: classifyDial(ctx, err), Host: addr, Err: err}
 		}
 		_ = conn.SetDeadline(deadline)
 		stop := context.AfterFunc(dctx, func() { conn.Close() }) // cancel or deadline unblocks the handshake
-		c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+		c, chans, reqs, err := ssh.NewClientConn(conn, keyHost, cfg)
 		if !stop() && err == nil {
 			c.Close()
 			err = dctx.Err()
@@ -162,6 +176,9 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 		if err == nil {
 			_ = conn.SetDeadline(time.Time{})
 			return ssh.NewClient(c, chans, reqs), nil
+		}
+		if proxy != nil && keyErr == nil && ctx.Err() == nil {
+			err = proxy.explain(err)
 		}
 		conn.Close()
 		if keyErr != nil {
@@ -172,12 +189,19 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 			}
 			return nil, &DialError{Class: class, Host: addr, Err: keyErr}
 		}
-		if attempt < retries && resetDuringHandshake(err) && dctx.Err() == nil {
+		if proxy == nil && attempt < retries && resetDuringHandshake(err) && dctx.Err() == nil {
 			// sshd drops handshakes beyond MaxStartups; back off and retry.
-			time.Sleep(time.Duration(20+rand.IntN(80)*(attempt+1)) * time.Millisecond)
-			continue
+			select {
+			case <-time.After(time.Duration(20+rand.IntN(80)*(attempt+1)) * time.Millisecond):
+				continue
+			case <-dctx.Done():
+			}
 		}
-		return nil, &DialError{Class: classifyHandshake(ctx, dctx, err), Host: addr, Err: err}
+		class := classifyHandshake(ctx, dctx, err)
+		if class == Auth {
+			err = fmt.Errorf("authentication as %s failed; %s; %w", t.User, authLog.Summary(), err)
+		}
+		return nil, &DialError{Class: class, Host: addr, Err: err}
 	}
 }
 
@@ -208,10 +232,23 @@ func classifyHandshake(parent, dctx context.Context, err error) Class {
 		return Cancelled
 	case dctx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err):
 		return TimeoutConnect
-	case strings.Contains(err.Error(), "unable to authenticate") || strings.Contains(err.Error(), "no supported methods remain"):
+	case isAuthFailure(err):
 		return Auth
 	}
 	return Unreachable
+}
+
+// isAuthFailure reports whether a handshake failed in authentication: no
+// key was accepted, sshd gave up ("Too many authentication failures"), or
+// an accepted key could not be used (a wrong passphrase).
+func isAuthFailure(err error) bool {
+	var ae *authError
+	if errors.As(err, &ae) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "unable to authenticate") || strings.Contains(msg, "no supported methods remain") ||
+		strings.Contains(msg, "authentication failures")
 }
 
 func isTimeout(err error) bool {

@@ -88,9 +88,12 @@ var probeKey = func() ssh.PublicKey {
 	return k
 }()
 
-// Algorithms returns the host key algorithms of the keys on record for
-// hostport, to offer in the handshake; nil when the host is unknown. Without
-// this, a host known by its ed25519 key may negotiate ECDSA and look changed.
+// Algorithms returns the host key algorithms to offer in the handshake for
+// hostport: those of the keys on record first, then every other one, as
+// OpenSSH orders them; nil when the host is unknown. Without the order, a
+// host known by its ed25519 key may negotiate ECDSA and look changed; with
+// the rest, a host that no longer has a key of the recorded type shows the
+// key it has, which is then refused as changed (not a failed negotiation).
 func (h *HostKeys) Algorithms(hostport string) []string {
 	h.mu.Lock()
 	check := h.check
@@ -119,6 +122,9 @@ func (h *HostKeys) Algorithms(hostport string) []string {
 		default:
 			add(t)
 		}
+	}
+	for _, a := range ssh.SupportedAlgorithms().HostKeys {
+		add(a)
 	}
 	return algos
 }

@@ -26,8 +26,17 @@ type Target struct {
 	// OpenSSH's defaults (missing ones are skipped).
 	IdentityFiles []string
 	Explicit      bool
-	KnownHosts    []string
-	Jump          []Target // ProxyJump hops, first dialled first
+	// IdentitiesOnly offers only the identity files' keys (from the agent
+	// when it holds them), not every key the agent has.
+	IdentitiesOnly bool
+	KnownHosts     []string
+	// HostKeyAlias is the name looked up in known_hosts instead of the
+	// host:port dialled.
+	HostKeyAlias string
+	Jump         []Target // ProxyJump hops, first dialled first
+	// ProxyCommand is run to reach the host; its stdin and stdout carry the
+	// connection. Tokens (%h %p %r %n %%) are expanded when it runs.
+	ProxyCommand string
 
 	ConnectTimeout      time.Duration
 	CommandTimeout      time.Duration
@@ -220,6 +229,20 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 		t.IdentityFiles[i] = r.expandTokens(f, h.Name, t.User)
 	}
 
+	if v, src := r.sshGet(h.Name, "IdentitiesOnly"); v != "" {
+		switch strings.ToLower(v) {
+		case "yes", "true":
+			t.IdentitiesOnly, t.Sources["IdentitiesOnly"] = true, src
+		case "no", "false":
+			t.Sources["IdentitiesOnly"] = src
+		default:
+			return Target{}, fmt.Errorf("host %s: IdentitiesOnly %q (from %s): want yes or no", h.Name, v, src)
+		}
+	}
+	if v, src := r.sshGet(h.Name, "HostKeyAlias"); v != "" {
+		t.HostKeyAlias, t.Sources["HostKeyAlias"] = v, src
+	}
+
 	kh := pick("KnownHosts", sourced{o.KnownHosts, "flag"}, sourced{d.KnownHosts, defSrc}, sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
 	for _, f := range strings.Fields(kh) {
 		t.KnownHosts = append(t.KnownHosts, r.expandTokens(f, h.Name, t.User))
@@ -268,6 +291,9 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 	}
 
 	jump := pick("ProxyJump", sourced{h.Jump, invSrc}, sourced{d.Jump, defSrc}, sshV("ProxyJump"))
+	if err := r.proxyCommand(&t, h, jump); err != nil {
+		return Target{}, err
+	}
 	if jump != "" && !strings.EqualFold(jump, "none") {
 		hops, err := r.resolveJump(jump, depth)
 		if err != nil {
@@ -276,6 +302,28 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 		t.Jump = hops
 	}
 	return t, nil
+}
+
+// proxyCommand reads ssh_config's ProxyCommand. The inventory's jump wins
+// over it (the inventory ranks above ssh_config); when ssh_config names both
+// ProxyJump and ProxyCommand for the host, OpenSSH takes whichever comes
+// first, and gpulab refuses to guess rather than take another route.
+func (r *Resolver) proxyCommand(t *Target, h inventory.Host, jump string) error {
+	pc, src := r.sshGet(h.Name, "ProxyCommand")
+	if pc == "" || strings.EqualFold(pc, "none") {
+		return nil
+	}
+	if jump != "" && !strings.EqualFold(jump, "none") {
+		if _, sshSrc := r.sshGet(h.Name, "ProxyJump"); sshSrc != "" && sshSrc == t.Sources["ProxyJump"] {
+			return fmt.Errorf("host %s: ssh_config sets both ProxyJump (%s) and ProxyCommand (%s): set one of them to none for this host", h.Name, sshSrc, src)
+		}
+		return nil // the inventory's jump ranks above ssh_config
+	}
+	if v, fdSrc := r.sshGet(h.Name, "ProxyUseFdpass"); strings.EqualFold(v, "yes") {
+		return fmt.Errorf("host %s: ProxyUseFdpass yes (from %s) is not supported: gpulab speaks SSH over the ProxyCommand's stdin and stdout", h.Name, fdSrc)
+	}
+	t.ProxyCommand, t.Sources["ProxyCommand"] = pc, src
+	return nil
 }
 
 type sourced struct{ v, src string }

@@ -440,10 +440,10 @@ func TestEncryptedKeyAskedOnce(t *testing.T) {
 	if n := asked.Load(); n != 1 {
 		t.Errorf("passphrase asked %d times for 5 hosts, want once", n)
 	}
-	// No way to ask: a clear error, classed as a local error, on every host.
+	// No way to ask: the key is left out, and the failed login says why.
 	e2 := newEngine()
 	r := e2.Run(context.Background(), orchestrator.Plan{Targets: ts[:1], Steps: step("echo ok")}, nil)[0]
-	if r.Class != orchestrator.Error || !strings.Contains(r.Err, "ssh-add") {
+	if r.Class != orchestrator.Auth || !strings.Contains(r.Err, "ssh-add") {
 		t.Errorf("encrypted key without a prompt: %s %q", r.Class, r.Err)
 	}
 }

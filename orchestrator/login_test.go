@@ -1,0 +1,340 @@
+package orchestrator_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// loginKeys are the keys of the login tests: an identity file (plain and a
+// passphrase-protected copy), a key only the agent has, and unrelated keys.
+type loginKeys struct {
+	file, encFile string
+	filePub       ssh.PublicKey
+	agentOnly     string
+	agentOnlyPub  ssh.PublicKey
+	noise         []string
+}
+
+func makeLoginKeys(t *testing.T) loginKeys {
+	dir := t.TempDir()
+	var k loginKeys
+	k.file, k.filePub = sshtest.KeyGen(t, dir, "id_file")
+	k.encFile = filepath.Join(dir, "id_file_enc")
+	for _, ext := range []string{"", ".pub"} {
+		data, err := os.ReadFile(k.file + ext)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(k.encFile+ext, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sshtest.Encrypt(t, k.encFile, "correct horse")
+	k.agentOnly, k.agentOnlyPub = sshtest.KeyGen(t, dir, "id_agent_only")
+	for i := range 7 {
+		n, _ := sshtest.KeyGen(t, dir, fmt.Sprintf("id_noise%d", i))
+		k.noise = append(k.noise, n)
+	}
+	return k
+}
+
+// gpulabLogin resolves host through cfg as gpulab does and runs `true`.
+func gpulabLogin(t *testing.T, cfg, host string, keys *orchestrator.Keyring) orchestrator.HostResult {
+	t.Helper()
+	r, err := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, t.TempDir(), "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := r.ResolveName(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: keys}, Concurrency: 4}
+	return e.Run(context.Background(), orchestrator.Plan{Targets: []orchestrator.Target{tg}, Steps: step("true")}, nil)[0]
+}
+
+// opensshLogin runs OpenSSH's ssh in batch mode (no terminal, no prompt)
+// with the same config and agent; it reports whether ssh logged in.
+func opensshLogin(t *testing.T, sshBin, cfg, host, agentSock string) (bool, string) {
+	t.Helper()
+	cmd := exec.Command(sshBin, "-F", cfg, "-o", "BatchMode=yes", host, "true")
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "SSH_AUTH_SOCK=" + agentSock}
+	cmd.Stdin = nil
+	out, err := cmd.CombinedOutput()
+	return err == nil, string(out)
+}
+
+// gpulab logs in exactly when OpenSSH's ssh logs in, with the same
+// ssh_config and the same ssh-agent, in every combination of: an identity
+// file plain or passphrase-protected, its key in the agent or not, its key
+// authorised or not, another agent key authorised or not, IdentitiesOnly
+// yes or no, and 3 or 7 unrelated keys in the agent before them (sshd's
+// MaxAuthTries is 6). No terminal: gpulab has no one to ask a passphrase,
+// as in the workbench or with stdin redirected.
+func TestLoginLikeOpenSSH(t *testing.T) {
+	sshBin := testreq.Tool(t, "ssh", "the login tests compare gpulab with OpenSSH's client (apt-get install openssh-client)")
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	k := makeLoginKeys(t)
+	outcomes := map[bool]int{}
+	for _, noise := range []int{3, 7} {
+		for _, fileInAgent := range []bool{false, true} {
+			sock := sshtest.StartAgent(t)
+			for _, n := range k.noise[:noise] {
+				sshtest.AgentAdd(t, sock, n)
+			}
+			if fileInAgent {
+				sshtest.AgentAdd(t, sock, k.file)
+			}
+			sshtest.AgentAdd(t, sock, k.agentOnly)
+			for _, encrypted := range []bool{false, true} {
+				for _, fileAuth := range []bool{false, true} {
+					for _, agentAuth := range []bool{false, true} {
+						for _, only := range []string{"no", "yes"} {
+							file := k.file
+							if encrypted {
+								file = k.encFile
+							}
+							name := fmt.Sprintf("noise=%d/in-agent=%v/encrypted=%v/file-authorised=%v/agent-key-authorised=%v/IdentitiesOnly=%s",
+								noise, fileInAgent, encrypted, fileAuth, agentAuth, only)
+							t.Run(name, func(t *testing.T) {
+								var auth []ssh.PublicKey
+								if fileAuth {
+									auth = append(auth, k.filePub)
+								}
+								if agentAuth {
+									auth = append(auth, k.agentOnlyPub)
+								}
+								f.SetAuthorized(t, auth...)
+								cfg := f.SSHConfig(t, fmt.Sprintf("IdentityFile %s\nIdentitiesOnly %s", file, only))
+								want, sshSaid := opensshLogin(t, sshBin, cfg, "h01", sock)
+								keys := &orchestrator.Keyring{AgentSocket: sock}
+								defer keys.Close()
+								r := gpulabLogin(t, cfg, "h01", keys)
+								outcomes[want]++
+								if got := r.Class == orchestrator.OK; got != want {
+									t.Errorf("OpenSSH logged in: %v (%s); gpulab: %s %s", want, strings.TrimSpace(sshSaid), r.Class, r.Err)
+								}
+								if r.Class != orchestrator.OK && r.Class != orchestrator.Auth {
+									t.Errorf("a failed login is class %s, want auth: %s", r.Class, r.Err)
+								}
+							})
+						}
+					}
+				}
+			}
+		}
+	}
+	if outcomes[true] == 0 || outcomes[false] == 0 {
+		t.Errorf("the matrix should hold logins that work and logins that fail: %v", outcomes)
+	}
+}
+
+// With a terminal, a passphrase is asked only when the server accepts the
+// key and the agent does not hold it: never for a key the agent has, never
+// for a key the server does not take.
+func TestPassphraseAskedOnlyWhenNeeded(t *testing.T) {
+	f := sshtest.Start(t, 3, sshtest.Options{})
+	k := makeLoginKeys(t)
+	sock := sshtest.StartAgent(t)
+	sshtest.AgentAdd(t, sock, k.agentOnly)
+	var asked atomic.Int32
+	ask := func(string) ([]byte, error) { asked.Add(1); return []byte("correct horse"), nil }
+	run := func(cfgExtra string) []orchestrator.HostResult {
+		t.Helper()
+		cfg := f.SSHConfig(t, cfgExtra)
+		r, err := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, t.TempDir(), "nobody")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ts []orchestrator.Target
+		for _, s := range f.Servers {
+			tg, err := r.ResolveName(s.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts = append(ts, tg)
+		}
+		keys := &orchestrator.Keyring{AgentSocket: sock, Passphrase: ask}
+		defer keys.Close()
+		e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: keys}, Concurrency: 4}
+		return e.Run(context.Background(), orchestrator.Plan{Targets: ts, Steps: step("echo ok")}, nil)
+	}
+
+	// The server takes only the agent's key: the encrypted file is offered
+	// by its public half, refused, and never decrypted.
+	f.SetAuthorized(t, k.agentOnlyPub)
+	assertHealthy(t, run("IdentityFile "+k.encFile), nil, "ok\n")
+	if n := asked.Load(); n != 0 {
+		t.Errorf("passphrase asked %d times for a key no server accepted", n)
+	}
+
+	// The agent holds the file's key: the agent signs, nothing is asked.
+	sshtest.AgentAdd(t, sock, k.file)
+	f.SetAuthorized(t, k.filePub)
+	assertHealthy(t, run("IdentityFile "+k.encFile+"\nIdentitiesOnly yes"), nil, "ok\n")
+	if n := asked.Load(); n != 0 {
+		t.Errorf("passphrase asked %d times for a key the agent holds", n)
+	}
+}
+
+// A failed login is class auth and names the user and every key offered,
+// whether sshd refused them all or gave up after MaxAuthTries; a key left
+// out (encrypted, nobody to ask) is named too.
+func TestAuthFailureNamesUserAndKeys(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	k := makeLoginKeys(t)
+	sock := sshtest.StartAgent(t)
+	for _, n := range k.noise {
+		sshtest.AgentAdd(t, sock, n)
+	}
+	f.SetAuthorized(t) // nobody
+	keys := &orchestrator.Keyring{AgentSocket: sock}
+	defer keys.Close()
+
+	// IdentitiesOnly: one key offered, refused.
+	r := gpulabLogin(t, f.SSHConfig(t, "IdentityFile "+k.file+"\nIdentitiesOnly yes"), "h01", keys)
+	if r.Class != orchestrator.Auth || !strings.Contains(r.Err, "as "+f.User+" ") ||
+		!strings.Contains(r.Err, ssh.FingerprintSHA256(k.filePub)+" ("+k.file+")") || strings.Count(r.Err, "SHA256:") != 1 {
+		t.Errorf("IdentitiesOnly, key refused: %s %q; want auth naming user %s and only %s", r.Class, r.Err, f.User, k.file)
+	}
+
+	// Seven agent keys and an encrypted file nobody can unlock: sshd gives
+	// up after six; still auth, with the keys offered and the one left out.
+	r = gpulabLogin(t, f.SSHConfig(t, "IdentityFile "+k.encFile), "h01", keys)
+	if r.Class != orchestrator.Auth || !strings.Contains(r.Err, "(agent)") || !strings.Contains(r.Err, "not offered: "+k.encFile+" (encrypted") {
+		t.Errorf("too many keys: %s %q; want auth naming the agent's keys and the encrypted file left out", r.Class, r.Err)
+	}
+}
+
+// writeProxy writes a ProxyCommand script that records its arguments in
+// marker and reaches 127.0.0.1:port through jump with OpenSSH's ssh -W.
+func writeProxy(t *testing.T, f *sshtest.Fleet, jump *sshtest.Server, port int, marker string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "proxy.sh")
+	body := fmt.Sprintf("#!/bin/sh\necho \"$@\" > %s\nexec ssh -F /dev/null -o BatchMode=yes -o UserKnownHostsFile=%s -o GlobalKnownHostsFile=/dev/null -o StrictHostKeyChecking=yes -i %s -p %d -l %s -W 127.0.0.1:%d 127.0.0.1\n",
+		marker, f.KnownHosts, f.ClientKey, jump.Port, f.User, port)
+	if err := os.WriteFile(script, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// ssh_config's ProxyCommand is the route, with %h %p %r %n expanded; a
+// failing one fails the host with what it said, never a direct connection.
+func TestProxyCommand(t *testing.T) {
+	testreq.Tool(t, "ssh", "the ProxyCommand test reaches its host through OpenSSH's ssh -W (apt-get install openssh-client)")
+	f := sshtest.Start(t, 2, sshtest.Options{})
+	jump, target := f.Servers[0], f.Servers[1]
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "proxy-args")
+	// Nothing listens on the port dialled: only the ProxyCommand, which
+	// goes to the target's real port, can reach it.
+	closed := sshtest.FreePort(t)
+	kh := filepath.Join(dir, "known_hosts")
+	line := fmt.Sprintf("[127.0.0.1]:%d %s", closed, ssh.MarshalAuthorizedKey(target.HostKey))
+	if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "ssh_config")
+	write := func(proxy string) {
+		t.Helper()
+		content := fmt.Sprintf("Host behind\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n  ProxyCommand %s\n",
+			closed, f.User, f.ClientKey, kh, proxy)
+		if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(writeProxy(t, f, jump, target.Port, marker) + " %h %p %r %n %%")
+	r := gpulabLogin(t, cfg, "behind", &orchestrator.Keyring{})
+	if r.Class != orchestrator.OK {
+		t.Fatalf("through ProxyCommand: %s %s", r.Class, r.Err)
+	}
+	args, _ := os.ReadFile(marker)
+	if want := fmt.Sprintf("127.0.0.1 %d %s behind %%\n", closed, f.User); string(args) != want {
+		t.Errorf("ProxyCommand got %q, want %q", args, want)
+	}
+
+	write("sh -c 'echo no route to the lab network >&2; exit 3'")
+	r = gpulabLogin(t, cfg, "behind", &orchestrator.Keyring{})
+	if r.Class == orchestrator.OK || !strings.Contains(r.Err, "no route to the lab network") || !strings.Contains(r.Err, "exit status 3") {
+		t.Errorf("failing ProxyCommand: %s %q; want a failure quoting the command's stderr and status", r.Class, r.Err)
+	}
+}
+
+// HostKeyAlias names the host in known_hosts: the key recorded under the
+// alias is the one checked, whatever address is dialled.
+func TestHostKeyAlias(t *testing.T) {
+	f := sshtest.Start(t, 2, sshtest.Options{})
+	dir := t.TempDir()
+	kh := filepath.Join(dir, "known_hosts")
+	content := "gpu-alias " + string(ssh.MarshalAuthorizedKey(f.Servers[0].HostKey)) +
+		"other-alias " + string(ssh.MarshalAuthorizedKey(f.Servers[1].HostKey))
+	if err := os.WriteFile(kh, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		alias string
+		want  orchestrator.Class
+	}{{"gpu-alias", orchestrator.OK}, {"other-alias", orchestrator.HostKeyChanged}, {"unrecorded-alias", orchestrator.HostKeyUnknown}} {
+		cfg := filepath.Join(t.TempDir(), "ssh_config")
+		c := fmt.Sprintf("Host h01\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n  HostKeyAlias %s\n",
+			f.Servers[0].Port, f.User, f.ClientKey, kh, tc.alias)
+		if err := os.WriteFile(cfg, []byte(c), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if r := gpulabLogin(t, cfg, "h01", &orchestrator.Keyring{}); r.Class != tc.want {
+			t.Errorf("HostKeyAlias %s: %s %s, want %s", tc.alias, r.Class, r.Err, tc.want)
+		}
+	}
+}
+
+// A host recorded with a key of one type that now offers only another type
+// is refused as changed (not a failed negotiation classed unreachable).
+func TestHostKeyOfAnotherType(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	_, rsaPub := rsaHostKey(t)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	line := fmt.Sprintf("[127.0.0.1]:%d %s", f.Servers[0].Port, ssh.MarshalAuthorizedKey(rsaPub))
+	if err := os.WriteFile(kh, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := target(f, f.Servers[0])
+	tg.KnownHosts = []string{kh}
+	r := newEngine().Run(context.Background(), orchestrator.Plan{Targets: []orchestrator.Target{tg}, Steps: step("true")}, nil)[0]
+	if r.Class != orchestrator.HostKeyChanged || !strings.Contains(r.Err, ssh.FingerprintSHA256(f.Servers[0].HostKey)) {
+		t.Errorf("recorded RSA, offered ed25519: %s %q; want hostkey-changed naming the offered key", r.Class, r.Err)
+	}
+}
+
+func rsaHostKey(t *testing.T) (string, ssh.PublicKey) {
+	return sshtest.KeyGenType(t, t.TempDir(), "rsa_host", "rsa")
+}
+
+// ssh_config naming both ProxyJump and ProxyCommand for one host is
+// refused: OpenSSH takes the first, gpulab does not guess.
+func TestProxyJumpAndCommandRefused(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	if err := os.WriteFile(cfg, []byte("Host both\n  ProxyJump bastion\n  ProxyCommand nc %h %p\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, t.TempDir(), "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ResolveName("both"); err == nil || !strings.Contains(err.Error(), "both ProxyJump") {
+		t.Errorf("ProxyJump and ProxyCommand: %v", err)
+	}
+}
