@@ -20,6 +20,7 @@ require (
 	golang.org/x/crypto v0.59.0
 	golang.org/x/term v0.48.0
 	google.golang.org/protobuf v1.36.10
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

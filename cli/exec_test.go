@@ -286,3 +286,23 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	run(t, env, "results", "show", "nope", "--results", results).expect(t, 2, "", `no record "nope"`)
 	run(t, env, "results", "list", "--results", t.TempDir()).expect(t, 0, "no lab records in ", "")
 }
+
+// The issue's own attack: a heredoc's end and a command in a parameter of
+// a built-in lab. gpulab refuses it before connecting, naming the
+// parameter, exit 2; nothing runs on the host.
+func TestLabRunRefusesHostileParameter(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	env := noEnv(t)
+	r := run(t, env, "lab", "run", "pending-explained", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(),
+		"--set", "image=busybox\nEOF\ntouch "+marker+" #")
+	r.expect(t, 2, "", "parameter image: holds a control character")
+	r = run(t, env, "lab", "run", "hami-sharing", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(),
+		"--set", `image=busybox","securityContext":{"privileged":true},"x":"`)
+	r.expect(t, 2, "", "is not a container image reference")
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("a parameter value ran a command on the host")
+	}
+	run(t, env, "lab", "show", "pending-explained").expect(t, 0, "image            a small image for the job's pods (image; default busybox:1.36)", "")
+}

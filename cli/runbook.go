@@ -179,10 +179,20 @@ func printParams(w io.Writer, params []runbooks.Param) {
 	}
 	fmt.Fprintln(w, "\nParameters (--set name=value):")
 	for _, p := range params {
-		def := ""
-		if p.Default != "" {
-			def = " (default " + p.Default + ")"
+		var notes []string
+		if p.Type != "" && p.Type != "string" {
+			notes = append(notes, p.Type)
 		}
-		fmt.Fprintf(w, "  %-16s %s%s\n", p.Name, p.Help, def)
+		if p.Pattern != "" {
+			notes = append(notes, "matching "+p.Pattern)
+		}
+		if p.Default != "" {
+			notes = append(notes, "default "+p.Default)
+		}
+		note := ""
+		if len(notes) > 0 {
+			note = " (" + strings.Join(notes, "; ") + ")"
+		}
+		fmt.Fprintf(w, "  %-16s %s%s\n", p.Name, p.Help, note)
 	}
 }

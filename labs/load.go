@@ -99,18 +99,24 @@ func Parse(name string, data []byte) (*Lab, error) {
 		bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes must be a positive number of minutes", l.ID)
 	}
 	l.programs = map[string]*program{}
+	runbooks.CheckParamDefs(l.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
 	params := map[string]bool{}
-	for i, p := range l.Params {
-		if !runbooks.ValidParamName(p.Name) || params[p.Name] {
-			bad([]any{"param", i, "name"}, "parameter name %q is missing, malformed (a-z, 0-9, _) or repeated", p.Name)
-		}
+	for _, p := range l.Params {
 		params[p.Name] = true
 	}
-	checkPlaceholders := func(path []any, what, command string) {
-		for _, name := range runbooks.Placeholders(command) {
+	// checkPlaceholders checks a field that is not a shell command.
+	checkPlaceholders := func(path []any, what, text string) {
+		for _, name := range runbooks.Placeholders(text) {
 			if !params[name] {
 				bad(path, "%s uses {{%s}}, which is not a [[param]] of this lab", what, name)
 			}
+		}
+	}
+	// checkCommand checks a shell command: its parameters, and how the
+	// shell reads the places where they sit.
+	checkCommand := func(path []any, what, command string) {
+		for _, msg := range runbooks.CheckCommand(l.Params, command) {
+			bad(path, "%s %s", what, strings.Replace(msg, "[[param]]", "[[param]] of this lab", 1))
 		}
 	}
 	checkParser := func(path []any, p string) {
@@ -125,7 +131,7 @@ func Parse(name string, data []byte) (*Lab, error) {
 			bad([]any{"prerequisite", i}, "prerequisite %d has no description", i+1)
 		}
 		checkParser([]any{"prerequisite", i, "parser"}, p.Parser)
-		checkPlaceholders([]any{"prerequisite", i, "command"}, fmt.Sprintf("prerequisite %d", i+1), p.Command)
+		checkCommand([]any{"prerequisite", i, "command"}, fmt.Sprintf("prerequisite %d", i+1), p.Command)
 		if p.Expect != "" {
 			if p.Command == "" || p.Parser == "" {
 				bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: expect reads the parsed output of a command: give command and parser", i+1)
@@ -169,8 +175,8 @@ func Parse(name string, data []byte) (*Lab, error) {
 			bad([]any{"step", i, "sample"}, "step %q sample %v: the probe samples every 100ms at most", s.ID, s.Sample.Duration)
 		}
 		checkParser([]any{"step", i, "parser"}, s.Parser)
-		checkPlaceholders([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)
-		checkPlaceholders([]any{"step", i, "solve"}, fmt.Sprintf("step %q solve", s.ID), s.Solve)
+		checkCommand([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)
+		checkCommand([]any{"step", i, "solve"}, fmt.Sprintf("step %q solve", s.ID), s.Solve)
 		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {
 			bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
 		}

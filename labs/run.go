@@ -188,7 +188,11 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			if o.Solve && s.Solve != "" {
 				cmd, sr.Command = s.Solve, s.Solve
 			}
-			cmd, missing := runbooks.Expand(cmd, o.Params)
+			cmd, missing, err := runbooks.Expand(cmd, o.Params)
+			if err != nil {
+				sr.Class, sr.Problem = orchestrator.Error, "refused: "+err.Error()
+				return &sr
+			}
 			if len(missing) > 0 {
 				sr.Skipped = runbooks.MissingParams(missing)
 				return &sr
@@ -474,7 +478,7 @@ func (l *Lab) guide(o RunOptions) func(context.Context, Step) GuideAnswer {
 			if o.Solve && s.Solve != "" {
 				cmd = s.Solve
 			}
-			g.Command, _ = runbooks.Expand(cmd, o.Params)
+			g.Command, _, _ = runbooks.Expand(cmd, o.Params)
 			if s.PromQL != "" {
 				g.Command = "PromQL " + s.PromQL + " @ " + fillParams(s.Prometheus, o.Params)
 			}

@@ -1,6 +1,7 @@
 package labs_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -332,7 +333,11 @@ func TestBuiltinLabsOnAHostWithoutGPUs(t *testing.T) {
 		var set []string
 		for _, p := range l.Params {
 			if p.Default == "" {
-				set = append(set, p.Name+"=x")
+				v := map[string]string{"url": "http://127.0.0.1:9", "int": "1", "number": "1"}[p.Type]
+				if p.Pattern != "" {
+					v = "MIG-0"
+				}
+				set = append(set, p.Name+"="+cmp.Or(v, "x"))
 			}
 		}
 		params, err := l.Bind(set)

@@ -115,7 +115,12 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		in.Problem = "was skipped (dangerous, not confirmed)"
 		return sr, in
 	}
-	line, missing := Expand(s.Command, o.Params)
+	line, missing, err := Expand(s.Command, o.Params)
+	if err != nil {
+		sr.Problem, sr.Class = "refused: "+err.Error(), orchestrator.Error
+		in.Problem = "was refused: " + err.Error()
+		return sr, in
+	}
 	if len(missing) > 0 {
 		sr.Problem, sr.Class = "skipped: "+MissingParams(missing), orchestrator.OK
 		in.Problem, in.Skip = "was skipped: "+MissingParams(missing), true

@@ -19,7 +19,6 @@ import (
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -38,78 +37,10 @@ type Runbook struct {
 	Source  string  `toml:"-" json:"source"`
 }
 
-// Param is a value the user gives when running the runbook (--set
-// name=value); a step's command names it as {{name}} and gets it shell-quoted.
-// A step whose parameter has no value is SKIPPED, saying how to give one.
-type Param struct {
-	Name    string `toml:"name" json:"name"`
-	Help    string `toml:"help" json:"help"`
-	Default string `toml:"default" json:"default,omitempty"`
-}
-
-var (
-	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	placeholder = regexp.MustCompile(`\{\{\s*([a-z][a-z0-9_]*)\s*\}\}`)
-)
-
 // Bind checks the values given for rb's parameters (name=value) and
 // returns every parameter's value, defaults filled in.
 func Bind(rb Runbook, set []string) (map[string]string, error) {
 	return BindParams("runbook "+rb.ID, rb.Params, set)
-}
-
-// BindParams checks name=value strings against params (of what, for the
-// messages) and returns every parameter's value, defaults filled in.
-func BindParams(what string, params []Param, set []string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, p := range params {
-		out[p.Name] = p.Default
-	}
-	for _, kv := range set {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return nil, fmt.Errorf("--set %q: want name=value", kv)
-		}
-		if _, known := out[k]; !known {
-			var names []string
-			for _, p := range params {
-				names = append(names, p.Name)
-			}
-			if len(names) == 0 {
-				return nil, fmt.Errorf("--set %s: %s takes no parameters", k, what)
-			}
-			return nil, fmt.Errorf("--set %s: %s has no parameter %q (it has %s)", k, what, k, strings.Join(names, ", "))
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-// Placeholders lists the {{name}} parameters a command uses.
-func Placeholders(command string) []string {
-	var out []string
-	for _, m := range placeholder.FindAllStringSubmatch(command, -1) {
-		out = append(out, m[1])
-	}
-	return out
-}
-
-// ValidParamName reports whether name can name a parameter.
-func ValidParamName(name string) bool { return paramNameRE.MatchString(name) }
-
-// Expand puts the parameters' values, shell-quoted, into a command;
-// missing names the parameters that have no value.
-func Expand(command string, params map[string]string) (line string, missing []string) {
-	line = placeholder.ReplaceAllStringFunc(command, func(m string) string {
-		name := placeholder.FindStringSubmatch(m)[1]
-		v := params[name]
-		if v == "" {
-			missing = append(missing, name)
-			return m
-		}
-		return orchestrator.Quote(v)
-	})
-	return line, missing
 }
 
 // Step runs one command on each host.
@@ -213,19 +144,11 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	default:
 		bad([]any{"plane"}, "plane %q: want control, data or workload", rb.Plane)
 	}
-	params := map[string]bool{}
-	for i, p := range rb.Params {
-		if !paramNameRE.MatchString(p.Name) || params[p.Name] {
-			bad([]any{"param", i, "name"}, "parameter name %q is missing, malformed (a-z, 0-9, _) or repeated", p.Name)
-		}
-		params[p.Name] = true
-	}
+	CheckParamDefs(rb.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
 	steps := map[string]bool{}
 	for i, s := range rb.Steps {
-		for _, m := range placeholder.FindAllStringSubmatch(s.Command, -1) {
-			if !params[m[1]] {
-				bad([]any{"step", i, "command"}, "step %q uses {{%s}}, which is not a [[param]] of this runbook", s.ID, m[1])
-			}
+		for _, msg := range CheckCommand(rb.Params, s.Command) {
+			bad([]any{"step", i, "command"}, "step %q %s", s.ID, strings.Replace(msg, "[[param]]", "[[param]] of this runbook", 1))
 		}
 		if !idRE.MatchString(s.ID) || steps[s.ID] {
 			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)

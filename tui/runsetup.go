@@ -108,10 +108,18 @@ func (s *runSetup) update(km tea.KeyMsg) tea.Cmd {
 	case tea.KeyEnter:
 		if s.editing != "hosts" {
 			id := s.editing
+			p := s.pdefs[s.param]
+			val := strings.TrimSpace(s.input.Value())
+			if val != "" {
+				if err := p.Check(val); err != nil { // checked before anything can run it
+					s.err = p.Name + ": " + err.Error()
+					return nil
+				}
+			}
 			if s.params[id] == nil {
 				s.params[id] = map[string]string{}
 			}
-			s.params[id][s.pdefs[s.param].Name] = strings.TrimSpace(s.input.Value())
+			s.params[id][p.Name], s.err = val, ""
 			return s.editParam(id, s.param+1)
 		}
 		expr := strings.TrimSpace(s.input.Value())

@@ -1,0 +1,475 @@
+package runbooks
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// Param is a value the user gives when running a runbook or a lab (--set
+// name=value). A command names it as {{name}}. A step whose parameter has no
+// value is SKIPPED, saying how to give one.
+//
+// How a value reaches a command: where {{name}} is a whole word of the
+// command (or a word of plain letters around it, as --image={{name}}), the
+// value is shell-quoted and may be any text. Anywhere else (inside '…', in a
+// heredoc, beside quoted text such as JSON, in "${…}" or arithmetic) shell
+// quoting cannot protect the command, so only a plain token may go there:
+// the parameter must have a type whose values are tokens, and each value is
+// checked to be one (letters, digits and . _ : / @ + = % -, starting with a
+// letter or digit). The loader finds these places by parsing the command as
+// the shell would, and refuses the file where it cannot tell.
+type Param struct {
+	Name    string `toml:"name" json:"name"`
+	Help    string `toml:"help" json:"help"`
+	Default string `toml:"default" json:"default,omitempty"`
+	// Type is one of ParamTypes; empty means "string".
+	Type string `toml:"type" json:"type,omitempty"`
+	// Pattern is a regular expression the whole value must match.
+	Pattern string `toml:"pattern" json:"pattern,omitempty"`
+	// Min and Max bound an int or number.
+	Min *float64 `toml:"min" json:"min,omitempty"`
+	Max *float64 `toml:"max" json:"max,omitempty"`
+	// Token is set by the loader: the parameter reaches a place in a
+	// command where only a plain token is safe.
+	Token bool `toml:"-" json:"token,omitempty"`
+
+	re *regexp.Regexp
+}
+
+// ParamTypes are the types a parameter may declare, with what they accept.
+var ParamTypes = map[string]string{
+	"string": "any text on one line",
+	"path":   "a file path on one line",
+	"int":    "a whole number",
+	"number": "a number",
+	"name":   "a Kubernetes object name (lower-case letters, digits, '-' and '.')",
+	"image":  "a container image reference (registry/name:tag or @sha256:…)",
+	"url":    "an http or https URL",
+}
+
+// tokenTypes are the types whose valid values are plain tokens (ints and
+// numbers are, when not negative: the token check still runs).
+var tokenTypes = []string{"int", "number", "name", "image", "url"}
+
+var (
+	paramNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+	placeholder = regexp.MustCompile(`\{\{\s*([a-z][a-z0-9_]*)\s*\}\}`)
+	k8sNameRE   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	// imageRE is the grammar of distribution's reference package: an
+	// optional registry host[:port]/, path components, an optional tag and
+	// an optional digest.
+	imageRE = regexp.MustCompile(`^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?/)?` +
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+		`(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+)
+
+// Placeholders lists the {{name}} parameters a command uses.
+func Placeholders(command string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(command, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// ValidParamName reports whether name can name a parameter.
+func ValidParamName(name string) bool { return paramNameRE.MatchString(name) }
+
+// IsToken reports whether v is a plain token: safe as it is inside single
+// quotes, a heredoc, a JSON string or a YAML plain scalar.
+func IsToken(v string) bool {
+	if v == "" {
+		return false
+	}
+	for i, r := range v {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+		case i > 0 && strings.ContainsRune("._:/@+=%-", r):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// CheckParamDefs checks parameter declarations: names, types, patterns,
+// bounds and defaults. bad gets the parameter's index, the key at fault
+// and the message.
+func CheckParamDefs(params []Param, bad func(i int, key, msg string)) {
+	seen := map[string]bool{}
+	for i := range params {
+		p := &params[i]
+		if !paramNameRE.MatchString(p.Name) || seen[p.Name] {
+			bad(i, "name", fmt.Sprintf("parameter name %q is missing, malformed (a-z, 0-9, _) or repeated", p.Name))
+		}
+		seen[p.Name] = true
+		if _, ok := ParamTypes[p.paramType()]; !ok {
+			bad(i, "type", fmt.Sprintf("parameter %s: type %q: want one of %s", p.Name, p.Type, strings.Join(slices.Sorted(mapKeys(ParamTypes)), ", ")))
+			continue
+		}
+		if p.Pattern != "" {
+			re, err := regexp.Compile(`^(?:` + p.Pattern + `)$`)
+			if err != nil {
+				bad(i, "pattern", fmt.Sprintf("parameter %s: pattern: %v", p.Name, err))
+				continue
+			}
+			p.re = re
+		}
+		if (p.Min != nil || p.Max != nil) && p.paramType() != "int" && p.paramType() != "number" {
+			bad(i, "min", fmt.Sprintf("parameter %s: min and max bound an int or a number, not a %s", p.Name, p.paramType()))
+		}
+		if p.Min != nil && p.Max != nil && *p.Min > *p.Max {
+			bad(i, "max", fmt.Sprintf("parameter %s: max %v is below min %v", p.Name, *p.Max, *p.Min))
+		}
+		if p.Default != "" {
+			if err := p.Check(p.Default); err != nil {
+				bad(i, "default", fmt.Sprintf("parameter %s: default: %v", p.Name, err))
+			}
+		}
+	}
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func (p *Param) paramType() string {
+	if p.Type == "" {
+		return "string"
+	}
+	return p.Type
+}
+
+// free reports whether the parameter's values may be any text (no type
+// or pattern restricts them to tokens).
+func (p *Param) free() bool {
+	return p.Pattern == "" && !slices.Contains(tokenTypes, p.paramType())
+}
+
+// Check says why v is not a valid value of p, or nil.
+func (p *Param) Check(v string) error {
+	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+		return fmt.Errorf("holds a control character (%q at byte %d): values are one line of text", v[i:i+1], i)
+	}
+	if !utf8Valid(v) {
+		return errors.New("is not valid UTF-8")
+	}
+	switch p.paramType() {
+	case "int", "number":
+		f, err := strconv.ParseFloat(v, 64)
+		if p.paramType() == "int" {
+			var n int64
+			n, err = strconv.ParseInt(v, 10, 64)
+			f = float64(n)
+		}
+		if err != nil {
+			return fmt.Errorf("%q is not %s", v, aOrAn(p.paramType()))
+		}
+		if p.Min != nil && f < *p.Min || p.Max != nil && f > *p.Max {
+			return fmt.Errorf("%s is out of range (%s)", v, p.bounds())
+		}
+	case "name":
+		if len(v) > 253 || !k8sNameRE.MatchString(v) {
+			return fmt.Errorf("%q is not a Kubernetes name: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters", v)
+		}
+	case "image":
+		if len(v) > 512 || !imageRE.MatchString(v) {
+			return fmt.Errorf("%q is not a container image reference (registry/name:tag or name@sha256:…)", v)
+		}
+	case "url":
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(v, " \"'\\`<>{}|^") {
+			return fmt.Errorf("%q is not an http or https URL", v)
+		}
+	case "path", "string":
+		if v == "" {
+			return errors.New("is empty")
+		}
+	}
+	if p.re != nil && !p.re.MatchString(v) {
+		return fmt.Errorf("%q does not match the pattern %s", v, p.Pattern)
+	}
+	if p.Token && !IsToken(v) {
+		return fmt.Errorf("%q is not a plain token (letters, digits and . _ : / @ + = %% -, starting with a letter or digit), which is all that is safe where a command uses {{%s}}", v, p.Name)
+	}
+	return nil
+}
+
+func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+func aOrAn(t string) string {
+	if t == "int" {
+		return "an int (a whole number)"
+	}
+	return "a number"
+}
+
+func (p *Param) bounds() string {
+	switch {
+	case p.Min != nil && p.Max != nil:
+		return fmt.Sprintf("%v to %v", *p.Min, *p.Max)
+	case p.Min != nil:
+		return fmt.Sprintf("at least %v", *p.Min)
+	}
+	return fmt.Sprintf("at most %v", *p.Max)
+}
+
+// BindParams checks name=value strings against params (of what, for the
+// messages) and returns every parameter's value, defaults filled in. Every
+// value is checked against its parameter before anything runs.
+func BindParams(what string, params []Param, set []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, p := range params {
+		out[p.Name] = p.Default
+	}
+	for _, kv := range set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--set %q: want name=value", kv)
+		}
+		if _, known := out[k]; !known {
+			var names []string
+			for _, p := range params {
+				names = append(names, p.Name)
+			}
+			if len(names) == 0 {
+				return nil, fmt.Errorf("--set %s: %s takes no parameters", k, what)
+			}
+			return nil, fmt.Errorf("--set %s: %s has no parameter %q (it has %s)", k, what, k, strings.Join(names, ", "))
+		}
+		out[k] = v
+	}
+	if err := CheckValues(params, out); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// CheckValues checks every non-empty value against its parameter.
+func CheckValues(params []Param, values map[string]string) error {
+	var errs []error
+	for i := range params {
+		p := &params[i]
+		if v := values[p.Name]; v != "" {
+			if err := p.Check(v); err != nil {
+				errs = append(errs, fmt.Errorf("parameter %s: %w", p.Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// placeKind is how the shell reads the text where a placeholder sits.
+type placeKind int
+
+const (
+	placeWord    placeKind = iota // a word of its own, or of plain letters: the value is shell-quoted
+	placeDQWhole                  // "{{x}}" alone in double quotes: quoted too
+	placeToken                    // anywhere else: only a plain token is safe
+)
+
+// sentinel stands for the k-th placeholder while the command is parsed: a
+// plain word, read the same in every context.
+func sentinel(k int) string { return fmt.Sprintf("zzgpulabparam%dzz", k) }
+
+var sentinelRE = regexp.MustCompile(`zzgpulabparam([0-9]+)zz`)
+
+// places parses command as the shell would and says, for each placeholder
+// in order, how the shell reads the place where it sits.
+func places(command string) ([]placeKind, []string, error) {
+	if strings.Contains(command, "zzgpulabparam") {
+		return nil, nil, errors.New("holds gpulab's placeholder marker zzgpulabparam")
+	}
+	var names []string
+	k := 0
+	src := placeholder.ReplaceAllStringFunc(command, func(m string) string {
+		names = append(names, placeholder.FindStringSubmatch(m)[1])
+		s := sentinel(k)
+		k++
+		return s
+	})
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot be parsed as the shell would parse it, so its parameters cannot be placed safely: %v", err)
+	}
+	kinds := make([]placeKind, len(names))
+	found := make([]bool, len(names))
+	mark := func(text string, kind placeKind) {
+		for _, m := range sentinelRE.FindAllStringSubmatch(text, -1) {
+			i, _ := strconv.Atoi(m[1])
+			if i < len(kinds) {
+				kinds[i], found[i] = kind, true
+			}
+		}
+	}
+	var stack []syntax.Node
+	hdocs := map[*syntax.Word]bool{}
+	delims := map[*syntax.Word]bool{}
+	var unsupported error
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if n == nil {
+			stack = stack[:len(stack)-1]
+			return true
+		}
+		switch n := n.(type) {
+		case *syntax.Redirect:
+			if n.Op == syntax.Hdoc || n.Op == syntax.DashHdoc {
+				hdocs[n.Hdoc] = true
+				delims[n.Word] = true
+			}
+		case *syntax.SglQuoted:
+			mark(n.Value, placeToken)
+		case *syntax.Lit:
+			if sentinelRE.MatchString(n.Value) {
+				kind, err := litPlace(n, stack, hdocs, delims)
+				if err != nil && unsupported == nil {
+					unsupported = err
+				}
+				mark(n.Value, kind)
+			}
+		}
+		stack = append(stack, n)
+		return true
+	})
+	if unsupported != nil {
+		return nil, nil, unsupported
+	}
+	for i, ok := range found {
+		if !ok {
+			return nil, nil, fmt.Errorf("puts {{%s}} where the shell does not read it as text (a comment?)", names[i])
+		}
+	}
+	return kinds, names, nil
+}
+
+// litPlace says how the shell reads a literal holding a placeholder, from
+// its ancestors.
+func litPlace(lit *syntax.Lit, stack []syntax.Node, hdocs, delims map[*syntax.Word]bool) (placeKind, error) {
+	if len(stack) == 0 {
+		return placeToken, errors.New("puts a parameter outside any command")
+	}
+	// From the literal outwards, up to the command substitution (or
+	// process substitution) that starts a fresh shell context, if any.
+outer:
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch a := stack[i].(type) {
+		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.ParamExp:
+			return placeToken, nil // arithmetic and ${…} re-read what they hold
+		case *syntax.CmdSubst:
+			if a.Backquotes {
+				return placeToken, nil
+			}
+			break outer
+		case *syntax.ProcSubst:
+			break outer
+		case *syntax.Word:
+			if delims[a] {
+				return placeToken, errors.New("puts a parameter in a heredoc's delimiter")
+			}
+			if hdocs[a] {
+				return placeToken, nil
+			}
+		}
+	}
+	switch parent := stack[len(stack)-1].(type) {
+	case *syntax.Word:
+		for _, part := range parent.Parts {
+			if _, ok := part.(*syntax.Lit); !ok {
+				return placeToken, nil // beside quoted text or an expansion
+			}
+		}
+		return placeWord, nil
+	case *syntax.DblQuoted:
+		if len(parent.Parts) == 1 && sentinelRE.FindString(lit.Value) == lit.Value {
+			return placeDQWhole, nil
+		}
+		return placeToken, nil
+	}
+	return placeToken, fmt.Errorf("puts a parameter where gpulab cannot tell how the shell reads it (%T)", stack[len(stack)-1])
+}
+
+// CheckCommand checks one command's placeholders against params: each must
+// name a parameter, the command must parse, and a parameter placed where
+// only a plain token is safe must have a type or pattern that keeps its
+// values tokens; such parameters are marked Token. It returns one message
+// per problem.
+func CheckCommand(params []Param, command string) []string {
+	kinds, names, err := places(command)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var msgs []string
+	for i, name := range names {
+		j := slices.IndexFunc(params, func(p Param) bool { return p.Name == name })
+		if j < 0 {
+			msgs = append(msgs, fmt.Sprintf("uses {{%s}}, which is not a [[param]]", name))
+			continue
+		}
+		if kinds[i] != placeToken {
+			continue
+		}
+		p := &params[j]
+		if p.free() {
+			msgs = append(msgs, fmt.Sprintf("puts {{%s}} inside quotes, a heredoc or beside quoted text, where shell quoting cannot protect the command: give parameter %s a type whose values are plain tokens (%s) or a pattern, or make {{%s}} a word of its own",
+				name, name, strings.Join(tokenTypes, ", "), name))
+			continue
+		}
+		p.Token = true
+	}
+	return slices.Compact(msgs)
+}
+
+// Expand puts the parameters' values into a command, each as the place it
+// sits in requires (shell-quoted, or a checked plain token); missing names
+// the parameters that have no value. A value that is not safe where it
+// would go is refused: nothing of the command runs.
+func Expand(command string, params map[string]string) (line string, missing []string, err error) {
+	kinds, _, err := places(command)
+	if err != nil {
+		return "", nil, err
+	}
+	k := 0
+	line = placeholder.ReplaceAllStringFunc(command, func(m string) string {
+		name := placeholder.FindStringSubmatch(m)[1]
+		kind := kinds[k]
+		k++
+		v := params[name]
+		switch {
+		case v == "":
+			missing = append(missing, name)
+			return m
+		case strings.ContainsFunc(v, unicode.IsControl):
+			err = errors.Join(err, fmt.Errorf("parameter %s holds a control character: refused", name))
+		case kind == placeWord:
+			return orchestrator.Quote(v)
+		case kind == placeDQWhole:
+			return `"` + orchestrator.Quote(v) + `"`
+		case !IsToken(v):
+			err = errors.Join(err, fmt.Errorf("parameter %s: %q is not a plain token, which is all that is safe where the command uses {{%s}}: refused", name, v, name))
+		}
+		return v
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return line, missing, nil
+}

@@ -1,0 +1,150 @@
+package runbooks
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Where a placeholder sits decides how its value goes in: a word of its
+// own is shell-quoted (any value), anywhere else only a plain token; places
+// gpulab cannot read are refused.
+func TestPlaces(t *testing.T) {
+	for _, tc := range []struct {
+		command string
+		want    []placeKind
+		err     string
+	}{
+		{`cat -- {{f}}`, []placeKind{placeWord}, ""},
+		{`kubectl run x --image={{image}} -n {{ns}}`, []placeKind{placeWord, placeWord}, ""},
+		{`CUDA_VISIBLE_DEVICES={{mig}} python3 -c 'x'`, []placeKind{placeWord}, ""},
+		{`echo "{{x}}"`, []placeKind{placeDQWhole}, ""},
+		{`echo "image: {{x}}"`, []placeKind{placeToken}, ""},
+		{`echo 'a {{x}} b'`, []placeKind{placeToken}, ""},
+		{`kubectl --overrides='{"image":"'{{x}}'"}'`, []placeKind{placeToken}, ""},
+		{"kubectl create -f - <<'EOF'\nimage: {{x}}\nEOF", []placeKind{placeToken}, ""},
+		{"cat <<EOF\nimage: {{x}}\nEOF", []placeKind{placeToken}, ""},
+		{"cat <<EOF\n$(echo {{x}})\nEOF", []placeKind{placeWord}, ""},
+		{`echo $(( {{n}} * 2 ))`, []placeKind{placeToken}, ""},
+		{`echo "${HOME:-{{x}}}"`, []placeKind{placeToken}, ""},
+		{"echo `echo {{x}}`", []placeKind{placeToken}, ""},
+		{`echo "$(echo {{x}})"`, []placeKind{placeWord}, ""},
+		{`echo $HOME/{{x}}`, []placeKind{placeToken}, ""},
+		{"echo hi # {{x}}", nil, "where the shell does not read it as text"},
+		{"cat <<{{x}}\nhi\n{{x}}", nil, "here-document"},
+		{`echo "unclosed {{x}}`, nil, "cannot be parsed"},
+	} {
+		kinds, _, err := places(tc.command)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: err %v, want %q", tc.command, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || len(kinds) != len(tc.want) {
+			t.Errorf("%q: %v %v, want %v", tc.command, kinds, err, tc.want)
+			continue
+		}
+		for i := range kinds {
+			if kinds[i] != tc.want[i] {
+				t.Errorf("%q: placeholder %d is %v, want %v", tc.command, i, kinds[i], tc.want[i])
+			}
+		}
+	}
+}
+
+func TestExpandQuotesOrRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		command string
+		v       string
+		want    string
+		err     string
+	}{
+		{`cat -- {{x}}`, "a b'c", `cat -- 'a b'\''c'`, ""},
+		{`echo "{{x}}"`, "$(id)", `echo ""'$(id)'""`, ""},
+		{`echo 'v={{x}}'`, "busybox:1.36", `echo 'v=busybox:1.36'`, ""},
+		{`echo 'v={{x}}'`, "a'b", "", "not a plain token"},
+		{"cat <<'EOF'\nimage: {{x}}\nEOF", "busybox\nEOF\ntouch /tmp/p", "", "control character"},
+		{"cat <<'EOF'\nimage: {{x}}\nEOF", "-x", "", "not a plain token"},
+	} {
+		got, _, err := Expand(tc.command, map[string]string{"x": tc.v})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Expand(%q, %q) = %q, %v; want error %q", tc.command, tc.v, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("Expand(%q, %q) = %q, %v; want %q", tc.command, tc.v, got, err, tc.want)
+		}
+	}
+}
+
+func TestParamTypes(t *testing.T) {
+	one, many := 1.0, 64.0
+	for _, tc := range []struct {
+		p    Param
+		good []string
+		bad  []string
+	}{
+		{Param{Name: "n", Type: "int", Min: &one, Max: &many}, []string{"1", "8", "64"}, []string{"0", "65", "8.5", "8; id", "9223372036854775808"}},
+		{Param{Name: "f", Type: "number"}, []string{"1.5", "200", "-3"}, []string{"x", "1,5"}},
+		{Param{Name: "ns", Type: "name"}, []string{"default", "team-a", "a.b"}, []string{"Team", "-a", "a_b", "a b", strings.Repeat("a", 254)}},
+		{Param{Name: "i", Type: "image"}, []string{"busybox:1.36", "nvcr.io/nvidia/pytorch:24.05-py3", "localhost:5000/a/b@sha256:" + strings.Repeat("a", 64)}, []string{"busybox\nEOF", `x","y":"`, "Busybox", "a b"}},
+		{Param{Name: "u", Type: "url"}, []string{"http://127.0.0.1:8000", "https://vllm.lab:443/v1"}, []string{"127.0.0.1:8000", "ftp://x", "http://x/'$(id)'", "http://"}},
+		{Param{Name: "s"}, []string{"meta-llama/Llama-3.1-8B", "a b", "$(id)"}, []string{"a\nb", "\x1b[31m"}},
+		{Param{Name: "m", Pattern: "MIG-[0-9a-f-]+"}, []string{"MIG-0af3"}, []string{"MIG-0af3 x", "GPU-1"}},
+	} {
+		ps := []Param{tc.p}
+		CheckParamDefs(ps, func(_ int, _, msg string) { t.Fatalf("%s: %s", tc.p.Name, msg) })
+		p := ps[0]
+		for _, v := range tc.good {
+			if err := p.Check(v); err != nil {
+				t.Errorf("%s %q: %v", p.Name, v, err)
+			}
+		}
+		for _, v := range tc.bad {
+			if err := p.Check(v); err == nil {
+				t.Errorf("%s %q accepted", p.Name, v)
+			}
+		}
+	}
+}
+
+// The loader refuses a parameter that may hold any text where only a
+// plain token is safe, at the command's file:line, and a declaration it
+// cannot use.
+func TestParamPlacementErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.toml"), []byte(`id = "p"
+title = "p"
+plane = "data"
+
+[[param]]
+name = "image"
+
+[[param]]
+name = "n"
+type = "integer"
+
+[[param]]
+name = "ns"
+type = "name"
+default = "Team A"
+
+[[step]]
+id = "s"
+command = "kubectl create -f - <<'EOF'\nimage: {{image}}\nEOF"
+`), 0o644)
+	_, err := Load([]string{dir})
+	for _, want := range []string{
+		`p.toml:19:1: step "s" puts {{image}} inside quotes, a heredoc or beside quoted text, where shell quoting cannot protect the command: give parameter image a type`,
+		`p.toml:10:1: parameter n: type "integer": want one of image, int, name, number, path, string, url`,
+		`p.toml:15:1: parameter ns: default: "Team A" is not a Kubernetes name`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("load error lacks %q: %v", want, err)
+		}
+	}
+}
