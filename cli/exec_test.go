@@ -102,7 +102,7 @@ func TestPushAgainstRealSSHD(t *testing.T) {
 	}
 	r := run(t, env, "push", src, "-H", "gpu[01-03]", "-F", cfg, "--dest", dest, "--mode", "0750")
 	r.expect(t, 0, "gpu[01-03]  unchanged (same sha256, nothing sent)", "3 hosts: 3 ok")
-	r = run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--dest", dest, "--json")
+	r = run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--dest", dest, "--mode", "0750", "--json")
 	var out struct {
 		Sent  int64 `json:"sent"`
 		Hosts []struct {

@@ -27,7 +27,12 @@ func newPushCmd(o *options) *cobra.Command {
 		Short: "Copy a file to many hosts safely: private directory, checksum, atomic rename",
 		Long: `Copy FILE to every selected host. By default it goes to gpulab's private
 cache directory on the host, ${XDG_CACHE_HOME:-~/.cache}/gpulab (created
-0700), under its own name; --dest PATH puts it elsewhere.
+0700), under its own name; --dest PATH puts it elsewhere. A relative PATH
+is under the remote user's home; a PATH that is a directory (or ends in /)
+takes the file under its own name, as scp does. A destination that is a
+symbolic link or not a regular file is refused (gpulab never writes,
+compares or changes a mode through a link), and so is a PATH holding a
+control character. The path reported is where the bytes are.
 
 The file is written to a temporary name in the destination directory,
 flushed to disk, checked by sha256 on the host and renamed into place
@@ -36,7 +41,7 @@ full, read-only filesystem, permission denied) leaves nothing behind. When
 the host already has a file with the same sha256, no bytes are sent. SFTP
 is used where the server offers it, a plain session otherwise.`,
 		Example: `  gpulab push dist/nvmlprobe-linux-amd64 -H 'gpu[01-64]'
-  gpulab push ./healthcheck.sh -H @a100 --dest /tmp/healthcheck.sh --mode 0755
+  gpulab push ./healthcheck.sh -H @a100 --dest bin/ --mode 0755
   gpulab push big.tar -H gpu01 --json`,
 		Args: exactArgs(1, "the local FILE to push"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -66,8 +67,16 @@ type PushResult struct {
 // Push places spec's file on the host: into a temporary file in the
 // destination directory, flushed to disk, checked by sha256 on the host,
 // given its mode and renamed into place atomically. When the destination
-// already has the same sha256, nothing is sent. A failed push leaves no
-// partial file. SFTP is used where the server offers it.
+// already has the same sha256 and mode, nothing is sent. A failed push
+// leaves no partial file.
+//
+// Where it goes: a destination that is a directory (or ends in /) means
+// the file goes inside it under its own name, as with scp. A destination
+// that is a symbolic link, or not a regular file, is refused: nothing is
+// written, compared or chmod-ed through a link. Destinations holding
+// control characters are refused. The path reported is where the bytes
+// are, with the directory's links resolved. SFTP is used where the server
+// offers it.
 func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	start := time.Now()
 	res := PushResult{}
@@ -75,8 +84,11 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 		res.Class, res.Err, res.Duration = class, fmt.Sprintf(format, args...), time.Since(start)
 		return res
 	}
-	if strings.ContainsAny(spec.Name, "/\x00") || spec.Name == "" || spec.Name == "." || spec.Name == ".." {
+	if strings.ContainsAny(spec.Name, "/\x00") || spec.Name == "" || spec.Name == "." || spec.Name == ".." || hasControl(spec.Name) {
 		return fail(Error, "push: bad file name %q", spec.Name)
+	}
+	if hasControl(spec.Dest) {
+		return fail(Error, "push: destination %q holds a control character: refused", spec.Dest)
 	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
@@ -84,45 +96,67 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	}
 	sum := spec.Sum()
 
-	// One round trip: make the directory, resolve it, read the current sum.
-	dest := spec.Dest
+	// One round trip: make the directory, resolve it, look at what is at
+	// the destination. Fields end in NUL, so no name can split them.
 	var prep string
-	if dest == "" {
-		prep = `d="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab" && mkdir -p "$d" && chmod 700 "$d" && cd "$d" && pwd && { sha256sum -- ` + Quote(spec.Name) + ` 2>/dev/null || echo -; }`
+	if spec.Dest == "" {
+		prep = `d="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab"; b=` + Quote(spec.Name) + `; mkdir -p -- "$d" && chmod 700 -- "$d" || exit`
 	} else {
-		dir, base := path.Split(dest)
+		dir, base := path.Split(spec.Dest)
+		if base == "" { // "dir/": inside it
+			base = spec.Name
+		}
 		if dir == "" {
 			dir = "."
 		}
-		prep = `d=` + Quote(dir) + ` && { [ -d "$d" ] || mkdir -p -m 700 "$d"; } && cd "$d" && pwd && { sha256sum -- ` + Quote(base) + ` 2>/dev/null || echo -; }`
-		spec.Name = base
+		prep = `d=` + Quote(dir) + `; b=` + Quote(base) + `; n=` + Quote(spec.Name) + `
+if [ -d "$d/$b" ] && [ ! -L "$d/$b" ]; then d="$d/$b"; b="$n"; fi
+[ -d "$d" ] || mkdir -p -m 700 -- "$d" || exit`
 	}
-	prep += `; command -v gzip >/dev/null 2>&1 && echo gzip || echo nogzip`
+	prep += `
+cd -P -- "$d" || exit
+pwd -P && printf '\000%s\000' "$b"
+if [ -L "$b" ]; then printf 'symlink\000\000\000'
+elif [ -e "$b" ] && [ ! -f "$b" ]; then printf 'special\000\000\000'
+elif [ -f "$b" ]; then printf 'file\000%s\000%s\000' "$(sha256sum -- "$b" 2>/dev/null | cut -d' ' -f1)" "$(stat -c %a -- "$b" 2>/dev/null)"
+else printf 'none\000\000\000'; fi
+if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\000'; fi`
 	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
 	if r.Class != OK {
-		return fail(r.Class, "push: prepare %s: %s%s", dest, strings.TrimSpace(string(r.Stderr)), r.Err)
+		return fail(r.Class, "push: prepare %s: %s%s", displayDest(spec), strings.TrimSpace(string(r.Stderr)), r.Err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(r.Stdout)), "\n")
-	if len(lines) < 3 {
-		return fail(Exit, "push: prepare %s: unexpected answer %q", dest, r.Stdout)
+	f := strings.Split(string(r.Stdout), "\x00")
+	if len(f) < 7 {
+		return fail(Exit, "push: prepare %s: unexpected answer %q", displayDest(spec), r.Stdout)
 	}
-	dir := strings.TrimSpace(lines[0])
-	hasGzip := strings.TrimSpace(lines[2]) == "gzip"
-	res.Path = path.Join(dir, spec.Name)
-	if len(lines) > 1 && strings.HasPrefix(lines[1], sum+" ") {
-		res.Skipped = true
-		// Same content: make sure of the mode, send nothing.
-		r := c.Run(ctx, "push: chmod", fmt.Sprintf("chmod %o %s", mode, Quote(res.Path)), RunOptions{Timeout: c.Target.CommandTimeout})
-		if r.Class != OK {
-			return fail(r.Class, "push: chmod %s: %s", res.Path, strings.TrimSpace(string(r.Stderr)))
+	dir, base, state := strings.TrimSuffix(f[0], "\n"), f[1], f[2]
+	if hasControl(dir) {
+		return fail(Error, "push: destination directory %q (links resolved) holds a control character: refused", dir)
+	}
+	res.Path = path.Join(dir, base)
+	switch state {
+	case "symlink":
+		return fail(Error, "push: %s is a symbolic link: gpulab never writes, compares or chmods through a link; push to the path it points to", res.Path)
+	case "special":
+		return fail(Error, "push: %s exists and is not a regular file: refused", res.Path)
+	}
+	hasGzip := f[5] == "gzip"
+	if state == "file" && f[3] == sum {
+		if m, err := strconv.ParseUint(f[4], 8, 32); err == nil && os.FileMode(m) == mode {
+			res.Skipped = true // same content and mode: nothing to send
+			res.Class, res.Duration = OK, time.Since(start)
+			return res
 		}
-		res.Class, res.Duration = OK, time.Since(start)
-		return res
 	}
 
-	tmp := path.Join(dir, "."+spec.Name+".gpulab-"+randomSuffix())
-	finalize := fmt.Sprintf(`t=%s; s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi; chmod %o "$t" && mv -f -- "$t" %s || { rm -f -- "$t"; exit 4; }`,
-		Quote(tmp), sum, mode, Quote(res.Path))
+	tmp := path.Join(dir, "."+truncate(base, 160)+".gpulab-"+randomSuffix())
+	// The mode is set on the temporary file, before the rename; the rename
+	// replaces what is at the destination (mv -T: never into a directory
+	// or a link's target), after checking it is still no link.
+	finalize := fmt.Sprintf(`t=%s; f=%s; s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi
+if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$f became a link or a special file during the push: refused" >&2; exit 5; fi
+chmod %o "$t" && { mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -- "$t" "$f"; }; } || { rm -f -- "$t"; exit 4; }`,
+		Quote(tmp), Quote(res.Path), sum, mode)
 
 	var sent atomic.Int64
 	payload, unpack := spec.Data, "cat"
@@ -142,8 +176,9 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 		}
 	}
 	if res.Method == "" {
-		// No SFTP: stream the file through a session into the temporary file.
-		line := fmt.Sprintf(`umask 077; t=%s; trap 'rm -f -- "$t"' EXIT; %s > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), unpack, finalize)
+		// No SFTP: stream the file through a session into the temporary
+		// file, created exclusively (noclobber).
+		line := fmt.Sprintf(`umask 077; set -C; t=%s; trap 'rm -f -- "$t"' EXIT; %s > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), unpack, finalize)
 		counted := &countingReader{r: bytes.NewReader(payload), n: &sent}
 		r := c.Run(ctx, "push: upload", line, RunOptions{Raw: true, Stdin: counted, Timeout: c.Target.CommandTimeout})
 		res.Sent, res.Method = sent.Load(), "session"
@@ -163,6 +198,24 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	}
 	res.Class, res.Duration = OK, time.Since(start)
 	return res
+}
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) })
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func displayDest(spec PushSpec) string {
+	if spec.Dest == "" {
+		return "the cache directory"
+	}
+	return spec.Dest
 }
 
 var errNoSFTP = fmt.Errorf("the server offers no sftp subsystem")

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gpulab/gpulab/internal/sshtest"
@@ -167,4 +168,104 @@ func TestPushCompressed(t *testing.T) {
 	}
 	checkFile(t, dest, data, 0o700)
 	assertOnly(t, filepath.Dir(dest), "probe")
+}
+
+// Push writes only its destination: a directory destination takes the
+// file under its own name (as scp) and keeps no temporary; links at the
+// destination are refused, never written, compared or chmod-ed through;
+// names with control characters are refused; the reported path is where
+// the bytes are. Both upload paths (SFTP and a plain session).
+func TestPushWritesOnlyItsDestination(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	c := dial(t, f, f.Servers[0])
+	data := payload(10_000)
+	for _, noSFTP := range []bool{false, true} {
+		name := map[bool]string{false: "sftp", true: "session"}[noSFTP]
+		t.Run(name, func(t *testing.T) {
+			push := func(dest string, mode os.FileMode) orchestrator.PushResult {
+				return c.Push(context.Background(), orchestrator.PushSpec{Name: "probe", Data: data, Dest: dest, Mode: mode, NoSFTP: noSFTP})
+			}
+			root := t.TempDir()
+
+			// An existing directory: the file goes inside it, twice over.
+			dir := filepath.Join(root, "dir")
+			os.Mkdir(dir, 0o755)
+			for i := range 2 {
+				if r := push(dir, 0o755); r.Class != orchestrator.OK || r.Path != filepath.Join(dir, "probe") || r.Skipped != (i == 1) {
+					t.Errorf("push %d into a directory = %+v", i+1, r)
+				}
+			}
+			checkFile(t, filepath.Join(dir, "probe"), data, 0o755)
+			assertOnly(t, dir, "probe")
+			assertOnly(t, root, "dir")
+
+			// d/.. is a directory too: the file goes where it points.
+			sub := filepath.Join(root, "up")
+			os.MkdirAll(filepath.Join(sub, "d"), 0o755)
+			if r := push(filepath.Join(sub, "d", ".."), 0o644); r.Class != orchestrator.OK || r.Path != filepath.Join(sub, "probe") {
+				t.Errorf("push to d/.. = %+v", r)
+			}
+			assertOnly(t, sub, "d", "probe")
+
+			// A link to a directory: refused, the victim untouched.
+			victim := filepath.Join(root, "victim")
+			os.Mkdir(victim, 0o755)
+			os.Symlink(victim, filepath.Join(root, "link"))
+			if r := push(filepath.Join(root, "link"), 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "symbolic link") {
+				t.Errorf("push to a link to a directory = %+v, want refused", r)
+			}
+			assertOnly(t, victim)
+
+			// A planted link to a file with the same content: refused, and
+			// the victim's mode is not changed through it.
+			vfile := filepath.Join(root, "victim-file")
+			os.WriteFile(vfile, data, 0o644)
+			planted := filepath.Join(root, "dest.txt")
+			os.Symlink(vfile, planted)
+			if r := push(planted, 0o600); r.Class != orchestrator.Error || r.Skipped {
+				t.Errorf("push over a planted link = %+v, want refused", r)
+			}
+			checkFile(t, vfile, data, 0o644)
+			if target, err := os.Readlink(planted); err != nil || target != vfile {
+				t.Errorf("the planted link was changed: %q %v", target, err)
+			}
+
+			// A newline in the destination: refused before anything runs;
+			// the file the split name would reach is untouched.
+			os.WriteFile(filepath.Join(root, "keep"), []byte("keep"), 0o644)
+			if r := push(root+"/x\n"+root+"/keep", 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "control character") {
+				t.Errorf("push to a name with a newline = %+v, want refused", r)
+			}
+			if got, _ := os.ReadFile(filepath.Join(root, "keep")); string(got) != "keep" {
+				t.Errorf("a file outside the destination was overwritten: %q", got)
+			}
+
+			// A directory reached through a link whose target holds a
+			// newline: refused once the host resolves it.
+			odd := filepath.Join(root, "odd\ndir")
+			os.Mkdir(odd, 0o755)
+			os.Symlink(odd, filepath.Join(root, "via"))
+			if r := push(filepath.Join(root, "via", "probe"), 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "control character") {
+				t.Errorf("push through a link to a directory named with a newline = %+v, want refused", r)
+			}
+			assertOnly(t, odd)
+
+			// A FIFO is no regular file: refused, not read (no hang).
+			fifo := filepath.Join(root, "fifo")
+			if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if r := push(fifo, 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "not a regular file") {
+				t.Errorf("push to a FIFO = %+v, want refused", r)
+			}
+
+			// The same content with another mode is sent again, and the
+			// mode is on the file renamed into place.
+			if r := push(filepath.Join(dir, "probe"), 0o700); r.Class != orchestrator.OK || r.Skipped {
+				t.Errorf("push with a new mode = %+v, want sent", r)
+			}
+			checkFile(t, filepath.Join(dir, "probe"), data, 0o700)
+			assertOnly(t, dir, "probe")
+		})
+	}
 }
