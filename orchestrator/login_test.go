@@ -338,3 +338,26 @@ func TestProxyJumpAndCommandRefused(t *testing.T) {
 		t.Errorf("ProxyJump and ProxyCommand: %v", err)
 	}
 }
+
+// An inventory naming OpenSSH's default ssh_config keeps it optional, as
+// ssh does; another file it names must exist.
+func TestInventorySSHConfigDefaultIsOptional(t *testing.T) {
+	home := t.TempDir() // no .ssh/config in it
+	for _, tc := range []struct {
+		path    string
+		wantErr bool
+	}{{"~/.ssh/config", false}, {filepath.Join(home, ".ssh", "config"), false}, {"~/.ssh/lab_config", true}} {
+		inv := filepath.Join(t.TempDir(), "inv.toml")
+		if err := os.WriteFile(inv, []byte(fmt.Sprintf("[defaults]\nssh_config = %q\n\n[[host]]\nname = \"gpu01\"\n", tc.path)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := inventory.Load(inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = orchestrator.NewResolver(loaded, "", orchestrator.Overrides{}, home, "nobody")
+		if (err != nil) != tc.wantErr {
+			t.Errorf("ssh_config = %q without the file: err %v, want error %v", tc.path, err, tc.wantErr)
+		}
+	}
+}

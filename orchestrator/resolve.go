@@ -87,12 +87,15 @@ type Resolver struct {
 // ssh_config or ~/.ssh/config); a missing file is fine unless it was named.
 func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, home, localUser string) (*Resolver, error) {
 	r := &Resolver{Inventory: inv, Overrides: o, Home: home, LocalUser: localUser}
+	defaultPath := filepath.Join(home, ".ssh", "config")
 	explicit := sshConfigPath != ""
 	if sshConfigPath == "" && inv.Defaults.SSHConfig != "" {
-		sshConfigPath, explicit = inv.Defaults.SSHConfig, true
+		// Naming OpenSSH's own default keeps it optional, as it is for ssh.
+		sshConfigPath = inv.Defaults.SSHConfig
+		explicit = r.expandTilde(sshConfigPath) != defaultPath
 	}
 	if sshConfigPath == "" {
-		sshConfigPath = filepath.Join(home, ".ssh", "config")
+		sshConfigPath = defaultPath
 	}
 	sshConfigPath = r.expandTilde(sshConfigPath)
 	data, err := os.ReadFile(sshConfigPath)
