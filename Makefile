@@ -15,9 +15,8 @@ build: ## build bin/gpulab
 run: build ## open the workbench on the built-in default (no hosts, no hardware)
 	./$(BIN)
 
-test: lint ## vet, format check, race-enabled tests including the tmux smoke test, a short fuzz of the parsers
+test: lint ## vet, format check, race-enabled tests including the tmux smoke test and every fuzz target's seed corpus
 	$(GO) test -race -count=1 ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzParsers$$' -fuzztime 5s ./runbooks/parse
 
 probes: ## portable NVML probes in dist/ (glibc >= 2.28, amd64 + arm64), embedded by the next build
 	probes/build.sh dist

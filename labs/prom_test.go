@@ -3,9 +3,11 @@ package labs_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,24 +46,23 @@ func startPrometheus(t *testing.T) string {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
+	// Wait, polling, until the exporter has been scraped often enough for
+	// the range query (at least four samples of gpu 0).
+	query := url.QueryEscape(`count_over_time(gpulab_test_gpu_util{gpu="0"}[1m]) >= 4`)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/api/v1/query?query=count(gpulab_test_gpu_util)")
+		resp, err := http.Get(base + "/api/v1/query?query=" + query)
 		if err == nil {
-			var b strings.Builder
-			buf := make([]byte, 4096)
-			n, _ := resp.Body.Read(buf)
-			b.Write(buf[:n])
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 			resp.Body.Close()
-			if strings.Contains(b.String(), `"2"`) {
-				time.Sleep(2 * time.Second) // a few samples for the range query
+			if strings.Contains(string(body), `"result":[{`) {
 				return base
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	log, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-	t.Fatalf("prometheus did not serve the exporter's series within 30s:\n%s", log)
+	t.Fatalf("prometheus did not serve four samples of the exporter's series within 60s:\n%s", log)
 	return ""
 }
 
