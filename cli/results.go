@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 )
@@ -134,7 +135,7 @@ results.csv. These commands read them back.`,
 			if o.json {
 				return writeJSON(c.OutOrStdout(), ref.Record)
 			}
-			md, err := os.ReadFile(filepath.Join(ref.Dir, "record.md"))
+			md, err := fileio.ReadRegular(filepath.Join(ref.Dir, "record.md"), fileio.MaxRecord)
 			if err != nil {
 				md = []byte(ref.Record.Markdown())
 			}

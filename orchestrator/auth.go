@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/gpulab/gpulab/internal/fileio"
 )
 
 // Keyring holds the client's keys for a run: ssh-agent's, and identity files
@@ -53,7 +54,7 @@ func (k *Keyring) fileSigner(path string, explicit bool) (ssh.Signer, error) {
 }
 
 func (k *Keyring) load(path string, explicit bool) (ssh.Signer, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadRegular(path, fileio.MaxKey)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
 			return nil, nil

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 )
@@ -121,7 +121,7 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case key.Matches(km, k.Open):
 		if len(v.refs) > 0 {
 			ref := v.refs[v.sel]
-			md, err := os.ReadFile(filepath.Join(ref.Dir, "record.md"))
+			md, err := fileio.ReadRegular(filepath.Join(ref.Dir, "record.md"), fileio.MaxRecord)
 			if err != nil {
 				md = []byte(ref.Record.Markdown())
 			}
