@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 
@@ -77,14 +78,21 @@ func Fold(results []HostResult, step int) []Group {
 }
 
 // Diff shows how b's output differs from a's, as a unified diff of standard
-// output (and of standard error when that differs too).
+// output (and of standard error when that differs too). Output that is not
+// UTF-8 text is binary, as diff(1) says of such files: Diff says that it
+// differs and how long each side is.
 func Diff(a, b Group) string {
 	var out strings.Builder
-	if a.Stdout != b.Stdout {
-		out.WriteString(udiff.Unified(a.NodeSet, b.NodeSet, a.Stdout, b.Stdout))
+	diff := func(stream, suffix, x, y string) {
+		switch {
+		case x == y:
+		case !utf8.ValidString(x) || !utf8.ValidString(y):
+			fmt.Fprintf(&out, "binary %s differs: %s printed %d bytes, %s %d bytes\n", stream, a.NodeSet, len(x), b.NodeSet, len(y))
+		default:
+			out.WriteString(udiff.Unified(a.NodeSet+suffix, b.NodeSet+suffix, x, y))
+		}
 	}
-	if a.Stderr != b.Stderr {
-		out.WriteString(udiff.Unified(a.NodeSet+" (stderr)", b.NodeSet+" (stderr)", a.Stderr, b.Stderr))
-	}
+	diff("standard output", "", a.Stdout, b.Stdout)
+	diff("standard error", " (stderr)", a.Stderr, b.Stderr)
 	return out.String()
 }

@@ -65,3 +65,21 @@ func TestFold(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffOfBinaryOutput: outputs that are not UTF-8 text are said to
+// differ, with their sizes, instead of diffed line by line (the diff
+// library's offsets break on invalid UTF-8, and it exits the process).
+func TestDiffOfBinaryOutput(t *testing.T) {
+	a := Group{NodeSet: "gpu[01-02]", Stdout: "ok\n\xff\xfe\x9b[31m binary", Stderr: "same"}
+	b := Group{NodeSet: "gpu03", Stdout: "ok\n\xfe\xff\xc3 other binary\n", Stderr: "same"}
+	want := "binary standard output differs: gpu[01-02] printed 17 bytes, gpu03 20 bytes\n"
+	if got := Diff(a, b); got != want {
+		t.Errorf("Diff(binary) = %q, want %q", got, want)
+	}
+	b.Stdout, b.Stderr = a.Stdout, "text\n"
+	a.Stderr = "\xff\xfe"
+	want = "binary standard error differs: gpu[01-02] printed 2 bytes, gpu03 5 bytes\n"
+	if got := Diff(a, b); got != want {
+		t.Errorf("Diff(binary stderr) = %q, want %q", got, want)
+	}
+}
