@@ -11,7 +11,8 @@ import (
 
 // TestNamedFilesMustBeRegular names a FIFO (no writer: opening it for
 // reading would wait forever) or /dev/zero (reading it never ends) for
-// every file a command takes: each is refused, naming the path.
+// every file a command takes: each is refused, naming the path. The null
+// device reads as empty, as OpenSSH's users expect of it.
 func TestNamedFilesMustBeRegular(t *testing.T) {
 	f := sshtest.Start(t, 1, sshtest.Options{})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
@@ -33,6 +34,8 @@ func TestNamedFilesMustBeRegular(t *testing.T) {
 		{"-i", []string{"exec", "-H", "gpu01", "-F", cfg, "-i", fifo, "--", "true"}, 1, "identity file " + fifo + ": read " + fifo + ": not a regular file: a FIFO"},
 		{"--known-hosts", []string{"exec", "-H", "gpu01", "-F", cfg, "--known-hosts", fifo, "--", "true"}, 1, "known_hosts: read " + fifo + ": not a regular file: a FIFO"},
 		{"push", []string{"push", "/dev/zero", "-H", "gpu01", "-F", cfg}, 2, "push: read /dev/zero: not a regular file: a character device"},
+		{"-F /dev/null, as with ssh", []string{"inventory", "show", "gpu01", "-F", "/dev/null"}, 0, "HostName             gpu01"},
+		{"--known-hosts /dev/null", []string{"exec", "-H", "gpu01", "-F", cfg, "--known-hosts", "/dev/null", "--", "true"}, 1, "hostkey-unknown"},
 		{"--probe-binary", []string{"probe", "-H", "gpu01", "-F", cfg, "--probe-binary", fifo}, 2, "--probe-binary: read " + fifo + ": not a regular file: a FIFO"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

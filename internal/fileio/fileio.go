@@ -49,9 +49,11 @@ func (e *TooLargeError) Error() string {
 // ReadRegular reads the regular file at path, at most max bytes. The path
 // is opened without blocking (a FIFO with no writer does not hang the
 // open), and what was opened is checked: anything but a regular file is
-// refused with ErrNotRegular, naming what it is. A file over max bytes is
-// a *TooLargeError; either comes wrapped in an *fs.PathError naming path.
-// Errors from opening are returned as they are (fs.ErrNotExist holds).
+// refused with ErrNotRegular, naming what it is, except the null device,
+// which reads as empty (ssh -F /dev/null, UserKnownHostsFile /dev/null).
+// A file over max bytes is a *TooLargeError; either comes wrapped in an
+// *fs.PathError naming path. Errors from opening are returned as they are
+// (fs.ErrNotExist holds).
 func ReadRegular(path string, max int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
@@ -61,6 +63,9 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, err
+	}
+	if isNull(st) {
+		return []byte{}, nil
 	}
 	if !st.Mode().IsRegular() {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %s", ErrNotRegular, Kind(st.Mode()))}
@@ -76,17 +81,27 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 }
 
 // CheckRegular returns the error ReadRegular would return for a path that
-// is not a regular file, for files that a library opens itself
-// (known_hosts). A missing file is fs.ErrNotExist, as from os.Stat.
+// is not a regular file (nor the null device), for files that a library
+// opens itself (known_hosts). A missing file is fs.ErrNotExist, as from
+// os.Stat.
 func CheckRegular(path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
 	}
-	if !st.Mode().IsRegular() {
+	if !st.Mode().IsRegular() && !isNull(st) {
 		return &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %s", ErrNotRegular, Kind(st.Mode()))}
 	}
 	return nil
+}
+
+// isNull reports whether st is the null device's.
+func isNull(st fs.FileInfo) bool {
+	if st.Mode()&fs.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(st, null)
 }
 
 // ReadAll reads r to its end, at most max bytes: more is a

@@ -32,6 +32,7 @@ func TestReadRegular(t *testing.T) {
 		is         error
 	}{
 		{"regular", small, 10, "0123456789", nil},
+		{"the null device", os.DevNull, 10, "", nil},
 		{"over the limit", small, 9, "read " + small + ": larger than the 9 bytes limit", nil},
 		{"a FIFO with no writer", fifo, 10, "read " + fifo + ": not a regular file: a FIFO (named pipe)", ErrNotRegular},
 		{"a symlink to /dev/zero", zero, 10, "read " + zero + ": not a regular file: a character device", ErrNotRegular},
@@ -52,8 +53,10 @@ func TestReadRegular(t *testing.T) {
 	if err := CheckRegular(fifo); !errors.Is(err, ErrNotRegular) {
 		t.Errorf("CheckRegular(fifo) = %v, want ErrNotRegular", err)
 	}
-	if err := CheckRegular(small); err != nil {
-		t.Errorf("CheckRegular(small) = %v", err)
+	for _, ok := range []string{small, os.DevNull} {
+		if err := CheckRegular(ok); err != nil {
+			t.Errorf("CheckRegular(%s) = %v", ok, err)
+		}
 	}
 }
 
