@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/internal/testreq"
 )
 
 // The tests in this file give the real binary what it must not trust:
@@ -178,4 +182,119 @@ func writeRecord(t *testing.T, dir, record string) {
 	if err := os.WriteFile(filepath.Join(dir, "record.json"), []byte(record), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestExecMemoryPerHost: hosts that print 1.5 MB of binary each (past the
+// 1 MiB a result keeps) cost gpulab exec a bounded amount of memory per
+// host in every output mode: the peak RSS over the same run of `true`,
+// divided by the hosts, stays under 4 MiB (the output kept, as much again
+// of garbage-collector headroom, and room for the rest). --json still
+// carries each host's output, as encoding/json writes it.
+func TestExecMemoryPerHost(t *testing.T) {
+	const hosts = 8
+	f := sshtest.Start(t, hosts, sshtest.Options{})
+	dir := t.TempDir()
+	var cfg strings.Builder
+	for i, s := range f.Servers {
+		fmt.Fprintf(&cfg, "Host g%d\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", i+1, s.Addr, s.Port, f.User, f.ClientKey, f.KnownHosts)
+	}
+	cfgPath := filepath.Join(dir, "ssh_config")
+	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outs := filepath.Join(dir, "outs")
+	os.MkdirAll(outs, 0o755)
+	// Each host keeps what it printed, to compare with what gpulab shows.
+	binary := `f=` + outs + `/$(echo $SSH_CONNECTION | cut -d' ' -f4); head -c 1500000 /dev/urandom >$f; cat $f`
+	env := []string{"HOME=" + dir}
+	peak := func(mode []string, command string) (float64, gpulabRun, bool) {
+		args := append(append([]string{"exec", "-H", fmt.Sprintf("g[1-%d]", hosts), "-F", cfgPath}, mode...), "--", command)
+		r, rss := runGpulabRSS(t, env, args...)
+		if r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("%d hosts: %d ok", hosts, hosts)) {
+			t.Errorf("gpulab %s: %.300s", strings.Join(args, " "), r)
+			return 0, r, false
+		}
+		return rss, r, true
+	}
+	for _, mode := range [][]string{nil, {"--no-fold"}, {"--json"}} {
+		idle, _, ok1 := peak(mode, "true")
+		full, r, ok2 := peak(mode, binary)
+		if !ok1 || !ok2 {
+			continue
+		}
+		perHost := (full - idle) / hosts
+		t.Logf("gpulab exec %v: peak RSS %.1f MiB, %.1f MiB with `true`: %.2f MiB per host", mode, full, idle, perHost)
+		if perHost > 4 {
+			t.Errorf("gpulab exec %v on %d hosts printing 1.5 MB of binary: peak RSS %.1f MiB, %.1f MiB with `true`: %.1f MiB per host, want at most 4",
+				mode, hosts, full, idle, perHost)
+		}
+		if len(mode) == 1 && mode[0] == "--json" {
+			checkJSONOutputs(t, r.stdout, f, outs)
+		}
+	}
+}
+
+// checkJSONOutputs compares exec --json's stdout of each host with the
+// first MiB of what the host printed.
+func checkJSONOutputs(t *testing.T, doc string, f *sshtest.Fleet, outs string) {
+	t.Helper()
+	var out struct {
+		Summary string `json:"summary"`
+		Hosts   []struct {
+			Host   string `json:"host"`
+			Stdout string `json:"stdout"`
+			Steps  []struct {
+				StdoutBytes int64 `json:"stdout_bytes"`
+				Truncated   bool  `json:"truncated"`
+			} `json:"steps"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(doc), &out); err != nil || len(out.Hosts) != len(f.Servers) || out.Summary == "" {
+		t.Fatalf("exec --json: %v, %d hosts, summary %q", err, len(out.Hosts), out.Summary)
+	}
+	for i, h := range out.Hosts {
+		printed, err := os.ReadFile(filepath.Join(outs, fmt.Sprint(f.Servers[i].Port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(string(printed[:1<<20]))
+		var wantStdout string
+		json.Unmarshal(want, &wantStdout)
+		if h.Host != fmt.Sprintf("g%d", i+1) || h.Stdout != wantStdout || h.Steps[0].StdoutBytes != 1500000 || !h.Steps[0].Truncated {
+			t.Errorf("exec --json host %d: %s, %d bytes of stdout (%d printed, truncated %v); want g%d and the first MiB of what it printed",
+				i, h.Host, len(h.Stdout), h.Steps[0].StdoutBytes, h.Steps[0].Truncated, i+1)
+		}
+	}
+}
+
+// runGpulabRSS runs the binary under GNU time and returns its peak RSS in
+// MiB too. The child's own rusage cannot be used: Go starts it with
+// vfork, and the kernel counts the test process's peak RSS in the child's
+// when it execs.
+func runGpulabRSS(t *testing.T, env []string, args ...string) (gpulabRun, float64) {
+	t.Helper()
+	timeBin := testreq.Tool(t, "time", "GNU time measures the peak RSS of gpulab (apt-get install time)")
+	bin := gpulabBinary(t)
+	rssFile := filepath.Join(t.TempDir(), "rss")
+	c := exec.Command(timeBin, append([]string{"-f", "%M", "-o", rssFile, bin}, args...)...)
+	c.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
+	var out, errOut bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errOut
+	err := c.Run()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("gpulab %s: %v", strings.Join(args, " "), err)
+	}
+	kb, err := os.ReadFile(rssFile)
+	if err != nil {
+		t.Fatalf("time -o: %v", err)
+	}
+	var rss float64
+	fields := strings.Fields(string(kb)) // after "Command exited with non-zero status N", if it did
+	if len(fields) == 0 {
+		t.Fatalf("time -f %%M wrote nothing")
+	}
+	if _, err := fmt.Sscan(fields[len(fields)-1], &rss); err != nil {
+		t.Fatalf("time -f %%M wrote %q: %v", kb, err)
+	}
+	return gpulabRun{c.ProcessState.ExitCode(), out.String(), errOut.String()}, rss / 1024
 }
