@@ -298,3 +298,135 @@ func runGpulabRSS(t *testing.T, env []string, args ...string) (gpulabRun, float6
 	}
 	return gpulabRun{c.ProcessState.ExitCode(), out.String(), errOut.String()}, rss / 1024
 }
+
+// pwned retitles the terminal and turns its text red, printed raw.
+const pwned = "\x1b]0;pwned\a\x1b[31m"
+
+// pwnedEscaped is how gpulab shows it.
+const pwnedEscaped = `\x1b]0;pwned\a\x1b[31m`
+
+// noRawControls fails t if out holds a control character gpulab should
+// have escaped; allowed is raw output that must stay as it is.
+func noRawControls(t *testing.T, what, out string, allowed ...string) {
+	t.Helper()
+	for _, a := range allowed {
+		out = strings.ReplaceAll(out, a, "")
+	}
+	if i := strings.IndexFunc(out, func(r rune) bool { return r < ' ' && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f }); i >= 0 {
+		t.Errorf("%s prints a raw control character: %q", what, out[max(0, i-40):min(len(out), i+40)])
+	}
+}
+
+// TestNamesFromRecordsAreEscaped: a record whose directory, lab id and
+// host names hold terminal escapes is listed, shown and compared with the
+// escapes made visible, never sent to the terminal.
+func TestNamesFromRecordsAreEscaped(t *testing.T) {
+	results := t.TempDir()
+	run := filepath.Join(results, "lab"+pwned, "20261129-100000-gpu"+pwned)
+	record := map[string]any{"schema": 1, "lab": "lab" + pwned, "name": "Name" + pwned, "started": "2026-11-29T10:00:00Z", "complete": true,
+		"hosts":  []map[string]any{{"host": "gpu" + pwned + "01", "class": "ok", "error": "err" + pwned, "metrics": map[string]any{"tp": 1.5}}},
+		"result": map[string]any{"workload": "w" + pwned, "mode": "m" + pwned, "unit": "u" + pwned, "throughput": "tp"}}
+	data, _ := json.Marshal(record)
+	writeRecord(t, run, string(data))
+	env := []string{"HOME=" + t.TempDir()}
+
+	r := runGpulab(t, nil, env, "results", "list", "--results", results)
+	if r.code != 0 || !strings.Contains(r.stdout, "lab"+pwnedEscaped) || !strings.Contains(r.stdout, "gpu"+pwnedEscaped+"01") {
+		t.Errorf("gpulab results list: %v\nwant the lab and host with their escapes shown", r)
+	}
+	noRawControls(t, "results list", r.stdout+r.stderr)
+
+	r = runGpulab(t, nil, env, "results", "show", run)
+	if r.code != 0 || !strings.Contains(r.stdout, "Name"+pwnedEscaped) {
+		t.Errorf("gpulab results show: %v", r)
+	}
+	noRawControls(t, "results show (no record.md)", r.stdout+r.stderr)
+	if err := os.WriteFile(filepath.Join(run, "record.md"), []byte("# Lab record: "+pwned+"\n\n| a | b |\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runGpulab(t, nil, env, "results", "show", run)
+	if r.code != 0 || !strings.Contains(r.stdout, "# Lab record: "+pwnedEscaped+"\n\n| a | b |\n") {
+		t.Errorf("gpulab results show (record.md): %v", r)
+	}
+	noRawControls(t, "results show (record.md)", r.stdout+r.stderr)
+
+	r = runGpulab(t, nil, env, "results", "compare", run, run)
+	if r.code != 0 || !strings.Contains(r.stdout, "w"+pwnedEscaped) {
+		t.Errorf("gpulab results compare: %v", r)
+	}
+	noRawControls(t, "results compare", r.stdout+r.stderr)
+
+	r = runGpulab(t, nil, env, "results", "list", "--results", results, "--json")
+	var refs []struct {
+		Record struct {
+			Lab string `json:"lab"`
+		} `json:"record"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &refs); err != nil || len(refs) != 1 || refs[0].Record.Lab != "lab"+pwned {
+		t.Errorf("gpulab results list --json: %v, %v; want the lab id as it is, JSON-escaped", err, r)
+	}
+	noRawControls(t, "results list --json", r.stdout+r.stderr)
+}
+
+// TestInventoryStringsAreEscaped: a host name with control characters is
+// refused at its line; an address or a user holding them (the inventory
+// takes any) is listed escaped.
+func TestInventoryStringsAreEscaped(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.toml")
+	os.WriteFile(bad, []byte("[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu\\u001b]0;pwned\\u0007\"\n"), 0o644)
+	r := runGpulab(t, nil, []string{"HOME=" + dir}, "inventory", "check", bad)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, bad+":5:") {
+		t.Errorf("gpulab inventory check (a name with ESC): %v\nwant exit 1 and the name's line (%s:5)", r, bad)
+	}
+	noRawControls(t, "inventory check", r.stdout+r.stderr)
+
+	odd := filepath.Join(dir, "odd.toml")
+	os.WriteFile(odd, []byte("[[host]]\nname = \"gpu01\"\naddress = \"10.0.0.1\\u001b]0;pwned\\u0007\\u001b[31m\"\nuser = \"root\\u009b31m\"\n"), 0o644)
+	r = runGpulab(t, nil, []string{"HOME=" + dir}, "inventory", "list", "--inventory", odd)
+	if r.code != 0 || !strings.Contains(r.stdout, "10.0.0.1"+pwnedEscaped) || !strings.Contains(r.stdout, `root\u009b31m`) {
+		t.Errorf("gpulab inventory list: %v\nwant the address and user with their escapes shown", r)
+	}
+	noRawControls(t, "inventory list", r.stdout+r.stderr)
+}
+
+// TestExecEscapesWhatHostsSayButNotTheirOutput: a host that reports its
+// command killed by a "signal" named with terminal escapes gets them
+// escaped in exec's headers, errors and summary; the command's own output
+// (colours here) is printed as the host sent it, in every text mode.
+func TestExecEscapesWhatHostsSayButNotTheirOutput(t *testing.T) {
+	const green = "\x1b[32mgreen\x1b[0m\n"
+	dir := t.TempDir()
+	key, _ := sshtest.WriteKey(t, dir)
+	reply := sshtest.Reply{Stdout: []byte(green), Signal: "TERM" + pwned, SignalError: "bye" + pwned}
+	var cfg, known strings.Builder
+	for i := range 2 {
+		f := sshtest.StartFake(t, reply)
+		fmt.Fprintf(&cfg, "Host evil%d\n  HostName %s\n  Port %d\n  User gpulab\n  IdentityFile %s\n  UserKnownHostsFile %s\n", i+1, f.Addr, f.Port, key, filepath.Join(dir, "known_hosts"))
+		known.WriteString(f.KnownHostsLine() + "\n")
+	}
+	os.WriteFile(filepath.Join(dir, "known_hosts"), []byte(known.String()), 0o600)
+	cfgPath := filepath.Join(dir, "ssh_config")
+	os.WriteFile(cfgPath, []byte(cfg.String()), 0o600)
+	env := []string{"HOME=" + dir, "SSH_AUTH_SOCK="}
+	for _, tc := range []struct {
+		mode   []string
+		header string
+	}{
+		{nil, "---------------- evil[1-2] (2 hosts): killed (SIGTERM" + pwnedEscaped + ")\n"},
+		{[]string{"--no-fold"}, "evil1: [killed SIGTERM" + pwnedEscaped + "] killed by signal TERM" + pwnedEscaped + "\n"},
+		{[]string{"-H", "evil1"}, "[killed SIGTERM" + pwnedEscaped + "] killed by signal TERM" + pwnedEscaped + "\n"},
+	} {
+		args := append([]string{"exec", "-H", "evil[1-2]", "-F", cfgPath}, tc.mode...)
+		r := runGpulab(t, nil, env, append(args, "--", "anything")...)
+		if r.code != 1 || !strings.Contains(r.stdout, tc.header) || !strings.Contains(r.stdout, green) {
+			t.Errorf("gpulab exec %v: %v\nwant %q and the output as it was sent", tc.mode, r, tc.header)
+		}
+		noRawControls(t, fmt.Sprintf("exec %v", tc.mode), r.stdout+r.stderr, green)
+	}
+	r := runGpulab(t, nil, env, "exec", "-H", "gpu"+pwned, "-F", cfgPath, "--", "true")
+	if r.code != 2 {
+		t.Errorf("gpulab exec -H NAME-WITH-ESC: %v, want exit 2", r)
+	}
+	noRawControls(t, "exec -H NAME-WITH-ESC", r.stdout+r.stderr)
+}

@@ -222,7 +222,7 @@ configuration errors, 130 after Ctrl-C (partial results are printed).`,
 				if o.json {
 					out = newExecJSON(cmd.OutOrStdout())
 				} else {
-					out = &perHostWriter{w: cmd.OutOrStdout(), prefix: n > 1}
+					out = &perHostWriter{w: cmd.OutOrStdout(), raw: o.env.Stdout, prefix: n > 1}
 				}
 				each := func(_ int, hr *orchestrator.HostResult) {
 					out.host(hr)
@@ -238,7 +238,7 @@ configuration errors, 130 after Ctrl-C (partial results are printed).`,
 				err = out.finish(results, time.Since(start))
 			} else {
 				results = append(r.engine.Run(ctx, plan, nil), r.failed...)
-				err = printFolded(cmd.OutOrStdout(), results)
+				err = printFolded(cmd.OutOrStdout(), o.env.Stdout, results)
 			}
 			elapsed := time.Since(start)
 			if err != nil {
@@ -405,9 +405,10 @@ func writeJSONString(w *bufio.Writer, b []byte) {
 }
 
 // perHostWriter prints each host's output; with prefix, every line starts
-// with the host's name, as clush without -b does.
+// with the host's name, as clush without -b does. The output goes to raw,
+// as ssh would print it; what gpulab says goes to w.
 type perHostWriter struct {
-	w      io.Writer
+	w, raw io.Writer
 	prefix bool
 }
 
@@ -421,8 +422,8 @@ func (p *perHostWriter) host(r *orchestrator.HostResult) {
 		return
 	}
 	s := r.Steps[0]
-	writePrefixed(w, pre, s.Stdout)
-	writePrefixed(w, pre, s.Stderr)
+	writePrefixed(w, p.raw, pre, s.Stdout)
+	writePrefixed(w, p.raw, pre, s.Stderr)
 	if s.Truncated {
 		fmt.Fprintf(w, "%s[output truncated: %d bytes printed, %d kept]\n", pre, s.StdoutBytes+s.StderrBytes, len(s.Stdout)+len(s.Stderr))
 	}
@@ -454,31 +455,32 @@ func writeOutput(w io.Writer, text string) {
 	}
 }
 
-// writePrefixed writes text, each line after prefix, ending with a line
-// break.
-func writePrefixed(w io.Writer, prefix string, text []byte) {
+// writePrefixed writes text to raw, each line after prefix (to w), ending
+// with a line break.
+func writePrefixed(w, raw io.Writer, prefix string, text []byte) {
 	if len(text) == 0 {
 		return
 	}
 	if prefix == "" {
-		w.Write(text)
+		raw.Write(text)
 		if text[len(text)-1] != '\n' {
-			io.WriteString(w, "\n")
+			io.WriteString(raw, "\n")
 		}
 		return
 	}
 	for l := range bytes.Lines(text) {
 		io.WriteString(w, prefix)
-		w.Write(l)
+		raw.Write(l)
 		if l[len(l)-1] != '\n' {
-			io.WriteString(w, "\n")
+			io.WriteString(raw, "\n")
 		}
 	}
 }
 
 // printFolded prints each group once; groups other than the majority are
-// shown as a diff against it.
-func printFolded(w io.Writer, results []orchestrator.HostResult) error {
+// shown as a diff against it. The output goes to raw, as ssh would print
+// it; what gpulab says (headers, hosts' errors) goes to w.
+func printFolded(w, raw io.Writer, results []orchestrator.HostResult) error {
 	groups := orchestrator.Fold(results, 0)
 	majority := groups[0]
 	for i, g := range groups {
@@ -498,15 +500,15 @@ func printFolded(w io.Writer, results []orchestrator.HostResult) error {
 				fmt.Fprintf(w, "  %s: %s\n", h, g.Errors[h])
 			}
 		}
-		if i > 0 && majority.Class == orchestrator.OK && g.Stdout+g.Stderr != "" && !(len(g.Errors) > 0 && g.Stdout == "") {
+		if i > 0 && majority.Class == orchestrator.OK && (g.Stdout != "" || g.Stderr != "") && !(len(g.Errors) > 0 && g.Stdout == "") {
 			fmt.Fprintf(w, "differs from %s:\n", majority.NodeSet)
-			io.WriteString(w, orchestrator.Diff(majority, g))
+			io.WriteString(raw, orchestrator.Diff(majority, g))
 			continue
 		}
-		writeOutput(w, g.Stdout)
+		writeOutput(raw, g.Stdout)
 		if g.Stderr != "" {
 			fmt.Fprintln(w, "(stderr)")
-			writeOutput(w, g.Stderr)
+			writeOutput(raw, g.Stderr)
 		}
 	}
 	return nil
