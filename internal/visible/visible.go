@@ -14,6 +14,7 @@ package visible
 import (
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -84,10 +85,13 @@ func escape(out, p []byte, lines bool) []byte {
 // Writer escapes what is written to it as Text does and writes the result
 // to w. A character split across two writes (a buffered writer's chunks
 // end anywhere) is held back until the next write completes it; Flush
-// writes what is held, escaped, at the end.
+// writes what is held, escaped, at the end. Writes from several
+// goroutines (a progress line, an interrupt's notice) are serialised.
 type Writer struct {
 	w       io.Writer
+	mu      sync.Mutex
 	pending []byte // the start of a character, waiting for its end
+	buf     []byte // escaped text, reused
 }
 
 // NewWriter returns a Writer that writes to w.
@@ -96,15 +100,21 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 // Write implements io.Writer. It reports len(p) written when the escaped
 // text was written whole.
 func (v *Writer) Write(p []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
 	n := len(p)
-	if len(v.pending) > 0 {
-		p = append(v.pending, p...)
-		v.pending = nil
+	for len(v.pending) > 0 && len(p) > 0 && !utf8.FullRune(v.pending) { // complete the held character
+		v.pending, p = append(v.pending, p[0]), p[1:]
+	}
+	if utf8.FullRune(v.pending) {
+		if err := v.flush(); err != nil {
+			return 0, err
+		}
 	}
 	for k := 1; k < utf8.UTFMax && k <= len(p); k++ { // hold back a character's start
 		if utf8.RuneStart(p[len(p)-k]) {
 			if !utf8.FullRune(p[len(p)-k:]) {
-				v.pending = append([]byte(nil), p[len(p)-k:]...)
+				v.pending = append(v.pending, p[len(p)-k:]...)
 				p = p[:len(p)-k]
 			}
 			break
@@ -119,9 +129,15 @@ func (v *Writer) Write(p []byte) (int, error) {
 // Flush writes a character's start held back by Write (escaped: nothing
 // completed it).
 func (v *Writer) Flush() error {
-	p := v.pending
-	v.pending = nil
-	return v.write(p)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.flush()
+}
+
+func (v *Writer) flush() error {
+	err := v.write(v.pending)
+	v.pending = v.pending[:0]
+	return err
 }
 
 func (v *Writer) write(p []byte) error {
@@ -129,7 +145,8 @@ func (v *Writer) write(p []byte) error {
 		return nil
 	}
 	if !clean(p, true) {
-		p = escape(make([]byte, 0, len(p)+16), p, true)
+		v.buf = escape(v.buf[:0], p, true)
+		p = v.buf
 	}
 	_, err := v.w.Write(p)
 	return err
