@@ -25,8 +25,8 @@ bench: build ## View() benchmarks and start-up to first frame
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bench/startup.sh $(BIN)
 
-bench-ssh: ## exec and probe vs parallel-ssh, clush, ansible on 50 real sshd (apt-get install openssh-server pssh clustershell ansible-core)
-	$(GO) test -tags bench -run 'TestFanOutBenchmark|TestProbeBenchmark|TestRunbookBenchmark' -v -count=1 -timeout 30m ./bench
+bench-ssh: ## exec and probe vs parallel-ssh, clush, ansible on 50 real sshd; exec's memory per host (apt-get install openssh-server pssh clustershell ansible-core time)
+	$(GO) test -tags bench -run 'TestFanOutBenchmark|TestProbeBenchmark|TestRunbookBenchmark|TestExecMemoryBenchmark' -v -count=1 -timeout 30m ./bench
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/runbooks"
@@ -72,14 +73,29 @@ type options struct {
 }
 
 // Main runs gpulab with args (without the program name) and returns the exit code.
+//
+// What commands print goes through visible.Writer: control characters in
+// names and messages from hosts, inventories and records are escaped, so
+// that they cannot retitle, recolour or rewrite the terminal. The commands
+// that must print bytes as they are (the output of exec's commands, the
+// workbench) write to env's streams themselves.
 func Main(args []string, env Env) int {
+	if env.Stdout == nil {
+		env.Stdout = os.Stdout
+	}
+	if env.Stderr == nil {
+		env.Stderr = os.Stderr
+	}
 	o := &options{env: env}
+	stdout, stderr := visible.NewWriter(env.Stdout), visible.NewWriter(env.Stderr)
 	root := newRoot(o)
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)
-	root.SetOut(env.Stdout)
-	root.SetErr(env.Stderr)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
+	defer stdout.Flush()
+	defer stderr.Flush()
 	if err == nil {
 		return ExitOK
 	}
@@ -89,10 +105,10 @@ func Main(args []string, env Env) int {
 		code = ee.code
 	}
 	if msg := err.Error(); msg != "" {
-		fmt.Fprintf(env.Stderr, "gpulab: %s\n", indentJoined(msg))
+		fmt.Fprintf(stderr, "gpulab: %s\n", indentJoined(msg))
 	}
 	if code == ExitUsage && !errors.As(err, &ee) {
-		fmt.Fprintln(env.Stderr, "Run 'gpulab --help' for usage.")
+		fmt.Fprintln(stderr, "Run 'gpulab --help' for usage.")
 	}
 	return code
 }

@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -207,18 +211,36 @@ configuration errors, 130 after Ctrl-C (partial results are printed).`,
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
 			start := time.Now()
-			results := r.engine.Run(ctx, orchestrator.Plan{Targets: r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}, nil)
-			results = append(results, r.failed...)
-			elapsed := time.Since(start)
-			w := cmd.OutOrStdout()
-			switch {
-			case o.json:
-				err = writeJSON(w, execJSON(results, elapsed))
-			case noFold || (!fold && len(results) == 1):
-				err = printPerHost(w, results, len(results) > 1)
-			default:
-				err = printFolded(w, results)
+			plan := orchestrator.Plan{Targets: r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}
+			n := len(r.targets) + len(r.failed)
+			var results []orchestrator.HostResult
+			if o.json || noFold || (!fold && n == 1) {
+				// Each host is written as soon as it and the hosts before
+				// it are done, and its output is dropped then: memory
+				// holds the hosts still running, not every host's output.
+				var out hostWriter
+				if o.json {
+					out = newExecJSON(cmd.OutOrStdout())
+				} else {
+					out = &perHostWriter{w: cmd.OutOrStdout(), raw: o.env.Stdout, prefix: n > 1}
+				}
+				each := func(_ int, hr *orchestrator.HostResult) {
+					out.host(hr)
+					for i := range hr.Steps {
+						hr.Steps[i].Stdout, hr.Steps[i].Stderr = nil, nil
+					}
+				}
+				results = r.engine.RunInOrder(ctx, plan, each)
+				for i := range r.failed {
+					each(0, &r.failed[i])
+				}
+				results = append(results, r.failed...)
+				err = out.finish(results, time.Since(start))
+			} else {
+				results = append(r.engine.Run(ctx, plan, nil), r.failed...)
+				err = printFolded(cmd.OutOrStdout(), o.env.Stdout, results)
 			}
+			elapsed := time.Since(start)
 			if err != nil {
 				return err
 			}
@@ -243,58 +265,174 @@ func fanOutExit(ctx context.Context, results []orchestrator.HostResult) error {
 	return nil
 }
 
-type execHostJSON struct {
-	orchestrator.HostResult
-	Stdout string `json:"stdout"`
-	Stderr string `json:"stderr"`
+// hostWriter writes exec's results one host at a time, in plan order, as
+// hosts finish, then what needs every host (summary, counts).
+type hostWriter interface {
+	host(hr *orchestrator.HostResult)
+	finish(results []orchestrator.HostResult, elapsed time.Duration) error
 }
 
-func execJSON(results []orchestrator.HostResult, elapsed time.Duration) any {
-	hosts := make([]execHostJSON, 0, len(results))
-	for _, r := range results {
-		h := execHostJSON{HostResult: r}
-		if len(r.Steps) > 0 {
-			h.Stdout, h.Stderr = string(r.Steps[0].Stdout), string(r.Steps[0].Stderr)
-		}
-		hosts = append(hosts, h)
+// execJSON streams exec's JSON document: {"hosts": [...], "summary",
+// "worst", "counts", "seconds"}. Each host is encoded when it is done, its
+// output escaped as it is written: memory never holds a host's encoded
+// output, which for binary is several times the output itself.
+type execJSON struct {
+	w     *bufio.Writer
+	hosts int
+	err   error
+}
+
+func newExecJSON(w io.Writer) *execJSON {
+	j := &execJSON{w: bufio.NewWriterSize(w, 64<<10)}
+	j.w.WriteString("{\n  \"hosts\": [")
+	return j
+}
+
+// host writes one element of "hosts": the host's result (without the
+// steps' output, which Result leaves out of its JSON) and, as "stdout" and
+// "stderr", the first step's output.
+func (j *execJSON) host(hr *orchestrator.HostResult) {
+	if j.err != nil {
+		return
+	}
+	head, err := json.MarshalIndent(hr, "    ", "  ")
+	if err != nil {
+		j.err = err
+		return
+	}
+	if j.hosts > 0 {
+		j.w.WriteByte(',')
+	}
+	j.hosts++
+	j.w.WriteString("\n    ")
+	j.w.Write(bytes.TrimSuffix(head, []byte("\n    }")))
+	var stdout, stderr []byte
+	if len(hr.Steps) > 0 {
+		stdout, stderr = hr.Steps[0].Stdout, hr.Steps[0].Stderr
+	}
+	j.w.WriteString(",\n      \"stdout\": ")
+	writeJSONString(j.w, stdout)
+	j.w.WriteString(",\n      \"stderr\": ")
+	writeJSONString(j.w, stderr)
+	j.w.WriteString("\n    }")
+	j.err = j.w.Flush()
+}
+
+func (j *execJSON) finish(results []orchestrator.HostResult, elapsed time.Duration) error {
+	if j.err != nil {
+		return j.err
+	}
+	if j.hosts > 0 {
+		j.w.WriteString("\n  ")
 	}
 	counts := map[string]int{}
 	for _, r := range results {
 		counts[r.Class.String()]++
 	}
-	return struct {
+	tail, err := json.MarshalIndent(struct {
 		Summary string         `json:"summary"`
 		Worst   string         `json:"worst"`
 		Counts  map[string]int `json:"counts"`
 		Seconds float64        `json:"seconds"`
-		Hosts   []execHostJSON `json:"hosts"`
-	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds(), hosts}
+	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds()}, "", "  ")
+	if err != nil {
+		return err
+	}
+	j.w.WriteString("],")
+	j.w.Write(tail[1:]) // the object's fields and its closing brace
+	j.w.WriteByte('\n')
+	return j.w.Flush()
 }
 
-// printPerHost prints each host's output; with prefix, every line starts
-// with the host's name, as clush without -b does.
-func printPerHost(w io.Writer, results []orchestrator.HostResult, prefix bool) error {
-	for _, r := range results {
-		p := ""
-		if prefix {
-			p = r.Host + ": "
-		}
-		if len(r.Steps) == 0 {
-			fmt.Fprintf(w, "%s[%s] %s\n", p, r.Class, r.Err)
+// writeJSONString writes b as a JSON string exactly as encoding/json
+// writes string(b): invalid UTF-8 becomes U+FFFD, control characters,
+// HTML's <, > and &, and U+2028 and U+2029 are escaped. It writes as it
+// goes: a megabyte of binary output encodes to several, and none of that
+// is held anywhere but in w's buffer.
+func writeJSONString(w *bufio.Writer, b []byte) {
+	const hex = "0123456789abcdef"
+	w.WriteByte('"')
+	start := 0 // b[start:i] is waiting to be written as it is
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			w.Write(b[start:i])
+			switch c {
+			case '"', '\\':
+				w.WriteByte('\\')
+				w.WriteByte(c)
+			case '\b':
+				w.WriteString(`\b`)
+			case '\f':
+				w.WriteString(`\f`)
+			case '\n':
+				w.WriteString(`\n`)
+			case '\r':
+				w.WriteString(`\r`)
+			case '\t':
+				w.WriteString(`\t`)
+			default:
+				w.WriteString(`\u00`)
+				w.WriteByte(hex[c>>4])
+				w.WriteByte(hex[c&0xf])
+			}
+			i++
+			start = i
 			continue
 		}
-		s := r.Steps[0]
-		writePrefixed(w, p, string(s.Stdout))
-		writePrefixed(w, p, string(s.Stderr))
-		if s.Truncated {
-			fmt.Fprintf(w, "%s[output truncated: %d bytes printed, %d kept]\n", p, s.StdoutBytes+s.StderrBytes, len(s.Stdout)+len(s.Stderr))
+		r, size := utf8.DecodeRune(b[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			w.Write(b[start:i])
+			w.WriteString(`\ufffd`)
+		case r == '\u2028' || r == '\u2029':
+			w.Write(b[start:i])
+			w.WriteString(`\u202`)
+			w.WriteByte(hex[r&0xf])
+		default:
+			i += size
+			continue
 		}
-		if s.Class != orchestrator.OK {
-			fmt.Fprintf(w, "%s[%s%s] %s\n", p, s.Class, exitNote(s), s.Err)
-		}
+		i += size
+		start = i
 	}
-	return nil
+	w.Write(b[start:])
+	w.WriteByte('"')
 }
+
+// perHostWriter prints each host's output; with prefix, every line starts
+// with the host's name, as clush without -b does. The output goes to raw,
+// as ssh would print it; what gpulab says goes to w.
+type perHostWriter struct {
+	w, raw io.Writer
+	prefix bool
+}
+
+func (p *perHostWriter) host(r *orchestrator.HostResult) {
+	w, pre := p.w, ""
+	if p.prefix {
+		pre = r.Host + ": "
+	}
+	if len(r.Steps) == 0 {
+		fmt.Fprintf(w, "%s[%s] %s\n", pre, r.Class, r.Err)
+		return
+	}
+	s := r.Steps[0]
+	writePrefixed(w, p.raw, pre, s.Stdout)
+	writePrefixed(w, p.raw, pre, s.Stderr)
+	if s.Truncated {
+		fmt.Fprintf(w, "%s[output truncated: %d bytes printed, %d kept]\n", pre, s.StdoutBytes+s.StderrBytes, len(s.Stdout)+len(s.Stderr))
+	}
+	if s.Class != orchestrator.OK {
+		fmt.Fprintf(w, "%s[%s%s] %s\n", pre, s.Class, exitNote(s), s.Err)
+	}
+}
+
+func (p *perHostWriter) finish([]orchestrator.HostResult, time.Duration) error { return nil }
 
 func exitNote(s orchestrator.Result) string {
 	switch {
@@ -306,25 +444,43 @@ func exitNote(s orchestrator.Result) string {
 	return ""
 }
 
-func writePrefixed(w io.Writer, prefix, text string) {
+// writeOutput writes a group's output, ending with a line break.
+func writeOutput(w io.Writer, text string) {
 	if text == "" {
 		return
 	}
+	io.WriteString(w, text)
+	if !strings.HasSuffix(text, "\n") {
+		io.WriteString(w, "\n")
+	}
+}
+
+// writePrefixed writes text to raw, each line after prefix (to w), ending
+// with a line break.
+func writePrefixed(w, raw io.Writer, prefix string, text []byte) {
+	if len(text) == 0 {
+		return
+	}
 	if prefix == "" {
-		io.WriteString(w, text)
-		if !strings.HasSuffix(text, "\n") {
-			io.WriteString(w, "\n")
+		raw.Write(text)
+		if text[len(text)-1] != '\n' {
+			io.WriteString(raw, "\n")
 		}
 		return
 	}
-	for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-		fmt.Fprintf(w, "%s%s\n", prefix, l)
+	for l := range bytes.Lines(text) {
+		io.WriteString(w, prefix)
+		raw.Write(l)
+		if l[len(l)-1] != '\n' {
+			io.WriteString(raw, "\n")
+		}
 	}
 }
 
 // printFolded prints each group once; groups other than the majority are
-// shown as a diff against it.
-func printFolded(w io.Writer, results []orchestrator.HostResult) error {
+// shown as a diff against it. The output goes to raw, as ssh would print
+// it; what gpulab says (headers, hosts' errors) goes to w.
+func printFolded(w, raw io.Writer, results []orchestrator.HostResult) error {
 	groups := orchestrator.Fold(results, 0)
 	majority := groups[0]
 	for i, g := range groups {
@@ -344,15 +500,15 @@ func printFolded(w io.Writer, results []orchestrator.HostResult) error {
 				fmt.Fprintf(w, "  %s: %s\n", h, g.Errors[h])
 			}
 		}
-		if i > 0 && majority.Class == orchestrator.OK && g.Stdout+g.Stderr != "" && !(len(g.Errors) > 0 && g.Stdout == "") {
+		if i > 0 && majority.Class == orchestrator.OK && (g.Stdout != "" || g.Stderr != "") && !(len(g.Errors) > 0 && g.Stdout == "") {
 			fmt.Fprintf(w, "differs from %s:\n", majority.NodeSet)
-			io.WriteString(w, orchestrator.Diff(majority, g))
+			io.WriteString(raw, orchestrator.Diff(majority, g))
 			continue
 		}
-		writePrefixed(w, "", g.Stdout)
+		writeOutput(raw, g.Stdout)
 		if g.Stderr != "" {
 			fmt.Fprintln(w, "(stderr)")
-			writePrefixed(w, "", g.Stderr)
+			writeOutput(raw, g.Stderr)
 		}
 	}
 	return nil

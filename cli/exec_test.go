@@ -15,7 +15,7 @@ import (
 
 // sshConfigFor names the fleet's servers gpu01..gpuNN in an ssh_config, so
 // that exec runs with no inventory, as on an existing fleet.
-func sshConfigFor(t *testing.T, f *sshtest.Fleet, knownHosts string) string {
+func sshConfigFor(t testing.TB, f *sshtest.Fleet, knownHosts string) string {
 	t.Helper()
 	var b strings.Builder
 	for i, s := range f.Servers {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -154,7 +155,9 @@ func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "SETTING\tVALUE\tFROM\n")
-	row := func(k, v, src string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", k, v, dash(t.Sources[src])) }
+	row := func(k, v, src string) {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", k, visible.String(v), visible.String(dash(t.Sources[src])))
+	}
 	row("HostName", t.HostName, "HostName")
 	row("Port", strconv.Itoa(t.Port), "Port")
 	row("User", t.User, "User")
@@ -207,7 +210,7 @@ func printHosts(w io.Writer, expr string, hosts []inventory.Host, fold, asJSON b
 		if h.Adhoc {
 			name += " (ad-hoc)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, h.Address, port, dash(h.User), dash(h.Jump),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, visible.String(h.Address), port, visible.String(dash(h.User)), visible.String(dash(h.Jump)),
 			dash(strings.Join(h.Groups, ",")), dash(labels(h.Labels)))
 	}
 	if err := tw.Flush(); err != nil {

@@ -1,14 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
 
@@ -17,7 +18,8 @@ func newParseCmd(o *options) *cobra.Command {
 		Use:   "parse KIND [FILE|-]",
 		Short: "Turn one command's output into structured JSON",
 		Long: `Parse what a GPU-node command printed (a file, or standard input) and print
-the facts as JSON. Damaged or truncated input still prints what could be
+the facts as JSON. The input is a regular file or a pipe of at most 64 MiB
+(one command's output). Damaged or truncated input still prints what could be
 read, with the problems (and their line numbers) on standard error and exit
 status 1. Run 'gpulab parse list' to see every KIND and the command it reads.`,
 		Example: `  nvidia-smi topo -m | gpulab parse nvidia-smi-topo
@@ -37,19 +39,20 @@ status 1. Run 'gpulab parse list' to see every KIND and the command it reads.`,
 				}
 				return usageErr("no parser %q (kinds: %s)", args[0], strings.Join(names, ", "))
 			}
-			var in io.Reader = cmd.InOrStdin()
 			name := "standard input"
+			var data []byte
+			var err error
 			if len(args) == 2 && args[1] != "-" {
-				f, err := os.Open(args[1])
-				if err != nil {
+				name = args[1]
+				if data, err = fileio.ReadRegular(name, fileio.MaxParseInput); err != nil {
 					return usageErr("parse: %v", err)
 				}
-				defer f.Close()
-				in, name = f, args[1]
-			}
-			data, err := io.ReadAll(in)
-			if err != nil {
-				return fmt.Errorf("parse: read %s: %w", name, err)
+			} else if data, err = fileio.ReadAll(cmd.InOrStdin(), fileio.MaxParseInput); err != nil {
+				var tl *fileio.TooLargeError
+				if errors.As(err, &tl) {
+					return usageErr("parse: standard input is %v", err)
+				}
+				return fmt.Errorf("parse: read standard input: %w", err)
 			}
 			v, perr := k.Parse(string(data))
 			if err := writeJSON(w, v); err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
@@ -167,7 +168,7 @@ func (pf probeFlags) prober(none bool) (*remote.Prober, error) {
 // --probe-binary, or the embedded one.
 func (pf probeFlags) probeFor(arch string) (data, gz []byte, err error) {
 	if pf.binary != "" {
-		data, err := os.ReadFile(pf.binary)
+		data, err := fileio.ReadRegular(pf.binary, fileio.MaxProbe)
 		if err != nil {
 			return nil, nil, usageErr("--probe-binary: %v", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -45,7 +46,7 @@ is used where the server offers it, a plain session otherwise.`,
   gpulab push big.tar -H gpu01 --json`,
 		Args: exactArgs(1, "the local FILE to push"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			data, err := os.ReadFile(args[0])
+			data, err := fileio.ReadRegular(args[0], fileio.MaxPush)
 			if err != nil {
 				return usageErr("push: %v", err)
 			}

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 )
@@ -109,8 +111,9 @@ results.csv. These commands read them back.`,
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "STARTED\tLAB\tHOSTS\tRESULT\tRUN")
-			for _, r := range keep {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), r.Record.Lab, hostsOf(r.Record), outcome(r.Record), relTo(dir(), r.Dir))
+			for _, r := range keep { // records are anyone's files: their names are escaped
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
+					visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(relTo(dir(), r.Dir)))
 			}
 			return tw.Flush()
 		},
@@ -134,7 +137,7 @@ results.csv. These commands read them back.`,
 			if o.json {
 				return writeJSON(c.OutOrStdout(), ref.Record)
 			}
-			md, err := os.ReadFile(filepath.Join(ref.Dir, "record.md"))
+			md, err := fileio.ReadRegular(filepath.Join(ref.Dir, "record.md"), fileio.MaxRecord)
 			if err != nil {
 				md = []byte(ref.Record.Markdown())
 			}
@@ -235,7 +238,8 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		if r.Baseline {
 			coef += " (baseline)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Lab, r.Host, r.Workload, r.Mode, tp, f(r.P50), f(r.P99), f(r.ThroughputRatio), coef, res)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", visible.String(r.Lab), visible.String(r.Host), visible.String(r.Workload),
+			visible.String(r.Mode), visible.String(tp), f(r.P50), f(r.P99), f(r.ThroughputRatio), coef, res)
 	}
 	tw.Flush()
 }

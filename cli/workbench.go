@@ -61,7 +61,8 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	if o.getenv(EnvFirstFrameExit) != "" {
 		model = tui.QuitAfterFirstFrame(model)
 	}
-	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(cmd.OutOrStdout()))
+	// The terminal itself: the workbench draws with escape sequences.
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(o.env.Stdout))
 	if _, err := p.Run(); err != nil {
 		return fmt.Errorf("workbench: %w", err)
 	}

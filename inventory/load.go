@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/tomlpos"
 )
 
@@ -80,7 +81,7 @@ func quoteAll(s []string) []string {
 
 // Load reads and validates the inventory at path.
 func Load(path string) (*Inventory, error) {
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadRegular(path, fileio.MaxConfig)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("inventory %q does not exist", path)

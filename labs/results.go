@@ -3,12 +3,13 @@ package labs
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gpulab/gpulab/internal/fileio"
 )
 
 // RecordRef is a record found in a results directory.
@@ -42,10 +43,11 @@ func ListRecords(results string) ([]RecordRef, error) {
 	return out, nil
 }
 
-// ReadRecord reads dir/record.json.
+// ReadRecord reads dir/record.json: a regular file of at most
+// fileio.MaxRecord bytes (a FIFO or a link to a device is an error).
 func ReadRecord(dir string) (*Record, error) {
 	path := filepath.Join(dir, "record.json")
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadRegular(path, fileio.MaxRecord)
 	if err != nil {
 		return nil, err
 	}

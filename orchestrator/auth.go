@@ -7,12 +7,13 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"os"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
+
+	"github.com/gpulab/gpulab/internal/fileio"
 )
 
 // Keyring holds the client's keys for a run: ssh-agent's, and identity files
@@ -71,7 +72,7 @@ func (k *Keyring) identityFor(path string, explicit bool) (*identity, error) {
 
 func readIdentity(path string, explicit bool) (*identity, error) {
 	id := &identity{file: path}
-	data, err := os.ReadFile(path)
+	data, err := fileio.ReadRegular(path, fileio.MaxKey)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
 			id.missing = true
@@ -87,7 +88,7 @@ func readIdentity(path string, explicit bool) (*identity, error) {
 	case errors.As(err, &encrypted):
 		id.pub = encrypted.PublicKey
 		if id.pub == nil { // legacy PEM: the public half is only in the .pub
-			if pubData, err := os.ReadFile(path + ".pub"); err == nil {
+			if pubData, err := fileio.ReadRegular(path+".pub", fileio.MaxKey); err == nil {
 				if pk, _, _, _, err := ssh.ParseAuthorizedKey(pubData); err == nil {
 					id.pub = pk
 				}
@@ -117,7 +118,7 @@ func (k *Keyring) decrypt(id *identity) (ssh.Signer, error) {
 		id.decrErr = fmt.Errorf("identity file %s is encrypted and there is no terminal to ask its passphrase: load it into ssh-agent (ssh-add %s)", id.file, Quote(id.file))
 		return nil, id.decrErr
 	}
-	data, err := os.ReadFile(id.file)
+	data, err := fileio.ReadRegular(id.file, fileio.MaxKey)
 	if err != nil {
 		id.decrErr = fmt.Errorf("identity file %s: %w", id.file, err)
 		return nil, id.decrErr

@@ -81,6 +81,37 @@ func (e *Engine) Run(ctx context.Context, plan Plan, events chan<- Event) []Host
 	})
 }
 
+// RunInOrder works the plan as Run does and calls each with every host's
+// result, in plan order, as soon as that host and the hosts before it are
+// done. each runs on the caller's goroutine and may change the result (a
+// caller that prints each host's output can drop it there, instead of
+// holding every host's output until the last host is done). It returns
+// every result, as Run does.
+func (e *Engine) RunInOrder(ctx context.Context, plan Plan, each func(i int, hr *HostResult)) []HostResult {
+	events := make(chan Event, 16)
+	var results []HostResult
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		results = e.Run(ctx, plan, events)
+	}()
+	done := make([]*HostResult, len(plan.Targets))
+	next := 0
+	for ev := range events {
+		if ev.Kind != HostDone {
+			continue
+		}
+		done[ev.Index] = ev.Done
+		for next < len(done) && done[next] != nil {
+			each(next, done[next])
+			done[next] = nil
+			next++
+		}
+	}
+	<-finished
+	return results
+}
+
 // ForEach connects to each target within the sliding window and calls work
 // with the open connection, which work may use for any number of commands
 // and pushes; it fills hr (Class, Err, Steps). Dial failures and hosts never

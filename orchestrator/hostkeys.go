@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/gpulab/gpulab/internal/fileio"
 )
 
 // HostKeyError is a host key that could not be verified: unknown (not in
@@ -62,7 +64,7 @@ func NewHostKeys(files []string, acceptNew bool) (*HostKeys, error) {
 func (h *HostKeys) reload() error {
 	var existing []string
 	for _, f := range h.files {
-		if _, err := os.Stat(f); err == nil {
+		if err := fileio.CheckRegular(f); err == nil {
 			existing = append(existing, f)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("known_hosts: %w", err)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	sshconfig "github.com/kevinburke/ssh_config"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 )
 
@@ -98,7 +98,7 @@ func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, ho
 		sshConfigPath = defaultPath
 	}
 	sshConfigPath = r.expandTilde(sshConfigPath)
-	data, err := os.ReadFile(sshConfigPath)
+	data, err := fileio.ReadRegular(sshConfigPath, fileio.MaxConfig)
 	switch {
 	case err == nil:
 		cfg, err := sshconfig.DecodeBytes(data)

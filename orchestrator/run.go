@@ -45,7 +45,15 @@ func (c *capture) Write(p []byte) (int, error) {
 	c.activity.Store(time.Now().UnixNano())
 	c.total += int64(len(p))
 	if room := c.limit - len(c.buf); room > 0 {
-		c.buf = append(c.buf, p[:min(room, len(p))]...)
+		k := min(room, len(p))
+		if len(c.buf)+k > cap(c.buf) {
+			// Double, up to the limit: append grows large slices by a
+			// quarter, which copies a megabyte of output five times over.
+			grown := make([]byte, len(c.buf), min(c.limit, max(2*cap(c.buf), len(c.buf)+k, 4096)))
+			copy(grown, c.buf)
+			c.buf = grown
+		}
+		c.buf = append(c.buf, p[:k]...)
 	}
 	if c.onOutput != nil {
 		c.onOutput(c.stream, p)

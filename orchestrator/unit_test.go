@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -63,5 +65,43 @@ func TestFold(t *testing.T) {
 		if !strings.Contains(d, want) {
 			t.Errorf("Diff lacks %q:\n%s", want, d)
 		}
+	}
+}
+
+// TestDiffOfBinaryOutput: outputs that are not UTF-8 text are said to
+// differ, with their sizes, instead of diffed line by line (the diff
+// library's offsets break on invalid UTF-8, and it exits the process).
+func TestDiffOfBinaryOutput(t *testing.T) {
+	a := Group{NodeSet: "gpu[01-02]", Stdout: "ok\n\xff\xfe\x9b[31m binary", Stderr: "same"}
+	b := Group{NodeSet: "gpu03", Stdout: "ok\n\xfe\xff\xc3 other binary\n", Stderr: "same"}
+	want := "binary standard output differs: gpu[01-02] printed 17 bytes, gpu03 20 bytes\n"
+	if got := Diff(a, b); got != want {
+		t.Errorf("Diff(binary) = %q, want %q", got, want)
+	}
+	b.Stdout, b.Stderr = a.Stdout, "text\n"
+	a.Stderr = "\xff\xfe"
+	want = "binary standard error differs: gpu[01-02] printed 2 bytes, gpu03 5 bytes\n"
+	if got := Diff(a, b); got != want {
+		t.Errorf("Diff(binary stderr) = %q, want %q", got, want)
+	}
+}
+
+// TestCaptureAllocates: keeping the first MiB of 1.5 MB of output, in the
+// 32 KiB pieces SSH delivers, allocates at most twice the MiB kept.
+func TestCaptureAllocates(t *testing.T) {
+	var activity atomic.Int64
+	c := &capture{limit: DefaultMaxOutput, activity: &activity}
+	piece := make([]byte, 32<<10)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 1500000 / len(piece) {
+		c.Write(piece)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 2*DefaultMaxOutput+64<<10 {
+		t.Errorf("capturing 1.5 MB allocated %d bytes, want at most twice the %d kept", got, DefaultMaxOutput)
+	}
+	if len(c.buf) != DefaultMaxOutput || c.total != int64(1500000/len(piece)*len(piece)) {
+		t.Errorf("capture kept %d of %d bytes", len(c.buf), c.total)
 	}
 }

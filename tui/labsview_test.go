@@ -220,3 +220,29 @@ func TestResultsTab(t *testing.T) {
 		t.Errorf("enter opens the record:\n%s", v)
 	}
 }
+
+// TestResultsTabEscapesRecords: a record's lab id and host names, and its
+// record.md, are anyone's text: the Results tab shows their control
+// characters escaped (the view, drawn without colour here, holds none).
+func TestResultsTabEscapesRecords(t *testing.T) {
+	const pwned = "\x1b]0;pwned\a\x1b[31m"
+	dir := t.TempDir()
+	r := &labs.Record{Schema: labs.RecordSchema, Lab: "lab" + pwned, Name: "name" + pwned, Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Complete: true,
+		Hosts: []labs.HostRecord{{Host: "gpu" + pwned}}}
+	if err := r.Write(r.NewDir(dir), ""); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+	m = next.(Model)
+	m, _ = press(t, m, "6")
+	list := m.View()
+	m, _ = press(t, m, "enter")
+	record := m.View()
+	for name, v := range map[string]string{"the list": list, "the record": record} {
+		if strings.ContainsAny(v, "\x1b\a") || !strings.Contains(v, `\x1b]0;pwned\a`) {
+			t.Errorf("%s shows the record's control characters raw, or not at all:\n%q", name, v)
+		}
+	}
+}

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,6 +10,8 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 )
@@ -121,7 +122,7 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case key.Matches(km, k.Open):
 		if len(v.refs) > 0 {
 			ref := v.refs[v.sel]
-			md, err := os.ReadFile(filepath.Join(ref.Dir, "record.md"))
+			md, err := fileio.ReadRegular(filepath.Join(ref.Dir, "record.md"), fileio.MaxRecord)
 			if err != nil {
 				md = []byte(ref.Record.Markdown())
 			}
@@ -135,10 +136,12 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	return v, nil
 }
 
+// show opens text (a record, which is anyone's file: its control
+// characters are escaped) in a scrolling page.
 func (v *resultsView) show(text string) {
 	vp := viewport.New(v.width, v.height)
 	var lines []string
-	for _, l := range strings.Split(text, "\n") {
+	for _, l := range strings.Split(visible.Text(text), "\n") {
 		lines = append(lines, wrap(l, v.width)...)
 	}
 	vp.SetContent(strings.Join(lines, "\n"))
@@ -166,9 +169,9 @@ func (v *resultsView) View() string {
 		return v.page.View()
 	}
 	st := v.styles
-	lines := []string{st.CardTitle.Render("Results") + st.CardMuted.Render("  lab records in "+v.dir), ""}
+	lines := []string{st.CardTitle.Render("Results") + st.CardMuted.Render("  lab records in "+visible.String(v.dir)), ""}
 	if v.err != "" {
-		lines = append(lines, st.Error.Render(v.err))
+		lines = append(lines, st.Error.Render(visible.Text(v.err)))
 	}
 	if len(v.refs) == 0 {
 		lines = append(lines, st.Hint.Render("No lab records yet: run a lab from the Labs tab or with gpulab lab run ID -H EXPR."))
@@ -200,7 +203,8 @@ func (v *resultsView) View() string {
 		for j, h := range r.Hosts {
 			names[j] = h.Host
 		}
-		lines = append(lines, marker+fmt.Sprintf("%-19s %-20s %-16s %-12s %s", r.Started.Local().Format(time.DateTime), cut(r.Lab, 20), cut(inventory.FoldNames(names), 16), res, filepath.Base(v.refs[i].Dir)))
+		lines = append(lines, marker+fmt.Sprintf("%-19s %-20s %-16s %-12s %s", r.Started.Local().Format(time.DateTime), cut(visible.String(r.Lab), 20),
+			cut(visible.String(inventory.FoldNames(names)), 16), res, visible.String(filepath.Base(v.refs[i].Dir))))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Error is a problem at a line of the input (1-based; 0 for the whole
@@ -27,16 +28,71 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
 }
 
-// errorf builds an *Error.
+// MaxQuoted is how many bytes of a string from the input an error quotes:
+// a line of damaged input may be megabytes long, and the error names its
+// line anyway.
+const MaxQuoted = 200
+
+// MaxProblems is how many problems a parser reports one by one; the rest
+// are counted.
+const MaxProblems = 20
+
+// errorf builds an *Error. Strings and errors among args longer than
+// MaxQuoted are cut there, with an ellipsis and their length: parsers
+// quote the input's lines and fields.
 func errorf(line int, format string, args ...any) *Error {
+	for i, a := range args {
+		switch v := a.(type) {
+		case string:
+			if len(v) > MaxQuoted {
+				args[i] = clipped(v)
+			}
+		case error:
+			if s := v.Error(); len(s) > MaxQuoted {
+				args[i] = clipped(s)
+			}
+		}
+	}
 	return &Error{Line: line, Msg: fmt.Sprintf(format, args...)}
 }
 
-// errs collects problems while a parser goes on reading.
+// clipped is a long string that formats (%s, %q, %v) as its first
+// MaxQuoted bytes, an ellipsis, and its length in bytes.
+type clipped string
+
+// Format implements fmt.Formatter.
+func (c clipped) Format(f fmt.State, verb rune) {
+	s := string(c)
+	cut := MaxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) { // not inside a character
+		cut--
+	}
+	if verb == 'q' {
+		fmt.Fprintf(f, "%q…", s[:cut])
+	} else {
+		fmt.Fprintf(f, "%s…", s[:cut])
+	}
+	fmt.Fprintf(f, " (%d bytes)", len(s))
+}
+
+// errs collects problems while a parser goes on reading: the first
+// MaxProblems, then a count of the others.
 type errs []error
 
+// moreProblems counts the problems past MaxProblems.
+type moreProblems struct{ n int }
+
+func (m *moreProblems) Error() string { return fmt.Sprintf("and %d more problems", m.n) }
+
 func (e *errs) add(line int, format string, args ...any) {
-	*e = append(*e, errorf(line, format, args...))
+	if len(*e) < MaxProblems {
+		*e = append(*e, errorf(line, format, args...))
+		return
+	}
+	if len(*e) == MaxProblems {
+		*e = append(*e, &moreProblems{})
+	}
+	(*e)[MaxProblems].(*moreProblems).n++
 }
 func (e errs) err() error { return errors.Join(e...) }
 

@@ -62,3 +62,55 @@ func fixture(t *testing.T, dir, name string) string {
 	}
 	return string(data)
 }
+
+// TestErrorsQuoteAtMostTheStartOfALine feeds every parser a megabyte-long
+// line and many short bad lines: each error quotes at most MaxQuoted bytes
+// of the input (with the line's length), and at most MaxProblems problems
+// are listed.
+func TestErrorsQuoteAtMostTheStartOfALine(t *testing.T) {
+	long := strings.Repeat("GPU0 X NV12 é", 1<<20/14)
+	inputs := map[string]string{
+		"a long line":           "GPU0\tGPU1\n" + long + "\n",
+		"a long line first":     long + "\n",
+		"a long indented line":  "Attached GPUs : 1\nGPU 00000000:07:00.0\n" + long + "\n",
+		"a long labelled value": "============ Serving Benchmark Result ============\nSuccessful requests: " + long + "\n",
+		"many bad lines":        strings.Repeat("!? not output\n", 10000),
+	}
+	for _, k := range Kinds() {
+		for name, in := range inputs {
+			_, err := k.Parse(in)
+			if err == nil {
+				continue
+			}
+			msg := err.Error()
+			lines := strings.Split(msg, "\n")
+			if len(lines) > MaxProblems+1 {
+				t.Errorf("%s, %s: %d problems listed, want at most %d and a count", k.Name, name, len(lines), MaxProblems)
+			}
+			for _, l := range lines {
+				if len(l) > MaxQuoted+200 {
+					t.Errorf("%s, %s: a %d-byte error: %.300s", k.Name, name, len(l), l)
+					break
+				}
+			}
+		}
+	}
+}
+
+func TestClipped(t *testing.T) {
+	long := strings.Repeat("a", MaxQuoted-1) + "é" + strings.Repeat("b", 100)
+	want := `line 3: not understood: "` + strings.Repeat("a", MaxQuoted-1) + `"… (301 bytes)`
+	if got := errorf(3, "not understood: %q", long).Error(); got != want {
+		t.Errorf("errorf(%%q, 301 bytes) = %s, want %s", got, want)
+	}
+	if got := errorf(3, "short: %q", "ok").Error(); got != `line 3: short: "ok"` {
+		t.Errorf("errorf(%%q, short) = %s", got)
+	}
+	var e errs
+	for i := range MaxProblems + 5 {
+		e.add(i+1, "bad")
+	}
+	if got := strings.Split(e.err().Error(), "\n"); len(got) != MaxProblems+1 || got[MaxProblems] != "and 5 more problems" {
+		t.Errorf("%d problems reported as %q", MaxProblems+5, got)
+	}
+}
