@@ -46,6 +46,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		}
 		defer r.keys.Close()
 		r.keys.Passphrase = nil // the terminal belongs to the workbench: encrypted keys go through ssh-agent
+		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false) // the embedded probe: no flags to refuse

@@ -23,9 +23,6 @@ type Dialer struct {
 	Keys *Keyring
 	// AcceptNew adds unknown host keys to known_hosts (never changed ones).
 	AcceptNew bool
-	// Retries is how often a handshake reset by the server (sshd's
-	// MaxStartups dropping connections) is tried again; default 3.
-	Retries int
 
 	mu       sync.Mutex
 	hostKeys map[string]*HostKeys
@@ -135,10 +132,6 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 	deadline := time.Now().Add(t.ConnectTimeout)
 	dctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	retries := d.Retries
-	if retries == 0 {
-		retries = 3
-	}
 	for attempt := 0; ; attempt++ {
 		var keyErr error
 		cb := hk.Callback()
@@ -189,7 +182,7 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 			}
 			return nil, &DialError{Class: class, Host: addr, Err: keyErr}
 		}
-		if proxy == nil && attempt < retries && resetDuringHandshake(err) && dctx.Err() == nil {
+		if proxy == nil && attempt < handshakeRetries && resetDuringHandshake(err) && dctx.Err() == nil {
 			// sshd drops handshakes beyond MaxStartups; back off and retry.
 			select {
 			case <-time.After(time.Duration(20+rand.IntN(80)*(attempt+1)) * time.Millisecond):
@@ -204,6 +197,11 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 		return nil, &DialError{Class: class, Host: addr, Err: err}
 	}
 }
+
+// handshakeRetries is how often a handshake reset by the server (sshd's
+// MaxStartups dropping connections) is tried again, within the connect
+// timeout.
+const handshakeRetries = 3
 
 func resetDuringHandshake(err error) bool {
 	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)

@@ -30,8 +30,8 @@ type Engine struct {
 	// Concurrency is how many hosts are worked on at once; a new host starts
 	// as soon as one finishes (a sliding window). Default 64.
 	Concurrency int
-	MaxOutput   int
-	// StreamOutput sends output chunks as events (for live views).
+	// StreamOutput sends output chunks as events: the workbench's Fleet
+	// tab shows a running command's output as it comes.
 	StreamOutput bool
 }
 
@@ -169,7 +169,7 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 func (e *Engine) runSteps(ctx context.Context, i int, t Target, conn *Conn, steps []Step, hr *HostResult, emit func(Event)) {
 	for si, s := range steps {
 		emit(Event{Kind: StepStarted, Index: i, Host: t.Name, Step: si})
-		o := RunOptions{Timeout: t.CommandTimeout, Inactivity: t.InactivityTimeout, MaxOutput: e.MaxOutput}
+		o := RunOptions{Timeout: t.CommandTimeout, Inactivity: t.InactivityTimeout}
 		if s.Timeout > 0 {
 			o.Timeout = s.Timeout
 		}

@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
@@ -359,5 +361,83 @@ func TestInventorySSHConfigDefaultIsOptional(t *testing.T) {
 		if (err != nil) != tc.wantErr {
 			t.Errorf("ssh_config = %q without the file: err %v, want error %v", tc.path, err, tc.wantErr)
 		}
+	}
+}
+
+// A command runs as with ssh HOST CMD: by the user's login shell, so its
+// syntax works and its errors read the same; the output, the error and the
+// exit status match OpenSSH's client, command by command (ssh exits 255
+// for a command killed by a signal; gpulab names the signal). (sshd names the
+// shell "bash" in its messages, gpulab's wrapper "/bin/bash": the path is
+// the one difference, and it is ignored.)
+func TestCommandRunsLikeSSH(t *testing.T) {
+	sshBin := testreq.Tool(t, "ssh", "the test compares gpulab with OpenSSH's client (apt-get install openssh-client)")
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	cfg := f.SSHConfig(t, "IdentityFile "+f.ClientKey)
+	for _, cmd := range []string{
+		"gpulab-no-such-command --version",
+		"[[ a == a ]] && echo double-brackets",
+		"echo $0 | sed 's,.*/,,'",
+		"printf '%s\\n' {1..3}",
+		"exit 42",
+		"echo before; kill -TERM $$",
+	} {
+		c := exec.Command(sshBin, "-F", cfg, "-o", "BatchMode=yes", "h01", cmd)
+		c.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+		var stdout, stderr strings.Builder
+		c.Stdout, c.Stderr = &stdout, &stderr
+		err := c.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		r := gpulabRun(t, cfg, "h01", cmd)
+		if len(r.Steps) != 1 {
+			t.Fatalf("%q: %s %s", cmd, r.Class, r.Err)
+		}
+		s := r.Steps[0]
+		if code == 255 && s.Signal != "" { // ssh's own status for a command killed by a signal
+			code = s.ExitCode
+		}
+		if string(s.Stdout) != stdout.String() || shellPath.ReplaceAllString(string(s.Stderr), "$1:") != stderr.String() || s.ExitCode != code {
+			t.Errorf("%q:\n  ssh:    exit %d, stdout %q, stderr %q\n  gpulab: exit %d, stdout %q, stderr %q", cmd, code, stdout.String(), stderr.String(), s.ExitCode, s.Stdout, s.Stderr)
+		}
+	}
+}
+
+var shellPath = regexp.MustCompile(`(?m)^/(?:[^/:\s]+/)*([^/:\s]+):`)
+
+func gpulabRun(t *testing.T, cfg, host, cmd string) orchestrator.HostResult {
+	t.Helper()
+	r, err := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, t.TempDir(), "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := r.ResolveName(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	return e.Run(context.Background(), orchestrator.Plan{Targets: []orchestrator.Target{tg}, Steps: step(cmd)}, nil)[0]
+}
+
+// A job the command leaves in the background outlives the session, as with
+// ssh HOST CMD; a command stopped by a cancel takes its whole group along.
+func TestBackgroundJobsOutliveTheCommand(t *testing.T) {
+	pgrep := testreq.Tool(t, "pgrep", "the test looks for the remote processes (apt-get install procps)")
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	mark := fmt.Sprintf("%d.%d", 50+os.Getpid()%40, time.Now().Nanosecond()%991)
+	r := newEngine().Run(context.Background(), orchestrator.Plan{Targets: targets(f), Steps: step("sleep " + mark + " >/dev/null 2>&1 & echo left")}, nil)[0]
+	if r.Class != orchestrator.OK {
+		t.Fatalf("%s %s", r.Class, r.Err)
+	}
+	out, err := exec.Command(pgrep, "-f", "^sleep "+mark).Output()
+	if err != nil {
+		t.Fatalf("the background job was stopped with the session (pgrep: %v)", err)
+	}
+	for _, pid := range strings.Fields(string(out)) {
+		_ = exec.Command("kill", pid).Run()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,8 +32,13 @@ type RunOptions struct {
 	Stdin io.Reader
 }
 
-// capture keeps the first limit bytes written and counts the rest.
+// capture keeps the first limit bytes written and counts the rest. The
+// session's copy goroutines write it while Run may already be collecting
+// (a stop that gave up waiting): a mutex keeps them apart, and writes
+// after the collection are dropped.
 type capture struct {
+	mu       sync.Mutex
+	closed   bool
 	buf      []byte
 	limit    int
 	total    int64
@@ -43,6 +49,11 @@ type capture struct {
 
 func (c *capture) Write(p []byte) (int, error) {
 	c.activity.Store(time.Now().UnixNano())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return len(p), nil
+	}
 	c.total += int64(len(p))
 	if room := c.limit - len(c.buf); room > 0 {
 		k := min(room, len(p))
@@ -59,6 +70,14 @@ func (c *capture) Write(p []byte) (int, error) {
 		c.onOutput(c.stream, p)
 	}
 	return len(p), nil
+}
+
+// close ends the capture and returns what it kept and the total written.
+func (c *capture) close() ([]byte, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return c.buf, c.total
 }
 
 // Run runs command in a new session on the connection. The command line is
@@ -106,9 +125,9 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 		defer p.Close()
 	}
 	collect := func() {
-		r.Stdout, r.Stderr = stdout.buf, stderr.buf
-		r.StdoutBytes, r.StderrBytes = stdout.total, stderr.total
-		r.Truncated = stdout.total > int64(len(stdout.buf)) || stderr.total > int64(len(stderr.buf))
+		r.Stdout, r.StdoutBytes = stdout.close()
+		r.Stderr, r.StderrBytes = stderr.close()
+		r.Truncated = r.StdoutBytes > int64(len(r.Stdout)) || r.StderrBytes > int64(len(r.Stderr))
 	}
 	line := command
 	if !o.Raw {
@@ -182,19 +201,25 @@ func stopRemote(sess *ssh.Session, stdin io.Closer, done <-chan error) {
 
 // wrapper runs the command line ($1) so that gpulab can stop everything it
 // started. sshd makes each session's shell a session and process-group
-// leader; the wrapper (exec'd in its place, so it leads the group) keeps
-// the session's standard input open on fd 3 and watches it: when gpulab
-// closes it (cancel, timeouts), the watcher sends SIGTERM to the whole
-// process group, then SIGKILL a second later. Without a pty sshd signals
-// nobody when a session closes, and it refuses signal requests for root,
-// so this is the one stop that always works. The command reads /dev/null;
-// on a normal exit the watcher is killed, leaving background jobs alone.
+// leader; the wrapper (exec'd in its place, so it leads the group) starts a
+// watcher that keeps the session's standard input open on fd 3: when gpulab
+// closes it (cancel, timeouts) while the command still runs, the watcher
+// sends SIGTERM to the whole process group, then SIGKILL a second later.
+// Without a pty sshd signals nobody when a session closes, and it refuses
+// signal requests for root, so this is the one stop that always works.
+// The command reads /dev/null.
+//
+// The wrapper then execs the user's login shell ($SHELL, which sshd sets
+// from the password database) on the command, as sshd runs one: bash
+// syntax works where bash is the shell, a missing command is reported by
+// that shell in its own words, and the exit status or signal is the
+// shell's own, as with ssh HOST CMD. When the command has ended on its
+// own, the watcher finds the group's leader gone and leaves background
+// jobs alone.
 const wrapper = `exec 3<&0 </dev/null
-(trap '' TERM; read -r _ <&3; kill -TERM 0; sleep 1; kill -KILL 0) >/dev/null 2>&1 &
-w=$!
+(trap '' TERM; read -r _ <&3; kill -0 $$ 2>/dev/null || exit 0; kill -TERM 0; sleep 1; kill -KILL 0) >/dev/null 2>&1 &
 exec 3<&-
-trap 'kill -KILL $w 2>/dev/null' EXIT
-eval "$1"`
+exec "${SHELL:-/bin/sh}" -c "$1"`
 
 // Wrap returns the command line that runs command under the wrapper.
 func Wrap(command string) string {

@@ -59,7 +59,13 @@ type hostRow struct {
 	result  *orchestrator.HostResult
 	started time.Time
 	probe   *ProbeOutcome
+	// live is the tail of what the running command printed (StepOutput
+	// events), shown until the result arrives.
+	live []byte
 }
+
+// liveTail is how much of a running command's output a row keeps.
+const liveTail = 4 << 10
 
 // runLog is one line of the command log: what ran where, and how it ended.
 type runLog struct {
@@ -380,8 +386,14 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 		r.state, r.started = stateConnecting, ev.Time
 	case orchestrator.HostConnected:
 		r.state, r.connect = stateRunning, ev.Time.Sub(r.started)
+	case orchestrator.StepOutput:
+		r.live = append(r.live, ev.Output...)
+		if len(r.live) > liveTail {
+			r.live = append([]byte(nil), r.live[len(r.live)-liveTail:]...)
+		}
 	case orchestrator.HostDone:
 		if ev.Done != nil {
+			r.live = nil
 			r.state, r.class, r.total, r.result = stateDone, ev.Done.Class, ev.Done.Total, ev.Done
 			r.connect = ev.Done.Connect
 			v.counts[ev.Done.Class]++
@@ -519,6 +531,8 @@ func (v *fleetView) row(i int) string {
 		if out == "" && r.result != nil {
 			out = r.result.Err
 		}
+	} else if len(r.live) > 0 {
+		out = lastLine(string(r.live))
 	}
 	line := v.rowText(r.Name, r.Address, state, dur(r.connect), dur(r.total), out)
 	switch {
@@ -538,6 +552,15 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%dms", d.Milliseconds())
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\r\n")
+	if i := strings.LastIndexAny(s, "\r\n"); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
 }
 
 func firstLine(s string) string {
@@ -591,6 +614,9 @@ func (v *fleetView) paneLines() []string {
 		return nil
 	}
 	r := v.rows[v.cursor]
+	if r.result == nil && len(r.live) > 0 {
+		return append([]string{st.Hint.Render("running; its output so far:")}, strings.Split(strings.TrimRight(string(r.live), "\n"), "\n")...)
+	}
 	if r.result == nil {
 		return []string{st.Hint.Render("no output yet")}
 	}

@@ -239,3 +239,26 @@ func BenchmarkFleetFolded1000Hosts(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// A running command's output shows as it comes: the row's last line and,
+// for the selected host, the output so far; the result replaces it.
+func TestFleetLiveOutput(t *testing.T) {
+	v := newFleetView(fakeFleet{n: 2, odd: -1}, DefaultStyles())
+	v.SetSize(160, 40)
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnected, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte("step 1 of 3\nstep 2")})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(" of 3\n")})
+	if row := v.row(0); !strings.Contains(row, "step 2 of 3") || strings.Contains(row, "step 1 of 3") {
+		t.Errorf("running row shows %q, want its last line", row)
+	}
+	v.pane = paneHost
+	if got := strings.Join(v.paneLines(), "\n"); !strings.Contains(got, "step 1 of 3\nstep 2 of 3") {
+		t.Errorf("the selected running host's pane:\n%s", got)
+	}
+	done := orchestrator.HostResult{Host: "gpu001", Class: orchestrator.OK, Steps: []orchestrator.Result{{Stdout: []byte("all 3 steps done\n")}}}
+	v.apply(orchestrator.Event{Kind: orchestrator.HostDone, Index: 0, Host: "gpu001", Done: &done})
+	if row := v.row(0); !strings.Contains(row, "all 3 steps done") {
+		t.Errorf("finished row shows %q, want its result", row)
+	}
+}
