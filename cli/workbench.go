@@ -45,7 +45,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 			return err
 		}
 		defer r.keys.Close()
-		r.keys.Passphrase = nil // the terminal belongs to the workbench: encrypted keys go through ssh-agent
+		r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
