@@ -27,6 +27,10 @@ const (
 	ExitOK     = 0
 	ExitFailed = 1
 	ExitUsage  = 2
+	// ExitUnknown is a runbook run where no check failed but some could
+	// not be decided (UNKNOWN: a tool missing, a host unreachable): not a
+	// success a script may take for "fine" (--allow-unknown makes it 0).
+	ExitUnknown = 3
 )
 
 // Version is the build's version, set with -ldflags "-X ...cli.Version=...".

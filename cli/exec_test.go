@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -305,4 +306,37 @@ func TestLabRunRefusesHostileParameter(t *testing.T) {
 		t.Error("a parameter value ran a command on the host")
 	}
 	run(t, env, "lab", "show", "pending-explained").expect(t, 0, "image            a small image for the job's pods (image; default busybox:1.36)", "")
+}
+
+// A runbook on a host without the NVIDIA tools decides nothing: every
+// verdict is UNKNOWN, its hint says how to get the evidence (not the
+// advice for a failure), and the exit status is 3, not 0, unless
+// --allow-unknown.
+func TestRunbookUnknownIsNotSuccess(t *testing.T) {
+	// The hosts' PATH holds only what gpulab's wrapper needs: no GPU tool,
+	// even on a machine that has them.
+	bin := t.TempDir()
+	for _, tool := range []string{"sh", "sleep", "kill"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := sshtest.Start(t, 2, sshtest.Options{Env: map[string]string{"PATH": bin}})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	env := noEnv(t)
+	r := run(t, env, "runbook", "run", "topology", "-H", "gpu[01-02]", "-F", cfg)
+	r.expect(t, 3, "UNKNOWN", "")
+	r.expect(t, 3, "nvidia-smi is not on the host's PATH", "")
+	if strings.Contains(r.stdout, "has a link down") {
+		t.Errorf("an UNKNOWN verdict carries the advice for a failure:\n%s", r.stdout)
+	}
+	run(t, env, "runbook", "run", "topology", "-H", "gpu[01-02]", "-F", cfg, "--allow-unknown").expect(t, 0, "UNKNOWN", "")
+	// A host that cannot be reached: UNKNOWN too, with a hint to match.
+	cfgBad := filepath.Join(t.TempDir(), "ssh_config")
+	writeFile(t, cfgBad, fmt.Sprintf("Host gone\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", sshtest.FreePort(t), f.User, f.ClientKey, f.KnownHosts))
+	run(t, env, "runbook", "run", "topology", "-H", "gone", "-F", cfgBad).expect(t, 3, "could not be reached", "")
 }

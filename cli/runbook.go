@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -92,17 +93,25 @@ schema as runbooks/builtin/*.toml).`,
 		},
 	})
 	var (
-		f   sshFlags
-		yes bool
-		set []string
+		f            sshFlags
+		yes          bool
+		set          []string
+		allowUnknown bool
 	)
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
 		Short: "Run a runbook on hosts and print folded verdicts",
 		Long: `Run a runbook on every selected host (one SSH connection each) and print each
-check's verdicts with identical hosts folded. Exit status: 0 when no check
-failed, 1 when one did (WARN and UNKNOWN do not fail the run; they are
-printed), 2 for usage errors, 130 after Ctrl-C.`,
+check's verdicts with identical hosts folded.
+
+UNKNOWN means a check could not be decided: its step did not run or gave no
+evidence (a tool not installed, sudo refused, a timeout, a host that could
+not be reached). It is never taken for a PASS, and its hint says how to get
+the evidence.
+
+Exit status: 0 when every check passed or warned, 1 when one failed, 3 when
+none failed but some are UNKNOWN (0 with --allow-unknown), 2 for usage
+errors, 130 after Ctrl-C.`,
 		Example: `  gpulab runbook run topology -H 'gpu[01-08]'
   gpulab runbook run nccl-slow -H @ib --set nccl_log=/scratch/job-4711/rank0.log
   gpulab runbook run health -H @a100 --json | jq '.hosts[] | {host, verdicts: [.verdicts[] | select(.status != "PASS")]}'`,
@@ -148,12 +157,16 @@ printed), 2 for usage errors, 130 after Ctrl-C.`,
 			if runbooks.Worst(runs) == runbooks.Fail {
 				return errSilentFailure
 			}
+			if runbooks.AnyUnknown(runs) && !allowUnknown {
+				return &exitError{code: ExitUnknown, err: errors.New("")}
+			}
 			return nil
 		},
 	}
 	f.register(run)
 	run.Flags().StringArrayVar(&set, "set", nil, "give the runbook's parameter `name=value` (gpulab runbook show ID lists them); repeatable")
 	run.Flags().BoolVar(&yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
+	run.Flags().BoolVar(&allowUnknown, "allow-unknown", false, "exit 0 when no check failed even if some are UNKNOWN (undecided for want of evidence)")
 	cmd.AddCommand(run)
 	return cmd
 }

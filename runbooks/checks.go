@@ -44,11 +44,15 @@ type Evidence struct {
 
 // Input is one step's result as a rule sees it.
 type Input struct {
-	Step     string
-	Ran      bool   // the command ran and exited 0
-	Output   string // stdout
-	Problem  string // why it did not run or exit 0, or could not be parsed
-	Value    any    // the parser's value (partial when ParseErr is set)
+	Step    string
+	Ran     bool   // the command ran and exited 0
+	Output  string // stdout
+	Problem string // why it did not run or exit 0, or could not be parsed
+	// Class and ExitCode say how the command ended, for the hint of an
+	// UNKNOWN verdict (a missing tool, a refused sudo, a timeout).
+	Class    orchestrator.Class
+	ExitCode int
+	Value    any // the parser's value (partial when ParseErr is set)
 	ParseErr error
 	// Skip marks a step that does not run on this host by design (a
 	// cluster-wide step on the first host only): its checks are SKIPPED.
@@ -92,19 +96,56 @@ func Judge(c Check, in []Input) Verdict {
 		for _, i := range in {
 			if !i.Ran || i.Value == nil {
 				v.Status, v.Summary = Unknown, fmt.Sprintf("no evidence: step %s %s", i.Step, i.Problem)
+				v.Hint = EvidenceHint(i)
 				return v
 			}
 		}
 	}
 	out := r.Fn(in, c.With)
 	out.Check, out.Title = c.ID, c.Title
-	if out.Hint == "" || out.Status == Pass {
+	switch {
+	case out.Status == Unknown && out.Hint == "":
+		// The check's hint is advice for a failure; a verdict without
+		// evidence needs a way to the evidence instead.
+		out.Hint = "the output did not decide this check: read the evidence, or run the step by hand on the host"
+	case out.Hint == "" || out.Status == Pass:
 		out.Hint = c.Hint
 	}
 	if out.Evidence == nil {
 		out.Evidence = []Evidence{}
 	}
 	return out
+}
+
+var notFoundRE = regexp.MustCompile(`(?m)([^\s:]+): (?:command )?not found`)
+
+// EvidenceHint says how to get the evidence a step did not give: what to
+// look at on the host for a missing tool, a refused sudo, a timeout, an
+// unreachable host or output gpulab could not read.
+func EvidenceHint(i Input) string {
+	p := i.Problem
+	switch {
+	case i.Class == orchestrator.Refused || i.Class == orchestrator.Unreachable || i.Class == orchestrator.TimeoutConnect ||
+		i.Class == orchestrator.Auth || i.Class == orchestrator.HostKeyUnknown || i.Class == orchestrator.HostKeyChanged || i.Class == orchestrator.Lost:
+		return "the host could not be reached or was lost: see its error, then run again"
+	case i.Class == orchestrator.Cancelled:
+		return "the run was stopped before this step gave its evidence"
+	case i.ExitCode == 127 || strings.Contains(p, "not found"):
+		tool := "the step's tool"
+		if m := notFoundRE.FindStringSubmatch(p); m != nil {
+			tool = m[1]
+		}
+		return fmt.Sprintf("%s is not on the host's PATH: is it installed (for nvidia-smi: is the NVIDIA driver installed)? Check with: command -v %s", tool, tool)
+	case strings.Contains(p, "sudo") || strings.Contains(strings.ToLower(p), "permission denied") || strings.Contains(p, "Operation not permitted"):
+		return "the step was refused a permission: it needs root; log in as root, or let the user run sudo without a password (sudo -n)"
+	case i.Class == orchestrator.TimeoutCommand || i.Class == orchestrator.Inactive:
+		return "the command did not finish in time: is the host or a GPU hung (nvidia-smi blocks on a sick GPU)? A longer step timeout waits more"
+	case i.ParseErr != nil || strings.Contains(p, "could not read"):
+		return "gpulab could not read the step's output: read it in the evidence (an unfamiliar driver or tool version?)"
+	case i.Class == orchestrator.Exit:
+		return "the step's command failed on the host: run it there by hand to see why"
+	}
+	return "run the step's command by hand on the host to see why it gave no evidence"
 }
 
 func verdict(s Status, summary string, ev ...Evidence) Verdict {

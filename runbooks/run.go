@@ -83,7 +83,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			runs[i].Steps = []StepRun{}
 			inputs := map[string]Input{}
 			for _, s := range rb.Steps {
-				inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err)}
+				inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err), Class: h.Class, ExitCode: -1}
 			}
 			runs[i].Verdicts = judgeAll(rb, inputs)
 			if o.OnHost != nil {
@@ -118,7 +118,7 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 	line, missing, err := Expand(s.Command, o.Params)
 	if err != nil {
 		sr.Problem, sr.Class = "refused: "+err.Error(), orchestrator.Error
-		in.Problem = "was refused: " + err.Error()
+		in.Problem, in.Class = "was refused: "+err.Error(), orchestrator.Error
 		return sr, in
 	}
 	if len(missing) > 0 {
@@ -130,7 +130,7 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 	sr.Class, sr.ExitCode, sr.Output, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Problem
 	in.Output = sr.Output
 	in.Ran = r.Class == orchestrator.OK
-	in.Problem = sr.Problem
+	in.Problem, in.Class, in.ExitCode = sr.Problem, r.Class, r.ExitCode
 	if s.Parser != "" && (in.Ran || sr.Output != "") {
 		k, _ := parse.Lookup(s.Parser)
 		v, err := k.Parse(sr.Output)
@@ -230,6 +230,19 @@ func Worst(runs []HostRun) Status {
 		}
 	}
 	return w
+}
+
+// AnyUnknown reports whether any verdict of any host is UNKNOWN: a check
+// that could not be decided, for want of evidence.
+func AnyUnknown(runs []HostRun) bool {
+	for _, r := range runs {
+		for _, v := range r.Verdicts {
+			if v.Status == Unknown {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CommandResult is one step's command on one host, with why it did not
