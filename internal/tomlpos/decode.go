@@ -50,13 +50,11 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 	}
 	ix := New(file, src)
 	var errs []error
-	undecoded := md.Undecoded()
-	seen := map[string]bool{}
-	for _, k := range undecoded {
-		if hasUndecodedParent(k, seen) {
-			continue
+	var reported keyTree
+	for _, k := range md.Undecoded() {
+		if reported.add(k) {
+			continue // k, or the table it is in, is reported already
 		}
-		seen[k.String()] = true
 		msg := fmt.Sprintf("unknown key %q", k[len(k)-1])
 		if exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1]); len(exp) > 0 {
 			where := "here"
@@ -111,12 +109,33 @@ func parseMessage(pe toml.ParseError) string {
 	return msg
 }
 
-func hasUndecodedParent(k toml.Key, seen map[string]bool) bool {
-	for n := len(k) - 1; n > 0; n-- {
-		if seen[k[:n].String()] {
+// keyTree is a set of keys stored part by part, so that finding whether
+// a key or one of its parents is in it costs the key's length.
+type keyTree struct {
+	in   bool
+	next map[string]*keyTree
+}
+
+// add adds k and reports whether k or one of its parents was in t already.
+func (t *keyTree) add(k toml.Key) bool {
+	for _, part := range k {
+		if t.in {
 			return true
 		}
+		c := t.next[part]
+		if c == nil {
+			if t.next == nil {
+				t.next = map[string]*keyTree{}
+			}
+			c = &keyTree{}
+			t.next[part] = c
+		}
+		t = c
 	}
+	if t.in {
+		return true
+	}
+	t.in = true
 	return false
 }
 

@@ -9,10 +9,7 @@
 // input it terminates without panicking.
 package tomlpos
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // Pos is a 1-based line and column (in bytes) in a file.
 type Pos struct {
@@ -22,17 +19,38 @@ type Pos struct {
 // Index maps key paths of one document to where they are defined. A path is
 // a list of keys and array indices: ("project", 3, "axis", "isolation") names
 // the isolation key of the fourth [[project]] table.
+//
+// Building it and looking a path up cost time linear in the input and in the
+// path: the index is a tree of the document's keys and elements, and a
+// second tree of the same keys with array indices left out answers Matches.
 type Index struct {
-	File  string
-	pos   map[string]Pos
-	order []string // paths in document order
+	File   string
+	root   *node
+	shapes *shape
+}
+
+// node is one key or array element of the document.
+type node struct {
+	pos    Pos
+	known  bool             // pos was recorded (headers name their parents without defining them)
+	keys   map[string]*node // child keys
+	elems  []*node          // array elements, by index
+	tables bool             // elems are [[tables]]
+	shape  *shape           // the index-free path of this node
+}
+
+// shape is one index-free key path, with the places that define it.
+type shape struct {
+	keys   map[string]*shape
+	places []Pos
 }
 
 // New indexes src, which should be TOML that has already been parsed
 // successfully; file is used in errors only.
 func New(file string, src []byte) *Index {
-	ix := &Index{File: file, pos: map[string]Pos{}}
-	s := &scanner{src: src, line: 1, col: 1, ix: ix, arrays: map[string]int{}}
+	root := &shape{}
+	ix := &Index{File: file, root: &node{shape: root}, shapes: root}
+	s := &scanner{src: src, line: 1, col: 1, root: ix.root, table: ix.root}
 	s.document()
 	return ix
 }
@@ -42,8 +60,27 @@ func (ix *Index) Lookup(path ...any) (Pos, bool) {
 	if ix == nil {
 		return Pos{}, false
 	}
-	p, ok := ix.pos[joinPath(path)]
-	return p, ok
+	n := ix.root
+	for _, p := range path {
+		switch v := p.(type) {
+		case string:
+			n = n.keys[v]
+		case int:
+			if v < 0 || v >= len(n.elems) {
+				return Pos{}, false
+			}
+			n = n.elems[v]
+		default:
+			return Pos{}, false
+		}
+		if n == nil {
+			return Pos{}, false
+		}
+	}
+	if !n.known {
+		return Pos{}, false
+	}
+	return n.pos, true
 }
 
 // Nearest returns the position of path or, failing that, of its longest
@@ -57,59 +94,61 @@ func (ix *Index) Nearest(path ...any) Pos {
 	return Pos{}
 }
 
-// Matches returns, in document order, the positions of every indexed path
-// that equals key once its array indices are removed. It maps the index-free
-// keys reported by toml.MetaData.Undecoded back to each place they occur.
+// Matches returns, in document order, the places that define key, a path
+// without array indices: each place the key is written, and each [[table]]
+// header that adds an element to it. It maps the index-free keys reported
+// by toml.MetaData.Undecoded back to each place they occur.
 func (ix *Index) Matches(key []string) []Pos {
 	if ix == nil {
 		return nil
 	}
-	want := strings.Join(key, sep)
-	var out []Pos
-	for _, k := range ix.order {
-		if stripIndices(k) == want {
-			out = append(out, ix.pos[k])
+	sh := ix.shapes
+	for _, k := range key {
+		if sh = sh.keys[k]; sh == nil {
+			return nil
 		}
 	}
-	return out
+	return sh.places
 }
 
-const sep = "\x1f"
-
-func joinPath(path []any) string {
-	parts := make([]string, len(path))
-	for i, p := range path {
-		switch v := p.(type) {
-		case int:
-			parts[i] = "#" + strconv.Itoa(v)
-		case string:
-			parts[i] = v
-		default:
-			parts[i] = "?"
+// key returns n's child k, creating it (without a position) when new.
+func (n *node) key(k string) *node {
+	c := n.keys[k]
+	if c == nil {
+		if n.keys == nil {
+			n.keys = map[string]*node{}
 		}
-	}
-	return strings.Join(parts, sep)
-}
-
-func stripIndices(k string) string {
-	parts := strings.Split(k, sep)
-	out := parts[:0]
-	for _, p := range parts {
-		if strings.HasPrefix(p, "#") {
-			continue
+		sh := n.shape.keys[k]
+		if sh == nil {
+			if n.shape.keys == nil {
+				n.shape.keys = map[string]*shape{}
+			}
+			sh = &shape{}
+			n.shape.keys[k] = sh
 		}
-		out = append(out, p)
+		c = &node{shape: sh}
+		n.keys[k] = c
 	}
-	return strings.Join(out, sep)
+	return c
 }
 
-func (ix *Index) record(path []string, p Pos) {
-	k := strings.Join(path, sep)
-	if _, ok := ix.pos[k]; ok {
+// elem appends an element to n's array and returns it.
+func (n *node) elem() *node {
+	c := &node{shape: n.shape}
+	n.elems = append(n.elems, c)
+	return c
+}
+
+// record sets where n is defined, unless it was recorded before; a place
+// is listed for Matches when it defines a key or a [[table]] element.
+func (n *node) record(p Pos, place bool) {
+	if n.known {
 		return
 	}
-	ix.pos[k] = p
-	ix.order = append(ix.order, k)
+	n.pos, n.known = p, true
+	if pl := n.shape.places; place && (len(pl) == 0 || pl[len(pl)-1] != p) {
+		n.shape.places = append(pl, p)
+	}
 }
 
 // scanner walks the document once. Every loop advances the cursor or stops.
@@ -117,9 +156,8 @@ type scanner struct {
 	src       []byte
 	i         int
 	line, col int
-	ix        *Index
-	table     []string       // current table path, indices included
-	arrays    map[string]int // resolved array-of-tables path -> last index
+	root      *node
+	table     *node // the current table
 }
 
 func (s *scanner) eof() bool { return s.i >= len(s.src) }
@@ -205,28 +243,22 @@ func (s *scanner) header() {
 	for !s.eof() && s.src[s.i] != '\n' && s.src[s.i] != ']' {
 		s.advance()
 	}
-	var resolved []string
+	n := s.root
 	for i, k := range keys {
-		resolved = append(resolved, k)
-		if i == len(keys)-1 {
-			break
-		}
-		if n, ok := s.arrays[strings.Join(resolved, sep)]; ok {
-			resolved = append(resolved, "#"+strconv.Itoa(n))
+		n = n.key(k)
+		if i < len(keys)-1 && len(n.elems) > 0 && n.tables {
+			n = n.elems[len(n.elems)-1] // [a.b] after [[a]] is in the last a
 		}
 	}
 	if array {
-		base := strings.Join(resolved, sep)
-		n, ok := s.arrays[base]
-		if ok {
-			n++
-		}
-		s.arrays[base] = n
-		s.ix.record(resolved, at)
-		resolved = append(resolved, "#"+strconv.Itoa(n))
+		n.tables = true
+		n.record(at, true)
+		n = n.elem()
+		n.record(at, true)
+	} else {
+		n.record(at, true)
 	}
-	s.ix.record(resolved, at)
-	s.table = resolved
+	s.table = n
 }
 
 // key reads a dotted key (bare or quoted parts) and stops after it.
@@ -286,26 +318,26 @@ func (s *scanner) quoted() string {
 	return b.String()
 }
 
-func (s *scanner) keyValue(table []string) {
+func (s *scanner) keyValue(table *node) {
 	at := s.here()
 	keys := s.key()
 	if len(keys) == 0 {
 		s.advance()
 		return
 	}
-	path := append([]string(nil), table...)
+	n := table
 	for _, k := range keys {
-		path = append(path, k)
-		s.ix.record(path, at)
+		n = n.key(k)
+		n.record(at, true)
 	}
 	s.skipSpace(false)
 	if !s.eof() && s.src[s.i] == '=' {
 		s.advance()
 	}
-	s.value(path)
+	s.value(n)
 }
 
-func (s *scanner) value(path []string) {
+func (s *scanner) value(n *node) {
 	s.skipSpace(false)
 	if s.eof() {
 		return
@@ -316,9 +348,9 @@ func (s *scanner) value(path []string) {
 	case s.src[s.i] == '"' || s.src[s.i] == '\'':
 		s.quoted()
 	case s.src[s.i] == '[':
-		s.array(path)
+		s.array(n)
 	case s.src[s.i] == '{':
-		s.inlineTable(path)
+		s.inlineTable(n)
 	default:
 		for !s.eof() && !strings.ContainsRune(",]}\n#", rune(s.src[s.i])) {
 			s.advance()
@@ -351,9 +383,9 @@ func (s *scanner) multiline() {
 	}
 }
 
-func (s *scanner) array(path []string) {
+func (s *scanner) array(n *node) {
 	s.advance() // [
-	for n := 0; ; n++ {
+	for {
 		s.skipSpace(true)
 		if s.eof() {
 			return
@@ -362,8 +394,8 @@ func (s *scanner) array(path []string) {
 			s.advance()
 			return
 		}
-		elem := append(append([]string(nil), path...), "#"+strconv.Itoa(n))
-		s.ix.record(elem, s.here())
+		elem := n.elem()
+		elem.record(s.here(), false)
 		start := s.i
 		s.value(elem)
 		s.skipSpace(true)
@@ -375,7 +407,7 @@ func (s *scanner) array(path []string) {
 	}
 }
 
-func (s *scanner) inlineTable(path []string) {
+func (s *scanner) inlineTable(n *node) {
 	s.advance() // {
 	for {
 		s.skipSpace(true)
@@ -387,7 +419,7 @@ func (s *scanner) inlineTable(path []string) {
 			return
 		}
 		start := s.i
-		s.keyValue(path)
+		s.keyValue(n)
 		s.skipSpace(true)
 		if !s.eof() && s.src[s.i] == ',' {
 			s.advance()

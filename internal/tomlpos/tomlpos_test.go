@@ -2,6 +2,7 @@ package tomlpos
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -126,10 +127,71 @@ func FuzzIndex(f *testing.F) {
 	f.Add("s = '''\n''''\n")
 	f.Fuzz(func(t *testing.T, src string) {
 		ix := New("fuzz.toml", []byte(src)) // must terminate without panicking
-		for _, k := range ix.order {
-			if p := ix.pos[k]; p.Line < 1 || p.Col < 1 {
-				t.Fatalf("position %v for %q is not 1-based", p, k)
+		var walk func(n *node)
+		walk = func(n *node) {
+			if n.known && (n.pos.Line < 1 || n.pos.Col < 1) {
+				t.Fatalf("position %v is not 1-based", n.pos)
+			}
+			for _, c := range n.keys {
+				walk(c)
+			}
+			for _, c := range n.elems {
+				walk(c)
 			}
 		}
+		walk(ix.root)
 	})
+}
+
+func TestDecodeUnknownKeyOncePerPlace(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"nested arrays", "x = [[[[1]], [[2]]]]\n", []string{"cat.toml:1:1:"}},
+		{"array of inline tables", "x = [{a = 1}, {a = 2}]\n", []string{"cat.toml:1:1:"}},
+		{"tables repeated", "[[bogus.x]]\ny = 1\n[[bogus.x]]\ny = 2\n", []string{"cat.toml:1:1:", "cat.toml:3:1:"}},
+		{"key in each table", "[[project]]\nid = \"a\"\nz = 1\n[[project]]\nid = \"b\"\nz = 2\n", []string{"cat.toml:3:1:", "cat.toml:6:1:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d testDoc
+			_, err := Decode("cat.toml", []byte(tt.src), &d)
+			if err == nil {
+				t.Fatalf("Decode(%q) accepted unknown keys", tt.src)
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != len(tt.want) {
+				t.Fatalf("Decode(%q) = %d problems, want %d:\n%v", tt.src, len(lines), len(tt.want), err)
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i], w) {
+					t.Errorf("Decode(%q) problem %d = %q, want it at %s", tt.src, i+1, lines[i], w)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeCostIsLinear decodes documents of n tables that each hold an
+// unknown key of their own. Placing each key must not walk the whole
+// document: four times the tables cost about four times the allocations.
+func TestDecodeCostIsLinear(t *testing.T) {
+	allocs := func(n int) float64 {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "[[project]]\nid = \"p%d\"\nbogus%d = 1\n", i, i)
+		}
+		src := []byte(b.String())
+		return testing.AllocsPerRun(1, func() {
+			var d testDoc
+			if _, err := Decode("cat.toml", src, &d); err == nil {
+				t.Fatal("Decode accepted unknown keys")
+			}
+		})
+	}
+	small, large := allocs(500), allocs(2000)
+	if large > 6*small {
+		t.Errorf("Decode allocates %.0f times for 500 tables and %.0f for 2000: the cost grows faster than the input", small, large)
+	}
 }
