@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,6 +170,32 @@ func TestLocate(t *testing.T) {
 	}
 	if _, err := Load(dir + "/missing.toml"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("Load(missing) = %v, want 'does not exist'", err)
+	}
+}
+
+// TestLoadLimits: an inventory too large or nested too deeply is refused
+// before it is parsed, naming the file, with an error that wraps
+// tomlpos.ErrLimit.
+func TestLoadLimits(t *testing.T) {
+	dir := t.TempDir()
+	big := []byte("[defaults]\nuser = \"ops\"\n" + strings.Repeat("# padding\n", tomlpos.MaxFileSize/10))
+	deep := []byte("[defaults]\nuser = \"ops\"\nx = " + strings.Repeat("{a=", 4000) + "1" + strings.Repeat("}", 4000) + "\n")
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"big.toml", big, "big.toml: the file is 8388624 bytes (8.0 MiB), more than the 8 MiB gpulab reads"},
+		{"deep.toml", deep, "deep.toml:3:"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); !errors.Is(err, tomlpos.ErrLimit) || !strings.Contains(err.Error(), filepath.Join(dir, tt.want)) {
+			t.Errorf("Load(%s) = %v, want an error that contains %q and wraps tomlpos.ErrLimit", tt.name, err, tt.want)
+		}
 	}
 }
 

@@ -78,9 +78,14 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// Load reads and validates the inventory at path.
+// Load reads and validates the inventory at path. A file larger than
+// tomlpos.MaxFileSize is refused unread, with an error that wraps
+// tomlpos.ErrLimit.
 func Load(path string) (*Inventory, error) {
-	data, err := os.ReadFile(path)
+	data, err := tomlpos.ReadFile(path)
+	if errors.Is(err, tomlpos.ErrLimit) {
+		return nil, err
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("inventory %q does not exist", path)

@@ -1,6 +1,7 @@
 package tomlpos
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -18,6 +19,9 @@ type Error struct {
 	File string
 	Pos  Pos
 	Msg  string
+	// Err, when set, is a cause that callers test with errors.Is, such as
+	// ErrLimit; Msg says it in words.
+	Err error
 }
 
 func (e *Error) Error() string {
@@ -30,6 +34,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
 }
 
+// Unwrap returns e.Err.
+func (e *Error) Unwrap() error { return e.Err }
+
 // Errorf returns an *Error placed at path, or at its nearest indexed parent.
 func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
 	return &Error{File: ix.File, Pos: ix.Nearest(path...), Msg: fmt.Sprintf(format, args...)}
@@ -39,8 +46,19 @@ func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
 // place for. Syntax and type errors and every unknown key come back as
 // *Error values joined with errors.Join; the Index is returned for the
 // caller's own validation messages, and is nil when src does not parse.
+//
+// A document over MaxFileSize or nested deeper than MaxDepth is refused
+// before it is parsed, with an *Error that wraps ErrLimit: the toml
+// package's time and memory grow with the square of the nesting depth.
 func Decode(file string, src []byte, v any) (*Index, error) {
-	md, err := toml.NewDecoder(strings.NewReader(string(src))).Decode(v)
+	if len(src) > MaxFileSize {
+		return nil, sizeError(file, int64(len(src)))
+	}
+	ix, lerr := build(file, src)
+	if lerr != nil {
+		return nil, lerr
+	}
+	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(v)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -48,7 +66,6 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 		}
 		return nil, typeError(file, src, err)
 	}
-	ix := New(file, src)
 	var errs []error
 	var reported keyTree
 	for _, k := range md.Undecoded() {

@@ -4,9 +4,10 @@
 //
 // BurntSushi/toml reports positions for syntax and type errors only; it keeps
 // key positions private and drops array indices from the keys it reports as
-// undecoded. The Index built here fills that gap. It is built only from input
-// that the toml package has already parsed, so it does not validate; on any
-// input it terminates without panicking.
+// undecoded. The Index built here fills that gap. It does not validate: Decode
+// builds it before the toml package parses the input, to refuse input nested
+// too deeply (see MaxDepth), and keeps it only when the input parses. On any
+// input it terminates without panicking, in time linear in the input.
 package tomlpos
 
 import "strings"
@@ -33,6 +34,7 @@ type Index struct {
 type node struct {
 	pos    Pos
 	known  bool             // pos was recorded (headers name their parents without defining them)
+	depth  int              // the length of its path
 	keys   map[string]*node // child keys
 	elems  []*node          // array elements, by index
 	tables bool             // elems are [[tables]]
@@ -45,14 +47,22 @@ type shape struct {
 	places []Pos
 }
 
-// New indexes src, which should be TOML that has already been parsed
-// successfully; file is used in errors only.
+// New indexes src, which should be TOML that parses; file is used in
+// errors only. Past MaxDepth levels of nesting it stops: the index holds the
+// document up to the first place nested too deeply.
 func New(file string, src []byte) *Index {
+	ix, _ := build(file, src)
+	return ix
+}
+
+// build indexes src and, when it nests deeper than MaxDepth, stops there
+// with an error that wraps ErrLimit.
+func build(file string, src []byte) (*Index, *Error) {
 	root := &shape{}
 	ix := &Index{File: file, root: &node{shape: root}, shapes: root}
-	s := &scanner{src: src, line: 1, col: 1, root: ix.root, table: ix.root}
+	s := &scanner{file: file, src: src, line: 1, col: 1, root: ix.root, table: ix.root}
 	s.document()
-	return ix
+	return ix, s.err
 }
 
 // Lookup returns the position of path, if it was seen.
@@ -126,7 +136,7 @@ func (n *node) key(k string) *node {
 			sh = &shape{}
 			n.shape.keys[k] = sh
 		}
-		c = &node{shape: sh}
+		c = &node{depth: n.depth + 1, shape: sh}
 		n.keys[k] = c
 	}
 	return c
@@ -134,7 +144,7 @@ func (n *node) key(k string) *node {
 
 // elem appends an element to n's array and returns it.
 func (n *node) elem() *node {
-	c := &node{shape: n.shape}
+	c := &node{depth: n.depth + 1, shape: n.shape}
 	n.elems = append(n.elems, c)
 	return c
 }
@@ -151,16 +161,32 @@ func (n *node) record(p Pos, place bool) {
 	}
 }
 
-// scanner walks the document once. Every loop advances the cursor or stops.
+// scanner walks the document once. Every loop advances the cursor or stops,
+// and all stop once err is set.
 type scanner struct {
+	file      string
 	src       []byte
 	i         int
 	line, col int
 	root      *node
-	table     *node // the current table
+	table     *node  // the current table
+	err       *Error // the first place nested too deeply
 }
 
-func (s *scanner) eof() bool { return s.i >= len(s.src) }
+// eof reports the end of the input, or of the scan after an error.
+func (s *scanner) eof() bool { return s.err != nil || s.i >= len(s.src) }
+
+// tooDeep reports whether n, written at p, nests deeper than MaxDepth, and
+// then stops the scan.
+func (s *scanner) tooDeep(n *node, p Pos) bool {
+	if n.depth <= MaxDepth {
+		return false
+	}
+	if s.err == nil {
+		s.err = depthError(s.file, p)
+	}
+	return true
+}
 
 func (s *scanner) peek(n int) byte {
 	if s.i+n < len(s.src) {
@@ -249,15 +275,19 @@ func (s *scanner) header() {
 		if i < len(keys)-1 && len(n.elems) > 0 && n.tables {
 			n = n.elems[len(n.elems)-1] // [a.b] after [[a]] is in the last a
 		}
+		if s.tooDeep(n, at) {
+			return
+		}
 	}
 	if array {
 		n.tables = true
 		n.record(at, true)
 		n = n.elem()
-		n.record(at, true)
-	} else {
-		n.record(at, true)
+		if s.tooDeep(n, at) {
+			return
+		}
 	}
+	n.record(at, true)
 	s.table = n
 }
 
@@ -328,6 +358,9 @@ func (s *scanner) keyValue(table *node) {
 	n := table
 	for _, k := range keys {
 		n = n.key(k)
+		if s.tooDeep(n, at) {
+			return
+		}
 		n.record(at, true)
 	}
 	s.skipSpace(false)
@@ -395,6 +428,9 @@ func (s *scanner) array(n *node) {
 			return
 		}
 		elem := n.elem()
+		if s.tooDeep(elem, s.here()) {
+			return
+		}
 		elem.record(s.here(), false)
 		start := s.i
 		s.value(elem)
