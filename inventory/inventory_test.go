@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,6 +197,26 @@ func TestLoadLimits(t *testing.T) {
 		if _, err := Load(path); !errors.Is(err, tomlpos.ErrLimit) || !strings.Contains(err.Error(), filepath.Join(dir, tt.want)) {
 			t.Errorf("Load(%s) = %v, want an error that contains %q and wraps tomlpos.ErrLimit", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestParseManyProblems: thousands of problems in a file are reported as
+// the first tomlpos.MaxProblems and a count of the others.
+func TestParseManyProblems(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, "[[host]]\nname = \"h%d\"\nport = -%d\n", i, i+1)
+	}
+	_, err := Parse("inv.toml", []byte(b.String()))
+	if err == nil {
+		t.Fatal("Parse accepted 3000 negative ports")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != tomlpos.MaxProblems+1 || lines[len(lines)-1] != "inv.toml: and 2950 more problems" {
+		t.Errorf("Parse error has %d lines ending %q, want %d ending %q", len(lines), lines[len(lines)-1], tomlpos.MaxProblems+1, "inv.toml: and 2950 more problems")
+	}
+	if !strings.HasPrefix(lines[0], "inv.toml:3:1: port -1 is out of range") {
+		t.Errorf("Parse error starts %q, want the first host's port at inv.toml:3:1", lines[0])
 	}
 }
 

@@ -115,7 +115,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 	errs = append(errs, inv.addHosts(ix, raw.Host)...)
 	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host)...)
 	errs = append(errs, inv.addKube(ix, raw.Kube)...)
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return inv, nil

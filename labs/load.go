@@ -2,7 +2,6 @@ package labs
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -46,7 +45,7 @@ func Load(dirs []string) ([]*Lab, error) {
 		}
 		seen[l.ID] = l.Source
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -302,7 +301,7 @@ func Parse(name string, data []byte) (*Lab, error) {
 	if l.Result.Throughput != "" && l.Result.Unit == "" {
 		bad([]any{"result", "throughput"}, "result throughput %q has no unit: say what it counts (tokens/s, GB/s, ...)", l.Result.Throughput)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &l, nil

@@ -10,7 +10,6 @@ package runbooks
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -170,7 +169,7 @@ func Load(dirs []string) ([]Runbook, error) {
 		}
 		seen[rb.ID] = rb.Source
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -274,7 +273,7 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &rb, nil

@@ -22,10 +22,14 @@ type Error struct {
 	// Err, when set, is a cause that callers test with errors.Is, such as
 	// ErrLimit; Msg says it in words.
 	Err error
+
+	more int // problems that Join left out, counted in this one
 }
 
 func (e *Error) Error() string {
 	switch {
+	case e.File == "":
+		return e.Msg
 	case e.Pos.Line == 0:
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)
 	case e.Pos.Col == 0:
@@ -44,7 +48,7 @@ func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
 
 // Decode decodes src into v (a pointer to a struct) and rejects what v has no
 // place for. Syntax and type errors and every unknown key come back as
-// *Error values joined with errors.Join; the Index is returned for the
+// *Error values joined with Join (at most MaxProblems); the Index is returned for the
 // caller's own validation messages, and is nil when src does not parse.
 //
 // A document over MaxFileSize or nested deeper than MaxDepth is refused
@@ -88,7 +92,7 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 			errs = append(errs, &Error{File: file, Pos: p, Msg: msg})
 		}
 	}
-	return ix, errors.Join(errs...)
+	return ix, Join(errs...)
 }
 
 var (

@@ -313,3 +313,41 @@ func TestSizeLimit(t *testing.T) {
 		t.Errorf("ReadFile(missing) = %v, want an error that wraps os.ErrNotExist", err)
 	}
 }
+
+func TestJoin(t *testing.T) {
+	problems := func(file string, n int) []error {
+		var errs []error
+		for i := range n {
+			errs = append(errs, &Error{File: file, Pos: Pos{Line: i + 1}, Msg: "bad"})
+		}
+		return errs
+	}
+	tests := []struct {
+		name  string
+		errs  []error
+		lines int
+		last  string
+	}{
+		{"none", []error{nil, nil}, 0, ""},
+		{"few", problems("f.toml", 3), 3, "f.toml:3: bad"},
+		{"exactly the most", problems("f.toml", MaxProblems), MaxProblems, fmt.Sprintf("f.toml:%d: bad", MaxProblems)},
+		{"many", problems("f.toml", 3000), MaxProblems + 1, "f.toml: and 2950 more problems"},
+		{"joined again", append([]error{Join(problems("f.toml", 3000)...)}, problems("f.toml", 5)...), MaxProblems + 1, "f.toml: and 2955 more problems"},
+		{"several files", append(problems("a.toml", MaxProblems), append(problems("b.toml", 2), errors.New("c"))...), MaxProblems + 1, "and 3 more problems"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Join(tt.errs...)
+			if tt.lines == 0 {
+				if err != nil {
+					t.Fatalf("Join(nils) = %v, want nil", err)
+				}
+				return
+			}
+			lines := strings.Split(err.Error(), "\n")
+			if len(lines) != tt.lines || lines[len(lines)-1] != tt.last {
+				t.Errorf("Join = %d lines ending %q, want %d ending %q", len(lines), lines[len(lines)-1], tt.lines, tt.last)
+			}
+		})
+	}
+}
