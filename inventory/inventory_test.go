@@ -135,7 +135,7 @@ func TestParseErrors(t *testing.T) {
 		{"group not in inventory", "[[host]]\nname = \"a\"\n[groups]\ng = \"a,b\"\n",
 			[]string{`inv.toml:4:1: group "g": host expression "a,b": host "b" is not in the inventory`}},
 		{"group cycle", "[[host]]\nname = \"a\"\n[groups]\ng = \"@h\"\nh = \"@g\"\n",
-			[]string{`group "g": host expression "@h": host expression "@g": groups refer to each other in a cycle: @g -> @h -> @g`}},
+			[]string{`inv.toml:5:1: group "h": groups refer to each other in a cycle: @g -> @h -> @g`}},
 		{"kube", "[[kube]]\ncontext = \"x\"\n[[kube]]\nname = \"k\"\nnodes = \"@none\"\n",
 			[]string{`inv.toml:1:1: kube context has no name`, `inv.toml:5:1: host expression "@none": unknown group @none`}},
 	}
@@ -217,6 +217,51 @@ func TestParseManyProblems(t *testing.T) {
 	}
 	if !strings.HasPrefix(lines[0], "inv.toml:3:1: port -1 is out of range") {
 		t.Errorf("Parse error starts %q, want the first host's port at inv.toml:3:1", lines[0])
+	}
+}
+
+// TestParseGroupLimits: chains of groups, cycles and groups that name the
+// same hosts over and over are resolved once each, and stop at
+// MaxGroupDepth and MaxGroupNames with an error at the group.
+func TestParseGroupLimits(t *testing.T) {
+	chain := func(n int, last string) string {
+		var b strings.Builder
+		b.WriteString("[[host]]\nname = \"h[1-65536]\"\n[groups]\n")
+		for i := range n - 1 {
+			fmt.Fprintf(&b, "g%d = \"@g%d\"\n", i, i+1)
+		}
+		fmt.Fprintf(&b, "g%d = %q\n", n-1, last)
+		return b.String()
+	}
+	deep := make([]string, MaxGroupDepth+1)
+	for i := range deep {
+		deep[i] = fmt.Sprintf("@g%d", i)
+	}
+	tooDeep := fmt.Sprintf(`inv.toml:4:1: group "g0": groups name groups more than %d deep: %s`, MaxGroupDepth, strings.Join(deep, " -> "))
+	repeated := "[[host]]\nname = \"h[1-65536]\"\n[groups]\nall = \"" + strings.Repeat("*,", 64) + "*\"\n"
+	declared := "[[host]]\nname = \"h[1-65536]\"\ngroups = [" + strings.Repeat("\"a\",", 64) + "\"b\"]\n"
+	tests := []struct {
+		name, src, want string
+	}{
+		{"chain of 4000", chain(4000, "h1"), tooDeep},
+		{"cycle of 4000", chain(4000, "@g0"), tooDeep},
+		{"cycle", chain(3, "@g0"), `inv.toml:6:1: group "g2": groups refer to each other in a cycle: @g0 -> @g1 -> @g2 -> @g0`},
+		{"expression", repeated, fmt.Sprintf(`inv.toml:4:1: group "all": groups and kube contexts name more than %d hosts in all`, MaxGroupNames)},
+		{"host.groups", declared, fmt.Sprintf(`inv.toml:3:1: groups and kube contexts name more than %d hosts in all`, MaxGroupNames)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("inv.toml", []byte(tt.src))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse error = %.2000v, want it to contain %s", err, tt.want)
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n > tomlpos.MaxProblems+1 {
+				t.Errorf("Parse reported %d problems", n)
+			}
+		})
+	}
+	if _, err := Parse("inv.toml", []byte(chain(MaxGroupDepth, "h1"))); err != nil {
+		t.Errorf("Parse of groups %d deep = %v, want it accepted", MaxGroupDepth, err)
 	}
 }
 
