@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 )
@@ -125,11 +126,24 @@ func Parse(file string, data []byte) (*Inventory, error) {
 
 func checkDefaults(ix *tomlpos.Index, d Defaults) []error {
 	var errs []error
-	if d.Port < 0 || d.Port > 65535 {
-		errs = append(errs, ix.Errorf([]any{"defaults", "port"}, "port %d is out of range (want 1-65535)", d.Port))
+	if err := checkPort(ix, d.Port, "defaults", "port"); err != nil {
+		errs = append(errs, err)
 	}
-	if d.Concurrency < 0 {
-		errs = append(errs, ix.Errorf([]any{"defaults", "concurrency"}, "concurrency %d must be at least 1", d.Concurrency))
+	if _, set := ix.Lookup("defaults", "concurrency"); set && (d.Concurrency < 1 || d.Concurrency > MaxConcurrency) {
+		errs = append(errs, ix.Errorf([]any{"defaults", "concurrency"}, "concurrency %d: want 1 to %d hosts at once", d.Concurrency, MaxConcurrency))
+	}
+	for _, t := range []struct {
+		key string
+		d   Duration
+		max time.Duration
+	}{
+		{"connect_timeout", d.ConnectTimeout, MaxConnectTimeout},
+		{"command_timeout", d.CommandTimeout, MaxCommandTimeout},
+		{"inactivity_timeout", d.InactivityTimeout, MaxCommandTimeout},
+	} {
+		if err := t.d.Within(MinTimeout, t.max); err != nil {
+			errs = append(errs, ix.Errorf([]any{"defaults", t.key}, "%s %v", t.key, err))
+		}
 	}
 	if d.Jump != "" {
 		if err := checkJump(d.Jump); err != nil {
@@ -155,8 +169,8 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
 		if len(names) > 1 && e.Address != "" && !strings.Contains(e.Address, "{name}") {
 			errs = append(errs, ix.Errorf(at("address"), "address %q is shared by %d hosts; use {name} in it (for example \"{name}.cluster.local\")", e.Address, len(names)))
 		}
-		if e.Port < 0 || e.Port > 65535 {
-			errs = append(errs, ix.Errorf(at("port"), "port %d is out of range (want 1-65535)", e.Port))
+		if err := checkPort(ix, e.Port, at("port")...); err != nil {
+			errs = append(errs, err)
 		}
 		if e.Jump != "" {
 			if err := checkJump(e.Jump); err != nil {
@@ -196,6 +210,14 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
 		}
 	}
 	return errs
+}
+
+// checkPort checks the port at path: 1-65535 when written (0 means unset).
+func checkPort(ix *tomlpos.Index, port int, path ...any) error {
+	if _, set := ix.Lookup(path...); set && (port < 1 || port > 65535) {
+		return ix.Errorf(path, "port %d is out of range (want 1-65535)", port)
+	}
+	return nil
 }
 
 // checkJump accepts ProxyJump syntax: [user@]host[:port], comma-separated.
