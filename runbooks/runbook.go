@@ -246,6 +246,9 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 				bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
 			}
 		}
+		if err := s.Timeout.Within(inventory.MinTimeout, inventory.MaxCommandTimeout); err != nil {
+			bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
+		}
 	}
 	for i, c := range rb.Checks {
 		if !idRE.MatchString(c.ID) {
