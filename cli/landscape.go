@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/tui"
 )
@@ -239,7 +241,8 @@ levels, AI-era dimensions, labs and projects. The built-in catalog is embedded;
 		Short: "Validate catalog files on top of the built-in catalog",
 		Long: `Validate a contributor's catalog files against the schema and the built-in
 catalog: unknown keys, missing axes, unknown levels, planes and links are
-reported with file:line:column. Exit 0 when valid, 1 when not.`,
+reported with file:line:column. Exit 0 when valid, 1 when not, 2 when a file
+is over gpulab's limits (larger than 8 MiB, or nested more than 64 levels).`,
 		Example: `  gpulab catalog check my-projects/
   gpulab catalog check my-projects/scheduler.toml --json`,
 		Args: exactArgs(1, "a directory or a .toml file"),
@@ -278,8 +281,12 @@ reported with file:line:column. Exit 0 when valid, 1 when not.`,
 	return cmd
 }
 
-// reportCheck prints a check's outcome; an invalid file is exit 1.
+// reportCheck prints a check's outcome; an invalid file is exit 1, a file
+// refused for gpulab's limits on TOML (not checked) exit 2.
 func reportCheck(w io.Writer, asJSON bool, subject string, err error, ok func() string) error {
+	if errors.Is(err, tomlpos.ErrLimit) {
+		return configErr(err)
+	}
 	if asJSON {
 		out := struct {
 			Subject  string    `json:"subject"`

@@ -22,6 +22,19 @@ const (
 	DefaultConcurrency       = 64
 )
 
+// Ranges of the settings, so that a slip cannot make every connection time
+// out at once, or a hung command wait for years.
+const (
+	// MinTimeout is the shortest timeout of any kind.
+	MinTimeout        = time.Second
+	MaxConnectTimeout = 5 * time.Minute
+	// MaxCommandTimeout bounds command_timeout and inactivity_timeout.
+	MaxCommandTimeout = 24 * time.Hour
+	// MaxConcurrency bounds how many hosts are worked on at once: each is
+	// an SSH connection, and jump hosts refuse many more (MaxStartups).
+	MaxConcurrency = 4096
+)
+
 // Inventory is a loaded, validated inventory. The zero value is not useful;
 // use Load, Parse or Empty.
 type Inventory struct {
@@ -151,5 +164,29 @@ func (d *Duration) UnmarshalTOML(v any) error {
 	return nil
 }
 
+// Within returns an error, naming d and the range, when d is set (not
+// zero) and outside lo..hi: "1ms: want 1s to 24h".
+func (d Duration) Within(lo, hi time.Duration) error {
+	if d.Duration == 0 || d.Duration >= lo && d.Duration <= hi {
+		return nil
+	}
+	return fmt.Errorf("%s: want %s to %s", d, short(lo), short(hi))
+}
+
+// String prints the duration without zero minutes or seconds: "24h",
+// "1h30m", "100ms".
+func (d Duration) String() string { return short(d.Duration) }
+
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // MarshalText prints the duration as Go does ("10s").
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }

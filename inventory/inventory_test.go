@@ -2,6 +2,9 @@ package inventory
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -123,6 +126,18 @@ func TestParseErrors(t *testing.T) {
 			[]string{`inv.toml:3:1: address "10.0.0.1" is shared by 3 hosts; use {name}`}},
 		{"port range", "[[host]]\nname = \"a\"\nport = 70000\n",
 			[]string{`inv.toml:3:1: port 70000 is out of range`}},
+		{"largest port", "[[host]]\nname = \"a\"\nport = 9223372036854775807\n",
+			[]string{`inv.toml:3:1: port 9223372036854775807 is out of range (want 1-65535)`}},
+		{"port zero", "[defaults]\nport = 0\n[[host]]\nname = \"a\"\nport = -22\n",
+			[]string{`inv.toml:2:1: port 0 is out of range`, `inv.toml:5:1: port -22 is out of range`}},
+		{"concurrency", "[defaults]\nconcurrency = 9223372036854775807\n",
+			[]string{`inv.toml:2:1: concurrency 9223372036854775807: want 1 to 4096 hosts at once`}},
+		{"concurrency zero", "[defaults]\nconcurrency = 0\n",
+			[]string{`inv.toml:2:1: concurrency 0: want 1 to 4096`}},
+		{"negative concurrency", "[defaults]\nconcurrency = -3\n",
+			[]string{`inv.toml:2:1: concurrency -3: want 1 to 4096`}},
+		{"timeouts", "[defaults]\nconnect_timeout = \"1ms\"\ncommand_timeout = \"2562047h\"\ninactivity_timeout = \"25h\"\n",
+			[]string{`inv.toml:2:1: connect_timeout 1ms: want 1s to 5m`, `inv.toml:3:1: command_timeout 2562047h: want 1s to 24h`, `inv.toml:4:1: inactivity_timeout 25h: want 1s to 24h`}},
 		{"bad label", "[[host]]\nname = \"a\"\nlabels = { gpu = \"a 100\" }\n",
 			[]string{`inv.toml:3:12: label gpu="a 100"`}},
 		{"bad jump", "[[host]]\nname = \"a\"\njump = \"b;rm -rf /\"\n",
@@ -132,7 +147,7 @@ func TestParseErrors(t *testing.T) {
 		{"group not in inventory", "[[host]]\nname = \"a\"\n[groups]\ng = \"a,b\"\n",
 			[]string{`inv.toml:4:1: group "g": host expression "a,b": host "b" is not in the inventory`}},
 		{"group cycle", "[[host]]\nname = \"a\"\n[groups]\ng = \"@h\"\nh = \"@g\"\n",
-			[]string{`group "g": host expression "@h": host expression "@g": groups refer to each other in a cycle: @g -> @h -> @g`}},
+			[]string{`inv.toml:5:1: group "h": groups refer to each other in a cycle: @g -> @h -> @g`}},
 		{"kube", "[[kube]]\ncontext = \"x\"\n[[kube]]\nname = \"k\"\nnodes = \"@none\"\n",
 			[]string{`inv.toml:1:1: kube context has no name`, `inv.toml:5:1: host expression "@none": unknown group @none`}},
 	}
@@ -168,6 +183,97 @@ func TestLocate(t *testing.T) {
 	}
 	if _, err := Load(dir + "/missing.toml"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("Load(missing) = %v, want 'does not exist'", err)
+	}
+}
+
+// TestLoadLimits: an inventory too large or nested too deeply is refused
+// before it is parsed, naming the file, with an error that wraps
+// tomlpos.ErrLimit.
+func TestLoadLimits(t *testing.T) {
+	dir := t.TempDir()
+	big := []byte("[defaults]\nuser = \"ops\"\n" + strings.Repeat("# padding\n", tomlpos.MaxFileSize/10))
+	deep := []byte("[defaults]\nuser = \"ops\"\nx = " + strings.Repeat("{a=", 4000) + "1" + strings.Repeat("}", 4000) + "\n")
+	tests := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"big.toml", big, "big.toml: the file is 8388624 bytes (8.0 MiB), more than the 8 MiB gpulab reads"},
+		{"deep.toml", deep, "deep.toml:3:"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, tt.name)
+		if err := os.WriteFile(path, tt.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); !errors.Is(err, tomlpos.ErrLimit) || !strings.Contains(err.Error(), filepath.Join(dir, tt.want)) {
+			t.Errorf("Load(%s) = %v, want an error that contains %q and wraps tomlpos.ErrLimit", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestParseManyProblems: thousands of problems in a file are reported as
+// the first tomlpos.MaxProblems and a count of the others.
+func TestParseManyProblems(t *testing.T) {
+	var b strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&b, "[[host]]\nname = \"h%d\"\nport = -%d\n", i, i+1)
+	}
+	_, err := Parse("inv.toml", []byte(b.String()))
+	if err == nil {
+		t.Fatal("Parse accepted 3000 negative ports")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != tomlpos.MaxProblems+1 || lines[len(lines)-1] != "inv.toml: and 2950 more problems" {
+		t.Errorf("Parse error has %d lines ending %q, want %d ending %q", len(lines), lines[len(lines)-1], tomlpos.MaxProblems+1, "inv.toml: and 2950 more problems")
+	}
+	if !strings.HasPrefix(lines[0], "inv.toml:3:1: port -1 is out of range") {
+		t.Errorf("Parse error starts %q, want the first host's port at inv.toml:3:1", lines[0])
+	}
+}
+
+// TestParseGroupLimits: chains of groups, cycles and groups that name the
+// same hosts over and over are resolved once each, and stop at
+// MaxGroupDepth and MaxGroupNames with an error at the group.
+func TestParseGroupLimits(t *testing.T) {
+	chain := func(n int, last string) string {
+		var b strings.Builder
+		b.WriteString("[[host]]\nname = \"h[1-65536]\"\n[groups]\n")
+		for i := range n - 1 {
+			fmt.Fprintf(&b, "g%d = \"@g%d\"\n", i, i+1)
+		}
+		fmt.Fprintf(&b, "g%d = %q\n", n-1, last)
+		return b.String()
+	}
+	deep := make([]string, MaxGroupDepth+1)
+	for i := range deep {
+		deep[i] = fmt.Sprintf("@g%d", i)
+	}
+	tooDeep := fmt.Sprintf(`inv.toml:4:1: group "g0": groups name groups more than %d deep: %s`, MaxGroupDepth, strings.Join(deep, " -> "))
+	repeated := "[[host]]\nname = \"h[1-65536]\"\n[groups]\nall = \"" + strings.Repeat("*,", 64) + "*\"\n"
+	declared := "[[host]]\nname = \"h[1-65536]\"\ngroups = [" + strings.Repeat("\"a\",", 64) + "\"b\"]\n"
+	tests := []struct {
+		name, src, want string
+	}{
+		{"chain of 4000", chain(4000, "h1"), tooDeep},
+		{"cycle of 4000", chain(4000, "@g0"), tooDeep},
+		{"cycle", chain(3, "@g0"), `inv.toml:6:1: group "g2": groups refer to each other in a cycle: @g0 -> @g1 -> @g2 -> @g0`},
+		{"expression", repeated, fmt.Sprintf(`inv.toml:4:1: group "all": groups and kube contexts name more than %d hosts in all`, MaxGroupNames)},
+		{"host.groups", declared, fmt.Sprintf(`inv.toml:3:1: groups and kube contexts name more than %d hosts in all`, MaxGroupNames)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("inv.toml", []byte(tt.src))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Parse error = %.2000v, want it to contain %s", err, tt.want)
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n > tomlpos.MaxProblems+1 {
+				t.Errorf("Parse reported %d problems", n)
+			}
+		})
+	}
+	if _, err := Parse("inv.toml", []byte(chain(MaxGroupDepth, "h1"))); err != nil {
+		t.Errorf("Parse of groups %d deep = %v, want it accepted", MaxGroupDepth, err)
 	}
 }
 

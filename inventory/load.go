@@ -7,10 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
-	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/tomlpos"
 )
 
@@ -79,9 +80,14 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-// Load reads and validates the inventory at path.
+// Load reads and validates the inventory at path. A file larger than
+// tomlpos.MaxFileSize is refused unread, with an error that wraps
+// tomlpos.ErrLimit.
 func Load(path string) (*Inventory, error) {
-	data, err := fileio.ReadRegular(path, fileio.MaxConfig)
+	data, err := tomlpos.ReadFile(path)
+	if errors.Is(err, tomlpos.ErrLimit) {
+		return nil, err
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("inventory %q does not exist", path)
@@ -109,9 +115,10 @@ func Parse(file string, data []byte) (*Inventory, error) {
 	inv.Defaults.applyBuiltins()
 	errs = append(errs, checkDefaults(ix, raw.Defaults)...)
 	errs = append(errs, inv.addHosts(ix, raw.Host)...)
-	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host)...)
-	errs = append(errs, inv.addKube(ix, raw.Kube)...)
-	if err := errors.Join(errs...); err != nil {
+	budget := MaxGroupNames
+	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host, &budget)...)
+	errs = append(errs, inv.addKube(ix, raw.Kube, &budget)...)
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return inv, nil
@@ -119,11 +126,24 @@ func Parse(file string, data []byte) (*Inventory, error) {
 
 func checkDefaults(ix *tomlpos.Index, d Defaults) []error {
 	var errs []error
-	if d.Port < 0 || d.Port > 65535 {
-		errs = append(errs, ix.Errorf([]any{"defaults", "port"}, "port %d is out of range (want 1-65535)", d.Port))
+	if err := checkPort(ix, d.Port, "defaults", "port"); err != nil {
+		errs = append(errs, err)
 	}
-	if d.Concurrency < 0 {
-		errs = append(errs, ix.Errorf([]any{"defaults", "concurrency"}, "concurrency %d must be at least 1", d.Concurrency))
+	if _, set := ix.Lookup("defaults", "concurrency"); set && (d.Concurrency < 1 || d.Concurrency > MaxConcurrency) {
+		errs = append(errs, ix.Errorf([]any{"defaults", "concurrency"}, "concurrency %d: want 1 to %d hosts at once", d.Concurrency, MaxConcurrency))
+	}
+	for _, t := range []struct {
+		key string
+		d   Duration
+		max time.Duration
+	}{
+		{"connect_timeout", d.ConnectTimeout, MaxConnectTimeout},
+		{"command_timeout", d.CommandTimeout, MaxCommandTimeout},
+		{"inactivity_timeout", d.InactivityTimeout, MaxCommandTimeout},
+	} {
+		if err := t.d.Within(MinTimeout, t.max); err != nil {
+			errs = append(errs, ix.Errorf([]any{"defaults", t.key}, "%s %v", t.key, err))
+		}
 	}
 	if d.Jump != "" {
 		if err := checkJump(d.Jump); err != nil {
@@ -149,8 +169,8 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
 		if len(names) > 1 && e.Address != "" && !strings.Contains(e.Address, "{name}") {
 			errs = append(errs, ix.Errorf(at("address"), "address %q is shared by %d hosts; use {name} in it (for example \"{name}.cluster.local\")", e.Address, len(names)))
 		}
-		if e.Port < 0 || e.Port > 65535 {
-			errs = append(errs, ix.Errorf(at("port"), "port %d is out of range (want 1-65535)", e.Port))
+		if err := checkPort(ix, e.Port, at("port")...); err != nil {
+			errs = append(errs, err)
 		}
 		if e.Jump != "" {
 			if err := checkJump(e.Jump); err != nil {
@@ -192,6 +212,14 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
 	return errs
 }
 
+// checkPort checks the port at path: 1-65535 when written (0 means unset).
+func checkPort(ix *tomlpos.Index, port int, path ...any) error {
+	if _, set := ix.Lookup(path...); set && (port < 1 || port > 65535) {
+		return ix.Errorf(path, "port %d is out of range (want 1-65535)", port)
+	}
+	return nil
+}
+
 // checkJump accepts ProxyJump syntax: [user@]host[:port], comma-separated.
 func checkJump(j string) error {
 	for _, hop := range strings.Split(j, ",") {
@@ -207,62 +235,66 @@ func checkJump(j string) error {
 	return nil
 }
 
-func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]tomlpos.StringList, entries []hostEntry) []error {
-	var errs []error
-	// Membership declared on hosts (host.groups = [...]).
-	declared := map[string][]string{}
-	for _, e := range entries {
+// Limits on groups, so that a small inventory cannot cost minutes: a
+// chain of 4,000 groups, or fifty groups of a million hosts, is an error.
+const (
+	// MaxGroupDepth is how deeply groups may name groups: @a names @b,
+	// which names @c, is 3 deep.
+	MaxGroupDepth = 32
+	// MaxGroupNames bounds the work of resolving groups and kube node
+	// lists: the host names that their expressions and host.groups yield,
+	// all together, a host counting each time it is named. It is 64 groups
+	// of 65,536 hosts.
+	MaxGroupNames = 1 << 22
+)
+
+// errReported stands for a problem reported at the group where it is, and
+// makes the groups that name that group fail without a report of their own.
+var errReported = errors.New("a group it names has a problem")
+
+// groupResolver resolves each group once, in time linear in the groups'
+// expressions and the names they yield, bounded by MaxGroupNames.
+type groupResolver struct {
+	inv      *Inventory
+	ix       *tomlpos.Index
+	groups   map[string]tomlpos.StringList
+	declared map[string][]string // membership declared on hosts (host.groups = [...])
+	failed   map[string]bool
+	stack    []string // the groups being resolved, outermost first
+	budget   *int     // names left of MaxGroupNames
+	errs     []error
+}
+
+// addGroups resolves the groups; budget is what is left of MaxGroupNames.
+func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]tomlpos.StringList, entries []hostEntry, budget *int) []error {
+	r := &groupResolver{inv: inv, ix: ix, groups: groups, declared: map[string][]string{}, failed: map[string]bool{}, budget: budget}
+	for i, e := range entries {
 		names, err := ExpandPattern(e.Name)
 		if err != nil {
 			continue // reported by addHosts
 		}
+		if *budget -= len(names) * len(e.Groups); *budget < 0 {
+			r.errs = append(r.errs, ix.Errorf([]any{"host", i, "groups"}, "%v", errTooManyNames))
+			return r.errs
+		}
 		for _, g := range e.Groups {
-			declared[g] = append(declared[g], names...)
+			r.declared[g] = append(r.declared[g], names...)
 		}
 	}
 	names := make([]string, 0, len(groups))
 	for g := range groups {
 		names = append(names, g)
 		if !nameRE.MatchString(g) {
-			errs = append(errs, ix.Errorf([]any{"groups", g}, "group name %q: use letters, digits, '.', '_' and '-'", g))
+			r.errs = append(r.errs, ix.Errorf([]any{"groups", g}, "group name %q: use letters, digits, '.', '_' and '-'", g))
 		}
 	}
 	sort.Strings(names)
-	const resolving = "\x00"
-	var resolve func(g string, chain []string) ([]string, error)
-	resolve = func(g string, chain []string) ([]string, error) {
-		if m, ok := inv.Groups[g]; ok {
-			if len(m) == 1 && m[0] == resolving {
-				return nil, fmt.Errorf("groups refer to each other in a cycle: @%s", strings.Join(append(chain, g), " -> @"))
-			}
-			return m, nil
-		}
-		inv.Groups[g] = []string{resolving}
-		members := declared[g]
-		for _, expr := range groups[g] {
-			hosts, err := inv.selectWith(expr, func(ref string) ([]string, error) {
-				if _, ok := groups[ref]; !ok && declared[ref] == nil {
-					return nil, fmt.Errorf("unknown group @%s", ref)
-				}
-				return resolve(ref, append(chain, g))
-			}, true)
-			if err != nil {
-				delete(inv.Groups, g)
-				return nil, err
-			}
-			for _, h := range hosts {
-				members = append(members, h.Name)
-			}
-		}
-		inv.Groups[g] = inv.ordered(members)
-		return inv.Groups[g], nil
-	}
 	for _, g := range names {
-		if _, err := resolve(g, nil); err != nil {
-			errs = append(errs, ix.Errorf([]any{"groups", g}, "group %q: %v", g, err))
+		if _, err := r.resolve(g); err != nil && *budget < 0 {
+			return r.errs // reported once; the groups left would fail alike
 		}
 	}
-	for g, members := range declared {
+	for g, members := range r.declared {
 		if _, ok := inv.Groups[g]; !ok {
 			inv.Groups[g] = inv.ordered(members)
 		}
@@ -277,10 +309,71 @@ func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]tomlpos.Str
 	for i := range inv.Hosts {
 		sort.Strings(inv.Hosts[i].Groups)
 	}
-	return errs
+	return r.errs
 }
 
-func (inv *Inventory) addKube(ix *tomlpos.Index, kube []KubeContext) []error {
+// resolve returns the members of group g, resolving it first if need be.
+// A problem is reported at the group whose own expression has it, once;
+// the groups that name that group return errReported.
+func (r *groupResolver) resolve(g string) ([]string, error) {
+	if m, ok := r.inv.Groups[g]; ok {
+		return m, nil
+	}
+	if r.failed[g] {
+		return nil, errReported
+	}
+	if i := slices.Index(r.stack, g); i >= 0 {
+		cycle := append(slices.Clone(r.stack[i:]), g)
+		r.report(r.stack[len(r.stack)-1], fmt.Errorf("groups refer to each other in a cycle: @%s", strings.Join(cycle, " -> @")))
+		return nil, errReported
+	}
+	if len(r.stack) == MaxGroupDepth {
+		chain := append(slices.Clone(r.stack), g)
+		r.report(r.stack[0], fmt.Errorf("groups name groups more than %d deep: @%s", MaxGroupDepth, strings.Join(chain, " -> @")))
+		return nil, errReported
+	}
+	r.stack = append(r.stack, g)
+	defer func() { r.stack = r.stack[:len(r.stack)-1] }()
+	members := r.declared[g]
+	for _, expr := range r.groups[g] {
+		set, err := r.inv.evaluate(expr, r.ref, true, r.budget)
+		if errors.Is(err, errReported) {
+			r.failed[g] = true
+			return nil, err
+		}
+		if errors.Is(err, errNamesBudget) {
+			err = errTooManyNames
+		}
+		if err != nil {
+			r.report(g, err)
+			return nil, errReported
+		}
+		for n := range set {
+			members = append(members, n)
+		}
+	}
+	r.inv.Groups[g] = r.inv.ordered(members)
+	return r.inv.Groups[g], nil
+}
+
+// ref resolves @name in a group's expression.
+func (r *groupResolver) ref(name string) ([]string, error) {
+	if _, ok := r.groups[name]; !ok && r.declared[name] == nil {
+		return nil, fmt.Errorf("unknown group @%s", name)
+	}
+	return r.resolve(name)
+}
+
+// report records err at group g and marks it failed.
+func (r *groupResolver) report(g string, err error) {
+	r.failed[g] = true
+	r.errs = append(r.errs, r.ix.Errorf([]any{"groups", g}, "group %q: %v", g, err))
+}
+
+var errTooManyNames = fmt.Errorf("groups and kube contexts name more than %d hosts in all (a host counts each time it is named)", MaxGroupNames)
+
+// addKube adds the kube contexts; budget is what is left of MaxGroupNames.
+func (inv *Inventory) addKube(ix *tomlpos.Index, kube []KubeContext, budget *int) []error {
 	var errs []error
 	seen := map[string]bool{}
 	for i, k := range kube {
@@ -292,32 +385,48 @@ func (inv *Inventory) addKube(ix *tomlpos.Index, kube []KubeContext) []error {
 			errs = append(errs, ix.Errorf([]any{"kube", i, "name"}, "kube context %q is defined twice", k.Name))
 		}
 		seen[k.Name] = true
-		if k.Nodes != "" {
-			hosts, err := inv.selectWith(k.Nodes, inv.groupRef, true)
+		if k.Nodes != "" && *budget >= 0 {
+			set, err := inv.evaluate(k.Nodes, inv.groupRef, true, budget)
+			if errors.Is(err, errNamesBudget) {
+				err = errTooManyNames
+			}
 			if err != nil {
 				errs = append(errs, ix.Errorf([]any{"kube", i, "nodes"}, "%v", err))
 			}
-			for _, h := range hosts {
-				k.NodeNames = append(k.NodeNames, h.Name)
+			for n := range set {
+				k.NodeNames = append(k.NodeNames, n)
 			}
+			k.NodeNames = inv.ordered(k.NodeNames)
 		}
 		inv.Kube = append(inv.Kube, k)
 	}
 	return errs
 }
 
-// ordered returns the distinct names in inventory order.
+// ordered returns the distinct names in inventory order, names the
+// inventory does not have last, in natural order.
 func (inv *Inventory) ordered(names []string) []string {
-	seen := map[string]bool{}
-	out := make([]string, 0, len(names))
+	var known []int
+	var other []string
+	seen := make(map[string]bool, len(names))
 	for _, n := range names {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		if i, ok := inv.byName[n]; ok {
+			known = append(known, i)
+		} else {
+			other = append(other, n)
 		}
 	}
-	sort.SliceStable(out, func(a, b int) bool { return inv.byName[out[a]] < inv.byName[out[b]] })
-	return out
+	slices.Sort(known)
+	slices.SortFunc(other, CompareNames)
+	out := make([]string, 0, len(known)+len(other))
+	for _, i := range known {
+		out = append(out, inv.Hosts[i].Name)
+	}
+	return append(out, other...)
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

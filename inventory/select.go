@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,7 +23,11 @@ import (
 //	@gpu=a100               hosts whose label gpu is a100; @gpu=* any value
 //	* or @all               every inventory host
 func (inv *Inventory) Select(expr string) ([]Host, error) {
-	return inv.selectWith(expr, inv.groupRef, false)
+	set, err := inv.evaluate(expr, inv.groupRef, false, nil)
+	if err != nil {
+		return nil, err
+	}
+	return inv.hostsFor(set), nil
 }
 
 func (inv *Inventory) groupRef(name string) ([]string, error) {
@@ -39,9 +44,15 @@ func (inv *Inventory) groupRef(name string) ([]string, error) {
 
 type setOp byte
 
-// selectWith evaluates expr; ref resolves @group; strict refuses names that
-// are not in the inventory.
-func (inv *Inventory) selectWith(expr string, ref func(string) ([]string, error), strict bool) ([]Host, error) {
+// errNamesBudget is returned by evaluate when the names its terms yield
+// exceed what is left of its budget.
+var errNamesBudget = errors.New("too many host names")
+
+// evaluate returns the set of host names expr names; ref resolves @group;
+// strict refuses names that are not in the inventory. budget, when not
+// nil, is decreased by the number of names each term yields, and going
+// below zero is errNamesBudget.
+func (inv *Inventory) evaluate(expr string, ref func(string) ([]string, error), strict bool, budget *int) (map[string]bool, error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, fmt.Errorf("empty host expression")
 	}
@@ -59,6 +70,11 @@ func (inv *Inventory) selectWith(expr string, ref func(string) ([]string, error)
 		names, err := inv.term(term, ref, strict)
 		if err != nil {
 			return fmt.Errorf("host expression %q: %w", expr, err)
+		}
+		if budget != nil {
+			if *budget -= len(names); *budget < 0 {
+				return errNamesBudget
+			}
 		}
 		set := make(map[string]bool, len(names))
 		for _, n := range names {
@@ -112,7 +128,7 @@ func (inv *Inventory) selectWith(expr string, ref func(string) ([]string, error)
 	if err := apply(len(expr)); err != nil {
 		return nil, err
 	}
-	return inv.hostsFor(result), nil
+	return result, nil
 }
 
 // term resolves one operand: a node set, @group, @label=value or @all.

@@ -627,6 +627,59 @@ impact = "minor"
 	}
 }
 
+// TestLabNumberRanges: every number in a lab file is checked against its
+// range, the largest TOML integer among them.
+func TestLabNumberRanges(t *testing.T) {
+	lab := func(estimate, step string) string {
+		return `id = "n"
+name = "n"
+goal = "n"
+plane = "data"
+maturity = "draft"
+estimate_minutes = ` + estimate + `
+
+[[step]]
+id = "s"
+phase = "observe"
+` + step + `
+
+[[criterion]]
+id = "c"
+description = "c"
+expr = "true"
+impact = "minor"
+`
+	}
+	const promql = "promql = \"up\"\nprometheus = \"http://127.0.0.1:9090\"\n"
+	tests := []struct {
+		name, src, want string
+	}{
+		{"largest estimate", lab("9223372036854775807", `command = "true"`), `n.toml:6:1: lab "n": estimate_minutes 9223372036854775807: want 1 to 1440 minutes (a day)`},
+		{"zero estimate", lab("0", `command = "true"`), `n.toml:6:1: lab "n": estimate_minutes 0: want 1 to 1440`},
+		{"negative estimate", lab("-5", `command = "true"`), `n.toml:6:1: lab "n": estimate_minutes -5: want 1 to 1440`},
+		{"longest timeout", lab("5", "command = \"true\"\ntimeout = \"2562047h47m16.854775807s\""), `n.toml:12:1: step "s" timeout 2562047h47m16.854775807s: want 1s to 24h`},
+		{"short timeout", lab("5", "command = \"true\"\ntimeout = \"1ns\""), `n.toml:12:1: step "s" timeout 1ns: want 1s to 24h`},
+		{"negative timeout", lab("5", "command = \"true\"\ntimeout = \"-5s\""), `n.toml:12:12: duration "-5s" must be positive`},
+		{"rare sample", lab("5", "command = \"true\"\nsample = \"2h\""), `n.toml:12:1: step "s" sample 2h: want 100ms to 1h`},
+		{"long range", lab("5", promql+`range = "8760h"`), `n.toml:13:1: step "s" range 8760h: want 1s to 168h`},
+		{"resolution alone", lab("5", promql+`resolution = "15s"`), `n.toml:13:1: step "s": resolution belongs to a range query: give a range too`},
+		{"fine resolution", lab("5", promql+"range = \"5m\"\nresolution = \"100ms\""), `n.toml:14:1: step "s" resolution 100ms: want 1s to 5m`},
+		{"coarse resolution", lab("5", promql+"range = \"5m\"\nresolution = \"10m\""), `n.toml:14:1: step "s" resolution 10m: want 1s to 5m`},
+		{"too many points", lab("5", promql+"range = \"168h\"\nresolution = \"1s\""), `n.toml:14:1: step "s": range 168h every 1s is 604800 points; Prometheus answers at most 11000 a series`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("n.toml", []byte(tt.src))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := Parse("n.toml", []byte(lab("1440", promql+"range = \"168h\"\nresolution = \"1m\"\ntimeout = \"24h\""))); err != nil {
+		t.Errorf("Parse of a lab at the edges of every range = %v, want it loaded", err)
+	}
+}
+
 func TestStabilityMetrics(t *testing.T) {
 	before := stabilityCounts("xid 3\noom 0\ngpus 8\n")
 	after := stabilityCounts("xid 5\noom 1\ngpus 7\n")

@@ -2,7 +2,6 @@ package labs
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -46,7 +46,7 @@ func Load(dirs []string) ([]*Lab, error) {
 		}
 		seen[l.ID] = l.Source
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -95,8 +95,8 @@ func Parse(name string, data []byte) (*Lab, error) {
 	if !slices.Contains(Maturities, l.Maturity) {
 		bad([]any{"maturity"}, "maturity %q: want one of %s", l.Maturity, strings.Join(Maturities, ", "))
 	}
-	if l.EstimateMinutes <= 0 {
-		bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes must be a positive number of minutes", l.ID)
+	if l.EstimateMinutes < 1 || l.EstimateMinutes > MaxEstimateMinutes {
+		bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes %d: want 1 to %d minutes (a day)", l.ID, l.EstimateMinutes, MaxEstimateMinutes)
 	}
 	l.programs = map[string]*program{}
 	runbooks.CheckParamDefs(l.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
@@ -156,6 +156,7 @@ func Parse(name string, data []byte) (*Lab, error) {
 		case s.PromQL != "" && s.Command != "":
 			bad([]any{"step", i, "promql"}, "step %q has both a command and a promql query: a step is one or the other", s.ID)
 		case s.PromQL != "":
+			checkRange(bad, i, s)
 			if s.Prometheus == "" {
 				bad([]any{"step", i, "promql"}, "step %q: a promql step needs prometheus = \"http://host:9090\" (or a {{param}})", s.ID)
 			}
@@ -171,8 +172,13 @@ func Parse(name string, data []byte) (*Lab, error) {
 		switch {
 		case s.Sample.Duration != 0 && s.PromQL != "":
 			bad([]any{"step", i, "sample"}, "step %q: a promql step runs nothing on the hosts to sample; sample belongs to command steps", s.ID)
-		case s.Sample.Duration != 0 && s.Sample.Duration < 100*time.Millisecond:
-			bad([]any{"step", i, "sample"}, "step %q sample %v: the probe samples every 100ms at most", s.ID, s.Sample.Duration)
+		case s.Sample.Duration != 0 && s.Sample.Duration < MinSample:
+			bad([]any{"step", i, "sample"}, "step %q sample %v: the probe samples every %v at most", s.ID, s.Sample, MinSample)
+		case s.Sample.Duration > MaxSample:
+			bad([]any{"step", i, "sample"}, "step %q sample %v", s.ID, s.Sample.Within(MinSample, MaxSample))
+		}
+		if err := s.Timeout.Within(inventory.MinTimeout, inventory.MaxCommandTimeout); err != nil {
+			bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
 		}
 		checkParser([]any{"step", i, "parser"}, s.Parser)
 		checkCommand([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)
@@ -308,10 +314,46 @@ func Parse(name string, data []byte) (*Lab, error) {
 	if l.Result.Throughput != "" && l.Result.Unit == "" {
 		bad([]any{"result", "throughput"}, "result throughput %q has no unit: say what it counts (tokens/s, GB/s, ...)", l.Result.Throughput)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &l, nil
+}
+
+// Ranges of a lab's numbers.
+const (
+	// MaxEstimateMinutes is a day: a lab is meant to be reproduced in
+	// thirty minutes.
+	MaxEstimateMinutes = 24 * 60
+	// MinSample and MaxSample bound the interval between two probe
+	// samples; the probe refuses to sample more often than MinSample.
+	MinSample = 100 * time.Millisecond
+	MaxSample = time.Hour
+	// MaxPromRange is the longest range a promql step asks for.
+	MaxPromRange = 7 * 24 * time.Hour
+	// MinPromResolution is the finest resolution of a range query.
+	MinPromResolution = time.Second
+	// MaxPromPoints is the most points Prometheus answers for one series
+	// of a range query (range ÷ resolution).
+	MaxPromPoints = 11000
+)
+
+// checkRange checks the range and resolution of promql step i.
+func checkRange(bad func([]any, string, ...any), i int, s Step) {
+	rng, res := s.Range, s.Resolution
+	if err := rng.Within(MinPromResolution, MaxPromRange); err != nil {
+		bad([]any{"step", i, "range"}, "step %q range %v", s.ID, err)
+		return
+	}
+	switch {
+	case res.Duration == 0:
+	case rng.Duration == 0:
+		bad([]any{"step", i, "resolution"}, "step %q: resolution belongs to a range query: give a range too", s.ID)
+	case res.Within(MinPromResolution, rng.Duration) != nil:
+		bad([]any{"step", i, "resolution"}, "step %q resolution %v", s.ID, res.Within(MinPromResolution, rng.Duration))
+	case rng.Duration/res.Duration > MaxPromPoints:
+		bad([]any{"step", i, "resolution"}, "step %q: range %v every %v is %d points; Prometheus answers at most %d a series", s.ID, rng, res, rng.Duration/res.Duration, MaxPromPoints)
+	}
 }
 
 func (l *Lab) metricNames() []string {

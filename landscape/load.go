@@ -2,7 +2,6 @@ package landscape
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -127,7 +126,7 @@ func build(files []tomlpos.Source) (*Catalog, error) {
 		}
 	}
 	if !parsed {
-		return nil, errors.Join(errs...)
+		return nil, tomlpos.Join(errs...)
 	}
 	for _, p := range c.Projects {
 		errs = append(errs, c.checkProject(p, where["project/"+p.ID])...)
@@ -140,7 +139,7 @@ func build(files []tomlpos.Source) (*Catalog, error) {
 	if len(c.Planes) == 0 || len(c.Axes) == 0 {
 		errs = append(errs, fmt.Errorf("catalog: no planes or no axes defined"))
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return c, nil

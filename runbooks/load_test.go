@@ -61,6 +61,9 @@ func TestLoadErrors(t *testing.T) {
 		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, `parser = "xml"`, 1), `bad.toml:9:1: step "topo": no parser "xml"`},
 		{strings.Replace(goodRunbook, `plane = "data"`, `plane = "gpu"`, 1), `bad.toml:3:1: plane "gpu": want control, data or workload`},
 		{goodRunbook + "danger = true\n", `unknown key "danger"`},
+		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, "parser = \"nvidia-smi-topo\"\ntimeout = \"2562047h\"", 1), `bad.toml:10:1: step "topo" timeout 2562047h: want 1s to 24h`},
+		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, "parser = \"nvidia-smi-topo\"\ntimeout = \"1ms\"", 1), `bad.toml:10:1: step "topo" timeout 1ms: want 1s to 24h`},
+		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, "parser = \"nvidia-smi-topo\"\ntimeout = \"0s\"", 1), `bad.toml:10:12: duration "0s" must be positive`},
 		{strings.Replace(goodRunbook, `id = "mine"`, `id = "health"`, 1), `runbook "health" is already defined in builtin/health.toml`},
 	}
 	for _, tt := range tests {

@@ -10,7 +10,6 @@ package runbooks
 
 import (
 	"embed"
-	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -101,7 +100,7 @@ func Load(dirs []string) ([]Runbook, error) {
 		}
 		seen[rb.ID] = rb.Source
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
@@ -170,6 +169,9 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 				bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
 			}
 		}
+		if err := s.Timeout.Within(inventory.MinTimeout, inventory.MaxCommandTimeout); err != nil {
+			bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
+		}
 	}
 	for i, c := range rb.Checks {
 		if !idRE.MatchString(c.ID) {
@@ -197,7 +199,7 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
 	return &rb, nil

@@ -1,6 +1,7 @@
 package tomlpos
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -18,10 +19,17 @@ type Error struct {
 	File string
 	Pos  Pos
 	Msg  string
+	// Err, when set, is a cause that callers test with errors.Is, such as
+	// ErrLimit; Msg says it in words.
+	Err error
+
+	more int // problems that Join left out, counted in this one
 }
 
 func (e *Error) Error() string {
 	switch {
+	case e.File == "":
+		return e.Msg
 	case e.Pos.Line == 0:
 		return fmt.Sprintf("%s: %s", e.File, e.Msg)
 	case e.Pos.Col == 0:
@@ -30,6 +38,9 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
 }
 
+// Unwrap returns e.Err.
+func (e *Error) Unwrap() error { return e.Err }
+
 // Errorf returns an *Error placed at path, or at its nearest indexed parent.
 func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
 	return &Error{File: ix.File, Pos: ix.Nearest(path...), Msg: fmt.Sprintf(format, args...)}
@@ -37,10 +48,21 @@ func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
 
 // Decode decodes src into v (a pointer to a struct) and rejects what v has no
 // place for. Syntax and type errors and every unknown key come back as
-// *Error values joined with errors.Join; the Index is returned for the
+// *Error values joined with Join (at most MaxProblems); the Index is returned for the
 // caller's own validation messages, and is nil when src does not parse.
+//
+// A document over MaxFileSize or nested deeper than MaxDepth is refused
+// before it is parsed, with an *Error that wraps ErrLimit: the toml
+// package's time and memory grow with the square of the nesting depth.
 func Decode(file string, src []byte, v any) (*Index, error) {
-	md, err := toml.NewDecoder(strings.NewReader(string(src))).Decode(v)
+	if len(src) > MaxFileSize {
+		return nil, sizeError(file, int64(len(src)))
+	}
+	ix, lerr := build(file, src)
+	if lerr != nil {
+		return nil, lerr
+	}
+	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(v)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -48,15 +70,12 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 		}
 		return nil, typeError(file, src, err)
 	}
-	ix := New(file, src)
 	var errs []error
-	undecoded := md.Undecoded()
-	seen := map[string]bool{}
-	for _, k := range undecoded {
-		if hasUndecodedParent(k, seen) {
-			continue
+	var reported keyTree
+	for _, k := range md.Undecoded() {
+		if reported.add(k) {
+			continue // k, or the table it is in, is reported already
 		}
-		seen[k.String()] = true
 		msg := fmt.Sprintf("unknown key %q", k[len(k)-1])
 		if exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1]); len(exp) > 0 {
 			where := "here"
@@ -73,7 +92,7 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 			errs = append(errs, &Error{File: file, Pos: p, Msg: msg})
 		}
 	}
-	return ix, errors.Join(errs...)
+	return ix, Join(errs...)
 }
 
 var (
@@ -111,12 +130,33 @@ func parseMessage(pe toml.ParseError) string {
 	return msg
 }
 
-func hasUndecodedParent(k toml.Key, seen map[string]bool) bool {
-	for n := len(k) - 1; n > 0; n-- {
-		if seen[k[:n].String()] {
+// keyTree is a set of keys stored part by part, so that finding whether
+// a key or one of its parents is in it costs the key's length.
+type keyTree struct {
+	in   bool
+	next map[string]*keyTree
+}
+
+// add adds k and reports whether k or one of its parents was in t already.
+func (t *keyTree) add(k toml.Key) bool {
+	for _, part := range k {
+		if t.in {
 			return true
 		}
+		c := t.next[part]
+		if c == nil {
+			if t.next == nil {
+				t.next = map[string]*keyTree{}
+			}
+			c = &keyTree{}
+			t.next[part] = c
+		}
+		t = c
 	}
+	if t.in {
+		return true
+	}
+	t.in = true
 	return false
 }
 

@@ -4,15 +4,13 @@
 //
 // BurntSushi/toml reports positions for syntax and type errors only; it keeps
 // key positions private and drops array indices from the keys it reports as
-// undecoded. The Index built here fills that gap. It is built only from input
-// that the toml package has already parsed, so it does not validate; on any
-// input it terminates without panicking.
+// undecoded. The Index built here fills that gap. It does not validate: Decode
+// builds it before the toml package parses the input, to refuse input nested
+// too deeply (see MaxDepth), and keeps it only when the input parses. On any
+// input it terminates without panicking, in time linear in the input.
 package tomlpos
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 // Pos is a 1-based line and column (in bytes) in a file.
 type Pos struct {
@@ -22,19 +20,49 @@ type Pos struct {
 // Index maps key paths of one document to where they are defined. A path is
 // a list of keys and array indices: ("project", 3, "axis", "isolation") names
 // the isolation key of the fourth [[project]] table.
+//
+// Building it and looking a path up cost time linear in the input and in the
+// path: the index is a tree of the document's keys and elements, and a
+// second tree of the same keys with array indices left out answers Matches.
 type Index struct {
-	File  string
-	pos   map[string]Pos
-	order []string // paths in document order
+	File   string
+	root   *node
+	shapes *shape
 }
 
-// New indexes src, which should be TOML that has already been parsed
-// successfully; file is used in errors only.
+// node is one key or array element of the document.
+type node struct {
+	pos    Pos
+	known  bool             // pos was recorded (headers name their parents without defining them)
+	depth  int              // the length of its path
+	keys   map[string]*node // child keys
+	elems  []*node          // array elements, by index
+	tables bool             // elems are [[tables]]
+	shape  *shape           // the index-free path of this node
+}
+
+// shape is one index-free key path, with the places that define it.
+type shape struct {
+	keys   map[string]*shape
+	places []Pos
+}
+
+// New indexes src, which should be TOML that parses; file is used in
+// errors only. Past MaxDepth levels of nesting it stops: the index holds the
+// document up to the first place nested too deeply.
 func New(file string, src []byte) *Index {
-	ix := &Index{File: file, pos: map[string]Pos{}}
-	s := &scanner{src: src, line: 1, col: 1, ix: ix, arrays: map[string]int{}}
-	s.document()
+	ix, _ := build(file, src)
 	return ix
+}
+
+// build indexes src and, when it nests deeper than MaxDepth, stops there
+// with an error that wraps ErrLimit.
+func build(file string, src []byte) (*Index, *Error) {
+	root := &shape{}
+	ix := &Index{File: file, root: &node{shape: root}, shapes: root}
+	s := &scanner{file: file, src: src, line: 1, col: 1, root: ix.root, table: ix.root}
+	s.document()
+	return ix, s.err
 }
 
 // Lookup returns the position of path, if it was seen.
@@ -42,8 +70,27 @@ func (ix *Index) Lookup(path ...any) (Pos, bool) {
 	if ix == nil {
 		return Pos{}, false
 	}
-	p, ok := ix.pos[joinPath(path)]
-	return p, ok
+	n := ix.root
+	for _, p := range path {
+		switch v := p.(type) {
+		case string:
+			n = n.keys[v]
+		case int:
+			if v < 0 || v >= len(n.elems) {
+				return Pos{}, false
+			}
+			n = n.elems[v]
+		default:
+			return Pos{}, false
+		}
+		if n == nil {
+			return Pos{}, false
+		}
+	}
+	if !n.known {
+		return Pos{}, false
+	}
+	return n.pos, true
 }
 
 // Nearest returns the position of path or, failing that, of its longest
@@ -57,72 +104,89 @@ func (ix *Index) Nearest(path ...any) Pos {
 	return Pos{}
 }
 
-// Matches returns, in document order, the positions of every indexed path
-// that equals key once its array indices are removed. It maps the index-free
-// keys reported by toml.MetaData.Undecoded back to each place they occur.
+// Matches returns, in document order, the places that define key, a path
+// without array indices: each place the key is written, and each [[table]]
+// header that adds an element to it. It maps the index-free keys reported
+// by toml.MetaData.Undecoded back to each place they occur.
 func (ix *Index) Matches(key []string) []Pos {
 	if ix == nil {
 		return nil
 	}
-	want := strings.Join(key, sep)
-	var out []Pos
-	for _, k := range ix.order {
-		if stripIndices(k) == want {
-			out = append(out, ix.pos[k])
+	sh := ix.shapes
+	for _, k := range key {
+		if sh = sh.keys[k]; sh == nil {
+			return nil
 		}
 	}
-	return out
+	return sh.places
 }
 
-const sep = "\x1f"
-
-func joinPath(path []any) string {
-	parts := make([]string, len(path))
-	for i, p := range path {
-		switch v := p.(type) {
-		case int:
-			parts[i] = "#" + strconv.Itoa(v)
-		case string:
-			parts[i] = v
-		default:
-			parts[i] = "?"
+// key returns n's child k, creating it (without a position) when new.
+func (n *node) key(k string) *node {
+	c := n.keys[k]
+	if c == nil {
+		if n.keys == nil {
+			n.keys = map[string]*node{}
 		}
-	}
-	return strings.Join(parts, sep)
-}
-
-func stripIndices(k string) string {
-	parts := strings.Split(k, sep)
-	out := parts[:0]
-	for _, p := range parts {
-		if strings.HasPrefix(p, "#") {
-			continue
+		sh := n.shape.keys[k]
+		if sh == nil {
+			if n.shape.keys == nil {
+				n.shape.keys = map[string]*shape{}
+			}
+			sh = &shape{}
+			n.shape.keys[k] = sh
 		}
-		out = append(out, p)
+		c = &node{depth: n.depth + 1, shape: sh}
+		n.keys[k] = c
 	}
-	return strings.Join(out, sep)
+	return c
 }
 
-func (ix *Index) record(path []string, p Pos) {
-	k := strings.Join(path, sep)
-	if _, ok := ix.pos[k]; ok {
+// elem appends an element to n's array and returns it.
+func (n *node) elem() *node {
+	c := &node{depth: n.depth + 1, shape: n.shape}
+	n.elems = append(n.elems, c)
+	return c
+}
+
+// record sets where n is defined, unless it was recorded before; a place
+// is listed for Matches when it defines a key or a [[table]] element.
+func (n *node) record(p Pos, place bool) {
+	if n.known {
 		return
 	}
-	ix.pos[k] = p
-	ix.order = append(ix.order, k)
+	n.pos, n.known = p, true
+	if pl := n.shape.places; place && (len(pl) == 0 || pl[len(pl)-1] != p) {
+		n.shape.places = append(pl, p)
+	}
 }
 
-// scanner walks the document once. Every loop advances the cursor or stops.
+// scanner walks the document once. Every loop advances the cursor or stops,
+// and all stop once err is set.
 type scanner struct {
+	file      string
 	src       []byte
 	i         int
 	line, col int
-	ix        *Index
-	table     []string       // current table path, indices included
-	arrays    map[string]int // resolved array-of-tables path -> last index
+	root      *node
+	table     *node  // the current table
+	err       *Error // the first place nested too deeply
 }
 
-func (s *scanner) eof() bool { return s.i >= len(s.src) }
+// eof reports the end of the input, or of the scan after an error.
+func (s *scanner) eof() bool { return s.err != nil || s.i >= len(s.src) }
+
+// tooDeep reports whether n, written at p, nests deeper than MaxDepth, and
+// then stops the scan.
+func (s *scanner) tooDeep(n *node, p Pos) bool {
+	if n.depth <= MaxDepth {
+		return false
+	}
+	if s.err == nil {
+		s.err = depthError(s.file, p)
+	}
+	return true
+}
 
 func (s *scanner) peek(n int) byte {
 	if s.i+n < len(s.src) {
@@ -205,28 +269,26 @@ func (s *scanner) header() {
 	for !s.eof() && s.src[s.i] != '\n' && s.src[s.i] != ']' {
 		s.advance()
 	}
-	var resolved []string
+	n := s.root
 	for i, k := range keys {
-		resolved = append(resolved, k)
-		if i == len(keys)-1 {
-			break
+		n = n.key(k)
+		if i < len(keys)-1 && len(n.elems) > 0 && n.tables {
+			n = n.elems[len(n.elems)-1] // [a.b] after [[a]] is in the last a
 		}
-		if n, ok := s.arrays[strings.Join(resolved, sep)]; ok {
-			resolved = append(resolved, "#"+strconv.Itoa(n))
+		if s.tooDeep(n, at) {
+			return
 		}
 	}
 	if array {
-		base := strings.Join(resolved, sep)
-		n, ok := s.arrays[base]
-		if ok {
-			n++
+		n.tables = true
+		n.record(at, true)
+		n = n.elem()
+		if s.tooDeep(n, at) {
+			return
 		}
-		s.arrays[base] = n
-		s.ix.record(resolved, at)
-		resolved = append(resolved, "#"+strconv.Itoa(n))
 	}
-	s.ix.record(resolved, at)
-	s.table = resolved
+	n.record(at, true)
+	s.table = n
 }
 
 // key reads a dotted key (bare or quoted parts) and stops after it.
@@ -286,26 +348,29 @@ func (s *scanner) quoted() string {
 	return b.String()
 }
 
-func (s *scanner) keyValue(table []string) {
+func (s *scanner) keyValue(table *node) {
 	at := s.here()
 	keys := s.key()
 	if len(keys) == 0 {
 		s.advance()
 		return
 	}
-	path := append([]string(nil), table...)
+	n := table
 	for _, k := range keys {
-		path = append(path, k)
-		s.ix.record(path, at)
+		n = n.key(k)
+		if s.tooDeep(n, at) {
+			return
+		}
+		n.record(at, true)
 	}
 	s.skipSpace(false)
 	if !s.eof() && s.src[s.i] == '=' {
 		s.advance()
 	}
-	s.value(path)
+	s.value(n)
 }
 
-func (s *scanner) value(path []string) {
+func (s *scanner) value(n *node) {
 	s.skipSpace(false)
 	if s.eof() {
 		return
@@ -316,9 +381,9 @@ func (s *scanner) value(path []string) {
 	case s.src[s.i] == '"' || s.src[s.i] == '\'':
 		s.quoted()
 	case s.src[s.i] == '[':
-		s.array(path)
+		s.array(n)
 	case s.src[s.i] == '{':
-		s.inlineTable(path)
+		s.inlineTable(n)
 	default:
 		for !s.eof() && !strings.ContainsRune(",]}\n#", rune(s.src[s.i])) {
 			s.advance()
@@ -351,9 +416,9 @@ func (s *scanner) multiline() {
 	}
 }
 
-func (s *scanner) array(path []string) {
+func (s *scanner) array(n *node) {
 	s.advance() // [
-	for n := 0; ; n++ {
+	for {
 		s.skipSpace(true)
 		if s.eof() {
 			return
@@ -362,8 +427,11 @@ func (s *scanner) array(path []string) {
 			s.advance()
 			return
 		}
-		elem := append(append([]string(nil), path...), "#"+strconv.Itoa(n))
-		s.ix.record(elem, s.here())
+		elem := n.elem()
+		if s.tooDeep(elem, s.here()) {
+			return
+		}
+		elem.record(s.here(), false)
 		start := s.i
 		s.value(elem)
 		s.skipSpace(true)
@@ -375,7 +443,7 @@ func (s *scanner) array(path []string) {
 	}
 }
 
-func (s *scanner) inlineTable(path []string) {
+func (s *scanner) inlineTable(n *node) {
 	s.advance() // {
 	for {
 		s.skipSpace(true)
@@ -387,7 +455,7 @@ func (s *scanner) inlineTable(path []string) {
 			return
 		}
 		start := s.i
-		s.keyValue(path)
+		s.keyValue(n)
 		s.skipSpace(true)
 		if !s.eof() && s.src[s.i] == ',' {
 			s.advance()

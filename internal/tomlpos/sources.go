@@ -19,7 +19,8 @@ type Source struct {
 // Sources gathers the embedded files matching pattern in builtin (named
 // prefix/PATH) and then, for each of dirs, the *.toml files of a
 // directory (sorted) or the single file it names. what names the kind of
-// file for messages ("catalog", "runbooks", "labs").
+// file for messages ("catalog", "runbooks", "labs"). A file larger than
+// MaxFileSize is an error that wraps ErrLimit.
 func Sources(builtin fs.FS, pattern, prefix string, dirs []string, what string) ([]Source, error) {
 	var out []Source
 	names, err := fs.Glob(builtin, pattern)
@@ -52,7 +53,10 @@ func Sources(builtin fs.FS, pattern, prefix string, dirs []string, what string) 
 			sort.Strings(files)
 		}
 		for _, f := range files {
-			data, err := os.ReadFile(f)
+			data, err := ReadFile(f)
+			if errors.Is(err, ErrLimit) {
+				return nil, err // names the file and says why
+			}
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", what, err)
 			}
