@@ -31,6 +31,10 @@ const (
 	// not be decided (UNKNOWN: a tool missing, a host unreachable): not a
 	// success a script may take for "fine" (--allow-unknown makes it 0).
 	ExitUnknown = 3
+	// ExitNotSaved is a lab that ran but whose record could not be
+	// written (a full or read-only results filesystem): its verdicts were
+	// printed, the error names what was not saved.
+	ExitNotSaved = 4
 )
 
 // Version is the build's version, set with -ldflags "-X ...cli.Version=...".

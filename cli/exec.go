@@ -135,25 +135,43 @@ func (o *options) passphrasePrompt() func(string) ([]byte, error) {
 	}
 }
 
-// interruptible returns a context cancelled by the first Ctrl-C; a second
-// one exits at once.
+// stopSignals end a run as Ctrl-C does: SIGINT, SIGTERM, and SIGHUP, which
+// an operator gets when the terminal, or the SSH link to it, goes away.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
+// interruptible returns a context cancelled by the first stop signal; a
+// second one exits at once.
 func interruptible(stderr io.Writer) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 2)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	ctx, _, stop := interruptibleCleanup(stderr, "stopping remote commands, keeping partial results (Ctrl-C again to quit now)", nil)
+	return ctx, stop
+}
+
+// interruptibleCleanup returns a run context cancelled by the first stop
+// signal (saying first), and, when abandonNote is set, an abandon context
+// cancelled by the second (saying abandonNote): the run's cleanup stops
+// and the record lists what was left. The next signal exits at once.
+func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (run, abandon context.Context, stop func()) {
+	run, cancel := context.WithCancel(context.Background())
+	abandon, cancelCleanup := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 3)
+	signal.Notify(ch, stopSignals...)
 	go func() {
 		n := 0
 		for range ch {
 			n++
-			if n == 1 {
-				fmt.Fprintln(stderr, "gpulab: interrupted: stopping remote commands, keeping partial results (Ctrl-C again to quit now)")
+			switch {
+			case n == 1:
+				fmt.Fprintln(stderr, "gpulab: interrupted: "+first)
 				cancel()
-				continue
+			case n == 2 && abandonNote != nil:
+				fmt.Fprintln(stderr, "gpulab: interrupted again: "+*abandonNote)
+				cancelCleanup()
+			default:
+				os.Exit(ExitInterrupted)
 			}
-			os.Exit(ExitInterrupted)
 		}
 	}()
-	return ctx, func() { signal.Stop(ch); close(ch); cancel() }
+	return run, abandon, func() { signal.Stop(ch); close(ch); cancel(); cancelCleanup() }
 }
 
 func newExecCmd(o *options) *cobra.Command {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/probetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/internal/testreq"
 )
 
 // sshConfigFor names the fleet's servers gpu01..gpuNN in an ssh_config, so
@@ -339,4 +340,28 @@ func TestRunbookUnknownIsNotSuccess(t *testing.T) {
 	cfgBad := filepath.Join(t.TempDir(), "ssh_config")
 	writeFile(t, cfgBad, fmt.Sprintf("Host gone\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", sshtest.FreePort(t), f.User, f.ClientKey, f.KnownHosts))
 	run(t, env, "runbook", "run", "topology", "-H", "gone", "-F", cfgBad).expect(t, 3, "could not be reached", "")
+}
+
+// A full results filesystem loses no verdict: they are printed, and the
+// failure to save the record is an error of its own (exit 4, not usage)
+// naming what was not saved.
+func TestLabRunFullResultsDisk(t *testing.T) {
+	full := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full).CombinedOutput(); err != nil {
+		testreq.Missing(t, "mount tmpfs (needs root): "+strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", full).Run() })
+	// Fill it: the record directory can still be made, nothing written.
+	filler, _ := os.Create(filepath.Join(full, "filler"))
+	for {
+		if _, err := filler.Write(make([]byte, 4096)); err != nil {
+			break
+		}
+	}
+	filler.Close()
+	f := sshtest.Start(t, 2, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	r := run(t, noEnv(t), "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", full, "--no-probe")
+	r.expect(t, 4, "FAILED", "the lab ran, but its record was not saved")
+	r.expect(t, 4, "prerequisite", "no space left on device")
 }

@@ -145,9 +145,16 @@ standard input: enter runs the step, s skips it (its criteria end SKIPPED),
 q stops (cleanup runs). --solve runs the lab's demo fast-forward where a
 step has one; the record says so.
 
+Ctrl-C (or SIGTERM, or SIGHUP when the terminal goes away) stops the lab:
+cleanup still runs on every host and the record says incomplete. A second
+Ctrl-C abandons cleanup: the record and the output list, per host, the
+cleanup commands that were not run, to undo by hand. The record is kept up
+to date as steps finish, so even a killed run shows what ran.
+
 Exit status: 0 when every host passed, 1 when a criterion failed, lacked
-evidence or was skipped, 2 for usage errors, 130 after Ctrl-C (cleanup has
-run and the record says incomplete).`,
+evidence or was skipped, 2 for usage errors, 4 when the lab ran but its
+record could not be saved (the verdicts are printed all the same), 130
+after Ctrl-C.`,
 		Example: `  gpulab lab run topology-sanity -H 'gpu[01-08]'
   gpulab lab run health-gate -H @a100 --json | jq '.hosts[] | {host, passed}'
   gpulab lab run exclusive-baseline -H gpu07 --set model=Qwen/Qwen2-7B --set prom_url=http://prometheus:9090
@@ -175,46 +182,43 @@ run and the record says incomplete).`,
 				return err
 			}
 			defer r.keys.Close()
-			ctx, stop := interruptible(c.ErrOrStderr())
+			abandonNote := "abandoning cleanup: the record lists what was left on each host (Ctrl-C again to quit now)"
+			ctx, abandon, stop := interruptibleCleanup(c.ErrOrStderr(), "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
 			defer stop()
 			w, errw := c.OutOrStdout(), c.ErrOrStderr()
 			var mu sync.Mutex
-			var dir string
 			start := time.Now()
 			var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
 			if guided {
 				guide = stepper(c.InOrStdin(), errw, &mu)
 			}
-			rec := labs.Run(ctx, r.engine, r.targets, l, labs.RunOptions{Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide,
-				OnStart: func(rec *labs.Record) {
-					dir = rec.NewDir(results)
-					if err := rec.WriteJSON(dir); err != nil {
-						fmt.Fprintf(errw, "gpulab: cannot write the record: %v\n", err)
-					}
-				},
-				OnEvent: func(ev labs.Event) {
-					if o.json || ev.Kind != labs.StepFinished {
-						return
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					s := ev.Step
-					out := s.Outcome()
-					fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, out, s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes))
-				}})
+			var unreached []labs.HostRecord
 			for _, h := range r.failed {
-				rec.Hosts = append(rec.Hosts, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
+				unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 			}
-			if err := rec.Write(dir, filepath.Join(results, "results.csv")); err != nil {
-				return fmt.Errorf("writing the record: %w", err)
-			}
+			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
+				Options: labs.RunOptions{Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon,
+					OnEvent: func(ev labs.Event) {
+						if o.json || ev.Kind != labs.StepFinished {
+							return
+						}
+						mu.Lock()
+						defer mu.Unlock()
+						s := ev.Step
+						fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, s.Outcome(), s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes))
+					}}})
+			rec := out.Record
+			// The verdicts are printed whatever the disk did.
 			if o.json {
 				err = writeJSON(w, rec)
 			} else {
-				err = printAcceptance(w, rec, dir)
+				err = printAcceptance(w, rec, out.Dir)
 			}
 			if err != nil {
 				return err
+			}
+			if out.WriteErr != nil {
+				return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but its record was not saved: %w", out.WriteErr)}
 			}
 			if rec.Interrupted {
 				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
@@ -268,7 +272,12 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 		fmt.Fprintf(w, "  %-7s %s (%s) %s: %s\n", g.Status, g.ID, kind, g.Hosts, g.Summary)
 	}
 	for _, h := range rec.Hosts {
-		if !h.CleanupRan && h.Class == orchestrator.OK {
+		if len(h.CleanupLeft) > 0 {
+			fmt.Fprintf(w, "  cleanup abandoned on %s; left to undo by hand:\n", h.Host)
+			for _, c := range h.CleanupLeft {
+				fmt.Fprintf(w, "      %s\n", c)
+			}
+		} else if !h.CleanupRan && h.Class == orchestrator.OK {
 			fmt.Fprintf(w, "  cleanup did not run on %s\n", h.Host)
 		}
 		for _, p := range h.CleanupProblems {
@@ -278,7 +287,11 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 	if rec.Principle != "" {
 		fmt.Fprintf(w, "\nWhy: %s\n", rec.Principle)
 	}
-	fmt.Fprintf(w, "\n%s\nrecord: %s\n", verdict, filepath.Join(dir, "record.md"))
+	if dir != "" {
+		fmt.Fprintf(w, "\n%s\nrecord: %s\n", verdict, filepath.Join(dir, "record.md"))
+	} else {
+		fmt.Fprintf(w, "\n%s\n", verdict)
+	}
 	return nil
 }
 

@@ -3,7 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"path/filepath"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 
@@ -38,7 +38,12 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	if o.noColor || o.getenv("NO_COLOR") != "" {
 		lipgloss.SetColorProfile(termenv.Ascii)
 	}
-	opts := tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles(), Results: o.resultsDir()}
+	// The workbench's lifetime: SIGTERM, SIGHUP (the terminal went away)
+	// or an outside SIGINT stop the runs in flight, their cleanup runs, and
+	// the workbench quits once it has.
+	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stopLife()
+	opts := tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles(), Results: o.resultsDir(), Context: life}
 	if len(inv.Hosts) > 0 {
 		r, err := o.newRunner(&sshFlags{hosts: "*"})
 		if err != nil {
@@ -63,7 +68,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		model = tui.QuitAfterFirstFrame(model)
 	}
 	// The terminal itself: the workbench draws with escape sequences.
-	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(o.env.Stdout))
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(o.env.Stdout), tea.WithoutSignalHandler())
 	if _, err := p.Run(); err != nil {
 		return fmt.Errorf("workbench: %w", err)
 	}
@@ -148,23 +153,19 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 	for i, h := range hosts {
 		targets[i] = f.r.targets[h]
 	}
-	var dir string
-	rec := labs.Run(ctx, f.r.engine, targets, l, labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe,
-		OnStart: func(rec *labs.Record) {
-			dir = rec.NewDir(f.results)
-			rec.WriteJSON(dir) // an outright kill still leaves an incomplete record
-		},
-		OnEvent: func(ev labs.Event) {
-			e := ev
-			if e.Step != nil {
-				s := *e.Step
-				e.Step = &s
-			}
-			events <- tui.LabUpdate{Event: &e}
-		}})
-	u := tui.LabUpdate{Record: rec, Dir: dir}
-	if err := rec.Write(dir, filepath.Join(f.results, "results.csv")); err != nil {
-		u.Err = "the record could not be written: " + err.Error()
+	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results,
+		Options: labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
+			OnEvent: func(ev labs.Event) {
+				e := ev
+				if e.Step != nil {
+					s := *e.Step
+					e.Step = &s
+				}
+				events <- tui.LabUpdate{Event: &e}
+			}}})
+	u := tui.LabUpdate{Record: out.Record, Dir: out.Dir}
+	if out.WriteErr != nil {
+		u.Err = "the lab ran, but its record was not saved: " + out.WriteErr.Error()
 	}
 	events <- u
 }

@@ -502,9 +502,16 @@ func TestResultsListAndCompare(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "broken/run/record.json") || len(refs) != 2 || refs[0].Record.Lab != "mig-isolation" {
 		t.Fatalf("list: %v, %d records", err, len(refs))
 	}
+	// Runs started in the same second each get a directory of their own,
+	// created exclusively: the name is never handed out twice.
 	again := &Record{Lab: "mig-isolation", Started: t0.Add(time.Hour), Hosts: []HostRecord{{Host: "gpu07"}}}
-	if d := again.NewDir(dir); !strings.HasSuffix(d, "mig-isolation/20261129-110000-gpu07-2") {
-		t.Errorf("a second run in the same second: %s", d)
+	seen := map[string]bool{}
+	for i := 2; i <= 4; i++ {
+		d, err := again.CreateDir(dir)
+		if err != nil || seen[d] || !strings.HasSuffix(d, fmt.Sprintf("mig-isolation/20261129-110000-gpu07-%d", i)) {
+			t.Errorf("run %d in the same second: %s %v", i, d, err)
+		}
+		seen[d] = true
 	}
 	rows := Compare([]RecordRef{refs[1], refs[0]})
 	if len(rows) != 2 || !rows[0].Baseline || *rows[0].P99Coefficient != 1 || *rows[1].P99Coefficient != 1.2 || *rows[1].ThroughputRatio != 0.45 {

@@ -61,6 +61,10 @@ type HostRecord struct {
 	Stopped         string   `json:"stopped,omitempty"` // why the main phases ended early
 	CleanupRan      bool     `json:"cleanup_ran"`
 	CleanupProblems []string `json:"cleanup_problems,omitempty"`
+	// CleanupLeft are the cleanup commands not run, or cut short, because
+	// the operator abandoned cleanup (a second interrupt): what is left on
+	// the host to undo by hand.
+	CleanupLeft []string `json:"cleanup_left,omitempty"`
 }
 
 // PrereqRecord is a prerequisite's outcome: ok, failed, or confirm (no
@@ -110,11 +114,16 @@ func (r *Record) finish(end time.Time, interrupted bool) {
 // temporary file in the same directory, synced, then renamed into place,
 // so a reader sees the old record or the new one, never a torn file.
 func (r *Record) WriteJSON(dir string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
+	data, err := r.marshal()
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(dir, "record.json"), append(data, '\n'))
+	return writeAtomic(filepath.Join(dir, "record.json"), data)
+}
+
+func (r *Record) marshal() ([]byte, error) {
+	data, err := json.MarshalIndent(r, "", "  ")
+	return append(data, '\n'), err
 }
 
 func writeAtomic(path string, data []byte) error {

@@ -30,19 +30,6 @@ func (r *Record) Dir(results string) string {
 	return filepath.Join(results, r.Lab, r.Started.UTC().Format("20060102-150405")+"-"+hosts)
 }
 
-// NewDir is Dir, made unique: a second run of the same lab on the same
-// hosts within the same second gets "-2", "-3"...
-func (r *Record) NewDir(results string) string {
-	base := r.Dir(results)
-	dir := base
-	for i := 2; ; i++ {
-		if _, err := os.Stat(dir); os.IsNotExist(err) {
-			return dir
-		}
-		dir = fmt.Sprintf("%s-%d", base, i)
-	}
-}
-
 // Write writes the record's files into dir (record.json, record.md,
 // junit.xml), each atomically, and appends its rows to the results
 // directory's results.csv.
@@ -239,6 +226,13 @@ func (r *Record) Markdown() string {
 		}
 		if len(h.CleanupProblems) > 0 {
 			cleanup += " with problems: " + strings.Join(h.CleanupProblems, "; ")
+		}
+		if len(h.CleanupLeft) > 0 {
+			cleanup = "was abandoned (a second interrupt); left to undo by hand on " + h.Host + ":\n"
+			for _, c := range h.CleanupLeft {
+				cleanup += "\n    " + c
+			}
+			cleanup += "\n"
 		}
 		fmt.Fprintf(&b, "\nCleanup %s.\n\n", cleanup)
 	}

@@ -54,6 +54,11 @@ type RunOptions struct {
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
 	Probe *remote.Prober
+	// Abandon, when set, is the context cleanup runs on after the run's
+	// own context ends (by default cleanup outlives a cancel). Cancelling
+	// it abandons cleanup: the cleanup commands not run, or cut short, are
+	// listed in each host's record (CleanupLeft).
+	Abandon context.Context
 }
 
 // GuideStep is what a guided run shows before a step.
@@ -288,8 +293,13 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 
 		// Cleanup always runs, on a context that a cancel does not end.
 		defer func() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+			base := context.WithoutCancel(ctx)
+			if o.Abandon != nil {
+				base = o.Abandon
+			}
+			cctx, cancel := context.WithTimeout(base, CleanupTimeout)
 			defer cancel()
+			abandoned := func() bool { return o.Abandon != nil && o.Abandon.Err() != nil }
 			// Stability over the run, read before cleanup touches anything;
 			// a lab's own metric of the same name wins.
 			for m, v := range stabilityMetrics(before, countStability(cctx, conn)) {
@@ -298,15 +308,28 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 			}
 			for _, s := range l.Steps {
-				if s.Phase == "cleanup" {
-					sr := runStep(cctx, s, "cleanup")
-					if sr.Problem != "" {
-						h.CleanupProblems = append(h.CleanupProblems, s.ID+": "+sr.Problem)
-					}
+				if s.Phase != "cleanup" {
+					continue
+				}
+				if abandoned() {
+					line, _, _ := runbooks.Expand(s.Command, o.Params)
+					h.CleanupLeft = append(h.CleanupLeft, cmp.Or(line, s.Command))
+					continue
+				}
+				sr := runStep(cctx, s, "cleanup")
+				switch {
+				case sr.Problem != "" && abandoned():
+					h.CleanupLeft = append(h.CleanupLeft, sr.Command+" (cut short)")
+				case sr.Problem != "":
+					h.CleanupProblems = append(h.CleanupProblems, s.ID+": "+sr.Problem)
 				}
 			}
-			h.CleanupRan = true
-			probe.Remove(cctx, conn)
+			h.CleanupRan = !abandoned()
+			if !abandoned() {
+				probe.Remove(cctx, conn)
+			} else if probe != nil {
+				h.CleanupLeft = append(h.CleanupLeft, "the probe's copy on the host (removed by its next run, or by hand)")
+			}
 		}()
 
 		for k, p := range l.Prerequisites {
@@ -377,6 +400,17 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	for i, hr := range hosts {
 		h := &rec.Hosts[i]
 		h.Host, h.Class, h.Err = hr.Host, hr.Class, hr.Err
+		// The host's class is the worst thing that happened to it: a
+		// connection lost in a step (or the run cancelled) counts, not a
+		// command that merely exited non-zero.
+		for _, s := range h.Steps {
+			if s.Class >= orchestrator.Lost && s.Class > h.Class {
+				h.Class = s.Class
+				if h.Err == "" {
+					h.Err = "step " + s.ID + ": " + s.Problem
+				}
+			}
+		}
 		if h.Metrics == nil {
 			h.Metrics, h.MetricErrors = map[string]any{}, map[string]string{}
 		}

@@ -237,7 +237,7 @@ func TestLabRunHostLost(t *testing.T) {
 	var once sync.Once
 	rec := labs.Run(context.Background(), e, ts, e2eLab(t), labs.RunOptions{Params: map[string]string{"marker": "cleaned"}, OnEvent: func(ev labs.Event) {
 		if ev.Kind == labs.StepStarted && ev.Step.ID == "work" && ev.Index == 1 {
-			once.Do(func() { time.AfterFunc(300*time.Millisecond, f.Servers[1].Kill) })
+			once.Do(func() { go f.Servers[1].Kill() }) // the host dies in its run step
 		}
 	}})
 	if s := score(rec.Hosts[0], "mesh"); s.Status != "PASS" || marker(t, dirs[0], "cleanup") != "cleaned" {
@@ -252,6 +252,12 @@ func TestLabRunHostLost(t *testing.T) {
 	}
 	if len(h.CleanupProblems) == 0 {
 		t.Errorf("gpu02's cleanup could not run on a lost connection, and the record must say so")
+	}
+	if h.Class != orchestrator.Lost || h.Err == "" {
+		t.Errorf("gpu02 killed mid-run: class %s, error %q; want lost, the worst that happened to it", h.Class, h.Err)
+	}
+	if c := rec.Hosts[0].Class; c != orchestrator.OK {
+		t.Errorf("gpu01: class %s", c)
 	}
 	if rec.Passed {
 		t.Error("a run with a lost host passed")
@@ -284,4 +290,47 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// Eight runs started in the same second into one results directory each
+// get a record directory of their own, and results.csv points each row at
+// its own record.
+func TestParallelRunsKeepTheirRecords(t *testing.T) {
+	_, e, ts, _ := e2eFleet(t, []testHost{{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"}})
+	results := t.TempDir()
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	outs := make([]labs.Outcome, 8)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = labs.Execute(context.Background(), labs.RunSpec{Engine: e, Targets: ts, Lab: e2eLab(t), Results: results,
+				Options: labs.RunOptions{Params: map[string]string{"marker": fmt.Sprint(i)}, Now: func() time.Time { return clock }}})
+		}()
+	}
+	wg.Wait()
+	dirs := map[string]bool{}
+	for i, o := range outs {
+		if o.WriteErr != nil || o.Dir == "" || dirs[o.Dir] {
+			t.Errorf("run %d: dir %q (taken before: %v), write error %v", i, o.Dir, dirs[o.Dir], o.WriteErr)
+		}
+		dirs[o.Dir] = true
+	}
+	data, err := os.ReadFile(filepath.Join(results, "results.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(string(data)), "\n")[1:]
+	seen := map[string]bool{}
+	for _, r := range rows {
+		d := r[strings.LastIndex(r, ",")+1:]
+		if seen[d] || !dirs[strings.Trim(d, `"`)] {
+			t.Errorf("results.csv row points at %s (twice: %v)", d, seen[d])
+		}
+		seen[d] = true
+	}
+	if len(rows) != 8 {
+		t.Errorf("results.csv has %d rows, want 8", len(rows))
+	}
 }

@@ -8,6 +8,8 @@
 package tui
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -41,6 +43,10 @@ type Options struct {
 	// Version is shown in the header.
 	Version string
 	Styles  Styles
+	// Context is the workbench's lifetime (nil: Background): every run
+	// descends from it, and when it ends (SIGTERM, SIGHUP) the workbench
+	// stops its runs, waits for their cleanup and quits.
+	Context context.Context
 }
 
 // Model is the root model. It implements tea.Model.
@@ -54,7 +60,24 @@ type Model struct {
 	width    int
 	height   int
 	version  string
+	lifetime context.Context
+	// quitting counts the quit requests made while runs were in flight:
+	// 1 stops the runs and waits for their cleanup, 2 abandons cleanup,
+	// 3 quits at once.
+	quitting int
 }
+
+// runHolder is a view that may have a run in flight: the workbench asks it
+// before quitting.
+type runHolder interface {
+	// Running is how many hosts its run in flight works on (0: none).
+	Running() int
+	// StopRun cancels the run; cleanup goes on unless abandon.
+	StopRun(abandon bool)
+}
+
+// lifetimeEndedMsg says the workbench's context ended (SIGTERM, SIGHUP).
+type lifetimeEndedMsg struct{}
 
 // New builds the workbench on the Map.
 func New(opts Options) Model {
@@ -65,21 +88,32 @@ func New(opts Options) Model {
 	}
 	h := help.New()
 	h.ShowAll = true
+	base := opts.Context
+	if base == nil {
+		base = context.Background()
+	}
 	var fleet Component = newHintView("Fleet", fleetHint(inv), st)
 	if opts.Fleet != nil {
-		fleet = newFleetView(opts.Fleet, st)
+		fv := newFleetView(opts.Fleet, st)
+		fv.base = base
+		fleet = fv
 	}
+	rbv := newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st)
+	rbv.base = base
+	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
+	lv.base = base
 	m := Model{
-		keys:    DefaultGlobalKeys(),
-		help:    h,
-		styles:  st,
-		version: opts.Version,
+		keys:     DefaultGlobalKeys(),
+		help:     h,
+		styles:   st,
+		version:  opts.Version,
+		lifetime: base,
 		views: []Component{
 			newMapView(opts.Catalog, st),
 			newMatrixView(opts.Catalog, st),
 			fleet,
-			newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st),
-			newLabsView(opts.LabRunner, inv, opts.Labs, st),
+			rbv,
+			lv,
 			newResultsView(opts.Results, st),
 			newHintView("Cluster", clusterHint(inv), st),
 		},
@@ -108,11 +142,41 @@ func clusterHint(inv *inventory.Inventory) string {
 
 // Init implements tea.Model.
 func (m Model) Init() tea.Cmd {
-	cmds := make([]tea.Cmd, 0, len(m.views))
+	cmds := make([]tea.Cmd, 0, len(m.views)+1)
 	for _, v := range m.views {
 		cmds = append(cmds, v.Init())
 	}
+	if done := m.lifetime.Done(); done != nil {
+		cmds = append(cmds, func() tea.Msg { <-done; return lifetimeEndedMsg{} })
+	}
 	return tea.Batch(cmds...)
+}
+
+// running is how many hosts the views' runs in flight work on.
+func (m Model) running() int {
+	n := 0
+	for _, v := range m.views {
+		if r, ok := v.(runHolder); ok {
+			n += r.Running()
+		}
+	}
+	return n
+}
+
+// quit is a request to quit: at once when nothing runs; otherwise the first
+// stops the runs and waits for their cleanup, the second abandons cleanup
+// (the record lists what was left), the third quits at once.
+func (m *Model) quit() tea.Cmd {
+	if m.running() == 0 || m.quitting >= 2 {
+		return tea.Quit
+	}
+	m.quitting++
+	for _, v := range m.views {
+		if r, ok := v.(runHolder); ok {
+			r.StopRun(m.quitting == 2)
+		}
+	}
+	return nil
 }
 
 // Update implements tea.Model.
@@ -150,6 +214,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m.updateActive(msg)
 	}
+	if _, ok := msg.(lifetimeEndedMsg); ok {
+		return m, m.quit()
+	}
 	// Other messages (results of a view's commands) go to every view: a
 	// run started in the Fleet goes on while another tab is shown.
 	var cmds []tea.Cmd
@@ -158,19 +225,25 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.views[i] = nv
 		cmds = append(cmds, cmd)
 	}
+	if m.quitting > 0 && m.running() == 0 {
+		return m, tea.Quit // the runs' cleanup is done
+	}
 	return m, tea.Batch(cmds...)
 }
 
 func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
-	if msg.Type == tea.KeyCtrlC {
-		return tea.Quit, true
+	if msg.Type == tea.KeyCtrlC || m.quitting > 0 && key.Matches(msg, m.keys.Quit) {
+		return m.quit(), true
+	}
+	if m.quitting > 0 {
+		return nil, true // while cleanup runs, only quitting again is heard
 	}
 	if m.views[m.active].Capturing() {
 		return nil, false
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
-		return tea.Quit, true
+		return m.quit(), true
 	case key.Matches(msg, m.keys.Help):
 		m.showHelp = !m.showHelp
 		return nil, true
@@ -223,8 +296,34 @@ func (m Model) View() string {
 	if m.showHelp {
 		body = m.helpView()
 	}
+	if m.quitting > 0 {
+		body = m.quittingView()
+	}
 	body = fit(body, m.width, m.bodyHeight())
 	return lipgloss.JoinVertical(lipgloss.Left, m.header(), body, m.statusBar())
+}
+
+// quittingView says what the workbench waits for before it quits.
+func (m Model) quittingView() string {
+	st := m.styles
+	n := m.running()
+	lines := []string{"", st.CardTitle.Render(fmt.Sprintf("Cleaning up on %d host%s before gpulab quits", n, plural(n)))}
+	if m.quitting == 1 {
+		lines = append(lines, "", "The runs were stopped; each lab's cleanup commands are running on its hosts,",
+			"so that nothing a lab started is left behind. The record will say the run was interrupted.",
+			"", st.Hint.Render("q or ctrl+c again: abandon cleanup (the record lists what was left on each host)"))
+	} else {
+		lines = append(lines, "", "Cleanup was abandoned: the runs are writing what was left on each host into their records.",
+			"", st.Hint.Render("q or ctrl+c again: quit now"))
+	}
+	return strings.Join(lines, "\n")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func (m Model) header() string {

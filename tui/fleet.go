@@ -118,6 +118,7 @@ type fleetView struct {
 	run      int // increments per run; stale messages are dropped
 	running  bool
 	cancel   context.CancelFunc
+	base     context.Context // the workbench's lifetime: runs descend from it
 	events   <-chan orchestrator.Event
 	done     <-chan fleetDoneMsg
 	probing  bool
@@ -302,6 +303,21 @@ func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 	return v, c
 }
 
+// Running is how many hosts the run in flight works on (0: none).
+func (v *fleetView) Running() int {
+	if !v.running {
+		return 0
+	}
+	return max(1, len(v.rows)-v.finished)
+}
+
+// StopRun cancels the run in flight (its remote commands are stopped).
+func (v *fleetView) StopRun(bool) {
+	if v.running && v.cancel != nil {
+		v.cancel()
+	}
+}
+
 // start launches a run (a command, or the probe) in the background and
 // returns the command that waits for its first events.
 func (v *fleetView) start(command string, probe bool) tea.Cmd {
@@ -314,7 +330,7 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 	for i := range v.rows {
 		v.rows[i] = hostRow{FleetHost: v.rows[i].FleetHost}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(v.base)
 	v.cancel = cancel
 	events := make(chan orchestrator.Event, 256)
 	done := make(chan fleetDoneMsg, 1)

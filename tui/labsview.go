@@ -29,6 +29,9 @@ type LabRunOptions struct {
 	Solve  bool // the lab's demo fast-forward
 	// Guide, when set, is asked before each step (labs.RunOptions.Guide).
 	Guide func(context.Context, labs.GuideStep) labs.GuideAnswer
+	// Abandon is the context cleanup runs on once the run's own context
+	// ends; cancelling it abandons cleanup (labs.RunOptions.Abandon).
+	Abandon context.Context
 }
 
 // LabUpdate is a lab run's progress (Event), a guided run's question
@@ -81,6 +84,8 @@ type labsView struct {
 	started time.Time
 	ended   time.Time
 	cancel  context.CancelFunc
+	abandon context.CancelFunc // stops cleanup (quitting twice)
+	base    context.Context    // the workbench's lifetime: runs descend from it
 	ch      <-chan LabUpdate
 	phase   map[string]string       // host → current phase
 	scores  map[string][]labs.Score // host → latest scores
@@ -116,6 +121,27 @@ func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, s
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
 	}}
+}
+
+// Running is how many hosts the lab run in flight works on (0: none).
+func (v *labsView) Running() int {
+	if !v.running {
+		return 0
+	}
+	return max(1, len(v.names))
+}
+
+// StopRun cancels the run in flight: its cleanup goes on, unless abandon.
+func (v *labsView) StopRun(abandon bool) {
+	if !v.running {
+		return
+	}
+	if v.cancel != nil {
+		v.cancel()
+	}
+	if abandon && v.abandon != nil {
+		v.abandon()
+	}
 }
 
 func (v *labsView) Init() tea.Cmd   { return nil }
@@ -276,8 +302,9 @@ func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
 	v.names = v.setup.names()
 	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
-	ctx, cancel := context.WithCancel(context.Background())
-	v.cancel = cancel
+	ctx, cancel := context.WithCancel(v.base)
+	abandonCtx, abandon := context.WithCancel(context.WithoutCancel(v.base))
+	v.cancel, v.abandon, o.Abandon = cancel, abandon, abandonCtx
 	ch := make(chan LabUpdate, 256)
 	v.ch = ch
 	if guided {

@@ -197,7 +197,11 @@ func TestResultsTab(t *testing.T) {
 		r := &labs.Record{Schema: labs.RecordSchema, Lab: c.lab, Name: c.lab, Started: t0.Add(time.Duration(i) * time.Hour), Complete: true, Passed: i == 0,
 			Result: labs.ResultRow{Workload: "vLLM", Throughput: "tps", Unit: "tok/s", P99: "p99"},
 			Hosts:  []labs.HostRecord{{Host: "gpu07", Passed: i == 0, Metrics: map[string]any{"tps": c.tps, "p99": c.p99}}}}
-		if err := r.Write(r.NewDir(dir), ""); err != nil {
+		d, err := r.CreateDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Write(d, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -229,7 +233,11 @@ func TestResultsTabEscapesRecords(t *testing.T) {
 	dir := t.TempDir()
 	r := &labs.Record{Schema: labs.RecordSchema, Lab: "lab" + pwned, Name: "name" + pwned, Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Complete: true,
 		Hosts: []labs.HostRecord{{Host: "gpu" + pwned}}}
-	if err := r.Write(r.NewDir(dir), ""); err != nil {
+	d, err := r.CreateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(d, ""); err != nil {
 		t.Fatal(err)
 	}
 	c, _ := landscape.Builtin()

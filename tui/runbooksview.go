@@ -64,6 +64,7 @@ type runbooksView struct {
 	running  bool
 	run      int
 	cancel   context.CancelFunc
+	base     context.Context // the workbench's lifetime: runs descend from it
 	ch       <-chan RunbookHost
 	folded   []runbooks.Folded
 	cursor   int // over verdict groups
@@ -80,6 +81,21 @@ func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runb
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
 	}}
+}
+
+// Running is how many hosts the run in flight works on (0: none).
+func (v *runbooksView) Running() int {
+	if !v.running {
+		return 0
+	}
+	return max(1, len(v.names)-v.finished)
+}
+
+// StopRun cancels the run in flight (its remote commands are stopped).
+func (v *runbooksView) StopRun(bool) {
+	if v.running && v.cancel != nil {
+		v.cancel()
+	}
 }
 
 func (v *runbooksView) Init() tea.Cmd   { return nil }
@@ -191,7 +207,7 @@ func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	v.names = v.setup.names()
 	v.runs = make([]*runbooks.HostRun, len(v.names))
 	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(v.base)
 	v.cancel = cancel
 	ch := make(chan RunbookHost, len(v.names)+1)
 	v.ch = ch

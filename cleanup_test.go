@@ -1,0 +1,295 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/internal/testreq"
+)
+
+// holdLab holds its hosts until cleanup, as a lab that starts a pod with
+// sleep 3600 does: its run step never ends by itself, and its cleanup
+// writes a marker once the test lets it (a "go" file on the host).
+const holdLab = `id = "zz-hold"
+name = "Holds its hosts until cleanup"
+goal = "Cleanup runs however the run ends"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+
+[[step]]
+id = "prepare"
+phase = "setup"
+command = "echo prepared > \"$LABDIR/setup\""
+
+[[step]]
+id = "hold"
+phase = "run"
+command = "echo holding > \"$LABDIR/holding\"; sleep 300"
+timeout = "10m"
+
+[[step]]
+id = "release"
+phase = "cleanup"
+command = "echo releasing > \"$LABDIR/releasing\"; while [ ! -e \"$LABDIR/go\" ]; do sleep 0.1; done; echo released > \"$LABDIR/released\""
+
+[[step]]
+id = "tidy"
+phase = "cleanup"
+command = "echo tidied > \"$LABDIR/tidied\""
+
+[[criterion]]
+id = "held"
+description = "the hosts were held"
+expr = "true"
+impact = "minor"
+`
+
+type holdFleet struct {
+	dir, inv, labs, results string
+	labdirs                 []string
+	names                   string
+}
+
+// startHoldFleet starts n real sshd hosts, each with a directory of its own
+// for the lab's markers, an inventory naming them and the hold lab.
+func startHoldFleet(t *testing.T, n int) holdFleet {
+	t.Helper()
+	h := holdFleet{dir: t.TempDir()}
+	for i := range n {
+		d := filepath.Join(h.dir, fmt.Sprintf("host%02d", i+1))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h.labdirs = append(h.labdirs, d)
+	}
+	f := sshtest.Start(t, n, sshtest.Options{EnvFor: func(i int) map[string]string {
+		return map[string]string{"LABDIR": h.labdirs[i], "XDG_CACHE_HOME": filepath.Join(h.labdirs[i], "cache")}
+	}})
+	var inv strings.Builder
+	fmt.Fprintf(&inv, "[defaults]\nuser = %q\nidentity_file = %q\nknown_hosts = %q\n", f.User, f.ClientKey, f.KnownHosts)
+	for i, s := range f.Servers {
+		fmt.Fprintf(&inv, "[[host]]\nname = \"gpu%02d\"\naddress = %q\nport = %d\n", i+1, s.Addr, s.Port)
+	}
+	h.inv = filepath.Join(h.dir, "inventory.toml")
+	h.labs = filepath.Join(h.dir, "labs")
+	h.results = filepath.Join(h.dir, "results")
+	h.names = fmt.Sprintf("gpu[01-%02d]", n)
+	if err := os.WriteFile(h.inv, []byte(inv.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(h.labs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.labs, "hold.toml"), []byte(holdLab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// waitMarkers polls, up to a generous deadline, until every host has the
+// marker file.
+func (h holdFleet) waitMarkers(t *testing.T, marker string) {
+	t.Helper()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		missing := 0
+		for _, d := range h.labdirs {
+			if _, err := os.Stat(filepath.Join(d, marker)); err != nil {
+				missing++
+			}
+		}
+		if missing == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d hosts still lack %s after 90s", missing, len(h.labdirs), marker)
+		}
+	}
+}
+
+// letCleanupFinish lets every host's cleanup go past its wait.
+func (h holdFleet) letCleanupFinish(t *testing.T) {
+	t.Helper()
+	for _, d := range h.labdirs {
+		if err := os.WriteFile(filepath.Join(d, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (h holdFleet) countMarkers(marker string) int {
+	n := 0
+	for _, d := range h.labdirs {
+		if _, err := os.Stat(filepath.Join(d, marker)); err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// record reads the one record the run wrote.
+func (h holdFleet) record(t *testing.T) map[string]any {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(h.results, "zz-hold", "*", "record.json"))
+	if len(files) != 1 {
+		t.Fatalf("%d records in %s, want 1", len(files), h.results)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec map[string]any
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// startLabRun starts `gpulab lab run zz-hold` on the fleet.
+func (h holdFleet) startLabRun(t *testing.T) (*exec.Cmd, *strings.Builder, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(gpulabBinary(t), "lab", "run", "zz-hold", "-H", h.names, "--inventory", h.inv, "--labs", h.labs, "--results", h.results, "--no-probe")
+	cmd.Env = []string{"HOME=" + h.dir, "PATH=" + os.Getenv("PATH")}
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, &out, &errOut
+}
+
+// waitExit waits for cmd, up to a generous deadline, and returns its code.
+func waitExit(t *testing.T, cmd *exec.Cmd, errOut *strings.Builder) int {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+		return cmd.ProcessState.ExitCode()
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("gpulab did not exit within 90s\nstderr: %s", errOut)
+	}
+	return -1
+}
+
+func steps(rec map[string]any, host int) []string {
+	var ids []string
+	hosts, _ := rec["hosts"].([]any)
+	if host >= len(hosts) {
+		return nil
+	}
+	for _, s := range hosts[host].(map[string]any)["steps"].([]any) {
+		ids = append(ids, s.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+// SIGHUP (the operator's SSH link to the terminal dropped) mid-run stops
+// the lab as Ctrl-C does: cleanup runs on every host, the record keeps the
+// steps that ran, and gpulab exits 130.
+func TestLabRunSIGHUPCleansUp(t *testing.T) {
+	h := startHoldFleet(t, 10)
+	h.letCleanupFinish(t)
+	cmd, out, errOut := h.startLabRun(t)
+	h.waitMarkers(t, "holding") // every host is in the run step
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd, errOut); code != 130 {
+		t.Errorf("exit %d after SIGHUP, want 130\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if n := h.countMarkers("released"); n != 10 {
+		t.Errorf("cleanup ran on %d of 10 hosts after SIGHUP", n)
+	}
+	rec := h.record(t)
+	if rec["interrupted"] != true || rec["complete"] == true {
+		t.Errorf("the record says interrupted %v, complete %v", rec["interrupted"], rec["complete"])
+	}
+	for i := range 10 {
+		if got := strings.Join(steps(rec, i), ","); got != "prepare,hold,release,tidy" {
+			t.Errorf("host %d's steps in the record: %s", i+1, got)
+		}
+	}
+}
+
+// A second Ctrl-C abandons cleanup: gpulab exits promptly and says, and
+// writes into the record, exactly what was left on each host; the record
+// already held the steps that ran.
+func TestLabRunSecondInterruptAbandonsCleanup(t *testing.T) {
+	h := startHoldFleet(t, 3)
+	cmd, out, errOut := h.startLabRun(t)
+	h.waitMarkers(t, "holding")
+	// The record on disk is kept up to date: the setup step is there
+	// while the run step still runs.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		files, _ := filepath.Glob(filepath.Join(h.results, "zz-hold", "*", "record.json"))
+		if len(files) == 1 {
+			if data, _ := os.ReadFile(files[0]); strings.Count(string(data), `"id": "prepare"`) == 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("record.json did not show the finished setup step of every host within 60s")
+		}
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	h.waitMarkers(t, "releasing") // cleanup is under way
+	_ = cmd.Process.Signal(os.Interrupt)
+	if code := waitExit(t, cmd, errOut); code != 130 {
+		t.Errorf("exit %d after a second Ctrl-C, want 130\nstderr: %s", code, errOut)
+	}
+	if n := h.countMarkers("released"); n != 0 {
+		t.Errorf("cleanup finished on %d hosts although it was abandoned", n)
+	}
+	for i := 1; i <= 3; i++ {
+		if want := fmt.Sprintf("cleanup abandoned on gpu%02d; left to undo by hand:", i); !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say what was left on gpu%02d:\n%s", i, out)
+		}
+	}
+	if !strings.Contains(out.String(), `echo tidied > "$LABDIR/tidied"`) {
+		t.Errorf("the output does not name the cleanup command not run:\n%s", out)
+	}
+	rec := h.record(t)
+	for _, hr := range rec["hosts"].([]any) {
+		left, _ := hr.(map[string]any)["cleanup_left"].([]any)
+		if len(left) != 2 {
+			t.Errorf("%v: cleanup_left %v, want the release (cut short) and tidy commands", hr.(map[string]any)["host"], left)
+		}
+	}
+}
+
+// Quitting the workbench during a lab run stops the run, shows that
+// cleanup is running, and quits once it has run on every host.
+func TestWorkbenchQuitMidRunCleansUp(t *testing.T) {
+	tmux := testreq.Tool(t, "tmux", "the workbench is driven in tmux (apt-get install tmux)")
+	h := startHoldFleet(t, 4)
+	s := newTmux(t, tmux, 120, 30, "HOME="+h.dir+" SSH_AUTH_SOCK= GPULAB_RESULTS="+h.results+" "+gpulabBinary(t)+" --inventory "+h.inv+" --labs "+h.labs)
+	s.waitFor("CONTROL PLANE")
+	s.keys("5")
+	s.waitFor("▶ exclusive-baseline")
+	s.keys("End")
+	s.waitFor("▶ zz-hold")
+	s.keys("Enter")
+	h.waitMarkers(t, "holding")
+	s.keys("q")
+	s.waitFor("Cleaning up on 4 hosts before gpulab quits")
+	h.waitMarkers(t, "releasing")
+	h.letCleanupFinish(t)
+	s.waitFor("EXIT=0")
+	if n := h.countMarkers("released"); n != 4 {
+		t.Errorf("cleanup ran on %d of 4 hosts after quitting mid-run", n)
+	}
+	if rec := h.record(t); rec["interrupted"] != true {
+		t.Errorf("the record says interrupted %v", rec["interrupted"])
+	}
+}
