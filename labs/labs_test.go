@@ -1,6 +1,7 @@
 package labs
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -868,6 +869,26 @@ func BenchmarkSampleMetrics(b *testing.B) {
 		vals, errs := l.MeasureStep("bench", so)
 		if _, ok := vals["probe_util_p50"]; !ok {
 			b.Fatal(errs)
+		}
+	}
+}
+
+// The record is written a host at a time; the bytes are MarshalIndent's.
+func TestRecordEncodeIsMarshalIndent(t *testing.T) {
+	for _, r := range []*Record{
+		{Schema: RecordSchema, Lab: "x", Hosts: nil},
+		{Schema: RecordSchema, Lab: "x", Hosts: []HostRecord{{Host: "a", Steps: []StepRecord{{ID: "s", Stdout: "out\n\"q\"<>&"}}}, {Host: "b"}}},
+	} {
+		var b strings.Builder
+		if err := r.encode(&b); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.MarshalIndent(r, "", "  ")
+		if r.Hosts == nil {
+			want = []byte(strings.Replace(string(want), `"hosts": null`, `"hosts": []`, 1))
+		}
+		if b.String() != string(want)+"\n" {
+			t.Errorf("encode:\n%s\nMarshalIndent:\n%s", b.String(), want)
 		}
 	}
 }

@@ -133,7 +133,7 @@ func (j *journal) writer() {
 	defer close(j.done)
 	for range j.dirty {
 		j.mu.Lock()
-		data, err := j.rec.marshal()
+		data, err := j.rec.marshal() // small: the journal keeps the head of each output
 		j.mu.Unlock()
 		if err == nil {
 			_ = writeAtomic(filepath.Join(j.dir, "record.json"), data) // the final write reports errors
@@ -151,7 +151,10 @@ func (j *journal) event(ev Event) {
 		switch ev.Kind {
 		case StepFinished:
 			if ev.Step != nil {
-				h.Steps = append(h.Steps, *ev.Step)
+				s := *ev.Step
+				s.Stdout, s.Stderr = journalHead(s.Stdout), journalHead(s.Stderr)
+				s.Samples = nil
+				h.Steps = append(h.Steps, s)
 			}
 		case ScoresChanged, HostFinished:
 			h.Scores = append([]Score(nil), ev.Scores...)
@@ -164,6 +167,17 @@ func (j *journal) event(ev Event) {
 		default: // a write is already due
 		}
 	}
+}
+
+// journalOutput is how much of a step's output the journal keeps; the
+// final record keeps all that the step kept.
+const journalOutput = 64 << 10
+
+func journalHead(s string) string {
+	if len(s) <= journalOutput {
+		return s
+	}
+	return s[:journalOutput] + fmt.Sprintf("\n[gpulab: %d more bytes in the final record]", len(s)-journalOutput)
 }
 
 // stop ends the writer after its last write.

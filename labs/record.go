@@ -1,8 +1,12 @@
 package labs
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -88,8 +92,11 @@ type StepRecord struct {
 	ParseError string             `json:"parse_error,omitempty"`
 	Stdout     string             `json:"stdout"`
 	Stderr     string             `json:"stderr,omitempty"`
-	Started    time.Time          `json:"started"`
-	Finished   time.Time          `json:"finished"`
+	// OutputCut says the output was cut at the limit: what is kept is the
+	// beginning, and metrics that read it are UNKNOWN.
+	OutputCut string    `json:"output_cut,omitempty"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
 	// Samples are the probe's snapshots while the step ran (Step.Sample),
 	// and SampleProblem why there are fewer than the run time allows.
 	Samples       []Sample `json:"samples,omitempty"`
@@ -114,11 +121,7 @@ func (r *Record) finish(end time.Time, interrupted bool) {
 // temporary file in the same directory, synced, then renamed into place,
 // so a reader sees the old record or the new one, never a torn file.
 func (r *Record) WriteJSON(dir string) error {
-	data, err := r.marshal()
-	if err != nil {
-		return err
-	}
-	return writeAtomic(filepath.Join(dir, "record.json"), data)
+	return writeAtomicFunc(filepath.Join(dir, "record.json"), r.encode)
 }
 
 func (r *Record) marshal() ([]byte, error) {
@@ -126,7 +129,61 @@ func (r *Record) marshal() ([]byte, error) {
 	return append(data, '\n'), err
 }
 
+// encode writes the record as indented JSON, one host at a time: a record
+// holds up to 16 MiB of output per step and host, and building the whole
+// document in memory first (as json.MarshalIndent does) would need several
+// times the record's size. The bytes are those MarshalIndent would write.
+func (r *Record) encode(w io.Writer) error {
+	shallow := *r
+	shallow.Hosts = nil
+	head, err := json.MarshalIndent(&shallow, "", "  ")
+	if err != nil {
+		return err
+	}
+	const slot = "\n  \"hosts\": null"
+	at := bytes.Index(head, []byte(slot))
+	if at < 0 {
+		return errors.New("record: no hosts field")
+	}
+	if _, err := w.Write(head[:at]); err != nil {
+		return err
+	}
+	if len(r.Hosts) == 0 {
+		io.WriteString(w, "\n  \"hosts\": []")
+	} else {
+		io.WriteString(w, "\n  \"hosts\": [")
+		for i := range r.Hosts {
+			h, err := json.MarshalIndent(&r.Hosts[i], "    ", "  ")
+			if err != nil {
+				return err
+			}
+			if i > 0 {
+				io.WriteString(w, ",")
+			}
+			io.WriteString(w, "\n    ")
+			if _, err := w.Write(h); err != nil {
+				return err
+			}
+		}
+		io.WriteString(w, "\n  ]")
+	}
+	if _, err := w.Write(head[at+len(slot):]); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, "\n")
+	return err
+}
+
 func writeAtomic(path string, data []byte) error {
+	return writeAtomicFunc(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomicFunc writes path with write, atomically: a temporary file in
+// the same directory, buffered, synced, then renamed into place.
+func writeAtomicFunc(path string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -135,7 +192,12 @@ func writeAtomic(path string, data []byte) error {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err := write(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := bw.Flush(); err != nil {
 		f.Close()
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -157,8 +219,12 @@ func (s *StepRecord) Outcome() string {
 	switch {
 	case s.Skipped != "":
 		return "skipped: " + s.Skipped
+	case s.Problem != "" && s.OutputCut != "":
+		return s.Problem + " (" + s.OutputCut + ")"
 	case s.Problem != "":
 		return s.Problem
+	case s.OutputCut != "":
+		return "ok (" + s.OutputCut + ")"
 	}
 	return "ok"
 }

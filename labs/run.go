@@ -222,7 +222,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 			}
 			r := runbooks.RunCommand(runCtx, conn, t, s.ID, cmd, s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout))
-			sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem
+			sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem, sr.OutputCut = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem, r.Cut
 			if watch != nil {
 				sr.Samples, sr.SampleProblem = samplesOf(watch.Stop())
 			}
@@ -256,7 +256,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 				return
 			}
-			vals, errs := l.MeasureStep(s.ID, StepOutput{Out: out, Stdout: sr.Stdout, Stderr: sr.Stderr, ExitCode: sr.ExitCode, Samples: sr.Samples, SampleProblem: sr.SampleProblem})
+			vals, errs := l.MeasureStep(s.ID, StepOutput{Out: out, Stdout: sr.Stdout, Stderr: sr.Stderr, ExitCode: sr.ExitCode, Samples: sr.Samples, SampleProblem: sr.SampleProblem, OutputCut: sr.OutputCut})
 			for m, v := range vals {
 				h.Metrics[m] = v
 				if s.Hosts == "first" || s.PromQL != "" {

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -333,4 +335,88 @@ func TestParallelRunsKeepTheirRecords(t *testing.T) {
 	if len(rows) != 8 {
 		t.Errorf("results.csv has %d rows, want 8", len(rows))
 	}
+}
+
+// A step whose output goes past the limit is marked cut in the record, a
+// metric that reads its output is UNKNOWN ("output was cut"), not decided
+// on the part kept, and a metric that reads only the exit status is still
+// measured; the run's memory stays bounded per host.
+func TestLabStepOutputCut(t *testing.T) {
+	l, err := labs.Parse("cut.toml", []byte(`id = "cut"
+name = "A step that prints more than gpulab keeps"
+goal = "cut outputs are marked"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+
+[[step]]
+id = "flood"
+phase = "run"
+command = "head -c 40000000 /dev/zero | tr '\\0' x; echo; echo END"
+[step.metrics]
+ended = "stdout.endsWith('END\\n')"
+status = "exit_code"
+
+[[criterion]]
+id = "ended"
+description = "the output ends with END"
+expr = "metrics.ended"
+impact = "critical"
+
+[[criterion]]
+id = "exited"
+description = "the command exited 0"
+expr = "metrics.status == 0"
+impact = "minor"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := sshtest.Start(t, 4, sshtest.Options{})
+	var ts []orchestrator.Target
+	for i, s := range f.Servers {
+		ts = append(ts, orchestrator.Target{Name: fmt.Sprintf("gpu%02d", i+1), HostName: s.Addr, Port: s.Port, User: f.User,
+			IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts}, ConnectTimeout: 5 * time.Second, CommandTimeout: 2 * time.Minute})
+	}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	go func() {
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+	}()
+	out := labs.Execute(context.Background(), labs.RunSpec{Engine: &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 4},
+		Targets: ts, Lab: l, Results: t.TempDir()})
+	close(stop)
+	if out.WriteErr != nil {
+		t.Fatal(out.WriteErr)
+	}
+	for _, h := range out.Record.Hosts {
+		if len(h.Steps) != 1 || !strings.Contains(h.Steps[0].OutputCut, "stdout cut at 16.0 MiB of 38.1 MiB") {
+			t.Errorf("%s: the step's record does not say its output was cut: %+v", h.Host, h.Steps[0].OutputCut)
+		}
+		if s := score(h, "ended"); s.Status != "UNKNOWN" || !strings.Contains(s.Summary, "output was cut") {
+			t.Errorf("%s: a criterion on a cut output is %s (%s), want UNKNOWN", h.Host, s.Status, s.Summary)
+		}
+		if s := score(h, "exited"); s.Status != "PASS" {
+			t.Errorf("%s: the exit status is measured whatever the output: %s %s", h.Host, s.Status, s.Summary)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(out.Dir, "record.md"))
+	if !strings.Contains(string(md), "cut at 16.0 MiB") {
+		t.Errorf("record.md does not say the output was cut")
+	}
+	if p := peak.Load(); p > 4*96<<20 {
+		t.Errorf("heap in use peaked at %d MiB for 4 hosts printing 38 MiB each: more than 96 MiB per host (16 MiB kept per stream, the record written a host at a time)", p>>20)
+	}
+	t.Logf("peak heap in use: %d MiB for 4 hosts", peak.Load()>>20)
 }

@@ -50,6 +50,10 @@ type StepOutput struct {
 	// SampleProblem says why a sampling step has no samples (no probe,
 	// no NVML on the host); metrics that fail without them say so.
 	SampleProblem string
+	// OutputCut says the output was cut at its limit: a metric that reads
+	// the output (out, stdout, stderr) is then not computed, for the end
+	// it would need is missing.
+	OutputCut string
 }
 
 // MeasureStep computes a step's metrics from its output.
@@ -82,6 +86,10 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 			// An empty list would make filter(...).size() a confident 0:
 			// no samples is no evidence.
 			errs[m] = fmt.Errorf("no probe samples: %s", cmp.Or(so.SampleProblem, "the step "+stepID+" was not sampled"))
+			continue
+		}
+		if so.OutputCut != "" && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"]) {
+			errs[m] = fmt.Errorf("the step's output was cut (%s): a value read from part of it could be wrong", so.OutputCut)
 			continue
 		}
 		v, err := prg.eval(vars)

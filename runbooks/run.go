@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -253,7 +254,13 @@ type CommandResult struct {
 	Stdout   string
 	Stderr   string
 	Problem  string
+	// Cut says that output was cut at the limit ("stdout cut at 16 MiB of
+	// 203 MiB"); empty when all of it was kept.
+	Cut string
 }
+
+// MaxStepOutput is how much of each stream a step keeps.
+const MaxStepOutput = 16 << 20
 
 // RunCommand runs a step's command line on conn the way runbooks and labs
 // both do: through `sudo -n` when it needs root and the login is not root
@@ -268,8 +275,20 @@ func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Tar
 	if timeout == 0 {
 		timeout = DefaultStepTimeout
 	}
-	r := conn.Run(ctx, id, line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 16 << 20})
-	out := CommandResult{Class: r.Class, ExitCode: r.ExitCode, Stdout: string(r.Stdout), Stderr: string(r.Stderr)}
+	r := conn.Run(ctx, id, line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: MaxStepOutput})
+	// The result's buffers are the step's own once Run returns: taken as
+	// strings without a copy (up to 16 MiB each, per host).
+	out := CommandResult{Class: r.Class, ExitCode: r.ExitCode, Stdout: bytesString(r.Stdout), Stderr: bytesString(r.Stderr)}
+	var cuts []string
+	for _, c := range []struct {
+		name        string
+		kept, total int64
+	}{{"stdout", int64(len(r.Stdout)), r.StdoutBytes}, {"stderr", int64(len(r.Stderr)), r.StderrBytes}} {
+		if c.total > c.kept {
+			cuts = append(cuts, fmt.Sprintf("%s cut at %s of %s", c.name, mib(c.kept), mib(c.total)))
+		}
+	}
+	out.Cut = strings.Join(cuts, ", ")
 	switch r.Class {
 	case orchestrator.OK:
 	case orchestrator.Exit:
@@ -282,6 +301,17 @@ func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Tar
 		out.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
 	}
 	return out
+}
+
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+func mib(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
 // MissingParams says which parameters a command lacks and how to give
