@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/gpulab/gpulab/internal/probetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // sshConfigFor names the fleet's servers gpu01..gpuNN in an ssh_config, so
@@ -364,4 +366,44 @@ func TestLabRunFullResultsDisk(t *testing.T) {
 	r := run(t, noEnv(t), "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", full, "--no-probe")
 	r.expect(t, 4, "FAILED", "the lab ran, but its record was not saved")
 	r.expect(t, 4, "prerequisite", "no space left on device")
+}
+
+// The workbench lists a host whose settings cannot be resolved, with its
+// error, instead of dropping it from its counts; a run ends it at once with
+// that error, after the hosts that ran.
+func TestWorkbenchKeepsUnresolvedHosts(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	data, _ := os.ReadFile(cfg)
+	writeFile(t, cfg, string(data)+"Host broken\n  ProxyJump gpu01\n  ProxyCommand nc %h %p\n")
+	env := noEnv(t)
+	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
+	r, err := o.newRunner(&sshFlags{hosts: "gpu01,broken", sshConfig: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr := fleetRunner{r: r}
+	hosts := fr.Hosts()
+	if len(hosts) != 2 || hosts[1].Name != "broken" || !strings.Contains(hosts[1].Err, "both ProxyJump") {
+		t.Fatalf("hosts: %+v", hosts)
+	}
+	events := make(chan orchestrator.Event, 16)
+	var seen []string
+	done := make(chan struct{})
+	go func() {
+		for ev := range events {
+			if ev.Kind == orchestrator.HostDone {
+				seen = append(seen, fmt.Sprintf("%d:%s:%s", ev.Index, ev.Host, ev.Done.Class))
+			}
+		}
+		close(done)
+	}()
+	results := fr.Run(context.Background(), "echo ok", events)
+	<-done
+	if len(results) != 2 || results[0].Class != orchestrator.OK || results[1].Class != orchestrator.Error {
+		t.Errorf("results: %+v", results)
+	}
+	if strings.Join(seen, " ") != "0:gpu01:ok 1:broken:error" {
+		t.Errorf("events: %v", seen)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -109,17 +110,57 @@ type fleetRunner struct {
 	probe   *remote.Prober // installed by lab runs
 }
 
+// Hosts are the inventory's hosts: those gpulab can reach first (in the
+// order runs index them), then those that could not be resolved, with
+// their error, so that no host vanishes from the workbench's counts.
 func (f fleetRunner) Hosts() []tui.FleetHost {
-	hs := make([]tui.FleetHost, len(f.r.targets))
-	for i, t := range f.r.targets {
-		hs[i] = tui.FleetHost{Name: t.Name, Address: t.HostPort()}
+	hs := make([]tui.FleetHost, 0, len(f.r.targets)+len(f.r.failed))
+	for _, t := range f.r.targets {
+		hs = append(hs, tui.FleetHost{Name: t.Name, Address: t.HostPort()})
+	}
+	for _, h := range f.r.failed {
+		hs = append(hs, tui.FleetHost{Name: h.Host, Err: h.Err})
 	}
 	return hs
 }
 
+// Run runs command on the hosts gpulab can reach; the others end at once
+// with their error, after them.
 func (f fleetRunner) Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult {
 	plan := orchestrator.Plan{Targets: f.r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: command}}}
-	return f.r.engine.Run(ctx, plan, events)
+	inner := make(chan orchestrator.Event, cap(events))
+	forwarded := make(chan struct{})
+	go func() {
+		for ev := range inner {
+			events <- ev
+		}
+		close(forwarded)
+	}()
+	results := f.r.engine.Run(ctx, plan, inner)
+	<-forwarded
+	for i := range f.r.failed {
+		h := f.r.failed[i]
+		events <- orchestrator.Event{Kind: orchestrator.HostDone, Index: len(f.r.targets) + i, Host: h.Host, Done: &h, Time: time.Now()}
+		results = append(results, h)
+	}
+	close(events)
+	return results
+}
+
+// reachable keeps the chosen host indices gpulab can reach and returns the
+// others as results with their error.
+func (f fleetRunner) reachable(hosts []int) ([]orchestrator.Target, []orchestrator.HostResult) {
+	var targets []orchestrator.Target
+	var failed []orchestrator.HostResult
+	for _, h := range hosts {
+		switch {
+		case h < len(f.r.targets):
+			targets = append(targets, f.r.targets[h])
+		case h-len(f.r.targets) < len(f.r.failed):
+			failed = append(failed, f.r.failed[h-len(f.r.targets)])
+		}
+	}
+	return targets, failed
 }
 
 func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event) []tui.ProbeOutcome {
@@ -138,22 +179,23 @@ func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event
 
 func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- tui.RunbookHost) {
 	defer close(done)
-	targets := make([]orchestrator.Target, len(hosts))
-	for i, h := range hosts {
-		targets[i] = f.r.targets[h]
-	}
+	targets, failed := f.reachable(hosts)
 	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})
+	for k, h := range failed {
+		done <- tui.RunbookHost{Index: len(targets) + k, Run: runbooks.Unreached(rb, h)}
+	}
 }
 
 func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui.LabRunOptions, events chan<- tui.LabUpdate) {
 	defer close(events)
-	targets := make([]orchestrator.Target, len(hosts))
-	for i, h := range hosts {
-		targets[i] = f.r.targets[h]
+	targets, failed := f.reachable(hosts)
+	var unreached []labs.HostRecord
+	for _, h := range failed {
+		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 	}
-	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results,
+	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
 		Options: labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
 			OnEvent: func(ev labs.Event) {
 				e := ev

@@ -81,18 +81,23 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	for i, h := range hosts {
 		runs[i].Host, runs[i].Class, runs[i].Err = h.Host, h.Class, h.Err
 		if runs[i].Verdicts == nil { // never connected
-			runs[i].Steps = []StepRun{}
-			inputs := map[string]Input{}
-			for _, s := range rb.Steps {
-				inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err), Class: h.Class, ExitCode: -1}
-			}
-			runs[i].Verdicts = judgeAll(rb, inputs)
+			runs[i] = Unreached(rb, h)
 			if o.OnHost != nil {
 				o.OnHost(i, runs[i])
 			}
 		}
 	}
 	return runs
+}
+
+// Unreached is the run of a host that was never reached (its dial failed,
+// or its name could not be resolved): every check UNKNOWN, saying why.
+func Unreached(rb Runbook, h orchestrator.HostResult) HostRun {
+	inputs := map[string]Input{}
+	for _, s := range rb.Steps {
+		inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err), Class: h.Class, ExitCode: -1}
+	}
+	return HostRun{Host: h.Host, Class: h.Class, Err: h.Err, Steps: []StepRun{}, Verdicts: judgeAll(rb, inputs)}
 }
 
 func judgeAll(rb Runbook, inputs map[string]Input) []Verdict {

@@ -38,6 +38,9 @@ type ProbeOutcome struct {
 // FleetHost is a host as the Fleet view lists it.
 type FleetHost struct {
 	Name, Address string
+	// Err says why the host cannot be reached at all (its name did not
+	// resolve): it is listed, counted and shown with this, never run.
+	Err string
 }
 
 // hostState is a host's live state during and after a run.
@@ -549,12 +552,14 @@ func (v *fleetView) row(i int) string {
 		}
 	} else if len(r.live) > 0 {
 		out = lastLine(string(r.live))
+	} else if r.Err != "" {
+		state, out = orchestrator.Error.String(), r.Err // it cannot be reached: never run
 	}
 	line := v.rowText(r.Name, r.Address, state, dur(r.connect), dur(r.total), out)
 	switch {
 	case i == v.cursor:
 		return v.styles.TableCursor.Render("▶ " + strings.TrimPrefix(line, "  "))
-	case r.state == stateDone && r.class != orchestrator.OK:
+	case r.state == stateDone && r.class != orchestrator.OK, r.Err != "":
 		return v.styles.Error.Render(line)
 	}
 	return line

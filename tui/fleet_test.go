@@ -151,7 +151,7 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			continue
 		}
 		switch msg.(type) {
-		case fleetEventsMsg, fleetDoneMsg, runbookHostMsg, runbookDoneMsg, labUpdatesMsg:
+		case fleetEventsMsg, fleetDoneMsg, runbookHostMsg, runbookDoneMsg, labUpdatesMsg, recordsMsg:
 		default:
 			continue // cursor blinks and the like
 		}

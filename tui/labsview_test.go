@@ -207,6 +207,7 @@ func TestResultsTab(t *testing.T) {
 	}
 	c, _ := landscape.Builtin()
 	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	m = drain(t, m, m.Init()) // the records are read off the UI goroutine
 	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
 	m = next.(Model)
 	m, _ = press(t, m, "6")
@@ -242,6 +243,7 @@ func TestResultsTabEscapesRecords(t *testing.T) {
 	}
 	c, _ := landscape.Builtin()
 	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	m = drain(t, m, m.Init())
 	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
 	m = next.(Model)
 	m, _ = press(t, m, "6")
@@ -252,5 +254,40 @@ func TestResultsTabEscapesRecords(t *testing.T) {
 		if strings.ContainsAny(v, "\x1b\a") || !strings.Contains(v, `\x1b]0;pwned\a`) {
 			t.Errorf("%s shows the record's control characters raw, or not at all:\n%q", name, v)
 		}
+	}
+}
+
+// The baseline is a record, not a line of the list: after a new record
+// arrives and the list reloads, the comparison is still against it (never
+// a run against itself).
+func TestResultsBaselineSurvivesReload(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	write := func(i int, tps float64) {
+		r := &labs.Record{Schema: labs.RecordSchema, Lab: "exclusive-baseline", Name: "x", Started: t0.Add(time.Duration(i) * time.Hour), Complete: true,
+			Result: labs.ResultRow{Workload: "vLLM", Throughput: "tps", Unit: "tok/s"},
+			Hosts:  []labs.HostRecord{{Host: "gpu07", Metrics: map[string]any{"tps": tps}}}}
+		d, err := r.CreateDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Write(d, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0, 1000)
+	write(1, 500)
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	m = drain(t, m, m.Init())
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 30})
+	m = next.(Model)
+	m, _ = press(t, m, "6", "down", "b") // the older run (1000 tok/s) is the baseline
+	write(2, 250)
+	m, cmd := press(t, m, "r")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "up", "up", "c") // the selection stayed on its record: up to the newest, against the baseline
+	if v := m.View(); !strings.Contains(v, "throughput 250 tok/s (× 0.25)") {
+		t.Errorf("after a reload the newest run is compared with the marked baseline (1000 tok/s):\n%s", v)
 	}
 }

@@ -29,43 +29,77 @@ type resultsView struct {
 	styles Styles
 	keys   resultsKeys
 
-	refs     []labs.RecordRef
-	err      string
-	sel      int
-	baseline int // -1: none marked
-	page     *viewport.Model
+	refs    []labs.RecordRef
+	err     string
+	sel     int
+	base    string // the baseline's record directory; "" when none is marked
+	loading bool
+	page    *viewport.Model
 
 	width, height int
 }
 
 func newResultsView(dir string, st Styles) *resultsView {
-	v := &resultsView{dir: dir, styles: st, baseline: -1, keys: resultsKeys{
+	v := &resultsView{dir: dir, styles: st, keys: resultsKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Refresh:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
 		Baseline: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "mark baseline")),
 		Compare:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with baseline")),
 	}}
-	v.load()
 	return v
 }
 
-func (v *resultsView) load() {
-	v.err = ""
+// recordsMsg is the records read from the results directory.
+type recordsMsg struct {
+	refs []labs.RecordRef
+	err  error
+}
+
+// load reads the records off the UI goroutine: a results directory can
+// hold thousands of records, each read whole.
+func (v *resultsView) load() tea.Cmd {
 	if v.dir == "" {
-		return
+		return nil
 	}
-	refs, err := labs.ListRecords(v.dir)
-	v.refs = refs
-	if err != nil {
-		v.err = err.Error()
-	}
-	v.sel = min(v.sel, max(0, len(v.refs)-1))
-	if v.baseline >= len(v.refs) {
-		v.baseline = -1
+	v.loading = true
+	dir := v.dir
+	return func() tea.Msg {
+		refs, err := labs.ListRecords(dir)
+		return recordsMsg{refs, err}
 	}
 }
 
-func (v *resultsView) Init() tea.Cmd   { return nil }
+// loaded shows the records read; the selection and the baseline are kept
+// by record directory, not by position (a new record shifts the list).
+func (v *resultsView) loaded(m recordsMsg) {
+	selDir := ""
+	if v.sel < len(v.refs) {
+		selDir = v.refs[v.sel].Dir
+	}
+	v.refs, v.err, v.loading = m.refs, "", false
+	if m.err != nil {
+		v.err = m.err.Error()
+	}
+	v.sel = min(v.sel, max(0, len(v.refs)-1))
+	if i := v.index(selDir); i >= 0 {
+		v.sel = i
+	}
+	if v.index(v.base) < 0 {
+		v.base = "" // its record is gone
+	}
+}
+
+// index is the position of the record in dir, -1 when it is not listed.
+func (v *resultsView) index(dir string) int {
+	for i, r := range v.refs {
+		if dir != "" && r.Dir == dir {
+			return i
+		}
+	}
+	return -1
+}
+
+func (v *resultsView) Init() tea.Cmd   { return v.load() }
 func (v *resultsView) Title() string   { return "Results" }
 func (v *resultsView) Capturing() bool { return false }
 func (v *resultsView) SetSize(w, h int) {
@@ -90,7 +124,10 @@ func (v *resultsView) FullHelp() [][]key.Binding {
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	if u, ok := msg.(labUpdatesMsg); ok && u.closed {
-		v.load() // a lab run from the Labs tab just wrote its record
+		return v, v.load() // a lab run from the Labs tab just wrote its record
+	}
+	if m, ok := msg.(recordsMsg); ok {
+		v.loaded(m)
 		return v, nil
 	}
 	km, ok := msg.(tea.KeyMsg)
@@ -114,10 +151,10 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case key.Matches(km, k.Down):
 		v.sel = min(len(v.refs)-1, v.sel+1)
 	case key.Matches(km, k.Refresh):
-		v.load()
+		return v, v.load()
 	case key.Matches(km, k.Baseline):
 		if len(v.refs) > 0 {
-			v.baseline = v.sel
+			v.base = v.refs[v.sel].Dir
 		}
 	case key.Matches(km, k.Open):
 		if len(v.refs) > 0 {
@@ -129,8 +166,8 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.show(string(md))
 		}
 	case key.Matches(km, k.Compare):
-		if len(v.refs) > 0 && v.baseline >= 0 {
-			v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[v.baseline], v.refs[v.sel]})))
+		if b := v.index(v.base); len(v.refs) > 0 && b >= 0 {
+			v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[b], v.refs[v.sel]})))
 		}
 	}
 	return v, nil
@@ -196,7 +233,7 @@ func (v *resultsView) View() string {
 		case r.Passed:
 			res = "passed"
 		}
-		if i == v.baseline {
+		if v.refs[i].Dir == v.base {
 			res += " (base)"
 		}
 		names := make([]string, len(r.Hosts))
