@@ -407,3 +407,19 @@ func TestWorkbenchKeepsUnresolvedHosts(t *testing.T) {
 		t.Errorf("events: %v", seen)
 	}
 }
+
+// inventory check meets what loading for real would: the repository's
+// example inventory is fine on a machine without ~/.ssh/config (and so is
+// `inventory show` on it), and a host that its ssh_config makes
+// unreachable is a problem named at the host's line.
+func TestInventoryCheckResolvesHosts(t *testing.T) {
+	env := noEnv(t) // HOME without .ssh/config
+	run(t, env, "inventory", "check", "../inventory.toml").expect(t, 0, ": ok (", "")
+	run(t, env, "inventory", "show", "gpu001", "--inventory", "../inventory.toml").expect(t, 0, "HostName", "")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "ssh_config")
+	writeFile(t, cfg, "Host gpu02\n  ProxyJump bastion\n  ProxyCommand nc %h %p\n")
+	inv := filepath.Join(dir, "inv.toml")
+	writeFile(t, inv, fmt.Sprintf("[defaults]\nssh_config = %q\n\n[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu02\"\n", cfg))
+	run(t, env, "inventory", "check", inv).expect(t, 1, "", "inv.toml:7:1: host gpu02: ssh_config sets both ProxyJump")
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -54,6 +55,11 @@ gpulab's limits (larger than 8 MiB, or nested more than 64 levels).`,
 			inv, err := inventory.Load(path)
 			if err != nil && !isPlaced(err) {
 				return configErr(err) // unreadable: nothing was checked
+			}
+			if err == nil {
+				// What loading for real would also meet: the ssh_config the
+				// inventory names, and each host resolved through it.
+				err = o.resolveAll(inv)
 			}
 			return reportCheck(cmd.OutOrStdout(), o.json, path, err, func() string {
 				return fmt.Sprintf("%s: ok (%d hosts, %d groups, %d kube contexts)", path, len(inv.Hosts), len(inv.Groups), len(inv.Kube))
@@ -124,6 +130,22 @@ OpenSSH's defaults. Each setting is printed with its source (file:line).`,
 	f.register(show)
 	_ = show.Flags().MarkHidden("hosts")
 	return show
+}
+
+// resolveAll resolves every host of inv as a run would (ssh_config,
+// ProxyJump, ProxyCommand), and returns every problem met.
+func (o *options) resolveAll(inv *inventory.Inventory) error {
+	res, err := orchestrator.NewResolver(inv, "", orchestrator.Overrides{}, o.getenv("HOME"), o.getenv("USER"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, h := range inv.Hosts {
+		if _, err := res.Resolve(h); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", h.Source, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 type targetJSON struct {
