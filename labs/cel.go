@@ -31,7 +31,10 @@ func init() {
 		cel.Variable("stdout", cel.StringType),
 		cel.Variable("stderr", cel.StringType),
 		cel.Variable("exit_code", cel.IntType),
-		cel.Variable("samples", cel.ListType(cel.DynType)))...)
+		cel.Variable("samples", cel.ListType(cel.DynType)),
+		// checks are the runbooks' verdicts on the step's parsed output,
+		// by rule: checks['nvlink-mesh'].status, .summary.
+		cel.Variable("checks", cel.MapType(cel.StringType, cel.MapType(cel.StringType, cel.StringType))))...)
 	if err != nil {
 		panic(err)
 	}

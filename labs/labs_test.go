@@ -93,14 +93,16 @@ func TestTopologySanityOnRealOutputs(t *testing.T) {
 		metrics    map[string]any
 	}{
 		{"nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt",
-			"nvlink-mesh=PASS near-nic=FAIL numa-known=PASS",
-			map[string]any{"gpus": int64(8), "nics": int64(1), "non_nvlink_pairs": int64(0), "gpus_with_near_nic": int64(2)}},
+			"nvlink-mesh=PASS near-nic=WARN numa-known=PASS",
+			map[string]any{"gpus": int64(8), "nics": int64(1), "nvlink": "PASS"}},
+		// The V100's hybrid cube-mesh is the regular partial mesh it is
+		// built with: every link up, as the topology runbook says.
 		{"nvidia-smi-topo-m/v100-sxm2-8gpu-hybrid-cube-mesh-nv1-nv2-mlx5-drv440.txt",
-			"nvlink-mesh=FAIL", map[string]any{"gpus": int64(8), "non_nvlink_pairs": int64(12)}},
+			"nvlink-mesh=PASS", map[string]any{"gpus": int64(8), "nvlink": "PASS"}},
 		{"nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt",
-			"nvlink-mesh=FAIL near-nic=FAIL", map[string]any{"gpus": int64(4), "non_nvlink_pairs": int64(6), "gpus_with_near_nic": int64(0)}},
+			"nvlink-mesh=FAIL near-nic=WARN", map[string]any{"gpus": int64(4), "nvlink": "SKIPPED", "near_nic": "WARN"}},
 		{"nvidia-smi-topo-m/aws-1gpu-efa-tabs-nolegend.txt",
-			"nvlink-mesh=FAIL", map[string]any{"gpus": int64(1), "non_nvlink_pairs": int64(0)}},
+			"nvlink-mesh=FAIL", map[string]any{"gpus": int64(1), "nvlink": "SKIPPED"}},
 	} {
 		m := map[string]any{}
 		measure(t, l, "topo", tc.topo, m)
@@ -115,6 +117,39 @@ func TestTopologySanityOnRealOutputs(t *testing.T) {
 			if !strings.Contains(got, w) {
 				t.Errorf("%s: scores %s, want %s", tc.topo, got, w)
 			}
+		}
+	}
+}
+
+// One judgement: on every real topology in the fixtures, the lab's NVLink
+// and NIC criteria say what the topology runbook's checks say (a PASS is a
+// PASS in both; a runbook WARN is the lab's minor criterion failing, WARN).
+func TestTopologyLabAgreesWithRunbook(t *testing.T) {
+	l := lab(t, "topology-sanity")
+	files, _ := filepath.Glob("../testdata/fixtures/nvidia-smi-topo-m/*.txt")
+	if len(files) < 5 {
+		t.Fatalf("%d topology fixtures", len(files))
+	}
+	k, _ := parse.Lookup("nvidia-smi-topo")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		v, err := k.Parse(string(data))
+		if err != nil {
+			continue // a damaged fixture: nothing to judge
+		}
+		rb := runbooks.JudgeOutput("nvidia-smi-topo", v)
+		m := map[string]any{}
+		measure(t, l, "topo", strings.TrimPrefix(f, "../testdata/fixtures/"), m)
+		m["numa_nodes"] = int64(1)
+		scores := map[string]runbooks.Status{}
+		for _, s := range l.Score(m, nil, nil, 1, true) {
+			scores[s.ID] = s.Status
+		}
+		if mesh := rb["nvlink-mesh"].Status; (mesh == runbooks.Pass) != (scores["nvlink-mesh"] == runbooks.Pass) {
+			t.Errorf("%s: the runbook's nvlink-mesh is %s (%s), the lab's %s", filepath.Base(f), mesh, rb["nvlink-mesh"].Summary, scores["nvlink-mesh"])
+		}
+		if nic := rb["nic-nearest"].Status; nic != runbooks.Skipped && nic != scores["near-nic"] {
+			t.Errorf("%s: the runbook's nic-nearest is %s (%s), the lab's near-nic %s", filepath.Base(f), nic, rb["nic-nearest"].Summary, scores["near-nic"])
 		}
 	}
 }

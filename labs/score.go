@@ -79,7 +79,13 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 	if samples == nil {
 		samples = []any{}
 	}
-	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples}
+	checks := map[string]any{}
+	// The runbooks' rules judge the parser's value; metrics read their
+	// verdicts as checks, so that a lab and a runbook judge alike.
+	for name, v := range runbooks.JudgeOutput(step.Parser, so.Out) {
+		checks[name] = map[string]any{"status": string(v.Status), "summary": v.Summary}
+	}
+	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples, "checks": checks}
 	for m := range step.Metrics {
 		prg := l.programs["metric:"+m]
 		if prg.vars["samples"] && len(so.Samples) == 0 {
@@ -88,7 +94,7 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 			errs[m] = fmt.Errorf("no probe samples: %s", cmp.Or(so.SampleProblem, "the step "+stepID+" was not sampled"))
 			continue
 		}
-		if so.OutputCut != "" && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"]) {
+		if so.OutputCut != "" && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"] || prg.vars["checks"]) {
 			errs[m] = fmt.Errorf("the step's output was cut (%s): a value read from part of it could be wrong", so.OutputCut)
 			continue
 		}

@@ -1,6 +1,7 @@
 package runbooks
 
 import (
+	"reflect"
 	"fmt"
 	"regexp"
 	"slices"
@@ -80,6 +81,26 @@ func RuleNames() []string {
 	}
 	sort.Strings(n)
 	return n
+}
+
+// JudgeOutput runs every rule that reads one output of the given parser
+// kind over value (the parser's result), and returns each rule's verdict by
+// name: the runbooks' judgement, for labs to read instead of computing
+// their own ("checks['nvlink-mesh'].status").
+func JudgeOutput(kind string, value any) map[string]Verdict {
+	out := map[string]Verdict{}
+	if rv := reflect.ValueOf(value); !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return out
+	}
+	for name, r := range rules {
+		if len(r.Inputs) != 1 || r.Inputs[0] != kind {
+			continue
+		}
+		v := r.Fn([]Input{{Step: kind, Ran: true, Value: value}}, nil)
+		v.Check = name
+		out[name] = v
+	}
+	return out
 }
 
 // Judge runs a check over its inputs. Missing evidence gives UNKNOWN.

@@ -27,7 +27,7 @@ func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o La
 	skip := false
 	if o.Guide != nil {
 		g := labs.GuideStep{N: 1, Of: 1, Phase: "observe", Step: labs.Step{ID: "topo", Title: "Read the topology"}, Command: "nvidia-smi topo -m",
-			Measures: []string{"gpus", "non_nvlink_pairs"}, Criteria: []string{"nvlink-mesh"}}
+			Measures: []string{"gpus", "nvlink"}, Criteria: []string{"nvlink-mesh"}}
 		skip = o.Guide(ctx, g) != labs.GuideRun
 	}
 	for i, hi := range hosts {
@@ -41,9 +41,9 @@ func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o La
 			events <- LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Index: i, Host: h.Name, Phase: "observe", Step: step, Sample: &smp}}
 		}
 		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Index: i, Host: h.Name, Phase: "observe", Step: step}}
-		m := map[string]any{"gpus": int64(8), "non_nvlink_pairs": int64(0), "nics": int64(1), "gpus_with_near_nic": int64(8), "numa_nodes": int64(2)}
+		m := map[string]any{"gpus": int64(8), "nvlink": "PASS", "nics": int64(1), "near_nic": "PASS", "numa_nodes": int64(2)}
 		if i == 1 {
-			m["non_nvlink_pairs"] = int64(6)
+			m["nvlink"] = "FAIL"
 		}
 		if skip {
 			delete(m, "gpus")
@@ -96,8 +96,8 @@ func TestLabsTab(t *testing.T) {
 	m = drain(t, m, onlyUpdates(cmd))
 	v = m.View()
 	for _, want := range []string{"topology-sanity: Topology sanity", "FAILED", "done: gpu[001-003]",
-		"✓ PASS    nvlink-mesh gpu[001,003]: metrics.gpus = 8, metrics.non_nvlink_pairs = 0",
-		"✗ FAIL    nvlink-mesh gpu002: metrics.gpus = 8, metrics.non_nvlink_pairs = 6",
+		"✓ PASS    nvlink-mesh gpu[001,003]: metrics.gpus = 8, metrics.nvlink = \"PASS\"",
+		"✗ FAIL    nvlink-mesh gpu002: metrics.gpus = 8, metrics.nvlink = \"FAIL\"",
 		"gpu[001-003]  observe topo: ok", "record: /results/topology-sanity/",
 		"probe: 3 samples on gpu[001-003]; latest on gpu001: busiest GPU 97%, 70.0 GiB in use"} {
 		if !strings.Contains(v, want) {
@@ -153,7 +153,7 @@ func TestLabsTabGuided(t *testing.T) {
 	m = next.(Model)
 	v := m.View()
 	for _, want := range []string{"waiting for you · step by step", "Next: step 1/1 · observe · topo Read the topology", "$ nvidia-smi topo -m",
-		"measures gpus, non_nvlink_pairs for nvlink-mesh", "enter runs it · s skips it · esc stops here (cleanup runs)"} {
+		"measures gpus, nvlink for nvlink-mesh", "enter runs it · s skips it · esc stops here (cleanup runs)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("a guided run waiting at its step lacks %q:\n%s", want, v)
 		}
