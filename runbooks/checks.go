@@ -1,8 +1,8 @@
 package runbooks
 
 import (
-	"reflect"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
