@@ -1,0 +1,469 @@
+package labs
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/remote"
+	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/runbooks/parse"
+)
+
+// Run runs lab l on every target over one connection per host: the
+// prerequisites, then setup, run, observe and check, then cleanup, which
+// always runs (after a failed step, a failed prerequisite or a cancel).
+// Each host's criteria are scored live as its metrics arrive. The record
+// keeps every step's output, so evidence is captured before cleanup.
+func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Target, l *Lab, o RunOptions) *Record {
+	r := newRun(ctx, l, o, targets)
+	if o.OnStart != nil {
+		o.OnStart(r.rec)
+	}
+	results := e.ForEach(ctx, targets, nil, func(i int, t orchestrator.Target, conn *orchestrator.Conn, _ *orchestrator.HostResult) {
+		x := &hostRun{labRun: r, i: i, t: t, conn: conn, h: &r.rec.Hosts[i]}
+		x.work()
+	})
+	for i, hr := range results {
+		r.finalize(i, hr)
+	}
+	r.rec.finish(r.now(), ctx.Err() != nil)
+	return r.rec
+}
+
+// labRun is what every host of a run shares.
+type labRun struct {
+	ctx   context.Context
+	lab   *Lab
+	o     RunOptions
+	rec   *Record
+	now   func() time.Time
+	guide func(context.Context, Step) GuideAnswer
+	hosts int
+
+	mu     sync.Mutex     // guards shared
+	shared map[string]any // metrics of steps that run on the first host only
+}
+
+func newRun(ctx context.Context, l *Lab, o RunOptions, targets []orchestrator.Target) *labRun {
+	r := &labRun{ctx: ctx, lab: l, o: o, now: o.Now, guide: l.guide(o), hosts: len(targets), shared: map[string]any{}}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	r.rec = newRecord(l, r.now())
+	r.rec.Params = o.Params
+	r.rec.Guided, r.rec.Solved = o.Guide != nil, o.Solve && l.HasSolve()
+	for _, f := range []*string{&r.rec.Result.Workload, &r.rec.Result.Mode, &r.rec.Result.Request} {
+		*f = fillParams(*f, o.Params)
+	}
+	r.rec.Hosts = make([]HostRecord, len(targets))
+	for i, t := range targets {
+		r.rec.Hosts[i] = HostRecord{Host: t.Name, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
+	}
+	return r
+}
+
+func (r *labRun) emit(ev Event) {
+	if r.o.OnEvent != nil {
+		r.o.OnEvent(ev)
+	}
+}
+
+// hostRun is one host's part of a run, on its connection.
+type hostRun struct {
+	*labRun
+	i    int
+	t    orchestrator.Target
+	conn *orchestrator.Conn
+	h    *HostRecord
+
+	probe        *remote.Installed // installed once, when first needed
+	probeProblem string
+}
+
+// work runs the host's phases: the environment declaration, the
+// prerequisites, the main phases, and cleanup, which always runs.
+func (x *hostRun) work() {
+	x.h.Host = x.t.Name
+	x.h.Metrics, x.h.MetricErrors = map[string]any{}, map[string]string{}
+	x.declareEnvironment()
+	before := countStability(x.ctx, x.conn)
+	defer x.cleanup(before)
+	if x.prerequisites() {
+		x.mainPhases()
+	}
+}
+
+func (x *hostRun) installProbe() (*remote.Installed, string) {
+	if x.probe == nil && x.probeProblem == "" {
+		if x.o.Probe == nil {
+			x.probeProblem = "this run has no probe"
+		} else if in, _, err := x.o.Probe.Install(x.ctx, x.conn, time.Minute); err != nil {
+			x.probeProblem = "the probe could not be installed: " + err.Error()
+		} else {
+			x.probe = in
+		}
+	}
+	return x.probe, x.probeProblem
+}
+
+// declareEnvironment reads the host's environment (and, on the first host
+// of a lab that uses Kubernetes, the cluster's) for the record.
+func (x *hostRun) declareEnvironment() {
+	x.h.Environment = captureEnvironment(x.ctx, x.conn)
+	if x.i == 0 && x.lab.usesKubernetes() {
+		x.rec.Kubernetes = captureKubernetes(x.ctx, x.conn, x.t.Name)
+	}
+	if x.o.Probe != nil {
+		if in, why := x.installProbe(); in != nil {
+			snap, r := in.Snapshot(x.ctx, x.conn, x.o.Probe, x.t.Name)
+			x.h.Environment.fromProbe(snap, r)
+		} else {
+			x.h.Environment.Probe = why
+		}
+	}
+}
+
+// runStep runs one step (a command, or a PromQL query) and records it.
+func (x *hostRun) runStep(ctx context.Context, s Step, phase string) *StepRecord {
+	sr := StepRecord{ID: s.ID, Phase: phase, Command: s.Command, ExitCode: -1, Started: x.now()}
+	x.emit(Event{Kind: StepStarted, Index: x.i, Host: x.t.Name, Phase: phase, Step: &sr})
+	defer func() {
+		sr.Finished = x.now()
+		x.h.Steps = append(x.h.Steps, sr)
+		x.emit(Event{Kind: StepFinished, Index: x.i, Host: x.t.Name, Phase: phase, Step: &sr})
+	}()
+	switch {
+	case (s.Hosts == "first" || s.PromQL != "") && x.i != 0:
+		sr.Skipped = "runs on the first host only"
+	case s.Dangerous && !x.o.Yes:
+		sr.Skipped, sr.chosen = "it changes the host and was not confirmed (--yes)", true
+	case s.PromQL != "":
+		x.promql(ctx, s, &sr)
+	default:
+		x.command(ctx, s, phase, &sr)
+	}
+	return &sr
+}
+
+// promql asks Prometheus the step's query, once for the run.
+func (x *hostRun) promql(ctx context.Context, s Step, sr *StepRecord) {
+	base := fillParams(s.Prometheus, x.o.Params)
+	if len(runbooks.Placeholders(base)) > 0 {
+		sr.Skipped = "no value for the Prometheus URL " + s.Prometheus + " (--set)"
+		return
+	}
+	sr.Command = "PromQL " + s.PromQL + " @ " + base
+	if s.Range.Duration > 0 {
+		sr.Command += " over " + s.Range.Duration.String()
+	}
+	res, raw, err := queryPrometheus(ctx, base, s.PromQL, s.Range.Duration, s.Resolution.Duration, x.now())
+	sr.Stdout = raw
+	if err != nil {
+		sr.Class, sr.Problem = orchestrator.Error, err.Error()
+		return
+	}
+	sr.Class, sr.ExitCode, sr.value = orchestrator.OK, 0, res
+}
+
+// command runs the step's command (or its solve), parameters in place,
+// with the probe sampling beside it when the step asks.
+func (x *hostRun) command(ctx context.Context, s Step, phase string, sr *StepRecord) {
+	cmd := s.Command
+	if x.o.Solve && s.Solve != "" {
+		cmd, sr.Command = s.Solve, s.Solve
+	}
+	cmd, missing, err := runbooks.Expand(cmd, x.o.Params)
+	switch {
+	case err != nil:
+		sr.Class, sr.Problem = orchestrator.Error, "refused: "+err.Error()
+		return
+	case len(missing) > 0:
+		sr.Skipped = runbooks.MissingParams(missing)
+		return
+	}
+	sr.Command = cmd // what ran, parameters in place
+	var watch *remote.Watch
+	if s.Sample.Duration > 0 {
+		watch = x.sample(ctx, s, phase, sr)
+	}
+	r := runbooks.RunCommand(ctx, x.conn, x.t, s.ID, cmd, s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout))
+	sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem, sr.OutputCut = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem, r.Cut
+	if watch != nil {
+		sr.Samples, sr.SampleProblem = samplesOf(watch.Stop())
+	}
+}
+
+// sample starts the probe's watch beside the step; nil, with the reason
+// in the record, when there is no probe.
+func (x *hostRun) sample(ctx context.Context, s Step, phase string, sr *StepRecord) *remote.Watch {
+	in, why := x.installProbe()
+	if in == nil {
+		sr.SampleProblem = why
+		return nil
+	}
+	var first time.Time
+	ident := StepRecord{ID: sr.ID, Phase: phase, Command: sr.Command, Started: sr.Started} // sr changes meanwhile
+	return in.Watch(ctx, x.conn, x.o.Probe, x.t.Name, s.Sample.Duration, func(snap *report.Snapshot) {
+		if snap.NVML.Available {
+			if first.IsZero() {
+				first = snap.CollectedAt
+			}
+			smp, step := sampleOf(snap, first), ident
+			x.emit(Event{Kind: Sampled, Index: x.i, Host: x.t.Name, Phase: phase, Step: &step, Sample: &smp})
+		}
+	})
+}
+
+// measure computes a step's metrics and rescores the host.
+func (x *hostRun) measure(s Step, sr *StepRecord) {
+	if len(s.Metrics) == 0 {
+		return
+	}
+	h := x.h
+	if sr.Skipped != "" {
+		for m := range s.Metrics {
+			h.MetricErrors[m] = "step " + s.ID + " was skipped: " + sr.Skipped
+			if sr.chosen {
+				h.SkippedMetrics = append(h.SkippedMetrics, m)
+			}
+		}
+		return
+	}
+	var out any = sr.value
+	if s.Parser != "" {
+		k, _ := parse.Lookup(s.Parser)
+		v, err := k.Parse(sr.Stdout)
+		if err != nil {
+			sr.ParseError = err.Error()
+		}
+		out = v
+	}
+	if sr.Class != orchestrator.OK && sr.Class != orchestrator.Exit {
+		for m := range s.Metrics {
+			h.MetricErrors[m] = "step " + s.ID + " " + sr.Problem
+		}
+		return
+	}
+	vals, errs := x.lab.MeasureStep(s.ID, StepOutput{Out: out, Stdout: sr.Stdout, Stderr: sr.Stderr, ExitCode: sr.ExitCode, Samples: sr.Samples, SampleProblem: sr.SampleProblem, OutputCut: sr.OutputCut})
+	for m, v := range vals {
+		h.Metrics[m] = v
+		if s.Hosts == "first" || s.PromQL != "" {
+			x.mu.Lock()
+			x.shared[m] = v
+			x.mu.Unlock()
+		}
+	}
+	for m, err := range errs {
+		why := err.Error()
+		if sr.Problem != "" {
+			why = "step " + s.ID + " " + sr.Problem + " (" + why + ")"
+		}
+		h.MetricErrors[m] = why
+	}
+	x.lab.Derive(h.Metrics, h.MetricErrors, x.o.Params)
+	h.Scores = x.lab.Score(h.Metrics, h.MetricErrors, x.o.Params, x.hosts, false)
+	x.emit(Event{Kind: ScoresChanged, Index: x.i, Host: x.t.Name, Scores: h.Scores})
+}
+
+// prerequisites checks and records every prerequisite; it reports whether
+// the host may go on to the main phases.
+func (x *hostRun) prerequisites() bool {
+	for k, p := range x.lab.Prerequisites {
+		if p.Command == "" {
+			x.h.Prerequisites = append(x.h.Prerequisites, PrereqRecord{Description: p.Description, Status: "confirm"})
+			continue
+		}
+		sr := x.runStep(x.ctx, Step{ID: fmt.Sprintf("prerequisite-%d", k+1), Command: p.Command, Timeout: inventory.Duration{Duration: time.Minute}}, "prerequisite")
+		pr := PrereqRecord{Description: p.Description, Command: p.Command, Status: "ok"}
+		switch {
+		case sr.Problem != "":
+			pr.Status, pr.Problem = "failed", sr.Problem
+		case p.Expect != "":
+			kind, _ := parse.Lookup(p.Parser)
+			v, _ := kind.Parse(sr.Stdout)
+			cv, _ := asCELValue(v)
+			got, err := x.lab.programs[fmt.Sprintf("prerequisite:%d", k)].eval(map[string]any{"out": cv, "stdout": sr.Stdout, "stderr": sr.Stderr, "exit_code": int64(sr.ExitCode)})
+			if b, _ := got.(bool); err != nil || !b {
+				pr.Status, pr.Problem = "failed", "expected "+p.Expect
+				if err != nil {
+					pr.Problem += ": " + err.Error()
+				}
+			}
+		}
+		x.h.Prerequisites = append(x.h.Prerequisites, pr)
+		if pr.Status == "failed" && x.h.Stopped == "" {
+			x.h.Stopped = "prerequisite not met: " + p.Description + " (" + pr.Problem + ")"
+		}
+	}
+	return x.h.Stopped == "" // every prerequisite is checked and recorded first
+}
+
+// mainPhases runs setup, run, observe and check in order, asking the
+// guide (if any) before each step; a failed setup or run step ends them
+// (stop-loss), observe and check steps report what they saw and go on.
+func (x *hostRun) mainPhases() {
+	for _, ph := range Phases[:len(Phases)-1] {
+		for _, s := range x.lab.Steps {
+			if s.Phase != ph {
+				continue
+			}
+			if x.ctx.Err() != nil {
+				x.h.Stopped = "interrupted"
+				return
+			}
+			switch x.guide(x.ctx, s) {
+			case GuideStop:
+				x.h.Stopped = "stopped by the operator before step " + s.ID
+				if x.ctx.Err() != nil {
+					x.h.Stopped = "interrupted"
+				}
+				return
+			case GuideSkip:
+				sr := StepRecord{ID: s.ID, Phase: ph, Command: s.Command, ExitCode: -1, Started: x.now(), Finished: x.now(), Skipped: "skipped by the operator (guided run)", chosen: true}
+				x.h.Steps = append(x.h.Steps, sr)
+				x.emit(Event{Kind: StepFinished, Index: x.i, Host: x.t.Name, Phase: ph, Step: &sr})
+				x.measure(s, &sr)
+				continue
+			}
+			sr := x.runStep(x.ctx, s, ph)
+			x.measure(s, sr)
+			if sr.Problem != "" && (ph == "setup" || ph == "run") {
+				x.h.Stopped = "step " + s.ID + " " + sr.Problem
+				return
+			}
+		}
+	}
+}
+
+// cleanup runs the lab's cleanup steps on a context a cancel of the run
+// does not end (Abandon's, when set: cancelling it abandons cleanup, and
+// what was not run is recorded), after reading the stability counters.
+func (x *hostRun) cleanup(before map[string]int64) {
+	base := context.WithoutCancel(x.ctx)
+	if x.o.Abandon != nil {
+		base = x.o.Abandon
+	}
+	cctx, cancel := context.WithTimeout(base, CleanupTimeout)
+	defer cancel()
+	abandoned := func() bool { return x.o.Abandon != nil && x.o.Abandon.Err() != nil }
+	h := x.h
+	// Stability over the run, read before cleanup touches anything; a
+	// lab's own metric of the same name wins.
+	for m, v := range stabilityMetrics(before, countStability(cctx, x.conn)) {
+		if x.lab.MetricsFrom[m] == "stability" {
+			h.Metrics[m] = v
+		}
+	}
+	for _, s := range x.lab.Steps {
+		if s.Phase != "cleanup" {
+			continue
+		}
+		if abandoned() {
+			line, _, _ := runbooks.Expand(s.Command, x.o.Params)
+			h.CleanupLeft = append(h.CleanupLeft, cmp.Or(line, s.Command))
+			continue
+		}
+		sr := x.runStep(cctx, s, "cleanup")
+		switch {
+		case sr.Problem != "" && abandoned():
+			h.CleanupLeft = append(h.CleanupLeft, sr.Command+" (cut short)")
+		case sr.Problem != "":
+			h.CleanupProblems = append(h.CleanupProblems, s.ID+": "+sr.Problem)
+		}
+	}
+	h.CleanupRan = !abandoned()
+	switch {
+	case !abandoned():
+		x.probe.Remove(cctx, x.conn)
+	case x.probe != nil:
+		h.CleanupLeft = append(h.CleanupLeft, "the probe's copy on the host (removed by its next run, or by hand)")
+	}
+}
+
+// finalize closes host i's record once every host is done: its class, the
+// run-wide metrics it shares, the reasons for metrics it lacks, and its
+// final scores.
+func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
+	h := &r.rec.Hosts[i]
+	h.Host, h.Class, h.Err = hr.Host, hr.Class, hr.Err
+	// The host's class is the worst thing that happened to it: a
+	// connection lost in a step (or the run cancelled) counts, not a
+	// command that merely exited non-zero.
+	for _, s := range h.Steps {
+		if s.Class >= orchestrator.Lost && s.Class > h.Class {
+			h.Class = s.Class
+			if h.Err == "" {
+				h.Err = "step " + s.ID + ": " + s.Problem
+			}
+		}
+	}
+	if h.Metrics == nil {
+		h.Metrics, h.MetricErrors = map[string]any{}, map[string]string{}
+	}
+	if hr.Class != orchestrator.OK && h.Stopped == "" {
+		h.Stopped = fmt.Sprintf("host %s: %s", hr.Class, hr.Err)
+	}
+	for m, v := range r.shared {
+		if _, ok := h.Metrics[m]; !ok {
+			h.Metrics[m] = v
+			delete(h.MetricErrors, m)
+		}
+	}
+	if i > 0 {
+		r.inheritRunWideErrors(h)
+	}
+	r.explainMissing(h)
+	sort.Strings(h.SkippedMetrics)
+	h.Scores = r.lab.scoreAll(h.Metrics, h.MetricErrors, h.SkippedMetrics, r.o.Params, r.hosts, true)
+	h.Passed = Passed(h.Scores)
+	r.emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
+}
+
+// inheritRunWideErrors: a run-wide step (first host only, or a PromQL
+// query) that failed on the first host fails for every host, with its
+// reason.
+func (r *labRun) inheritRunWideErrors(h *HostRecord) {
+	first := r.rec.Hosts[0]
+	for _, s := range r.lab.Steps {
+		if s.Hosts != "first" && s.PromQL == "" {
+			continue
+		}
+		for m := range s.Metrics {
+			if why, ok := first.MetricErrors[m]; ok {
+				if _, have := h.Metrics[m]; !have {
+					h.MetricErrors[m] = why + " (on " + first.Host + ")"
+				}
+			}
+		}
+	}
+}
+
+// explainMissing gives every metric the host lacks a reason, and derives
+// the derived metrics.
+func (r *labRun) explainMissing(h *HostRecord) {
+	for m, step := range r.lab.MetricsFrom {
+		if _, ok := h.Metrics[m]; !ok && h.MetricErrors[m] == "" {
+			switch {
+			case step == "stability":
+				h.MetricErrors[m] = "this host's kernel log (dmesg) or the driver's GPU list could not be read before and after the run"
+			case h.Stopped != "":
+				h.MetricErrors[m] = "the lab stopped before step " + step + ": " + h.Stopped
+			default:
+				h.MetricErrors[m] = "step " + step + " gave no value"
+			}
+		}
+	}
+	r.lab.Derive(h.Metrics, h.MetricErrors, r.o.Params)
+	for m, from := range r.lab.MetricsFrom {
+		if _, ok := h.Metrics[m]; !ok && from == "derived" && h.MetricErrors[m] == "" {
+			h.MetricErrors[m] = "its inputs were not all measured"
+		}
+	}
+}
