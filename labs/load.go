@@ -3,6 +3,7 @@ package labs
 import (
 	"embed"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -70,186 +71,12 @@ func Parse(name string, data []byte) (*Lab, error) {
 	if ix == nil {
 		return nil, err
 	}
-	errs := []error{err}
 	l.Source = name
-	bad := func(path []any, format string, args ...any) {
-		e := ix.Errorf(path, "")
-		e.Msg = fmt.Sprintf(format, args...)
-		errs = append(errs, e)
-	}
-	need := func(key, v string) {
-		if strings.TrimSpace(v) == "" {
-			bad(nil, "lab %q has no %s", l.ID, key)
-		}
-	}
-	if !idRE.MatchString(l.ID) {
-		bad([]any{"id"}, "lab id %q: use lower-case letters, digits and '-'", l.ID)
-	}
-	need("name", l.Name)
-	need("goal", l.Goal)
-	switch l.Plane {
-	case "control", "data", "workload":
-	default:
-		bad([]any{"plane"}, "plane %q: want control, data or workload", l.Plane)
-	}
-	if !slices.Contains(Maturities, l.Maturity) {
-		bad([]any{"maturity"}, "maturity %q: want one of %s", l.Maturity, strings.Join(Maturities, ", "))
-	}
-	if l.EstimateMinutes < 1 || l.EstimateMinutes > MaxEstimateMinutes {
-		bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes %d: want 1 to %d minutes (a day)", l.ID, l.EstimateMinutes, MaxEstimateMinutes)
-	}
-	l.programs = map[string]*program{}
-	runbooks.CheckParamDefs(l.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
-	params := map[string]bool{}
-	for _, p := range l.Params {
-		params[p.Name] = true
-	}
-	// checkPlaceholders checks a field that is not a shell command.
-	checkPlaceholders := func(path []any, what, text string) {
-		for _, name := range runbooks.Placeholders(text) {
-			if !params[name] {
-				bad(path, "%s uses {{%s}}, which is not a [[param]] of this lab", what, name)
-			}
-		}
-	}
-	// checkCommand checks a shell command: its parameters, and how the
-	// shell reads the places where they sit.
-	checkCommand := func(path []any, what, command string) {
-		for _, msg := range runbooks.CheckCommand(l.Params, command) {
-			bad(path, "%s %s", what, strings.Replace(msg, "[[param]]", "[[param]] of this lab", 1))
-		}
-	}
-	checkParser := func(path []any, p string) {
-		if p != "" {
-			if _, ok := parse.Lookup(p); !ok {
-				bad(path, "no parser %q (gpulab parse list)", p)
-			}
-		}
-	}
-	for i, p := range l.Prerequisites {
-		if strings.TrimSpace(p.Description) == "" {
-			bad([]any{"prerequisite", i}, "prerequisite %d has no description", i+1)
-		}
-		checkParser([]any{"prerequisite", i, "parser"}, p.Parser)
-		checkCommand([]any{"prerequisite", i, "command"}, fmt.Sprintf("prerequisite %d", i+1), p.Command)
-		if p.Expect != "" {
-			if p.Command == "" || p.Parser == "" {
-				bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: expect reads the parsed output of a command: give command and parser", i+1)
-			} else if prg, err := compile(stepEnv, p.Expect, true); err != nil {
-				bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: %v", i+1, err)
-			} else {
-				l.programs[fmt.Sprintf("prerequisite:%d", i)] = prg
-			}
-		}
-	}
-	l.MetricsFrom = map[string]string{}
-	steps := map[string]bool{}
-	for i, s := range l.Steps {
-		if !idRE.MatchString(s.ID) || steps[s.ID] {
-			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
-		}
-		steps[s.ID] = true
-		if !slices.Contains(Phases, s.Phase) {
-			bad([]any{"step", i, "phase"}, "step %q phase %q: want one of %s", s.ID, s.Phase, strings.Join(Phases, ", "))
-		}
-		switch {
-		case s.PromQL != "" && s.Command != "":
-			bad([]any{"step", i, "promql"}, "step %q has both a command and a promql query: a step is one or the other", s.ID)
-		case s.PromQL != "":
-			checkRange(bad, i, s)
-			if s.Prometheus == "" {
-				bad([]any{"step", i, "promql"}, "step %q: a promql step needs prometheus = \"http://host:9090\" (or a {{param}})", s.ID)
-			}
-			if s.Parser != "" {
-				bad([]any{"step", i, "parser"}, "step %q: a promql step's output is the query result; it takes no parser", s.ID)
-			}
-			checkPlaceholders([]any{"step", i, "prometheus"}, fmt.Sprintf("step %q prometheus", s.ID), s.Prometheus)
-		case s.Range.Duration != 0 || s.Resolution.Duration != 0:
-			bad([]any{"step", i, "range"}, "step %q: range and resolution belong to promql steps", s.ID)
-		case strings.TrimSpace(s.Command) == "":
-			bad([]any{"step", i}, "step %q has no command (or promql)", s.ID)
-		}
-		switch {
-		case s.Sample.Duration != 0 && s.PromQL != "":
-			bad([]any{"step", i, "sample"}, "step %q: a promql step runs nothing on the hosts to sample; sample belongs to command steps", s.ID)
-		case s.Sample.Duration != 0 && s.Sample.Duration < MinSample:
-			bad([]any{"step", i, "sample"}, "step %q sample %v: the probe samples every %v at most", s.ID, s.Sample, MinSample)
-		case s.Sample.Duration > MaxSample:
-			bad([]any{"step", i, "sample"}, "step %q sample %v", s.ID, s.Sample.Within(MinSample, MaxSample))
-		}
-		if err := s.Timeout.Within(inventory.MinTimeout, inventory.MaxCommandTimeout); err != nil {
-			bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
-		}
-		checkParser([]any{"step", i, "parser"}, s.Parser)
-		checkCommand([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)
-		checkCommand([]any{"step", i, "solve"}, fmt.Sprintf("step %q solve", s.ID), s.Solve)
-		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {
-			bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
-		}
-		for j, n := range s.Needs {
-			if n != "root" && n != "kubectl" {
-				bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
-			}
-		}
-		names := make([]string, 0, len(s.Metrics))
-		for m := range s.Metrics {
-			names = append(names, m)
-		}
-		sort.Strings(names)
-		for _, m := range names {
-			path := []any{"step", i, "metrics", m}
-			if !metricRE.MatchString(m) {
-				bad(path, "metric name %q: use lower-case letters, digits and '_'", m)
-			}
-			if prev, ok := l.MetricsFrom[m]; ok {
-				bad(path, "metric %q is already measured by step %q", m, prev)
-				continue
-			}
-			prg, err := compile(stepEnv, s.Metrics[m], false)
-			if err != nil {
-				bad(path, "metric %s: %v", m, err)
-				continue
-			}
-			l.MetricsFrom[m] = s.ID
-			l.programs["metric:"+m] = prg
-		}
-	}
-	dnames := make([]string, 0, len(l.Derived))
-	for m := range l.Derived {
-		dnames = append(dnames, m)
-	}
-	sort.Strings(dnames)
-	for _, m := range dnames {
-		path := []any{"derived", m}
-		if !metricRE.MatchString(m) {
-			bad(path, "metric name %q: use lower-case letters, digits and '_'", m)
-		}
-		if prev, ok := l.MetricsFrom[m]; ok {
-			bad(path, "metric %q is already measured by step %q", m, prev)
-			continue
-		}
-		prg, err := compile(criterionEnv, l.Derived[m], false)
-		if err != nil {
-			bad(path, "derived metric %s: %v", m, err)
-			continue
-		}
-		for _, r := range prg.reads {
-			if _, ok := l.MetricsFrom[r]; !ok || l.Derived[r] != "" {
-				bad(path, "derived metric %s reads metrics.%s, which no step measures", m, r)
-			}
-		}
-		for _, r := range prg.params {
-			if !params[r] {
-				bad(path, "derived metric %s reads params.%s, which is not a [[param]] of this lab", m, r)
-			}
-		}
-		l.programs["derived:"+m] = prg
-	}
-	for _, m := range dnames {
-		if l.programs["derived:"+m] != nil {
-			l.MetricsFrom[m] = "derived"
-		}
-	}
+	c := &labCheck{l: &l, ix: ix, errs: []error{err}, params: map[string]bool{}}
+	c.header()
+	c.prerequisites()
+	c.steps()
+	c.derived()
 	// Every run measures its stability (new Xids, OOM kills, GPUs lost)
 	// unless the lab measures a metric of the same name itself.
 	for _, m := range StabilityMetrics {
@@ -258,66 +85,291 @@ func Parse(name string, data []byte) (*Lab, error) {
 		}
 	}
 	if len(l.Criteria) == 0 {
-		bad(nil, "lab %q has no [[criterion]]: a lab's success is quantified, never \"looks fine\"", l.ID)
+		c.bad(nil, "lab %q has no [[criterion]]: a lab's success is quantified, never \"looks fine\"", l.ID)
 	}
 	ids := map[string]bool{}
-	checkCriteria := func(table string, cs []Criterion) {
-		for i, c := range cs {
-			if !idRE.MatchString(c.ID) || ids[c.ID] {
-				bad([]any{table, i, "id"}, "%s id %q is missing, malformed or repeated", table, c.ID)
-			}
-			ids[c.ID] = true
-			if strings.TrimSpace(c.Description) == "" {
-				bad([]any{table, i}, "%s %q has no description", table, c.ID)
-			}
-			if !slices.Contains(Impacts, c.Impact) {
-				bad([]any{table, i, "impact"}, "%s %q impact %q: want critical, major or minor", table, c.ID, c.Impact)
-			}
-			prg, err := compile(criterionEnv, c.Expr, true)
-			if err != nil {
-				bad([]any{table, i, "expr"}, "%s %q: %v", table, c.ID, err)
-				continue
-			}
-			for _, m := range prg.params {
-				if !params[m] {
-					bad([]any{table, i, "expr"}, "%s %q reads params.%s, which is not a [[param]] of this lab", table, c.ID, m)
-				}
-			}
-			for _, m := range prg.reads {
-				if _, ok := l.MetricsFrom[m]; !ok {
-					bad([]any{table, i, "expr"}, "%s %q reads metrics.%s, which no step measures (measured: %s)", table, c.ID, m, strings.Join(l.metricNames(), ", "))
-				}
-			}
-			l.programs[table+":"+c.ID] = prg
+	c.criteria("criterion", l.Criteria, ids)
+	c.criteria("counterexample", l.Counter, ids)
+	c.comparison()
+	c.result()
+	if err := tomlpos.Join(c.errs...); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// labCheck validates a lab file section by section, collecting every
+// problem at its file:line.
+type labCheck struct {
+	l      *Lab
+	ix     *tomlpos.Index
+	errs   []error
+	params map[string]bool // the lab's parameter names
+}
+
+func (c *labCheck) bad(path []any, format string, args ...any) {
+	e := c.ix.Errorf(path, "")
+	e.Msg = fmt.Sprintf(format, args...)
+	c.errs = append(c.errs, e)
+}
+
+// header checks the lab's own keys and its parameters.
+func (c *labCheck) header() {
+	l := c.l
+	if !idRE.MatchString(l.ID) {
+		c.bad([]any{"id"}, "lab id %q: use lower-case letters, digits and '-'", l.ID)
+	}
+	for _, f := range []struct{ key, v string }{{"name", l.Name}, {"goal", l.Goal}} {
+		if strings.TrimSpace(f.v) == "" {
+			c.bad(nil, "lab %q has no %s", l.ID, f.key)
 		}
 	}
-	checkCriteria("criterion", l.Criteria)
-	checkCriteria("counterexample", l.Counter)
-	for i, r := range l.Comparison {
+	switch l.Plane {
+	case "control", "data", "workload":
+	default:
+		c.bad([]any{"plane"}, "plane %q: want control, data or workload", l.Plane)
+	}
+	if !slices.Contains(Maturities, l.Maturity) {
+		c.bad([]any{"maturity"}, "maturity %q: want one of %s", l.Maturity, strings.Join(Maturities, ", "))
+	}
+	if l.EstimateMinutes < 1 || l.EstimateMinutes > MaxEstimateMinutes {
+		c.bad([]any{"estimate_minutes"}, "lab %q: estimate_minutes %d: want 1 to %d minutes (a day)", l.ID, l.EstimateMinutes, MaxEstimateMinutes)
+	}
+	l.programs = map[string]*program{}
+	l.MetricsFrom = map[string]string{}
+	runbooks.CheckParamDefs(l.Params, func(i int, key, msg string) { c.bad([]any{"param", i, key}, "%s", msg) })
+	for _, p := range l.Params {
+		c.params[p.Name] = true
+	}
+}
+
+// placeholders checks a field that is not a shell command.
+func (c *labCheck) placeholders(path []any, what, text string) {
+	for _, name := range runbooks.Placeholders(text) {
+		if !c.params[name] {
+			c.bad(path, "%s uses {{%s}}, which is not a [[param]] of this lab", what, name)
+		}
+	}
+}
+
+// command checks a shell command: its parameters, and how the shell reads
+// the places where they sit.
+func (c *labCheck) command(path []any, what, command string) {
+	for _, msg := range runbooks.CheckCommand(c.l.Params, command) {
+		c.bad(path, "%s %s", what, strings.Replace(msg, "[[param]]", "[[param]] of this lab", 1))
+	}
+}
+
+func (c *labCheck) parser(path []any, p string) {
+	if p != "" {
+		if _, ok := parse.Lookup(p); !ok {
+			c.bad(path, "no parser %q (gpulab parse list)", p)
+		}
+	}
+}
+
+func (c *labCheck) prerequisites() {
+	for i, p := range c.l.Prerequisites {
+		if strings.TrimSpace(p.Description) == "" {
+			c.bad([]any{"prerequisite", i}, "prerequisite %d has no description", i+1)
+		}
+		c.parser([]any{"prerequisite", i, "parser"}, p.Parser)
+		c.command([]any{"prerequisite", i, "command"}, fmt.Sprintf("prerequisite %d", i+1), p.Command)
+		if p.Expect == "" {
+			continue
+		}
+		if p.Command == "" || p.Parser == "" {
+			c.bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: expect reads the parsed output of a command: give command and parser", i+1)
+		} else if prg, err := compile(stepEnv, p.Expect, true); err != nil {
+			c.bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: %v", i+1, err)
+		} else {
+			c.l.programs[fmt.Sprintf("prerequisite:%d", i)] = prg
+		}
+	}
+}
+
+func (c *labCheck) steps() {
+	seen := map[string]bool{}
+	for i, s := range c.l.Steps {
+		if !idRE.MatchString(s.ID) || seen[s.ID] {
+			c.bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
+		}
+		seen[s.ID] = true
+		if !slices.Contains(Phases, s.Phase) {
+			c.bad([]any{"step", i, "phase"}, "step %q phase %q: want one of %s", s.ID, s.Phase, strings.Join(Phases, ", "))
+		}
+		c.stepKind(i, s)
+		c.stepLimits(i, s)
+		c.parser([]any{"step", i, "parser"}, s.Parser)
+		c.command([]any{"step", i, "command"}, fmt.Sprintf("step %q", s.ID), s.Command)
+		c.command([]any{"step", i, "solve"}, fmt.Sprintf("step %q solve", s.ID), s.Solve)
+		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {
+			c.bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
+		}
+		for j, n := range s.Needs {
+			if n != "root" && n != "kubectl" {
+				c.bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
+			}
+		}
+		c.stepMetrics(i, s)
+	}
+}
+
+// stepKind checks that a step is a command or a PromQL query, and the
+// keys that belong to each.
+func (c *labCheck) stepKind(i int, s Step) {
+	switch {
+	case s.PromQL != "" && s.Command != "":
+		c.bad([]any{"step", i, "promql"}, "step %q has both a command and a promql query: a step is one or the other", s.ID)
+	case s.PromQL != "":
+		checkRange(c.bad, i, s)
+		if s.Prometheus == "" {
+			c.bad([]any{"step", i, "promql"}, "step %q: a promql step needs prometheus = \"http://host:9090\" (or a {{param}})", s.ID)
+		}
+		if s.Parser != "" {
+			c.bad([]any{"step", i, "parser"}, "step %q: a promql step's output is the query result; it takes no parser", s.ID)
+		}
+		c.placeholders([]any{"step", i, "prometheus"}, fmt.Sprintf("step %q prometheus", s.ID), s.Prometheus)
+	case s.Range.Duration != 0 || s.Resolution.Duration != 0:
+		c.bad([]any{"step", i, "range"}, "step %q: range and resolution belong to promql steps", s.ID)
+	case strings.TrimSpace(s.Command) == "":
+		c.bad([]any{"step", i}, "step %q has no command (or promql)", s.ID)
+	}
+}
+
+// stepLimits checks a step's sampling interval and timeout.
+func (c *labCheck) stepLimits(i int, s Step) {
+	switch {
+	case s.Sample.Duration != 0 && s.PromQL != "":
+		c.bad([]any{"step", i, "sample"}, "step %q: a promql step runs nothing on the hosts to sample; sample belongs to command steps", s.ID)
+	case s.Sample.Duration != 0 && s.Sample.Duration < MinSample:
+		c.bad([]any{"step", i, "sample"}, "step %q sample %v: the probe samples every %v at most", s.ID, s.Sample, MinSample)
+	case s.Sample.Duration > MaxSample:
+		c.bad([]any{"step", i, "sample"}, "step %q sample %v", s.ID, s.Sample.Within(MinSample, MaxSample))
+	}
+	if err := s.Timeout.Within(inventory.MinTimeout, inventory.MaxCommandTimeout); err != nil {
+		c.bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
+	}
+}
+
+// stepMetrics compiles a step's metrics; each name is measured once.
+func (c *labCheck) stepMetrics(i int, s Step) {
+	for _, m := range slices.Sorted(maps.Keys(s.Metrics)) {
+		path := []any{"step", i, "metrics", m}
+		if !metricRE.MatchString(m) {
+			c.bad(path, "metric name %q: use lower-case letters, digits and '_'", m)
+		}
+		if prev, ok := c.l.MetricsFrom[m]; ok {
+			c.bad(path, "metric %q is already measured by step %q", m, prev)
+			continue
+		}
+		prg, err := compile(stepEnv, s.Metrics[m], false)
+		if err != nil {
+			c.bad(path, "metric %s: %v", m, err)
+			continue
+		}
+		c.l.MetricsFrom[m] = s.ID
+		c.l.programs["metric:"+m] = prg
+	}
+}
+
+// derived compiles the derived metrics, which read measured metrics only.
+func (c *labCheck) derived() {
+	l := c.l
+	names := slices.Sorted(maps.Keys(l.Derived))
+	for _, m := range names {
+		path := []any{"derived", m}
+		if !metricRE.MatchString(m) {
+			c.bad(path, "metric name %q: use lower-case letters, digits and '_'", m)
+		}
+		if prev, ok := l.MetricsFrom[m]; ok {
+			c.bad(path, "metric %q is already measured by step %q", m, prev)
+			continue
+		}
+		prg, err := compile(criterionEnv, l.Derived[m], false)
+		if err != nil {
+			c.bad(path, "derived metric %s: %v", m, err)
+			continue
+		}
+		for _, r := range prg.reads {
+			if _, ok := l.MetricsFrom[r]; !ok || l.Derived[r] != "" {
+				c.bad(path, "derived metric %s reads metrics.%s, which no step measures", m, r)
+			}
+		}
+		for _, r := range prg.params {
+			if !c.params[r] {
+				c.bad(path, "derived metric %s reads params.%s, which is not a [[param]] of this lab", m, r)
+			}
+		}
+		l.programs["derived:"+m] = prg
+	}
+	for _, m := range names {
+		if l.programs["derived:"+m] != nil {
+			l.MetricsFrom[m] = "derived"
+		}
+	}
+}
+
+// criteria compiles a table of criteria (or counterexamples); ids are
+// unique across both tables.
+func (c *labCheck) criteria(table string, cs []Criterion, ids map[string]bool) {
+	l := c.l
+	for i, cr := range cs {
+		if !idRE.MatchString(cr.ID) || ids[cr.ID] {
+			c.bad([]any{table, i, "id"}, "%s id %q is missing, malformed or repeated", table, cr.ID)
+		}
+		ids[cr.ID] = true
+		if strings.TrimSpace(cr.Description) == "" {
+			c.bad([]any{table, i}, "%s %q has no description", table, cr.ID)
+		}
+		if !slices.Contains(Impacts, cr.Impact) {
+			c.bad([]any{table, i, "impact"}, "%s %q impact %q: want critical, major or minor", table, cr.ID, cr.Impact)
+		}
+		prg, err := compile(criterionEnv, cr.Expr, true)
+		if err != nil {
+			c.bad([]any{table, i, "expr"}, "%s %q: %v", table, cr.ID, err)
+			continue
+		}
+		for _, m := range prg.params {
+			if !c.params[m] {
+				c.bad([]any{table, i, "expr"}, "%s %q reads params.%s, which is not a [[param]] of this lab", table, cr.ID, m)
+			}
+		}
+		for _, m := range prg.reads {
+			if _, ok := l.MetricsFrom[m]; !ok {
+				c.bad([]any{table, i, "expr"}, "%s %q reads metrics.%s, which no step measures (measured: %s)", table, cr.ID, m, strings.Join(l.metricNames(), ", "))
+			}
+		}
+		l.programs[table+":"+cr.ID] = prg
+	}
+}
+
+func (c *labCheck) comparison() {
+	for i, r := range c.l.Comparison {
 		if strings.TrimSpace(r.Mode) == "" {
-			bad([]any{"comparison", i}, "comparison row %d has no mode", i+1)
+			c.bad([]any{"comparison", i}, "comparison row %d has no mode", i+1)
 		}
 		for _, cell := range []struct{ key, v string }{{"resource_unit", r.ResourceUnit}, {"isolation", r.Isolation}, {"interference", r.Interference},
 			{"fragmentation", r.Fragmentation}, {"governance", r.Governance}, {"ops_complexity", r.OpsComplexity}} {
 			if m, ok := strings.CutPrefix(cell.v, "metric:"); ok {
-				if _, known := l.MetricsFrom[m]; !known {
-					bad([]any{"comparison", i, cell.key}, "comparison %q %s points at metric %q, which no step measures", r.Mode, cell.key, m)
+				if _, known := c.l.MetricsFrom[m]; !known {
+					c.bad([]any{"comparison", i, cell.key}, "comparison %q %s points at metric %q, which no step measures", r.Mode, cell.key, m)
 				}
 			}
 		}
 	}
-	for _, f := range []struct{ key, v string }{{"throughput", l.Result.Throughput}, {"p50", l.Result.P50}, {"p95", l.Result.P95}, {"p99", l.Result.P99}} {
-		if _, known := l.MetricsFrom[f.v]; f.v != "" && !known {
-			bad([]any{"result", f.key}, "result %s is metric %q, which no step measures", f.key, f.v)
+}
+
+func (c *labCheck) result() {
+	res := c.l.Result
+	for _, f := range []struct{ key, v string }{{"throughput", res.Throughput}, {"p50", res.P50}, {"p95", res.P95}, {"p99", res.P99}} {
+		if _, known := c.l.MetricsFrom[f.v]; f.v != "" && !known {
+			c.bad([]any{"result", f.key}, "result %s is metric %q, which no step measures", f.key, f.v)
 		}
 	}
-	if l.Result.Throughput != "" && l.Result.Unit == "" {
-		bad([]any{"result", "throughput"}, "result throughput %q has no unit: say what it counts (tokens/s, GB/s, ...)", l.Result.Throughput)
+	if res.Throughput != "" && res.Unit == "" {
+		c.bad([]any{"result", "throughput"}, "result throughput %q has no unit: say what it counts (tokens/s, GB/s, ...)", res.Throughput)
 	}
-	if err := tomlpos.Join(errs...); err != nil {
-		return nil, err
-	}
-	return &l, nil
 }
 
 // Ranges of a lab's numbers.
