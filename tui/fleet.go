@@ -78,18 +78,17 @@ type runLog struct {
 	summary string
 }
 
-// Messages of the Fleet view.
-type (
-	fleetEventsMsg struct {
-		run    int
-		events []orchestrator.Event
-	}
-	fleetDoneMsg struct {
-		run     int
-		results []orchestrator.HostResult
-		probes  []ProbeOutcome
-	}
-)
+// fleetItem is one update of a Fleet run: an engine event, or the end of
+// the run with its results (or the probe's outcomes).
+type fleetItem struct {
+	event *orchestrator.Event
+	done  *fleetDone
+}
+
+type fleetDone struct {
+	results []orchestrator.HostResult
+	probes  []ProbeOutcome
+}
 
 // pane is what the lower pane shows.
 type pane int
@@ -118,12 +117,9 @@ type fleetView struct {
 	input    textinput.Model
 	typing   bool
 	bar      progress.Model
-	run      int // increments per run; stale messages are dropped
+	stream   runStream[fleetItem]
 	running  bool
-	cancel   context.CancelFunc
 	base     context.Context // the workbench's lifetime: runs descend from it
-	events   <-chan orchestrator.Event
-	done     <-chan fleetDoneMsg
 	probing  bool
 	hostView *viewport.Model // the selected host's snapshot, when open
 	command  string
@@ -214,19 +210,22 @@ func (v *fleetView) clamp() {
 
 func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
-	case fleetEventsMsg:
-		if msg.run != v.run {
+	case streamMsg[fleetItem]:
+		if !v.stream.current(msg) {
 			return v, nil
 		}
-		for _, ev := range msg.events {
-			v.apply(ev)
+		for _, it := range msg.items {
+			switch {
+			case it.event != nil:
+				v.apply(*it.event)
+			case it.done != nil:
+				v.finish(*it.done)
+			}
 		}
-		return v, v.waitEvents()
-	case fleetDoneMsg:
-		if msg.run == v.run {
-			v.finish(msg)
+		if msg.closed {
+			return v, nil
 		}
-		return v, nil
+		return v, v.stream.wait()
 	case tea.KeyMsg:
 		if v.typing {
 			return v.updateInput(msg)
@@ -263,8 +262,8 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.Pane):
 		v.pane = (v.pane + 1) % 3
 	case key.Matches(km, k.Cancel):
-		if v.running && v.cancel != nil {
-			v.cancel()
+		if v.running {
+			v.stream.stop()
 		}
 	case key.Matches(km, k.Command):
 		if !v.running && len(v.rows) > 0 {
@@ -316,15 +315,14 @@ func (v *fleetView) Running() int {
 
 // StopRun cancels the run in flight (its remote commands are stopped).
 func (v *fleetView) StopRun(bool) {
-	if v.running && v.cancel != nil {
-		v.cancel()
+	if v.running {
+		v.stream.stop()
 	}
 }
 
 // start launches a run (a command, or the probe) in the background and
 // returns the command that waits for its first events.
 func (v *fleetView) start(command string, probe bool) tea.Cmd {
-	v.run++
 	if probe {
 		command = "gpulab probe"
 	}
@@ -333,21 +331,27 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 	for i := range v.rows {
 		v.rows[i] = hostRow{FleetHost: v.rows[i].FleetHost}
 	}
-	ctx, cancel := context.WithCancel(v.base)
-	v.cancel = cancel
-	events := make(chan orchestrator.Event, 256)
-	done := make(chan fleetDoneMsg, 1)
-	runner, run := v.runner, v.run
-	go func() {
-		if probe {
-			done <- fleetDoneMsg{run: run, probes: runner.Probe(ctx, events)}
-			return
-		}
-		done <- fleetDoneMsg{run: run, results: runner.Run(ctx, command, events)}
-	}()
-	v.events, v.done = events, done
 	v.log = append(v.log, runLog{command: command, hosts: v.nodeSet(), started: v.now()})
-	return v.waitEvents()
+	runner := v.runner
+	return v.stream.start(v.base, 256, func(ctx context.Context, ch chan<- fleetItem) {
+		defer close(ch)
+		events := make(chan orchestrator.Event, 256)
+		forwarded := make(chan struct{})
+		go func() { // the runner closes events when it is done
+			for ev := range events {
+				ch <- fleetItem{event: &ev}
+			}
+			close(forwarded)
+		}()
+		var done fleetDone
+		if probe {
+			done.probes = runner.Probe(ctx, events)
+		} else {
+			done.results = runner.Run(ctx, command, events)
+		}
+		<-forwarded
+		ch <- fleetItem{done: &done}
+	})
 }
 
 func (v *fleetView) nodeSet() string {
@@ -356,43 +360,6 @@ func (v *fleetView) nodeSet() string {
 		names[i] = r.Name
 	}
 	return inventory.FoldNames(names)
-}
-
-// waitEvents waits for the next events and takes every one already queued,
-// so that a thousand hosts cost a few frames, not a thousand. It re-arms
-// itself through Update until the run ends.
-func (v *fleetView) waitEvents() tea.Cmd {
-	events, done, run := v.events, v.done, v.run
-	return func() tea.Msg {
-		batch, _ := nextBatch(events, 4096)
-		if len(batch) == 0 {
-			return <-done
-		}
-		return fleetEventsMsg{run: run, events: batch}
-	}
-}
-
-// nextBatch waits for one item of ch, then takes whatever else is already
-// queued (up to limit), so a burst of events costs one frame. closed says
-// ch was closed; an empty batch means it was closed before anything came.
-func nextBatch[T any](ch <-chan T, limit int) (batch []T, closed bool) {
-	it, ok := <-ch
-	if !ok {
-		return nil, true
-	}
-	batch = []T{it}
-	for len(batch) < limit {
-		select {
-		case it, ok := <-ch:
-			if !ok {
-				return batch, true
-			}
-			batch = append(batch, it)
-		default:
-			return batch, false
-		}
-	}
-	return batch, false
 }
 
 func (v *fleetView) apply(ev orchestrator.Event) {
@@ -421,16 +388,14 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 	}
 }
 
-func (v *fleetView) finish(msg fleetDoneMsg) {
+func (v *fleetView) finish(msg fleetDone) {
 	results := msg.results
 	if msg.probes != nil {
 		results = v.probeResults(msg.probes)
 	}
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
-	if v.cancel != nil {
-		v.cancel()
-	}
+	v.stream.stop()
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
 	}

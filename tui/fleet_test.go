@@ -151,7 +151,7 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			continue
 		}
 		switch msg.(type) {
-		case fleetEventsMsg, fleetDoneMsg, runbookHostMsg, runbookDoneMsg, labUpdatesMsg, recordsMsg:
+		case streamMsg[fleetItem], streamMsg[RunbookHost], streamMsg[LabUpdate], recordsMsg:
 		default:
 			continue // cursor blinks and the like
 		}

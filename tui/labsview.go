@@ -50,14 +50,8 @@ type GuideRequest struct {
 	reply chan labs.GuideAnswer
 }
 
-type (
-	labUpdatesMsg struct {
-		run     int
-		updates []LabUpdate
-		closed  bool
-	}
-	labTickMsg struct{ run int }
-)
+// labTickMsg redraws a run's timer each second.
+type labTickMsg struct{ run int }
 
 type labKeys struct {
 	MoveKeys
@@ -79,14 +73,12 @@ type labsView struct {
 
 	sel     int
 	active  *labs.Lab
-	run     int
+	stream  runStream[LabUpdate]
 	running bool
 	started time.Time
 	ended   time.Time
-	cancel  context.CancelFunc
-	abandon context.CancelFunc // stops cleanup (quitting twice)
-	base    context.Context    // the workbench's lifetime: runs descend from it
-	ch      <-chan LabUpdate
+	abandon context.CancelFunc      // stops cleanup (quitting twice)
+	base    context.Context         // the workbench's lifetime: runs descend from it
 	phase   map[string]string       // host → current phase
 	scores  map[string][]labs.Score // host → latest scores
 	samples map[string]sampled      // host → the probe's samples so far
@@ -136,9 +128,7 @@ func (v *labsView) StopRun(abandon bool) {
 	if !v.running {
 		return
 	}
-	if v.cancel != nil {
-		v.cancel()
-	}
+	v.stream.stop()
 	if abandon && v.abandon != nil {
 		v.abandon()
 	}
@@ -175,20 +165,20 @@ func (v *labsView) FullHelp() [][]key.Binding {
 
 func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
-	case labUpdatesMsg:
-		if msg.run != v.run {
+	case streamMsg[LabUpdate]:
+		if !v.stream.current(msg) {
 			return v, nil
 		}
-		for _, u := range msg.updates {
+		for _, u := range msg.items {
 			v.apply(u)
 		}
 		if msg.closed {
 			v.running, v.ended = false, v.now()
 			return v, nil
 		}
-		return v, v.wait()
+		return v, v.stream.wait()
 	case labTickMsg:
-		if msg.run == v.run && v.running {
+		if msg.run == v.stream.id && v.running {
 			return v, v.tick()
 		}
 	case tea.KeyMsg:
@@ -258,8 +248,8 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	}
 	if v.active != nil {
 		if key.Matches(km, k.Back) {
-			if v.cancel != nil && v.running {
-				v.cancel() // cleanup still runs; the record says interrupted
+			if v.running {
+				v.stream.stop() // cleanup still runs; the record says interrupted
 				return nil
 			}
 			v.active = nil
@@ -297,49 +287,44 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 }
 
 func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
-	v.run++
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
 	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
 	v.names = v.setup.names()
 	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
-	ctx, cancel := context.WithCancel(v.base)
 	abandonCtx, abandon := context.WithCancel(context.WithoutCancel(v.base))
-	v.cancel, v.abandon, o.Abandon = cancel, abandon, abandonCtx
-	ch := make(chan LabUpdate, 256)
-	v.ch = ch
-	if guided {
-		// The question travels with the run's updates; the answer comes
-		// back from a key press.
-		o.Guide = func(ctx context.Context, g labs.GuideStep) labs.GuideAnswer {
-			req := &GuideRequest{Step: g, reply: make(chan labs.GuideAnswer, 1)}
-			select {
-			case ch <- LabUpdate{Guide: req}:
-			case <-ctx.Done():
-				return labs.GuideStop
-			}
-			select {
-			case a := <-req.reply:
-				return a
-			case <-ctx.Done():
-				return labs.GuideStop
-			}
+	v.abandon, o.Abandon = abandon, abandonCtx
+	runner, hosts := v.runner, v.setup.indices()
+	cmd := v.stream.start(v.base, 256, func(ctx context.Context, ch chan<- LabUpdate) {
+		if guided {
+			o.Guide = guideOver(ch)
+		}
+		runner.RunLab(ctx, l, hosts, o, ch)
+	})
+	return tea.Batch(cmd, v.tick())
+}
+
+// guideOver asks a guided run's question through the run's updates; the
+// answer comes back from a key press.
+func guideOver(ch chan<- LabUpdate) func(context.Context, labs.GuideStep) labs.GuideAnswer {
+	return func(ctx context.Context, g labs.GuideStep) labs.GuideAnswer {
+		req := &GuideRequest{Step: g, reply: make(chan labs.GuideAnswer, 1)}
+		select {
+		case ch <- LabUpdate{Guide: req}:
+		case <-ctx.Done():
+			return labs.GuideStop
+		}
+		select {
+		case a := <-req.reply:
+			return a
+		case <-ctx.Done():
+			return labs.GuideStop
 		}
 	}
-	go v.runner.RunLab(ctx, l, v.setup.indices(), o, ch)
-	return tea.Batch(v.wait(), v.tick())
 }
 
 func (v *labsView) tick() tea.Cmd {
-	run := v.run
+	run := v.stream.id
 	return tea.Tick(time.Second, func(time.Time) tea.Msg { return labTickMsg{run: run} })
-}
-
-func (v *labsView) wait() tea.Cmd {
-	ch, run := v.ch, v.run
-	return func() tea.Msg {
-		batch, closed := nextBatch(ch, 1<<16)
-		return labUpdatesMsg{run: run, updates: batch, closed: closed}
-	}
 }
 
 // timer is "elapsed of estimate" for the running (or finished) lab.

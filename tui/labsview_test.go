@@ -176,7 +176,7 @@ func onlyUpdates(cmd tea.Cmd) tea.Cmd {
 				go func() { done <- c() }()
 				select {
 				case m := <-done:
-					if _, ok := m.(labUpdatesMsg); ok {
+					if _, ok := m.(streamMsg[LabUpdate]); ok {
 						return m
 					}
 				case <-time.After(500 * time.Millisecond):

@@ -123,7 +123,7 @@ func (v *resultsView) FullHelp() [][]key.Binding {
 }
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
-	if u, ok := msg.(labUpdatesMsg); ok && u.closed {
+	if u, ok := msg.(streamMsg[LabUpdate]); ok && u.closed {
 		return v, v.load() // a lab run from the Labs tab just wrote its record
 	}
 	if m, ok := msg.(recordsMsg); ok {

@@ -30,13 +30,6 @@ type RunbookHost struct {
 	Run   runbooks.HostRun
 }
 
-type (
-	runbookHostMsg struct {
-		run   int
-		hosts []RunbookHost
-	}
-	runbookDoneMsg struct{ run int }
-)
 
 type runbookKeys struct {
 	MoveKeys
@@ -62,10 +55,8 @@ type runbooksView struct {
 	runs     []*runbooks.HostRun
 	finished int
 	running  bool
-	run      int
-	cancel   context.CancelFunc
+	stream   runStream[RunbookHost]
 	base     context.Context // the workbench's lifetime: runs descend from it
-	ch       <-chan RunbookHost
 	folded   []runbooks.Folded
 	cursor   int // over verdict groups
 	evidence bool
@@ -93,8 +84,8 @@ func (v *runbooksView) Running() int {
 
 // StopRun cancels the run in flight (its remote commands are stopped).
 func (v *runbooksView) StopRun(bool) {
-	if v.running && v.cancel != nil {
-		v.cancel()
+	if v.running {
+		v.stream.stop()
 	}
 }
 
@@ -129,22 +120,25 @@ func (v *runbooksView) FullHelp() [][]key.Binding {
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
-	case runbookHostMsg:
-		if msg.run == v.run {
-			for _, h := range msg.hosts {
-				r := h.Run
-				if h.Index >= 0 && h.Index < len(v.runs) {
-					v.runs[h.Index] = &r
-					v.finished++
-				}
+	case streamMsg[RunbookHost]:
+		if !v.stream.current(msg) {
+			return v, nil
+		}
+		for _, h := range msg.items {
+			r := h.Run
+			if h.Index >= 0 && h.Index < len(v.runs) {
+				v.runs[h.Index] = &r
+				v.finished++
 			}
+		}
+		if len(msg.items) > 0 {
 			v.refold()
-			return v, v.wait()
 		}
-	case runbookDoneMsg:
-		if msg.run == v.run {
+		if msg.closed {
 			v.running = false
+			return v, nil
 		}
+		return v, v.stream.wait()
 	case tea.KeyMsg:
 		if v.setup.typing() {
 			return v, v.setup.update(msg)
@@ -193,38 +187,21 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.Evidence), key.Matches(km, k.Open):
 		v.evidence = !v.evidence
 	case key.Matches(km, k.Back):
-		if v.cancel != nil {
-			v.cancel()
-		}
+		v.stream.stop()
 		v.active, v.running, v.evidence = nil, false, false
 	}
 	return nil
 }
 
 func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
-	v.run++
 	v.active = &rb
 	v.names = v.setup.names()
 	v.runs = make([]*runbooks.HostRun, len(v.names))
 	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
-	ctx, cancel := context.WithCancel(v.base)
-	v.cancel = cancel
-	ch := make(chan RunbookHost, len(v.names)+1)
-	v.ch = ch
-	go v.runner.RunRunbook(ctx, rb, v.setup.indices(), v.setup.values(rb.ID, rb.Params), ch)
-	return v.wait()
-}
-
-// wait takes the next finished hosts (all that are queued) and re-arms.
-func (v *runbooksView) wait() tea.Cmd {
-	ch, run := v.ch, v.run
-	return func() tea.Msg {
-		batch, _ := nextBatch(ch, 1<<16)
-		if len(batch) == 0 {
-			return runbookDoneMsg{run: run}
-		}
-		return runbookHostMsg{run: run, hosts: batch}
-	}
+	runner, hosts, params := v.runner, v.setup.indices(), v.setup.values(rb.ID, rb.Params)
+	return v.stream.start(v.base, len(v.names)+1, func(ctx context.Context, ch chan<- RunbookHost) {
+		runner.RunRunbook(ctx, rb, hosts, params, ch)
+	})
 }
 
 func (v *runbooksView) refold() {
