@@ -30,7 +30,6 @@ type RunbookHost struct {
 	Run   runbooks.HostRun
 }
 
-
 type runbookKeys struct {
 	MoveKeys
 	Run, Evidence, Hosts, Params key.Binding
