@@ -53,6 +53,66 @@ func TestVLLMBenchServe(t *testing.T) {
 	}
 }
 
+func TestVLLMBenchThroughput(t *testing.T) {
+	const dir = "workloads/vllm-bench-throughput"
+	for _, c := range []struct {
+		file              string
+		req, total        float64
+		output            *float64
+		prompt, outTokens int64 // 0: no totals printed
+		line              int
+	}{
+		// vllm bench throughput: three rates and the token totals.
+		{"vllm_bench_throughput-lfm2.5-350m-H100-with-command-line.txt", 70.77, 54350.30, ptr(18116.77), 262144, 131072, 3},
+		{"vllm_bench_throughput-qwen3-8b-1xMI325X-rocm.txt", 34.14, 17466.30, ptr(8739.16), 255648, 256000, 1},
+		{"benchmark_throughput-hermes3-llama3.1-8b-sonnet-10prompts-vllm-readme.txt", 7.15, 4656.00, ptr(1072.15), 5014, 1500, 1},
+		{"benchmark_throughput-qwen2-vl-7b-visionarena-vllm-readme.txt", 2.55, 4036.92, ptr(326.90), 14527, 1280, 1},
+		// vllm PR #8914's example: three rates, no totals.
+		{"benchmark_throughput-3field-no-token-totals-vllm-pr8914.txt", 89.27, 22853.37, ptr(11426.69), 0, 0, 1},
+		// Before: "N tokens/s" counts prompt and output tokens.
+		{"benchmark_throughput-old2field-qwen2.5-7b-RTX4090D-vllm-backend.txt", 9.14, 1754.43, nil, 0, 0, 1},
+		{"benchmark_throughput-v0.4.1-llama3-8b-RTX3090-full-log-2field.txt", 0.63, 2580.85, nil, 0, 0, 13},
+	} {
+		v, err := ParseVLLMBenchThroughput(fixture(t, dir, c.file))
+		if err != nil || *v.RequestThroughput != c.req || *v.TotalThroughput != c.total || v.Line != c.line {
+			t.Errorf("%s: %v %+v", c.file, err, v)
+			continue
+		}
+		if (c.output == nil) != (v.OutputThroughput == nil) || c.output != nil && *v.OutputThroughput != *c.output {
+			t.Errorf("%s: output rate %v, want %v", c.file, v.OutputThroughput, c.output)
+		}
+		if c.prompt == 0 && (v.PromptTokens != nil || v.OutputTokens != nil) || c.prompt != 0 && (v.PromptTokens == nil || *v.PromptTokens != c.prompt || *v.OutputTokens != c.outTokens) {
+			t.Errorf("%s: tokens %v %v, want %d %d", c.file, v.PromptTokens, v.OutputTokens, c.prompt, c.outTokens)
+		}
+	}
+	// Progress redrawn with carriage returns on the result's line, the
+	// multi-modal warning (with its colour codes), a fork's prefix.
+	v, err := ParseVLLMBenchThroughput("Processed prompts: 100%|##| 10/10 [00:01<00:00]\rThroughput: 7.15 requests/s, 4656.00 total tokens/s, 1072.15 output tokens/s\n" +
+		"\x1b[91mWARNING\x1b[0m: Multi-modal request with vllm backend detected. The following metrics are not accurate because image tokens are not counted. See vllm-project/vllm/issues/9778 for details.\n")
+	if err != nil || *v.OutputThroughput != 1072.15 || !v.ImageTokensUncounted || v.Line != 1 {
+		t.Errorf("carriage returns: %v %+v", err, v)
+	}
+	if v, err := ParseVLLMBenchThroughput("bs_64_input_128_output_128 Throughput: 1.00 requests/s, 256.00 total tokens/s, 128.00 output tokens/s\n"); err != nil || *v.TotalThroughput != 256 {
+		t.Errorf("prefixed: %v %+v", err, v)
+	}
+	// Several runs pasted together: the first is kept, the others named.
+	v, err = ParseVLLMBenchThroughput("# run 1\nThroughput: 1.84 requests/s, 2124.55 total tokens/s, 236.06 output tokens/s\nTotal num prompt tokens:  204800\nTotal num output tokens:  25600\n# run 2\nThroughput: 2.13 requests/s, 2458.73 total tokens/s, 273.19 output tokens/s\nTotal num prompt tokens:  204800\n")
+	if err == nil || !strings.Contains(err.Error(), `line 6: a second "Throughput:" line (the output of several runs?): kept the one at line 2`) ||
+		!strings.Contains(err.Error(), `line 7: a second "Total num prompt tokens" line`) || *v.RequestThroughput != 1.84 {
+		t.Errorf("several runs: %v %+v", err, v)
+	}
+	// Damaged lines are named; a log without the result says so.
+	v, err = ParseVLLMBenchThroughput("Throughput: 1.5 requests/s, nan total tokens/s, 3 output tokens/s\nTotal num output tokens:  12x\n")
+	if err == nil || !strings.Contains(err.Error(), `line 1: not "Throughput: N requests/s`) || !strings.Contains(err.Error(), `line 2: total num output tokens "12x" is not a whole number`) || v.RequestThroughput != nil {
+		t.Errorf("damaged: %v %+v", err, v)
+	}
+	if _, err := ParseVLLMBenchThroughput("INFO 05-01 15:32:08 model_runner.py:1057] Graph capturing finished in 3 secs.\nProcessed prompts:  33%|###  | 329/1000\n"); err == nil || !strings.Contains(err.Error(), "the run did not finish, or the output was cut") {
+		t.Errorf("cut: %v", err)
+	}
+}
+
+func ptr(f float64) *float64 { return &f }
+
 func TestDCGMDiag(t *testing.T) {
 	v, err := ParseDCGMDiag(fixture(t, "workloads/dcgmi-diag", "dcgm4.4.1-r2-8xB200-slurm-pcie-fail-warning.txt"))
 	if err != nil || v.Version != "4.4.1" || v.Overall != "Fail" || len(v.DeviceIDs) != 8 || v.Tests[2].Name != "pcie" || v.Tests[2].GPUs["GPU7"] != "Pass" {
@@ -90,7 +150,7 @@ func FuzzWorkloads(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, name := range []string{"nccl-tests", "vllm-bench-serve", "dcgmi-diag", "gpu-burn"} {
+		for _, name := range []string{"nccl-tests", "vllm-bench-serve", "vllm-bench-throughput", "dcgmi-diag", "gpu-burn"} {
 			k, _ := Lookup(name)
 			if v, _ := k.Parse(s); v == nil {
 				t.Fatalf("%s returned nil", name)
