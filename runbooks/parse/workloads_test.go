@@ -41,6 +41,47 @@ func TestNCCLTestsLayouts(t *testing.T) {
 	}
 }
 
+// A run killed, failed or timed out mid-table is marked incomplete, with
+// where the table ends and the first failure printed after it.
+func TestNCCLTestsCutOff(t *testing.T) {
+	const dir = "workloads/nccl-tests"
+	v, err := ParseNCCLTests(fixture(t, dir, "all_reduce_1node-8xA100-SXM4-80GB-nccltests2.19.4.txt"))
+	if err != nil || !v.Complete || v.Reason != "" {
+		t.Errorf("a whole run: %v complete=%v %q", err, v.Complete, v.Reason)
+	}
+	v, err = ParseNCCLTests(fixture(t, dir, "all_reduce_128node-1024xH100-cut-after-16G-test-nccl-failure.txt"))
+	want := `the table ends at 16 GB (line 11) with no '# Avg bus bandwidth' line: the run, or its output, was cut off; line 12 says "HCA-128: Test NCCL failure common.cu:1204 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '"`
+	if v.Complete || v.Reason != want || len(v.Rows) != 5 || *v.PeakBusBW != 367.29 || v.AvgBusBW != nil {
+		t.Errorf("cut after 16 GB:\n got %q\nwant %q\n%+v", v.Reason, want, v)
+	}
+	if err == nil || err.Error() != "line 11: the table ends here with no '# Avg bus bandwidth' line: the run, or its output, was cut off" {
+		t.Errorf("cut after 16 GB: error %v", err)
+	}
+	v, err = ParseNCCLTests(fixture(t, dir, "all_reduce_1node-2xRTX5090-header-then-test-nccl-failure-no-rows.txt"))
+	if v.Complete || !strings.HasPrefix(v.Reason, "the table has a header but no rows: the run stopped before its first size; line 10 says \"GENOA-06: Test NCCL failure common.cu:392") ||
+		err == nil || !strings.Contains(err.Error(), "a table header but no rows") || len(v.Ranks) != 2 {
+		t.Errorf("no rows: %v %q", err, v.Reason)
+	}
+	// A Slurm time limit after a row, through mpirun's tags; NCCL INFO
+	// lines are passed over; sizes that are not a power of 1024.
+	v, _ = ParseNCCLTests("#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n" +
+		"[1,0]<stdout>:    67108864      16777216     float     sum      -1   1568.3   42.79   80.23      0   1560.9   42.99   80.61      0\n" +
+		"gpu01:1234:1250 [0] NCCL INFO comm 0x55 rank 0 nranks 16 - Abort COMPLETE\n" +
+		"slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2024-12-02T10:43:35 DUE TO TIME LIMIT ***\n")
+	if v.Complete || v.Reason != `the table ends at 64 MB (line 2) with no '# Avg bus bandwidth' line: the run, or its output, was cut off; line 4 says "slurmstepd: error: *** STEP 4242.0 ON gpu01 CANCELLED AT 2024-12-02T10:43:35 DUE TO TIME LIMIT ***"` {
+		t.Errorf("time limit: %q", v.Reason)
+	}
+	v, _ = ParseNCCLTests("     1048584        262146     float     sum      -1    217.2    4.83    7.24      0    217.1    4.83    7.25      0\n")
+	if v.Complete || v.Reason != "the table ends at 1048584 B (line 1) with no '# Avg bus bandwidth' line: the run, or its output, was cut off" {
+		t.Errorf("silent cut: %q", v.Reason)
+	}
+	// A failure line megabytes long is quoted as errors quote the input.
+	v, _ = ParseNCCLTests("     8  2  float  sum  -1  34.8  0.00  0.00  0  36.1  0.00  0.00  0\nTest NCCL failure " + strings.Repeat("x", 1<<20) + "\n")
+	if len(v.Reason) > 2*MaxQuoted+200 || !strings.Contains(v.Reason, "… (1048594 bytes)") {
+		t.Errorf("long failure line: %d bytes: %.300s", len(v.Reason), v.Reason)
+	}
+}
+
 func TestVLLMBenchServe(t *testing.T) {
 	v, err := ParseVLLMBenchServe(fixture(t, "workloads/vllm-bench-serve", "vllm_bench_serve-nemotron3-nano-fp8-H200-conc1024-2048req.txt"))
 	if err != nil || *v.SuccessfulRequests != 2048 || *v.OutputThroughput != 15828.3 || *v.TTFT.Median != 1534.84 || v.TTFT.Percentiles["p99"] != 15465.31 || v.MaxConcurrency == nil {
