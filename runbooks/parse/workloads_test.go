@@ -182,6 +182,45 @@ func TestGPUBurn(t *testing.T) {
 	}
 }
 
+// A run that aborted, was killed or was cut before its summary is marked
+// incomplete, with how far it got and the failure it printed.
+func TestGPUBurnCutOff(t *testing.T) {
+	const dir = "workloads/gpu-burn"
+	for _, f := range []string{"gpu_burn-8xA100-80GB-doubles-tensorcores-superbench.txt", "gpu_burn-RTXA2000-no-progress-lines-OK.txt", "gpu_burn-16gpu-FAULTY-negative-errors-tail.txt"} {
+		if v, _ := ParseGPUBurn(fixture(t, dir, f)); !v.Complete || v.Reason != "" {
+			t.Errorf("%s: complete=%v %q", f, v.Complete, v.Reason)
+		}
+	}
+	v, err := ParseGPUBurn(fixture(t, dir, "gpu_burn-RTXA500-stops-at-100pct-no-summary.txt"))
+	if v.Complete || v.Reason != `the run stopped at 100.0% (line 12) with no "Tested N GPUs" summary: it did not finish, or its output was cut` || *v.Progress != 100 || *v.GPUs[0].Gflops != 3519 {
+		t.Errorf("stops at 100%%: %q %+v", v.Reason, v)
+	}
+	if err == nil || err.Error() != `line 12: no "Tested N GPUs" summary after this: the run did not finish, or the output was cut` {
+		t.Errorf("stops at 100%%: %v", err)
+	}
+	v, err = ParseGPUBurn(fixture(t, dir, "gpu_burn-GTX1650-sgemm-failure-died-aborting.txt"))
+	if v.Complete || v.Reason != `gpu_burn aborted at 10.0% (line 4): every GPU's worker died (line 6: "No clients are alive!  Aborting"); line 3 says "Failure during compute: Error in \"SGEMM\": CUBLAS_STATUS_EXECUTION_FAILED"` ||
+		!v.GPUs[0].Died || *v.GPUs[0].Errors != -1 || err == nil || !strings.HasPrefix(err.Error(), "line 6: gpu_burn aborted") {
+		t.Errorf("died: %v %q %+v", err, v.Reason, v.GPUs)
+	}
+	v, _ = ParseGPUBurn(fixture(t, dir, "gpu_burn-TeslaT4-init-failed-died-aborting.txt"))
+	if v.Complete || !strings.HasPrefix(v.Reason, "gpu_burn aborted at 0.0% (line 4)") || !strings.HasSuffix(v.Reason, `line 3 says "Couldn't init a GPU test: Error:"`) || !v.GPUs[0].Died || *v.GPUs[0].Errors != 0 {
+		t.Errorf("init failed: %q %+v", v.Reason, v.GPUs)
+	}
+	// Killed while killing its workers (the old wording); a summary cut
+	// after its first verdict; only died workers marked.
+	v, err = ParseGPUBurn("GPU 0: Tesla K40m (UUID: GPU-1)\nGPU 1: Quadro M4000 (UUID: GPU-2)\n" +
+		"13.1%  proc'd: -1 (0 Gflop/s) - 6636 (423 Gflop/s)   errors: 0  (DIED!)- 0   temps: 93 C - 57 C \nKilling processes.. ")
+	if v.Complete || v.Reason != `the run stopped at 13.1% (line 3) while killing its workers (line 4), with no "Tested N GPUs" summary` || !v.GPUs[0].Died || v.GPUs[1].Died ||
+		err == nil || !strings.HasPrefix(err.Error(), "line 4: no \"Tested N GPUs\" summary after \"Killing processes\"") {
+		t.Errorf("killing: %v %q %+v", err, v.Reason, v.GPUs)
+	}
+	v, _ = ParseGPUBurn("100.0%  proc'd: 9 (1 Gflop/s) - 9 (1 Gflop/s)   errors: 0 - 0   temps: 40 C - 41 C\nKilling processes.. done\n\nTested 2 GPUs:\n\tGPU 0: OK\n")
+	if v.Complete || v.Reason != "the summary says 2 GPUs were tested but gives 1 verdicts: the output was cut" {
+		t.Errorf("cut summary: %q", v.Reason)
+	}
+}
+
 // FuzzWorkloads feeds the workload parsers their fixtures, mutated.
 func FuzzWorkloads(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join(fixtures, "workloads", "*", "*"))
