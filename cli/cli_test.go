@@ -258,3 +258,12 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 }
+
+func TestParseVLLMBenchThroughput(t *testing.T) {
+	env := noEnv(t)
+	run(t, env, "parse", "list").expect(t, 0, "vllm-bench-throughput     vllm bench throughput (or benchmarks/benchmark_throughput.py)\n", "")
+	f := filepath.Join("..", "testdata", "fixtures", "workloads", "vllm-bench-throughput", "vllm_bench_throughput-lfm2.5-350m-H100-with-command-line.txt")
+	run(t, env, "parse", "vllm-bench-throughput", f).expect(t, 0, `"output_token_throughput_tps": 18116.77,`, "")
+	in := "Processed prompts:  33%|###  | 329/1000\n"
+	runInput(t, env, in, "parse", "vllm-bench-throughput").expect(t, 1, `"request_throughput_rps": null`, `standard input (vllm-bench-throughput): no "Throughput: N requests/s, ..." line`)
+}

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(Kind{Name: "dmesg-xid", Command: "dmesg -T (or journalctl -k, talosctl dmesg)", Parse: func(s string) (any, error) { return ParseDmesgXid(s) },
+	register(Kind{Name: "dmesg-xid", Command: "dmesg -T (or journalctl -k, talosctl dmesg, a syslog file)", Parse: func(s string) (any, error) { return ParseDmesgXid(s) },
 		Fixtures: []string{"dmesg-xid"}})
 }
 
@@ -25,27 +25,39 @@ type KernelLog struct {
 
 // XIDLine is one Xid (GPU) or SXid (NVSwitch) line.
 type XIDLine struct {
-	Time    string `json:"time,omitempty"` // as printed
-	XID     int    `json:"xid"`
-	SXid    bool   `json:"sxid,omitempty"` // NVSwitch error
-	PCI     string `json:"pci"`
-	PID     *int   `json:"pid"`
-	Process string `json:"process,omitempty"`
-	Message string `json:"message"`
-	Line    int    `json:"line"`
+	Time string `json:"time,omitempty"` // as printed
+	// KernelTime is the dmesg timestamp (seconds since boot) a syslog
+	// line carries after its own, as printed.
+	KernelTime string `json:"kernel_time,omitempty"`
+	XID        int    `json:"xid"`
+	SXid       bool   `json:"sxid,omitempty"` // NVSwitch error
+	PCI        string `json:"pci"`
+	PID        *int   `json:"pid"`
+	Process    string `json:"process,omitempty"`
+	Message    string `json:"message"`
+	Line       int    `json:"line"`
 	report.XIDInfo
 }
 
 var (
 	// Prefixes of the log formats seen, each capturing the timestamp.
+	// Order matters: a syslog or journal prefix ends in "kernel: ", the
+	// bare ISO one would take its timestamp and leave "host kernel: ".
 	logPrefixes = []*regexp.Regexp{
-		regexp.MustCompile(`^\S+: kern:\s+\w+: \[([^\]]+)\]: `),                 // talosctl dmesg
-		regexp.MustCompile(`^kern\s*:\s*\w+\s*: (\S+) `),                        // dmesg --decode --time-format iso
-		regexp.MustCompile(`^\[\s*([^\]]+)\] `),                                 // dmesg, dmesg -T, dmesg --ctime
-		regexp.MustCompile(`^(\w{3}\s+\d+ \d\d:\d\d:\d\d) \S+ kernel: `),        // syslog
+		regexp.MustCompile(`^\S+: kern:\s+\w+: \[([^\]]+)\]: `), // talosctl dmesg
+		regexp.MustCompile(`^kern\s*:\s*\w+\s*: (\S+) `),        // dmesg --decode --time-format iso
+		regexp.MustCompile(`^\[\s*([^\]]+)\] `),                 // dmesg, dmesg -T, dmesg --ctime
+		// syslog files and journalctl (short, short-precise), the month
+		// as the locale writes it: "Dec  2", "Okt 06", "6月 28".
+		regexp.MustCompile(`^(\S+\s+\d+ \d\d:\d\d:\d\d(?:\.\d+)?) \S+ kernel: `),
+		// rsyslog's RFC 3339 default, journalctl -o short-iso(-precise).
+		regexp.MustCompile(`^(\d{4}-\d\d-\d\dT[\d:.,]+(?:[+-]\d\d:?\d\d|Z)?) \S+ kernel: `),
 		regexp.MustCompile(`^()kernel: `),                                       // journalctl -k, prefix trimmed
 		regexp.MustCompile(`^(\d{4}-\d\d-\d\dT[\d:.,]+(?:[+-]\d\d:?\d\d|Z)?) `), // ISO timestamp only
 	}
+	// kernelTS is the dmesg timestamp that older kernels and rsyslog
+	// configurations keep after a syslog prefix ("kernel: [240314.528856]").
+	kernelTS   = regexp.MustCompile(`^\[\s*(\d+\.\d+)\] ?`)
 	xidRE      = regexp.MustCompile(`^(?:NVRM: |nvidia-nvswitch\d*: )(S?Xid) \(PCI:([0-9a-fA-F:.]+)\): (\d+),\s*(.*)$`)
 	pidRE      = regexp.MustCompile(`^pid=('?<?\w+>?'?),\s*`)
 	nameRE     = regexp.MustCompile(`^name=([^,]*),\s*`)
@@ -55,28 +67,29 @@ var (
 )
 
 // ParseDmesgXid reads Xid and SXid lines from a kernel log in any of the
-// prefix styles seen (dmesg, -T, --ctime, ISO, journalctl, syslog,
-// talosctl, none), with multi-line messages joined.
+// prefix styles seen (dmesg, -T, --ctime, ISO, journalctl, syslog with or
+// without the dmesg timestamp after "kernel:", RFC 3339 syslog, talosctl,
+// none), with multi-line messages joined.
 func ParseDmesgXid(text string) (*KernelLog, error) {
 	k := &KernelLog{XIDs: []XIDLine{}, GPUs: map[string]string{}, FallenOffBus: []string{}}
 	var problems errs
 	ls := lines(text)
 	type msg struct {
-		time, text string
-		line       int
+		time, ktime, text string
+		line              int
 	}
 	var msgs []msg
 	for i, l := range ls {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
-		ts, rest, ok := stripPrefix(l)
+		ts, kts, rest, ok := stripPrefix(l)
 		if !ok && len(msgs) > 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
 			// A continuation line of the previous message.
 			msgs[len(msgs)-1].text += " " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "NVRM:"))
 			continue
 		}
-		msgs = append(msgs, msg{ts, rest, i + 1})
+		msgs = append(msgs, msg{ts, kts, rest, i + 1})
 	}
 	for _, m := range msgs {
 		t := strings.TrimSpace(m.text)
@@ -90,7 +103,7 @@ func ParseDmesgXid(text string) (*KernelLog, error) {
 				problems.add(m.line, "Xid code %q is not a number", x[3])
 				continue
 			}
-			e := XIDLine{Time: m.time, XID: code, SXid: x[1] == "SXid", PCI: x[2], Line: m.line}
+			e := XIDLine{Time: m.time, KernelTime: m.ktime, XID: code, SXid: x[1] == "SXid", PCI: x[2], Line: m.line}
 			rest := x[4]
 			if p := pidRE.FindStringSubmatch(rest); p != nil {
 				if n, err := strconv.Atoi(strings.Trim(p[1], "'")); err == nil {
@@ -133,15 +146,21 @@ func (k *KernelLog) addOffBus(pci string) {
 	k.FallenOffBus = append(k.FallenOffBus, pci)
 }
 
-func stripPrefix(l string) (ts, rest string, ok bool) {
+// stripPrefix splits a log line into its timestamp, the dmesg timestamp
+// a syslog line may carry as well, and the kernel's message.
+func stripPrefix(l string) (ts, kts, rest string, ok bool) {
 	for _, re := range logPrefixes {
 		if m := re.FindStringSubmatch(l); m != nil {
-			return strings.TrimSpace(m[1]), l[len(m[0]):], true
+			rest = l[len(m[0]):]
+			if k := kernelTS.FindStringSubmatch(rest); k != nil && !strings.HasPrefix(m[0], "[") {
+				kts, rest = k[1], rest[len(k[0]):]
+			}
+			return strings.TrimSpace(m[1]), kts, rest, true
 		}
 	}
 	t := strings.TrimSpace(l)
 	if strings.HasPrefix(t, "NVRM:") || strings.HasPrefix(t, "nvidia-nvswitch") {
-		return "", t, !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t")
+		return "", "", t, !strings.HasPrefix(l, " ") && !strings.HasPrefix(l, "\t")
 	}
-	return "", l, false
+	return "", "", l, false
 }

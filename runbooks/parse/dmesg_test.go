@@ -36,9 +36,49 @@ func TestDmesgXidFixtures(t *testing.T) {
 	}
 }
 
+// Syslog files keep Xids behind their own prefix: the dmesg timestamp
+// after "kernel:" (Ubuntu 16.04 rsyslog), an RFC 3339 timestamp (rsyslog's
+// default on current distributions), a month in the locale's words.
+func TestDmesgXidSyslogPrefixes(t *testing.T) {
+	k, err := ParseDmesgXid(fixture(t, "dmesg-xid", "syslog-kernel-bracket-ts-xid79-gtx960-ubuntu1604.txt"))
+	if err != nil || len(k.XIDs) != 1 || len(k.FallenOffBus) != 1 || k.GPUs["0000:01:00"] == "" {
+		t.Fatalf("kernel: [uptime]: %v %+v", err, k)
+	}
+	if x := k.XIDs[0]; x.XID != 79 || x.Time != "Dec  6 17:49:03" || x.KernelTime != "8659.726062" || x.PCI != "0000:01:00" || x.Message != "GPU has fallen off the bus." || x.Line != 2 {
+		t.Errorf("kernel: [uptime]: %+v", x)
+	}
+	k, err = ParseDmesgXid(fixture(t, "dmesg-xid", "rsyslog-rfc3339-xid79-xid154-rtx4080.txt"))
+	if err != nil || len(k.XIDs) != 2 {
+		t.Fatalf("RFC 3339: %v %+v", err, k)
+	}
+	if x := k.XIDs[0]; x.XID != 79 || x.Time != "2026-06-01T15:55:06.218036+03:00" || x.KernelTime != "" || *x.PID != 30393 || x.Process != "Media" {
+		t.Errorf("RFC 3339: %+v", x)
+	}
+	if x := k.XIDs[1]; x.XID != 154 || x.Line != 4 || x.Message != "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)" {
+		t.Errorf("RFC 3339: %+v", x)
+	}
+	k, _ = ParseDmesgXid(fixture(t, "dmesg-xid", "syslog-zh-locale-month-xid79-then-dmesg-rtx4090.txt"))
+	if len(k.XIDs) != 2 || k.XIDs[0].Time != "6月 28 02:52:53" || k.XIDs[0].Line != 1 || k.XIDs[1].Time != "1590188.789226" {
+		t.Errorf("localized month: %+v", k.XIDs)
+	}
+	// Other journal and syslog timestamps (journalctl -o short-precise,
+	// -o short-iso, rsyslog with UTC "Z").
+	for _, l := range []string{
+		"Dec 02 10:43:35.123456 gpu-07 kernel: NVRM: Xid (PCI:0000:07:00): 48, An uncorrectable double bit error",
+		"2024-12-02T10:43:35+0000 gpu-07 kernel: NVRM: Xid (PCI:0000:07:00): 48, An uncorrectable double bit error",
+		"2024-12-02T10:43:35.123456Z gpu-07 kernel: [240314.528856] NVRM: Xid (PCI:0000:07:00): 48, An uncorrectable double bit error",
+	} {
+		k, err := ParseDmesgXid(l + "\n")
+		if err != nil || len(k.XIDs) != 1 || k.XIDs[0].XID != 48 || k.XIDs[0].Message != "An uncorrectable double bit error" || !strings.HasPrefix(l, k.XIDs[0].Time) {
+			t.Errorf("%q: %v %+v", l, err, k.XIDs)
+		}
+	}
+}
+
 func FuzzDmesgXid(f *testing.F) {
 	f.Add("[ 1.0] NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=x, msg\n               NVRM: more\n")
 	f.Add("host: kern: warning: [2026-04-22T21:25:20Z]: NVRM: GPU at PCI:0000:48:00: GPU-1\n")
+	f.Add("Dec  2 10:43:35 host kernel: [240314.528856] NVRM: Xid (PCI:0000:07:00): 48, x\n2024-12-02T10:43:35.1+00:00 host kernel: [\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		if k, _ := ParseDmesgXid(s); k == nil {
 			t.Fatal("nil")

@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -31,6 +32,12 @@ type NCCLTests struct {
 	// WrongResults sums the #wrong columns; null when the run did not
 	// validate (validation: 0 prints N/A) or used the float error column.
 	WrongResults *int `json:"wrong_results"`
+	// Complete is true when the run printed "# Avg bus bandwidth", which
+	// nccl-tests does after its last size. A run killed, failed or timed
+	// out mid-table (or an output cut short) lacks it: Reason says where
+	// the table ends and quotes the first failure printed after it.
+	Complete bool   `json:"complete"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // NCCLTestsRank is one "Rank N ... device D [bus] name" line.
@@ -84,8 +91,9 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 	out := &NCCLTests{Ranks: []NCCLTestsRank{}, Hosts: []string{}, Rows: []NCCLTestsRow{}}
 	var e errs
 	hosts := map[string]bool{}
-	header := false // a column header was seen
-	for n, raw := range lines(text) {
+	header := 0 // the line of the column header, once seen
+	ls := lines(text)
+	for n, raw := range ls {
 		ln := n + 1
 		l := mpiTag.ReplaceAllString(raw, "")
 		body := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#"))
@@ -129,7 +137,9 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 			out.OutOfBounds = &v
 			continue
 		case strings.Contains(body, "size") && strings.Contains(body, "count") && strings.Contains(body, "busbw"):
-			header = true
+			if header == 0 {
+				header = ln
+			}
 			continue
 		case strings.HasPrefix(strings.TrimSpace(l), "#"):
 			continue // other comment lines: units, "out-of-place", "Using devices"
@@ -159,14 +169,61 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 			}
 		}
 	}
-	if len(out.Rows) == 0 {
-		if header {
-			e.add(0, "a table header but no rows (the run stopped before its first size?)")
-		} else {
-			e.add(0, "no nccl-tests table (want the output of all_reduce_perf or another *_perf binary)")
+	out.Complete = out.AvgBusBW != nil
+	after := header
+	switch {
+	case len(out.Rows) > 0 && !out.Complete:
+		last := out.Rows[len(out.Rows)-1]
+		after = last.Line
+		out.Reason = fmt.Sprintf("the table ends at %s (line %d) with no '# Avg bus bandwidth' line: the run, or its output, was cut off", sizeText(last.SizeBytes), last.Line)
+		e.add(last.Line, "the table ends here with no '# Avg bus bandwidth' line: the run, or its output, was cut off")
+	case len(out.Rows) > 0:
+	case header > 0:
+		out.Reason = "the table has a header but no rows: the run stopped before its first size"
+		e.add(0, "a table header but no rows (the run stopped before its first size?)")
+	default:
+		out.Reason = "no nccl-tests table"
+		e.add(0, "no nccl-tests table (want the output of all_reduce_perf or another *_perf binary)")
+	}
+	if !out.Complete && out.Reason != "" {
+		if n, l := ntFailure(ls, after); n > 0 {
+			out.Reason += errorf(0, "; line %d says %q", n, l).Msg
 		}
 	}
 	return out, e.err()
+}
+
+// ntFailure finds the first line after line after (1-based; 0 for the
+// whole input) that reports a failure: nccl-tests' "Test NCCL failure",
+// an NCCL WARN, mpirun's or Slurm's word that a process died or the job
+// was cancelled. NCCL INFO lines are passed over.
+func ntFailure(ls []string, after int) (int, string) {
+	for i := after; i < len(ls); i++ {
+		l := strings.TrimSpace(mpiTag.ReplaceAllString(ls[i], ""))
+		low := strings.ToLower(l)
+		if l == "" || strings.Contains(l, "NCCL INFO") {
+			continue
+		}
+		for _, w := range []string{"fail", "error", "nccl warn", "abort", "killed", "terminated", "cancelled", "signal", "timeout", "timed out", "exited"} {
+			if strings.Contains(low, w) {
+				return i + 1, l
+			}
+		}
+	}
+	return 0, ""
+}
+
+// sizeText writes a message size as nccl-tests' -b and -e take it.
+func sizeText(b int64) string {
+	for _, u := range []struct {
+		div  int64
+		name string
+	}{{1 << 30, "GB"}, {1 << 20, "MB"}, {1 << 10, "KB"}} {
+		if b >= u.div && b%u.div == 0 {
+			return fmt.Sprintf("%d %s", b/u.div, u.name)
+		}
+	}
+	return fmt.Sprintf("%d B", b)
 }
 
 func isInt(s string) bool {

@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -304,6 +305,12 @@ type GPUBurn struct {
 	// Doubles and TensorCores say how the run was asked to burn.
 	Doubles     bool `json:"doubles"`
 	TensorCores bool `json:"tensor_cores"`
+	// Complete is true when gpu_burn printed its "Tested N GPUs" summary
+	// with a verdict for each. A run that aborted (every worker died),
+	// was killed, or whose output was cut lacks it: Reason says how far
+	// it got and quotes the failure it printed.
+	Complete bool   `json:"complete"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // BurnGPU is one GPU's line in the summary and its last progress figures.
@@ -314,6 +321,9 @@ type BurnGPU struct {
 	Gflops  *float64 `json:"gflops"`
 	Errors  *int64   `json:"errors"`
 	TempC   *int     `json:"temp_c"`
+	// Died is gpu_burn's "(DIED!)" in the last progress record: the
+	// GPU's worker process is gone.
+	Died bool `json:"died,omitempty"`
 }
 
 var (
@@ -322,7 +332,7 @@ var (
 	burnTested   = regexp.MustCompile(`^Tested (\d+) GPUs:`)
 	burnProgress = regexp.MustCompile(`^(\d+(?:\.\d+)?)%\s+proc'd: (.*?)\s+errors: (.*?)\s+temps: (.*?)\s*$`)
 	burnGflops   = regexp.MustCompile(`\((\d+(?:\.\d+)?) Gflop/s\)`)
-	burnErr      = regexp.MustCompile(`-?\d+`)
+	burnErr      = regexp.MustCompile(`(-?\d+)(\s*\((?:DIED|WARNING)!\))?`)
 	burnTemp     = regexp.MustCompile(`(-?\d+) C`)
 )
 
@@ -344,6 +354,15 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 		return byIndex[i]
 	}
 	var last []string // the last progress record's fields
+	lastLine := 0
+	// failure is the first line gpu_burn wrote about a worker failing,
+	// aborted its "No clients are alive!  Aborting"; killing is the line
+	// of its "Killing processes".
+	var failure, aborted struct {
+		line int
+		text string
+	}
+	killing := 0
 	for n, raw := range lines(text) {
 		ln := n + 1
 		for _, rec := range strings.Split(raw, "\r") {
@@ -351,7 +370,15 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 			switch {
 			case l == "":
 			case burnProgress.MatchString(l):
-				last = burnProgress.FindStringSubmatch(l)
+				last, lastLine = burnProgress.FindStringSubmatch(l), ln
+			case strings.HasPrefix(l, "No clients are alive"):
+				aborted.line, aborted.text = ln, l
+			case strings.HasPrefix(l, "Couldn't init") || strings.HasPrefix(l, "Failure during compute") || strings.Contains(l, "Error in \""):
+				if failure.line == 0 {
+					failure.line, failure.text = ln, l
+				}
+			case strings.HasPrefix(l, "Killing processes"):
+				killing = ln
 			case burnVerdict.MatchString(l):
 				m := burnVerdict.FindStringSubmatch(l)
 				i, _ := strconv.Atoi(m[1])
@@ -376,7 +403,7 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 		p, _ := strconv.ParseFloat(last[1], 64)
 		out.Progress = &p
 		procs := strings.Split(last[2], " - ")
-		errsF := burnErr.FindAllString(last[3], -1)
+		errsF := burnErr.FindAllStringSubmatch(last[3], -1)
 		temps := burnTemp.FindAllStringSubmatch(last[4], -1)
 		for i := range procs {
 			g := gpu(i)
@@ -385,8 +412,9 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 				g.Gflops = &v
 			}
 			if i < len(errsF) {
-				v, _ := strconv.ParseInt(errsF[i], 10, 64)
+				v, _ := strconv.ParseInt(errsF[i][1], 10, 64)
 				g.Errors = &v
+				g.Died = strings.Contains(errsF[i][2], "DIED")
 			}
 			if i < len(temps) {
 				v, _ := strconv.Atoi(temps[i][1])
@@ -405,13 +433,34 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 			out.Faulty++
 		}
 	}
+	out.Complete = out.Tested != nil && *out.Tested == out.OK+out.Faulty
+	reached := "before its first progress record"
+	if last != nil {
+		reached = fmt.Sprintf("at %s%% (line %d)", last[1], lastLine)
+	}
 	switch {
 	case out.Tested == nil && len(out.GPUs) == 0:
+		out.Reason = "no gpu_burn output"
 		e.add(0, "no gpu_burn output (want its progress lines or its \"Tested N GPUs\" summary)")
+	case out.Tested == nil && aborted.line > 0:
+		out.Reason = errorf(0, "gpu_burn aborted %s: every GPU's worker died (line %d: %q)", reached, aborted.line, aborted.text).Msg
+		e.add(aborted.line, "gpu_burn aborted, every GPU's worker dead, with no \"Tested N GPUs\" summary")
+	case out.Tested == nil && killing > 0:
+		out.Reason = errorf(0, "the run stopped %s while killing its workers (line %d), with no \"Tested N GPUs\" summary", reached, killing).Msg
+		e.add(killing, "no \"Tested N GPUs\" summary after \"Killing processes\": the run did not finish, or the output was cut")
 	case out.Tested == nil:
-		e.add(0, "no \"Tested N GPUs\" summary: the run did not finish, or the output was cut")
+		out.Reason = errorf(0, "the run stopped %s with no \"Tested N GPUs\" summary: it did not finish, or its output was cut", reached).Msg
+		if lastLine > 0 {
+			e.add(lastLine, "no \"Tested N GPUs\" summary after this: the run did not finish, or the output was cut")
+		} else {
+			e.add(0, "no \"Tested N GPUs\" summary: the run did not finish, or the output was cut")
+		}
 	case *out.Tested != out.OK+out.Faulty:
+		out.Reason = fmt.Sprintf("the summary says %d GPUs were tested but gives %d verdicts: the output was cut", *out.Tested, out.OK+out.Faulty)
 		e.add(0, "the summary says %d GPUs were tested but lists %d", *out.Tested, out.OK+out.Faulty)
+	}
+	if !out.Complete && failure.line > 0 {
+		out.Reason += errorf(0, "; line %d says %q", failure.line, failure.text).Msg
 	}
 	return out, e.err()
 }
