@@ -407,6 +407,14 @@ func TestWorkloadLabsOnRealOutputs(t *testing.T) {
 	if got != "correct=UNKNOWN container-parity=PASS rated=FAIL" {
 		t.Errorf("nccl-allreduce: %s (%v)", got, m)
 	}
+	// A run cut off before its summary measured no bandwidth: its
+	// criteria are UNKNOWN, not judged on the part of the table printed.
+	m = map[string]any{}
+	measure(t, l, "bare", "workloads/nccl-tests/all_reduce_128node-1024xH100-cut-after-16G-test-nccl-failure.txt", m, "busbw_bare", "peak_busbw_bare", "wrong_bare")
+	measure(t, l, "container", "workloads/nccl-tests/all_reduce_1node-8xA100-40GB-old-nogroup-validation0-superbench.txt", m, "wrong_container")
+	if got := statuses(l.Score(m, nil, params, 1, true)); !strings.Contains(got, "rated=UNKNOWN") {
+		t.Errorf("nccl-allreduce on a cut-off run: %s (%v)", got, m)
+	}
 
 	l = lab(t, "exclusive-baseline")
 	m = map[string]any{"compute_processes": int64(1)}
