@@ -423,3 +423,17 @@ func TestInventoryCheckResolvesHosts(t *testing.T) {
 	writeFile(t, inv, fmt.Sprintf("[defaults]\nssh_config = %q\n\n[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu02\"\n", cfg))
 	run(t, env, "inventory", "check", inv).expect(t, 1, "", "inv.toml:7:1: host gpu02: ssh_config sets both ProxyJump")
 }
+
+// A lab that hands a parameter to the shell, or to an interpreter, as code
+// is refused when it is read: nothing of it can run, whatever the value.
+func TestLabWithParameterAsCodeRefused(t *testing.T) {
+	dir := t.TempDir()
+	for i, cmd := range []string{`eval {{x}}`, `sh -c {{x}}`, `bash -c \"{{x}}\"`, `python3 -c {{x}}`, `awk {{x}} /dev/null`, `echo {{x}} | sh`, `{{x}}`} {
+		lab := fmt.Sprintf("id = \"c-%02d\"\nname = \"n\"\ngoal = \"g\"\nplane = \"data\"\nmaturity = \"draft\"\nestimate_minutes = 1\n\n[[param]]\nname = \"x\"\ntype = \"name\"\n\n[[step]]\nid = \"s\"\nphase = \"run\"\ncommand = \"%s\"\n\n[[criterion]]\nid = \"c\"\ndescription = \"d\"\nexpr = \"true\"\nimpact = \"minor\"\n", i, cmd)
+		f := filepath.Join(dir, fmt.Sprintf("c%02d.toml", i))
+		writeFile(t, f, lab)
+		r := run(t, noEnv(t), "lab", "check", f)
+		r.expect(t, 1, "", "a value there would be run as a command or as code")
+		r.expect(t, 1, "", fmt.Sprintf("c%02d.toml:15:1", i))
+	}
+}

@@ -3,7 +3,9 @@ package runbooks
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -125,6 +127,11 @@ func CheckParamDefs(params []Param, bad func(i int, key, msg string)) {
 			}
 			p.re = re
 		}
+		for _, b := range []*float64{p.Min, p.Max} {
+			if b != nil && (math.IsNaN(*b) || math.IsInf(*b, 0)) {
+				bad(i, "min", fmt.Sprintf("parameter %s: min and max are finite numbers, not %v", p.Name, *b))
+			}
+		}
 		if (p.Min != nil || p.Max != nil) && p.paramType() != "int" && p.paramType() != "number" {
 			bad(i, "min", fmt.Sprintf("parameter %s: min and max bound an int or a number, not a %s", p.Name, p.paramType()))
 		}
@@ -177,6 +184,8 @@ func (p *Param) Check(v string) error {
 			var n int64
 			n, err = strconv.ParseInt(v, 10, 64)
 			f = float64(n)
+		} else if err == nil && !isNumber(v) {
+			err = errors.New("not a finite decimal number")
 		}
 		if err != nil {
 			return fmt.Errorf("%q is not %s", v, aOrAn(p.paramType()))
@@ -193,9 +202,8 @@ func (p *Param) Check(v string) error {
 			return fmt.Errorf("%q is not a container image reference (registry/name:tag or name@sha256:…)", v)
 		}
 	case "url":
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.ContainsAny(v, " \"'\\`<>{}|^") {
-			return fmt.Errorf("%q is not an http or https URL", v)
+		if !validURL(v) {
+			return fmt.Errorf("%q is not an http or https URL (host[:port], no spaces, quotes or globs)", v)
 		}
 	case "path", "string":
 		if v == "" {
@@ -209,6 +217,32 @@ func (p *Param) Check(v string) error {
 		return fmt.Errorf("%q is not a plain token (letters, digits and . _ : / @ + = %% -, starting with a letter or digit), which is all that is safe where a command uses {{%s}}", v, p.Name)
 	}
 	return nil
+}
+
+// validURL: an http(s) URL with a host of name characters, a port that is
+// a port, and nothing curl would glob ([ ] { }) or a shell would read.
+func validURL(v string) bool {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil {
+		return false
+	}
+	if strings.ContainsAny(v, " \"'\\`<>|^{}") || strings.ContainsAny(u.EscapedPath()+u.RawQuery+u.Fragment, "[]") {
+		return false
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return false
+		}
+	}
+	return strings.IndexFunc(u.Hostname(), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(".-:%", r))
+	}) < 0
+}
+
+// isNumber reports whether v is a finite decimal number.
+func isNumber(v string) bool {
+	f, err := strconv.ParseFloat(v, 64)
+	return err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) && !strings.ContainsAny(v, "xXpP_")
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
@@ -282,6 +316,7 @@ const (
 	placeWord    placeKind = iota // a word of its own, or of plain letters: the value is shell-quoted
 	placeDQWhole                  // "{{x}}" alone in double quotes: quoted too
 	placeToken                    // anywhere else: only a plain token is safe
+	placeNumber                   // an argument of a command that runs a command from its arguments: numbers only
 )
 
 // sentinel stands for the k-th placeholder while the command is parsed: a
@@ -390,6 +425,9 @@ outer:
 			}
 		}
 	}
+	if kind, err, decided := commandPlace(lit, stack); decided {
+		return kind, err
+	}
 	switch parent := stack[len(stack)-1].(type) {
 	case *syntax.Word:
 		for _, part := range parent.Parts {
@@ -405,6 +443,176 @@ outer:
 		return placeToken, nil
 	}
 	return placeToken, fmt.Errorf("puts a parameter where gpulab cannot tell how the shell reads it (%T)", stack[len(stack)-1])
+}
+
+// Commands that read some of their arguments as code or as a command.
+var (
+	codeBuiltins = []string{"eval", "trap", "source", ".", "alias", "exec", "command", "builtin", "fc", "coproc"}
+	nameBuiltins = []string{"read", "unset", "readarray", "mapfile", "getopts", "wait"}
+	shells       = []string{"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish", "csh", "tcsh"}
+	interpreters = []string{"python", "python2", "python3", "perl", "ruby", "node", "nodejs", "php", "lua", "Rscript", "tclsh", "pwsh"}
+	awks         = []string{"awk", "gawk", "mawk", "nawk"}
+	// wrappers run a command given in their arguments.
+	wrappers = []string{"sudo", "doas", "pkexec", "env", "timeout", "nice", "nohup", "setsid", "stdbuf", "chroot", "time", "watch",
+		"xargs", "flock", "ionice", "taskset", "numactl", "runuser", "strace", "ltrace", "nsenter", "unshare", "chrt", "parallel",
+		"srun", "mpirun", "mpiexec", "ssh", "su", "sg", "script", "screen", "tmux", "firejail", "systemd-run", "ip"}
+)
+
+// commandPlace judges a placeholder by the command it is an argument of:
+// the command's name, an argument that command reads as code (eval, sh -c,
+// python -c, awk's program), a pipe into a shell or an interpreter are
+// refused; the arguments of a command that runs a command from them
+// (sudo, timeout, xargs, kubectl exec --) take numbers only; the names
+// read, printf -v and [[ ]] take plain tokens. decided is false when the
+// command has nothing to say about it.
+func commandPlace(lit *syntax.Lit, stack []syntax.Node) (kind placeKind, err error, decided bool) {
+	code := func(why string) (placeKind, error, bool) {
+		return placeToken, fmt.Errorf("puts a parameter %s: a value there would be run as a command or as code, whatever its quoting", why), true
+	}
+	// The shell context the placeholder is in ends at a command or process
+	// substitution.
+	top := 0
+	for i := len(stack) - 1; i >= 0; i-- {
+		if _, ok := stack[i].(*syntax.CmdSubst); ok {
+			top = i + 1
+			break
+		}
+		if _, ok := stack[i].(*syntax.ProcSubst); ok {
+			top = i + 1
+			break
+		}
+	}
+	for i := len(stack) - 1; i >= top; i-- {
+		if a, ok := stack[i].(*syntax.BinaryCmd); ok && (a.Op == syntax.Pipe || a.Op == syntax.PipeAll) && i+1 < len(stack) && stack[i+1] == syntax.Node(a.X) {
+			if name := stmtCommand(a.Y); slices.Contains(shells, name) || slices.Contains(interpreters, name) {
+				return code("in what is piped into " + name)
+			}
+		}
+	}
+	for i := len(stack) - 1; i >= top; i-- {
+		switch a := stack[i].(type) {
+		case *syntax.TestClause:
+			return placeToken, nil, true // [[ ]] evaluates arithmetic operands
+		case *syntax.DeclClause:
+			if declEvaluates(a) {
+				return placeToken, nil, true // declare -i evaluates arithmetic, -n names
+			}
+		case *syntax.CallExpr:
+			if i+1 >= len(stack) {
+				return 0, nil, false
+			}
+			word, ok := stack[i+1].(*syntax.Word)
+			ai := slices.Index(a.Args, word)
+			if !ok || ai < 0 {
+				return 0, nil, false // an assignment's value: data
+			}
+			if ai == 0 {
+				return code("in the command's name")
+			}
+			if prefix := wordPrefix(word, lit); strings.HasPrefix(prefix, "-") || strings.Contains(prefix, "=") {
+				return 0, nil, false // an option's or an assignment's value: data
+			}
+			return argPlace(a.Args, ai, code)
+		}
+	}
+	return 0, nil, false
+}
+
+// argPlace judges argument ai of the command args[0].
+func argPlace(args []*syntax.Word, ai int, code func(string) (placeKind, error, bool)) (placeKind, error, bool) {
+	name := path.Base(args[0].Lit())
+	lits := make([]string, len(args))
+	for k, w := range args {
+		lits[k] = w.Lit()
+	}
+	prev := lits[ai-1]
+	firstOperand := func(valued ...string) int { // the first argument that is no option
+		for k := 1; k < len(lits); k++ {
+			switch {
+			case slices.Contains(valued, lits[k]):
+				k++
+			case strings.HasPrefix(lits[k], "-") && lits[k] != "-":
+			default:
+				return k
+			}
+		}
+		return -1
+	}
+	switch {
+	case slices.Contains(codeBuiltins, name):
+		return code("among the arguments of " + name)
+	case name == "printf" && prev == "-v", slices.Contains(nameBuiltins, name):
+		return placeToken, nil, true
+	case slices.Contains(shells, name):
+		if ai == firstOperand("-o", "+o") {
+			return code("in the script " + name + " runs")
+		}
+	case slices.Contains(interpreters, name):
+		if slices.Contains([]string{"-c", "-e", "-E", "--eval", "-r", "-m", "--command"}, prev) || ai == firstOperand("-W", "-X", "-I") {
+			return code("in the program " + name + " runs")
+		}
+	case slices.Contains(awks, name):
+		if !slices.Contains(lits[:ai], "-f") && ai == firstOperand("-v", "-F", "-f") {
+			return code("in " + name + "'s program")
+		}
+	case name == "su" && prev == "-c":
+		return code("in the command su runs")
+	case slices.Contains(wrappers, name):
+		return placeNumber, nil, true
+	case name == "kubectl" || name == "docker" || name == "podman" || name == "nerdctl" || name == "crictl":
+		if slices.Contains(lits[:ai], "--") {
+			return placeNumber, nil, true // after --: the command run in the container
+		}
+	}
+	return 0, nil, false
+}
+
+// declEvaluates reports whether a declare (local, typeset...) evaluates
+// its values: -i (integer, arithmetic) or -n (a name reference), or it is
+// nameref.
+func declEvaluates(d *syntax.DeclClause) bool {
+	if d.Variant != nil && d.Variant.Value == "nameref" {
+		return true
+	}
+	for _, a := range d.Args {
+		if a.Naked && a.Value != nil {
+			if f := a.Value.Lit(); strings.HasPrefix(f, "-") && strings.ContainsAny(f, "in") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// stmtCommand is the name of the first command of a statement, "" when it
+// is not a plain command with a literal name.
+func stmtCommand(st *syntax.Stmt) string {
+	if st == nil {
+		return ""
+	}
+	if c, ok := st.Cmd.(*syntax.CallExpr); ok && len(c.Args) > 0 {
+		return path.Base(c.Args[0].Lit())
+	}
+	return ""
+}
+
+// wordPrefix is the literal text of word before the placeholder in lit.
+func wordPrefix(word *syntax.Word, lit *syntax.Lit) string {
+	var b strings.Builder
+	for _, part := range word.Parts {
+		if part == syntax.WordPart(lit) {
+			if loc := sentinelRE.FindStringIndex(lit.Value); loc != nil {
+				b.WriteString(lit.Value[:loc[0]])
+			}
+			break
+		}
+		if l, ok := part.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString("x")
+		}
+	}
+	return b.String()
 }
 
 // CheckCommand checks one command's placeholders against params: each must
@@ -424,10 +632,16 @@ func CheckCommand(params []Param, command string) []string {
 			msgs = append(msgs, fmt.Sprintf("uses {{%s}}, which is not a [[param]]", name))
 			continue
 		}
+		p := &params[j]
+		if kinds[i] == placeNumber {
+			if t := p.paramType(); t != "int" && t != "number" {
+				msgs = append(msgs, fmt.Sprintf("puts {{%s}} among the arguments of a command that runs a command from them (sudo, timeout, xargs, kubectl exec --, ...), where a value could name the program to run: only an int or number parameter may go there", name))
+			}
+			continue
+		}
 		if kinds[i] != placeToken {
 			continue
 		}
-		p := &params[j]
 		if p.free() {
 			msgs = append(msgs, fmt.Sprintf("puts {{%s}} inside quotes, a heredoc or beside quoted text, where shell quoting cannot protect the command: give parameter %s a type whose values are plain tokens (%s) or a pattern, or make {{%s}} a word of its own",
 				name, name, strings.Join(tokenTypes, ", "), name))
@@ -459,7 +673,9 @@ func Expand(command string, params map[string]string) (line string, missing []st
 			return m
 		case strings.ContainsFunc(v, unicode.IsControl):
 			err = errors.Join(err, fmt.Errorf("parameter %s holds a control character: refused", name))
-		case kind == placeWord:
+		case kind == placeNumber && !isNumber(v):
+			err = errors.Join(err, fmt.Errorf("parameter %s: %q is not a number, which is all that may go where the command uses {{%s}}: refused", name, v, name))
+		case kind == placeWord, kind == placeNumber:
 			return orchestrator.Quote(v)
 		case kind == placeDQWhole:
 			return `"` + orchestrator.Quote(v) + `"`
