@@ -441,3 +441,34 @@ func TestBackgroundJobsOutliveTheCommand(t *testing.T) {
 		_ = exec.Command("kill", pid).Run()
 	}
 }
+
+// A ProxyCommand that leaves a detached child holding its stderr neither
+// hangs the dial past the connect timeout nor the session after the
+// command: gpulab waits for the command, not for its children.
+func TestProxyCommandDetachedChild(t *testing.T) {
+	testreq.Tool(t, "ssh", "the ProxyCommand test reaches its host through OpenSSH's ssh -W (apt-get install openssh-client)")
+	testreq.Tool(t, "setsid", "the test detaches a child from the ProxyCommand (util-linux)")
+	f := sshtest.Start(t, 2, sshtest.Options{})
+	jump, target := f.Servers[0], f.Servers[1]
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "args")
+	proxy := writeProxy(t, f, jump, target.Port, marker)
+	mark := fmt.Sprintf("%d.%d", 600+os.Getpid()%300, time.Now().Nanosecond()%983) // seconds: far past the deadline below
+	cfg := filepath.Join(dir, "ssh_config")
+	content := fmt.Sprintf("Host behind\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n  ConnectTimeout 5\n  ProxyCommand sh -c 'setsid sleep %s & exec %s %%h %%p'\n",
+		target.Port, f.User, f.ClientKey, f.KnownHosts, mark, proxy)
+	if err := os.WriteFile(cfg, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exec.Command("pkill", "-f", "^sleep "+mark).Run() })
+	done := make(chan orchestrator.HostResult, 1)
+	go func() { done <- gpulabLogin(t, cfg, "behind", &orchestrator.Keyring{}) }()
+	select {
+	case r := <-done:
+		if r.Class != orchestrator.OK {
+			t.Errorf("through a ProxyCommand with a detached child: %s %s", r.Class, r.Err)
+		}
+	case <-time.After(60 * time.Second): // the child sleeps far longer: a hang detector, not a bound
+		t.Fatal("the run waited for the ProxyCommand's detached child")
+	}
+}

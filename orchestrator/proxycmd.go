@@ -79,6 +79,9 @@ func dialProxyCommand(t Target) (*proxyConn, error) {
 	p.cmd = exec.Command(shell, "-c", "exec "+command)
 	p.cmd.Stdin, p.cmd.Stdout, p.cmd.Stderr = inR, outW, p.stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A child the command detaches (setsid) may hold its stderr open long
+	// after it exited: Wait does not wait for that.
+	p.cmd.WaitDelay = time.Second
 	err = p.cmd.Start()
 	inR.Close()
 	outW.Close()
