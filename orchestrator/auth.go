@@ -32,11 +32,14 @@ type Keyring struct {
 	// skipped, and an authentication failure says so.
 	Passphrase func(file string) ([]byte, error)
 
-	mu      sync.Mutex
-	files   map[string]*identity
-	agent   agent.ExtendedAgent
-	agentC  net.Conn
-	agentOK bool
+	mu     sync.Mutex
+	files  map[string]*identity
+	agents map[string]*agentConn // by socket, dialled once
+}
+
+type agentConn struct {
+	agent agent.ExtendedAgent
+	conn  net.Conn
 }
 
 // identity is one identity file, read without decrypting it.
@@ -44,6 +47,11 @@ type identity struct {
 	file    string
 	missing bool          // a default file that is not there
 	pub     ssh.PublicKey // nil for a legacy encrypted PEM key without .pub
+	// unusable says why the private half cannot be used (a file that is
+	// not there or not a key, only a public key, a format gpulab cannot
+	// decrypt): the agent may still hold the key; else it is left out, as
+	// ssh warns and goes on.
+	unusable string
 
 	mu      sync.Mutex // held while the passphrase is asked
 	signer  ssh.Signer // the file was not encrypted, or has been decrypted
@@ -72,13 +80,18 @@ func (k *Keyring) identityFor(path string, explicit bool) (*identity, error) {
 
 func readIdentity(path string, explicit bool) (*identity, error) {
 	id := &identity{file: path}
+	if path == "none" || strings.HasSuffix(path, "/none") {
+		id.missing = true // IdentityFile none: no file
+		return id, nil
+	}
 	data, err := fileio.ReadRegular(path, fileio.MaxKey)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
 			id.missing = true
 			return id, nil
 		}
-		return nil, fmt.Errorf("identity file %s: %w", path, err)
+		id.unusable = err.Error()
+		return id, nil
 	}
 	s, err := ssh.ParsePrivateKey(data)
 	var encrypted *ssh.PassphraseMissingError
@@ -88,16 +101,32 @@ func readIdentity(path string, explicit bool) (*identity, error) {
 	case errors.As(err, &encrypted):
 		id.pub = encrypted.PublicKey
 		if id.pub == nil { // legacy PEM: the public half is only in the .pub
-			if pubData, err := fileio.ReadRegular(path+".pub", fileio.MaxKey); err == nil {
-				if pk, _, _, _, err := ssh.ParseAuthorizedKey(pubData); err == nil {
-					id.pub = pk
-				}
-			}
+			id.pub = readPub(path + ".pub")
 		}
 	default:
-		return nil, fmt.Errorf("identity file %s: %w", path, err)
+		// A public key named as the identity (its private half in the
+		// agent, or a hardware key), or a private key in a format gpulab
+		// cannot read (PKCS#8 encrypted): the public half still picks the
+		// agent's key.
+		if pk, _, _, _, perr := ssh.ParseAuthorizedKey(data); perr == nil {
+			id.pub, id.unusable = pk, "only a public key (the agent must hold its private half)"
+		} else {
+			id.pub, id.unusable = readPub(path+".pub"), fmt.Sprintf("cannot be read as a private key (%v)", err)
+		}
 	}
 	return id, nil
+}
+
+func readPub(path string) ssh.PublicKey {
+	data, err := fileio.ReadRegular(path, fileio.MaxKey)
+	if err != nil {
+		return nil
+	}
+	pk, _, _, _, err := ssh.ParseAuthorizedKey(data)
+	if err != nil {
+		return nil
+	}
+	return pk
 }
 
 func (id *identity) state() (ssh.Signer, bool, error) {
@@ -138,38 +167,59 @@ func (k *Keyring) decrypt(id *identity) (ssh.Signer, error) {
 	return s, nil
 }
 
-// agentSigners returns the agent's keys, dialling it once.
-func (k *Keyring) agentSigners() []ssh.Signer {
-	k.mu.Lock()
-	if !k.agentOK && k.AgentSocket != "" {
-		k.agentOK = true
-		if c, err := net.Dial("unix", k.AgentSocket); err == nil {
-			k.agentC = c
-			k.agent = agent.NewClient(c)
-		}
-	}
-	a := k.agent
-	k.mu.Unlock()
-	if a == nil {
+// agentSigners returns the keys of the agent at socket ("" for none),
+// dialling it once.
+func (k *Keyring) agentSigners(socket string) []ssh.Signer {
+	if socket == "" {
 		return nil
 	}
-	signers, err := a.Signers()
+	k.mu.Lock()
+	if k.agents == nil {
+		k.agents = map[string]*agentConn{}
+	}
+	a, ok := k.agents[socket]
+	if !ok {
+		a = &agentConn{}
+		if c, err := net.Dial("unix", socket); err == nil {
+			a.conn, a.agent = c, agent.NewClient(c)
+		}
+		k.agents[socket] = a
+	}
+	k.mu.Unlock()
+	if a.agent == nil {
+		return nil
+	}
+	signers, err := a.agent.Signers()
 	if err != nil {
 		return nil
 	}
 	return signers
 }
 
-// Close closes the connection to the agent.
+// Close closes the connections to the agents.
 func (k *Keyring) Close() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.agentC != nil {
-		err := k.agentC.Close()
-		k.agentC, k.agent = nil, nil
-		return err
+	var errs []error
+	for s, a := range k.agents {
+		if a.conn != nil {
+			errs = append(errs, a.conn.Close())
+		}
+		delete(k.agents, s)
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// agentSocket is the agent a host's IdentityAgent names: the keyring's own
+// ($SSH_AUTH_SOCK) by default, none, or another socket.
+func (k *Keyring) agentSocket(identityAgent string) string {
+	switch identityAgent {
+	case "", "SSH_AUTH_SOCK":
+		return k.AgentSocket
+	case "none":
+		return ""
+	}
+	return identityAgent
 }
 
 // AuthLog is what one connection offered a server, for the message of a
@@ -219,9 +269,11 @@ func (l *AuthLog) Summary() string {
 // the keys in OpenSSH's order: the agent's keys that match an identity file
 // (the agent signs for the file, so its passphrase is never asked), then the
 // agent's other keys (not with identitiesOnly), each in the agent's order,
-// then the identity files the agent does not hold. Explicit files must be readable; default ones are
-// skipped when absent. The log records what was offered.
-func (k *Keyring) AuthMethod(files []string, explicit, identitiesOnly bool) (ssh.AuthMethod, *AuthLog, error) {
+// then the identity files the agent does not hold. A file that cannot be
+// used (not there, not a key, only a public key) is left out and named in
+// the log, as ssh warns and goes on. The log records what was offered.
+func (k *Keyring) AuthMethod(files []string, explicit, identitiesOnly bool, identityAgent string) (ssh.AuthMethod, *AuthLog, error) {
+	socket := k.agentSocket(identityAgent)
 	ids := make([]*identity, 0, len(files))
 	for _, f := range files {
 		id, err := k.identityFor(f, explicit)
@@ -232,14 +284,14 @@ func (k *Keyring) AuthMethod(files []string, explicit, identitiesOnly bool) (ssh
 	}
 	log := &AuthLog{}
 	return ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
-		return k.signers(ids, identitiesOnly, log), nil
+		return k.signers(ids, identitiesOnly, socket, log), nil
 	}), log, nil
 }
 
-func (k *Keyring) signers(ids []*identity, identitiesOnly bool, log *AuthLog) []ssh.Signer {
+func (k *Keyring) signers(ids []*identity, identitiesOnly bool, socket string, log *AuthLog) []ssh.Signer {
 	var out, others []ssh.Signer
 	inAgent := make([]bool, len(ids))
-	for _, as := range k.agentSigners() {
+	for _, as := range k.agentSigners(socket) {
 		blob := as.PublicKey().Marshal()
 		matched := false
 		for i, id := range ids {
@@ -260,6 +312,8 @@ func (k *Keyring) signers(ids []*identity, identitiesOnly bool, log *AuthLog) []
 		}
 		signer, tried, decrErr := id.state()
 		switch {
+		case id.unusable != "":
+			log.skip(fmt.Sprintf("%s (%s)", id.file, id.unusable))
 		case signer != nil:
 			out = append(out, &offered{signer, log, id.file})
 		case tried:

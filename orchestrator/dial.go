@@ -117,15 +117,16 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 	}
 	// The name looked up in known_hosts: HostKeyAlias as it is, else
 	// host:port ([host]:port for other ports than 22).
-	keyHost := addr
+	// Host names are looked up lower-cased, as OpenSSH does.
+	keyHost := strings.ToLower(addr)
 	if t.HostKeyAlias != "" {
-		keyHost = joinHostPort(t.HostKeyAlias, 22)
+		keyHost = joinHostPort(strings.ToLower(t.HostKeyAlias), 22)
 	}
 	hk, err := d.hostKeysFor(t.KnownHosts)
 	if err != nil {
 		return nil, &DialError{Class: Error, Host: addr, Err: err}
 	}
-	auth, authLog, err := d.Keys.AuthMethod(t.IdentityFiles, t.Explicit, t.IdentitiesOnly)
+	auth, authLog, err := d.Keys.AuthMethod(t.IdentityFiles, t.Explicit, t.IdentitiesOnly, t.IdentityAgent)
 	if err != nil {
 		return nil, &DialError{Class: Error, Host: addr, Err: err}
 	}

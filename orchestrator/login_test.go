@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -471,4 +472,127 @@ func TestProxyCommandDetachedChild(t *testing.T) {
 	case <-time.After(60 * time.Second): // the child sleeps far longer: a hang detector, not a bound
 		t.Fatal("the run waited for the ProxyCommand's detached child")
 	}
+}
+
+// What ssh_config says about routes and keys is followed as ssh follows
+// it, or refused where gpulab cannot: a hop's own ProxyJump, Match blocks,
+// Include files that are no regular files, the global known_hosts,
+// IdentityAgent, a public key as IdentityFile, a missing IdentityFile.
+func TestSSHConfigLikeOpenSSH(t *testing.T) {
+	f := sshtest.Start(t, 3, sshtest.Options{})
+	home := t.TempDir()
+	dir := t.TempDir()
+	resolve := func(cfg, host string) (orchestrator.Target, error) {
+		t.Helper()
+		r, err := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, home, "nobody")
+		if err != nil {
+			return orchestrator.Target{}, err
+		}
+		return r.ResolveName(host)
+	}
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	block := func(name string, s *sshtest.Server, extra string) string {
+		return fmt.Sprintf("Host %s\n  HostName %s\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n%s", name, s.Addr, s.Port, f.User, f.ClientKey, f.KnownHosts, extra)
+	}
+
+	// A hop's own ProxyJump: gpu → b2 → b1, and b1 is down: like ssh, the
+	// host is not reached (not reached directly through b2 instead).
+	down := sshtest.FreePort(t)
+	cfg := write("jumps", block("gpu", f.Servers[2], "  ProxyJump b2\n")+block("b2", f.Servers[1], "  ProxyJump b1\n")+
+		fmt.Sprintf("Host b1\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", down, f.User, f.ClientKey, f.KnownHosts))
+	tg, err := resolve(cfg, "gpu")
+	if err != nil || len(tg.Jump) != 2 || tg.Jump[0].Port != down || tg.Jump[1].Port != f.Servers[1].Port {
+		t.Fatalf("gpu's jumps: %+v %v; want b1 then b2", tg.Jump, err)
+	}
+	if r := newEngine().Run(context.Background(), orchestrator.Plan{Targets: []orchestrator.Target{tg}, Steps: step("true")}, nil)[0]; r.Class == orchestrator.OK {
+		t.Errorf("reached gpu although its first hop b1 is down")
+	}
+
+	// Match blocks are refused at their line, not read as Host.
+	cfg = write("match", block("gpu", f.Servers[0], "")+"Match host 127.0.0.1\n  ProxyCommand false\n")
+	if _, err := resolve(cfg, "gpu"); err == nil || !strings.Contains(err.Error(), "match:7: Match blocks are not supported") {
+		t.Errorf("Match: %v", err)
+	}
+
+	// An Include that is a FIFO is refused, not read (it would hang).
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg = write("include", "Include "+fifo+"\n"+block("gpu", f.Servers[0], ""))
+	if _, err := resolve(cfg, "gpu"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Include of a FIFO: %v", err)
+	}
+
+	// GlobalKnownHostsFile: a key there is the host's key (changed, if
+	// another is offered), even with accept-new.
+	other, _ := sshtest.KeyGen(t, dir, "other_host")
+	otherPub, _ := os.ReadFile(other + ".pub")
+	global := write("global_kh", fmt.Sprintf("[127.0.0.1]:%d %s", f.Servers[0].Port, otherPub))
+	user := filepath.Join(dir, "user_kh") // empty
+	cfg = write("global", fmt.Sprintf("Host gpu\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n  GlobalKnownHostsFile %s\n",
+		f.Servers[0].Port, f.User, f.ClientKey, user, global))
+	tg, err = resolve(cfg, "gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine()
+	e.Dialer.AcceptNew = true
+	if r := e.Run(context.Background(), orchestrator.Plan{Targets: []orchestrator.Target{tg}, Steps: step("true")}, nil)[0]; r.Class != orchestrator.HostKeyChanged {
+		t.Errorf("a host whose key in the global known_hosts differs: %s %s", r.Class, r.Err)
+	}
+
+	// A HostName with shell metacharacters is refused, as ssh refuses it.
+	cfg = write("badname", "Host gpu\n  HostName x$(touch /tmp/gpulab-pwned)\n")
+	if _, err := resolve(cfg, "gpu"); err == nil || !strings.Contains(err.Error(), "holds characters a host name cannot") {
+		t.Errorf("HostName with $( ): %v", err)
+	}
+
+	// Host names are looked up in known_hosts lower-cased.
+	kh, _ := os.ReadFile(f.KnownHosts)
+	lower := write("kh_lower", strings.ReplaceAll(string(kh), "[127.0.0.1]", "[localhost]"))
+	cfg = write("upper", strings.Replace(block("gpu", f.Servers[0], ""), f.KnownHosts, lower, 1))
+	cfg = write("upper", strings.Replace(string(must(os.ReadFile(cfg))), "HostName 127.0.0.1", "HostName LOCALHOST", 1))
+	if r := gpulabLogin(t, cfg, "gpu", &orchestrator.Keyring{}); r.Class != orchestrator.OK {
+		t.Errorf("HostName LOCALHOST against known_hosts [localhost]: %s %s", r.Class, r.Err)
+	}
+
+	// IdentityAgent none: the agent is not asked; IdentityAgent PATH: that
+	// agent is. A missing IdentityFile is left out, not fatal; a .pub as
+	// IdentityFile picks the agent's key.
+	k := makeLoginKeys(t)
+	sock := sshtest.StartAgent(t)
+	sshtest.AgentAdd(t, sock, k.agentOnly)
+	f.SetAuthorized(t, k.agentOnlyPub)
+	for _, tc := range []struct {
+		extra string
+		env   string // the keyring's $SSH_AUTH_SOCK
+		want  bool
+	}{
+		{"IdentityFile /nonexistent/key\n", sock, true},
+		{"IdentityFile /nonexistent/key\nIdentityAgent none\n", sock, false},
+		{"IdentityFile /nonexistent/key\nIdentityAgent " + sock + "\n", "", true},
+		{"IdentityFile " + k.agentOnly + ".pub\nIdentitiesOnly yes\n", sock, true},
+	} {
+		cfg := f.SSHConfig(t, tc.extra)
+		keys := &orchestrator.Keyring{AgentSocket: tc.env}
+		r := gpulabLogin(t, cfg, "h01", keys)
+		keys.Close()
+		if got := r.Class == orchestrator.OK; got != tc.want {
+			t.Errorf("%q with SSH_AUTH_SOCK=%q: %s %s, want login %v", tc.extra, tc.env, r.Class, r.Err, tc.want)
+		}
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }

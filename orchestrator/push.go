@@ -120,13 +120,14 @@ if [ -L "$b" ]; then printf 'symlink\000\000\000'
 elif [ -e "$b" ] && [ ! -f "$b" ]; then printf 'special\000\000\000'
 elif [ -f "$b" ]; then printf 'file\000%s\000%s\000' "$(sha256sum -- "$b" 2>/dev/null | cut -d' ' -f1)" "$(stat -c %a -- "$b" 2>/dev/null)"
 else printf 'none\000\000\000'; fi
-if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\000'; fi`
+if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\000'; fi
+printf '%s\000' "$(stat -c %a . 2>/dev/null)"`
 	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
 	if r.Class != OK {
 		return fail(r.Class, "push: prepare %s: %s%s", displayDest(spec), strings.TrimSpace(string(r.Stderr)), r.Err)
 	}
 	f := strings.Split(string(r.Stdout), "\x00")
-	if len(f) < 7 {
+	if len(f) < 8 {
 		return fail(Exit, "push: prepare %s: unexpected answer %q", displayDest(spec), r.Stdout)
 	}
 	dir, base, state := strings.TrimSuffix(f[0], "\n"), f[1], f[2]
@@ -141,6 +142,12 @@ if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\
 		return fail(Error, "push: %s exists and is not a regular file: refused", res.Path)
 	}
 	hasGzip := f[5] == "gzip"
+	// In a directory others may write to and that is not sticky, anyone
+	// could swap the temporary file for a link between the upload and the
+	// rename: no push there (/tmp is sticky; a shared drop directory is not).
+	if dm, err := strconv.ParseUint(f[6], 8, 32); err == nil && dm&0o002 != 0 && dm&0o1000 == 0 {
+		return fail(Error, "push: %s is writable by others and not sticky (mode %s): anyone could swap the file while gpulab writes it; push to a private directory", dir, f[6])
+	}
 	if state == "file" && f[3] == sum {
 		if m, err := strconv.ParseUint(f[4], 8, 32); err == nil && os.FileMode(m) == mode {
 			res.Skipped = true // same content and mode: nothing to send
@@ -150,13 +157,23 @@ if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\
 	}
 
 	tmp := path.Join(dir, "."+truncate(base, 160)+".gpulab-"+randomSuffix())
-	// The mode is set on the temporary file, before the rename; the rename
-	// replaces what is at the destination (mv -T: never into a directory
-	// or a link's target), after checking it is still no link.
-	finalize := fmt.Sprintf(`t=%s; f=%s; s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi
+	// The mode is set on the temporary file, before the rename (over the
+	// open SFTP handle, or by chmod after checking it is still our file,
+	// not a link); the rename replaces what is at the destination (mv -T:
+	// never into a directory or a link's target), after checking it is
+	// still no link.
+	finalizeWith := func(chmod bool) string {
+		ch := ""
+		if chmod {
+			ch = fmt.Sprintf(`chmod %o "$t" && `, mode)
+		}
+		return fmt.Sprintf(`t=%s; f=%s; if [ -L "$t" ] || [ ! -f "$t" ]; then rm -f -- "$t"; echo "the temporary file $t was swapped during the push: refused" >&2; exit 6; fi
+s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi
 if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$f became a link or a special file during the push: refused" >&2; exit 5; fi
-chmod %o "$t" && { mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -- "$t" "$f"; }; } || { rm -f -- "$t"; exit 4; }`,
-		Quote(tmp), Quote(res.Path), sum, mode)
+%s{ mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -- "$t" "$f"; }; } || { rm -f -- "$t"; exit 4; }`,
+			Quote(tmp), Quote(res.Path), sum, ch)
+	}
+	finalize := finalizeWith(true)
 
 	var sent atomic.Int64
 	payload, unpack := spec.Data, "cat"
@@ -168,8 +185,8 @@ chmod %o "$t" && { mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -
 		spec.NoSFTP = true
 	}
 	if !spec.NoSFTP {
-		if err := c.sftpUpload(tmp, spec.Data, &sent); err == nil {
-			res.Method = "sftp"
+		if err := c.sftpUpload(tmp, spec.Data, mode, &sent); err == nil {
+			res.Method, finalize = "sftp", finalizeWith(false)
 		} else if err != errNoSFTP {
 			res.Sent = sent.Load()
 			return fail(Exit, "push: upload %s: %v%s", res.Path, err, c.diagnose(ctx, dir, len(spec.Data)))
@@ -241,7 +258,7 @@ func (c *Conn) diagnose(ctx context.Context, dir string, size int) string {
 
 // sftpUpload writes data to a new file tmp (never an existing one), flushes
 // it to disk where the server supports fsync, and removes it on failure.
-func (c *Conn) sftpUpload(tmp string, data []byte, sent *atomic.Int64) (err error) {
+func (c *Conn) sftpUpload(tmp string, data []byte, mode os.FileMode, sent *atomic.Int64) (err error) {
 	client, err := sftp.NewClient(c.client)
 	if err != nil {
 		return errNoSFTP
@@ -256,7 +273,7 @@ func (c *Conn) sftpUpload(tmp string, data []byte, sent *atomic.Int64) (err erro
 			_ = client.Remove(tmp)
 		}
 	}()
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(mode); err != nil { // over the handle: never through a path
 		f.Close()
 		return err
 	}

@@ -259,6 +259,21 @@ func TestPushWritesOnlyItsDestination(t *testing.T) {
 				t.Errorf("push to a FIFO = %+v, want refused", r)
 			}
 
+			// A directory others may write to and that is not sticky is
+			// refused (anyone there could swap the temporary file); a
+			// sticky one, as /tmp, is fine.
+			open := filepath.Join(root, "open")
+			os.Mkdir(open, 0o755)
+			os.Chmod(open, 0o777)
+			if r := push(open, 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "writable by others and not sticky") {
+				t.Errorf("push into a world-writable directory = %+v, want refused", r)
+			}
+			assertOnly(t, open)
+			os.Chmod(open, os.ModeSticky|0o777)
+			if r := push(open, 0o644); r.Class != orchestrator.OK {
+				t.Errorf("push into a sticky world-writable directory = %+v", r)
+			}
+
 			// The same content with another mode is sent again, and the
 			// mode is on the file renamed into place.
 			if r := push(filepath.Join(dir, "probe"), 0o700); r.Class != orchestrator.OK || r.Skipped {

@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +39,9 @@ type Target struct {
 	// ProxyCommand is run to reach the host; its stdin and stdout carry the
 	// connection. Tokens (%h %p %r %n %%) are expanded when it runs.
 	ProxyCommand string
+	// IdentityAgent is ssh_config's: "" or "SSH_AUTH_SOCK" for the agent in
+	// $SSH_AUTH_SOCK, "none" for no agent, else the agent's socket.
+	IdentityAgent string
 
 	ConnectTimeout      time.Duration
 	CommandTimeout      time.Duration
@@ -101,6 +106,9 @@ func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, ho
 	data, err := fileio.ReadRegular(sshConfigPath, fileio.MaxConfig)
 	switch {
 	case err == nil:
+		if err := r.vetSSHConfig(sshConfigPath, data, 0); err != nil {
+			return nil, err
+		}
 		cfg, err := sshconfig.DecodeBytes(data)
 		if err != nil {
 			return nil, fmt.Errorf("ssh_config %s: %w", sshConfigPath, err)
@@ -111,6 +119,53 @@ func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, ho
 		return nil, fmt.Errorf("ssh_config: %w", err)
 	}
 	return r, nil
+}
+
+// vetSSHConfig refuses what gpulab cannot read as OpenSSH does, before
+// the ssh_config library reads it: Match blocks (the library treats
+// "Match host" as "Host", which would silently take another route, and
+// cannot evaluate the other criteria), and Include files that are not
+// regular files or are too large (the library reads them whole, as they
+// are). Included files are checked the same way, 5 deep at most.
+func (r *Resolver) vetSSHConfig(file string, data []byte, depth int) error {
+	if depth > 5 {
+		return fmt.Errorf("ssh_config %s: Include nests more than 5 deep", file)
+	}
+	for n, line := range strings.Split(string(data), "\n") {
+		fields := strings.FieldsFunc(line, func(c rune) bool { return c == ' ' || c == '\t' || c == '=' })
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		switch strings.ToLower(fields[0]) {
+		case "match":
+			return fmt.Errorf("%s:%d: Match blocks are not supported: gpulab cannot evaluate them as OpenSSH does, and will not take another route than ssh would; use Host blocks, the inventory, or -F with a file without Match", file, n+1)
+		case "include":
+			for _, pattern := range fields[1:] {
+				p := strings.Trim(pattern, `"`)
+				switch {
+				case filepath.IsAbs(p):
+				case strings.HasPrefix(p, "~/"):
+					p = filepath.Join(r.Home, p[2:])
+				default:
+					p = filepath.Join(r.Home, ".ssh", p)
+				}
+				matches, err := filepath.Glob(p)
+				if err != nil {
+					return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
+				}
+				for _, m := range matches {
+					inc, err := fileio.ReadRegular(m, fileio.MaxConfig)
+					if err != nil {
+						return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
+					}
+					if err := r.vetSSHConfig(m, inc, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (r *Resolver) expandTilde(p string) string {
@@ -209,6 +264,12 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 	}
 	t.Port = port
 	t.User = pick("User", sourced{o.User, "flag"}, sourced{h.User, invSrc}, sourced{d.User, defSrc}, sshV("User"), sourced{r.LocalUser, "local user"})
+	if bad := badChars(t.HostName, hostNameRune); bad != "" || strings.HasPrefix(t.HostName, "-") {
+		return Target{}, fmt.Errorf("host %s: HostName %q (from %s) holds characters a host name cannot (%s): OpenSSH refuses it too", h.Name, t.HostName, t.Sources["HostName"], cmp.Or(bad, "a leading '-'"))
+	}
+	if bad := badChars(t.User, userRune); bad != "" || strings.HasPrefix(t.User, "-") {
+		return Target{}, fmt.Errorf("host %s: User %q (from %s) holds characters a user name cannot (%s): OpenSSH refuses it too", h.Name, t.User, t.Sources["User"], cmp.Or(bad, "a leading '-'"))
+	}
 
 	// Identity files: the first level that names any wins.
 	switch {
@@ -249,6 +310,20 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 	kh := pick("KnownHosts", sourced{o.KnownHosts, "flag"}, sourced{d.KnownHosts, defSrc}, sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
 	for _, f := range strings.Fields(kh) {
 		t.KnownHosts = append(t.KnownHosts, r.expandTokens(f, h.Name, t.User))
+	}
+	// The global known_hosts files are read too, after the user's (which
+	// take new keys), as OpenSSH reads them.
+	gkh := pick("GlobalKnownHosts", sshV("GlobalKnownHostsFile"), sourced{"/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2", "default"})
+	for _, f := range strings.Fields(gkh) {
+		if !strings.EqualFold(f, "none") {
+			t.KnownHosts = append(t.KnownHosts, r.expandTokens(f, h.Name, t.User))
+		}
+	}
+	if v, src := r.sshGet(h.Name, "IdentityAgent"); v != "" {
+		t.IdentityAgent, t.Sources["IdentityAgent"] = v, src
+		if v != "none" && v != "SSH_AUTH_SOCK" {
+			t.IdentityAgent = r.expandTokens(strings.Trim(v, `"`), h.Name, t.User)
+		}
 	}
 
 	durations := []struct {
@@ -293,7 +368,11 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 		}
 	}
 
-	jump := pick("ProxyJump", sourced{h.Jump, invSrc}, sourced{d.Jump, defSrc}, sshV("ProxyJump"))
+	defJump := sourced{d.Jump, defSrc}
+	if depth > 0 {
+		defJump = sourced{} // a hop does not inherit the fleet's default jump (it is, most often, that jump)
+	}
+	jump := pick("ProxyJump", sourced{h.Jump, invSrc}, defJump, sshV("ProxyJump"))
 	if err := r.proxyCommand(&t, h, jump); err != nil {
 		return Target{}, err
 	}
@@ -322,6 +401,9 @@ func (r *Resolver) proxyCommand(t *Target, h inventory.Host, jump string) error 
 		}
 		return nil // the inventory's jump ranks above ssh_config
 	}
+	if bad := badChars(h.Name, hostNameRune); bad != "" {
+		return fmt.Errorf("host %s: its name holds characters (%s) that ProxyCommand's %%n would hand to a shell: refused", h.Name, bad)
+	}
 	if v, fdSrc := r.sshGet(h.Name, "ProxyUseFdpass"); strings.EqualFold(v, "yes") {
 		return fmt.Errorf("host %s: ProxyUseFdpass yes (from %s) is not supported: gpulab speaks SSH over the ProxyCommand's stdin and stdout", h.Name, fdSrc)
 	}
@@ -330,6 +412,25 @@ func (r *Resolver) proxyCommand(t *Target, h inventory.Host, jump string) error 
 }
 
 type sourced struct{ v, src string }
+
+func hostNameRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-:%[]", r)
+}
+
+func userRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-@+", r)
+}
+
+// badChars lists, quoted, the characters of s that ok refuses.
+func badChars(s string, ok func(rune) bool) string {
+	var bad []string
+	for _, r := range s {
+		if !ok(r) && !slices.Contains(bad, strconv.QuoteRune(r)) {
+			bad = append(bad, strconv.QuoteRune(r))
+		}
+	}
+	return strings.Join(bad, ", ")
+}
 
 func itoaNZ(i int) string {
 	if i == 0 {
@@ -362,7 +463,8 @@ func (r *Resolver) resolveJump(spec string, depth int) ([]Target, error) {
 		} else {
 			host = inventory.Host{Name: hop, Address: hop, Adhoc: true}
 		}
-		host.Jump = "none" // a hop's own ProxyJump is not followed within a chain
+		// A hop's own ProxyJump is followed, as ssh does (it reaches the
+		// hop the way ssh HOP would): its chain comes first.
 		t, err := r.resolve(host, depth+1)
 		if err != nil {
 			return nil, err
@@ -373,6 +475,8 @@ func (r *Resolver) resolveJump(spec string, depth int) ([]Target, error) {
 		if port != 0 {
 			t.Port = port
 		}
+		hops = append(hops, t.Jump...)
+		t.Jump = nil
 		hops = append(hops, t)
 	}
 	return hops, nil
