@@ -244,8 +244,8 @@ const (
 	// MaxGroupNames bounds the work of resolving groups and kube node
 	// lists: the host names that their expressions and host.groups yield,
 	// all together, a host counting each time it is named. It is 64 groups
-	// of 65,536 hosts.
-	MaxGroupNames = 1 << 22
+	// of MaxHosts (65,536) hosts.
+	MaxGroupNames = 64 * MaxHosts
 )
 
 // errReported stands for a problem reported at the group where it is, and
