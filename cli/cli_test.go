@@ -267,3 +267,17 @@ func TestParseVLLMBenchThroughput(t *testing.T) {
 	in := "Processed prompts:  33%|###  | 329/1000\n"
 	runInput(t, env, in, "parse", "vllm-bench-throughput").expect(t, 1, `"request_throughput_rps": null`, `standard input (vllm-bench-throughput): no "Throughput: N requests/s, ..." line`)
 }
+
+// TestInventoryHostLimit: an inventory whose entries add up to more than
+// inventory.MaxHosts hosts is refused at the entry that crosses it, before
+// that entry is expanded.
+func TestInventoryHostLimit(t *testing.T) {
+	env := noEnv(t)
+	big := filepath.Join(t.TempDir(), "big.toml")
+	writeFile(t, big, "[[host]]\nname = \"n[0-39999]\"\n[[host]]\nname = \"m[0-39999]\"\n[[host]]\nname = \"o[0000000-9999999]\"\n")
+	r := run(t, env, "inventory", "check", big)
+	r.expect(t, 1, "", big+`:4:1: node set "m[0-39999]" names 40000 hosts, which brings the inventory to 80000, more than the 65536 hosts an inventory may hold`)
+	if strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("inventory check: want one problem, got:\n%s", r.stderr)
+	}
+}

@@ -296,3 +296,44 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseHostLimit: the hosts of all [[host]] entries together are at
+// most MaxHosts. The entry that crosses the limit is the one reported, with
+// the sizes, and the entries after it are not expanded: a copy of the
+// first entry after it would otherwise be thousands of duplicates.
+func TestParseHostLimit(t *testing.T) {
+	src := "[[host]]\nname = \"a[1-30000]\"\n[[host]]\nname = \"b[1-30000]\"\n" +
+		"[[host]]\nname = \"c[1-30000]\"\n[[host]]\nname = \"a[1-30000]\"\n[[host]]\nname = \"x\"\nport = 0\n"
+	_, err := Parse("inv.toml", []byte(src))
+	want := []string{
+		`inv.toml:6:1: node set "c[1-30000]" names 30000 hosts, which brings the inventory to 90000, more than the 65536 hosts an inventory may hold`,
+		"inv.toml:11:1: port 0 is out of range (want 1-65535)",
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("Parse error = %.2000v\nwant exactly:\n%s", err, strings.Join(want, "\n"))
+	}
+
+	tests := []struct{ src, want string }{
+		{"[[host]]\nname = \"n-[000000-099999]\"\n[[host]]\nname = \"m\"\n",
+			`inv.toml:2:1: node set "n-[000000-099999]" names 100000 hosts, more than the 65536 an inventory may hold`},
+		// Sizes no expansion could reach: counted, never expanded.
+		{"[[host]]\nname = \"a[1-10]\"\n[[host]]\nname = \"b[0-999999999999999]\"\n",
+			`inv.toml:4:1: node set "b[0-999999999999999]" names 1000000000000000 hosts, which brings the inventory to 1000000000000010, more than the 65536 hosts`},
+		{"[[host]]\nname = \"a[1-10]\"\n[[host]]\nname = \"b[0-999999999]c[0-999999999]d[0-99]\"\n",
+			`inv.toml:4:1: node set "b[0-999999999]c[0-999999999]d[0-99]" names more than 18446744073709551614 hosts, which brings the inventory to more than 18446744073709551614, more than the 65536 hosts`},
+	}
+	for _, tt := range tests {
+		_, err := Parse("inv.toml", []byte(tt.src))
+		if err == nil || err.Error() != tt.want && !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q) error = %.2000v\nwant one problem: %s", tt.src, err, tt.want)
+		}
+	}
+
+	// Exactly MaxHosts hosts load, with groups of all of them (64 such
+	// groups fit in MaxGroupNames).
+	src = fmt.Sprintf("[[host]]\nname = \"a[1-%d]\"\ngroups = [\"a\"]\n[[host]]\nname = \"b[1-%d]\"\ngroups = [\"b\"]\n[groups]\nall = \"@a,@b\"\n", MaxHosts/2, MaxHosts/2)
+	inv, err := Parse("inv.toml", []byte(src))
+	if err != nil || len(inv.Hosts) != MaxHosts || len(inv.Groups["all"]) != MaxHosts || MaxGroupNames/MaxHosts != 64 {
+		t.Errorf("Parse of %d hosts in 64 groups: %.2000v", MaxHosts, err)
+	}
+}
