@@ -281,3 +281,15 @@ func TestInventoryHostLimit(t *testing.T) {
 		t.Errorf("inventory check: want one problem, got:\n%s", r.stderr)
 	}
 }
+
+// TestHostExpressionLimit: -H naming more than inventory.MaxHosts hosts is
+// a usage error naming the expression and its size, before it is expanded
+// and before any host is reached.
+func TestHostExpressionLimit(t *testing.T) {
+	env := noEnv(t)
+	want := `host expression "a[0-999]b[0-999]": node set "a[0-999]b[0-999]" names 1000000 hosts, more than the 65536 a host expression may name`
+	run(t, env, "inventory", "list", "--inventory", "../inventory.toml", "-H", "a[0-999]b[0-999]").expect(t, 2, "", want)
+	run(t, env, "exec", "--inventory", "../inventory.toml", "-H", "a[0-999]b[0-999]", "--", "true").expect(t, 2, "", want)
+	run(t, env, "inventory", "list", "--inventory", "../inventory.toml", "-H", "x[1-40000],y[1-40000]").
+		expect(t, 2, "", `host expression "x[1-40000],y[1-40000]" names at least 80000 hosts, more than the 65536`)
+}

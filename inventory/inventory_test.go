@@ -99,6 +99,49 @@ func TestSelectErrors(t *testing.T) {
 	}
 }
 
+// TestSelectLimits: a host expression names at most MaxHosts hosts. A node
+// set over it is refused with its size before it is expanded (sizes no
+// expansion could reach are exact), a union that crosses it is refused as it
+// does, and the terms together are charged against MaxGroupNames, a node
+// set before it is expanded.
+func TestSelectLimits(t *testing.T) {
+	inv := loadExample(t)
+	tests := []struct{ expr, want string }{
+		{"a[0-999]b[0-999]", `host expression "a[0-999]b[0-999]": node set "a[0-999]b[0-999]" names 1000000 hosts, more than the 65536 a host expression may name`},
+		{"gpu001,n[0-999999999999999999]", `host expression "gpu001,n[0-999999999999999999]": node set "n[0-999999999999999999]" names 1000000000000000000 hosts, more than the 65536`},
+		{"a[1-40000],b[1-40000]!a[1-40000]", `host expression "a[1-40000],b[1-40000]!a[1-40000]" names at least 80000 hosts, more than the 65536 a host expression may name`},
+	}
+	for _, tt := range tests {
+		if _, err := inv.Select(tt.expr); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Select(%q) error = %v, want it to contain %q", tt.expr, err, tt.want)
+		}
+	}
+	max := fmt.Sprintf("n[1-%d]", MaxHosts)
+	if hosts, err := inv.Select(max + "!n1,gpu001"); err != nil || len(hosts) != MaxHosts {
+		t.Errorf("Select(%s!n1,gpu001) = %d hosts, %v; want %d", max, len(hosts), err, MaxHosts)
+	}
+
+	// 64 node sets of MaxHosts names are MaxGroupNames: one more is refused.
+	expr := strings.Repeat(max+"!"+max+",", MaxGroupNames/MaxHosts/2) + "x[1-2]"
+	if _, err := inv.Select(expr); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("its terms name more than %d hosts in all", MaxGroupNames)) {
+		t.Errorf("Select(%.40s...) = %v, want the terms over MaxGroupNames", expr, err)
+	}
+
+	budget := 10
+	_, err := inv.evaluate("gpu[001-008],n[1-1000]", inv.groupRef, false, &budget)
+	if !errors.Is(err, errNamesBudget) || budget != -1 {
+		t.Errorf("evaluate with 10 names left: %v, %d left; want errNamesBudget with n[1-1000] charged before it is expanded (-1 left)", err, budget)
+	}
+	budget = 10
+	if set, err := inv.evaluate("gpu[001-008],bastion,h200-01", inv.groupRef, true, &budget); err != nil || len(set) != 10 || budget != 0 {
+		t.Errorf("evaluate of 10 names with 10 left = %d names, %v, %d left", len(set), err, budget)
+	}
+	budget = 10
+	if _, err := inv.evaluate("gpu[001-008],@dc2,h200-01", inv.groupRef, true, &budget); !errors.Is(err, errNamesBudget) {
+		t.Errorf("evaluate of 11 names with 10 left: %v, want errNamesBudget", err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src string
