@@ -54,6 +54,9 @@ type Inventory struct {
 	Kube   []KubeContext
 
 	byName map[string]int
+	// byLabel indexes the hosts by label key, then value, so that a label
+	// selector costs the hosts it names, not a pass over the inventory.
+	byLabel map[string]map[string][]int
 }
 
 // Defaults apply to every host that does not set its own value.

@@ -118,6 +118,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 	errs = append(errs, checkDefaults(ix, raw.Defaults)...)
 	names, hostErrs := inv.addHosts(ix, raw.Host)
 	errs = append(errs, hostErrs...)
+	inv.indexLabels()
 	budget := MaxGroupNames
 	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host, names, &budget)...)
 	errs = append(errs, inv.addKube(ix, raw.Kube, &budget)...)
@@ -239,6 +240,19 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) ([][]stri
 		}
 	}
 	return expanded, errs
+}
+
+// indexLabels fills byLabel from the hosts' labels.
+func (inv *Inventory) indexLabels() {
+	inv.byLabel = map[string]map[string][]int{}
+	for i, h := range inv.Hosts {
+		for k, v := range h.Labels {
+			if inv.byLabel[k] == nil {
+				inv.byLabel[k] = map[string][]int{}
+			}
+			inv.byLabel[k][v] = append(inv.byLabel[k][v], i)
+		}
+	}
 }
 
 // checkPort checks the port at path: 1-65535 when written (0 means unset).

@@ -173,10 +173,17 @@ func (inv *Inventory) termNames(t string, ref func(string) ([]string, error), st
 				return nil, fmt.Errorf("label selector %q: want @key=value", t)
 			}
 			var names []string
-			for _, h := range inv.Hosts {
-				if v, has := h.Labels[key]; has && (value == "*" || v == value) {
-					names = append(names, h.Name)
+			add := func(hosts []int) {
+				for _, i := range hosts {
+					names = append(names, inv.Hosts[i].Name)
 				}
+			}
+			if value != "*" {
+				add(inv.byLabel[key][value])
+				return names, nil
+			}
+			for _, hosts := range inv.byLabel[key] {
+				add(hosts)
 			}
 			return names, nil
 		}
