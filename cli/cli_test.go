@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,4 +293,19 @@ func TestHostExpressionLimit(t *testing.T) {
 	run(t, env, "exec", "--inventory", "../inventory.toml", "-H", "a[0-999]b[0-999]", "--", "true").expect(t, 2, "", want)
 	run(t, env, "inventory", "list", "--inventory", "../inventory.toml", "-H", "x[1-40000],y[1-40000]").
 		expect(t, 2, "", `host expression "x[1-40000],y[1-40000]" names at least 80000 hosts, more than the 65536`)
+}
+
+// TestInventoryCheckRefusesShellInNames: an address or a user that would
+// run a command through an ssh_config's ProxyCommand (%h, %r) is refused
+// at its line, by inventory check and by any command that loads it.
+func TestInventoryCheckRefusesShellInNames(t *testing.T) {
+	env := noEnv(t)
+	dir := t.TempDir()
+	pwnA, pwnU := filepath.Join(dir, "pwnA"), filepath.Join(dir, "pwnU")
+	inv := filepath.Join(dir, "inv.toml")
+	writeFile(t, inv, fmt.Sprintf("[[host]]\nname = \"h1\"\naddress = \"x$(touch %s)\"\n\n[[host]]\nname = \"h2\"\nuser = \"r$(touch %s)\"\njump = \"ops@bastion\"\n", pwnA, pwnU))
+	r := run(t, env, "inventory", "check", inv)
+	r.expect(t, 1, "", fmt.Sprintf(`%s:3:1: host "h1": address "x$(touch %s)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnA))
+	r.expect(t, 1, "", fmt.Sprintf(`%s:7:1: host "h2": user "r$(touch %s)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnU))
+	run(t, env, "exec", "--inventory", inv, "-H", "*", "--", "true").expect(t, 2, "", inv+":3:1: host \"h1\": address")
 }

@@ -380,3 +380,83 @@ func TestParseHostLimit(t *testing.T) {
 		t.Errorf("Parse of %d hosts in 64 groups: %.2000v", MaxHosts, err)
 	}
 }
+
+// TestParseRefusesHostileNames: addresses, users, names used as addresses
+// and jump specs reach a shell through an ssh_config's ProxyCommand (%h,
+// %r, %n); they are held to a host name's and a user name's characters,
+// at file:line:col, naming the key and the characters.
+func TestParseRefusesHostileNames(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"address", "[[host]]\nname = \"h1\"\n\n\naddress = \"x$(touch /tmp/pwnA)\"\n",
+			[]string{`inv.toml:5:1: host "h1": address "x$(touch /tmp/pwnA)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`}},
+		{"address template", "[[host]]\nname = \"h[1-2]\"\naddress = \"{name}`id`.lab\"\n",
+			[]string{"inv.toml:3:1: host \"h[1-2]\": address \"{name}`id`.lab\" holds characters a host name cannot ('`'): OpenSSH refuses it too"}},
+		{"address braces", "[[host]]\nname = \"h1\"\naddress = \"{nam}.lab\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "{nam}.lab" holds characters a host name cannot ('{', '}'): OpenSSH refuses it too`}},
+		{"address option", "[[host]]\nname = \"h1\"\naddress = \"-oProxyCommand=id\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "-oProxyCommand=id" starts with '-' and holds characters a host name cannot ('='): OpenSSH refuses it too`}},
+		{"address not refused by OpenSSH", "[[host]]\nname = \"h1\"\naddress = \"h*.lab\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "h*.lab" holds characters a host name cannot ('*')` + "\n"}},
+		{"address with a newline", "[[host]]\nname = \"h1\"\naddress = \"a\\nb\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "a\nb" holds characters a host name cannot ('\n'): OpenSSH refuses it too`}},
+		{"user", "[[host]]\nname = \"h1\"\nuser = \"r$(touch /tmp/pwnU)\"\n",
+			[]string{`inv.toml:3:1: host "h1": user "r$(touch /tmp/pwnU)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`}},
+		{"user option", "[[host]]\nname = \"h1\"\nuser = \"-l\"\n",
+			[]string{`inv.toml:3:1: host "h1": user "-l" starts with '-', which a user name cannot: OpenSSH refuses it too`}},
+		{"defaults user", "[defaults]\nuser = \"ops;id\"\n",
+			[]string{`inv.toml:2:1: [defaults] user "ops;id" holds characters a user name cannot (';'): OpenSSH refuses it too`}},
+		{"name as address", "[[host]]\nname = \"-oProxyCommand[1-2]\"\n",
+			[]string{`inv.toml:2:1: host "-oProxyCommand[1-2]": name "-oProxyCommand[1-2]" starts with '-', which a host name cannot: OpenSSH refuses it too`}},
+		{"name", "[[host]]\nname = \"h$(id)\"\naddress = \"10.0.0.1\"\n",
+			[]string{`inv.toml:2:1: node set "h$(id)": column 2: '$' cannot appear in a host name`}},
+		{"jump user", "[[host]]\nname = \"h1\"\njump = \"ops@bastion,r$(id)@gw:2222\"\n",
+			[]string{`inv.toml:3:1: jump "ops@bastion,r$(id)@gw:2222": want [user@]host[:port], comma-separated for a chain: user "r$(id)" holds characters a user name cannot ('$', '(', ')'): OpenSSH refuses it too`}},
+		{"jump host", "[defaults]\njump = \"ops@-oProxyCommand=id\"\n",
+			[]string{`inv.toml:2:1: jump "ops@-oProxyCommand=id": want [user@]host[:port], comma-separated for a chain: host "-oProxyCommand=id" starts with '-' and holds characters a host name cannot ('=')`}},
+		{"jump port", "[[host]]\nname = \"h1\"\njump = \"gw:22x\"\n",
+			[]string{`inv.toml:3:1: jump "gw:22x": want [user@]host[:port], comma-separated for a chain: port "22x": want 1-65535`}},
+		{"jump empty hop", "[[host]]\nname = \"h1\"\njump = \"gw,\"\n",
+			[]string{`inv.toml:3:1: jump "gw,": want [user@]host[:port], comma-separated for a chain: a hop is empty`}},
+		{"jump empty user", "[[host]]\nname = \"h1\"\njump = \"@gw\"\n",
+			[]string{`inv.toml:3:1: jump "@gw": want [user@]host[:port], comma-separated for a chain: user "" is empty`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("inv.toml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("Parse accepted %q", tt.src)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error()+"\n", w) {
+					t.Errorf("Parse error =\n%v\nwant it to contain\n%s", err, w)
+				}
+			}
+		})
+	}
+
+	good := `[defaults]
+user = "svc.gpu-lab_01"
+jump = "ops@bastion.example.net:2222,jo+admin@corp.example@gw2,[fe80::1%eth0]:22,[2001:db8::7],2001:db8::8"
+[[host]]
+name = "gpu[01-02]"
+address = "{name}.a100_lab.example.net"
+user = "alice@example.com"
+[[host]]
+name = "v6"
+address = "fe80::1%eth0"
+jump = "none"
+[[host]]
+name = "v6b"
+address = "[2001:db8::1]"
+`
+	inv, err := Parse("inv.toml", []byte(good))
+	if err != nil {
+		t.Fatalf("Parse refused good names: %v", err)
+	}
+	if h, _ := inv.Host("gpu02"); h.Address != "gpu02.a100_lab.example.net" || h.User != "alice@example.com" {
+		t.Errorf("gpu02 = %+v", h)
+	}
+}

@@ -154,6 +154,11 @@ func checkDefaults(ix *tomlpos.Index, d Defaults) []error {
 			errs = append(errs, ix.Errorf([]any{"defaults", "jump"}, "%v", err))
 		}
 	}
+	if d.User != "" {
+		if err := checkUserName("user", d.User); err != nil {
+			errs = append(errs, ix.Errorf([]any{"defaults", "user"}, "[defaults] %v", err))
+		}
+	}
 	return errs
 }
 
@@ -175,6 +180,8 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) ([][]stri
 		var names []string
 		size, err := NodeSetSize(e.Name)
 		switch {
+		case strings.HasPrefix(e.Name, "-"):
+			errs = append(errs, ix.Errorf(at("name"), "host %q: %v", e.Name, checkHostName("name", e.Name)))
 		case err != nil:
 			errs = append(errs, ix.Errorf(at("name"), "%v", err))
 		case over:
@@ -198,6 +205,16 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) ([][]stri
 		expanded[i] = names
 		if len(names) > 1 && e.Address != "" && !strings.Contains(e.Address, "{name}") {
 			errs = append(errs, ix.Errorf(at("address"), "address %q is shared by %d hosts; use {name} in it (for example \"{name}.cluster.local\")", e.Address, len(names)))
+		}
+		if e.Address != "" {
+			if err := checkAddress(e.Address); err != nil {
+				errs = append(errs, ix.Errorf(at("address"), "host %q: %v", e.Name, err))
+			}
+		}
+		if e.User != "" {
+			if err := checkUserName("user", e.User); err != nil {
+				errs = append(errs, ix.Errorf(at("user"), "host %q: %v", e.Name, err))
+			}
 		}
 		if err := checkPort(ix, e.Port, at("port")...); err != nil {
 			errs = append(errs, err)
@@ -259,21 +276,6 @@ func (inv *Inventory) indexLabels() {
 func checkPort(ix *tomlpos.Index, port int, path ...any) error {
 	if _, set := ix.Lookup(path...); set && (port < 1 || port > 65535) {
 		return ix.Errorf(path, "port %d is out of range (want 1-65535)", port)
-	}
-	return nil
-}
-
-// checkJump accepts ProxyJump syntax: [user@]host[:port], comma-separated.
-func checkJump(j string) error {
-	for _, hop := range strings.Split(j, ",") {
-		hop = strings.TrimSpace(hop)
-		hostPort := hop
-		if _, after, ok := strings.Cut(hop, "@"); ok {
-			hostPort = after
-		}
-		if hop == "" || hostPort == "" || strings.ContainsAny(hop, " \t'\"`$;|&") {
-			return fmt.Errorf("jump %q: want [user@]host[:port], comma-separated for a chain", j)
-		}
 	}
 	return nil
 }
