@@ -15,8 +15,11 @@ import (
 // TestHostileFiles runs the real binary on small TOML files that used to
 // cost minutes and gigabytes (inline tables 4,000 deep, arrays 100,000
 // deep, a cycle of 4,000 groups, thousands of unknown keys) and on a 100 MB
-// inventory. Each must be refused with a clear error naming file:line:col,
-// exit 2 for a file over gpulab's limits on TOML and 1 for an invalid one.
+// inventory, and on small inventories and host expressions that name
+// millions of hosts. Each must be refused with a clear error naming
+// file:line:col, exit 2 for a file over gpulab's limits on TOML (or a host
+// expression over gpulab's limit on hosts) and 1 for an invalid one. A
+// group of 400,000 label selectors over 65,536 hosts is valid and must load.
 // The 60 s deadline only detects a hang; a pass takes milliseconds a file.
 func TestHostileFiles(t *testing.T) {
 	dir := t.TempDir()
@@ -55,6 +58,17 @@ func TestHostileFiles(t *testing.T) {
 	}
 	unknownKeys := write("unknown.toml", unknown.String())
 
+	var million strings.Builder // 156 bytes, four million hosts
+	for i := range 4 {
+		fmt.Fprintf(&million, "[[host]]\nname = \"n%d-[0000000-0999999]\"\n", i+1)
+	}
+	millions := write("millions.toml", million.String())
+	inv := write("inv.toml", "[[host]]\nname = \"x\"\n")
+
+	// 400,000 label selectors over 65,536 hosts: a pass over the hosts
+	// each would be 26 billion steps.
+	labels := write("labels.toml", "[[host]]\nname = \"n[1-65536]\"\nlabels = { a = \"c\" }\n[groups]\ng = \""+strings.Repeat("@a=b,", 400000)+"@a=c\"\n")
+
 	big := filepath.Join(dir, "big.toml")
 	f, err := os.Create(big)
 	if err != nil {
@@ -83,6 +97,9 @@ func TestHostileFiles(t *testing.T) {
 		{"inventory in use, 100 MB", []string{"inventory", "list", "--inventory", big}, 2, []string{big + ": the file is 104857600 bytes"}},
 		{"lab, 100 MB", []string{"lab", "check", big}, 2, []string{big + ": the file is 104857600 bytes"}},
 		{"cycle of 4000 groups", []string{"inventory", "check", groups}, 1, []string{groups + `:4:1: group "g0": groups name groups more than 32 deep: @g0 -> @g1 -> `}},
+		{"four node sets of a million", []string{"inventory", "check", millions}, 1, []string{millions + `:2:1: node set "n1-[0000000-0999999]" names 1000000 hosts, more than the 65536 an inventory may hold`}},
+		{"a million ad-hoc hosts", []string{"inventory", "list", "--inventory", inv, "-H", "a[0-999]b[0-999]"}, 2, []string{`host expression "a[0-999]b[0-999]": node set "a[0-999]b[0-999]" names 1000000 hosts`}},
+		{"400,000 label selectors", []string{"inventory", "check", labels}, 0, nil},
 		{"3000 unknown keys", []string{"inventory", "check", unknownKeys}, 1, []string{unknownKeys + `:3:1: unknown key "x0"`, unknownKeys + ": and 2950 more problems"}},
 	}
 	for _, tt := range tests {

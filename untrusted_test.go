@@ -369,8 +369,8 @@ func TestNamesFromRecordsAreEscaped(t *testing.T) {
 }
 
 // TestInventoryStringsAreEscaped: a host name with control characters is
-// refused at its line; an address or a user holding them (the inventory
-// takes any) is listed escaped.
+// refused at its line, and so are an address and a user holding them,
+// with the characters escaped in the errors.
 func TestInventoryStringsAreEscaped(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.toml")
@@ -383,11 +383,14 @@ func TestInventoryStringsAreEscaped(t *testing.T) {
 
 	odd := filepath.Join(dir, "odd.toml")
 	os.WriteFile(odd, []byte("[[host]]\nname = \"gpu01\"\naddress = \"10.0.0.1\\u001b]0;pwned\\u0007\\u001b[31m\"\nuser = \"root\\u009b31m\"\n"), 0o644)
-	r = runGpulab(t, nil, []string{"HOME=" + dir}, "inventory", "list", "--inventory", odd)
-	if r.code != 0 || !strings.Contains(r.stdout, "10.0.0.1"+pwnedEscaped) || !strings.Contains(r.stdout, `root\u009b31m`) {
-		t.Errorf("gpulab inventory list: %v\nwant the address and user with their escapes shown", r)
+	for _, args := range [][]string{{"inventory", "check", odd}, {"inventory", "list", "--inventory", odd}} {
+		r = runGpulab(t, nil, []string{"HOME=" + dir}, args...)
+		if r.code == 0 || !strings.Contains(r.stderr, odd+`:3:1: host "gpu01": address "10.0.0.1`+pwnedEscaped+`" holds characters a host name cannot ('\x1b', ';', '\a'): OpenSSH refuses it too`) ||
+			!strings.Contains(r.stderr, odd+`:4:1: host "gpu01": user "root\u009b31m" holds characters a user name cannot ('\u009b'): OpenSSH refuses it too`) {
+			t.Errorf("gpulab %s: %v\nwant the address and user refused at their lines, escaped", strings.Join(args, " "), r)
+		}
+		noRawControls(t, strings.Join(args, " "), r.stdout+r.stderr)
 	}
-	noRawControls(t, "inventory list", r.stdout+r.stderr)
 }
 
 // TestExecEscapesWhatHostsSayButNotTheirOutput: a host that reports its

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -266,4 +267,45 @@ func TestParseVLLMBenchThroughput(t *testing.T) {
 	run(t, env, "parse", "vllm-bench-throughput", f).expect(t, 0, `"output_token_throughput_tps": 18116.77,`, "")
 	in := "Processed prompts:  33%|###  | 329/1000\n"
 	runInput(t, env, in, "parse", "vllm-bench-throughput").expect(t, 1, `"request_throughput_rps": null`, `standard input (vllm-bench-throughput): no "Throughput: N requests/s, ..." line`)
+}
+
+// TestInventoryHostLimit: an inventory whose entries add up to more than
+// inventory.MaxHosts hosts is refused at the entry that crosses it, before
+// that entry is expanded.
+func TestInventoryHostLimit(t *testing.T) {
+	env := noEnv(t)
+	big := filepath.Join(t.TempDir(), "big.toml")
+	writeFile(t, big, "[[host]]\nname = \"n[0-39999]\"\n[[host]]\nname = \"m[0-39999]\"\n[[host]]\nname = \"o[0000000-9999999]\"\n")
+	r := run(t, env, "inventory", "check", big)
+	r.expect(t, 1, "", big+`:4:1: node set "m[0-39999]" names 40000 hosts, which brings the inventory to 80000, more than the 65536 hosts an inventory may hold`)
+	if strings.Count(r.stderr, "\n") != 1 {
+		t.Errorf("inventory check: want one problem, got:\n%s", r.stderr)
+	}
+}
+
+// TestHostExpressionLimit: -H naming more than inventory.MaxHosts hosts is
+// a usage error naming the expression and its size, before it is expanded
+// and before any host is reached.
+func TestHostExpressionLimit(t *testing.T) {
+	env := noEnv(t)
+	want := `host expression "a[0-999]b[0-999]": node set "a[0-999]b[0-999]" names 1000000 hosts, more than the 65536 a host expression may name`
+	run(t, env, "inventory", "list", "--inventory", "../inventory.toml", "-H", "a[0-999]b[0-999]").expect(t, 2, "", want)
+	run(t, env, "exec", "--inventory", "../inventory.toml", "-H", "a[0-999]b[0-999]", "--", "true").expect(t, 2, "", want)
+	run(t, env, "inventory", "list", "--inventory", "../inventory.toml", "-H", "x[1-40000],y[1-40000]").
+		expect(t, 2, "", `host expression "x[1-40000],y[1-40000]" names at least 80000 hosts, more than the 65536`)
+}
+
+// TestInventoryCheckRefusesShellInNames: an address or a user that would
+// run a command through an ssh_config's ProxyCommand (%h, %r) is refused
+// at its line, by inventory check and by any command that loads it.
+func TestInventoryCheckRefusesShellInNames(t *testing.T) {
+	env := noEnv(t)
+	dir := t.TempDir()
+	pwnA, pwnU := filepath.Join(dir, "pwnA"), filepath.Join(dir, "pwnU")
+	inv := filepath.Join(dir, "inv.toml")
+	writeFile(t, inv, fmt.Sprintf("[[host]]\nname = \"h1\"\naddress = \"x$(touch %s)\"\n\n[[host]]\nname = \"h2\"\nuser = \"r$(touch %s)\"\njump = \"ops@bastion\"\n", pwnA, pwnU))
+	r := run(t, env, "inventory", "check", inv)
+	r.expect(t, 1, "", fmt.Sprintf(`%s:3:1: host "h1": address "x$(touch %s)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnA))
+	r.expect(t, 1, "", fmt.Sprintf(`%s:7:1: host "h2": user "r$(touch %s)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnU))
+	run(t, env, "exec", "--inventory", inv, "-H", "*", "--", "true").expect(t, 2, "", inv+":3:1: host \"h1\": address")
 }

@@ -33,6 +33,12 @@ const (
 	// MaxConcurrency bounds how many hosts are worked on at once: each is
 	// an SSH connection, and jump hosts refuse many more (MaxStartups).
 	MaxConcurrency = 4096
+	// MaxHosts bounds the hosts of an inventory, all [[host]] entries
+	// together, and the hosts one host expression may name, so that a
+	// line such as name = "n[0000000-9999999]" is an error instead of
+	// gigabytes and minutes. Sizes are computed before anything is
+	// expanded. At this bound an inventory loads in a fraction of a second.
+	MaxHosts = 1 << 16
 )
 
 // Inventory is a loaded, validated inventory. The zero value is not useful;
@@ -48,6 +54,9 @@ type Inventory struct {
 	Kube   []KubeContext
 
 	byName map[string]int
+	// byLabel indexes the hosts by label key, then value, so that a label
+	// selector costs the hosts it names, not a pass over the inventory.
+	byLabel map[string]map[string][]int
 }
 
 // Defaults apply to every host that does not set its own value.

@@ -99,6 +99,49 @@ func TestSelectErrors(t *testing.T) {
 	}
 }
 
+// TestSelectLimits: a host expression names at most MaxHosts hosts. A node
+// set over it is refused with its size before it is expanded (sizes no
+// expansion could reach are exact), a union that crosses it is refused as it
+// does, and the terms together are charged against MaxGroupNames, a node
+// set before it is expanded.
+func TestSelectLimits(t *testing.T) {
+	inv := loadExample(t)
+	tests := []struct{ expr, want string }{
+		{"a[0-999]b[0-999]", `host expression "a[0-999]b[0-999]": node set "a[0-999]b[0-999]" names 1000000 hosts, more than the 65536 a host expression may name`},
+		{"gpu001,n[0-999999999999999999]", `host expression "gpu001,n[0-999999999999999999]": node set "n[0-999999999999999999]" names 1000000000000000000 hosts, more than the 65536`},
+		{"a[1-40000],b[1-40000]!a[1-40000]", `host expression "a[1-40000],b[1-40000]!a[1-40000]" names at least 80000 hosts, more than the 65536 a host expression may name`},
+	}
+	for _, tt := range tests {
+		if _, err := inv.Select(tt.expr); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Select(%q) error = %v, want it to contain %q", tt.expr, err, tt.want)
+		}
+	}
+	max := fmt.Sprintf("n[1-%d]", MaxHosts)
+	if hosts, err := inv.Select(max + "!n1,gpu001"); err != nil || len(hosts) != MaxHosts {
+		t.Errorf("Select(%s!n1,gpu001) = %d hosts, %v; want %d", max, len(hosts), err, MaxHosts)
+	}
+
+	// 64 node sets of MaxHosts names are MaxGroupNames: one more is refused.
+	expr := strings.Repeat(max+"!"+max+",", MaxGroupNames/MaxHosts/2) + "x[1-2]"
+	if _, err := inv.Select(expr); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("its terms name more than %d hosts in all", MaxGroupNames)) {
+		t.Errorf("Select(%.40s...) = %v, want the terms over MaxGroupNames", expr, err)
+	}
+
+	budget := 10
+	_, err := inv.evaluate("gpu[001-008],n[1-1000]", inv.groupRef, false, &budget)
+	if !errors.Is(err, errNamesBudget) || budget != -1 {
+		t.Errorf("evaluate with 10 names left: %v, %d left; want errNamesBudget with n[1-1000] charged before it is expanded (-1 left)", err, budget)
+	}
+	budget = 10
+	if set, err := inv.evaluate("gpu[001-008],bastion,h200-01", inv.groupRef, true, &budget); err != nil || len(set) != 10 || budget != 0 {
+		t.Errorf("evaluate of 10 names with 10 left = %d names, %v, %d left", len(set), err, budget)
+	}
+	budget = 10
+	if _, err := inv.evaluate("gpu[001-008],@dc2,h200-01", inv.groupRef, true, &budget); !errors.Is(err, errNamesBudget) {
+		t.Errorf("evaluate of 11 names with 10 left: %v, want errNamesBudget", err)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src string
@@ -295,4 +338,125 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Select(*) = %d hosts, %v; want all %d", len(hosts), err, len(inv.Hosts))
 		}
 	})
+}
+
+// TestParseHostLimit: the hosts of all [[host]] entries together are at
+// most MaxHosts. The entry that crosses the limit is the one reported, with
+// the sizes, and the entries after it are not expanded: a copy of the
+// first entry after it would otherwise be thousands of duplicates.
+func TestParseHostLimit(t *testing.T) {
+	src := "[[host]]\nname = \"a[1-30000]\"\n[[host]]\nname = \"b[1-30000]\"\n" +
+		"[[host]]\nname = \"c[1-30000]\"\n[[host]]\nname = \"a[1-30000]\"\n[[host]]\nname = \"x\"\nport = 0\n"
+	_, err := Parse("inv.toml", []byte(src))
+	want := []string{
+		`inv.toml:6:1: node set "c[1-30000]" names 30000 hosts, which brings the inventory to 90000, more than the 65536 hosts an inventory may hold`,
+		"inv.toml:11:1: port 0 is out of range (want 1-65535)",
+	}
+	if err == nil || err.Error() != strings.Join(want, "\n") {
+		t.Errorf("Parse error = %.2000v\nwant exactly:\n%s", err, strings.Join(want, "\n"))
+	}
+
+	tests := []struct{ src, want string }{
+		{"[[host]]\nname = \"n-[000000-099999]\"\n[[host]]\nname = \"m\"\n",
+			`inv.toml:2:1: node set "n-[000000-099999]" names 100000 hosts, more than the 65536 an inventory may hold`},
+		// Sizes no expansion could reach: counted, never expanded.
+		{"[[host]]\nname = \"a[1-10]\"\n[[host]]\nname = \"b[0-999999999999999]\"\n",
+			`inv.toml:4:1: node set "b[0-999999999999999]" names 1000000000000000 hosts, which brings the inventory to 1000000000000010, more than the 65536 hosts`},
+		{"[[host]]\nname = \"a[1-10]\"\n[[host]]\nname = \"b[0-999999999]c[0-999999999]d[0-99]\"\n",
+			`inv.toml:4:1: node set "b[0-999999999]c[0-999999999]d[0-99]" names more than 18446744073709551614 hosts, which brings the inventory to more than 18446744073709551614, more than the 65536 hosts`},
+	}
+	for _, tt := range tests {
+		_, err := Parse("inv.toml", []byte(tt.src))
+		if err == nil || err.Error() != tt.want && !strings.HasPrefix(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Parse(%q) error = %.2000v\nwant one problem: %s", tt.src, err, tt.want)
+		}
+	}
+
+	// Exactly MaxHosts hosts load, with groups of all of them (64 such
+	// groups fit in MaxGroupNames).
+	src = fmt.Sprintf("[[host]]\nname = \"a[1-%d]\"\ngroups = [\"a\"]\n[[host]]\nname = \"b[1-%d]\"\ngroups = [\"b\"]\n[groups]\nall = \"@a,@b\"\n", MaxHosts/2, MaxHosts/2)
+	inv, err := Parse("inv.toml", []byte(src))
+	if err != nil || len(inv.Hosts) != MaxHosts || len(inv.Groups["all"]) != MaxHosts || MaxGroupNames/MaxHosts != 64 {
+		t.Errorf("Parse of %d hosts in 64 groups: %.2000v", MaxHosts, err)
+	}
+}
+
+// TestParseRefusesHostileNames: addresses, users, names used as addresses
+// and jump specs reach a shell through an ssh_config's ProxyCommand (%h,
+// %r, %n); they are held to a host name's and a user name's characters,
+// at file:line:col, naming the key and the characters.
+func TestParseRefusesHostileNames(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"address", "[[host]]\nname = \"h1\"\n\n\naddress = \"x$(touch /tmp/pwnA)\"\n",
+			[]string{`inv.toml:5:1: host "h1": address "x$(touch /tmp/pwnA)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`}},
+		{"address template", "[[host]]\nname = \"h[1-2]\"\naddress = \"{name}`id`.lab\"\n",
+			[]string{"inv.toml:3:1: host \"h[1-2]\": address \"{name}`id`.lab\" holds characters a host name cannot ('`'): OpenSSH refuses it too"}},
+		{"address braces", "[[host]]\nname = \"h1\"\naddress = \"{nam}.lab\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "{nam}.lab" holds characters a host name cannot ('{', '}'): OpenSSH refuses it too`}},
+		{"address option", "[[host]]\nname = \"h1\"\naddress = \"-oProxyCommand=id\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "-oProxyCommand=id" starts with '-' and holds characters a host name cannot ('='): OpenSSH refuses it too`}},
+		{"address not refused by OpenSSH", "[[host]]\nname = \"h1\"\naddress = \"h*.lab\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "h*.lab" holds characters a host name cannot ('*')` + "\n"}},
+		{"address with a newline", "[[host]]\nname = \"h1\"\naddress = \"a\\nb\"\n",
+			[]string{`inv.toml:3:1: host "h1": address "a\nb" holds characters a host name cannot ('\n'): OpenSSH refuses it too`}},
+		{"user", "[[host]]\nname = \"h1\"\nuser = \"r$(touch /tmp/pwnU)\"\n",
+			[]string{`inv.toml:3:1: host "h1": user "r$(touch /tmp/pwnU)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`}},
+		{"user option", "[[host]]\nname = \"h1\"\nuser = \"-l\"\n",
+			[]string{`inv.toml:3:1: host "h1": user "-l" starts with '-', which a user name cannot: OpenSSH refuses it too`}},
+		{"defaults user", "[defaults]\nuser = \"ops;id\"\n",
+			[]string{`inv.toml:2:1: [defaults] user "ops;id" holds characters a user name cannot (';'): OpenSSH refuses it too`}},
+		{"name as address", "[[host]]\nname = \"-oProxyCommand[1-2]\"\n",
+			[]string{`inv.toml:2:1: host "-oProxyCommand[1-2]": name "-oProxyCommand[1-2]" starts with '-', which a host name cannot: OpenSSH refuses it too`}},
+		{"name", "[[host]]\nname = \"h$(id)\"\naddress = \"10.0.0.1\"\n",
+			[]string{`inv.toml:2:1: node set "h$(id)": column 2: '$' cannot appear in a host name`}},
+		{"jump user", "[[host]]\nname = \"h1\"\njump = \"ops@bastion,r$(id)@gw:2222\"\n",
+			[]string{`inv.toml:3:1: jump "ops@bastion,r$(id)@gw:2222": want [user@]host[:port], comma-separated for a chain: user "r$(id)" holds characters a user name cannot ('$', '(', ')'): OpenSSH refuses it too`}},
+		{"jump host", "[defaults]\njump = \"ops@-oProxyCommand=id\"\n",
+			[]string{`inv.toml:2:1: jump "ops@-oProxyCommand=id": want [user@]host[:port], comma-separated for a chain: host "-oProxyCommand=id" starts with '-' and holds characters a host name cannot ('=')`}},
+		{"jump port", "[[host]]\nname = \"h1\"\njump = \"gw:22x\"\n",
+			[]string{`inv.toml:3:1: jump "gw:22x": want [user@]host[:port], comma-separated for a chain: port "22x": want 1-65535`}},
+		{"jump empty hop", "[[host]]\nname = \"h1\"\njump = \"gw,\"\n",
+			[]string{`inv.toml:3:1: jump "gw,": want [user@]host[:port], comma-separated for a chain: a hop is empty`}},
+		{"jump empty user", "[[host]]\nname = \"h1\"\njump = \"@gw\"\n",
+			[]string{`inv.toml:3:1: jump "@gw": want [user@]host[:port], comma-separated for a chain: user "" is empty`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("inv.toml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("Parse accepted %q", tt.src)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error()+"\n", w) {
+					t.Errorf("Parse error =\n%v\nwant it to contain\n%s", err, w)
+				}
+			}
+		})
+	}
+
+	good := `[defaults]
+user = "svc.gpu-lab_01"
+jump = "ops@bastion.example.net:2222,jo+admin@corp.example@gw2,[fe80::1%eth0]:22,[2001:db8::7],2001:db8::8"
+[[host]]
+name = "gpu[01-02]"
+address = "{name}.a100_lab.example.net"
+user = "alice@example.com"
+[[host]]
+name = "v6"
+address = "fe80::1%eth0"
+jump = "none"
+[[host]]
+name = "v6b"
+address = "[2001:db8::1]"
+`
+	inv, err := Parse("inv.toml", []byte(good))
+	if err != nil {
+		t.Fatalf("Parse refused good names: %v", err)
+	}
+	if h, _ := inv.Host("gpu02"); h.Address != "gpu02.a100_lab.example.net" || h.User != "alice@example.com" {
+		t.Errorf("gpu02 = %+v", h)
+	}
 }

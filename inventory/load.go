@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
+	"math/bits"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -114,9 +116,11 @@ func Parse(file string, data []byte) (*Inventory, error) {
 	inv := &Inventory{File: file, Defaults: raw.Defaults, Groups: map[string][]string{}, byName: map[string]int{}}
 	inv.Defaults.applyBuiltins()
 	errs = append(errs, checkDefaults(ix, raw.Defaults)...)
-	errs = append(errs, inv.addHosts(ix, raw.Host)...)
+	names, hostErrs := inv.addHosts(ix, raw.Host)
+	errs = append(errs, hostErrs...)
+	inv.indexLabels()
 	budget := MaxGroupNames
-	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host, &budget)...)
+	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host, names, &budget)...)
 	errs = append(errs, inv.addKube(ix, raw.Kube, &budget)...)
 	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
@@ -150,24 +154,67 @@ func checkDefaults(ix *tomlpos.Index, d Defaults) []error {
 			errs = append(errs, ix.Errorf([]any{"defaults", "jump"}, "%v", err))
 		}
 	}
+	if d.User != "" {
+		if err := checkUserName("user", d.User); err != nil {
+			errs = append(errs, ix.Errorf([]any{"defaults", "user"}, "[defaults] %v", err))
+		}
+	}
 	return errs
 }
 
-func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
+// addHosts adds the hosts of entries, and returns the names each entry
+// expands to (nil for an entry that has a problem with its name or comes
+// after the entry that brings the hosts over MaxHosts). Each entry's size is
+// computed before it is expanded, so that the entry that crosses MaxHosts is
+// refused, and those after it are checked but not expanded.
+func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) ([][]string, []error) {
 	var errs []error
+	expanded := make([][]string, len(entries))
+	total, over := uint64(0), false
 	for i, e := range entries {
 		at := func(k string) []any { return []any{"host", i, k} }
 		if e.Name == "" {
 			errs = append(errs, ix.Errorf([]any{"host", i}, "host has no name (want name = \"gpu01\" or a node set such as \"gpu[01-08]\")"))
 			continue
 		}
-		names, err := ExpandPattern(e.Name)
-		if err != nil {
+		var names []string
+		size, err := NodeSetSize(e.Name)
+		switch {
+		case strings.HasPrefix(e.Name, "-"):
+			errs = append(errs, ix.Errorf(at("name"), "host %q: %v", e.Name, checkHostName("name", e.Name)))
+		case err != nil:
 			errs = append(errs, ix.Errorf(at("name"), "%v", err))
-			continue
+		case over:
+		case size > MaxHosts-total:
+			over = true
+			if total == 0 {
+				errs = append(errs, ix.Errorf(at("name"), "node set %q names %s hosts, more than the %d an inventory may hold", e.Name, sizeText(size), MaxHosts))
+				break
+			}
+			sum, carry := bits.Add64(total, size, 0)
+			if carry != 0 {
+				sum = math.MaxUint64
+			}
+			errs = append(errs, ix.Errorf(at("name"), "node set %q names %s hosts, which brings the inventory to %s, more than the %d hosts an inventory may hold", e.Name, sizeText(size), sizeText(sum), MaxHosts))
+		default:
+			total += size
+			if names, err = ExpandPattern(e.Name); err != nil {
+				errs = append(errs, ix.Errorf(at("name"), "%v", err)) // not reached: the size is checked
+			}
 		}
+		expanded[i] = names
 		if len(names) > 1 && e.Address != "" && !strings.Contains(e.Address, "{name}") {
 			errs = append(errs, ix.Errorf(at("address"), "address %q is shared by %d hosts; use {name} in it (for example \"{name}.cluster.local\")", e.Address, len(names)))
+		}
+		if e.Address != "" {
+			if err := checkAddress(e.Address); err != nil {
+				errs = append(errs, ix.Errorf(at("address"), "host %q: %v", e.Name, err))
+			}
+		}
+		if e.User != "" {
+			if err := checkUserName("user", e.User); err != nil {
+				errs = append(errs, ix.Errorf(at("user"), "host %q: %v", e.Name, err))
+			}
 		}
 		if err := checkPort(ix, e.Port, at("port")...); err != nil {
 			errs = append(errs, err)
@@ -192,7 +239,7 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
 		}
 		pos, _ := ix.Lookup("host", i)
 		src := fmt.Sprintf("%s:%d:%d", ix.File, pos.Line, pos.Col)
-		for _, n := range names {
+		for _, n := range names { // none when the name has a problem
 			if j, dup := inv.byName[n]; dup {
 				errs = append(errs, ix.Errorf(at("name"), "host %q is already defined at %s", n, inv.Hosts[j].Source))
 				continue
@@ -209,28 +256,26 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) []error {
 			inv.Hosts = append(inv.Hosts, h)
 		}
 	}
-	return errs
+	return expanded, errs
+}
+
+// indexLabels fills byLabel from the hosts' labels.
+func (inv *Inventory) indexLabels() {
+	inv.byLabel = map[string]map[string][]int{}
+	for i, h := range inv.Hosts {
+		for k, v := range h.Labels {
+			if inv.byLabel[k] == nil {
+				inv.byLabel[k] = map[string][]int{}
+			}
+			inv.byLabel[k][v] = append(inv.byLabel[k][v], i)
+		}
+	}
 }
 
 // checkPort checks the port at path: 1-65535 when written (0 means unset).
 func checkPort(ix *tomlpos.Index, port int, path ...any) error {
 	if _, set := ix.Lookup(path...); set && (port < 1 || port > 65535) {
 		return ix.Errorf(path, "port %d is out of range (want 1-65535)", port)
-	}
-	return nil
-}
-
-// checkJump accepts ProxyJump syntax: [user@]host[:port], comma-separated.
-func checkJump(j string) error {
-	for _, hop := range strings.Split(j, ",") {
-		hop = strings.TrimSpace(hop)
-		hostPort := hop
-		if _, after, ok := strings.Cut(hop, "@"); ok {
-			hostPort = after
-		}
-		if hop == "" || hostPort == "" || strings.ContainsAny(hop, " \t'\"`$;|&") {
-			return fmt.Errorf("jump %q: want [user@]host[:port], comma-separated for a chain", j)
-		}
 	}
 	return nil
 }
@@ -244,8 +289,8 @@ const (
 	// MaxGroupNames bounds the work of resolving groups and kube node
 	// lists: the host names that their expressions and host.groups yield,
 	// all together, a host counting each time it is named. It is 64 groups
-	// of 65,536 hosts.
-	MaxGroupNames = 1 << 22
+	// of MaxHosts (65,536) hosts.
+	MaxGroupNames = 64 * MaxHosts
 )
 
 // errReported stands for a problem reported at the group where it is, and
@@ -265,12 +310,13 @@ type groupResolver struct {
 	errs     []error
 }
 
-// addGroups resolves the groups; budget is what is left of MaxGroupNames.
-func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]tomlpos.StringList, entries []hostEntry, budget *int) []error {
+// addGroups resolves the groups; expanded holds the names of each host
+// entry, as addHosts returns them; budget is what is left of MaxGroupNames.
+func (inv *Inventory) addGroups(ix *tomlpos.Index, groups map[string]tomlpos.StringList, entries []hostEntry, expanded [][]string, budget *int) []error {
 	r := &groupResolver{inv: inv, ix: ix, groups: groups, declared: map[string][]string{}, failed: map[string]bool{}, budget: budget}
 	for i, e := range entries {
-		names, err := ExpandPattern(e.Name)
-		if err != nil {
+		names := expanded[i]
+		if names == nil {
 			continue // reported by addHosts
 		}
 		if *budget -= len(names) * len(e.Groups); *budget < 0 {

@@ -2,6 +2,8 @@ package inventory
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -9,23 +11,40 @@ import (
 
 // MaxNodeSetSize bounds how many names one node set may expand to, so that a
 // typo such as gpu[1-100000000] is an error instead of an out-of-memory crash.
-const MaxNodeSetSize = 1 << 20
+// It is MaxHosts: a node set never names more hosts than an inventory, or a
+// host expression, may hold.
+const MaxNodeSetSize = MaxHosts
 
 // maxDigits is the longest run of digits treated as a number; longer runs
 // are plain text (they do not fit a uint64 comfortably).
 const maxDigits = 18
 
-// ExpandPattern expands one node-set pattern in ClusterShell syntax into
-// names, in the order the ranges give: "gpu[01-03,07]" is gpu01, gpu02,
-// gpu03, gpu07; "r[1-2]-g[1-2]" is r1-g1, r1-g2, r2-g1, r2-g2; a range may
-// have a step ("[1-9/2]"). Zero padding is kept: "[08-10]" gives 08, 09, 10.
-// A pattern without brackets is a single name. Operators (",", "!", "&", "^")
-// and groups belong to expressions, see Inventory.Select.
-func ExpandPattern(pattern string) ([]string, error) {
+// nodeRange is one range of a range set as written: lo-hi/step, numbers
+// zero-padded to width (0 when natural).
+type nodeRange struct {
+	lo, hi, step uint64
+	width        int
+}
+
+// count is how many numbers the range yields, at least 1.
+func (r nodeRange) count() uint64 { return (r.hi-r.lo)/r.step + 1 }
+
+// nodeSegment is a run of plain text (ranges nil) or a bracketed range set.
+type nodeSegment struct {
+	text   string
+	ranges []nodeRange
+}
+
+// parseNodeSet checks a pattern and cuts it into text and range sets,
+// expanding nothing.
+func parseNodeSet(pattern string) ([]nodeSegment, error) {
 	if pattern == "" {
 		return nil, fmt.Errorf("node set: empty name")
 	}
-	names := []string{""}
+	if pattern[0] == '-' {
+		return nil, fmt.Errorf("node set %q: column 1: a host name cannot start with '-' (OpenSSH refuses it too)", pattern)
+	}
+	var segs []nodeSegment
 	i := 0
 	for i < len(pattern) {
 		c := pattern[i]
@@ -35,20 +54,11 @@ func ExpandPattern(pattern string) ([]string, error) {
 			if end < 0 {
 				return nil, fmt.Errorf("node set %q: column %d: '[' is never closed", pattern, i+1)
 			}
-			values, err := expandRangeSet(pattern[i+1 : i+end])
+			ranges, err := parseRangeSet(pattern[i+1 : i+end])
 			if err != nil {
 				return nil, fmt.Errorf("node set %q: column %d: %w", pattern, i+2, err)
 			}
-			if len(names)*len(values) > MaxNodeSetSize {
-				return nil, fmt.Errorf("node set %q: expands to more than %d names", pattern, MaxNodeSetSize)
-			}
-			next := make([]string, 0, len(names)*len(values))
-			for _, n := range names {
-				for _, v := range values {
-					next = append(next, n+v)
-				}
-			}
-			names = next
+			segs = append(segs, nodeSegment{ranges: ranges})
 			i += end + 1
 		case ']':
 			return nil, fmt.Errorf("node set %q: column %d: ']' without '['", pattern, i+1)
@@ -60,13 +70,123 @@ func ExpandPattern(pattern string) ([]string, error) {
 			for j < len(pattern) && pattern[j] != '[' && pattern[j] != ']' && validNameByte(pattern[j]) {
 				j++
 			}
-			for k := range names {
-				names[k] += pattern[i:j]
-			}
+			segs = append(segs, nodeSegment{text: pattern[i:j]})
 			i = j
 		}
 	}
-	return names, nil
+	return segs, nil
+}
+
+// nodeSetSize is how many names segs expand to, math.MaxUint64 when that
+// many or more.
+func nodeSetSize(segs []nodeSegment) uint64 {
+	size := uint64(1)
+	for _, s := range segs {
+		if s.ranges == nil {
+			continue
+		}
+		hi, lo := bits.Mul64(size, rangeSetSize(s.ranges))
+		if hi != 0 {
+			return math.MaxUint64
+		}
+		size = lo
+	}
+	return size
+}
+
+// rangeSetSize is how many numbers ranges yield, math.MaxUint64 when that
+// many or more.
+func rangeSetSize(ranges []nodeRange) uint64 {
+	var n uint64
+	for _, r := range ranges {
+		sum, carry := bits.Add64(n, r.count(), 0)
+		if carry != 0 {
+			return math.MaxUint64
+		}
+		n = sum
+	}
+	return n
+}
+
+// NodeSetSize returns how many names pattern expands to, computed from its
+// ranges without expanding them, so that a pattern can be weighed before
+// it costs memory: "gpu[01-04,07]" is 5, "r[1-1000]-g[1-1000]" a million.
+// A size that does not fit a uint64 is math.MaxUint64. The errors are
+// ExpandPattern's.
+func NodeSetSize(pattern string) (uint64, error) {
+	segs, err := parseNodeSet(pattern)
+	if err != nil {
+		return 0, err
+	}
+	return nodeSetSize(segs), nil
+}
+
+// sizeText writes a size from NodeSetSize, saturated ones as such.
+func sizeText(n uint64) string {
+	if n == math.MaxUint64 {
+		return "more than 18446744073709551614"
+	}
+	return strconv.FormatUint(n, 10)
+}
+
+// ExpandPattern expands one node-set pattern in ClusterShell syntax into
+// names, in the order the ranges give: "gpu[01-03,07]" is gpu01, gpu02,
+// gpu03, gpu07; "r[1-2]-g[1-2]" is r1-g1, r1-g2, r2-g1, r2-g2; a range may
+// have a step ("[1-9/2]"). Zero padding is kept: "[08-10]" gives 08, 09, 10.
+// A pattern without brackets is a single name. Operators (",", "!", "&", "^")
+// and groups belong to expressions, see Inventory.Select.
+//
+// A pattern that would expand to more than MaxNodeSetSize names is refused
+// before anything is expanded, with its size in the error.
+func ExpandPattern(pattern string) ([]string, error) {
+	segs, err := parseNodeSet(pattern)
+	if err != nil {
+		return nil, err
+	}
+	size := nodeSetSize(segs)
+	if size > MaxNodeSetSize {
+		return nil, fmt.Errorf("node set %q expands to %s names, more than %d", pattern, sizeText(size), MaxNodeSetSize)
+	}
+	// Each range set yields at most size numbers: sizes multiply, and
+	// none is 0.
+	values := make([][]string, len(segs))
+	length := 0
+	for k, s := range segs {
+		if s.ranges == nil {
+			length += len(s.text)
+			continue
+		}
+		values[k] = expandRanges(s.ranges)
+		length += len(values[k][len(values[k])-1])
+	}
+	names := make([]string, 0, size)
+	at := make([]int, len(segs)) // the value taken from each range set
+	var b strings.Builder
+	for {
+		b.Grow(length)
+		for k, s := range segs {
+			if s.ranges == nil {
+				b.WriteString(s.text)
+			} else {
+				b.WriteString(values[k][at[k]])
+			}
+		}
+		names = append(names, b.String())
+		b.Reset()
+		k := len(segs) - 1
+		for ; k >= 0; k-- {
+			if values[k] == nil {
+				continue
+			}
+			if at[k]++; at[k] < len(values[k]) {
+				break
+			}
+			at[k] = 0
+		}
+		if k < 0 {
+			return names, nil
+		}
+	}
 }
 
 func validNameByte(c byte) bool {
@@ -74,12 +194,12 @@ func validNameByte(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == ':' || c == '%'
 }
 
-// expandRangeSet expands the inside of brackets: "01-04,07,10-20/5".
-func expandRangeSet(s string) ([]string, error) {
+// parseRangeSet reads the inside of brackets: "01-04,07,10-20/5".
+func parseRangeSet(s string) ([]nodeRange, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, fmt.Errorf("empty range []")
 	}
-	var out []string
+	var out []nodeRange
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		rng, stepText, hasStep := strings.Cut(part, "/")
@@ -110,17 +230,37 @@ func expandRangeSet(s string) ([]string, error) {
 		if width > 0 && formatNum(hi, width) != hiText {
 			return nil, fmt.Errorf("range %q: %s and %s are padded differently", part, loText, hiText)
 		}
-		if (hi-lo)/step+uint64(len(out)) >= MaxNodeSetSize {
-			return nil, fmt.Errorf("range %q: more than %d names", part, MaxNodeSetSize)
-		}
-		for v := lo; v <= hi; v += step {
-			out = append(out, formatNum(v, width))
-			if hi-v < step {
+		out = append(out, nodeRange{lo: lo, hi: hi, step: step, width: width})
+	}
+	return out, nil
+}
+
+// expandRanges writes the numbers of a range set; the caller has bounded
+// their count.
+func expandRanges(ranges []nodeRange) []string {
+	out := make([]string, 0, rangeSetSize(ranges))
+	for _, r := range ranges {
+		for v := r.lo; v <= r.hi; v += r.step {
+			out = append(out, formatNum(v, r.width))
+			if r.hi-v < r.step {
 				break
 			}
 		}
 	}
-	return out, nil
+	return out
+}
+
+// expandRangeSet expands the inside of brackets, at most MaxNodeSetSize
+// numbers.
+func expandRangeSet(s string) ([]string, error) {
+	ranges, err := parseRangeSet(s)
+	if err != nil {
+		return nil, err
+	}
+	if n := rangeSetSize(ranges); n > MaxNodeSetSize {
+		return nil, fmt.Errorf("range set %q: %s numbers, more than %d", s, sizeText(n), MaxNodeSetSize)
+	}
+	return expandRanges(ranges), nil
 }
 
 func parseNum(s string) (uint64, error) {

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -45,14 +47,61 @@ func TestExpandPatternErrors(t *testing.T) {
 		{"gpu[01-9]", `range "01-9": 01 and 9 are padded differently`},
 		{"gpu[1-9/0]", "step must be a positive number"},
 		{"gpu 01", `column 4: ' ' cannot appear in a host name`},
-		{"gpu[1-100000000]", "more than 1048576 names"},
-		{"r[1-2000]-g[1-2000]", "expands to more than 1048576 names"},
+		{"gpu[1-100000000]", `node set "gpu[1-100000000]" expands to 100000000 names, more than 65536`},
+		{"r[1-2000]-g[1-2000]", "expands to 4000000 names, more than 65536"},
+		{"-gpu[1-2]", `node set "-gpu[1-2]": column 1: a host name cannot start with '-'`},
 	}
 	for _, tt := range tests {
 		_, err := ExpandPattern(tt.in)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("ExpandPattern(%q) error = %v, want it to contain %q", tt.in, err, tt.want)
 		}
+	}
+}
+
+// TestNodeSetSize: a node set is weighed from its ranges, never expanded:
+// sizes far beyond any memory are exact, products and sums that overflow
+// a uint64 saturate, and ExpandPattern refuses them with the size.
+func TestNodeSetSize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want uint64
+	}{
+		{"gpu01", 1},
+		{"gpu[01-04,07]", 5},
+		{"n[1-9/4]", 3},
+		{"n[1-10/4]", 3},
+		{"r[1-2]-g[1-2]", 4},
+		{"gpu[1,1]", 2}, // as ExpandPattern: both spellings
+		{"a[0-999]b[0-999]", 1_000_000},
+		{"n[0-999999999999999999]", 1_000_000_000_000_000_000},
+		{"a[0-999999999]b[0-999999999]", 1_000_000_000_000_000_000},
+		{"a[0-999999999]b[0-999999999]c[0-99]", math.MaxUint64},
+		{"a[0-999999999999999999,0-999999999999999999,0-999999999999999999,0-999999999999999999]", 4_000_000_000_000_000_000},
+		{"a[" + strings.Repeat("0-999999999999999999,", 19) + "0-999999999999999999]", math.MaxUint64},
+	}
+	for _, tt := range tests {
+		got, err := NodeSetSize(tt.in)
+		if err != nil || got != tt.want {
+			t.Errorf("NodeSetSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	if _, err := NodeSetSize("gpu[01-04"); err == nil || !strings.Contains(err.Error(), "'[' is never closed") {
+		t.Errorf("NodeSetSize(gpu[01-04) error = %v, want ExpandPattern's", err)
+	}
+	// Sizes no expansion could count are in the errors: the refusal comes
+	// before anything is expanded.
+	for in, want := range map[string]string{
+		"n[0-999999999999999999]":                "expands to 1000000000000000000 names, more than 65536",
+		"a[0-999999999]b[0-999999999]c[0-99]":    "expands to more than 18446744073709551614 names, more than 65536",
+		fmt.Sprintf("n[1-%d]", MaxNodeSetSize+1): fmt.Sprintf("expands to %d names, more than %d", MaxNodeSetSize+1, MaxNodeSetSize),
+	} {
+		if _, err := ExpandPattern(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ExpandPattern(%q) error = %v, want %q", in, err, want)
+		}
+	}
+	if names, err := ExpandPattern(fmt.Sprintf("n[1-%d]", MaxNodeSetSize)); err != nil || len(names) != MaxNodeSetSize || names[MaxNodeSetSize-1] != fmt.Sprintf("n%d", MaxNodeSetSize) {
+		t.Errorf("ExpandPattern(n[1-%d]) = %d names, %v; want all of them", MaxNodeSetSize, len(names), err)
 	}
 }
 
@@ -165,7 +214,7 @@ func FuzzFoldExpand(f *testing.F) {
 	f.Fuzz(func(t *testing.T, list, pattern string) {
 		var names []string
 		for _, n := range strings.Fields(list) {
-			if strings.IndexFunc(n, func(r rune) bool { return r > 127 || !validNameByte(byte(r)) }) >= 0 {
+			if strings.IndexFunc(n, func(r rune) bool { return r > 127 || !validNameByte(byte(r)) }) >= 0 || n[0] == '-' {
 				continue
 			}
 			names = append(names, n)

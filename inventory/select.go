@@ -22,8 +22,17 @@ import (
 //	@train                  a group
 //	@gpu=a100               hosts whose label gpu is a100; @gpu=* any value
 //	* or @all               every inventory host
+//
+// An expression names at most MaxHosts hosts, and its terms at most
+// MaxGroupNames in all (a host counting each time it is named); a node set
+// is weighed before it is expanded, so that a typo such as a[0-999]b[0-999]
+// is an error naming its size, not a minute of work.
 func (inv *Inventory) Select(expr string) ([]Host, error) {
-	set, err := inv.evaluate(expr, inv.groupRef, false, nil)
+	budget := MaxGroupNames
+	set, err := inv.evaluate(expr, inv.groupRef, false, &budget)
+	if errors.Is(err, errNamesBudget) {
+		return nil, fmt.Errorf("host expression %q: its terms name more than %d hosts in all (a host counts each time it is named)", expr, MaxGroupNames)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -48,10 +57,11 @@ type setOp byte
 // exceed what is left of its budget.
 var errNamesBudget = errors.New("too many host names")
 
-// evaluate returns the set of host names expr names; ref resolves @group;
-// strict refuses names that are not in the inventory. budget, when not
-// nil, is decreased by the number of names each term yields, and going
-// below zero is errNamesBudget.
+// evaluate returns the set of host names expr names, at most MaxHosts;
+// ref resolves @group; strict refuses names that are not in the inventory.
+// budget, when not nil, is decreased by the number of names each term
+// yields (a node set's before it is expanded), and going below zero is
+// errNamesBudget.
 func (inv *Inventory) evaluate(expr string, ref func(string) ([]string, error), strict bool, budget *int) (map[string]bool, error) {
 	if strings.TrimSpace(expr) == "" {
 		return nil, fmt.Errorf("empty host expression")
@@ -67,14 +77,12 @@ func (inv *Inventory) evaluate(expr string, ref func(string) ([]string, error), 
 		if term == "" {
 			return fmt.Errorf("host expression %q: column %d: missing a host or group before %q", expr, end+1, string(byte(op)))
 		}
-		names, err := inv.term(term, ref, strict)
+		names, err := inv.term(term, ref, strict, budget)
+		if errors.Is(err, errNamesBudget) {
+			return err
+		}
 		if err != nil {
 			return fmt.Errorf("host expression %q: %w", expr, err)
-		}
-		if budget != nil {
-			if *budget -= len(names); *budget < 0 {
-				return errNamesBudget
-			}
 		}
 		set := make(map[string]bool, len(names))
 		for _, n := range names {
@@ -104,6 +112,9 @@ func (inv *Inventory) evaluate(expr string, ref func(string) ([]string, error), 
 				}
 			}
 		}
+		if len(result) > MaxHosts {
+			return fmt.Errorf("host expression %q names at least %d hosts, more than the %d a host expression may name", expr, len(result), MaxHosts)
+		}
 		return nil
 	}
 	for i := 0; i < len(expr); i++ {
@@ -132,7 +143,23 @@ func (inv *Inventory) evaluate(expr string, ref func(string) ([]string, error), 
 }
 
 // term resolves one operand: a node set, @group, @label=value or @all.
-func (inv *Inventory) term(t string, ref func(string) ([]string, error), strict bool) ([]string, error) {
+// budget, when not nil, is charged the names the operand yields; a node
+// set is charged before it is expanded.
+func (inv *Inventory) term(t string, ref func(string) ([]string, error), strict bool, budget *int) ([]string, error) {
+	names, err := inv.termNames(t, ref, strict, budget)
+	if err != nil {
+		return nil, err
+	}
+	if budget != nil {
+		if *budget -= len(names); *budget < 0 {
+			return nil, errNamesBudget
+		}
+	}
+	return names, nil
+}
+
+// termNames is term but for what it charges the names it yields.
+func (inv *Inventory) termNames(t string, ref func(string) ([]string, error), strict bool, budget *int) ([]string, error) {
 	if t == "*" || t == "@all" || t == "@*" {
 		names := make([]string, len(inv.Hosts))
 		for i, h := range inv.Hosts {
@@ -146,14 +173,32 @@ func (inv *Inventory) term(t string, ref func(string) ([]string, error), strict 
 				return nil, fmt.Errorf("label selector %q: want @key=value", t)
 			}
 			var names []string
-			for _, h := range inv.Hosts {
-				if v, has := h.Labels[key]; has && (value == "*" || v == value) {
-					names = append(names, h.Name)
+			add := func(hosts []int) {
+				for _, i := range hosts {
+					names = append(names, inv.Hosts[i].Name)
 				}
+			}
+			if value != "*" {
+				add(inv.byLabel[key][value])
+				return names, nil
+			}
+			for _, hosts := range inv.byLabel[key] {
+				add(hosts)
 			}
 			return names, nil
 		}
 		return ref(rest)
+	}
+	size, err := NodeSetSize(t)
+	if err != nil {
+		return nil, err
+	}
+	if size > MaxHosts {
+		return nil, fmt.Errorf("node set %q names %s hosts, more than the %d a host expression may name", t, sizeText(size), MaxHosts)
+	}
+	if budget != nil && (*budget < 0 || size > uint64(*budget)) {
+		*budget = -1
+		return nil, errNamesBudget
 	}
 	names, err := ExpandPattern(t)
 	if err != nil {
