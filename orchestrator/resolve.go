@@ -446,8 +446,8 @@ func (r *Resolver) resolveJump(spec string, depth int) ([]Target, error) {
 	for _, hop := range strings.Split(spec, ",") {
 		hop = strings.TrimSpace(hop)
 		user := ""
-		if u, rest, ok := strings.Cut(hop, "@"); ok {
-			user, hop = u, rest
+		if at := strings.LastIndex(hop, "@"); at >= 0 { // the last @, as OpenSSH splits
+			user, hop = hop[:at], hop[at+1:]
 		}
 		port := 0
 		if h, p, ok := strings.Cut(hop, ":"); ok && !strings.Contains(p, ":") {
