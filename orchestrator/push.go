@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // PushSpec is a file to place on hosts.
@@ -73,8 +75,9 @@ type PushResult struct {
 // Where it goes: a destination that is a directory (or ends in /) means
 // the file goes inside it under its own name, as with scp. A destination
 // that is a symbolic link, or not a regular file, is refused: nothing is
-// written, compared or chmod-ed through a link. Destinations holding
-// control characters are refused. The path reported is where the bytes
+// written, compared or chmod-ed through a link. Names and destinations
+// holding control characters, or the invisible ones that reorder text
+// (visible.Unsafe: bidi controls, line separators, a BOM), are refused. The path reported is where the bytes
 // are, with the directory's links resolved. SFTP is used where the server
 // offers it.
 func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
@@ -88,7 +91,7 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 		return fail(Error, "push: bad file name %q", spec.Name)
 	}
 	if hasControl(spec.Dest) {
-		return fail(Error, "push: destination %q holds a control character: refused", spec.Dest)
+		return fail(Error, "push: destination %q holds a control character or a bidi/format character: refused", spec.Dest)
 	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
@@ -131,7 +134,7 @@ if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\
 	}
 	dir, base, state := strings.TrimSuffix(f[0], "\n"), f[1], f[2]
 	if hasControl(dir) {
-		return fail(Error, "push: destination directory %q (links resolved) holds a control character: refused", dir)
+		return fail(Error, "push: destination directory %q (links resolved) holds a control character or a bidi/format character: refused", dir)
 	}
 	res.Path = path.Join(dir, base)
 	switch state {
@@ -200,9 +203,10 @@ chmod %o "$t" && { mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -
 	return res
 }
 
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) })
-}
+// hasControl reports whether s holds a character that gpulab never sends
+// in a path: a control character, or an invisible one that reorders or
+// hides text (visible.Unsafe).
+func hasControl(s string) bool { return strings.ContainsFunc(s, visible.Unsafe) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {
