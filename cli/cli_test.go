@@ -267,3 +267,52 @@ func TestParseVLLMBenchThroughput(t *testing.T) {
 	in := "Processed prompts:  33%|###  | 329/1000\n"
 	runInput(t, env, in, "parse", "vllm-bench-throughput").expect(t, 1, `"request_throughput_rps": null`, `standard input (vllm-bench-throughput): no "Throughput: N requests/s, ..." line`)
 }
+
+// Connection flags are held to the limits the inventory's keys have, as
+// usage errors before any host is reached, by every command that takes
+// them; values in range pass on (to the missing inventory here).
+func TestConnectionFlagsRangeChecked(t *testing.T) {
+	env := noEnv(t)
+	file := filepath.Join(t.TempDir(), "f")
+	writeFile(t, file, "x")
+	missing := filepath.Join(t.TempDir(), "inv.toml")
+	commands := [][]string{ // the command, then its arguments: flags go between
+		{"exec", "-H", "gpu01", "--inventory", missing, "--", "true"},
+		{"push", file, "-H", "gpu01", "--inventory", missing},
+		{"probe", "-H", "gpu01", "--inventory", missing},
+		{"runbook", "run", "health", "-H", "gpu01", "--inventory", missing},
+		{"lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "--inventory", missing},
+		{"inventory", "show", "gpu01", "--inventory", missing},
+	}
+	with := func(c []string, flags ...string) []string {
+		n := 1
+		if c[0] == "runbook" || c[0] == "lab" || c[0] == "inventory" {
+			n = 2
+		}
+		return append(append(append([]string{}, c[:n]...), flags...), c[n:]...)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency 0: want 1 to 4096 hosts at once"},
+		{[]string{"--concurrency", "-5"}, "--concurrency -5: want 1 to 4096"},
+		{[]string{"--concurrency", "4097"}, "--concurrency 4097: want 1 to 4096"},
+		{[]string{"--timeout", "0s"}, "--timeout 0s: want 1s to 24h"},
+		{[]string{"--timeout", "25h"}, "--timeout 25h: want 1s to 24h"},
+		{[]string{"--connect-timeout", "-1s"}, "--connect-timeout -1s: want 1s to 5m"},
+		{[]string{"--connect-timeout", "500ms"}, "--connect-timeout 500ms: want 1s to 5m"},
+		{[]string{"--inactivity-timeout", "0s"}, "--inactivity-timeout 0s: want 1s to 24h"},
+		{[]string{"-p", "70000"}, "--port 70000 is out of range (want 1-65535)"},
+		{[]string{"--port", "0"}, "--port 0 is out of range"},
+		{[]string{"-p", "-1"}, "--port -1 is out of range"},
+	} {
+		for _, c := range commands {
+			run(t, env, with(c, tc.flags...)...).expect(t, 2, "", tc.want)
+		}
+	}
+	for _, c := range commands {
+		run(t, env, with(c, "--concurrency", "4096", "--timeout", "24h", "--connect-timeout", "1s", "--inactivity-timeout", "1s", "-p", "65535")...).
+			expect(t, 2, "", "does not exist")
+	}
+}
