@@ -22,9 +22,11 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/gpulab/gpulab/cli"
+	"github.com/gpulab/gpulab/internal/termquiet" // before Bubble Tea's init: no terminal queries
 )
 
 func main() {
+	termquiet.Restore()
 	os.Exit(cli.Main(os.Args[1:], cli.Env{
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,
