@@ -173,6 +173,29 @@ func TestResultsListSkipsRecordsThatAreNotFiles(t *testing.T) {
 	if want := "gpulab: read " + filepath.Join(fifoDir, "record.json") + ": not a regular file: a FIFO (named pipe)\n"; r.code != 2 || r.stderr != want {
 		t.Errorf("gpulab results show FIFO-RECORD: %v\nwant exit 2 and %q", r, want)
 	}
+
+	// A record.md that is a FIFO or a link to /dev/zero: the record is
+	// said to be unreadable, and why (it was passed over in silence, the
+	// Markdown rebuilt from record.json).
+	good := filepath.Join(results, "good-lab", "20261129-100000-gpu01")
+	mkfifo(t, filepath.Join(good, "record.md"))
+	r = runGpulab(t, nil, []string{"HOME=" + t.TempDir()}, "results", "show", "good-lab/20261129-100000-gpu01", "--results", results)
+	if want := "gpulab: the record's Markdown is unreadable: read " + filepath.Join(good, "record.md") + ": not a regular file: a FIFO (named pipe) (--json prints record.json)\n"; r.code != 2 || r.stdout != "" || r.stderr != want {
+		t.Errorf("gpulab results show RUN (record.md a FIFO): %v\nwant exit 2 and %q", r, want)
+	}
+	os.Remove(filepath.Join(good, "record.md"))
+	if err := os.Symlink("/dev/zero", filepath.Join(good, "record.md")); err != nil {
+		t.Fatal(err)
+	}
+	r = runGpulab(t, nil, []string{"HOME=" + t.TempDir()}, "results", "show", good)
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "record.md: not a regular file: a character device") {
+		t.Errorf("gpulab results show RUN (record.md a link to /dev/zero): %v\nwant exit 2, unreadable", r)
+	}
+	os.Remove(filepath.Join(good, "record.md"))
+	r = runGpulab(t, nil, []string{"HOME=" + t.TempDir()}, "results", "show", good)
+	if r.code != 0 || !strings.Contains(r.stdout, "# Lab record: ") {
+		t.Errorf("gpulab results show RUN (no record.md: the Markdown from record.json): %v", r)
+	}
 }
 
 func writeRecord(t *testing.T, dir, record string) {
