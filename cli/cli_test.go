@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +174,7 @@ func TestUsageAndWorkbench(t *testing.T) {
 	run(t, env, "nope").expect(t, 2, "", `unknown command "nope"`)
 	run(t, env).expect(t, 2, "", "the workbench needs a terminal")
 	run(t, env, "--json").expect(t, 2, "", "--json applies to a command")
-	run(t, env, "--help").expect(t, 0, "Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error", "")
+	run(t, env, "--help").expect(t, 0, "Exit codes:\n  0    ok\n  1    a check or a host failed\n  2    usage or configuration error", "")
 	run(t, env, "matrix", "--help").expect(t, 0, "gpulab matrix --filter isolation=strong", "")
 	r := run(t, env, "version", "--json")
 	var v struct{ Version, Go string }
@@ -314,5 +316,44 @@ func TestConnectionFlagsRangeChecked(t *testing.T) {
 	for _, c := range commands {
 		run(t, env, with(c, "--concurrency", "4096", "--timeout", "24h", "--connect-timeout", "1s", "--inactivity-timeout", "1s", "-p", "65535")...).
 			expect(t, 2, "", "does not exist")
+	}
+}
+
+// The top-level help lists every exit code gpulab uses (the constants) and
+// the same codes as the README's Commands section.
+func TestHelpListsEveryExitCode(t *testing.T) {
+	r := run(t, noEnv(t), "--help")
+	_, help, ok := strings.Cut(r.stdout, "Exit codes:\n")
+	help, _, _ = strings.Cut(help, "\n\n")
+	if r.code != 0 || !ok {
+		t.Fatalf("gpulab --help: exit %d, no \"Exit codes:\" list:\n%s", r.code, r.stdout)
+	}
+	inHelp := map[string]bool{}
+	for _, l := range strings.Split(help, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && !strings.HasPrefix(l, "       ") {
+			inHelp[f[0]] = true
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Commands\n\nExit codes: ")
+	section, _, _ = strings.Cut(section, "\n\n")
+	inReadme := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\*\*(\d+)\*\*`).FindAllStringSubmatch(section, -1) {
+		inReadme[m[1]] = true
+	}
+	for _, code := range []int{ExitOK, ExitFailed, ExitUsage, ExitUnknown, ExitNotSaved, ExitInterrupted} {
+		c := strconv.Itoa(code)
+		if !inHelp[c] {
+			t.Errorf("gpulab --help does not list exit code %s:\n%s", c, help)
+		}
+		if !inReadme[c] {
+			t.Errorf("the README's Commands section does not list exit code %s", c)
+		}
+	}
+	if len(inHelp) != len(inReadme) {
+		t.Errorf("gpulab --help lists exit codes %v, the README %v", inHelp, inReadme)
 	}
 }
