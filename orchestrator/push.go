@@ -87,11 +87,11 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 		res.Class, res.Err, res.Duration = class, fmt.Sprintf(format, args...), time.Since(start)
 		return res
 	}
-	if strings.ContainsAny(spec.Name, "/\x00") || spec.Name == "" || spec.Name == "." || spec.Name == ".." || hasControl(spec.Name) {
-		return fail(Error, "push: bad file name %q", spec.Name)
+	if err := CheckPushName(spec.Name); err != nil {
+		return fail(Error, "push: %v", err)
 	}
-	if hasControl(spec.Dest) {
-		return fail(Error, "push: destination %q holds a control character or a bidi/format character: refused", spec.Dest)
+	if err := CheckPushDest(spec.Dest); err != nil {
+		return fail(Error, "push: %v", err)
 	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
@@ -201,6 +201,31 @@ chmod %o "$t" && { mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -
 	}
 	res.Class, res.Duration = OK, time.Since(start)
 	return res
+}
+
+// CheckPushName says why name cannot be a pushed file's name (PushSpec.Name),
+// or returns nil: it must be one path element, not "." or "..", and hold
+// no control character nor an invisible one that reorders text
+// (visible.Unsafe). Push checks it; a caller checks it first to refuse a
+// bad name once rather than once per host.
+func CheckPushName(name string) error {
+	switch {
+	case strings.ContainsAny(name, "/\x00") || name == "" || name == "." || name == "..":
+		return fmt.Errorf("bad file name %q", name)
+	case hasControl(name):
+		return fmt.Errorf("bad file name %q: it holds a control character or a bidi/format character", name)
+	}
+	return nil
+}
+
+// CheckPushDest says why dest cannot be a push destination
+// (PushSpec.Dest), or returns nil: it holds a control character or an
+// invisible one that reorders text (visible.Unsafe).
+func CheckPushDest(dest string) error {
+	if hasControl(dest) {
+		return fmt.Errorf("destination %q holds a control character or a bidi/format character: refused", dest)
+	}
+	return nil
 }
 
 // hasControl reports whether s holds a character that gpulab never sends
