@@ -13,7 +13,8 @@
 //
 // Run 'gpulab --help' for the commands, and 'gpulab COMMAND --help' for
 // each one's flags and examples. Exit codes: 0 ok, 1 a check or host failed,
-// 2 usage or configuration error.
+// 2 usage or configuration error, 3 a runbook with UNKNOWN checks, 4 a lab
+// whose record was not saved, 130 interrupted.
 package main
 
 import (
@@ -22,9 +23,11 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/gpulab/gpulab/cli"
+	"github.com/gpulab/gpulab/internal/termquiet" // before Bubble Tea's init: no terminal queries
 )
 
 func main() {
+	termquiet.Restore()
 	os.Exit(cli.Main(os.Args[1:], cli.Env{
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // The tests in this file give the real binary what it must not trust:
@@ -172,6 +173,29 @@ func TestResultsListSkipsRecordsThatAreNotFiles(t *testing.T) {
 	if want := "gpulab: read " + filepath.Join(fifoDir, "record.json") + ": not a regular file: a FIFO (named pipe)\n"; r.code != 2 || r.stderr != want {
 		t.Errorf("gpulab results show FIFO-RECORD: %v\nwant exit 2 and %q", r, want)
 	}
+
+	// A record.md that is a FIFO or a link to /dev/zero: the record is
+	// said to be unreadable, and why (it was passed over in silence, the
+	// Markdown rebuilt from record.json).
+	good := filepath.Join(results, "good-lab", "20261129-100000-gpu01")
+	mkfifo(t, filepath.Join(good, "record.md"))
+	r = runGpulab(t, nil, []string{"HOME=" + t.TempDir()}, "results", "show", "good-lab/20261129-100000-gpu01", "--results", results)
+	if want := "gpulab: the record's Markdown is unreadable: read " + filepath.Join(good, "record.md") + ": not a regular file: a FIFO (named pipe) (--json prints record.json)\n"; r.code != 2 || r.stdout != "" || r.stderr != want {
+		t.Errorf("gpulab results show RUN (record.md a FIFO): %v\nwant exit 2 and %q", r, want)
+	}
+	os.Remove(filepath.Join(good, "record.md"))
+	if err := os.Symlink("/dev/zero", filepath.Join(good, "record.md")); err != nil {
+		t.Fatal(err)
+	}
+	r = runGpulab(t, nil, []string{"HOME=" + t.TempDir()}, "results", "show", good)
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, "record.md: not a regular file: a character device") {
+		t.Errorf("gpulab results show RUN (record.md a link to /dev/zero): %v\nwant exit 2, unreadable", r)
+	}
+	os.Remove(filepath.Join(good, "record.md"))
+	r = runGpulab(t, nil, []string{"HOME=" + t.TempDir()}, "results", "show", good)
+	if r.code != 0 || !strings.Contains(r.stdout, "# Lab record: ") {
+		t.Errorf("gpulab results show RUN (no record.md: the Markdown from record.json): %v", r)
+	}
 }
 
 func writeRecord(t *testing.T, dir, record string) {
@@ -306,13 +330,14 @@ const pwned = "\x1b]0;pwned\a\x1b[31m"
 const pwnedEscaped = `\x1b]0;pwned\a\x1b[31m`
 
 // noRawControls fails t if out holds a control character gpulab should
-// have escaped; allowed is raw output that must stay as it is.
+// have escaped (or a bidi or other invisible one, see visible.Unsafe);
+// allowed is raw output that must stay as it is.
 func noRawControls(t *testing.T, what, out string, allowed ...string) {
 	t.Helper()
 	for _, a := range allowed {
 		out = strings.ReplaceAll(out, a, "")
 	}
-	if i := strings.IndexFunc(out, func(r rune) bool { return r < ' ' && r != '\n' && r != '\t' || r >= 0x7f && r <= 0x9f }); i >= 0 {
+	if i := strings.IndexFunc(out, func(r rune) bool { return visible.Unsafe(r) && r != '\n' && r != '\t' }); i >= 0 {
 		t.Errorf("%s prints a raw control character: %q", what, out[max(0, i-40):min(len(out), i+40)])
 	}
 }
@@ -323,7 +348,7 @@ func noRawControls(t *testing.T, what, out string, allowed ...string) {
 func TestNamesFromRecordsAreEscaped(t *testing.T) {
 	results := t.TempDir()
 	run := filepath.Join(results, "lab"+pwned, "20261129-100000-gpu"+pwned)
-	record := map[string]any{"schema": 1, "lab": "lab" + pwned, "name": "Name" + pwned, "started": "2026-11-29T10:00:00Z", "complete": true,
+	record := map[string]any{"schema": 1, "lab": "lab" + pwned, "name": "Name" + pwned + "\u202eflipped\u2028", "started": "2026-11-29T10:00:00Z", "complete": true,
 		"hosts":  []map[string]any{{"host": "gpu" + pwned + "01", "class": "ok", "error": "err" + pwned, "metrics": map[string]any{"tp": 1.5}}},
 		"result": map[string]any{"workload": "w" + pwned, "mode": "m" + pwned, "unit": "u" + pwned, "throughput": "tp"}}
 	data, _ := json.Marshal(record)
@@ -337,7 +362,7 @@ func TestNamesFromRecordsAreEscaped(t *testing.T) {
 	noRawControls(t, "results list", r.stdout+r.stderr)
 
 	r = runGpulab(t, nil, env, "results", "show", run)
-	if r.code != 0 || !strings.Contains(r.stdout, "Name"+pwnedEscaped) {
+	if r.code != 0 || !strings.Contains(r.stdout, "Name"+pwnedEscaped+`\u202eflipped\u2028`) {
 		t.Errorf("gpulab results show: %v", r)
 	}
 	noRawControls(t, "results show (no record.md)", r.stdout+r.stderr)

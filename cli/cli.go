@@ -37,6 +37,18 @@ const (
 	ExitNotSaved = 4
 )
 
+// exitCodes is the top-level help's list of exit codes, as the README's
+// Commands section gives them.
+var exitCodes = fmt.Sprintf(`Exit codes:
+  %d    ok
+  %d    a check or a host failed
+  %d    usage or configuration error (a bad flag, an invalid inventory, ...)
+  %d    a runbook found nothing wrong but some checks are UNKNOWN
+       (--allow-unknown makes that %d)
+  %d    a lab ran but its record could not be saved
+  %d  interrupted (Ctrl-C, SIGTERM, SIGHUP)`,
+	ExitOK, ExitFailed, ExitUsage, ExitUnknown, ExitOK, ExitNotSaved, ExitInterrupted)
+
 // Version is the build's version, set with -ldflags "-X ...cli.Version=...".
 var Version = "dev"
 
@@ -138,7 +150,7 @@ axes (resource unit, isolation, fragmentation source, governance).
 Every screen has a command-line twin that prints the same content as a text
 table, or as JSON with --json, for scripts.
 
-Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error.`,
+` + exitCodes,
 		Example: `  gpulab                                 # open the workbench
   gpulab exec -H 'gpu[01-08]' -- nvidia-smi -L    # run on many hosts over SSH
   gpulab matrix --filter isolation=strong   # the Matrix, filtered, as text

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,7 +175,7 @@ func TestUsageAndWorkbench(t *testing.T) {
 	run(t, env, "nope").expect(t, 2, "", `unknown command "nope"`)
 	run(t, env).expect(t, 2, "", "the workbench needs a terminal")
 	run(t, env, "--json").expect(t, 2, "", "--json applies to a command")
-	run(t, env, "--help").expect(t, 0, "Exit codes: 0 ok, 1 a check or a host failed, 2 usage or configuration error", "")
+	run(t, env, "--help").expect(t, 0, "Exit codes:\n  0    ok\n  1    a check or a host failed\n  2    usage or configuration error", "")
 	run(t, env, "matrix", "--help").expect(t, 0, "gpulab matrix --filter isolation=strong", "")
 	r := run(t, env, "version", "--json")
 	var v struct{ Version, Go string }
@@ -308,4 +310,92 @@ func TestInventoryCheckRefusesShellInNames(t *testing.T) {
 	r.expect(t, 1, "", fmt.Sprintf(`%s:3:1: host "h1": address "x$(touch %s)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnA))
 	r.expect(t, 1, "", fmt.Sprintf(`%s:7:1: host "h2": user "r$(touch %s)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnU))
 	run(t, env, "exec", "--inventory", inv, "-H", "*", "--", "true").expect(t, 2, "", inv+":3:1: host \"h1\": address")
+}
+
+// Connection flags are held to the limits the inventory's keys have, as
+// usage errors before any host is reached, by every command that takes
+// them; values in range pass on (to the missing inventory here).
+func TestConnectionFlagsRangeChecked(t *testing.T) {
+	env := noEnv(t)
+	file := filepath.Join(t.TempDir(), "f")
+	writeFile(t, file, "x")
+	missing := filepath.Join(t.TempDir(), "inv.toml")
+	commands := [][]string{ // the command, then its arguments: flags go between
+		{"exec", "-H", "gpu01", "--inventory", missing, "--", "true"},
+		{"push", file, "-H", "gpu01", "--inventory", missing},
+		{"probe", "-H", "gpu01", "--inventory", missing},
+		{"runbook", "run", "health", "-H", "gpu01", "--inventory", missing},
+		{"lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "--inventory", missing},
+		{"inventory", "show", "gpu01", "--inventory", missing},
+	}
+	with := func(c []string, flags ...string) []string {
+		n := 1
+		if c[0] == "runbook" || c[0] == "lab" || c[0] == "inventory" {
+			n = 2
+		}
+		return append(append(append([]string{}, c[:n]...), flags...), c[n:]...)
+	}
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--concurrency", "0"}, "--concurrency 0: want 1 to 4096 hosts at once"},
+		{[]string{"--concurrency", "-5"}, "--concurrency -5: want 1 to 4096"},
+		{[]string{"--concurrency", "4097"}, "--concurrency 4097: want 1 to 4096"},
+		{[]string{"--timeout", "0s"}, "--timeout 0s: want 1s to 24h"},
+		{[]string{"--timeout", "25h"}, "--timeout 25h: want 1s to 24h"},
+		{[]string{"--connect-timeout", "-1s"}, "--connect-timeout -1s: want 1s to 5m"},
+		{[]string{"--connect-timeout", "500ms"}, "--connect-timeout 500ms: want 1s to 5m"},
+		{[]string{"--inactivity-timeout", "0s"}, "--inactivity-timeout 0s: want 1s to 24h"},
+		{[]string{"-p", "70000"}, "--port 70000 is out of range (want 1-65535)"},
+		{[]string{"--port", "0"}, "--port 0 is out of range"},
+		{[]string{"-p", "-1"}, "--port -1 is out of range"},
+	} {
+		for _, c := range commands {
+			run(t, env, with(c, tc.flags...)...).expect(t, 2, "", tc.want)
+		}
+	}
+	for _, c := range commands {
+		run(t, env, with(c, "--concurrency", "4096", "--timeout", "24h", "--connect-timeout", "1s", "--inactivity-timeout", "1s", "-p", "65535")...).
+			expect(t, 2, "", "does not exist")
+	}
+}
+
+// The top-level help lists every exit code gpulab uses (the constants) and
+// the same codes as the README's Commands section.
+func TestHelpListsEveryExitCode(t *testing.T) {
+	r := run(t, noEnv(t), "--help")
+	_, help, ok := strings.Cut(r.stdout, "Exit codes:\n")
+	help, _, _ = strings.Cut(help, "\n\n")
+	if r.code != 0 || !ok {
+		t.Fatalf("gpulab --help: exit %d, no \"Exit codes:\" list:\n%s", r.code, r.stdout)
+	}
+	inHelp := map[string]bool{}
+	for _, l := range strings.Split(help, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && !strings.HasPrefix(l, "       ") {
+			inHelp[f[0]] = true
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Commands\n\nExit codes: ")
+	section, _, _ = strings.Cut(section, "\n\n")
+	inReadme := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\*\*(\d+)\*\*`).FindAllStringSubmatch(section, -1) {
+		inReadme[m[1]] = true
+	}
+	for _, code := range []int{ExitOK, ExitFailed, ExitUsage, ExitUnknown, ExitNotSaved, ExitInterrupted} {
+		c := strconv.Itoa(code)
+		if !inHelp[c] {
+			t.Errorf("gpulab --help does not list exit code %s:\n%s", c, help)
+		}
+		if !inReadme[c] {
+			t.Errorf("the README's Commands section does not list exit code %s", c)
+		}
+	}
+	if len(inHelp) != len(inReadme) {
+		t.Errorf("gpulab --help lists exit codes %v, the README %v", inHelp, inReadme)
+	}
 }

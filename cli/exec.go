@@ -39,10 +39,13 @@ type sshFlags struct {
 	timeout        time.Duration
 	inactivity     time.Duration
 	concurrency    int
+
+	cmd *cobra.Command // where they were registered: which were given
 }
 
 func (f *sshFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
+	f.cmd = cmd
 	fl.StringVarP(&f.hosts, "hosts", "H", "", "host `EXPR`ession: node set, @group, @label=value, names from ~/.ssh/config (required)")
 	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "OpenSSH client config `FILE` (default ~/.ssh/config), like ssh -F")
 	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts `FILE` (default ~/.ssh/known_hosts)")
@@ -56,6 +59,40 @@ func (f *sshFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.concurrency, "concurrency", 0, "hosts worked on at once, a sliding window (default 64)")
 }
 
+// check refuses, as a usage error, a flag given a value that the same key
+// in an inventory may not have: a port outside 1-65535, a concurrency
+// outside 1-inventory.MaxConcurrency, a timeout shorter than
+// inventory.MinTimeout or longer than its key's maximum. A flag's zero
+// value means "not given" (the inventory's value, then the default) only
+// when it was not given.
+func (f *sshFlags) check() error {
+	given := func(name string, nonzero bool) bool {
+		return nonzero || f.cmd != nil && f.cmd.Flags().Changed(name)
+	}
+	if given("port", f.port != 0) && (f.port < 1 || f.port > 65535) {
+		return usageErr("--port %d is out of range (want 1-65535)", f.port)
+	}
+	if given("concurrency", f.concurrency != 0) && (f.concurrency < 1 || f.concurrency > inventory.MaxConcurrency) {
+		return usageErr("--concurrency %d: want 1 to %d hosts at once", f.concurrency, inventory.MaxConcurrency)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+		max  time.Duration
+	}{
+		{"connect-timeout", f.connectTimeout, inventory.MaxConnectTimeout},
+		{"timeout", f.timeout, inventory.MaxCommandTimeout},
+		{"inactivity-timeout", f.inactivity, inventory.MaxCommandTimeout},
+	} {
+		if given(d.name, d.d != 0) {
+			if err := inventory.InRange(d.d, inventory.MinTimeout, d.max); err != nil {
+				return usageErr("--%s %v", d.name, err)
+			}
+		}
+	}
+	return nil
+}
+
 // runner holds what reaching hosts needs, built from flags and inventory.
 type runner struct {
 	engine   *orchestrator.Engine
@@ -66,6 +103,9 @@ type runner struct {
 }
 
 func (o *options) newRunner(f *sshFlags) (*runner, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	if f.hosts == "" {
 		return nil, usageErr("-H is required: which hosts? (e.g. -H 'gpu[01-08]', -H @a100, -H '*')")
 	}

@@ -118,6 +118,22 @@ func TestPushAgainstRealSSHD(t *testing.T) {
 	}
 	run(t, env, "push", "/nonexistent", "-H", "gpu01", "-F", cfg).expect(t, 2, "", "no such file")
 	run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--mode", "9").expect(t, 2, "", "want an octal mode")
+
+	// A local name the hosts would refuse (a control or bidi character),
+	// and such a --dest: a usage error up front, not a refusal per host.
+	dir := t.TempDir()
+	for _, name := range []string{"a\nb", "x\x1b[31m", "notes\u202etxt.sh", "a\u2066b", "\ufeffx"} {
+		bad := filepath.Join(dir, name)
+		writeFile(t, bad, "x")
+		r := run(t, env, "push", bad, "-H", "gpu[01-03]", "-F", cfg)
+		r.expect(t, 2, "", "push: bad file name ")
+		r.expect(t, 2, "", "the file keeps its local name on the hosts: rename it")
+		if strings.Contains(r.stdout, "gpu") {
+			t.Errorf("push %q reached hosts: %s", name, r.stdout)
+		}
+	}
+	run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--dest", dest+"\u202e").expect(t, 2, "", "push: --dest: destination ")
+	run(t, env, "push", src, "-H", "gpu01", "-F", cfg, "--dest", "x\ny").expect(t, 2, "", "holds a control character")
 }
 
 // TestProbeAgainstRealSSHD pushes the real probe binary to a real sshd

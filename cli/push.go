@@ -32,8 +32,9 @@ cache directory on the host, ${XDG_CACHE_HOME:-~/.cache}/gpulab (created
 is under the remote user's home; a PATH that is a directory (or ends in /)
 takes the file under its own name, as scp does. A destination that is a
 symbolic link or not a regular file is refused (gpulab never writes,
-compares or changes a mode through a link), and so is a PATH holding a
-control character. The path reported is where the bytes are.
+compares or changes a mode through a link), and so is a PATH or a FILE
+name holding a control character or a bidi/format character (U+202E and
+the like). The path reported is where the bytes are.
 
 The file is written to a temporary name in the destination directory,
 flushed to disk, checked by sha256 on the host and renamed into place
@@ -46,6 +47,14 @@ is used where the server offers it, a plain session otherwise.`,
   gpulab push big.tar -H gpu01 --json`,
 		Args: exactArgs(1, "the local FILE to push"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// The name the file takes on the hosts, and --dest: refused
+			// here, once, rather than by every host.
+			if err := orchestrator.CheckPushName(filepath.Base(args[0])); err != nil {
+				return usageErr("push: %v (the file keeps its local name on the hosts: rename it)", err)
+			}
+			if err := orchestrator.CheckPushDest(dest); err != nil {
+				return usageErr("push: --dest: %v", err)
+			}
 			data, err := fileio.ReadRegular(args[0], fileio.MaxPush)
 			if err != nil {
 				return usageErr("push: %v", err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -137,11 +136,11 @@ results.csv. These commands read them back.`,
 			if o.json {
 				return writeJSON(c.OutOrStdout(), ref.Record)
 			}
-			md, err := fileio.ReadRegular(filepath.Join(ref.Dir, "record.md"), fileio.MaxRecord)
+			md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
 			if err != nil {
-				md = []byte(ref.Record.Markdown())
+				return configErr(fmt.Errorf("%w (--json prints record.json)", err))
 			}
-			_, err = c.OutOrStdout().Write(md)
+			_, err = io.WriteString(c.OutOrStdout(), md)
 			return err
 		},
 	})

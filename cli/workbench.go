@@ -36,8 +36,16 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
+	// Colours for the terminal the workbench draws on, asked of it here
+	// (its background: ESC ] 11 ; ?), before Bubble Tea takes it over.
+	// No command but the workbench asks the terminal anything: see
+	// internal/termquiet.
+	lipgloss.SetDefaultRenderer(lipgloss.NewRenderer(o.env.Stdout))
 	if o.noColor || o.getenv("NO_COLOR") != "" {
 		lipgloss.SetColorProfile(termenv.Ascii)
+		lipgloss.SetHasDarkBackground(true) // no colours: nothing to ask
+	} else {
+		lipgloss.HasDarkBackground()
 	}
 	// The workbench's lifetime: SIGTERM, SIGHUP (the terminal went away)
 	// or an outside SIGINT stop the runs in flight, their cleanup runs, and

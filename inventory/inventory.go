@@ -176,10 +176,20 @@ func (d *Duration) UnmarshalTOML(v any) error {
 // Within returns an error, naming d and the range, when d is set (not
 // zero) and outside lo..hi: "1ms: want 1s to 24h".
 func (d Duration) Within(lo, hi time.Duration) error {
-	if d.Duration == 0 || d.Duration >= lo && d.Duration <= hi {
+	if d.Duration == 0 {
 		return nil
 	}
-	return fmt.Errorf("%s: want %s to %s", d, short(lo), short(hi))
+	return InRange(d.Duration, lo, hi)
+}
+
+// InRange returns an error, naming d and the range, when d (zero
+// included) is outside lo..hi: "0s: want 1s to 24h". Command-line flags
+// are checked with it against the limits the inventory's keys have.
+func InRange(d, lo, hi time.Duration) error {
+	if d >= lo && d <= hi {
+		return nil
+	}
+	return fmt.Errorf("%s: want %s to %s", short(d), short(lo), short(hi))
 }
 
 // String prints the duration without zero minutes or seconds: "24h",

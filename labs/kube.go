@@ -86,13 +86,19 @@ func parseKubernetes(out string) *KubeEnvironment {
 			problems = append(problems, l)
 		}
 	}
+	// Each node's chunk runs from its "Name:" line to the next one, cut
+	// out of nodes in place (not joined line by line: += copies a chunk
+	// once per line, quadratic in a node's size).
 	var chunks []string
-	for _, l := range strings.SplitAfter(nodes, "\n") {
-		if strings.HasPrefix(l, "Name:") || len(chunks) == 0 {
-			chunks = append(chunks, "")
+	start, off := 0, 0
+	for l := range strings.Lines(nodes) {
+		if strings.HasPrefix(l, "Name:") && off > 0 {
+			chunks = append(chunks, nodes[start:off])
+			start = off
 		}
-		chunks[len(chunks)-1] += l
+		off += len(l)
 	}
+	chunks = append(chunks, nodes[start:])
 	for _, c := range chunks {
 		if !strings.HasPrefix(c, "Name:") {
 			if t := strings.TrimSpace(c); t != "" && !strings.Contains(strings.Join(problems, " "), orchestrator.FirstLine(t)) {

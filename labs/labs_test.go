@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -774,6 +775,29 @@ func TestKubernetesDeclaration(t *testing.T) {
 	}
 	if empty := parseKubernetes(""); empty.AllNodes != 0 || len(empty.Nodes) != 0 || empty.Error != "" {
 		t.Errorf("no output: %+v", empty)
+	}
+}
+
+// A node's block of many lines is cut out in linear work (it was joined
+// with += per line). The bytes allocated for 4n lines against n: linear
+// work gives 4 times, quadratic 16.
+func TestKubernetesLongNodeLinear(t *testing.T) {
+	allocated := func(n int) uint64 {
+		out := kubeMarker + "\nName: gpu-1\n" + strings.Repeat("  y\n", n)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		k := parseKubernetes(out)
+		runtime.ReadMemStats(&after)
+		if k.AllNodes != 1 {
+			t.Fatalf("%d lines: %+v", n, k)
+		}
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	allocated(100)
+	small, big := allocated(4000), allocated(16000)
+	t.Logf("4000 lines allocate %d bytes, 16000 lines %d", small, big)
+	if big > 8*small {
+		t.Errorf("4000 lines allocate %d bytes, 16000 lines %d (%.1f times): quadratic", small, big, float64(big)/float64(small))
 	}
 }
 

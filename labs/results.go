@@ -2,7 +2,9 @@ package labs
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -59,6 +61,21 @@ func ReadRecord(dir string) (*Record, error) {
 		return nil, fmt.Errorf("%s: record schema %d, this gpulab reads %d", path, r.Schema, RecordSchema)
 	}
 	return &r, nil
+}
+
+// ReadMarkdown returns dir/record.md, the record as gpulab wrote it for
+// people, or r's Markdown where dir has no record.md. A record.md that is
+// there but cannot be read (a FIFO, a link to a device, a file over
+// fileio.MaxRecord) is an error that says why: it is not passed over.
+func ReadMarkdown(dir string, r *Record) (string, error) {
+	md, err := fileio.ReadRegular(filepath.Join(dir, "record.md"), fileio.MaxRecord)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return r.Markdown(), nil
+	case err != nil:
+		return "", fmt.Errorf("the record's Markdown is unreadable: %w", err)
+	}
+	return string(md), nil
 }
 
 // CompareRow is one record (one host of it) in a comparison: the standard

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // PushSpec is a file to place on hosts.
@@ -73,8 +75,9 @@ type PushResult struct {
 // Where it goes: a destination that is a directory (or ends in /) means
 // the file goes inside it under its own name, as with scp. A destination
 // that is a symbolic link, or not a regular file, is refused: nothing is
-// written, compared or chmod-ed through a link. Destinations holding
-// control characters are refused. The path reported is where the bytes
+// written, compared or chmod-ed through a link. Names and destinations
+// holding control characters, or the invisible ones that reorder text
+// (visible.Unsafe: bidi controls, line separators, a BOM), are refused. The path reported is where the bytes
 // are, with the directory's links resolved. SFTP is used where the server
 // offers it.
 func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
@@ -84,11 +87,11 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 		res.Class, res.Err, res.Duration = class, fmt.Sprintf(format, args...), time.Since(start)
 		return res
 	}
-	if strings.ContainsAny(spec.Name, "/\x00") || spec.Name == "" || spec.Name == "." || spec.Name == ".." || hasControl(spec.Name) {
-		return fail(Error, "push: bad file name %q", spec.Name)
+	if err := CheckPushName(spec.Name); err != nil {
+		return fail(Error, "push: %v", err)
 	}
-	if hasControl(spec.Dest) {
-		return fail(Error, "push: destination %q holds a control character: refused", spec.Dest)
+	if err := CheckPushDest(spec.Dest); err != nil {
+		return fail(Error, "push: %v", err)
 	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
@@ -132,7 +135,7 @@ printf '%s\000' "$(stat -c %a . 2>/dev/null)"`
 	}
 	dir, base, state := strings.TrimSuffix(f[0], "\n"), f[1], f[2]
 	if hasControl(dir) {
-		return fail(Error, "push: destination directory %q (links resolved) holds a control character: refused", dir)
+		return fail(Error, "push: destination directory %q (links resolved) holds a control character or a bidi/format character: refused", dir)
 	}
 	res.Path = path.Join(dir, base)
 	switch state {
@@ -217,9 +220,35 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 	return res
 }
 
-func hasControl(s string) bool {
-	return strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) })
+// CheckPushName says why name cannot be a pushed file's name (PushSpec.Name),
+// or returns nil: it must be one path element, not "." or "..", and hold
+// no control character nor an invisible one that reorders text
+// (visible.Unsafe). Push checks it; a caller checks it first to refuse a
+// bad name once rather than once per host.
+func CheckPushName(name string) error {
+	switch {
+	case strings.ContainsAny(name, "/\x00") || name == "" || name == "." || name == "..":
+		return fmt.Errorf("bad file name %q", name)
+	case hasControl(name):
+		return fmt.Errorf("bad file name %q: it holds a control character or a bidi/format character", name)
+	}
+	return nil
 }
+
+// CheckPushDest says why dest cannot be a push destination
+// (PushSpec.Dest), or returns nil: it holds a control character or an
+// invisible one that reorders text (visible.Unsafe).
+func CheckPushDest(dest string) error {
+	if hasControl(dest) {
+		return fmt.Errorf("destination %q holds a control character or a bidi/format character: refused", dest)
+	}
+	return nil
+}
+
+// hasControl reports whether s holds a character that gpulab never sends
+// in a path: a control character, or an invisible one that reorders or
+// hides text (visible.Unsafe).
+func hasControl(s string) bool { return strings.ContainsFunc(s, visible.Unsafe) }
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

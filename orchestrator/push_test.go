@@ -240,6 +240,18 @@ func TestPushWritesOnlyItsDestination(t *testing.T) {
 				t.Errorf("a file outside the destination was overwritten: %q", got)
 			}
 
+			// Bidi controls, line separators and a BOM show a name other
+			// than the one written: refused in the destination and the name.
+			for _, dest := range []string{root + "/notes\u202etxt.sh", root + "/a\u2028b", root + "/\ufeffx", root + "/a\u2066b\u2069"} {
+				if r := push(dest, 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "bidi/format character") {
+					t.Errorf("push to %q = %+v, want refused", dest, r)
+				}
+			}
+			if r := c.Push(context.Background(), orchestrator.PushSpec{Name: "probe\u202e", Data: data, Dest: root + "/", NoSFTP: noSFTP}); r.Class != orchestrator.Error || !strings.Contains(r.Err, "bad file name") {
+				t.Errorf("push of a name holding U+202E = %+v, want refused", r)
+			}
+			assertOnly(t, root, "dest.txt", "dir", "keep", "link", "up", "victim", "victim-file")
+
 			// A directory reached through a link whose target holds a
 			// newline: refused once the host resolves it.
 			odd := filepath.Join(root, "odd\ndir")
@@ -249,6 +261,13 @@ func TestPushWritesOnlyItsDestination(t *testing.T) {
 				t.Errorf("push through a link to a directory named with a newline = %+v, want refused", r)
 			}
 			assertOnly(t, odd)
+			bidi := filepath.Join(root, "bidi\u202edir")
+			os.Mkdir(bidi, 0o755)
+			os.Symlink(bidi, filepath.Join(root, "via2"))
+			if r := push(filepath.Join(root, "via2", "probe"), 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, "bidi/format character") {
+				t.Errorf("push through a link to a directory named with U+202E = %+v, want refused", r)
+			}
+			assertOnly(t, bidi)
 
 			// A FIFO is no regular file: refused, not read (no hang).
 			fifo := filepath.Join(root, "fifo")

@@ -10,10 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
+	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
@@ -171,8 +172,9 @@ func (p *Param) free() bool {
 
 // Check says why v is not a valid value of p, or nil.
 func (p *Param) Check(v string) error {
-	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
-		return fmt.Errorf("holds a control character (%q at byte %d): values are one line of text", v[i:i+1], i)
+	if i := strings.IndexFunc(v, visible.Unsafe); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(v[i:])
+		return fmt.Errorf("holds a control character or a bidi/format character (%q at byte %d): values are one line of visible text", string(r), i)
 	}
 	if !utf8Valid(v) {
 		return errors.New("is not valid UTF-8")
@@ -671,8 +673,8 @@ func Expand(command string, params map[string]string) (line string, missing []st
 		case v == "":
 			missing = append(missing, name)
 			return m
-		case strings.ContainsFunc(v, unicode.IsControl):
-			err = errors.Join(err, fmt.Errorf("parameter %s holds a control character: refused", name))
+		case strings.ContainsFunc(v, visible.Unsafe):
+			err = errors.Join(err, fmt.Errorf("parameter %s holds a control character or a bidi/format character: refused", name))
 		case kind == placeNumber && !isNumber(v):
 			err = errors.Join(err, fmt.Errorf("parameter %s: %q is not a number, which is all that may go where the command uses {{%s}}: refused", name, v, name))
 		case kind == placeWord, kind == placeNumber:

@@ -101,6 +101,10 @@ func TestExpandQuotesOrRefuses(t *testing.T) {
 		{`echo 'v={{x}}'`, "a'b", "", "not a plain token"},
 		{"cat <<'EOF'\nimage: {{x}}\nEOF", "busybox\nEOF\ntouch /tmp/p", "", "control character"},
 		{"cat <<'EOF'\nimage: {{x}}\nEOF", "-x", "", "not a plain token"},
+		{`cat -- {{x}}`, "notes\u202etxt.sh", "", "bidi/format character"},
+		{`echo "{{x}}"`, "a\u2028b", "", "bidi/format character"},
+		{`cat -- {{x}}`, "\ufeffx", "", "bidi/format character"},
+		{`cat -- {{x}}`, "Ünïcødé ok", `cat -- 'Ünïcødé ok'`, ""},
 	} {
 		got, _, err := Expand(tc.command, map[string]string{"x": tc.v})
 		if tc.err != "" {
@@ -128,7 +132,7 @@ func TestParamTypes(t *testing.T) {
 		{Param{Name: "i", Type: "image"}, []string{"busybox:1.36", "nvcr.io/nvidia/pytorch:24.05-py3", "localhost:5000/a/b@sha256:" + strings.Repeat("a", 64)}, []string{"busybox\nEOF", `x","y":"`, "Busybox", "a b"}},
 		{Param{Name: "u", Type: "url"}, []string{"http://127.0.0.1:8000", "https://vllm.lab:443/v1", "http://[::1]:8000/"}, []string{"127.0.0.1:8000", "ftp://x", "http://x/'$(id)'", "http://",
 			"http://h:99999999/", "http://h\u00a0x/", "http://h/[1-100000000]", "http://user@h/"}},
-		{Param{Name: "s"}, []string{"meta-llama/Llama-3.1-8B", "a b", "$(id)"}, []string{"a\nb", "\x1b[31m"}},
+		{Param{Name: "s"}, []string{"meta-llama/Llama-3.1-8B", "a b", "$(id)", "日本語 é"}, []string{"a\nb", "\x1b[31m", "a\u202eb", "a\u2066b\u2069", "a\u200fb", "a\u2029b", "a\ufeffb", "\u061c"}},
 		{Param{Name: "m", Pattern: "MIG-[0-9a-f-]+"}, []string{"MIG-0af3"}, []string{"MIG-0af3 x", "GPU-1"}},
 	} {
 		ps := []Param{tc.p}

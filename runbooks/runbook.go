@@ -126,11 +126,8 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	errs := []error{err}
 	rb := f.Runbook
 	rb.Source = name
-	at := func(path ...any) *tomlpos.Error { return ix.Errorf(path, "") }
 	bad := func(path []any, format string, args ...any) {
-		e := at(path...)
-		e.Msg = fmt.Sprintf(format, args...)
-		errs = append(errs, e)
+		errs = append(errs, ix.Errorf(path, format, args...))
 	}
 	if !idRE.MatchString(rb.ID) {
 		bad([]any{"id"}, "runbook id %q: use lower-case letters, digits and '-'", rb.ID)

@@ -10,7 +10,6 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -159,11 +158,11 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case key.Matches(km, k.Open):
 		if len(v.refs) > 0 {
 			ref := v.refs[v.sel]
-			md, err := fileio.ReadRegular(filepath.Join(ref.Dir, "record.md"), fileio.MaxRecord)
+			md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
 			if err != nil {
-				md = []byte(ref.Record.Markdown())
+				md = err.Error() + "\n\nThe record, from record.json:\n\n" + ref.Record.Markdown()
 			}
-			v.show(string(md))
+			v.show(md)
 		}
 	case key.Matches(km, k.Compare):
 		if b := v.index(v.base); len(v.refs) > 0 && b >= 0 {

@@ -42,8 +42,11 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error placed at path, or at its nearest indexed parent.
+// Strings and errors among args that it quotes (%q) are cut at MaxQuoted
+// bytes, with an ellipsis and their length, those it prints (%s, %v) at
+// four times that: a message quotes the file's keys and values.
 func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
-	return &Error{File: ix.File, Pos: ix.Nearest(path...), Msg: fmt.Sprintf(format, args...)}
+	return &Error{File: ix.File, Pos: ix.Nearest(path...), Msg: fmt.Sprintf(format, clipArgs(args)...)}
 }
 
 // Decode decodes src into v (a pointer to a struct) and rejects what v has no
@@ -76,11 +79,11 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 		if reported.add(k) {
 			continue // k, or the table it is in, is reported already
 		}
-		msg := fmt.Sprintf("unknown key %q", k[len(k)-1])
+		msg := fmt.Sprintf("unknown key %q", clipArgs([]any{k[len(k)-1]})...)
 		if exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1]); len(exp) > 0 {
 			where := "here"
 			if len(k) > 1 {
-				where = "in " + strings.Join(k[:len(k)-1], ".")
+				where = "in " + cut(strings.Join(k[:len(k)-1], "."), MaxQuoted)
 			}
 			msg += fmt.Sprintf(" (expected %s: %s)", where, strings.Join(exp, ", "))
 		}
@@ -105,7 +108,7 @@ var (
 func typeError(file string, src []byte, err error) *Error {
 	m := typeErrRE.FindStringSubmatch(err.Error())
 	if m == nil {
-		return &Error{File: file, Msg: strings.TrimPrefix(err.Error(), "toml: ")}
+		return &Error{File: file, Msg: clipMessage(strings.TrimPrefix(err.Error(), "toml: "))}
 	}
 	line, _ := strconv.Atoi(m[1])
 	key, msg := m[2], m[3]
@@ -119,13 +122,15 @@ func typeError(file string, src []byte, err error) *Error {
 			break
 		}
 	}
-	return &Error{File: file, Pos: pos, Msg: fmt.Sprintf("key %q: %s", key, msg)}
+	return &Error{File: file, Pos: pos, Msg: fmt.Sprintf("key %q: %s", clipArgs([]any{key})[0], clipMessage(msg))}
 }
 
+// parseMessage is the toml package's message for a syntax error, the
+// tokens and the key it quotes clipped to MaxQuoted bytes.
 func parseMessage(pe toml.ParseError) string {
-	msg := pe.Message
+	msg := clipMessage(pe.Message)
 	if pe.LastKey != "" {
-		msg = fmt.Sprintf("%s (key %q)", msg, pe.LastKey)
+		msg = fmt.Sprintf("%s (key %q)", msg, clipArgs([]any{pe.LastKey})[0])
 	}
 	return msg
 }

@@ -125,6 +125,43 @@ func TestDecodeSyntaxAndTypeErrors(t *testing.T) {
 	}
 }
 
+// A message quotes at most MaxQuoted bytes of a token, key or value, with
+// an ellipsis and its length: a file holding x = aaaa… (7 MB) gave one
+// 7,000,077-character error line.
+func TestErrorsClipQuotedText(t *testing.T) {
+	long := strings.Repeat("a", 1<<20)
+	type listDoc struct {
+		Title string     `toml:"title"`
+		Tags  StringList `toml:"tags"`
+	}
+	for _, src := range []string{
+		"x = " + long + "\n",                                   // a syntax error quotes the token
+		"title = \"" + long + "\n",                             // an unterminated string
+		"\"" + long + "\" = [\n",                               // the last key
+		long + " = 1\n",                                        // an unknown key
+		"[" + long + "]\nx = 1\n",                              // an unknown table
+		"tags = { a = \"" + long + "\" }\n",                    // the decoder's "found map[a:aaaa…]"
+		"tags = [\"a\", " + strings.Repeat("1, ", 1e5) + "]\n", // an element
+	} {
+		var d listDoc
+		_, err := Decode("f.toml", []byte(src), &d)
+		if err == nil {
+			t.Errorf("Decode(%.40q…) = nil", src)
+			continue
+		}
+		for _, line := range strings.Split(err.Error(), "\n") {
+			if len(line) > 5*MaxQuoted {
+				t.Errorf("Decode(%.40q…): a %d-byte error line: %.300s…", src, len(line), line)
+			}
+		}
+	}
+	ix := New("f.toml", []byte("title = \"t\"\n"))
+	e := ix.Errorf([]any{"title"}, "title %q is not %s: %v", long, long, errors.New(long))
+	if want := fmt.Sprintf("title %q… (%d bytes) is not %s… (%d bytes)", long[:MaxQuoted], len(long), long[:4*MaxQuoted], len(long)); !strings.HasPrefix(e.Msg, want) || len(e.Msg) > 10*MaxQuoted {
+		t.Errorf("Errorf = %.600q, want it to start %q", e.Msg, want)
+	}
+}
+
 // FuzzIndex checks that indexing terminates without panicking on any input,
 // that positions are 1-based, and that a document the index lets through
 // (see MaxDepth) is not nested deeper once the toml package parses it.

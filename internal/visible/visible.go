@@ -3,12 +3,14 @@
 // addresses from the inventory, messages that quote what a host sent. A
 // terminal acts on control characters (ESC ] 0 ; … BEL retitles the
 // window, ESC [ 31 m recolours the text, a carriage return hides what came
-// before it); escaped, they show as what they are.
+// before it); escaped, they show as what they are. So are the invisible
+// characters that reorder or hide text (see Unsafe): U+202E makes a
+// terminal show "gpu01\u202e10upg" as "gpu0101gpu".
 //
-// The escapes are Go's (\x1b, \a, \r, \u009b) except for DEL, \u007f:
-// text that is JSON may hold DEL and the C1 controls raw (encoding/json
-// leaves them so), and \u escapes keep such JSON valid and its meaning
-// unchanged. Invalid UTF-8 bytes show as \xNN.
+// The escapes are Go's (\x1b, \a, \r, \u009b, \u202e) except for DEL,
+// \u007f: text that is JSON may hold DEL, the C1 controls and the bidi
+// characters raw (encoding/json leaves them so), and \u escapes keep such
+// JSON valid and its meaning unchanged. Invalid UTF-8 bytes show as \xNN.
 package visible
 
 import (
@@ -17,6 +19,27 @@ import (
 	"sync"
 	"unicode/utf8"
 )
+
+// Unsafe reports whether r is a character that gpulab escapes when it
+// prints text and refuses in what it sends to a host (a push destination,
+// a runbook parameter): a control character (C0, DEL, C1), a bidi
+// embedding, override or isolate (U+202A–U+202E, U+2066–U+2069), a bidi
+// mark (U+200E, U+200F, U+061C), a line or paragraph separator (U+2028,
+// U+2029), or a byte order mark (U+FEFF). Each changes what a terminal or
+// an editor shows without showing itself.
+func Unsafe(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f:
+		return true
+	case r < 0x61c:
+		return false
+	}
+	switch r {
+	case 0x61c, 0x200e, 0x200f, 0x2028, 0x2029, 0xfeff:
+		return true
+	}
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
+}
 
 // String returns s with every control character escaped, line breaks and
 // tabs included: for a name, which is one line.
@@ -45,7 +68,7 @@ func clean(p []byte, lines bool) bool {
 		switch {
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRune(p[i:])
-			if r == utf8.RuneError && size == 1 || r <= 0x9f {
+			if r == utf8.RuneError && size == 1 || Unsafe(r) {
 				return false
 			}
 			i += size - 1
@@ -72,8 +95,8 @@ func escape(out, p []byte, lines bool) []byte {
 			} else {
 				out = append(out, '\\', 'x', hex[r>>4], hex[r&0xf])
 			}
-		case r >= 0x7f && r <= 0x9f:
-			out = append(out, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		case Unsafe(r): // DEL, C1, bidi and the others: \u, as in JSON
+			out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 		default:
 			out = append(out, p[i:i+size]...)
 		}

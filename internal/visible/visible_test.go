@@ -16,6 +16,10 @@ func TestStringAndText(t *testing.T) {
 		{"csi \u009b31m, nel \u0085", `csi \u009b31m, nel \u0085`, `csi \u009b31m, nel \u0085`},
 		{"bad \xff\x9b utf-8 \xe2\x82", `bad \xff\x9b utf-8 \xe2\x82`, `bad \xff\x9b utf-8 \xe2\x82`},
 		{`back\slash "quotes"`, `back\slash "quotes"`, `back\slash "quotes"`},
+		{"gpu01\u202e10upg", `gpu01\u202e10upg`, `gpu01\u202e10upg`},
+		{"\u202a\u202b\u202c\u202d \u2066\u2067\u2068\u2069", `\u202a\u202b\u202c\u202d \u2066\u2067\u2068\u2069`, `\u202a\u202b\u202c\u202d \u2066\u2067\u2068\u2069`},
+		{"ok\u2028fake line\u2029\u200e\u200f\u061c mid\ufeffbom", `ok\u2028fake line\u2029\u200e\u200f\u061c mid\ufeffbom`, `ok\u2028fake line\u2029\u200e\u200f\u061c mid\ufeffbom`},
+		{"zwj 👩\u200d💻 arabic \u0627\u0644", "zwj 👩\u200d💻 arabic \u0627\u0644", "zwj 👩\u200d💻 arabic \u0627\u0644"},
 	} {
 		if got := String(tc.in); got != tc.name {
 			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.name)
@@ -29,14 +33,14 @@ func TestStringAndText(t *testing.T) {
 // TestWriterKeepsJSON: JSON may hold DEL and C1 controls raw; escaped, it
 // is still JSON, with the same value.
 func TestWriterKeepsJSON(t *testing.T) {
-	v := map[string]string{"host": "gpu\x1b]0;pwned\a\x7f\u009b[31m"}
+	v := map[string]string{"host": "gpu\x1b]0;pwned\a\x7f\u009b[31m\u202e\u2066\u200f\u061c\ufeff"}
 	doc, _ := json.MarshalIndent(v, "", "  ")
 	var out strings.Builder
 	n, err := NewWriter(&out).Write(doc)
 	if err != nil || n != len(doc) {
 		t.Fatalf("Write = %d, %v; want %d", n, err, len(doc))
 	}
-	if strings.ContainsAny(out.String(), "\x1b\a\x7f\u009b") {
+	if strings.ContainsAny(out.String(), "\x1b\a\x7f\u009b\u202e\u2066\u200f\u061c\ufeff") {
 		t.Errorf("Writer let a control character through: %q", out.String())
 	}
 	var back map[string]string
@@ -60,5 +64,19 @@ func TestWriterJoinsSplitCharacters(t *testing.T) {
 	}
 	if want := `price: € 12 😀 ok \xe2\x82`; out.String() != want {
 		t.Errorf("written in pieces: %q, want %q", out.String(), want)
+	}
+}
+
+func TestUnsafe(t *testing.T) {
+	for _, r := range []rune{0, '\n', '\t', 0x1b, 0x7f, 0x85, 0x9b, 0x9f, 0x61c, 0x200e, 0x200f, 0x2028, 0x2029,
+		0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069, 0xfeff} {
+		if !Unsafe(r) {
+			t.Errorf("Unsafe(%U) = false", r)
+		}
+	}
+	for _, r := range []rune{' ', 'a', '~', 0xa0, 0xe9, 0x627, 0x61b, 0x61d, 0x200b, 0x200d, 0x2027, 0x202f, 0x2065, 0x206a, 0xfeff - 1, 0xfffd, 0x1f600} {
+		if Unsafe(r) {
+			t.Errorf("Unsafe(%U) = true", r)
+		}
 	}
 }

@@ -73,67 +73,87 @@ var (
 func ParseDmesgXid(text string) (*KernelLog, error) {
 	k := &KernelLog{XIDs: []XIDLine{}, GPUs: map[string]string{}, FallenOffBus: []string{}}
 	var problems errs
-	ls := lines(text)
-	type msg struct {
-		time, ktime, text string
-		line              int
+	// One message at a time: its first line, then its continuation lines
+	// in a builder (a message may run to megabytes: joining each line with
+	// += would copy it once per line). Lines are read in place, never
+	// split into a slice, and a message is read as soon as the next one
+	// starts: a big log costs no memory beyond what it reports.
+	var (
+		cur     struct{ time, ktime, text string }
+		curLine int // 0: no message yet
+		more    strings.Builder
+	)
+	flush := func() {
+		if curLine == 0 {
+			return
+		}
+		t := cur.text
+		if more.Len() > 0 {
+			t += more.String()
+			more.Reset()
+		}
+		k.readMessage(strings.TrimSpace(t), cur.time, cur.ktime, curLine, &problems)
 	}
-	var msgs []msg
-	for i, l := range ls {
+	for i, l := range eachLine(text) {
 		if strings.TrimSpace(l) == "" {
 			continue
 		}
 		ts, kts, rest, ok := stripPrefix(l)
-		if !ok && len(msgs) > 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
+		if !ok && curLine > 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
 			// A continuation line of the previous message.
-			msgs[len(msgs)-1].text += " " + strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "NVRM:"))
+			more.WriteByte(' ')
+			more.WriteString(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "NVRM:")))
 			continue
 		}
-		msgs = append(msgs, msg{ts, kts, rest, i + 1})
+		flush()
+		cur.time, cur.ktime, cur.text, curLine = ts, kts, rest, i+1
 	}
-	for _, m := range msgs {
-		t := strings.TrimSpace(m.text)
-		if g := gpuAtRE.FindStringSubmatch(t); g != nil {
-			k.GPUs[g[1]] = g[2]
-			continue
-		}
-		if x := xidRE.FindStringSubmatch(t); x != nil {
-			code, err := strconv.Atoi(x[3])
-			if err != nil {
-				problems.add(m.line, "Xid code %q is not a number", x[3])
-				continue
-			}
-			e := XIDLine{Time: m.time, KernelTime: m.ktime, XID: code, SXid: x[1] == "SXid", PCI: x[2], Line: m.line}
-			rest := x[4]
-			if p := pidRE.FindStringSubmatch(rest); p != nil {
-				if n, err := strconv.Atoi(strings.Trim(p[1], "'")); err == nil {
-					e.PID = &n
-				}
-				rest = rest[len(p[0]):]
-			}
-			if p := nameRE.FindStringSubmatch(rest); p != nil {
-				if p[1] != "<unknown>" {
-					e.Process = p[1]
-				}
-				rest = rest[len(p[0]):]
-			}
-			e.Message = strings.TrimSpace(rest)
-			if !e.SXid {
-				e.XIDInfo = report.DecodeXID(code)
-			}
-			k.XIDs = append(k.XIDs, e)
-			if code == 79 && !e.SXid {
-				k.addOffBus(e.PCI)
-			}
-			continue
-		}
-		if strings.Contains(t, offBusText) {
-			if o := offBusRE.FindStringSubmatch(t); o != nil {
-				k.addOffBus(o[1])
-			}
-		}
-	}
+	flush()
 	return k, problems.err()
+}
+
+// readMessage records what one kernel message (its continuation lines
+// joined) says: a GPU's UUID, an Xid, a GPU fallen off the bus.
+func (k *KernelLog) readMessage(t, ts, kts string, line int, problems *errs) {
+	if g := gpuAtRE.FindStringSubmatch(t); g != nil {
+		k.GPUs[g[1]] = g[2]
+		return
+	}
+	if x := xidRE.FindStringSubmatch(t); x != nil {
+		code, err := strconv.Atoi(x[3])
+		if err != nil {
+			problems.add(line, "Xid code %q is not a number", x[3])
+			return
+		}
+		e := XIDLine{Time: ts, KernelTime: kts, XID: code, SXid: x[1] == "SXid", PCI: x[2], Line: line}
+		rest := x[4]
+		if p := pidRE.FindStringSubmatch(rest); p != nil {
+			if n, err := strconv.Atoi(strings.Trim(p[1], "'")); err == nil {
+				e.PID = &n
+			}
+			rest = rest[len(p[0]):]
+		}
+		if p := nameRE.FindStringSubmatch(rest); p != nil {
+			if p[1] != "<unknown>" {
+				e.Process = p[1]
+			}
+			rest = rest[len(p[0]):]
+		}
+		e.Message = strings.TrimSpace(rest)
+		if !e.SXid {
+			e.XIDInfo = report.DecodeXID(code)
+		}
+		k.XIDs = append(k.XIDs, e)
+		if code == 79 && !e.SXid {
+			k.addOffBus(e.PCI)
+		}
+		return
+	}
+	if strings.Contains(t, offBusText) {
+		if o := offBusRE.FindStringSubmatch(t); o != nil {
+			k.addOffBus(o[1])
+		}
+	}
 }
 
 func (k *KernelLog) addOffBus(pci string) {

@@ -75,6 +75,33 @@ func TestDmesgXidSyslogPrefixes(t *testing.T) {
 	}
 }
 
+// A message with many continuation lines is joined in linear work (it was
+// joined with += per line: 31 s for one Xid and 1 MiB of " y" lines).
+func TestDmesgXidLongMessageLinear(t *testing.T) {
+	const xid = "[  1.0] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n"
+	linearWork(t, "continuation lines", 4000, func(n int) {
+		k, err := ParseDmesgXid(xid + strings.Repeat(" y\n", n))
+		if err != nil || len(k.XIDs) != 1 || len(k.XIDs[0].Message) != len("GPU has fallen off the bus.")+2*n {
+			t.Fatalf("%d continuation lines: %v %+v", n, err, k.XIDs)
+		}
+	})
+}
+
+// A log of many lines costs no memory per line: it was split into a slice
+// of lines and kept as a slice of messages (4.2 GB for 64 MiB of "y\n").
+func TestDmesgXidMemoryPerLine(t *testing.T) {
+	text := strings.Repeat("y\n", 100000) + "[  1.0] NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"
+	ParseDmesgXid(text)
+	got := allocated(func() {
+		if k, err := ParseDmesgXid(text); err != nil || len(k.XIDs) != 1 || k.XIDs[0].Line != 100001 {
+			t.Fatalf("%v %+v", err, k)
+		}
+	})
+	if got > uint64(len(text))/4 {
+		t.Errorf("parsing %d bytes of lines allocates %d bytes", len(text), got)
+	}
+}
+
 func FuzzDmesgXid(f *testing.F) {
 	f.Add("[ 1.0] NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=x, msg\n               NVRM: more\n")
 	f.Add("host: kern: warning: [2026-04-22T21:25:20Z]: NVRM: GPU at PCI:0000:48:00: GPU-1\n")

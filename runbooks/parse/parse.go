@@ -9,6 +9,7 @@ package parse
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -132,6 +133,24 @@ func Kinds() []Kind {
 func lines(text string) []string {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	return strings.Split(text, "\n")
+}
+
+// eachLine yields the lines of text as lines does, with their 0-based
+// index, without splitting text into a slice: a parser that reads a line
+// at a time costs no memory per line.
+func eachLine(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		for i := 0; ; i++ {
+			l, rest, more := strings.Cut(text, "\n")
+			if more {
+				l = strings.TrimSuffix(l, "\r")
+			}
+			if !yield(i, l) || !more {
+				return
+			}
+			text = rest
+		}
+	}
 }
 
 // na turns "N/A" (and empty) into nil.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -112,5 +113,27 @@ func TestClipped(t *testing.T) {
 	}
 	if got := strings.Split(e.err().Error(), "\n"); len(got) != MaxProblems+1 || got[MaxProblems] != "and 5 more problems" {
 		t.Errorf("%d problems reported as %q", MaxProblems+5, got)
+	}
+}
+
+// allocated is how many bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// linearWork fails t when the bytes f allocates for an input of 4n units
+// are more than 8 times those for n units: linear work gives 4 times,
+// quadratic 16.
+func linearWork(t *testing.T, what string, n int, f func(n int)) {
+	t.Helper()
+	f(n) // warm up (regexp machines, pools)
+	small, big := allocated(func() { f(n) }), allocated(func() { f(4 * n) })
+	t.Logf("%s: %d units allocate %d bytes, %d units %d bytes", what, n, small, 4*n, big)
+	if big > 8*small {
+		t.Errorf("%s: %d units allocate %d bytes, %d units %d bytes (%.1f times): quadratic", what, n, small, 4*n, big, float64(big)/float64(small))
 	}
 }

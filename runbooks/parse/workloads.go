@@ -171,7 +171,7 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 	var e errs
 	section := ""
 	var cur *DCGMTest
-	var msg *string // the Warning or Info being continued
+	var msg joined // the Warning or Info being continued
 	var msgFull bool
 	for n, raw := range lines(text) {
 		ln := n + 1
@@ -181,7 +181,8 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 			continue
 		}
 		if m := dcgmSection.FindStringSubmatch(l); m != nil {
-			section, cur, msg = m[1], nil, nil
+			section, cur = m[1], nil
+			msg.end()
 			continue
 		}
 		if !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "|--") && !strings.Contains(l, "  ") {
@@ -217,11 +218,13 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 			}
 			s := strings.TrimSpace(content)
 			if left == "Warning" {
+				msg.end()
 				cur.Warnings = append(cur.Warnings, s)
-				msg = &cur.Warnings[len(cur.Warnings)-1]
+				msg.start(&cur.Warnings[len(cur.Warnings)-1])
 			} else {
+				msg.end()
 				cur.Info = append(cur.Info, s)
-				msg = &cur.Info[len(cur.Info)-1]
+				msg.start(&cur.Info[len(cur.Info)-1])
 			}
 			msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
 			continue
@@ -231,17 +234,18 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 			}
 			if g, r, ok := strings.Cut(val, ": "); ok && strings.HasPrefix(g, "GPU") && isInt(strings.TrimPrefix(g, "GPU")) {
 				cur.GPUs[g] = firstWord(r)
-				msg = nil
+				msg.end()
 				continue
 			}
-			if msg != nil {
+			if msg.to != nil {
 				// DCGM wraps at a fixed width (the cell's, less its
 				// padding), mid-word: a chunk that fills it continues the
 				// word on the next line.
 				if msgFull || strings.HasPrefix(content, " ") {
-					*msg += strings.TrimRight(content, " ")
+					msg.add(strings.TrimRight(content, " "))
 				} else {
-					*msg += " " + strings.TrimRight(content, " ")
+					msg.add(" ")
+					msg.add(strings.TrimRight(content, " "))
 				}
 				msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
 				continue
@@ -250,8 +254,10 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 			continue
 		}
 		out.Tests = append(out.Tests, DCGMTest{Section: section, Name: left, Raw: val, Result: firstWord(val), GPUs: map[string]string{}, Warnings: []string{}, Info: []string{}, Line: ln})
-		cur, msg = &out.Tests[len(out.Tests)-1], nil
+		msg.end()
+		cur = &out.Tests[len(out.Tests)-1]
 	}
+	msg.end()
 	for i := range out.Tests {
 		t := &out.Tests[i]
 		for j, w := range t.Warnings {
@@ -284,6 +290,31 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 		e.add(0, "no dcgmi diag table (want the output of dcgmi diag -r N)")
 	}
 	return out, e.err()
+}
+
+// joined is a string being built from many lines: a message wrapped over
+// thousands of rows is written once, not copied once per row (+=).
+type joined struct {
+	to *string // where the message goes; nil: none being continued
+	b  strings.Builder
+}
+
+// start continues *to, ending the message being continued.
+func (j *joined) start(to *string) {
+	j.end()
+	j.to = to
+	j.b.WriteString(*to)
+}
+
+func (j *joined) add(s string) { j.b.WriteString(s) }
+
+// end writes the message being continued to its place.
+func (j *joined) end() {
+	if j.to != nil {
+		*j.to = j.b.String()
+	}
+	j.to = nil
+	j.b.Reset()
 }
 
 func firstWord(s string) string {

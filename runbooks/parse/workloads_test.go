@@ -168,6 +168,21 @@ func TestDCGMDiag(t *testing.T) {
 	}
 }
 
+// A Warning wrapped over many rows is joined in linear work (it was joined
+// with += per row: 2 s per MiB of rows).
+func TestDCGMDiagLongWarningLinear(t *testing.T) {
+	const head = "|-----  Hardware  ----------+------------------------------------------------|\n" +
+		"| pcie                      | Fail - All                                     |\n" +
+		"| Warning                   | start                                          |\n"
+	const row = "|                           | y                                              |\n"
+	linearWork(t, "wrapped warning rows", 4000, func(n int) {
+		v, _ := ParseDCGMDiag(head + strings.Repeat(row, n))
+		if len(v.Tests) != 1 || len(v.Tests[0].Warnings) != 1 || len(v.Tests[0].Warnings[0]) != len("start")+2*n {
+			t.Fatalf("%d rows: %+v", n, v.Tests)
+		}
+	})
+}
+
 func TestGPUBurn(t *testing.T) {
 	v, err := ParseGPUBurn(fixture(t, "workloads/gpu-burn", "gpu_burn-16gpu-FAULTY-negative-errors-tail.txt"))
 	if err != nil || *v.Tested != 16 || v.Faulty != 16 || *v.GPUs[1].Errors != -524288000 {

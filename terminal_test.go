@@ -1,0 +1,136 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// The queries termenv sends to learn a terminal's background colour: an
+// OSC 11 request and a cursor position report that tells whether the
+// terminal answered at all.
+const (
+	queryBackground = "\x1b]11;?"
+	queryCursor     = "\x1b[6n"
+)
+
+// TestCommandsDoNotQueryTheTerminal: a command run on a terminal (stdout,
+// stderr and stdin a pty that is its controlling terminal, TERM an xterm's)
+// writes no query to it; they used to send both queries before main ran
+// (Bubble Tea's init asks for the background) and, on a terminal that does
+// not answer, wait 5 s first. The workbench, which draws in colour, still
+// asks, and reads the answer.
+func TestCommandsDoNotQueryTheTerminal(t *testing.T) {
+	bin := gpulabBinary(t)
+	home := t.TempDir()
+	for _, args := range [][]string{{"version"}, {"map"}, {"matrix"}, {"--help"}} {
+		out := onTerminal(t, bin, home, false, args...)
+		if strings.Contains(out, queryBackground) || strings.Contains(out, queryCursor) {
+			t.Errorf("gpulab %s queries the terminal: %q", strings.Join(args, " "), out[:min(len(out), 200)])
+		}
+		if !strings.Contains(out, "gpulab") && !strings.Contains(out, "PLANE") && !strings.Contains(out, "ISOLATION") {
+			t.Errorf("gpulab %s printed nothing recognisable: %q", strings.Join(args, " "), out[:min(len(out), 200)])
+		}
+	}
+	// The control: the same terminal carries the workbench's query.
+	out := onTerminal(t, bin, home, true)
+	if !strings.Contains(out, queryBackground) {
+		t.Errorf("the workbench did not ask the terminal for its background: %q", out[:min(len(out), 200)])
+	}
+}
+
+// onTerminal runs bin with args on a new pty and returns all it wrote
+// there. With answer, it answers the background and cursor queries as an
+// xterm with a black background does, and runs the workbench to its first
+// frame at 80x24. A minute is only a safety net against a hang.
+func onTerminal(t *testing.T, bin, home string, answer bool, args ...string) string {
+	t.Helper()
+	ptmx, tty := openPTY(t)
+	defer ptmx.Close()
+	ws := struct{ rows, cols, x, y uint16 }{24, 80, 0, 0}
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
+		t.Fatalf("TIOCSWINSZ: %v", e)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, args...)
+	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "GPULAB_EXIT_AFTER_FIRST_FRAME=1"}
+	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
+	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var (
+		mu  sync.Mutex
+		out bytes.Buffer
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		buf := make([]byte, 4096)
+		answered := 0
+		for {
+			n, err := ptmx.Read(buf)
+			mu.Lock()
+			out.Write(buf[:n])
+			s := out.String()
+			mu.Unlock()
+			if answer && answered == 0 && strings.Contains(s, queryCursor) {
+				answered++
+				fmt.Fprint(ptmx, "\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R")
+			}
+			if err != nil { // EIO once the command has closed the terminal
+				return
+			}
+		}
+	}()
+	err := c.Wait()
+	if ctx.Err() != nil {
+		t.Fatalf("gpulab %s hung on a terminal (killed after a minute)", strings.Join(args, " "))
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	return out.String()
+}
+
+// openPTY opens a pseudo-terminal pair: the master, and the terminal.
+func openPTY(t *testing.T) (ptmx, tty *os.File) {
+	t.Helper()
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	var n uint32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
+		ptmx.Close()
+		t.Fatalf("TIOCGPTN: %v", e)
+	}
+	var unlock int32
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
+		ptmx.Close()
+		t.Fatalf("TIOCSPTLCK: %v", e)
+	}
+	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		ptmx.Close()
+		t.Fatal(err)
+	}
+	return ptmx, tty
+}
