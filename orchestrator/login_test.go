@@ -557,8 +557,8 @@ func TestSSHConfigLikeOpenSSH(t *testing.T) {
 	// Host names are looked up in known_hosts lower-cased.
 	kh, _ := os.ReadFile(f.KnownHosts)
 	lower := write("kh_lower", strings.ReplaceAll(string(kh), "[127.0.0.1]", "[localhost]"))
-	cfg = write("upper", strings.Replace(block("gpu", f.Servers[0], ""), f.KnownHosts, lower, 1))
-	cfg = write("upper", strings.Replace(string(must(os.ReadFile(cfg))), "HostName 127.0.0.1", "HostName LOCALHOST", 1))
+	upper := strings.NewReplacer(f.KnownHosts, lower, "HostName 127.0.0.1", "HostName LOCALHOST").Replace(block("gpu", f.Servers[0], ""))
+	cfg = write("upper", upper)
 	if r := gpulabLogin(t, cfg, "gpu", &orchestrator.Keyring{}); r.Class != orchestrator.OK {
 		t.Errorf("HostName LOCALHOST against known_hosts [localhost]: %s %s", r.Class, r.Err)
 	}
