@@ -4,76 +4,23 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/gpulab/gpulab/internal/clip"
 )
 
 // MaxQuoted is how many bytes of a string from a file an error quotes: a
 // key or a token may be megabytes long, and the error names its line and
 // column anyway.
-const MaxQuoted = 200
+const MaxQuoted = clip.Quoted
 
 // maxMessage is the longest message from another package's text (the
 // toml package's, an UnmarshalTOML's): one that prints a value unquoted
 // (a decoder's "found [1 1 1 …]") is cut there.
 const maxMessage = 4 * MaxQuoted
 
-// clipped is a long string that formats with %q as its first MaxQuoted
-// bytes quoted, an ellipsis, and its length in bytes; with %s or %v (a
-// sentence a caller made, such as a chain of names) the same at
-// maxMessage bytes.
-type clipped string
-
-// Format implements fmt.Formatter.
-func (c clipped) Format(f fmt.State, verb rune) {
-	s := string(c)
-	if verb == 'q' {
-		if len(s) <= MaxQuoted {
-			fmt.Fprintf(f, "%q", s)
-			return
-		}
-		fmt.Fprintf(f, "%q… (%d bytes)", s[:cutAt(s, MaxQuoted)], len(s))
-		return
-	}
-	f.Write([]byte(cut(s, maxMessage)))
-}
-
-// cutAt is where to cut s to at most n bytes, not inside a character.
-func cutAt(s string, n int) int {
-	if len(s) <= n {
-		return len(s)
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return n
-}
-
-// cut returns s, or when it is longer than n bytes its first n bytes, an
-// ellipsis, and its length.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return fmt.Sprintf("%s… (%d bytes)", s[:cutAt(s, n)], len(s))
-}
-
-// clipArgs clips the strings and errors among args longer than MaxQuoted
-// (see clipped), for a message that quotes them.
-func clipArgs(args []any) []any {
-	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			if len(v) > MaxQuoted {
-				args[i] = clipped(v)
-			}
-		case error:
-			if s := v.Error(); len(s) > MaxQuoted {
-				args[i] = clipped(s)
-			}
-		}
-	}
-	return args
-}
+// clipArgs clips the strings and errors among args for a message that
+// quotes them (clip.Args).
+func clipArgs(args []any) []any { return clip.Args(args, maxMessage) }
 
 // quotedRE matches a Go-quoted string, as the toml package's messages
 // quote the file's tokens and keys.
@@ -91,9 +38,9 @@ func clipMessage(msg string) string {
 			return q
 		}
 		if s, err := strconv.Unquote(q); err == nil {
-			return fmt.Sprintf("%q", clipped(s))
+			return fmt.Sprintf("%q", clip.Value{S: s, Plain: maxMessage})
 		}
-		return cut(q, MaxQuoted)
+		return clip.Cut(q, MaxQuoted)
 	})
-	return cut(msg, maxMessage)
+	return clip.Cut(msg, maxMessage)
 }

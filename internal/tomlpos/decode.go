@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/gpulab/gpulab/internal/clip"
 )
 
 // Error is a problem at a place in a file. Its text reads
@@ -83,7 +84,7 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 		if exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1]); len(exp) > 0 {
 			where := "here"
 			if len(k) > 1 {
-				where = "in " + cut(strings.Join(k[:len(k)-1], "."), MaxQuoted)
+				where = "in " + clip.Cut(strings.Join(k[:len(k)-1], "."), MaxQuoted)
 			}
 			msg += fmt.Sprintf(" (expected %s: %s)", where, strings.Join(exp, ", "))
 		}

@@ -12,7 +12,8 @@ import (
 	"iter"
 	"sort"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/gpulab/gpulab/internal/clip"
 )
 
 // Error is a problem at a line of the input (1-based; 0 for the whole
@@ -32,7 +33,7 @@ func (e *Error) Error() string {
 // MaxQuoted is how many bytes of a string from the input an error quotes:
 // a line of damaged input may be megabytes long, and the error names its
 // line anyway.
-const MaxQuoted = 200
+const MaxQuoted = clip.Quoted
 
 // MaxProblems is how many problems a parser reports one by one; the rest
 // are counted.
@@ -42,38 +43,7 @@ const MaxProblems = 20
 // MaxQuoted are cut there, with an ellipsis and their length: parsers
 // quote the input's lines and fields.
 func errorf(line int, format string, args ...any) *Error {
-	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			if len(v) > MaxQuoted {
-				args[i] = clipped(v)
-			}
-		case error:
-			if s := v.Error(); len(s) > MaxQuoted {
-				args[i] = clipped(s)
-			}
-		}
-	}
-	return &Error{Line: line, Msg: fmt.Sprintf(format, args...)}
-}
-
-// clipped is a long string that formats (%s, %q, %v) as its first
-// MaxQuoted bytes, an ellipsis, and its length in bytes.
-type clipped string
-
-// Format implements fmt.Formatter.
-func (c clipped) Format(f fmt.State, verb rune) {
-	s := string(c)
-	cut := MaxQuoted
-	for cut > 0 && !utf8.RuneStart(s[cut]) { // not inside a character
-		cut--
-	}
-	if verb == 'q' {
-		fmt.Fprintf(f, "%q…", s[:cut])
-	} else {
-		fmt.Fprintf(f, "%s…", s[:cut])
-	}
-	fmt.Fprintf(f, " (%d bytes)", len(s))
+	return &Error{Line: line, Msg: fmt.Sprintf(format, clip.Args(args, MaxQuoted)...)}
 }
 
 // errs collects problems while a parser goes on reading: the first
