@@ -9,13 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/heapwatch"
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -378,25 +377,10 @@ impact = "minor"
 		ts = append(ts, orchestrator.Target{Name: fmt.Sprintf("gpu%02d", i+1), HostName: s.Addr, Port: s.Port, User: f.User,
 			IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts}, ConnectTimeout: 5 * time.Second, CommandTimeout: 2 * time.Minute})
 	}
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	go func() {
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-		}
-	}()
+	stopWatch := heapwatch.Start()
 	out := labs.Execute(context.Background(), labs.RunSpec{Engine: &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 4},
 		Targets: ts, Lab: l, Results: t.TempDir()})
-	close(stop)
+	peak := stopWatch()
 	if out.WriteErr != nil {
 		t.Fatal(out.WriteErr)
 	}
@@ -415,8 +399,8 @@ impact = "minor"
 	if !strings.Contains(string(md), "cut at 16.0 MiB") {
 		t.Errorf("record.md does not say the output was cut")
 	}
-	if p := peak.Load(); p > 4*96<<20 {
+	if p := peak; p > 4*96<<20 {
 		t.Errorf("heap in use peaked at %d MiB for 4 hosts printing 38 MiB each: more than 96 MiB per host (16 MiB kept per stream, the record written a host at a time)", p>>20)
 	}
-	t.Logf("peak heap in use: %d MiB for 4 hosts", peak.Load()>>20)
+	t.Logf("peak heap in use: %d MiB for 4 hosts", peak>>20)
 }

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/gpulab/gpulab/internal/heapwatch"
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/inventory"
@@ -213,24 +213,9 @@ func TestCommandFaults(t *testing.T) {
 	ts[5].CommandTimeout = 20 * time.Second
 	ts[5].InactivityTimeout = 10 * time.Second
 
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	go func() {
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak.Load() {
-				peak.Store(ms.HeapInuse)
-			}
-		}
-	}()
+	stopWatch := heapwatch.Start()
 	results := newEngine().Run(context.Background(), orchestrator.Plan{Targets: ts, Steps: step(cmd)}, nil)
-	close(stop)
+	peak := stopWatch()
 
 	check := func(i int, class orchestrator.Class, cond func(orchestrator.Result) bool, what string) {
 		t.Helper()
@@ -248,7 +233,7 @@ func TestCommandFaults(t *testing.T) {
 		return r.StdoutBytes == 100_000_000 && len(r.Stdout) == orchestrator.DefaultMaxOutput && r.Truncated
 	}, "100 MB counted, 1 MiB kept")
 	assertHealthy(t, results[6:], nil, "ok\n")
-	if p := peak.Load(); p > 200<<20 {
+	if p := peak; p > 200<<20 {
 		t.Errorf("heap in use peaked at %d MiB while a host printed 100 MB: output is not bounded", p>>20)
 	}
 	// The command stopped at its timeout must not live on on the host.
