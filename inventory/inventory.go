@@ -45,8 +45,11 @@ const (
 // use Load, Parse or Empty.
 type Inventory struct {
 	// File is the path the inventory was read from; empty for Empty().
-	File     string
-	Defaults Defaults
+	File string
+	// Simulated is set by `gpulab sim serve` in the inventory it writes: the
+	// hosts are simulated (sim/), and everything made on them says so.
+	Simulated bool `json:"simulated,omitempty"`
+	Defaults  Defaults
 	// Hosts are the hosts in file order, node sets expanded.
 	Hosts []Host
 	// Groups maps a group name to its member host names, in inventory order.

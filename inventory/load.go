@@ -22,10 +22,11 @@ const EnvInventory = "GPULAB_INVENTORY"
 
 // fileSchema is inventory.toml as written.
 type fileSchema struct {
-	Defaults Defaults                      `toml:"defaults"`
-	Host     []hostEntry                   `toml:"host"`
-	Groups   map[string]tomlpos.StringList `toml:"groups"`
-	Kube     []KubeContext                 `toml:"kube"`
+	Simulated bool                          `toml:"simulated"`
+	Defaults  Defaults                      `toml:"defaults"`
+	Host      []hostEntry                   `toml:"host"`
+	Groups    map[string]tomlpos.StringList `toml:"groups"`
+	Kube      []KubeContext                 `toml:"kube"`
 }
 
 type hostEntry struct {
@@ -113,7 +114,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 		return nil, err
 	}
 	errs := []error{err}
-	inv := &Inventory{File: file, Defaults: raw.Defaults, Groups: map[string][]string{}, byName: map[string]int{}}
+	inv := &Inventory{File: file, Simulated: raw.Simulated, Defaults: raw.Defaults, Groups: map[string][]string{}, byName: map[string]int{}}
 	inv.Defaults.applyBuiltins()
 	errs = append(errs, checkDefaults(ix, raw.Defaults)...)
 	names, hostErrs := inv.addHosts(ix, raw.Host)

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/signal"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/sim"
+)
+
+func newSimCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "A simulated DGX A100 fleet over real SSH, for demos and tests (no hardware)",
+		Long: `gpulab sim runs a SIMULATED fleet of DGX A100 hosts in this process. Every
+host is a real SSH server on its own 127.0.0.1 port with its own host key;
+commands run in a POSIX shell interpreter written in Go over the host's own
+private directory; nvidia-smi, dcgmi, lspci, numactl, dmesg, kubectl and the
+other GPU tools answer from recorded real outputs, with one sick host whose
+faults (an NVLink down, ECC errors and a pending row remap, Xid 79 and 48, an
+odd MIG layout) show in every tool the same way. Nothing a user types runs on
+this machine: the only real process is gpulab's own simulator probe, started
+only when its sha256 is that of the build this gpulab embeds.`,
+	}
+	cmd.AddCommand(newSimServeCmd(o))
+	return cmd
+}
+
+func newSimServeCmd(o *options) *cobra.Command {
+	var cfg sim.Config
+	var out string
+	c := &cobra.Command{
+		Use:   "serve --inventory-out FILE [--hosts N] [--seed S] [--latency D] [--drop HOST] [--hang HOST]",
+		Short: "Keep a simulated fleet up until Ctrl-C, and write its inventory",
+		Long: `Starts the simulated fleet, writes FILE (an inventory with "simulated = true")
+and beside it FILE.key (the client key), FILE.known_hosts (every host's key)
+and FILE.ssh_config (for OpenSSH: ssh -F FILE.ssh_config dgx01), then prints
+one line that says ready and names FILE, and serves until interrupted.
+
+--seed picks which host is sick and which GPUs its faults hit, so a demo is
+repeatable. --drop makes a host refuse connections, --hang makes one accept
+them and never answer, --latency delays every packet every host sends.`,
+		Example: `  gpulab sim serve --inventory-out /tmp/sim/inventory.toml &
+  gpulab exec --inventory /tmp/sim/inventory.toml -H @dgx -- nvidia-smi -L
+  gpulab runbook run health --inventory /tmp/sim/inventory.toml -H @dgx
+  ssh -F /tmp/sim/inventory.toml.ssh_config dgx01 nvidia-smi topo -m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return usageErr("sim serve: --inventory-out FILE is required (where to write the fleet's inventory)")
+			}
+			if cfg.Latency < 0 || cfg.Latency > time.Minute {
+				return usageErr("sim serve: --latency %v: between 0 and 1m", cfg.Latency)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+			defer stop()
+			f, err := sim.Start(ctx, cfg)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer f.Close()
+			files, err := f.WriteInventory(out)
+			if err != nil {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("sim serve: write the inventory: %w", err)}
+			}
+			if err := printReady(cmd, o, f, files); err != nil {
+				return err
+			}
+			<-ctx.Done()
+			return nil
+		},
+	}
+	fl := c.Flags()
+	fl.IntVar(&cfg.Hosts, "hosts", 4, fmt.Sprintf("how many hosts (1 to %d)", sim.MaxHosts))
+	fl.Int64Var(&cfg.Seed, "seed", 0, "picks the sick host and its faults (same seed, same fleet)")
+	fl.DurationVar(&cfg.Latency, "latency", 0, "delay added before every packet each host sends")
+	fl.StringArrayVar(&cfg.Drop, "drop", nil, "`HOST` refuses connections (repeatable)")
+	fl.StringArrayVar(&cfg.Hang, "hang", nil, "`HOST` accepts connections and never answers (repeatable)")
+	fl.StringVar(&out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")
+	return c
+}
+
+func printReady(cmd *cobra.Command, o *options, f *sim.Fleet, files sim.Files) error {
+	w := cmd.OutOrStdout()
+	hosts := f.Hosts()
+	if o.json {
+		return json.NewEncoder(w).Encode(map[string]any{"ready": true, "simulated": true, "files": files, "hosts": hosts})
+	}
+	fmt.Fprintf(w, "ready: %d SIMULATED DGX A100 hosts (%s to %s) on 127.0.0.1; inventory %s\n", len(hosts), hosts[0].Name, hosts[len(hosts)-1].Name, files.Inventory)
+	return nil
+}

@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// opts is a command line parsed the way GNU tools parse theirs: short
+// flags may be grouped (-rf), a flag that takes a value takes the rest of
+// its group or the next word (-n5, -n 5), long options are --name or
+// --name=value, and "--" ends the options.
+type opts struct {
+	set  map[string]bool
+	val  map[string]string
+	args []string
+}
+
+func (o opts) has(names ...string) bool {
+	for _, n := range names {
+		if o.set[n] {
+			return true
+		}
+	}
+	return false
+}
+
+func (o opts) get(names ...string) (string, bool) {
+	for _, n := range names {
+		if v, ok := o.val[n]; ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// parseOpts reads args (without the command name). withValue lists the
+// short flags that take a value ("n", "k"...), longValue the long ones.
+// Operands and options may be mixed, as GNU allows, unless posix is set
+// (then the first operand ends the options, as for env, sudo and timeout).
+func parseOpts(args []string, withValue, longValue string, posix bool) (opts, error) {
+	o := opts{set: map[string]bool{}, val: map[string]string{}}
+	takes := func(list, name string) bool {
+		for _, f := range strings.Split(list, ",") {
+			if f == name {
+				return true
+			}
+		}
+		return false
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			o.args = append(o.args, args[i+1:]...)
+			return o, nil
+		case strings.HasPrefix(a, "--"):
+			name, v, hasV := strings.Cut(a[2:], "=")
+			if takes(longValue, name) && !hasV {
+				if i+1 >= len(args) {
+					return o, fmt.Errorf("option '--%s' requires an argument", name)
+				}
+				i++
+				v, hasV = args[i], true
+			}
+			o.set[name] = true
+			if hasV {
+				o.val[name] = v
+			}
+		case len(a) > 1 && a[0] == '-':
+			for j := 1; j < len(a); j++ {
+				name := a[j : j+1]
+				o.set[name] = true
+				if takes(withValue, name) {
+					v := a[j+1:]
+					if v == "" {
+						if i+1 >= len(args) {
+							return o, fmt.Errorf("option requires an argument -- '%s'", name)
+						}
+						i++
+						v = args[i]
+					}
+					o.val[name] = v
+					break
+				}
+			}
+		default:
+			if posix {
+				o.args = append(o.args, args[i:]...)
+				return o, nil
+			}
+			o.args = append(o.args, a)
+		}
+	}
+	return o, nil
+}
+
+// numericFlag turns the old forms head -5 and tail -5 into -n 5.
+func numericFlag(args []string) []string {
+	out := make([]string, 0, len(args))
+	for _, a := range args {
+		if len(a) > 1 && a[0] == '-' && strings.Trim(a[1:], "0123456789") == "" {
+			out = append(out, "-n", a[1:])
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+// Package sim is a simulated DGX A100 fleet for demos and tests, with no
+// hardware: every host is a real SSH server (golang.org/x/crypto/ssh) on
+// its own loopback port with its own host key, commands run in a POSIX
+// shell interpreter written in Go (mvdan.cc/sh/v3) over the host's private
+// tree, GPU and cluster tools answer from recorded real outputs with the
+// sick host's faults applied (sim/dgx), and the probe gpulab pushes is the
+// only real process, started only when its sha256 is that of the simulator
+// build gpulab embeds. Everything it shows is simulated, and says so.
+package sim
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/gpulab/gpulab/probes/bundle"
+)
+
+// Fault is what a host does with connections.
+type Fault int
+
+const (
+	Healthy Fault = iota // answers
+	Drop                 // refuses connections
+	Hang                 // accepts them and never answers
+)
+
+// Config says what fleet to simulate.
+type Config struct {
+	Hosts   int           // how many hosts (default 4)
+	Seed    int64         // picks the sick host and its faults
+	Latency time.Duration // added before every packet each host sends
+	Drop    []string      // hosts that refuse connections
+	Hang    []string      // hosts that accept and never answer
+	// Dir holds the hosts' trees; default a new temporary directory,
+	// removed by Close.
+	Dir string
+}
+
+// MaxHosts bounds one fleet (file descriptors and memory).
+const MaxHosts = 10000
+
+// Fleet is a running simulated fleet.
+type Fleet struct {
+	cfg      Config
+	dir      string
+	ownDir   bool
+	hosts    []*host
+	key      ed25519.PrivateKey
+	clientPK ssh.PublicKey
+	sums     sumCache
+	probeSum string
+	sick     int
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closed   sync.Once
+}
+
+// HostName is the name of the i-th host (0-based) of a fleet of n.
+func HostName(i, n int) string {
+	return fmt.Sprintf("dgx%0*d", max(2, len(strconv.Itoa(n))), i+1)
+}
+
+// Start brings the fleet up: every host listens (or refuses, for Drop)
+// before Start returns.
+func Start(ctx context.Context, cfg Config) (*Fleet, error) {
+	if cfg.Hosts == 0 {
+		cfg.Hosts = 4
+	}
+	if cfg.Hosts < 1 || cfg.Hosts > MaxHosts {
+		return nil, fmt.Errorf("sim: --hosts %d: between 1 and %d", cfg.Hosts, MaxHosts)
+	}
+	names := map[string]bool{}
+	for i := 0; i < cfg.Hosts; i++ {
+		names[HostName(i, cfg.Hosts)] = true
+	}
+	for _, n := range append(slices.Clone(cfg.Drop), cfg.Hang...) {
+		if !names[n] {
+			return nil, fmt.Errorf("sim: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
+		}
+	}
+	f := &Fleet{cfg: cfg, dir: cfg.Dir}
+	if f.dir == "" {
+		d, err := os.MkdirTemp("", "gpulab-sim-")
+		if err != nil {
+			return nil, err
+		}
+		f.dir, f.ownDir = d, true
+	}
+	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if err := f.start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+func (f *Fleet) start() error {
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	f.key = priv
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		return err
+	}
+	f.clientPK = signer.PublicKey()
+	if data, _, err := bundle.Probe(runtime.GOARCH, true); err == nil {
+		s := sha256.Sum256(data)
+		f.probeSum = hex.EncodeToString(s[:])
+	}
+	sick, faults := plan(f.cfg.Seed, f.cfg.Hosts)
+	f.sick = sick
+	for i := 0; i < f.cfg.Hosts; i++ {
+		h, err := f.newHost(i, faults[i])
+		if err != nil {
+			return err
+		}
+		f.hosts = append(f.hosts, h)
+	}
+	return nil
+}
+
+func (f *Fleet) newHost(i int, faults []byte) (*host, error) {
+	name := HostName(i, f.cfg.Hosts)
+	h := &host{name: name, index: i, fleet: f, faults: faults, sick: i == f.sick, conns: map[net.Conn]struct{}{}}
+	switch {
+	case slices.Contains(f.cfg.Drop, name):
+		h.mode = Drop
+	case slices.Contains(f.cfg.Hang, name):
+		h.mode = Hang
+	}
+	dir := filepath.Join(f.dir, name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var err error
+	if h.fs, err = newVFS(dir, name); err != nil {
+		return nil, err
+	}
+	h.machine = newMachine(name, i, faults)
+	_, hk, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if h.signer, err = ssh.NewSignerFromKey(hk); err != nil {
+		return nil, err
+	}
+	h.config = &ssh.ServerConfig{
+		PublicKeyCallback: func(c ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+			if c.User() == User && k.Type() == f.clientPK.Type() && string(k.Marshal()) == string(f.clientPK.Marshal()) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("sim: %s: key not authorised for %q", name, c.User())
+		},
+		MaxAuthTries:  32,
+		ServerVersion: "SSH-2.0-gpulab_sim",
+	}
+	h.config.AddHostKey(h.signer)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	h.addr = ln.Addr().String()
+	if h.mode == Drop {
+		ln.Close() // the port now refuses connections
+		return h, nil
+	}
+	h.ln = ln
+	f.wg.Add(1)
+	go h.serve(ln)
+	return h, nil
+}
+
+// Kill cuts a host off mid-run, as a power cut would: its connections
+// close and it refuses new ones.
+func (f *Fleet) Kill(name string) error {
+	for _, h := range f.hosts {
+		if h.name == name {
+			h.kill()
+			return nil
+		}
+	}
+	return fmt.Errorf("sim: no host %q", name)
+}
+
+// Close stops every host and removes their trees.
+func (f *Fleet) Close() error {
+	var err error
+	f.closed.Do(func() {
+		f.cancel()
+		for _, h := range f.hosts {
+			h.kill()
+		}
+		f.wg.Wait()
+		for _, h := range f.hosts {
+			if h.fs != nil {
+				err = errors.Join(err, h.fs.close())
+			}
+		}
+		if f.ownDir {
+			err = errors.Join(err, os.RemoveAll(f.dir))
+		}
+	})
+	return err
+}
+
+// Host describes one simulated host.
+type Host struct {
+	Name    string `json:"name"`
+	Address string `json:"address"` // 127.0.0.1
+	Port    int    `json:"port"`
+	HostKey string `json:"host_key"` // authorized_keys format
+	Sick    bool   `json:"sick"`
+	Fault   string `json:"fault,omitempty"` // "drop", "hang"
+	Faults  string `json:"faults,omitempty"`
+}
+
+// Hosts lists the fleet's hosts in order.
+func (f *Fleet) Hosts() []Host {
+	out := make([]Host, len(f.hosts))
+	for i, h := range f.hosts {
+		out[i] = Host{Name: h.name, Address: "127.0.0.1", Port: portOf(h.addr), HostKey: string(ssh.MarshalAuthorizedKey(h.signer.PublicKey())),
+			Sick: h.sick, Fault: [...]string{"", "drop", "hang"}[h.mode], Faults: string(h.faults)}
+	}
+	return out
+}
+
+// ProbeSum is the sha256 of the simulator probe the hosts will run (empty
+// when this gpulab embeds none).
+func (f *Fleet) ProbeSum() string { return f.probeSum }

@@ -1,0 +1,317 @@
+package sim
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/term"
+)
+
+// machine is a simulated host's hardware side: the GPU and cluster tools
+// it answers (sim/dgx).
+type machine interface {
+	run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) (int, bool)
+	tools() []string
+}
+
+// host is one simulated host: an SSH server on its own loopback port with
+// its own host key, a private tree, and a machine.
+type host struct {
+	name    string
+	index   int
+	addr    string // 127.0.0.1:port
+	fleet   *Fleet
+	fs      *vfs
+	machine machine
+	faults  []byte // the probe's --mock-faults
+	sick    bool
+	mode    Fault
+	signer  ssh.Signer
+	config  *ssh.ServerConfig
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	killed bool
+}
+
+// serve accepts connections until the listener closes.
+func (h *host) serve(ln net.Listener) {
+	defer h.fleet.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		if !h.track(c) {
+			c.Close()
+			continue
+		}
+		h.fleet.wg.Add(1)
+		go func() {
+			defer h.fleet.wg.Done()
+			defer h.untrack(c)
+			h.handle(c)
+		}()
+	}
+}
+
+func (h *host) track(c net.Conn) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.killed {
+		return false
+	}
+	h.conns[c] = struct{}{}
+	return true
+}
+
+func (h *host) untrack(c net.Conn) {
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+	c.Close()
+}
+
+// kill stops the host as a power cut would: no new connection, and every
+// open one (and the commands in it) cut.
+func (h *host) kill() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.killed = true
+	if h.ln != nil {
+		h.ln.Close()
+	}
+	for c := range h.conns {
+		c.Close()
+	}
+}
+
+// slowConn delays every write by the fleet's latency.
+type slowConn struct {
+	net.Conn
+	delay time.Duration
+}
+
+func (c slowConn) Write(p []byte) (int, error) {
+	time.Sleep(c.delay)
+	return c.Conn.Write(p)
+}
+
+func (h *host) handle(c net.Conn) {
+	if h.mode == Hang {
+		_, _ = io.Copy(io.Discard, c) // accepts, never answers
+		return
+	}
+	if d := h.fleet.cfg.Latency; d > 0 {
+		c = slowConn{Conn: c, delay: d}
+	}
+	sc, chans, reqs, err := ssh.NewServerConn(c, h.config)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(h.fleet.ctx)
+	defer cancel()
+	go ssh.DiscardRequests(reqs) // keepalives get their (negative) answer
+	go func() {
+		_ = sc.Wait()
+		cancel()
+	}()
+	var wg sync.WaitGroup
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.Prohibited, "a simulated host opens sessions only (no forwarding)")
+			continue
+		}
+		ch, creqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.session(ctx, sc, ch, creqs)
+		}()
+	}
+	wg.Wait()
+}
+
+// session serves one SSH session: env, pty-req, exec, shell, the sftp
+// subsystem and signals, as sshd does.
+func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer ch.Close()
+	env := append(h.baseEnv(), sshConnEnv(sc)...)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pty, started := false, false
+	done := make(chan struct{})
+	for req := range reqs {
+		ok := false
+		switch req.Type {
+		case "env":
+			var kv struct{ Name, Value string }
+			if ssh.Unmarshal(req.Payload, &kv) == nil && acceptEnv(kv.Name) {
+				env, ok = append(env, kv.Name+"="+kv.Value), true
+			}
+		case "pty-req":
+			pty, ok = true, true
+		case "window-change":
+			ok = true
+		case "signal":
+			cancel()
+			ok = true
+		case "exec", "shell", "subsystem":
+			if started {
+				break
+			}
+			var start func()
+			start, ok = h.starter(ctx, ch, req, env, pty)
+			if ok {
+				started = true
+				go func() {
+					defer close(done)
+					start()
+					_ = ch.Close() // after the exit status: the session is over
+				}()
+			}
+		}
+		if req.WantReply {
+			_ = req.Reply(ok, nil)
+		}
+	}
+	cancel()
+	if started {
+		<-done
+	}
+}
+
+// acceptEnv is sshd's default AcceptEnv on Debian and Ubuntu.
+func acceptEnv(name string) bool {
+	return name == "LANG" || strings.HasPrefix(name, "LC_") || name == "COLORTERM" || name == "NO_COLOR"
+}
+
+func sshConnEnv(sc *ssh.ServerConn) []string {
+	rh, rp, _ := net.SplitHostPort(sc.RemoteAddr().String())
+	lh, lp, _ := net.SplitHostPort(sc.LocalAddr().String())
+	return []string{"SSH_CONNECTION=" + strings.Join([]string{rh, rp, lh, lp}, " "), "SSH_CLIENT=" + strings.Join([]string{rh, rp, lp}, " ")}
+}
+
+// starter returns what an exec, shell or subsystem request runs.
+func (h *host) starter(ctx context.Context, ch ssh.Channel, req *ssh.Request, env []string, pty bool) (func(), bool) {
+	c := &call{h: h, env: env, stdin: ch, stdout: ch, stderr: ch.Stderr()}
+	switch req.Type {
+	case "exec":
+		var p struct{ Command string }
+		if ssh.Unmarshal(req.Payload, &p) != nil {
+			return nil, false
+		}
+		return func() {
+			var code int
+			var err error
+			if cmd, ok := unwrap(p.Command); ok {
+				code, err = c.runWrapped(ctx, cmd, ch)
+			} else {
+				code, err = c.runLine(ctx, p.Command)
+			}
+			sendExit(ch, code, err)
+		}, true
+	case "shell":
+		return func() { sendExit(ch, h.shell(ctx, c, ch, pty), nil) }, true
+	case "subsystem":
+		var p struct{ Name string }
+		if ssh.Unmarshal(req.Payload, &p) != nil || p.Name != "sftp" {
+			return nil, false
+		}
+		return func() {
+			srv := sftp.NewRequestServer(ch, h.sftpHandlers(), sftp.WithStartDirectory(Home))
+			err := srv.Serve() // the channel closes after the exit status
+			code := 0
+			if err != nil && !errors.Is(err, io.EOF) {
+				code = 1
+			}
+			sendExit(ch, code, nil)
+		}, true
+	}
+	return nil, false
+}
+
+func sendExit(ch ssh.Channel, code int, err error) {
+	if errors.Is(err, errKilled) {
+		_, _ = ch.SendRequest("exit-signal", false, ssh.Marshal(struct {
+			Signal     string
+			CoreDumped bool
+			Error      string
+			Lang       string
+		}{Signal: "TERM"}))
+	} else {
+		b := make([]byte, 4)
+		binary.BigEndian.PutUint32(b, uint32(code))
+		_, _ = ch.SendRequest("exit-status", false, b)
+	}
+	_ = ch.CloseWrite()
+}
+
+// shell is a login shell: with a terminal, a prompt and line editing, one
+// command line at a time in one shell (cd and variables stay); without,
+// the script read from standard input, as `ssh HOST < script` runs it.
+func (h *host) shell(ctx context.Context, c *call, ch ssh.Channel, pty bool) int {
+	if !pty {
+		b := new(strings.Builder)
+		_, _ = io.Copy(b, ch)
+		c.stdin = devNull{}
+		code, _ := c.runLine(ctx, b.String())
+		return code
+	}
+	t := term.NewTerminal(ch, User+"@"+h.name+":~$ ")
+	fmt.Fprintf(t, "gpulab simulated host %s (a DGX A100 that is not there: every output is simulated)\n", h.name)
+	c.stdin, c.stdout, c.stderr = devNull{}, t, t
+	r, err := c.runner(nil)
+	if err != nil {
+		return 1
+	}
+	status := 0
+	for {
+		line, err := t.ReadLine()
+		if err != nil {
+			return status
+		}
+		prog, perr := parser().Parse(strings.NewReader(line), "")
+		if perr != nil {
+			fmt.Fprintf(t, "bash: %s\n", shellSyntaxError(perr))
+			status = 2
+			continue
+		}
+		err = r.Run(ctx, prog)
+		if st, ok := exitStatus(err); ok {
+			status = st
+		}
+		if r.Exited() || ctx.Err() != nil {
+			return status
+		}
+		t.SetPrompt(User + "@" + h.name + ":" + tildePath(r.Dir) + "$ ")
+	}
+}
+
+func tildePath(dir string) string {
+	if dir == Home || strings.HasPrefix(dir, Home+"/") {
+		return "~" + strings.TrimPrefix(dir, Home)
+	}
+	return dir
+}
+
+// portOf is the port of a host's listener.
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}

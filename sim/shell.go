@@ -1,0 +1,250 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// User is the login every simulated host accepts. It is not root: steps
+// that need root go through `sudo -n`, as on a real fleet, and the
+// simulated sudo lets it.
+const User = "gpulab"
+
+// shellPath is the simulated user's login shell ($SHELL).
+const shellPath = "/bin/bash"
+
+// call is one command line running on a simulated host: its streams, its
+// environment and its cancellation (a session's signal, or the wrapper
+// seeing its standard input close).
+type call struct {
+	h      *host
+	env    []string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// errKilled is how a command stopped by a signal ends: the session then
+// reports exit-signal TERM, as sshd does for a shell killed so.
+var errKilled = errors.New("killed by SIGTERM")
+
+// baseEnv is the environment sshd gives a login on the host.
+func (h *host) baseEnv() []string {
+	return []string{
+		"HOME=" + Home, "USER=" + User, "LOGNAME=" + User, "SHELL=" + shellPath,
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"LANG=C.UTF-8", "HOSTNAME=" + h.name, "UID=1000", "EUID=1000", "GID=1000",
+	}
+}
+
+// runLine runs one command line as `$SHELL -c LINE` would, and returns
+// its exit status (errKilled when a signal stopped it).
+func (c *call) runLine(ctx context.Context, line string, params ...string) (int, error) {
+	prog, err := parser().Parse(strings.NewReader(line), "")
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: -c: %s\n", path.Base(shellPath), shellSyntaxError(err))
+		return 2, nil
+	}
+	r, err := c.runner(params)
+	if err != nil {
+		return 1, err
+	}
+	err = r.Run(ctx, prog)
+	if err != nil && ctx.Err() != nil {
+		return 143, errKilled
+	}
+	if st, ok := interp.IsExitStatus(err); ok {
+		return int(st), nil
+	}
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s: %v\n", path.Base(shellPath), err)
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func shellSyntaxError(err error) string {
+	var pe syntax.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("line %d: syntax error: %s", pe.Pos.Line(), pe.Text)
+	}
+	return err.Error()
+}
+
+// runner is an interpreter whose every file, directory and command goes
+// through the host: nothing reaches the operator's machine but the
+// simulator probe (see exec).
+func (c *call) runner(params []string) (*interp.Runner, error) {
+	h := c.h
+	opts := []interp.RunnerOption{
+		interp.StdIO(c.stdin, c.stdout, c.stderr),
+		interp.Env(expand.ListEnviron(c.env...)),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return c.exec }),
+		interp.CallHandler(c.callHook),
+		interp.OpenHandler(h.fs.open),
+		interp.StatHandler(h.fs.stat),
+		interp.ReadDirHandler2(h.fs.readDir),
+		interp.AccessHandler(h.fs.access),
+		func(r *interp.Runner) error { r.Dir = c.dir(); return nil },
+	}
+	if len(params) > 0 {
+		opts = append(opts, interp.Params(append([]string{"--"}, params...)...))
+	}
+	return interp.New(opts...)
+}
+
+// dir is where a new shell starts: $PWD when a parent shell set it and it
+// is a directory on the host, else the home.
+func (c *call) dir() string {
+	for _, kv := range c.env {
+		if d, ok := strings.CutPrefix(kv, "PWD="); ok && path.IsAbs(d) {
+			if fi, err := c.h.fs.statAt("/", d, true); err == nil && fi.IsDir() {
+				return path.Clean(d)
+			}
+		}
+	}
+	return Home
+}
+
+// runWrapped runs command as gpulab's wrapper does on a real host: the
+// command reads /dev/null, and when watch (the session's standard input)
+// ends while it still runs, it is stopped, as the wrapper's watcher sends
+// SIGTERM to the process group.
+func (c *call) runWrapped(ctx context.Context, command string, watch io.Reader) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		_, _ = io.Copy(io.Discard, watch)
+		cancel()
+	}()
+	inner := *c
+	inner.stdin = devNull{}
+	return inner.runLine(ctx, command)
+}
+
+// exec runs a command that is neither a builtin nor a function.
+func (c *call) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	t := &toolCall{ctx: ctx, h: c.h, dir: hc.Dir, env: environ(hc.Env), stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr}
+	code := t.run(args)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if code != 0 {
+		return interp.ExitStatus(uint8(code))
+	}
+	return nil
+}
+
+// callHook rewrites the builtins whose real implementation would look at
+// the operator's file system (command -v and type search the real PATH,
+// pwd -P resolves real links) or that the interpreter lacks (cd -P, cd --).
+func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
+	switch args[0] {
+	case "command":
+		if len(args) > 2 && (args[1] == "-v" || args[1] == "-V") {
+			return append([]string{"\x00command-v"}, args[2:]...), nil
+		}
+	case "type":
+		return append([]string{"\x00command-v"}, args[1:]...), nil
+	case "pwd":
+		if len(args) > 1 && args[1] == "-P" {
+			return []string{"\x00pwd-P"}, nil
+		}
+	case "cd":
+		var rest []string
+		physical := false
+		for i, a := range args[1:] {
+			if a == "--" {
+				rest = append(rest, args[i+2:]...)
+				break
+			}
+			if a == "-P" || a == "-L" {
+				physical = a == "-P"
+				continue
+			}
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if physical && len(rest) == 1 {
+			hc := interp.HandlerCtx(ctx)
+			if p, err := c.h.fs.realpath(hc.Dir, rest[0]); err == nil {
+				rest[0] = p
+			}
+		}
+		return append([]string{"cd"}, rest...), nil
+	}
+	return args, nil
+}
+
+// environ lists the exported variables of a shell's environment.
+func environ(env expand.Environ) []string {
+	var out []string
+	env.Each(func(name string, vr expand.Variable) bool {
+		if vr.Exported && vr.IsSet() {
+			out = append(out, name+"="+vr.String())
+		}
+		return true
+	})
+	return out
+}
+
+// unwrap recognises gpulab's command wrapper (orchestrator.Wrap), which
+// every non-raw command comes in, and returns the command inside it.
+func unwrap(line string) (string, bool) {
+	rest, ok := strings.CutPrefix(line, wrapPrefix)
+	if !ok {
+		return "", false
+	}
+	prog, err := syntax.NewParser().Parse(strings.NewReader(": "+rest), "")
+	if err != nil || len(prog.Stmts) != 1 {
+		return "", false
+	}
+	ce, isCall := prog.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !isCall || len(ce.Args) != 2 {
+		return "", false
+	}
+	s, err := expand.Literal(nil, ce.Args[1])
+	if err != nil || orchestrator.Quote(s) != rest {
+		return "", false
+	}
+	return s, true
+}
+
+// isWrapper reports whether sh's arguments are the wrapper's own
+// (sh -c SCRIPT gpulab COMMAND), for a wrapped line that reached the
+// shell rather than the session's fast path.
+func isWrapper(args []string) (string, bool) {
+	if len(args) != 5 || args[1] != "-c" || args[3] != "gpulab" {
+		return "", false
+	}
+	if orchestrator.Wrap(args[4]) != "exec sh -c "+orchestrator.Quote(args[2])+" gpulab "+orchestrator.Quote(args[4]) {
+		return "", false
+	}
+	return args[4], true
+}
+
+var wrapPrefix = strings.TrimSuffix(orchestrator.Wrap("x"), orchestrator.Quote("x"))
+
+func parser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
+
+// exitStatus reads a finished run's status.
+func exitStatus(err error) (int, bool) {
+	if err == nil {
+		return 0, true
+	}
+	if st, ok := interp.IsExitStatus(err); ok {
+		return int(st), true
+	}
+	return 1, false
+}

@@ -1,0 +1,220 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"mvdan.cc/sh/v3/interp"
+)
+
+// Home is the simulated user's home directory on every simulated host.
+const Home = "/home/gpulab"
+
+// vfs is one simulated host's file system: a private temporary directory
+// that stands for "/", reached only through an os.Root, so that no path a
+// user types (.., absolute links, /etc/passwd) leaves it. /dev/null and the
+// /dev/std* names are served here, never from the operator's /dev.
+type vfs struct {
+	root *os.Root
+	dir  string // the real directory behind root, for the probe's exec
+}
+
+// newVFS makes the host's tree under dir (which must exist and be empty):
+// a home, a sticky /tmp, and the few files a GPU host answers from.
+func newVFS(dir, hostname string) (*vfs, error) {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	v := &vfs{root: r, dir: dir}
+	for _, d := range []struct {
+		name string
+		mode fs.FileMode
+	}{{"home/gpulab", 0o700}, {"tmp", 0o777 | fs.ModeSticky}, {"etc", 0o755}, {"proc/driver/nvidia", 0o755}, {"dev", 0o755}, {"usr/bin", 0o755}} {
+		if err := r.MkdirAll(d.name, 0o755); err != nil {
+			r.Close()
+			return nil, err
+		}
+		if err := r.Chmod(d.name, d.mode); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	for name, data := range map[string]string{
+		"etc/hostname":               hostname + "\n",
+		"etc/os-release":             osRelease,
+		"proc/driver/nvidia/version": nvidiaVersion,
+	} {
+		if err := r.WriteFile(name, []byte(data), 0o444); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// The files a DGX OS 6 (Ubuntu 22.04) host with driver 535.129.03 holds.
+const (
+	osRelease = `PRETTY_NAME="Ubuntu 22.04.3 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.3 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+HOME_URL="https://www.ubuntu.com/"
+SUPPORT_URL="https://help.ubuntu.com/"
+BUG_REPORT_URL="https://bugs.launchpad.net/ubuntu/"
+PRIVACY_POLICY_URL="https://www.ubuntu.com/legal/terms-and-policies/privacy-policy"
+UBUNTU_CODENAME=jammy
+`
+	nvidiaVersion = `NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.129.03  Thu Oct 19 18:56:32 UTC 2023
+GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04) 
+`
+)
+
+// rel turns a simulated absolute (or, with dir, relative) path into the
+// name os.Root takes: "." for "/", no leading slash.
+func rel(dir, p string) string {
+	if !path.IsAbs(p) {
+		p = path.Join(dir, p)
+	}
+	p = path.Clean(p)
+	if p == "/" {
+		return "."
+	}
+	return strings.TrimPrefix(p, "/")
+}
+
+// abs is the simulated absolute path of p seen from dir.
+func abs(dir, p string) string {
+	if !path.IsAbs(p) {
+		p = path.Join(dir, p)
+	}
+	return path.Clean(p)
+}
+
+func (v *vfs) close() error {
+	err := v.root.Close()
+	if rerr := os.RemoveAll(v.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// devNull reads as empty and swallows writes.
+type devNull struct{}
+
+func (devNull) Read([]byte) (int, error)          { return 0, io.EOF }
+func (devNull) Write(p []byte) (int, error)       { return len(p), nil }
+func (devNull) Close() error                      { return nil }
+func (devNull) ReadAt([]byte, int64) (int, error) { return 0, io.EOF }
+
+// nopCloser keeps the session's streams open when a command names them.
+type nopCloser struct {
+	io.Reader
+	io.Writer
+}
+
+func (nopCloser) Close() error { return nil }
+
+// open is the interpreter's open handler: every redirect and every file a
+// simulated tool reads or writes comes through here.
+func (v *vfs) open(ctx context.Context, name string, flag int, perm fs.FileMode) (io.ReadWriteCloser, error) {
+	hc := interp.HandlerCtx(ctx)
+	p := abs(hc.Dir, name)
+	switch p {
+	case "/dev/null":
+		return devNull{}, nil
+	case "/dev/stdin", "/dev/fd/0":
+		return nopCloser{Reader: hc.Stdin}, nil
+	case "/dev/stdout", "/dev/fd/1":
+		return nopCloser{Writer: hc.Stdout}, nil
+	case "/dev/stderr", "/dev/fd/2":
+		return nopCloser{Writer: hc.Stderr}, nil
+	}
+	if strings.HasPrefix(p, "/dev/") && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
+	}
+	f, err := v.root.OpenFile(rel(hc.Dir, name), flag, perm)
+	if err != nil {
+		return nil, cleanPathErr(name, err)
+	}
+	return f, nil
+}
+
+// cleanPathErr keeps the real directory behind the root out of messages:
+// the simulated host's paths are all the user ever sees.
+func cleanPathErr(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		e := pe.Err
+		if strings.Contains(e.Error(), "escapes from parent") || strings.Contains(e.Error(), "path escapes") {
+			e = syscall.EACCES
+		}
+		return &fs.PathError{Op: pe.Op, Path: name, Err: e}
+	}
+	return err
+}
+
+func (v *vfs) stat(ctx context.Context, name string, follow bool) (fs.FileInfo, error) {
+	hc := interp.HandlerCtx(ctx)
+	return v.statAt(hc.Dir, name, follow)
+}
+
+func (v *vfs) statAt(dir, name string, follow bool) (fs.FileInfo, error) {
+	if abs(dir, name) == "/dev/null" {
+		return devNullInfo{}, nil
+	}
+	var fi fs.FileInfo
+	var err error
+	if follow {
+		fi, err = v.root.Stat(rel(dir, name))
+	} else {
+		fi, err = v.root.Lstat(rel(dir, name))
+	}
+	return fi, cleanPathErr(name, err)
+}
+
+func (v *vfs) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	hc := interp.HandlerCtx(ctx)
+	f, err := v.root.Open(rel(hc.Dir, name))
+	if err != nil {
+		return nil, cleanPathErr(name, err)
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// access answers test -r/-w/-x from the file's mode bits (the simulated
+// user owns everything in its tree, as root would).
+func (v *vfs) access(ctx context.Context, name string, mode interp.AccessMode) error {
+	fi, err := v.stat(ctx, name, true)
+	if err != nil {
+		return err
+	}
+	perm := fi.Mode().Perm()
+	switch {
+	case mode&interp.AccessExec != 0 && perm&0o111 == 0,
+		mode&interp.AccessWrite != 0 && perm&0o222 == 0,
+		mode&interp.AccessRead != 0 && perm&0o444 == 0:
+		return &fs.PathError{Op: "access", Path: name, Err: syscall.EACCES}
+	}
+	return nil
+}
+
+type devNullInfo struct{}
+
+func (devNullInfo) Name() string       { return "null" }
+func (devNullInfo) Size() int64        { return 0 }
+func (devNullInfo) Mode() fs.FileMode  { return fs.ModeDevice | fs.ModeCharDevice | 0o666 }
+func (devNullInfo) ModTime() time.Time { return time.Time{} }
+func (devNullInfo) IsDir() bool        { return false }
+func (devNullInfo) Sys() any           { return nil }
