@@ -9,13 +9,45 @@ export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 .PHONY: build run test probes bench bench-ssh lint fuzz clean
 
-build: ## build bin/gpulab
+# The NVML probes gpulab embeds (probes/bundle/bin/*.gz). `make build` makes
+# the ones for this machine's architecture with the native cgo toolchain (Go,
+# make and gcc are enough): nvmlprobe-linux-ARCH, pushed to hosts, and
+# nvmlsim-linux-ARCH, the simulator build for --mock and the tests. They need
+# this machine's glibc; gpulab refuses an older host before it pushes and
+# names `make probes`. `make probes` builds the portable ones (glibc >= 2.28,
+# amd64 + arm64) under the same names and wins: probes/build.sh lists what it
+# wrote in probes/bundle/bin/.portable, and no native probe is built over a
+# name listed there. `make clean` removes both kinds.
+BUNDLE   := probes/bundle/bin
+HOST     := $(shell $(GO) env GOHOSTOS GOHOSTARCH)
+HOSTARCH := $(word 2,$(HOST))
+NATIVE_PROBES := $(BUNDLE)/nvmlprobe-linux-$(HOSTARCH).gz $(BUNDLE)/nvmlsim-linux-$(HOSTARCH).gz
+ifeq ($(word 1,$(HOST)),linux)
+NATIVE := $(filter-out $(addprefix $(BUNDLE)/,$(shell cat $(BUNDLE)/.portable 2>/dev/null)),$(NATIVE_PROBES))
+endif
+# A native probe is rebuilt when a Go file of a package it is built from (go
+# list follows its imports within this module) or the module's requirements
+# change, and only then.
+PROBE_PKGS := $(shell $(GO) list -deps -f '{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}' ./probes/nvmlprobe)
+PROBE_SRC  := $(filter-out %_test.go,$(foreach d,$(PROBE_PKGS),$(wildcard $(d)/*.go))) go.mod go.sum
+
+build: $(NATIVE) ## build bin/gpulab, with the native probes unless `make probes` made portable ones
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+# The same flags as probes/build.sh, without its sysroot: nosim for the probe
+# hosts get, the simulator for nvmlsim.
+$(BUNDLE)/nvmlprobe-linux-$(HOSTARCH).gz: PROBE_TAGS := netgo,osusergo,nosim
+$(BUNDLE)/nvmlsim-linux-$(HOSTARCH).gz: PROBE_TAGS := netgo,osusergo
+$(NATIVE_PROBES): $(PROBE_SRC)
+	@mkdir -p build/native
+	CGO_ENABLED=1 GOOS=linux GOARCH=$(HOSTARCH) CGO_CFLAGS='-O2 -Wno-deprecated-declarations' \
+		$(GO) build -tags $(PROBE_TAGS) -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o build/native/$(basename $(@F)) ./probes/nvmlprobe
+	gzip -9 -c build/native/$(basename $(@F)) > build/native/$(@F) && mv build/native/$(@F) $@
 
 run: build ## open the workbench on the built-in default (no hosts, no hardware)
 	./$(BIN)
 
-test: lint ## vet, format check, race-enabled tests including the tmux smoke test and every fuzz target's seed corpus
+test: lint $(NATIVE) ## vet, format check, race-enabled tests including the tmux smoke test and every fuzz target's seed corpus
 	$(GO) test -race -count=1 ./...
 
 probes: ## portable NVML probes in dist/ (glibc >= 2.28, amd64 + arm64), embedded by the next build
@@ -41,4 +73,4 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./runbooks/parse || exit 1; done
 
 clean:
-	rm -rf bin dist probes/bundle/bin/nvml*
+	rm -rf bin dist build/native $(BUNDLE)/nvml* $(BUNDLE)/.portable

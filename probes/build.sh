@@ -12,7 +12,9 @@
 # Needs (Debian): debootstrap gcc gcc-aarch64-linux-gnu binutils.
 # Usage: probes/build.sh [OUTDIR]   (default dist/; sysroots cached in build/)
 # Leaves OUTDIR/nvmlprobe-linux-{amd64,arm64} and OUTDIR/nvmlsim-linux-amd64,
-# and puts them gzipped into probes/bundle/bin/ for gpulab to embed.
+# and puts them gzipped into probes/bundle/bin/ for gpulab to embed, listed
+# in probes/bundle/bin/.portable (make build then builds no native probe
+# over them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-dist}
@@ -71,8 +73,13 @@ build amd64 amd64 x86_64-linux-gnu gcc nvmlprobe netgo,osusergo,nosim
 build arm64 arm64 aarch64-linux-gnu aarch64-linux-gnu-gcc nvmlprobe netgo,osusergo,nosim
 build amd64 amd64 x86_64-linux-gnu gcc nvmlsim netgo,osusergo
 # gpulab embeds them gzipped: it pushes them that way, unpacked on the host.
+# They replace native probes of the same names (make build), and .portable
+# lists them so that make build does not replace them in turn.
 mkdir -p probes/bundle/bin
-rm -f probes/bundle/bin/nvml*
+rm -f probes/bundle/bin/nvml* probes/bundle/bin/.portable
+names=()
 for f in "$out"/nvmlprobe-linux-* "$out"/nvmlsim-linux-*; do
   gzip -9 -c "$f" > "probes/bundle/bin/$(basename "$f").gz"
+  names+=("$(basename "$f").gz")
 done
+printf '%s\n' "${names[@]}" > probes/bundle/bin/.portable

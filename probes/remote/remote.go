@@ -32,12 +32,24 @@ type Prober struct {
 	// Keep leaves the probe cached on the hosts under its sha256, and uses
 	// a cached one as it is.
 	Keep bool
-	// AnyArch skips the uname check: Source gives one binary for all.
+	// AnyArch skips the uname check, and with it the glibc check: Source
+	// gives one binary for all.
 	AnyArch bool
 
-	mu    sync.Mutex
-	specs map[string]orchestrator.PushSpec
+	mu     sync.Mutex
+	probes map[string]probe
 }
+
+// probe is the binary for one architecture, ready to push, with the glibc
+// it needs ("" for none, or when its ELF could not be read).
+type probe struct {
+	spec  orchestrator.PushSpec
+	glibc string
+}
+
+// hostQuery asks a host, in one round trip, for its machine type (first
+// line) and its C library (the rest). Only uname decides the exit status.
+const hostQuery = "uname -m || exit; " + bundle.LibcCommand + "; exit 0"
 
 // Installed is the probe on one host.
 type Installed struct {
@@ -49,23 +61,31 @@ type Installed struct {
 // Install puts the probe on the host behind conn. Without Keep, the run
 // gets a copy of its own unless an earlier Keep left the same probe: a
 // home directory shared by many hosts (NFS) must not see one host delete
-// another's probe.
+// another's probe. A host whose glibc is older than the probe needs is
+// refused before anything is pushed (bundle.CheckLibc).
 func (p *Prober) Install(ctx context.Context, conn *orchestrator.Conn, timeout time.Duration) (*Installed, orchestrator.Class, error) {
 	arch := "any"
+	var libc bundle.Libc
 	if !p.AnyArch {
-		u := conn.Run(ctx, "uname", "uname -m", orchestrator.RunOptions{Timeout: timeout})
+		u := conn.Run(ctx, "uname", hostQuery, orchestrator.RunOptions{Timeout: timeout})
 		if u.Class != orchestrator.OK {
 			return nil, u.Class, fmt.Errorf("uname -m: %s%s", u.Err, strings.TrimSpace(string(u.Stderr)))
 		}
+		machine, rest, _ := strings.Cut(string(u.Stdout), "\n")
 		var err error
-		if arch, err = bundle.Arch(string(u.Stdout)); err != nil {
+		if arch, err = bundle.Arch(machine); err != nil {
 			return nil, orchestrator.Error, err
 		}
+		libc = bundle.ParseLibc(rest)
 	}
-	spec, err := p.spec(arch)
+	pr, err := p.probe(arch)
 	if err != nil {
 		return nil, orchestrator.Error, err
 	}
+	if err := bundle.CheckLibc(libc, pr.glibc); err != nil {
+		return nil, orchestrator.Error, err
+	}
+	spec := pr.spec
 	own := false
 	if !p.Keep {
 		c := conn.Run(ctx, "probe: cached?", `f="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab/`+spec.Name+`"; [ -x "$f" ] && sha256sum -- "$f"`, orchestrator.RunOptions{Timeout: timeout})
@@ -82,23 +102,29 @@ func (p *Prober) Install(ctx context.Context, conn *orchestrator.Conn, timeout t
 	return &Installed{Path: push.Path, Sent: push.Sent, own: own}, orchestrator.OK, nil
 }
 
-func (p *Prober) spec(arch string) (orchestrator.PushSpec, error) {
+// probe returns the probe for arch, read and examined once per run.
+func (p *Prober) probe(arch string) (probe, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if spec, ok := p.specs[arch]; ok {
-		return spec, nil
+	if pr, ok := p.probes[arch]; ok {
+		return pr, nil
 	}
 	data, gz, err := p.Source(arch)
 	if err != nil {
-		return orchestrator.PushSpec{}, err
+		return probe{}, err
 	}
 	sum := sha256.Sum256(data)
-	spec := orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true, Gzipped: gz}
-	if p.specs == nil {
-		p.specs = map[string]orchestrator.PushSpec{}
+	pr := probe{spec: orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true, Gzipped: gz}}
+	if !p.AnyArch {
+		// A probe whose ELF cannot be read is pushed unchecked: the
+		// host's loader then says what is wrong with it.
+		pr.glibc, _ = bundle.NeedsGlibc(data)
 	}
-	p.specs[arch] = spec
-	return spec, nil
+	if p.probes == nil {
+		p.probes = map[string]probe{}
+	}
+	p.probes[arch] = pr
+	return pr, nil
 }
 
 // Line is the command line that runs the installed probe with the
