@@ -57,6 +57,8 @@ func DGXA100With(f Faults) *server.Server {
 	for i, dev := range s.Devices {
 		d := dev.(*server.Device)
 		identity(d, i)
+		d.MemoryInfo = nvml.Memory{Total: spec.MemoryTotalMiB << 20, Used: uint64(f.MemoryUsedMiB(i)) << 20,
+			Free: uint64(f.MemoryFreeMiB(i)) << 20}
 		readings(d, i)
 		health(d, i, f)
 		links(d, i, f)
@@ -83,8 +85,6 @@ func identity(d *server.Device, i int) {
 	d.PciBusID = spec.BusID(i)
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return pciInfo(0, bus, d.Config.PciDeviceId), nvml.SUCCESS }
 	d.GetSerialFunc = func() (string, nvml.Return) { return spec.Serials[i], nvml.SUCCESS }
-	d.MemoryInfo = nvml.Memory{Total: spec.MemoryTotalMiB << 20, Used: spec.MemoryUsedMiB << 20,
-		Free: (spec.MemoryTotalMiB - spec.MemoryReservedMiB - spec.MemoryUsedMiB) << 20}
 	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 }

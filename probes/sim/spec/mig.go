@@ -119,3 +119,34 @@ func PlaceMIG(profiles []string) ([]GPUInstance, error) {
 func (g GPUInstance) String() string {
 	return fmt.Sprintf("%d:%s@%d:%d", g.ID, g.Profile.Name, g.Start, g.Size)
 }
+
+// MIGUsedMiB is an idle MIG device's framebuffer in use: 19 MiB for a
+// 3g.20gb as recorded (testdata/fixtures/nvidia-smi-q-x/
+// a100-sxm4-40gb-mig-enabled-drv510.xml.txt), in proportion to memory
+// slices for the others.
+func MIGUsedMiB(p Profile) int { return (19*p.MemSlices + 2) / 4 }
+
+// MIGBAR1MiB is a MIG device's BAR1 share: the GPU's 64 GiB over 8
+// memory slices, less one MiB (32767 MiB for a 3g.20gb, as recorded).
+func MIGBAR1MiB(p Profile) int { return 65536*p.MemSlices/8 - 1 }
+
+// MemoryUsedMiB is GPU gpu's framebuffer in use: the recorded idle 4 MiB,
+// or with MIG its devices' use and one MiB more (the A30 recording,
+// testdata/fixtures/nvidia-smi/a30-drv535-mig-3-devices-87col.txt, shows
+// 25+12+12 MiB of devices as 50 MiB).
+func (f Faults) MemoryUsedMiB(gpu int) int {
+	gis := f.Instances(gpu)
+	if gis == nil {
+		return MemoryUsedMiB
+	}
+	used := 1
+	for _, g := range gis {
+		used += MIGUsedMiB(g.Profile)
+	}
+	return used
+}
+
+// MemoryFreeMiB is GPU gpu's free framebuffer.
+func (f Faults) MemoryFreeMiB(gpu int) int {
+	return MemoryFreeMiB - (f.MemoryUsedMiB(gpu) - MemoryUsedMiB)
+}

@@ -100,6 +100,7 @@ const (
 	MemoryTotalMiB    = 40960
 	MemoryReservedMiB = 620
 	MemoryUsedMiB     = 4
+	MemoryFreeMiB     = 40334 // as recorded: not Total-Reserved-Used
 	PowerLimitW       = 400
 	Driver            = "535.129.03"
 	CUDA              = "12.2"
