@@ -1,6 +1,7 @@
 package dgx
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,4 +157,107 @@ func trimRight(s string) string {
 		ls[i] = strings.TrimRight(l, " ")
 	}
 	return strings.Join(ls, "\n")
+}
+
+func TestHostToolFormats(t *testing.T) {
+	want := fixture(t, "lscpu-e/asus-esc8000a-e12-2socket-epyc9374f.txt")
+	var rows [][]string
+	var header []string
+	for _, l := range strings.Split(strings.TrimSuffix(want, "\n"), "\n") {
+		if header == nil {
+			header = strings.Fields(l)
+			continue
+		}
+		rows = append(rows, strings.Fields(l))
+	}
+	sameText(t, "lscpu -e", lscpuTable(header, rows), want)
+
+	var cpus [][]int
+	for n := 0; n < 2; n++ {
+		var cs []int
+		for c := 32 * n; c < 32*n+32; c++ {
+			cs = append(cs, c)
+		}
+		cpus = append(cpus, cs)
+	}
+	got := numaText(cpus, []int{193129, 193477}, []int{186031, 186364}, [][]int{{10, 32}, {32, 10}})
+	sameText(t, "numactl --hardware", got, fixture(t, "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt"))
+}
+
+func TestNetworkFormats(t *testing.T) {
+	want := fixture(t, "ip-br-link/server-cx6-ipoib-ibp-bond-trailing-space.txt")
+	var got strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(want, "\n"), "\n") {
+		f := strings.Fields(l)
+		got.WriteString(ipBrief(netIf{name: f[0], state: f[1], addr: f[2], flags: strings.Trim(f[3], "<>")}))
+	}
+	sameText(t, "ip -br link", got.String(), want)
+
+	var blocks []string
+	for k, d := range []struct{ fw, guid, mtu string }{
+		{"28.41.1000", "9c63:c003:00d4:20f0", "1024 (3)"}, {"28.41.1000", "9c63:c003:00d4:20f1", "1024 (3)"},
+		{"28.43.2566", "b8e9:2403:004e:deb0", "4096 (5)"}, {"28.43.2566", "b8e9:2403:004e:deb1", "4096 (5)"},
+	} {
+		sys := map[bool]string{true: "9c63:c003:00d4:20f0", false: "b8e9:2403:004e:deb0"}[k < 2]
+		blocks = append(blocks, ibvBlock(ibvDevice{name: fmt.Sprintf("mlx5_%d", k), fw: d.fw, guid: d.guid, sysGUID: sys, part: 4129,
+			board: "MT_0000000834", state: "PORT_DOWN (1)", activeMTU: d.mtu, layer: "Ethernet"}))
+	}
+	sameText(t, "ibv_devinfo", strings.Join(blocks, "\n"), fixture(t, "ibv_devinfo/asus-esc8000a-e12-4x-cx7-eth-portdown.txt"))
+}
+
+func TestLspciTreeFormat(t *testing.T) {
+	amd := func(slot, dev string) *pciDev {
+		return &pciDev{slot: slot, name: "Advanced Micro Devices, Inc. [AMD] " + dev}
+	}
+	one := func(slot string, num, sub int, d *pciDev) *pciDev {
+		return &pciDev{slot: slot, bus: &pciBus{num: num, sub: sub, devs: []*pciDev{d}}}
+	}
+	bridge := func(slot string, num, sub int, devs ...*pciDev) *pciDev {
+		return &pciDev{slot: slot, bus: &pciBus{num: num, sub: sub, devs: devs}}
+	}
+	cx7 := "Mellanox Technologies MT2910 Family [ConnectX-7]"
+	// The recording's root 0000:20, between two roots drawn only to frame it.
+	root20 := &pciBus{num: 0x20, devs: []*pciDev{
+		amd("00.0", "Device 14a4"), amd("00.3", "Device 14a6"), amd("01.0", "Device 149f"),
+		bridge("01.1", 0x21, 0x21, &pciDev{slot: "00.0", name: cx7}, &pciDev{slot: "00.1", name: cx7}),
+		amd("02.0", "Device 149f"), amd("03.0", "Device 149f"),
+		one("03.1", 0x22, 0x89, bridge("00.0", 0x23, 0x89,
+			bridge("00.0", 0x28, 0x57), bridge("01.0", 0x58, 0x87),
+			one("02.0", 0x88, 0x88, &pciDev{slot: "00.0", name: "ASMedia Technology Inc. Device 2426"}),
+			one("03.0", 0x89, 0x89, &pciDev{slot: "00.0", name: "ASMedia Technology Inc. Device 2425"}))),
+		one("03.2", 0x8a, 0x8a, &pciDev{slot: "00.0", name: "Kingston Technology Company, Inc. KC3000/FURY Renegade NVMe SSD E18"}),
+		one("03.4", 0x8b, 0x8e, bridge("00.0", 0x8c, 0x8e,
+			one("0c.0", 0x8d, 0x8d, amd("00.0", "Device 43f8")),
+			one("0d.0", 0x8e, 0x8e, amd("00.0", "600 Series Chipset SATA Controller")))),
+		amd("04.0", "Device 149f"), amd("05.0", "Device 149f"), amd("07.0", "Device 149f"),
+		one("07.1", 0x8f, 0x8f, amd("00.0", "Device 14ac")),
+	}}
+	frame := func(num int) *pciBus { return &pciBus{num: num, devs: []*pciDev{amd("00.0", "Device 14a4")}} }
+	got := strings.Split(lspciTree([]*pciBus{frame(0), root20, frame(0xe0)}, true), "\n")
+	want := strings.Split(fixture(t, "lspci-tv/puget-wrx90-2x-rtx6000ada-cx7.txt"), "\n")
+	sameText(t, "lspci -tv (root 0000:20)", strings.Join(got[1:19], "\n"), strings.Join(want[35:53], "\n"))
+}
+
+func TestDCGMFormat(t *testing.T) {
+	want := fixture(t, "workloads/dcgmi-diag/dcgm4.4.1-r2-8xB200-slurm-pcie-fail-warning.txt")
+	var msg strings.Builder // the Warning, rebuilt from its 45-character rows
+	in := false
+	for _, l := range strings.Split(want, "\n") {
+		switch {
+		case strings.HasPrefix(l, "| Warning"):
+			in = true
+		case in && strings.Contains(l, "GPU0:"):
+			in = false
+		}
+		if in {
+			msg.WriteString(l[30:75])
+		}
+	}
+	all := func(r string) []string { return strings.Split(strings.Repeat(r+" ", 8), " ")[:8] }
+	got := dcgmTable("4.4.1", "570.172.08", strings.TrimSuffix(strings.Repeat("2901, ", 8), ", "), []dcgmSection{
+		{"Deployment", []dcgmTest{{name: "software", result: "Pass", gpus: all("Pass")}}},
+		{"Hardware", []dcgmTest{{name: "memory", result: "Pass", gpus: all("Pass")}}},
+		{"Integration", []dcgmTest{{name: "pcie", result: "Fail", warnings: []string{strings.TrimRight(msg.String(), " ")}, gpus: all("Pass")}}},
+	})
+	sameText(t, "dcgmi diag", got, want)
 }

@@ -32,7 +32,8 @@ type Host struct {
 	Index  int
 	Faults spec.Faults
 	// Boot is when the host booted: the kernel log's timestamps count from
-	// it. New sets it; zero means the recorded -q's morning (below).
+	// it. New sets it DefaultUptime before the clock; zero means the same,
+	// from the clock at each call.
 	Boot time.Time
 	// Now reads the host's clock (nvidia-smi's timestamp, journalctl's
 	// range); nil means time.Now.
@@ -52,10 +53,9 @@ type IO struct {
 // DefaultPace is the pause between streamed lines of a long tool.
 const DefaultPace = 80 * time.Millisecond
 
-// DefaultBoot is when a host booted unless told otherwise: the morning
-// of the day the recorded nvidia-smi -q was taken (Thu Jan 4 2024,
-// 14:41:13), so that its Xids come before that timestamp.
-var DefaultBoot = time.Date(2024, time.January, 4, 9, 12, 30, 0, time.UTC)
+// DefaultUptime is how long a host has been up when New makes it: longer
+// than Plan puts Xids after boot (at most a day), so that they are past.
+const DefaultUptime = 50 * time.Hour
 
 // ExitCancelled is a tool's exit status when its context is cancelled:
 // what a shell reports for a process killed by SIGTERM.
@@ -63,7 +63,7 @@ const ExitCancelled = 143
 
 // New returns host index of a fleet, named name, with faults f.
 func New(name string, index int, f spec.Faults) *Host {
-	return &Host{Name: name, Index: index, Faults: f, Boot: DefaultBoot}
+	return &Host{Name: name, Index: index, Faults: f, Boot: time.Now().Add(-DefaultUptime).Truncate(time.Second)}
 }
 
 // tool runs one command; args[0] is its name.
@@ -119,7 +119,7 @@ func (h *Host) now() time.Time {
 
 func (h *Host) boot() time.Time {
 	if h.Boot.IsZero() {
-		return DefaultBoot
+		return h.now().Add(-DefaultUptime).Truncate(time.Second)
 	}
 	return h.Boot
 }

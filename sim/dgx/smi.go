@@ -86,10 +86,15 @@ func nvidiaSMI(ctx context.Context, h *Host, t *term, args []string) int {
 		return 0
 	case a.has("-q", "--query", "-a"):
 		if a.has("-x", "--xml-format") {
-			t.print("XML output is not simulated; use nvidia-smi -q\n")
+			t.print("nvidia-smi -q -x: XML output is not simulated on this host; use nvidia-smi -q\n")
 			return 3
 		}
-		t.print(h.smiQuery(gpus, a))
+		keep, ok := displayFilter(a)
+		if !ok {
+			t.print(smiInvalid)
+			return smiInvalidArg
+		}
+		t.print(h.smiQuery(gpus, keep))
 		return 0
 	case a.has("-x", "--xml-format", "-d", "--display", "--format"):
 		t.print(smiInvalid) // these go with -q or --query-*

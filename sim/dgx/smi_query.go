@@ -19,15 +19,81 @@ import (
 //     recording's host did not);
 //   - the faults: MIG mode and devices, ECC counters, remapped rows.
 //
-// Everything else, serials and UUIDs included, is the recording's.
-func (h *Host) smiQuery(gpus []int, a flags) string {
+// Everything else, serials and UUIDs included, is the recording's. With
+// -d, each GPU block keeps only the sections named (querySections).
+func (h *Host) smiQuery(gpus []int, keep map[string]bool) string {
 	header, blocks := queryBlocks()
 	var b strings.Builder
 	b.WriteString(strings.Replace(header, "Thu Jan  4 14:41:13 2024", h.now().Format("Mon Jan _2 15:04:05 2006"), 1))
 	for _, i := range gpus {
-		b.WriteString(h.queryBlock(i, blocks[i]))
+		block := h.queryBlock(i, blocks[i])
+		if keep != nil {
+			block = filterSections(block, keep)
+		}
+		b.WriteString(block)
 	}
 	return b.String()
+}
+
+// querySections are the -q sections each -d TYPE shows.
+var querySections = map[string][]string{
+	"MEMORY":          {"FB Memory Usage", "BAR1 Memory Usage", "Conf Compute Protected Memory Usage"},
+	"UTILIZATION":     {"Utilization", "Encoder Stats", "FBC Stats"},
+	"ECC":             {"ECC Mode", "ECC Errors"},
+	"TEMPERATURE":     {"Temperature"},
+	"POWER":           {"GPU Power Readings", "Module Power Readings"},
+	"CLOCK":           {"Clocks", "Applications Clocks", "Default Applications Clocks", "Deferred Clocks", "Max Clocks", "Max Customer Boost Clocks", "Clock Policy"},
+	"COMPUTE":         {"Compute Mode"},
+	"PIDS":            {"Processes"},
+	"PERFORMANCE":     {"Performance State", "Clocks Event Reasons"},
+	"PAGE_RETIREMENT": {"Retired Pages", "Remapped Rows"},
+	"ROW_REMAPPER":    {"Remapped Rows"},
+	"VOLTAGE":         {"Voltage"},
+	"RESET_STATUS":    {"GPU Reset Status"},
+	"ACCOUNTING":      {"Accounting Mode", "Accounting Mode Buffer Size"},
+}
+
+// displayFilter reads -d TYPE[,TYPE]: the top-level sections to keep;
+// nil without -d, ok false for a type nvidia-smi would refuse.
+func displayFilter(a flags) (keep map[string]bool, ok bool) {
+	v, given := a.value("-d", "--display")
+	if !given {
+		return nil, true
+	}
+	keep = map[string]bool{}
+	for _, d := range strings.Split(v, ",") {
+		secs, known := querySections[strings.ToUpper(strings.TrimSpace(d))]
+		if !known {
+			return nil, false
+		}
+		for _, s := range secs {
+			keep[s] = true
+		}
+	}
+	return keep, true
+}
+
+// filterSections keeps a GPU block's "GPU ..." line, the top-level
+// entries named in keep with what is indented under them, and the blank
+// line that ends the block.
+func filterSections(block string, keep map[string]bool) string {
+	var out []string
+	in := false
+	for _, l := range strings.Split(block, "\n") {
+		switch {
+		case l == "" || strings.HasPrefix(l, "GPU "):
+			out, in = append(out, l), false
+		case strings.HasPrefix(l, "    ") && !strings.HasPrefix(l, "        "):
+			key, _, _ := strings.Cut(strings.TrimSpace(l), " : ")
+			in = keep[strings.TrimSpace(key)]
+			if in {
+				out = append(out, l)
+			}
+		case in:
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // queryBlock rewrites one recorded GPU block for GPU i.
