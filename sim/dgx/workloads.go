@@ -39,25 +39,11 @@ func burnRate(doubles, tensor bool) float64 {
 // mode is no CUDA device; a GPU with uncorrected ECC errors miscompares
 // and ends FAULTY.
 func gpuBurn(ctx context.Context, h *Host, t *term, args []string) int {
-	secs, doubles, tensor, given := 10, false, false, false
-	for _, a := range args[1:] {
-		switch {
-		case a == "-d":
-			doubles = true
-		case a == "-tc":
-			tensor = true
-		case a == "-h" || a == "--help":
-			t.print("GPU Burn\nUsage: gpu_burn [OPTIONS] [TIME]\n\n-m X\tUse X MB of memory.\n-d\tUse doubles\n-tc\tTry to use Tensor cores\n-l\tLists all GPUs in the system\n-h\tShow this help message\n")
-			return 0
-		default:
-			n, err := strconv.Atoi(a)
-			if err != nil || n <= 0 {
-				t.printf("Syntax error near: %s\n", a)
-				return 1
-			}
-			secs, given = n, true
-		}
+	o, code, done := parseBurnArgs(t, args[1:])
+	if done {
+		return code
 	}
+	secs, doubles, tensor, given := o.secs, o.doubles, o.tensor, o.given
 	var cuda []int // physical GPUs CUDA sees, in its order
 	for g := 0; g < spec.GPUs; g++ {
 		if !h.Faults.MIGOn(g) {
@@ -118,6 +104,40 @@ func gpuBurn(ctx context.Context, h *Host, t *term, args []string) int {
 		t.printf("\tGPU %d: %s\n", d, verdict)
 	}
 	return 0 // gpu_burn reports a faulty GPU, it does not fail
+}
+
+// burnArgs are gpu_burn's options: -d, -tc, -m X (memory, accepted), TIME.
+type burnArgs struct {
+	secs                   int
+	doubles, tensor, given bool
+}
+
+// parseBurnArgs reads gpu_burn's command line; done is set when it has
+// answered already (-h, a syntax error) with code.
+func parseBurnArgs(t *term, args []string) (o burnArgs, code int, done bool) {
+	o.secs = 10
+	for k := 0; k < len(args); k++ {
+		switch a := args[k]; {
+		case a == "-d":
+			o.doubles = true
+		case a == "-tc":
+			o.tensor = true
+		case a == "-m" && k+1 < len(args):
+			k++
+		case a == "-h" || a == "--help":
+			t.print("GPU Burn\nUsage: gpu_burn [OPTIONS] [TIME]\n\n-m X\tUse X MB of memory.\n-m N%\tUse N% of the available GPU memory.\n" +
+				"-d\tUse doubles\n-tc\tTry to use Tensor cores\n-l\tLists all GPUs in the system\n-h\tShow this help message\n")
+			return o, 0, true
+		default:
+			n, err := strconv.Atoi(a)
+			if err != nil || n <= 0 {
+				t.printf("Syntax error near: %s\n", a)
+				return o, 1, true
+			}
+			o.secs, o.given = n, true
+		}
+	}
+	return o, 0, false
 }
 
 // vllmVersion is the vLLM the hosts carry: the version recorded serving
