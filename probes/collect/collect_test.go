@@ -242,7 +242,7 @@ func TestSimulatedDGXA100(t *testing.T) {
 		}
 	}
 	g := snap.GPUs[2]
-	if g.PCIBusID != "00000000:47:00.0" || g.NUMANode == nil || *g.NUMANode != 1 || g.CPUAffinity != "16-31" || g.ECC.Volatile == nil {
+	if g.PCIBusID != "00000000:47:00.0" || g.NUMANode == nil || *g.NUMANode != 1 || g.CPUAffinity != "16-31,144-159" || g.ECC.Volatile == nil {
 		t.Errorf("gpu 2 = %+v", g)
 	}
 	for _, e := range snap.Errors {

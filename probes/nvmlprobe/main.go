@@ -5,8 +5,14 @@
 //
 // Usage:
 //
-//	nvmlprobe [--mock dgxa100] [--kmsg] [--xid-wait 30s] [--timeout 20s]
+//	nvmlprobe [--mock dgxa100 [--mock-faults JSON]] [--kmsg] [--xid-wait 30s] [--timeout 20s]
 //	nvmlprobe --watch 2s [--count N]
+//
+// --mock-faults gives the simulated machine faults, as the JSON of
+// probes/sim.Faults: {"nvlink_down":[[1,6]],"ecc":{"3":{"volatile_uncorrected":2}},
+// "remap_pending":[3],"xids":[{"gpu":3,"code":48,"message":"...","seconds_after_boot":90}],
+// "mig":{"2":["3g.20gb","3g.20gb"]}}. Its Xids arrive as NVML events
+// (--xid-wait).
 //
 // With --watch it prints one snapshot per line every interval (NVML is
 // initialised once), until --count snapshots are out or it is killed: gpulab
@@ -43,6 +49,7 @@ const libName = "libnvidia-ml.so.1"
 func main() {
 	fs := flag.NewFlagSet("nvmlprobe", flag.ContinueOnError)
 	mock := fs.String("mock", "", "collect from a simulated machine instead of NVML: dgxa100")
+	mockFaults := fs.String("mock-faults", "", "with --mock, what is wrong with the simulated machine (`JSON` of probes/sim.Faults)")
 	kmsg := fs.Bool("kmsg", false, "read recent NVRM Xid lines from the kernel log (/dev/kmsg) when readable")
 	xidWait := fs.Duration("xid-wait", 0, "listen for NVML Xid events this long after collecting")
 	timeout := fs.Duration("timeout", 20*time.Second, "watchdog: give up if NVML has not answered by then (plus --xid-wait)")
@@ -69,6 +76,10 @@ func main() {
 		fmt.Fprintf(os.Stderr, "nvmlprobe: --mock %q: the only simulated machine is dgxa100\n", *mock)
 		os.Exit(report.ExitUsage)
 	}
+	if *mockFaults != "" && *mock == "" {
+		fmt.Fprintln(os.Stderr, "nvmlprobe: --mock-faults needs --mock dgxa100")
+		os.Exit(report.ExitUsage)
+	}
 	watchdog := time.AfterFunc(*timeout+*xidWait, func() {
 		fmt.Fprintf(os.Stderr, "nvmlprobe: NVML did not answer within %v; giving up (the driver may be hung: check dmesg for Xid errors)\n", *timeout+*xidWait)
 		os.Exit(report.ExitWatchdog)
@@ -80,7 +91,7 @@ func main() {
 	}
 	opts := collect.Options{Host: name, ProbeVersion: version}
 	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
-	code := run(opts, *mock, *kmsg, *xidWait, w)
+	code := run(opts, machine{name: *mock, faults: *mockFaults}, *kmsg, *xidWait, w)
 	watchdog.Stop()
 	os.Exit(code)
 }
@@ -94,13 +105,17 @@ type watcher struct {
 	arm, disarm func()
 }
 
-func run(opts collect.Options, mock string, kmsg bool, xidWait time.Duration, w watcher) int {
+// machine names the simulated machine (--mock, empty for real NVML) and
+// its faults (--mock-faults JSON, empty for none).
+type machine struct{ name, faults string }
+
+func run(opts collect.Options, mock machine, kmsg bool, xidWait time.Duration, w watcher) int {
 	start := time.Now()
 	var lib nvml.Interface
-	simulated := mock != ""
+	simulated := mock.name != ""
 	if simulated {
 		var err error
-		if lib, err = simulator(mock); err != nil {
+		if lib, err = simulator(mock.name, mock.faults); err != nil {
 			fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
 			return report.ExitUsage
 		}

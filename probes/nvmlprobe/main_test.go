@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -130,5 +131,87 @@ func TestProbeBinary(t *testing.T) {
 
 	if _, code, _ = runProbe(t, probe, nil, "--mock", "dgxh999"); code != report.ExitUsage {
 		t.Errorf("unknown mock: exit %d, want %d", code, report.ExitUsage)
+	}
+}
+
+// The simulated machine with faults: the probe reports them as it would
+// on real hardware (links down, ECC, a pending remap, Xids as NVML events,
+// MIG instances); no faults is the healthy machine.
+func TestMockFaults(t *testing.T) {
+	probe, _ := build(t)
+	const faults = `{"nvlink_down":[[1,6]],"ecc":{"3":{"volatile_uncorrected":2,"aggregate_uncorrected":2}},"remap_pending":[3],` +
+		`"xids":[{"gpu":3,"code":48,"message":"An uncorrectable double bit error","seconds_after_boot":90},` +
+		`{"gpu":5,"code":79,"message":"GPU has fallen off the bus.","seconds_after_boot":40}],"mig":{"2":["3g.20gb","3g.20gb"]}}`
+	s, code, stderr := runProbe(t, probe, nil, "--mock", "dgxa100", "--mock-faults", faults, "--xid-wait", "200ms")
+	if code != 0 || !s.Simulated || len(s.GPUs) != 8 {
+		t.Fatalf("with faults: exit %d (%s), %d GPUs", code, stderr, len(s.GPUs))
+	}
+	var down []string
+	for _, g := range s.GPUs {
+		for _, l := range g.NVLinks {
+			if !l.Active {
+				down = append(down, fmt.Sprintf("GPU%d/%d", g.Index, l.Link))
+			}
+		}
+	}
+	if want := "GPU1/1 GPU1/7 GPU6/1 GPU6/7"; strings.Join(down, " ") != want {
+		t.Errorf("links down %v, want %s", down, want)
+	}
+	for _, l := range s.Topology {
+		if (l.A == 1 && l.B == 6) != strings.HasPrefix(l.Level, "SYS") {
+			t.Errorf("GPU%d-GPU%d at %s", l.A, l.B, l.Level)
+		}
+	}
+	g3 := s.GPUs[3]
+	if g3.ECC.Volatile == nil || g3.ECC.Volatile.Uncorrected != 2 || g3.RemappedRows == nil || !g3.RemappedRows.Pending {
+		t.Errorf("GPU3: ECC %+v, remapped rows %+v", g3.ECC.Volatile, g3.RemappedRows)
+	}
+	var xids []string
+	for _, x := range s.XIDs {
+		xids = append(xids, fmt.Sprintf("%d@%s", x.Code, x.PCIBusID))
+	}
+	if want := "79@00000000:90:00.0 48@00000000:4E:00.0"; strings.Join(xids, " ") != want {
+		t.Errorf("xids %v, want %s", xids, want)
+	}
+	if m := s.GPUs[2].MIG; m.Current != "enabled" || len(m.GPUInstances) != 2 || m.GPUInstances[0].Profile != "3g.20gb" {
+		t.Errorf("GPU2 MIG %+v", m)
+	}
+
+	// No faults, or none given: the same healthy machine.
+	healthy, _, _ := runProbe(t, probe, nil, "--mock", "dgxa100")
+	empty, code, _ := runProbe(t, probe, nil, "--mock", "dgxa100", "--mock-faults", "{}")
+	healthy.CollectedAt, empty.CollectedAt, healthy.DurationMS, empty.DurationMS = time.Time{}, time.Time{}, 0, 0
+	a, _ := json.Marshal(healthy)
+	b, _ := json.Marshal(empty)
+	if code != 0 || string(a) != string(b) {
+		t.Errorf("--mock-faults {} (exit %d) differs from no faults:\n%s\n%s", code, a, b)
+	}
+
+	for _, bad := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--mock", "dgxa100", "--mock-faults", `{"nvlink_down":[[1,6]]`}, "not the JSON of a sim.Faults"},
+		{[]string{"--mock", "dgxa100", "--mock-faults", `{"nvlink_dwon":[[1,6]]}`}, `unknown field "nvlink_dwon"`},
+		{[]string{"--mock", "dgxa100", "--mock-faults", `{"mig":{"0":["9g.90gb"]}}`}, `no MIG profile "9g.90gb"`},
+		{[]string{"--mock-faults", `{}`}, "needs --mock dgxa100"},
+	} {
+		s, code, stderr := runProbe(t, probe, nil, bad.args...)
+		if code != report.ExitUsage || !strings.Contains(stderr, bad.says) || len(s.GPUs) != 0 {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", bad.args, code, stderr, report.ExitUsage, bad.says)
+		}
+	}
+
+	// The probe pushed to hosts (-tags nosim) parses the flag and has no
+	// simulator to give it to.
+	nosim := filepath.Join(t.TempDir(), "nvmlprobe-nosim")
+	if out, err := exec.Command("go", "build", "-tags", "nosim", "-o", nosim, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags nosim: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(nosim, "--mock-faults", "{}", "--version").Output(); err != nil || strings.TrimSpace(string(out)) != "dev" {
+		t.Errorf("nosim --mock-faults {} --version: %v, %q", err, out)
+	}
+	if _, code, stderr := runProbe(t, nosim, nil, "--mock", "dgxa100", "--mock-faults", "{}"); code != report.ExitUsage || !strings.Contains(stderr, "without the simulator") {
+		t.Errorf("nosim --mock dgxa100 --mock-faults {}: exit %d, %q", code, stderr)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-func simulator(string) (nvml.Interface, error) {
+// simulator is absent from this build; --mock and --mock-faults parse,
+// and are refused here.
+func simulator(string, string) (nvml.Interface, error) {
 	return nil, errors.New("this probe was built without the simulator (-tags nosim); gpulab runs --mock with its simulator build")
 }

@@ -1,0 +1,124 @@
+package spec
+
+import (
+	"encoding/json"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		f    Faults
+		want string // substring of the error; "" for none
+	}{
+		{"healthy", Faults{}, ""},
+		{"pair out of range", Faults{NVLinkDown: [][2]int{{0, 8}}}, "GPU 8"},
+		{"pair of one GPU", Faults{NVLinkDown: [][2]int{{2, 2}}}, "is one GPU"},
+		{"ecc gpu", Faults{ECC: map[int]ECCCounts{-1: {}}}, "ecc: GPU -1"},
+		{"remap gpu", Faults{RemapPending: []int{9}}, "remap_pending: GPU 9"},
+		{"xid code", Faults{XIDs: []XID{{GPU: 1, Code: 0}}}, "positive code"},
+		{"unknown profile", Faults{MIG: map[int][]string{0: {"3g.40gb"}}}, `no MIG profile "3g.40gb"`},
+		{"too many", Faults{MIG: map[int][]string{0: {"3g.20gb", "3g.20gb", "3g.20gb"}}}, "at most 2"},
+		{"no room", Faults{MIG: map[int][]string{0: {"4g.20gb", "3g.20gb", "1g.5gb"}}}, "no room left for 1g.5gb"},
+		{"fits", Faults{MIG: map[int][]string{0: {"4g.20gb", "3g.20gb"}}}, ""},
+	} {
+		err := tc.f.Validate()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestPlaceMIG(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want string
+	}{
+		// As recorded: testdata/fixtures/nvidia-smi-mig-lgi/a100-40gb-2x-3g.20gb.txt.
+		{[]string{"3g.20gb", "3g.20gb"}, "1:3g.20gb@4:4 2:3g.20gb@0:4"},
+		{[]string{"7g.40gb"}, "0:7g.40gb@0:8"},
+		{[]string{"1g.5gb", "1g.5gb", "1g.5gb"}, "7:1g.5gb@6:1 8:1g.5gb@5:1 9:1g.5gb@4:1"},
+		{[]string{"2g.10gb", "2g.10gb", "2g.10gb", "1g.5gb"}, "3:2g.10gb@4:2 4:2g.10gb@2:2 5:2g.10gb@0:2 7:1g.5gb@6:1"},
+	} {
+		gis, err := PlaceMIG(tc.in)
+		var got []string
+		for i, g := range gis {
+			if g.Device != i {
+				t.Errorf("%v: instance %d is device %d", tc.in, g.ID, g.Device)
+			}
+			got = append(got, g.String())
+		}
+		if err != nil || strings.Join(got, " ") != tc.want {
+			t.Errorf("PlaceMIG(%q) = %q, %v, want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestLinksDown(t *testing.T) {
+	f := Faults{NVLinkDown: [][2]int{{1, 6}, {3, 6}}}
+	for gpu, want := range map[int][]int{1: {1, 7}, 3: {3, 9}, 6: {1, 3, 7, 9}, 0: nil} {
+		if got := f.LinksDown(gpu); !reflect.DeepEqual(got, want) {
+			t.Errorf("LinksDown(%d) = %v, want %v", gpu, got, want)
+		}
+	}
+	if !f.PairDown(6, 1) || f.PairDown(1, 3) || f.ActiveLinks(6) != 8 || f.LinkUp(1, 7) || !f.LinkUp(1, 2) {
+		t.Errorf("PairDown/ActiveLinks/LinkUp disagree with LinksDown")
+	}
+}
+
+func TestLayout(t *testing.T) {
+	if got := CPUList(0); got != "48-63,176-191" {
+		t.Errorf("CPUList(0) = %q", got)
+	}
+	if got := CPUList(4); got != "112-127,240-255" {
+		t.Errorf("CPUList(4) = %q", got)
+	}
+	seen := map[int]bool{}
+	for n := 0; n < NUMACount; n++ {
+		for _, c := range NodeCPUs(n) {
+			if seen[c] {
+				t.Fatalf("CPU %d in two nodes", c)
+			}
+			seen[c] = true
+		}
+	}
+	if len(seen) != Threads {
+		t.Errorf("the nodes hold %d CPUs, want %d", len(seen), Threads)
+	}
+	if BusID(3) != "00000000:4E:00.0" || KernelBusID(3) != "0000:4e:00" {
+		t.Errorf("bus ids %s %s", BusID(3), KernelBusID(3))
+	}
+	uuidRE := regexp.MustCompile(`^MIG-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	a, b := MIGUUID(0, 1, 0), MIGUUID(0, 2, 0)
+	if !uuidRE.MatchString(a) || !uuidRE.MatchString(b) || a == b || a != MIGUUID(0, 1, 0) || a == MIGUUID(1, 1, 0) {
+		t.Errorf("MIG UUIDs %s %s", a, b)
+	}
+}
+
+func TestFaultsJSON(t *testing.T) {
+	f := Faults{NVLinkDown: [][2]int{{1, 6}}, ECC: map[int]ECCCounts{3: {VolatileUncorrected: 2}}, RemapPending: []int{3},
+		XIDs: []XID{{GPU: 3, Code: 48, Message: "m", SecondsAfterBoot: 1.5}}, MIG: map[int][]string{2: {"3g.20gb"}}}
+	data, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Faults
+	if err := json.Unmarshal(data, &back); err != nil || !reflect.DeepEqual(back, f) {
+		t.Errorf("round trip of %s = %+v, %v", data, back, err)
+	}
+	if string(mustJSON(t, Faults{})) != "{}" {
+		t.Errorf("a healthy machine's faults are %s, want {}", mustJSON(t, Faults{}))
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
