@@ -100,6 +100,9 @@ type runner struct {
 	failed   []orchestrator.HostResult // hosts that could not be resolved
 	keys     *orchestrator.Keyring
 	resolver *orchestrator.Resolver
+	// simulated: the inventory is a simulated fleet (gpulab sim): the
+	// probe pushed is the simulator build, and what is made says so.
+	simulated bool
 }
 
 func (o *options) newRunner(f *sshFlags) (*runner, error) {
@@ -134,7 +137,7 @@ func (o *options) newRunner(f *sshFlags) (*runner, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
-	r := &runner{resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
+	r := &runner{simulated: inv.Simulated, resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
 	for _, h := range hosts {
 		t, err := res.Resolve(h)
 		if err != nil {

@@ -155,7 +155,7 @@ func TestProbeAgainstRealSSHD(t *testing.T) {
 	}
 
 	r = run(t, env, "probe", "-H", "gpu[01-03]", "-F", cfg, "--probe-binary", probe, "--mock", "dgxa100", "--keep")
-	r.expect(t, 0, "gpu[01-03]: 8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 550.54.15, SIMULATED", "")
+	r.expect(t, 0, "gpu[01-03]: 8× NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.129.03, SIMULATED", "")
 	r.expect(t, 0, "00000000:BD:00.0", "")
 	r = run(t, env, "probe", "-H", "gpu01", "-F", cfg, "--probe-binary", probe, "--mock", "dgxa100", "--keep", "--json")
 	var out []struct {

@@ -173,15 +173,15 @@ after Ctrl-C.`,
 			if results == "" {
 				results = o.resultsDir()
 			}
-			prober, err := pf.prober(noProbe)
-			if err != nil {
-				return err
-			}
 			r, err := o.newRunner(&f)
 			if err != nil {
 				return err
 			}
 			defer r.keys.Close()
+			prober, err := pf.prober(noProbe, r.simulated)
+			if err != nil {
+				return err
+			}
 			abandonNote := "abandoning cleanup: the record lists what was left on each host (Ctrl-C again to quit now)"
 			ctx, abandon, stop := interruptibleCleanup(c.ErrOrStderr(), "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
 			defer stop()

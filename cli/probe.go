@@ -33,6 +33,8 @@ type probeFlags struct {
 	xidWait time.Duration
 	binary  string
 	local   bool
+	// simulated is set from the inventory, not a flag (see prober).
+	simulated bool
 }
 
 // probeResult is one host's probe run.
@@ -152,8 +154,13 @@ func (pf probeFlags) args(host string) []string {
 }
 
 // prober is the probe a lab run installs on its hosts: nil with --no-probe.
-func (pf probeFlags) prober(none bool) (*remote.Prober, error) {
+//
+// On a simulated fleet (simulated) the probe pushed is the simulator
+// build, without --mock: the simulated host adds it with its own faults.
+func (pf probeFlags) prober(none, simulated bool) (*remote.Prober, error) {
 	switch {
+	case simulated && pf.mock != "":
+		return nil, usageErr("--mock: these hosts are a simulated fleet already (their probe simulates a DGX A100 with each host's faults)")
 	case none && (pf.mock != "" || pf.binary != ""):
 		return nil, usageErr("--no-probe excludes --mock and --probe-binary")
 	case none:
@@ -161,6 +168,7 @@ func (pf probeFlags) prober(none bool) (*remote.Prober, error) {
 	case pf.mock != "" && pf.mock != "dgxa100":
 		return nil, usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
 	}
+	pf.simulated = simulated
 	return &remote.Prober{Source: pf.probeFor, Args: pf.args(""), AnyArch: pf.binary != ""}, nil
 }
 
@@ -174,7 +182,7 @@ func (pf probeFlags) probeFor(arch string) (data, gz []byte, err error) {
 		}
 		return data, orchestrator.Gzip(data), nil
 	}
-	return bundle.Probe(arch, pf.mock != "")
+	return bundle.Probe(arch, pf.mock != "" || pf.simulated)
 }
 
 func runLocalProbe(ctx context.Context, pf probeFlags) (probeResult, error) {
@@ -249,7 +257,7 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 	results := make([]probeResult, len(rn.targets))
 	var mu sync.Mutex
 	var localErr error
-	prober, err := pf.prober(false)
+	prober, err := pf.prober(false, rn.simulated)
 	if err != nil {
 		return nil, err
 	}

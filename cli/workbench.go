@@ -63,7 +63,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
-		probe, _ := probeFlags{}.prober(false) // the embedded probe: no flags to refuse
+		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
 		opts.LabRunner = fleetRunner{r: r, results: o.resultsDir(), probe: probe}
 	}
 	if opts.Runbooks, err = o.loadRunbooks(); err != nil {

@@ -98,8 +98,8 @@ func TestLabSamplesWithTheProbe(t *testing.T) {
 		t.Errorf("samples: %d in the record (%q), %d live events", n, load.SampleProblem, sampled.Load())
 	}
 	env := h.Environment
-	if !env.Simulated || env.Driver != "550.54.15" || env.CUDA != "12.4" || len(env.GPUs) != 8 ||
-		env.GPUs[0] != "0: Mock NVIDIA A100-SXM4-40GB, 40960 MiB, MIG disabled" || !strings.HasPrefix(env.Source, "probe ") {
+	if !env.Simulated || env.Driver != "535.129.03" || env.CUDA != "12.2" || len(env.GPUs) != 8 ||
+		env.GPUs[0] != "0: NVIDIA A100-SXM4-40GB, 40960 MiB, MIG disabled" || !strings.HasPrefix(env.Source, "probe ") {
 		t.Errorf("environment from the simulated probe: %+v", env)
 	}
 	if md := rec.Markdown(); !strings.Contains(md, "**SIMULATED**") || !strings.Contains(md, " probe samples, busiest GPU 0% (median), peak 0.0 GiB in use") {

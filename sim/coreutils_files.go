@@ -231,6 +231,7 @@ func toolRm(t *toolCall, args []string) int {
 }
 
 func toolRmdir(t *toolCall, args []string) int {
+	args = operands(args, "pv")
 	code := 0
 	for _, n := range args[1:] {
 		if err := t.h.fs.root.Remove(rel(t.dir, n)); err != nil {
@@ -304,6 +305,7 @@ func toolCp(t *toolCall, args []string) int {
 }
 
 func toolChmod(t *toolCall, args []string) int {
+	args = operands(args, "Rfvc")
 	if len(args) < 3 {
 		t.errf("chmod: missing operand\nTry 'chmod --help' for more information.")
 		return 1
@@ -330,12 +332,10 @@ func toolChmod(t *toolCall, args []string) int {
 }
 
 func toolTouch(t *toolCall, args []string) int {
+	args = operands(args, "acm")
 	code := 0
 	now := time.Now()
 	for _, n := range args[1:] {
-		if strings.HasPrefix(n, "-") {
-			continue
-		}
 		w, err := t.openWrite(n, 0)
 		if err == nil {
 			err = w.Close()
@@ -395,11 +395,9 @@ func toolReadlink(t *toolCall, args []string) int {
 }
 
 func toolRealpath(t *toolCall, args []string) int {
+	args = operands(args, "esmqLP")
 	code := 0
 	for _, n := range args[1:] {
-		if strings.HasPrefix(n, "-") {
-			continue
-		}
 		p, err := t.h.fs.realpath(t.dir, n)
 		if err != nil {
 			t.errf("%s: %s: %s", args[0], n, errText(err))
@@ -532,6 +530,7 @@ func toolMktemp(t *toolCall, args []string) int {
 }
 
 func toolBasename(t *toolCall, args []string) int {
+	args = operands(args, "")
 	if len(args) < 2 {
 		t.errf("basename: missing operand\nTry 'basename --help' for more information.")
 		return 1
@@ -545,6 +544,7 @@ func toolBasename(t *toolCall, args []string) int {
 }
 
 func toolDirname(t *toolCall, args []string) int {
+	args = operands(args, "")
 	if len(args) < 2 {
 		t.errf("dirname: missing operand\nTry 'dirname --help' for more information.")
 		return 1

@@ -106,3 +106,21 @@ func numericFlag(args []string) []string {
 	}
 	return out
 }
+
+// operands drops a tool's flags (single letters among known, as -Rf,
+// anywhere before "--", as GNU tools take them) and the "--", keeping the
+// command name: for tools whose operands are all that matters.
+func operands(args []string, known string) []string {
+	out := []string{args[0]}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i+1:]...)
+		}
+		if len(a) > 1 && a[0] == '-' && strings.Trim(a[1:], known) == "" {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}

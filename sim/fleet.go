@@ -28,6 +28,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpulab/gpulab/probes/bundle"
+	"github.com/gpulab/gpulab/probes/sim/spec"
 )
 
 // Fault is what a host does with connections.
@@ -64,6 +65,7 @@ type Fleet struct {
 	clientPK ssh.PublicKey
 	sums     sumCache
 	probeSum string
+	glibc    string // what getconf GNU_LIBC_VERSION says
 	sick     int
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -121,14 +123,20 @@ func (f *Fleet) start() error {
 		return err
 	}
 	f.clientPK = signer.PublicKey()
+	f.glibc = glibc
 	if data, _, err := bundle.Probe(runtime.GOARCH, true); err == nil {
 		s := sha256.Sum256(data)
 		f.probeSum = hex.EncodeToString(s[:])
+		// The probe really runs on this machine: the hosts report a C
+		// library at least as new as the one it was built against.
+		if need, err := bundle.NeedsGlibc(data); err == nil && need != "" && bundle.CheckLibc(bundle.ParseLibc("glibc "+glibc), need) != nil {
+			f.glibc = need
+		}
 	}
-	sick, faults := plan(f.cfg.Seed, f.cfg.Hosts)
+	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts)
 	f.sick = sick
 	for i := 0; i < f.cfg.Hosts; i++ {
-		h, err := f.newHost(i, faults[i])
+		h, err := f.newHost(i, faults[i], js[i])
 		if err != nil {
 			return err
 		}
@@ -137,9 +145,9 @@ func (f *Fleet) start() error {
 	return nil
 }
 
-func (f *Fleet) newHost(i int, faults []byte) (*host, error) {
+func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, error) {
 	name := HostName(i, f.cfg.Hosts)
-	h := &host{name: name, index: i, fleet: f, faults: faults, sick: i == f.sick, conns: map[net.Conn]struct{}{}}
+	h := &host{name: name, index: i, fleet: f, faults: faultsJSON, sick: i == f.sick, conns: map[net.Conn]struct{}{}}
 	switch {
 	case slices.Contains(f.cfg.Drop, name):
 		h.mode = Drop

@@ -1,11 +1,45 @@
 package sim
 
-// plan picks the sick host and every host's faults, as the probe's
-// --mock-faults JSON (none for a healthy host).
-func plan(seed int64, n int) (int, [][]byte) {
-	sick := int(uint64(seed) % uint64(n))
-	return sick, make([][]byte, n)
+import (
+	"context"
+	"encoding/json"
+	"io"
+
+	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/dgx"
+)
+
+// plan picks the sick host and every host's faults (sim/dgx), and gives
+// them as the probe's --mock-faults JSON (none for a healthy host).
+func plan(seed int64, n int) (int, []spec.Faults, [][]byte) {
+	sick, faults := dgx.Plan(seed, n)
+	js := make([][]byte, n)
+	for i, f := range faults {
+		if isHealthy(f) {
+			continue
+		}
+		b, err := json.Marshal(f)
+		if err != nil {
+			panic(err) // plain data: cannot fail
+		}
+		js[i] = b
+	}
+	return sick, faults, js
 }
 
-// newMachine is the host's hardware side.
-func newMachine(name string, index int, faults []byte) machine { return nil }
+func isHealthy(f spec.Faults) bool {
+	return len(f.NVLinkDown) == 0 && len(f.ECC) == 0 && len(f.RemapPending) == 0 && len(f.XIDs) == 0 && len(f.MIG) == 0
+}
+
+// dgxMachine adapts sim/dgx's host to the shell.
+type dgxMachine struct{ h *dgx.Host }
+
+func newMachine(name string, index int, f spec.Faults) machine {
+	return dgxMachine{h: dgx.New(name, index, f)}
+}
+
+func (m dgxMachine) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) (int, bool) {
+	return m.h.Run(ctx, dgx.IO{Stdin: stdin, Stdout: stdout, Stderr: stderr}, args)
+}
+
+func (m dgxMachine) tools() []string { return m.h.Tools() }

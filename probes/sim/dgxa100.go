@@ -47,12 +47,13 @@ func DGXA100() *server.Server { return DGXA100With(Faults{}) }
 // then times out. f should pass f.Validate; what does not (a GPU index out
 // of range, a MIG layout that does not fit) is left out.
 //
-// The device name ("Mock NVIDIA A100-SXM4-40GB") and driver version
-// (550.54.15) are go-nvml's mock's, which gpulab's tests expect from the
-// simulator; the tools of sim/dgx print the recorded machine's (NVIDIA
-// A100-SXM4-40GB, 535.129.03).
+// The device name, driver, NVML and CUDA versions are the recorded
+// machine's (NVIDIA A100-SXM4-40GB, 535.129.03, CUDA 12.2), as the tools
+// of sim/dgx print them, not go-nvml's mock's ("Mock NVIDIA ...", 550):
+// a simulated host tells one story whichever tool is asked.
 func DGXA100With(f Faults) *server.Server {
 	s := dgxa100.New()
+	s.DriverVersion, s.NvmlVersion, s.CudaDriverVersion = spec.Driver, "12."+spec.Driver, 12020
 	events := xidEvents(f)
 	for i, dev := range s.Devices {
 		d := dev.(*server.Device)
@@ -82,6 +83,7 @@ func DGXA100With(f Faults) *server.Server {
 func identity(d *server.Device, i int) {
 	bus := spec.BusIDs[i]
 	d.UUID = spec.UUIDs[i]
+	d.GetNameFunc = func() (string, nvml.Return) { return spec.GPUName, nvml.SUCCESS }
 	d.PciBusID = spec.BusID(i)
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return pciInfo(0, bus, d.Config.PciDeviceId), nvml.SUCCESS }
 	d.GetSerialFunc = func() (string, nvml.Return) { return spec.Serials[i], nvml.SUCCESS }

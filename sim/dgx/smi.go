@@ -14,7 +14,7 @@ func init() {
 }
 
 // GPUName is the product name the driver gives the GPUs.
-const GPUName = "NVIDIA A100-SXM4-40GB"
+const GPUName = spec.GPUName
 
 // Exit statuses of nvidia-smi (its manual's RETURN VALUE).
 const (

@@ -102,6 +102,7 @@ const (
 	MemoryUsedMiB     = 4
 	MemoryFreeMiB     = 40334 // as recorded: not Total-Reserved-Used
 	PowerLimitW       = 400
+	GPUName           = "NVIDIA A100-SXM4-40GB"
 	Driver            = "535.129.03"
 	CUDA              = "12.2"
 )
