@@ -281,7 +281,9 @@ configuration errors, 130 after Ctrl-C (partial results are printed).`,
 				// holds the hosts still running, not every host's output.
 				var out hostWriter
 				if o.json {
-					out = newExecJSON(cmd.OutOrStdout())
+					j := newExecJSON(cmd.OutOrStdout())
+					j.simulated = r.simulated
+					out = j
 				} else {
 					out = &perHostWriter{w: cmd.OutOrStdout(), raw: o.env.Stdout, prefix: n > 1}
 				}
@@ -338,9 +340,10 @@ type hostWriter interface {
 // output escaped as it is written: memory never holds a host's encoded
 // output, which for binary is several times the output itself.
 type execJSON struct {
-	w     *bufio.Writer
-	hosts int
-	err   error
+	w         *bufio.Writer
+	hosts     int
+	err       error
+	simulated bool // the hosts are a simulated fleet: the document says so
 }
 
 func newExecJSON(w io.Writer) *execJSON {
@@ -391,11 +394,12 @@ func (j *execJSON) finish(results []orchestrator.HostResult, elapsed time.Durati
 		counts[r.Class.String()]++
 	}
 	tail, err := json.MarshalIndent(struct {
-		Summary string         `json:"summary"`
-		Worst   string         `json:"worst"`
-		Counts  map[string]int `json:"counts"`
-		Seconds float64        `json:"seconds"`
-	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds()}, "", "  ")
+		Summary   string         `json:"summary"`
+		Worst     string         `json:"worst"`
+		Counts    map[string]int `json:"counts"`
+		Seconds   float64        `json:"seconds"`
+		Simulated bool           `json:"simulated,omitempty"`
+	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds(), j.simulated}, "", "  ")
 	if err != nil {
 		return err
 	}

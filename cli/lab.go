@@ -197,7 +197,7 @@ after Ctrl-C.`,
 				unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 			}
 			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
-				Options: labs.RunOptions{Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon,
+				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon,
 					OnEvent: func(ev labs.Event) {
 						if o.json || ev.Kind != labs.StepFinished {
 							return

@@ -45,6 +45,8 @@ type probeResult struct {
 	Error    string           `json:"error,omitempty"`
 	Pushed   int64            `json:"pushed_bytes"`
 	Snapshot *report.Snapshot `json:"snapshot,omitempty"`
+	// Simulated: the host is in a simulated fleet (gpulab sim).
+	Simulated bool `json:"simulated,omitempty"`
 }
 
 func (p probeResult) ok() bool {
@@ -299,6 +301,9 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 	}
 	for _, f := range rn.failed {
 		results = append(results, probeResult{Host: f.Host, Class: f.Class.String(), Error: f.Err})
+	}
+	for i := range results {
+		results[i].Simulated = rn.simulated
 	}
 	if localErr != nil && len(results) > 0 && allFailed(results) {
 		return nil, configErr(localErr)

@@ -140,11 +140,12 @@ errors, 130 after Ctrl-C.`,
 			w := c.OutOrStdout()
 			if o.json {
 				err = writeJSON(w, struct {
-					Runbook string             `json:"runbook"`
-					Worst   runbooks.Status    `json:"worst"`
-					Folded  []runbooks.Folded  `json:"folded"`
-					Hosts   []runbooks.HostRun `json:"hosts"`
-				}{rb.ID, runbooks.Worst(runs), folded, runs})
+					Runbook   string             `json:"runbook"`
+					Worst     runbooks.Status    `json:"worst"`
+					Simulated bool               `json:"simulated,omitempty"`
+					Folded    []runbooks.Folded  `json:"folded"`
+					Hosts     []runbooks.HostRun `json:"hosts"`
+				}{rb.ID, runbooks.Worst(runs), r.simulated, folded, runs})
 			} else {
 				err = printFoldedVerdicts(w, rb, folded)
 			}

@@ -204,7 +204,7 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 	}
 	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
-		Options: labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
+		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {

@@ -20,13 +20,17 @@ const RecordSchema = 1
 // Record is a lab run: what ran where, what each host measured, and each
 // criterion's verdict with its value, expression and evidence.
 type Record struct {
-	Schema   int       `json:"schema"`
-	Lab      string    `json:"lab"`
-	Name     string    `json:"name"`
-	Maturity string    `json:"maturity"`
-	Source   string    `json:"source"`
-	Started  time.Time `json:"started"`
-	Finished time.Time `json:"finished"`
+	Schema   int    `json:"schema"`
+	Lab      string `json:"lab"`
+	Name     string `json:"name"`
+	Maturity string `json:"maturity"`
+	// Simulated: the hosts were a simulated fleet (gpulab sim). Nothing in
+	// the record is evidence about real hardware, and Maturity is "draft"
+	// whatever the lab claims.
+	Simulated bool      `json:"simulated,omitempty"`
+	Source    string    `json:"source"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
 	// Complete is false while the run goes on and after an interrupted
 	// run: such a record is kept, and says so.
 	Complete    bool              `json:"complete"`

@@ -85,6 +85,9 @@ func (r *Record) Markdown() string {
 		}
 	}
 	fmt.Fprintf(&b, "# Lab record: %s\n\n", r.Name)
+	if r.Simulated {
+		b.WriteString("> **SIMULATED fleet** (gpulab sim): every output below comes from simulated DGX A100 hosts. Nothing in this record is evidence about real hardware; it is a demonstration, and the lab's maturity stays draft.\n\n")
+	}
 	fmt.Fprintf(&b, "- Lab: `%s` (maturity %s, %s)\n", r.Lab, r.Maturity, r.Source)
 	fmt.Fprintf(&b, "- Hosts: %s\n", inventory.FoldNames(names))
 	fmt.Fprintf(&b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)

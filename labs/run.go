@@ -21,6 +21,9 @@ const CleanupTimeout = 2 * time.Minute
 
 // RunOptions tune a lab run.
 type RunOptions struct {
+	// Simulated says the hosts are a simulated fleet (gpulab sim): the
+	// record says so and claims no maturity above draft.
+	Simulated bool
 	// Yes confirms the steps marked dangerous (they change the host).
 	Yes bool
 	// Solve runs a step's solve command instead of its command, where it

@@ -404,3 +404,25 @@ impact = "minor"
 	}
 	t.Logf("peak heap in use: %d MiB for 4 hosts", peak>>20)
 }
+
+// A record made on a simulated fleet says so, in JSON and Markdown, and
+// never claims the lab's maturity: it is a demonstration.
+func TestSimulatedRecordStaysDraft(t *testing.T) {
+	l := e2eLab(t)
+	l.Maturity = "validated"
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	for _, simulated := range []bool{false, true} {
+		rec := labs.Run(context.Background(), e, nil, l, labs.RunOptions{Simulated: simulated, Params: map[string]string{"marker": "cleaned"}})
+		js, err := json.Marshal(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		md := rec.Markdown()
+		switch {
+		case simulated && (rec.Maturity != "draft" || !strings.Contains(string(js), `"simulated":true`) || !strings.Contains(md, "SIMULATED fleet")):
+			t.Errorf("simulated run: maturity %q, JSON %s…, Markdown says SIMULATED: %v", rec.Maturity, js[:min(len(js), 120)], strings.Contains(md, "SIMULATED fleet"))
+		case !simulated && (rec.Maturity != "validated" || strings.Contains(string(js), `"simulated"`) || strings.Contains(md, "SIMULATED fleet")):
+			t.Errorf("real run: maturity %q, simulated in JSON: %v", rec.Maturity, strings.Contains(string(js), `"simulated"`))
+		}
+	}
+}

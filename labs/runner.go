@@ -58,6 +58,9 @@ func newRun(ctx context.Context, l *Lab, o RunOptions, targets []orchestrator.Ta
 	}
 	r.rec = newRecord(l, r.now())
 	r.rec.Params = o.Params
+	if o.Simulated {
+		r.rec.Simulated, r.rec.Maturity = true, "draft"
+	}
 	r.rec.Guided, r.rec.Solved = o.Guide != nil, o.Solve && l.HasSolve()
 	for _, f := range []*string{&r.rec.Result.Workload, &r.rec.Result.Mode, &r.rec.Result.Request} {
 		*f = fillParams(*f, o.Params)
