@@ -61,6 +61,11 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		defer r.keys.Close()
 		r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
+		// Connections stay open between the workbench's runs (keepalive,
+		// closed after 10 minutes unused and on quit): the second command
+		// on the same hosts pays no handshake.
+		r.engine.Pool = &orchestrator.Pool{Dialer: r.engine.Dialer}
+		defer r.engine.Pool.Close()
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse

@@ -46,6 +46,18 @@ type Conn struct {
 	jumps  []*ssh.Client
 	stop   chan struct{}
 	once   sync.Once
+	dead   chan struct{} // closed when the transport ends, for whatever reason
+	reused bool          // taken from a Pool: no handshake was paid
+}
+
+// alive reports whether the connection's transport is still up.
+func (c *Conn) alive() bool {
+	select {
+	case <-c.dead:
+		return false
+	default:
+		return true
+	}
 }
 
 // Close ends the connection and its jump hosts.
@@ -105,7 +117,11 @@ func (d *Dialer) Dial(ctx context.Context, t Target) (*Conn, error) {
 	if err != nil {
 		return fail(err)
 	}
-	conn := &Conn{Target: t, client: c, jumps: jumps, stop: make(chan struct{})}
+	conn := &Conn{Target: t, client: c, jumps: jumps, stop: make(chan struct{}), dead: make(chan struct{})}
+	go func() {
+		_ = c.Wait()
+		close(conn.dead)
+	}()
 	go conn.keepalive(t.ServerAliveInterval, t.ServerAliveCountMax)
 	return conn, nil
 }

@@ -33,6 +33,24 @@ type Engine struct {
 	// StreamOutput sends output chunks as events: the workbench's Fleet
 	// tab shows a running command's output as it comes.
 	StreamOutput bool
+	// Pool, when set, keeps connections open between runs (the
+	// workbench): ForEach takes them from it and gives them back.
+	Pool *Pool
+}
+
+func (e *Engine) dial(ctx context.Context, t Target) (*Conn, error) {
+	if e.Pool != nil {
+		return e.Pool.Get(ctx, t)
+	}
+	return e.Dialer.Dial(ctx, t)
+}
+
+func (e *Engine) release(c *Conn) {
+	if e.Pool != nil {
+		e.Pool.Put(c)
+		return
+	}
+	c.Close()
 }
 
 // EventKind says what an Event reports.
@@ -145,8 +163,9 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 			hr := &results[i]
 			*hr = HostResult{Host: t.Name, Address: t.HostPort(), Steps: []Result{}}
 			emit(Event{Kind: HostConnecting, Index: i, Host: t.Name})
-			conn, err := e.Dialer.Dial(ctx, t)
+			conn, err := e.dial(ctx, t)
 			hr.Connect = time.Since(start)
+			hr.Reused = err == nil && conn.reused
 			if err != nil {
 				hr.Class, hr.Err = Unreachable, err.Error()
 				var de *DialError
@@ -156,7 +175,7 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 			} else {
 				emit(Event{Kind: HostConnected, Index: i, Host: t.Name})
 				work(i, t, conn, hr)
-				conn.Close()
+				e.release(conn)
 			}
 			hr.Total = time.Since(start)
 			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: hr})

@@ -90,8 +90,10 @@ type HostResult struct {
 	Class   Class         `json:"class"`
 	Err     string        `json:"error,omitempty"`
 	Connect time.Duration `json:"connect_ns"`
-	Total   time.Duration `json:"total_ns"`
-	Steps   []Result      `json:"steps"`
+	// Reused: the connection came from the engine's Pool (no handshake).
+	Reused bool          `json:"reused,omitempty"`
+	Total  time.Duration `json:"total_ns"`
+	Steps  []Result      `json:"steps"`
 }
 
 // Worst returns the most severe class among results (OK for none).
