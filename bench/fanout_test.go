@@ -173,6 +173,12 @@ func lastLine(s string) string {
 
 func mustOK(t *testing.T, rs []orchestrator.HostResult) {
 	if w := orchestrator.Worst(rs); w != orchestrator.OK {
+		for _, r := range rs {
+			if r.Class != orchestrator.OK {
+				t.Errorf("%s: %s %s %+v", r.Host, r.Class, r.Err, r.Steps)
+				break
+			}
+		}
 		t.Fatalf("engine run: %s", orchestrator.Summary(rs))
 	}
 }

@@ -174,8 +174,12 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 			if started {
 				break
 			}
-			var start func()
-			start, ok = h.starter(ctx, ch, req, env, pty)
+			start, ok := h.starter(ctx, ch, req, env, pty)
+			// The reply goes before the command starts: a command that ends
+			// at once closes the channel, and a reply after that is lost.
+			if req.WantReply {
+				_ = req.Reply(ok, nil)
+			}
 			if ok {
 				started = true
 				go func() {
@@ -184,6 +188,7 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 					_ = ch.Close() // after the exit status: the session is over
 				}()
 			}
+			continue
 		}
 		if req.WantReply {
 			_ = req.Reply(ok, nil)

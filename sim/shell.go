@@ -214,7 +214,7 @@ func unwrap(line string) (string, bool) {
 	if !isCall || len(ce.Args) != 2 {
 		return "", false
 	}
-	s, err := expand.Literal(nil, ce.Args[1])
+	s, err := expand.Literal(&expand.Config{}, ce.Args[1]) // a nil Config shares a global: a data race
 	if err != nil || orchestrator.Quote(s) != rest {
 		return "", false
 	}
