@@ -81,7 +81,7 @@ func toolLs(t *toolCall, args []string) int {
 			t.lsEntry(o, n, fi)
 			continue
 		}
-		f, err := t.h.fs.root.Open(rel(t.dir, n))
+		f, err := t.h.fs.r().Open(rel(t.dir, n))
 		if err != nil {
 			t.errf("ls: cannot open directory '%s': %s", n, errText(err))
 			code = 2
@@ -171,12 +171,12 @@ func toolMkdir(t *toolCall, args []string) int {
 	for _, n := range o.args {
 		r := rel(t.dir, n)
 		if o.has("p", "parents") {
-			err = t.h.fs.root.MkdirAll(r, 0o755)
+			err = t.h.fs.r().MkdirAll(r, 0o755)
 		} else {
-			err = t.h.fs.root.Mkdir(r, mode)
+			err = t.h.fs.r().Mkdir(r, mode)
 		}
 		if err == nil {
-			err = t.h.fs.root.Chmod(r, mode)
+			err = t.h.fs.r().Chmod(r, mode)
 		}
 		if err != nil {
 			t.errf("mkdir: cannot create directory '%s': %s", n, errText(err))
@@ -204,7 +204,7 @@ func toolRm(t *toolCall, args []string) int {
 			code = 1
 			continue
 		}
-		fi, err := t.h.fs.root.Lstat(r)
+		fi, err := t.h.fs.r().Lstat(r)
 		switch {
 		case err != nil && o.has("f", "force") && errors.Is(err, fs.ErrNotExist):
 			continue
@@ -218,9 +218,9 @@ func toolRm(t *toolCall, args []string) int {
 			continue
 		}
 		if fi.IsDir() {
-			err = t.h.fs.root.RemoveAll(r)
+			err = t.h.fs.r().RemoveAll(r)
 		} else {
-			err = t.h.fs.root.Remove(r)
+			err = t.h.fs.r().Remove(r)
 		}
 		if err != nil {
 			t.errf("rm: cannot remove '%s': %s", n, errText(err))
@@ -234,7 +234,7 @@ func toolRmdir(t *toolCall, args []string) int {
 	args = operands(args, "pv")
 	code := 0
 	for _, n := range args[1:] {
-		if err := t.h.fs.root.Remove(rel(t.dir, n)); err != nil {
+		if err := t.h.fs.r().Remove(rel(t.dir, n)); err != nil {
 			t.errf("rmdir: failed to remove '%s': %s", n, errText(err))
 			code = 1
 		}
@@ -264,7 +264,7 @@ func toolMv(t *toolCall, args []string) int {
 		t.errf("mv: cannot overwrite directory '%s' with non-directory", o.args[1])
 		return 1
 	}
-	if err := t.h.fs.root.Rename(rel(t.dir, src), rel("/", dst)); err != nil {
+	if err := t.h.fs.r().Rename(rel(t.dir, src), rel("/", dst)); err != nil {
 		t.errf("mv: cannot move '%s' to '%s': %s", src, o.args[1], errText(err))
 		return 1
 	}
@@ -295,7 +295,7 @@ func toolCp(t *toolCall, args []string) int {
 		err = cerr
 	}
 	if fi, serr := t.h.fs.statAt(t.dir, src, true); serr == nil {
-		_ = t.h.fs.root.Chmod(rel("/", dst), fi.Mode().Perm())
+		_ = t.h.fs.r().Chmod(rel("/", dst), fi.Mode().Perm())
 	}
 	if err != nil {
 		t.errf("cp: error writing '%s': %s", o.args[1], errText(err))
@@ -323,7 +323,7 @@ func toolChmod(t *toolCall, args []string) int {
 			t.errf("chmod: %v", err)
 			return 1
 		}
-		if err := t.h.fs.root.Chmod(rel(t.dir, n), mode); err != nil {
+		if err := t.h.fs.r().Chmod(rel(t.dir, n), mode); err != nil {
 			t.errf("chmod: changing permissions of '%s': %s", n, errText(err))
 			code = 1
 		}
@@ -341,7 +341,7 @@ func toolTouch(t *toolCall, args []string) int {
 			err = w.Close()
 		}
 		if err == nil {
-			err = t.h.fs.root.Chtimes(rel(t.dir, n), now, now)
+			err = t.h.fs.r().Chtimes(rel(t.dir, n), now, now)
 		}
 		if err != nil {
 			t.errf("touch: cannot touch '%s': %s", n, errText(err))
@@ -359,12 +359,12 @@ func toolLn(t *toolCall, args []string) int {
 	}
 	dst := rel(t.dir, o.args[1])
 	if o.has("f", "force") {
-		_ = t.h.fs.root.Remove(dst)
+		_ = t.h.fs.r().Remove(dst)
 	}
 	if o.has("s", "symbolic") {
-		err = t.h.fs.root.Symlink(o.args[0], dst)
+		err = t.h.fs.r().Symlink(o.args[0], dst)
 	} else {
-		err = t.h.fs.root.Link(rel(t.dir, o.args[0]), dst)
+		err = t.h.fs.r().Link(rel(t.dir, o.args[0]), dst)
 	}
 	if err != nil {
 		t.errf("ln: failed to create link '%s': %s", o.args[1], errText(err))
@@ -384,7 +384,7 @@ func toolReadlink(t *toolCall, args []string) int {
 	}
 	code := 0
 	for _, n := range o.args {
-		target, err := t.h.fs.root.Readlink(rel(t.dir, n))
+		target, err := t.h.fs.r().Readlink(rel(t.dir, n))
 		if err != nil {
 			code = 1
 			continue
@@ -514,10 +514,10 @@ func toolMktemp(t *toolCall, args []string) int {
 	}
 	p := path.Join(abs(t.dir, dir), tmpl[:len(tmpl)-x]+string(b))
 	if o.has("d", "directory") {
-		err = t.h.fs.root.Mkdir(rel("/", p), 0o700)
+		err = t.h.fs.r().Mkdir(rel("/", p), 0o700)
 	} else {
 		var f *os.File
-		if f, err = t.h.fs.root.OpenFile(rel("/", p), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+		if f, err = t.h.fs.r().OpenFile(rel("/", p), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 			f.Close()
 		}
 	}

@@ -59,6 +59,7 @@ const MaxHosts = 10000
 type Fleet struct {
 	cfg      Config
 	dir      string
+	empty    string // an empty directory: a host's root if its tree cannot be made
 	ownDir   bool
 	hosts    []*host
 	key      ed25519.PrivateKey
@@ -103,6 +104,10 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 			return nil, err
 		}
 		f.dir, f.ownDir = d, true
+	}
+	f.empty = filepath.Join(f.dir, ".empty")
+	if err := os.Mkdir(f.empty, 0o500); err != nil {
+		return nil, err
 	}
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := f.start(); err != nil {
@@ -154,14 +159,7 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 	case slices.Contains(f.cfg.Hang, name):
 		h.mode = Hang
 	}
-	dir := filepath.Join(f.dir, name)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
-	}
-	var err error
-	if h.fs, err = newVFS(dir, name); err != nil {
-		return nil, err
-	}
+	h.fs = newVFS(filepath.Join(f.dir, name), name, f.empty)
 	h.machine = newMachine(name, i, faults)
 	_, hk, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -224,6 +222,11 @@ func (f *Fleet) Close() error {
 		}
 		if f.ownDir {
 			err = errors.Join(err, os.RemoveAll(f.dir))
+		} else {
+			for _, h := range f.hosts {
+				err = errors.Join(err, os.RemoveAll(h.fs.dir))
+			}
+			err = errors.Join(err, os.Remove(f.empty))
 		}
 	})
 	return err

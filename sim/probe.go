@@ -73,7 +73,7 @@ func (c *sumCache) of(h *host, f *os.File) (string, error) {
 // ever runs on the operator's machine.
 func (t *toolCall) execFile(args []string) int {
 	name := args[0]
-	f, err := t.h.fs.root.Open(rel(t.dir, name))
+	f, err := t.h.fs.r().Open(rel(t.dir, name))
 	if err != nil {
 		t.errf("sh: %s: %s", name, errText(cleanPathErr(name, err)))
 		if errors.Is(err, os.ErrNotExist) {

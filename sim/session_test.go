@@ -3,6 +3,8 @@ package sim
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gpulab/gpulab/inventory"
@@ -46,6 +48,54 @@ func TestInstantCommandsAreNeverLost(t *testing.T) {
 			if r.Class != orchestrator.OK && r.Class != orchestrator.Exit {
 				t.Fatalf("run %d, %s: %s %s", i, r.Host, r.Class, r.Err)
 			}
+		}
+	}
+}
+
+// A host's tree is made on first use, and a host whose tree cannot be made
+// (its directory is taken: a full or broken disk stands in) still answers
+// its GPU tools; its writes fail as on a host whose disk failed.
+func TestTreeMadeOnFirstUse(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "dgx02"), nil, 0o600); err != nil { // dgx02's tree cannot be made
+		t.Fatal(err)
+	}
+	f, files := startFleet(t, Config{Hosts: 2, Dir: dir})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 2}
+	run := func(cmd string) []orchestrator.HostResult {
+		return e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "s", Command: cmd}}}, nil)
+	}
+	for _, r := range run("nvidia-smi -L | grep -c '^GPU '") {
+		if r.Class != orchestrator.OK || strings.TrimSpace(string(r.Steps[0].Stdout)) != "8" {
+			t.Errorf("%s: %s %s %q", r.Host, r.Class, r.Err, r.Steps[0].Stdout)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dgx01")); !os.IsNotExist(err) {
+		t.Errorf("nvidia-smi made dgx01's tree (%v): a command that touches no file must not", err)
+	}
+	rs := run("echo hi > note && cat note")
+	if rs[0].Class != orchestrator.OK || string(rs[0].Steps[0].Stdout) != "hi\n" {
+		t.Errorf("dgx01: %s %q %q", rs[0].Class, rs[0].Steps[0].Stdout, rs[0].Steps[0].Stderr)
+	}
+	if rs[1].Class != orchestrator.Exit || !strings.Contains(string(rs[1].Steps[0].Stderr), "note") {
+		t.Errorf("dgx02 (no tree): %s, stderr %q: want the write refused", rs[1].Class, rs[1].Steps[0].Stderr)
+	}
+	_ = f
+}
+
+// gpulab's wrapper is recognised whatever the command holds, so that the
+// command runs directly (no nested shell) and stops when stdin closes.
+func TestUnwrapEveryCommand(t *testing.T) {
+	for _, c := range []string{"x", "true", "nvidia-smi -L | grep -c '^GPU '", `echo "$HOME" 'a'\''b' \\ ; exit 3`, "printf '%s\\n' \"it's\"", "a\nb", ""} {
+		got, ok := unwrap(orchestrator.Wrap(c))
+		if !ok || got != c {
+			t.Errorf("unwrap(Wrap(%q)) = %q, %v", c, got, ok)
+		}
+	}
+	for _, line := range []string{"true", orchestrator.Wrap("x") + " y", orchestrator.Wrap("x") + "; touch m"} {
+		if got, ok := unwrap(line); ok {
+			t.Errorf("unwrap(%q) = %q: not a wrapped command", line, got)
 		}
 	}
 }

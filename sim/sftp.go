@@ -22,7 +22,7 @@ func (h *host) sftpHandlers() sftp.Handlers {
 func (s *sftpFS) name(p string) string { return rel("/", p) }
 
 func (s *sftpFS) Fileread(r *sftp.Request) (io.ReaderAt, error) {
-	f, err := s.v.root.Open(s.name(r.Filepath))
+	f, err := s.v.r().Open(s.name(r.Filepath))
 	return f, sftpErr(r.Filepath, err)
 }
 
@@ -51,7 +51,7 @@ func (s *sftpFS) open(r *sftp.Request) (*os.File, error) {
 	if r.AttrFlags().Permissions {
 		perm = r.Attributes().FileMode().Perm()
 	}
-	f, err := s.v.root.OpenFile(s.name(r.Filepath), openFlags(r.Pflags()), perm)
+	f, err := s.v.r().OpenFile(s.name(r.Filepath), openFlags(r.Pflags()), perm)
 	return f, sftpErr(r.Filepath, err)
 }
 
@@ -67,25 +67,25 @@ func (s *sftpFS) Filecmd(r *sftp.Request) error {
 		err = s.setstat(name, r)
 	case "Rename":
 		// SFTP version 3 rename never replaces (OpenSSH's sftp-server).
-		if _, lerr := s.v.root.Lstat(s.name(r.Target)); lerr == nil {
+		if _, lerr := s.v.r().Lstat(s.name(r.Target)); lerr == nil {
 			return sftpErr(r.Target, fs.ErrExist)
 		}
-		err = s.v.root.Rename(name, s.name(r.Target))
+		err = s.v.r().Rename(name, s.name(r.Target))
 	case "PosixRename":
-		err = s.v.root.Rename(name, s.name(r.Target))
+		err = s.v.r().Rename(name, s.name(r.Target))
 	case "Rmdir":
-		err = s.v.root.Remove(name)
+		err = s.v.r().Remove(name)
 	case "Mkdir":
-		err = s.v.root.Mkdir(name, 0o755)
+		err = s.v.r().Mkdir(name, 0o755)
 	case "Remove":
-		if fi, lerr := s.v.root.Lstat(name); lerr == nil && fi.IsDir() {
+		if fi, lerr := s.v.r().Lstat(name); lerr == nil && fi.IsDir() {
 			return sftpErr(r.Filepath, errors.New("is a directory"))
 		}
-		err = s.v.root.Remove(name)
+		err = s.v.r().Remove(name)
 	case "Symlink":
-		err = s.v.root.Symlink(r.Filepath, s.name(r.Target))
+		err = s.v.r().Symlink(r.Filepath, s.name(r.Target))
 	case "Link":
-		err = s.v.root.Link(name, s.name(r.Target))
+		err = s.v.r().Link(name, s.name(r.Target))
 	default:
 		return sftp.ErrSSHFxOpUnsupported
 	}
@@ -93,7 +93,7 @@ func (s *sftpFS) Filecmd(r *sftp.Request) error {
 }
 
 func (s *sftpFS) PosixRename(r *sftp.Request) error {
-	return sftpErr(r.Filepath, s.v.root.Rename(s.name(r.Filepath), s.name(r.Target)))
+	return sftpErr(r.Filepath, s.v.r().Rename(s.name(r.Filepath), s.name(r.Target)))
 }
 
 func (s *sftpFS) setstat(name string, r *sftp.Request) error {
@@ -103,12 +103,12 @@ func (s *sftpFS) setstat(name string, r *sftp.Request) error {
 		if a.Mode&0o1000 != 0 {
 			mode |= fs.ModeSticky
 		}
-		if err := s.v.root.Chmod(name, mode); err != nil {
+		if err := s.v.r().Chmod(name, mode); err != nil {
 			return err
 		}
 	}
 	if fl.Size {
-		f, err := s.v.root.OpenFile(name, os.O_WRONLY, 0)
+		f, err := s.v.r().OpenFile(name, os.O_WRONLY, 0)
 		if err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func (s *sftpFS) setstat(name string, r *sftp.Request) error {
 		}
 	}
 	if fl.Acmodtime {
-		return s.v.root.Chtimes(name, time.Unix(int64(a.Atime), 0), time.Unix(int64(a.Mtime), 0))
+		return s.v.r().Chtimes(name, time.Unix(int64(a.Atime), 0), time.Unix(int64(a.Mtime), 0))
 	}
 	return nil
 }
@@ -128,7 +128,7 @@ func (s *sftpFS) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 	name := s.name(r.Filepath)
 	switch r.Method {
 	case "List":
-		f, err := s.v.root.Open(name)
+		f, err := s.v.r().Open(name)
 		if err != nil {
 			return nil, sftpErr(r.Filepath, err)
 		}
@@ -142,22 +142,22 @@ func (s *sftpFS) Filelist(r *sftp.Request) (sftp.ListerAt, error) {
 		}
 		return infos, sftpErr(r.Filepath, err)
 	case "Stat":
-		fi, err := s.v.root.Stat(name)
+		fi, err := s.v.r().Stat(name)
 		return lister{fi}, sftpErr(r.Filepath, err)
 	case "Readlink":
-		t, err := s.v.root.Readlink(name)
+		t, err := s.v.r().Readlink(name)
 		return lister{linkInfo(t)}, sftpErr(r.Filepath, err)
 	}
 	return nil, sftp.ErrSSHFxOpUnsupported
 }
 
 func (s *sftpFS) Lstat(r *sftp.Request) (sftp.ListerAt, error) {
-	fi, err := s.v.root.Lstat(s.name(r.Filepath))
+	fi, err := s.v.r().Lstat(s.name(r.Filepath))
 	return lister{fi}, sftpErr(r.Filepath, err)
 }
 
 func (s *sftpFS) Readlink(p string) (string, error) {
-	t, err := s.v.root.Readlink(s.name(p))
+	t, err := s.v.r().Readlink(s.name(p))
 	return t, sftpErr(p, err)
 }
 

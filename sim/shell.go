@@ -214,11 +214,13 @@ func unwrap(line string) (string, bool) {
 	if !isCall || len(ce.Args) != 2 {
 		return "", false
 	}
-	s, err := expand.Literal(&expand.Config{}, ce.Args[1]) // a nil Config shares a global: a data race
-	if err != nil || orchestrator.Quote(s) != rest {
+	// A fresh Config each time: a nil one shares a global (a data race).
+	// Fields, not Literal: it removes the backslash of '\''.
+	fs, err := expand.Fields(&expand.Config{}, ce.Args[1])
+	if err != nil || len(fs) != 1 || orchestrator.Quote(fs[0]) != rest {
 		return "", false
 	}
-	return s, true
+	return fs[0], true
 }
 
 // isWrapper reports whether sh's arguments are the wrapper's own

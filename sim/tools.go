@@ -177,7 +177,7 @@ func (t *toolCall) openRead(name string) (io.ReadCloser, error) {
 	if name == "-" {
 		return io.NopCloser(t.stdin), nil
 	}
-	f, err := t.h.fs.root.Open(rel(t.dir, name))
+	f, err := t.h.fs.r().Open(rel(t.dir, name))
 	if err != nil {
 		return nil, cleanPathErr(name, err)
 	}
@@ -198,7 +198,7 @@ func (t *toolCall) openWrite(name string, flag int) (io.WriteCloser, error) {
 	case "/dev/stderr":
 		return nopCloser{Writer: t.stderr}, nil
 	}
-	f, err := t.h.fs.root.OpenFile(rel(t.dir, name), os.O_WRONLY|os.O_CREATE|flag, 0o644)
+	f, err := t.h.fs.r().OpenFile(rel(t.dir, name), os.O_WRONLY|os.O_CREATE|flag, 0o644)
 	if err != nil {
 		return nil, cleanPathErr(name, err)
 	}

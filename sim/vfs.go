@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -21,23 +22,51 @@ const Home = "/home/gpulab"
 // that stands for "/", reached only through an os.Root, so that no path a
 // user types (.., absolute links, /etc/passwd) leaves it. /dev/null and the
 // /dev/std* names are served here, never from the operator's /dev.
+//
+// The tree is made on first use: a fleet of 1,000 hosts starts without
+// 10,000 mkdirs, and a command that touches no file (nvidia-smi) never
+// makes it.
 type vfs struct {
+	dir      string // the real directory behind the root, for the probe's exec
+	hostname string
+	empty    string // a fleet's empty directory: the root if the tree cannot be made
+
+	once sync.Once
 	root *os.Root
-	dir  string // the real directory behind root, for the probe's exec
+	err  error
 }
 
-// newVFS makes the host's tree under dir (which must exist and be empty):
-// a home, a sticky /tmp, and the few files a GPU host answers from.
-func newVFS(dir, hostname string) (*vfs, error) {
-	r, err := os.OpenRoot(dir)
+func newVFS(dir, hostname, empty string) *vfs {
+	return &vfs{dir: dir, hostname: hostname, empty: empty}
+}
+
+// r is the tree's root, made on first use. If it cannot be made (a full
+// disk), the host's file system is an empty read-only directory and every
+// write fails, as on a host whose disk failed; the error stays in v.err.
+func (v *vfs) r() *os.Root {
+	v.once.Do(func() {
+		v.root, v.err = v.make()
+		if v.err != nil {
+			v.root, _ = os.OpenRoot(v.empty)
+		}
+	})
+	return v.root
+}
+
+// make builds the host's tree: a home, a sticky /tmp, and the few files
+// a GPU host answers from.
+func (v *vfs) make() (*os.Root, error) {
+	if err := os.Mkdir(v.dir, 0o700); err != nil {
+		return nil, err
+	}
+	r, err := os.OpenRoot(v.dir)
 	if err != nil {
 		return nil, err
 	}
-	v := &vfs{root: r, dir: dir}
 	for _, d := range []struct {
 		name string
 		mode fs.FileMode
-	}{{"home/gpulab", 0o700}, {"tmp", 0o777 | fs.ModeSticky}, {"etc", 0o755}, {"proc/driver/nvidia", 0o755}, {"dev", 0o755}, {"usr/bin", 0o755}} {
+	}{{"home/gpulab", 0o700}, {"tmp", 0o777 | fs.ModeSticky}, {"etc", 0o755}, {"proc/driver/nvidia", 0o755}} {
 		if err := r.MkdirAll(d.name, 0o755); err != nil {
 			r.Close()
 			return nil, err
@@ -48,7 +77,7 @@ func newVFS(dir, hostname string) (*vfs, error) {
 		}
 	}
 	for name, data := range map[string]string{
-		"etc/hostname":               hostname + "\n",
+		"etc/hostname":               v.hostname + "\n",
 		"etc/os-release":             osRelease,
 		"proc/driver/nvidia/version": nvidiaVersion,
 	} {
@@ -57,7 +86,7 @@ func newVFS(dir, hostname string) (*vfs, error) {
 			return nil, err
 		}
 	}
-	return v, nil
+	return r, nil
 }
 
 // The files a DGX OS 6 (Ubuntu 22.04) host with driver 535.129.03 holds.
@@ -101,12 +130,13 @@ func abs(dir, p string) string {
 	return path.Clean(p)
 }
 
+// close closes the root; the fleet removes the trees.
 func (v *vfs) close() error {
-	err := v.root.Close()
-	if rerr := os.RemoveAll(v.dir); err == nil {
-		err = rerr
+	v.once.Do(func() {}) // never made now
+	if v.root == nil {
+		return nil
 	}
-	return err
+	return v.root.Close()
 }
 
 // devNull reads as empty and swallows writes.
@@ -143,7 +173,7 @@ func (v *vfs) open(ctx context.Context, name string, flag int, perm fs.FileMode)
 	if strings.HasPrefix(p, "/dev/") && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
 	}
-	f, err := v.root.OpenFile(rel(hc.Dir, name), flag, perm)
+	f, err := v.r().OpenFile(rel(hc.Dir, name), flag, perm)
 	if err != nil {
 		return nil, cleanPathErr(name, err)
 	}
@@ -176,16 +206,16 @@ func (v *vfs) statAt(dir, name string, follow bool) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	var err error
 	if follow {
-		fi, err = v.root.Stat(rel(dir, name))
+		fi, err = v.r().Stat(rel(dir, name))
 	} else {
-		fi, err = v.root.Lstat(rel(dir, name))
+		fi, err = v.r().Lstat(rel(dir, name))
 	}
 	return fi, cleanPathErr(name, err)
 }
 
 func (v *vfs) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	hc := interp.HandlerCtx(ctx)
-	f, err := v.root.Open(rel(hc.Dir, name))
+	f, err := v.r().Open(rel(hc.Dir, name))
 	if err != nil {
 		return nil, cleanPathErr(name, err)
 	}
