@@ -53,9 +53,10 @@ test: lint $(NATIVE) ## vet, format check, race-enabled tests including the tmux
 probes: ## portable NVML probes in dist/ (glibc >= 2.28, amd64 + arm64), embedded by the next build
 	probes/build.sh dist
 
-bench: build ## View() benchmarks and start-up to first frame
+bench: build ## View() benchmarks, start-up to first frame, and gpulab on a simulated fleet of 1,000 hosts (first and pooled command, peak RSS; parallel-ssh beside it when installed)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	bench/startup.sh $(BIN)
+	$(GO) test -tags bench -run 'TestSimFleetBenchmark' -v -count=1 -timeout 10m ./bench
 
 bench-ssh: ## exec and probe vs parallel-ssh, clush, ansible on 50 real sshd; exec's memory per host (apt-get install openssh-server pssh clustershell ansible-core time)
 	$(GO) test -tags bench -run 'TestFanOutBenchmark|TestProbeBenchmark|TestRunbookBenchmark|TestExecMemoryBenchmark' -v -count=1 -timeout 30m ./bench
