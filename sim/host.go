@@ -278,7 +278,7 @@ func (h *host) shell(ctx context.Context, c *call, ch ssh.Channel, pty bool) int
 		return code
 	}
 	t := term.NewTerminal(ch, User+"@"+h.name+":~$ ")
-	fmt.Fprintf(t, "gpulab simulated host %s (a DGX A100 that is not there: every output is simulated)\n", h.name)
+	fmt.Fprintf(t, "gpulab SIMULATED host %s: a DGX A100 that is not there; every output is simulated\n", h.name)
 	c.stdin, c.stdout, c.stderr = devNull{}, t, t
 	r, err := c.runner(nil)
 	if err != nil {

@@ -108,3 +108,19 @@ func TestOpenSSHRefusesAnotherKeyAndUser(t *testing.T) {
 		t.Errorf("unknown host key: err %v, stderr %q; want the key refused", err, stderr)
 	}
 }
+
+// ssh -t: a login shell with a prompt; cd and variables stay from line to
+// line, and exit's status is the session's.
+func TestOpenSSHInteractiveShell(t *testing.T) {
+	_, files := startFleet(t, Config{Hosts: 1})
+	out, stderr, err := openssh(t, files, "cd /tmp\nx=kept\npwd; echo $x\nexit 7\n", "ssh", "-tt", "-o", "BatchMode=yes", "dgx01")
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 7 {
+		t.Errorf("exit 7 in the shell: err %v (stderr %q)", err, stderr)
+	}
+	for _, want := range []string{"SIMULATED", "gpulab@dgx01:~$ ", "gpulab@dgx01:/tmp$ ", "/tmp\r\nkept\r\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the shell's screen lacks %q:\n%s", want, out)
+		}
+	}
+}
