@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -179,15 +180,21 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 		ServerVersion: "SSH-2.0-gpulab_sim",
 	}
 	h.config.AddHostKey(h.signer)
+	if h.mode == Drop {
+		// A socket bound but not listening: the port refuses connections
+		// and stays the host's (no other listener can take it).
+		fd, port, err := reservePort()
+		if err != nil {
+			return nil, err
+		}
+		h.addr, h.reserved = net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), fd
+		return h, nil
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	h.addr = ln.Addr().String()
-	if h.mode == Drop {
-		ln.Close() // the port now refuses connections
-		return h, nil
-	}
 	h.ln = ln
 	f.wg.Add(1)
 	go h.serve(ln)
@@ -256,3 +263,22 @@ func (f *Fleet) Hosts() []Host {
 // ProbeSum is the sha256 of the simulator probe the hosts will run (empty
 // when this gpulab embeds none).
 func (f *Fleet) ProbeSum() string { return f.probeSum }
+
+// reservePort binds a TCP socket to a free loopback port without listening
+// on it: connections to it are refused.
+func reservePort() (int, int, error) {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0, err
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		return -1, 0, err
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		return -1, 0, err
+	}
+	return fd, sa.(*syscall.SockaddrInet4).Port, nil
+}

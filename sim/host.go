@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -38,6 +39,8 @@ type host struct {
 	mode    Fault
 	signer  ssh.Signer
 	config  *ssh.ServerConfig
+
+	reserved int // a Drop host's bound, never listening socket
 
 	mu     sync.Mutex
 	ln     net.Listener
@@ -91,6 +94,10 @@ func (h *host) kill() {
 	h.killed = true
 	if h.ln != nil {
 		h.ln.Close()
+	}
+	if h.reserved > 0 {
+		syscall.Close(h.reserved)
+		h.reserved = 0
 	}
 	for c := range h.conns {
 		c.Close()
