@@ -182,10 +182,14 @@ func hostsOf(r *labs.Record) string {
 }
 
 func outcome(r *labs.Record) string {
+	o := r.Status()
 	if !r.Complete && r.Interrupted {
-		return "interrupted"
+		o = "interrupted"
 	}
-	return r.Status()
+	if r.Simulated {
+		o += " (SIMULATED)"
+	}
+	return o
 }
 
 // parseSince reads --since: a duration back from now (90m, 36h, 7d) or a
