@@ -3,6 +3,7 @@ package sim
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -27,14 +28,33 @@ func toolCat(t *toolCall, args []string) int {
 	})
 }
 
-// lines reads r into lines without their newlines; last reports whether
-// the input ended with one.
+// maxInput bounds what a tool that must hold its whole input (sort, tail,
+// tr, wc) keeps: the simulation runs in the operator's process, and
+// `seq 1 1e12 | sort` must not take its memory.
+var maxInput int64 = 64 << 20
+
+var errMemory = errors.New("memory exhausted (a simulated host holds 64 MiB of input at most)")
+
+// readAll reads r whole, up to maxInput.
+func readAll(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxInput+1))
+	if err == nil && int64(len(data)) > maxInput {
+		return data[:maxInput], errMemory
+	}
+	return data, err
+}
+
+// lines reads r into lines without their newlines, up to maxInput.
 func lines(r io.Reader) ([]string, error) {
 	var out []string
-	sc := bufio.NewScanner(r)
+	lr := &io.LimitedReader{R: r, N: maxInput + 1}
+	sc := bufio.NewScanner(lr)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
 		out = append(out, sc.Text())
+	}
+	if lr.N <= 0 {
+		return out, errMemory
 	}
 	return out, sc.Err()
 }
@@ -120,8 +140,8 @@ func toolWc(t *toolCall, args []string) int {
 	var rows [][]int64
 	var names []string
 	code := t.eachInput("wc", o.args, func(name string, r io.Reader) error {
-		data, err := io.ReadAll(r)
-		rows = append(rows, []int64{int64(bytes.Count(data, []byte("\n"))), int64(len(bytes.Fields(data))), int64(len(data))})
+		l, w, c, err := count(r)
+		rows = append(rows, []int64{l, w, c})
 		names = append(names, name)
 		return err
 	})
@@ -160,6 +180,32 @@ func toolWc(t *toolCall, args []string) int {
 		t.outf("%s\n", line)
 	}
 	return code
+}
+
+// count streams r, counting lines, words and bytes as wc does.
+func count(r io.Reader) (lines, words, n int64, err error) {
+	buf := make([]byte, 64<<10)
+	inWord := false
+	for {
+		k, rerr := r.Read(buf)
+		for _, c := range buf[:k] {
+			if c == '\n' {
+				lines++
+			}
+			space := c == ' ' || c == '\n' || c == '\t' || c == '\r' || c == '\v' || c == '\f'
+			if !space && !inWord {
+				words++
+			}
+			inWord = !space
+		}
+		n += int64(k)
+		if rerr == io.EOF {
+			return lines, words, n, nil
+		}
+		if rerr != nil {
+			return lines, words, n, rerr
+		}
+	}
 }
 
 // bre turns a POSIX basic regular expression into Go's syntax: \( \) \|
@@ -533,7 +579,7 @@ func toolTr(t *toolCall, args []string) int {
 			m[c] = int(to[min(i, len(to)-1)])
 		}
 	}
-	data, err := io.ReadAll(t.stdin)
+	data, err := readAll(t.stdin)
 	out := make([]byte, 0, len(data))
 	for _, c := range data {
 		v := m[c]
@@ -578,11 +624,20 @@ func toolSeq(t *toolCall, args []string) int {
 		t.errf("seq: invalid Zero increment value: '0'")
 		return 1
 	}
+	w := bufio.NewWriterSize(t.stdout, 32<<10)
 	for v, n := first, 0; (step > 0 && v <= last) || (step < 0 && v >= last); v, n = v+step, n+1 {
 		if n%1024 == 0 && t.ctx.Err() != nil {
 			return 130
 		}
-		t.outf("%s\n", strconv.FormatFloat(v, 'f', -1, 64))
+		w.WriteString(strconv.FormatFloat(v, 'f', -1, 64))
+		if err := w.WriteByte('\n'); err != nil {
+			t.werr = err
+			return 1
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.werr = err
+		return 1
 	}
 	return 0
 }

@@ -99,3 +99,43 @@ func TestUnwrapEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// The simulation runs in the operator's process and on its disk: a host's
+// files and a tool's input are bounded, and past the bound the host says
+// what a full disk or a tool out of memory says.
+func TestHostDiskAndMemoryAreBounded(t *testing.T) {
+	oldDisk, oldInput := hostDisk, maxInput
+	hostDisk, maxInput = 64<<10, 32<<10
+	t.Cleanup(func() { hostDisk, maxInput = oldDisk, oldInput })
+	f, files := startFleet(t, Config{Hosts: 1})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	run := func(cmd string) orchestrator.Result {
+		r := e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "s", Command: cmd}}}, nil)[0]
+		if len(r.Steps) == 0 {
+			t.Fatalf("%s: %s %s", cmd, r.Class, r.Err)
+		}
+		return r.Steps[0]
+	}
+	r := run("seq 1 20000 > big; echo rc=$?; seq 1 20000 | wc -l")
+	if !strings.Contains(string(r.Stdout), "rc=1\n20000\n") || !strings.Contains(string(r.Stderr), "seq: write error: No space left on device") {
+		t.Errorf("writing past the disk: stdout %q stderr %q; want the write refused, and wc to stream", r.Stdout, r.Stderr)
+	}
+	var size int64
+	_ = filepath.Walk(filepath.Join(f.dir, "dgx01"), func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			size += fi.Size()
+		}
+		return nil
+	})
+	if size > hostDisk {
+		t.Errorf("the host's tree holds %d bytes, over its %d-byte disk", size, hostDisk)
+	}
+	// Removing the file frees the space.
+	if r := run("rm big && seq 1 1000 > small && wc -l < small"); strings.TrimSpace(string(r.Stdout)) != "1000" {
+		t.Errorf("after rm: %q %q", r.Stdout, r.Stderr)
+	}
+	if r := run("seq 1 20000 | sort -n | tail -1"); !strings.Contains(string(r.Stderr), "memory exhausted") {
+		t.Errorf("sort of more than the input bound: stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+}

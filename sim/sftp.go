@@ -46,18 +46,33 @@ func openFlags(p sftp.FileOpenFlags) int {
 	return flag
 }
 
-func (s *sftpFS) open(r *sftp.Request) (*os.File, error) {
+func (s *sftpFS) open(r *sftp.Request) (quotaFile, error) {
 	perm := fs.FileMode(0o644)
 	if r.AttrFlags().Permissions {
 		perm = r.Attributes().FileMode().Perm()
 	}
 	f, err := s.v.r().OpenFile(s.name(r.Filepath), openFlags(r.Pflags()), perm)
-	return f, sftpErr(r.Filepath, err)
+	if err != nil {
+		return quotaFile{}, sftpErr(r.Filepath, err)
+	}
+	return quotaFile{f: f, v: s.v}, nil
 }
 
-func (s *sftpFS) Filewrite(r *sftp.Request) (io.WriterAt, error) { return s.open(r) }
+func (s *sftpFS) Filewrite(r *sftp.Request) (io.WriterAt, error) {
+	q, err := s.open(r)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
 
-func (s *sftpFS) OpenFile(r *sftp.Request) (sftp.WriterAtReaderAt, error) { return s.open(r) }
+func (s *sftpFS) OpenFile(r *sftp.Request) (sftp.WriterAtReaderAt, error) {
+	q, err := s.open(r)
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
 
 func (s *sftpFS) Filecmd(r *sftp.Request) error {
 	name := s.name(r.Filepath)

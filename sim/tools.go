@@ -22,7 +22,8 @@ type toolCall struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
-	root   bool // under sudo
+	root   bool  // under sudo
+	werr   error // the first failed write to stdout: the tool stops, as on EPIPE or ENOSPC
 }
 
 type tool func(t *toolCall, args []string) int
@@ -57,7 +58,14 @@ func (t *toolCall) errf(format string, args ...any) {
 	}
 }
 
-func (t *toolCall) outf(format string, args ...any) { fmt.Fprintf(t.stdout, format, args...) }
+func (t *toolCall) outf(format string, args ...any) {
+	if t.werr != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(t.stdout, format, args...); err != nil {
+		t.werr = err
+	}
+}
 
 // run dispatches one command: a path to a file on the host (the probe), a
 // tool every host has, a tool of the machine, or "not found".
@@ -84,7 +92,12 @@ func (t *toolCall) run(args []string) int {
 		return t.execFile(args)
 	}
 	if f, ok := tools[name]; ok {
-		return f(t, args)
+		code := f(t, args)
+		if t.werr != nil {
+			t.errf("%s: write error: %s", name, errText(t.werr))
+			return 1
+		}
+		return code
 	}
 	if t.h.machine != nil {
 		if code, ok := t.h.machine.run(t.ctx, t.stdin, t.stdout, t.stderr, args); ok {
@@ -158,6 +171,8 @@ func errText(err error) string {
 		return "File exists"
 	case errors.Is(err, syscall.ELOOP):
 		return "Too many levels of symbolic links"
+	case errors.Is(err, syscall.ENOSPC):
+		return "No space left on device"
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -202,7 +217,7 @@ func (t *toolCall) openWrite(name string, flag int) (io.WriteCloser, error) {
 	if err != nil {
 		return nil, cleanPathErr(name, err)
 	}
-	return f, nil
+	return t.h.fs.writable(f, os.O_WRONLY), nil
 }
 
 // eachInput calls fn with every named input (standard input for none),

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +35,7 @@ type vfs struct {
 	once sync.Once
 	root *os.Root
 	err  error
+	used atomic.Int64 // bytes written, an upper bound of the tree's size (charge)
 }
 
 func newVFS(dir, hostname, empty string) *vfs {
@@ -85,6 +87,7 @@ func (v *vfs) make() (*os.Root, error) {
 			r.Close()
 			return nil, err
 		}
+		v.used.Add(int64(len(data)))
 	}
 	return r, nil
 }
@@ -177,7 +180,7 @@ func (v *vfs) open(ctx context.Context, name string, flag int, perm fs.FileMode)
 	if err != nil {
 		return nil, cleanPathErr(name, err)
 	}
-	return f, nil
+	return v.writable(f, flag), nil
 }
 
 // cleanPathErr keeps the real directory behind the root out of messages:
@@ -248,3 +251,74 @@ func (devNullInfo) Mode() fs.FileMode  { return fs.ModeDevice | fs.ModeCharDevic
 func (devNullInfo) ModTime() time.Time { return time.Time{} }
 func (devNullInfo) IsDir() bool        { return false }
 func (devNullInfo) Sys() any           { return nil }
+
+// hostDisk is a simulated host's disk: writes past it fail with "No space
+// left on device", so that a loop writing to a file cannot fill the
+// operator's disk.
+var hostDisk int64 = 256 << 20
+
+// charge accounts n more bytes written. The count only grows (overwrites
+// and removals are not subtracted as they happen); when it passes the
+// disk, the tree is measured again before a write is refused.
+func (v *vfs) charge(n int) error {
+	if v.used.Add(int64(n)) <= hostDisk {
+		return nil
+	}
+	v.used.Store(v.usage() + int64(n))
+	if v.used.Load() <= hostDisk {
+		return nil
+	}
+	v.used.Add(-int64(n))
+	return syscall.ENOSPC
+}
+
+// usage is what the tree holds now, in bytes.
+func (v *vfs) usage() int64 {
+	var total int64
+	_ = fs.WalkDir(v.r().FS(), ".", func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				total += fi.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// quotaFile is a file open for writing on a simulated host: its writes
+// count against the host's disk. It does not embed *os.File, whose
+// ReadFrom would let io.Copy write around the count.
+type quotaFile struct {
+	f *os.File
+	v *vfs
+}
+
+func (q quotaFile) Read(p []byte) (int, error)              { return q.f.Read(p) }
+func (q quotaFile) ReadAt(p []byte, off int64) (int, error) { return q.f.ReadAt(p, off) }
+func (q quotaFile) Seek(off int64, whence int) (int64, error) {
+	return q.f.Seek(off, whence)
+}
+func (q quotaFile) Close() error { return q.f.Close() }
+
+func (q quotaFile) Write(p []byte) (int, error) {
+	if err := q.v.charge(len(p)); err != nil {
+		return 0, &fs.PathError{Op: "write", Path: q.f.Name(), Err: err}
+	}
+	return q.f.Write(p)
+}
+
+func (q quotaFile) WriteAt(p []byte, off int64) (int, error) {
+	if err := q.v.charge(len(p)); err != nil {
+		return 0, &fs.PathError{Op: "write", Path: q.f.Name(), Err: err}
+	}
+	return q.f.WriteAt(p, off)
+}
+
+// writable wraps f when flag opens it for writing.
+func (v *vfs) writable(f *os.File, flag int) io.ReadWriteCloser {
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		return f
+	}
+	return quotaFile{f: f, v: v}
+}
