@@ -50,11 +50,15 @@ func newMasker(hosts []FleetHost) *masker {
 	// A name with a number at its end also stands for the node sets that
 	// fold it with its siblings (prefix[01-04,07]), and for what is left of
 	// one a view cut or wrapped (prefix[01-, prefix0…).
+	seen := map[string]bool{}
 	for n := range m.index {
+		pattern := regexp.QuoteMeta(n) + tail(n)
 		if p := strings.TrimRight(n, "0123456789"); p != n && p != "" {
-			names = append(names, regexp.QuoteMeta(p)+`(?:\d+\b|\[[0-9,\-]*\]?)`)
-		} else {
-			names = append(names, regexp.QuoteMeta(n)+tail(n))
+			pattern = regexp.QuoteMeta(p) + `(?:\d+\b|\[[0-9,\-]*\]?)` // one for all of a prefix
+		}
+		if !seen[pattern] {
+			seen[pattern] = true
+			names = append(names, pattern)
 		}
 	}
 	if len(addrs) > 0 {

@@ -323,3 +323,15 @@ func dgxSnapshot(t *testing.T) *report.Snapshot {
 	}
 	return &s
 }
+
+// BenchmarkMaskedFleetView: the Fleet of 1,000 hosts, masked, at 160x48.
+func BenchmarkMaskedFleetView(b *testing.B) {
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Fleet: loopbackFleet{fakeFleet{n: 1000}}, Styles: DefaultStyles(), Simulated: true, Mask: true})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	m, _ = press(b, next.(Model), "3")
+	b.ResetTimer()
+	for range b.N {
+		_ = m.View()
+	}
+}
