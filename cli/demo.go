@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/sim"
 	"github.com/gpulab/gpulab/tui"
@@ -139,7 +138,10 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 // the screen will show, in a line that fits 80 columns.
 func presentSteps(hosts []sim.Host) []tui.PresentStep {
 	sick, faults := sickHost(hosts)
-	others := otherHosts(hosts, sick)
+	rest := "" // what the healthy hosts do, if there are any
+	if len(hosts) > 1 {
+		rest = fmt.Sprintf(", PASS on the other %d", len(hosts)-1)
+	}
 	pair := "a GPU pair"
 	if len(faults.NVLinkDown) > 0 {
 		pair = fmt.Sprintf("GPU%d–GPU%d", faults.NVLinkDown[0][0], faults.NVLinkDown[0][1])
@@ -160,9 +162,9 @@ func presentSteps(hosts []sim.Host) []tui.PresentStep {
 		{Tab: "Matrix", Caption: "Each project on four axes: unit, isolation, fragmentation, governance"},
 		{Tab: "Fleet", Run: "probe", Caption: fmt.Sprintf("%s is flagged: NVLink %s is down (SYS)", sick, pair)},
 		{Tab: "Fleet", Open: true, Caption: upClose},
-		{Tab: "Runbooks", Run: "topology", Caption: fmt.Sprintf("topology: FAIL on %s (%s at SYS), PASS on %s", sick, pair, others)},
+		{Tab: "Runbooks", Run: "topology", Caption: fmt.Sprintf("topology: FAIL on %s (%s at SYS)%s", sick, pair, rest)},
 		{Tab: "Runbooks", Open: true, Caption: fmt.Sprintf("The evidence: nvidia-smi topo -m on %s, and what to check next", sick)},
-		{Tab: "Labs", Run: "topology-sanity", Caption: fmt.Sprintf("topology-sanity, live: nvlink-mesh FAIL on %s, PASS on %s", sick, others)},
+		{Tab: "Labs", Run: "topology-sanity", Caption: fmt.Sprintf("topology-sanity, live: nvlink-mesh FAIL on %s%s", sick, rest)},
 		{Tab: "Results", Open: true, Caption: "The lab record: each criterion with its values (Markdown, JSON, JUnit)"},
 	}
 }
@@ -177,18 +179,4 @@ func sickHost(hosts []sim.Host) (string, spec.Faults) {
 		}
 	}
 	return "no host", spec.Faults{}
-}
-
-// otherHosts folds the names of the hosts but one.
-func otherHosts(hosts []sim.Host, but string) string {
-	var names []string
-	for _, h := range hosts {
-		if h.Name != but {
-			names = append(names, h.Name)
-		}
-	}
-	if len(names) == 0 {
-		return "no other host"
-	}
-	return inventory.FoldNames(names)
 }

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/sim/dgx"
 )
 
 func TestDemoUsage(t *testing.T) {
@@ -36,11 +38,8 @@ func TestPresentSteps(t *testing.T) {
 		}
 	}
 	var tabs []string
-	for i, s := range steps {
+	for _, s := range steps {
 		tabs = append(tabs, s.Tab)
-		if n := utf8.RuneCountInString(s.Caption) + len(" 8/8   "); n > 80 {
-			t.Errorf("step %d's caption is %d columns: %q", i+1, n, s.Caption)
-		}
 	}
 	if got, want := strings.Join(tabs, " "), "Map Matrix Fleet Fleet Runbooks Runbooks Labs Results"; got != want {
 		t.Errorf("the steps show %s, want %s", got, want)
@@ -53,5 +52,31 @@ func TestPresentSteps(t *testing.T) {
 	}
 	if !strings.Contains(steps[3].Caption, "uncorrected ECC, remap pending") {
 		t.Errorf("the sick host's caption = %q, want its ECC errors and pending remap", steps[3].Caption)
+	}
+}
+
+// TestPresentCaptionsFit: whichever host is sick and however many there
+// are, every caption fits 80 columns with its step number.
+func TestPresentCaptionsFit(t *testing.T) {
+	for _, n := range []int{1, 4, 16, 128} {
+		for seed := range int64(10) {
+			sick, faults := dgx.Plan(seed, n)
+			hosts := make([]sim.Host, n)
+			for i := range hosts {
+				hosts[i] = sim.Host{Name: sim.HostName(i, n), Sick: i == sick}
+				if i == sick {
+					js, err := json.Marshal(faults[i])
+					if err != nil {
+						t.Fatal(err)
+					}
+					hosts[i].Faults = string(js)
+				}
+			}
+			for i, s := range presentSteps(hosts) {
+				if w := utf8.RuneCountInString(s.Caption) + len(" 8/8   "); w > 80 {
+					t.Errorf("%d hosts, seed %d: step %d's caption is %d columns: %q", n, seed, i+1, w, s.Caption)
+				}
+			}
+		}
 	}
 }
