@@ -147,6 +147,10 @@ func New(opts Options) Model {
 	}
 	if len(opts.Present) > 0 {
 		m.present = newPresenter(opts.Present)
+		// The help panel's own greys would wash out on a projector.
+		m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.StatusKey, st.Status, st.Status
+		m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.StatusKey, st.Status, st.Status
+		m.help.Styles.Ellipsis = st.Status
 	}
 	m.SetSize(80, 24)
 	return m

@@ -197,6 +197,9 @@ func (v *fleetView) ShortHelp() []key.Binding {
 
 func (v *fleetView) FullHelp() [][]key.Binding {
 	k := v.keys
+	if v.noCommands != "" { // presenter mode: no command prompt; p and page up/down step the walkthrough
+		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}}
+	}
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
 }
 

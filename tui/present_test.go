@@ -307,6 +307,10 @@ func TestPresentNoCommands(t *testing.T) {
 	if strings.Contains(v, ": run a command") {
 		t.Errorf("the status bar offers : in presenter mode:\n%s", v)
 	}
+	m, _ = press(t, m, "?")
+	if v := m.View(); !strings.Contains(v, "next step") || strings.Contains(v, "run a command") || strings.Contains(v, "probe GPUs") {
+		t.Errorf("help in presenter mode offers the keys it does not hear:\n%s", v)
+	}
 }
 
 // dgxSnapshot is the simulated DGX A100's snapshot gpulab's probe printed:
