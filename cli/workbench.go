@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/signal"
 	"runtime"
@@ -13,6 +14,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/remote"
@@ -24,17 +26,69 @@ import (
 // its first frame; bench/startup.sh uses it to time start-up.
 const EnvFirstFrameExit = "GPULAB_EXIT_AFTER_FIRST_FRAME"
 
+// errNeedsTerminal is the workbench's answer off a terminal.
+var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `gpulab map` or `gpulab matrix` (--json for scripts)")
+
+// runWorkbench opens the workbench on the inventory's hosts or, when there
+// is no inventory at all (no --inventory, no $GPULAB_INVENTORY, no
+// ~/.config/gpulab/inventory.toml), on a simulated fleet, as gpulab demo.
 func runWorkbench(cmd *cobra.Command, o *options) error {
 	if !o.env.IsTerminal {
-		return usageErr("the workbench needs a terminal; for text use `gpulab map` or `gpulab matrix` (--json for scripts)")
+		return errNeedsTerminal
 	}
+	if o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
+		if _, err := inventory.Locate(o.getenv); errors.Is(err, inventory.ErrNotFound) {
+			return runDemo(cmd, o, demoFlags{hosts: defaultDemoHosts})
+		}
+	}
+	// The workbench's lifetime: SIGTERM, SIGHUP (the terminal went away)
+	// or an outside SIGINT stop the runs in flight, their cleanup runs, and
+	// the workbench quits once it has.
+	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stopLife()
+	return openWorkbench(cmd, o, life, &workbench{})
+}
+
+// workbench is what a demo adds to the workbench: the hosts are
+// simulated, a presenter's walkthrough, masked names, and where lab
+// records go ("" for the usual results directory).
+type workbench struct {
+	simulated bool
+	present   []tui.PresentStep
+	mask      bool
+	results   string
+	// hosts, when set, is called once the workbench's files are loaded
+	// and before the inventory is: a demo's fleet starts meanwhile.
+	hosts func() error
+}
+
+// openWorkbench runs the workbench on the inventory until it quits or
+// life ends (then it stops its runs, waits for their cleanup and quits).
+func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *workbench) error {
 	c, err := o.loadCatalog()
 	if err != nil {
 		return err
 	}
+	rbs, err := o.loadRunbooks()
+	if err != nil {
+		return err
+	}
+	ls, err := o.loadLabs()
+	if err != nil {
+		return err
+	}
+	if w.hosts != nil {
+		if err := w.hosts(); err != nil {
+			return err
+		}
+	}
 	inv, err := o.loadInventory(false)
 	if err != nil {
 		return err
+	}
+	results := w.results
+	if results == "" {
+		results = o.resultsDir()
 	}
 	// Colours for the terminal the workbench draws on, asked of it here
 	// (its background: ESC ] 11 ; ?), before Bubble Tea takes it over.
@@ -47,12 +101,11 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	} else {
 		lipgloss.HasDarkBackground()
 	}
-	// The workbench's lifetime: SIGTERM, SIGHUP (the terminal went away)
-	// or an outside SIGINT stop the runs in flight, their cleanup runs, and
-	// the workbench quits once it has.
-	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
-	defer stopLife()
-	opts := tui.Options{Catalog: c, Inventory: inv, Version: Version, Styles: tui.DefaultStyles(), Results: o.resultsDir(), Context: life}
+	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Labs: ls, Version: Version, Styles: tui.DefaultStyles(), Results: results, Context: life,
+		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask}
+	if len(w.present) > 0 {
+		opts.Styles = tui.PresenterStyles()
+	}
 	if len(inv.Hosts) > 0 {
 		r, err := o.newRunner(&sshFlags{hosts: "*"})
 		if err != nil {
@@ -69,13 +122,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-		opts.LabRunner = fleetRunner{r: r, results: o.resultsDir(), probe: probe}
-	}
-	if opts.Runbooks, err = o.loadRunbooks(); err != nil {
-		return err
-	}
-	if opts.Labs, err = o.loadLabs(); err != nil {
-		return err
+		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe}
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {

@@ -47,6 +47,16 @@ type Options struct {
 	// descends from it, and when it ends (SIGTERM, SIGHUP) the workbench
 	// stops its runs, waits for their cleanup and quits.
 	Context context.Context
+	// Simulated says the hosts are a simulated fleet: the header carries a
+	// SIMULATED badge and every host a SIM one.
+	Simulated bool
+	// Present, when not empty, is a presenter's walkthrough: n and p step
+	// through it, a caption says what to look at, and the keys that run
+	// arbitrary commands (the Fleet's :) are disabled.
+	Present []PresentStep
+	// Mask hides the hosts' names and addresses wherever they are drawn:
+	// the i-th host reads host-i, an address reads "masked".
+	Mask bool
 }
 
 // Model is the root model. It implements tea.Model.
@@ -61,6 +71,12 @@ type Model struct {
 	height   int
 	version  string
 	lifetime context.Context
+	// simulated draws the SIMULATED badge; present is the walkthrough (nil
+	// outside presenter mode); mask hides host names and addresses (nil:
+	// nothing hidden).
+	simulated bool
+	present   *presenter
+	mask      *masker
 	// quitting counts the quit requests made while runs were in flight:
 	// 1 stops the runs and waits for their cleanup, 2 abandons cleanup,
 	// 3 quits at once.
@@ -92,34 +108,67 @@ func New(opts Options) Model {
 	if base == nil {
 		base = context.Background()
 	}
+	var mask *masker
+	if opts.Mask {
+		mask = newMasker(maskedHosts(opts, inv))
+	}
 	var fleet Component = newHintView("Fleet", fleetHint(inv), st)
 	if opts.Fleet != nil {
 		fv := newFleetView(opts.Fleet, st)
-		fv.base = base
+		fv.base, fv.simulated, fv.mask = base, opts.Simulated, mask
+		if len(opts.Present) > 0 {
+			fv.noCommands = "presenter mode: running commands is off (gpulab demo without --present allows it)"
+		}
 		fleet = fv
 	}
 	rbv := newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st)
-	rbv.base = base
+	rbv.base, rbv.simulated = base, opts.Simulated
 	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
-	lv.base = base
+	lv.base, lv.simulated = base, opts.Simulated
+	rv := newResultsView(opts.Results, st)
+	rv.mask = mask
 	m := Model{
-		keys:     DefaultGlobalKeys(),
-		help:     h,
-		styles:   st,
-		version:  opts.Version,
-		lifetime: base,
+		keys:      DefaultGlobalKeys(),
+		help:      h,
+		styles:    st,
+		version:   opts.Version,
+		lifetime:  base,
+		simulated: opts.Simulated,
+		mask:      mask,
 		views: []Component{
 			newMapView(opts.Catalog, st),
 			newMatrixView(opts.Catalog, st),
 			fleet,
 			rbv,
 			lv,
-			newResultsView(opts.Results, st),
+			rv,
 			newHintView("Cluster", clusterHint(inv), st),
 		},
 	}
+	if len(opts.Present) > 0 {
+		m.present = newPresenter(opts.Present)
+		// The help panel's own greys would wash out on a projector.
+		m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.StatusKey, st.Status, st.Status
+		m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.StatusKey, st.Status, st.Status
+		m.help.Styles.Ellipsis = st.Status
+	}
 	m.SetSize(80, 24)
 	return m
+}
+
+// maskedHosts are the hosts whose names and addresses a mask hides: the
+// fleet's, in its order, then the inventory's others.
+func maskedHosts(opts Options, inv *inventory.Inventory) []FleetHost {
+	var hs []FleetHost
+	for _, r := range []hostLister{opts.Fleet, opts.RunbookRunner, opts.LabRunner} {
+		if r != nil {
+			hs = append(hs, r.Hosts()...)
+		}
+	}
+	for _, h := range inv.Hosts {
+		hs = append(hs, FleetHost{Name: h.Name, Address: h.Address})
+	}
+	return hs
 }
 
 func fleetHint(inv *inventory.Inventory) string {
@@ -241,6 +290,11 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	if m.views[m.active].Capturing() {
 		return nil, false
 	}
+	if m.present != nil {
+		if cmd, ok := m.handlePresentKey(msg); ok {
+			return cmd, true
+		}
+	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
 		return m.quit(), true
@@ -284,8 +338,14 @@ func (m *Model) SetSize(width, height int) {
 	}
 }
 
-// bodyHeight is what is left for a view: header and status take a line each.
-func (m Model) bodyHeight() int { return m.height - 2 }
+// bodyHeight is what is left for a view: header and status take a line
+// each, a presenter's caption one more with its spacing around it.
+func (m Model) bodyHeight() int {
+	if m.present != nil {
+		return max(1, m.height-3-2*m.styles.Spacing)
+	}
+	return m.height - 2
+}
 
 // Active returns the title of the active view.
 func (m Model) Active() string { return m.views[m.active].Title() }
@@ -299,8 +359,25 @@ func (m Model) View() string {
 	if m.quitting > 0 {
 		body = m.quittingView()
 	}
-	body = fit(body, m.width, m.bodyHeight())
-	return lipgloss.JoinVertical(lipgloss.Left, m.header(), body, m.statusBar())
+	// Masking comes before fitting: a name a line is cut in would
+	// otherwise be left half shown.
+	parts := []string{m.fit(m.header(), 1)}
+	if m.present != nil {
+		for range m.styles.Spacing {
+			parts = append(parts, m.fit("", 1))
+		}
+		parts = append(parts, m.fit(m.styles.Caption.Render(" "+m.present.caption()+" "), 1))
+		for range m.styles.Spacing {
+			parts = append(parts, m.fit("", 1))
+		}
+	}
+	parts = append(parts, m.fit(body, m.bodyHeight()), m.fit(m.statusBar(), 1))
+	return lipgloss.JoinVertical(lipgloss.Left, parts...)
+}
+
+// fit masks s (when names are hidden) and fits it to the width and height.
+func (m Model) fit(s string, height int) string {
+	return fit(m.mask.apply(s), m.width, height)
 }
 
 // quittingView says what the workbench waits for before it quits.
@@ -328,6 +405,9 @@ func plural(n int) string {
 
 func (m Model) header() string {
 	brand := m.styles.Brand.Render("gpulab")
+	if m.simulated {
+		brand += " " + m.styles.Badge.Render(" SIMULATED ")
+	}
 	parts := []string{brand, " "}
 	for i, v := range m.views {
 		label := v.Title()
@@ -349,13 +429,16 @@ func (m Model) header() string {
 			line += strings.Repeat(" ", gap) + ver
 		}
 	}
-	return fit(line, m.width, 1)
+	return line
 }
 
 func (m Model) statusBar() string {
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())
 	keys := append(v.ShortHelp(), m.keys.Help, m.keys.Quit)
+	if m.present != nil {
+		keys = append([]key.Binding{m.present.keys.Next, m.present.keys.Prev}, keys...)
+	}
 	hints := make([]string, len(keys))
 	for i, b := range keys {
 		h := b.Help()
@@ -367,13 +450,16 @@ func (m Model) statusBar() string {
 	}
 	right := strings.Join(hints, "  ")
 	gap := max(2, m.width-lipgloss.Width(left)-lipgloss.Width(right))
-	return fit(left+strings.Repeat(" ", gap)+right, m.width, 1)
+	return left + strings.Repeat(" ", gap) + right
 }
 
 func (m Model) helpView() string {
 	v := m.views[m.active]
 	k := m.keys
 	global := [][]key.Binding{{k.NextTab, k.PrevTab, k.GoTab}, {k.Help, k.Quit}}
+	if m.present != nil {
+		global = append([][]key.Binding{{m.present.keys.Next, m.present.keys.Prev}}, global...)
+	}
 	parts := []string{m.styles.CardTitle.Render("Keys: " + v.Title()), ""}
 	if groups := v.FullHelp(); len(groups) > 0 {
 		parts = append(parts, m.help.FullHelpView(groups), "")

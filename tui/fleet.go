@@ -62,6 +62,9 @@ type hostRow struct {
 	result  *orchestrator.HostResult
 	started time.Time
 	probe   *ProbeOutcome
+	// flags are what the probe found worth a look (an NVLink down, ECC
+	// errors, Xids): the row is flagged with them.
+	flags []string
 	// live is the tail of what the running command printed (StepOutput
 	// events), shown until the result arrives.
 	live []byte
@@ -129,6 +132,17 @@ type fleetView struct {
 	groups   []orchestrator.Group // results folded, once per run
 	log      []runLog
 
+	// simulated puts a SIM badge on every host. noCommands, when set, is
+	// why the command prompt is off (presenter mode); notice is the last
+	// such refusal, shown until the next key. openFlagged opens the first
+	// flagged host's GPUs once a probe has found one. mask hides host names
+	// in the host view before it is wrapped (nil: shown).
+	simulated   bool
+	noCommands  string
+	notice      string
+	openFlagged bool
+	mask        *masker
+
 	width, height int
 	now           func() time.Time
 }
@@ -175,11 +189,17 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.running {
 		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
 	}
+	if v.noCommands != "" {
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Pane}
+	}
 	return []key.Binding{v.keys.Command, v.keys.Probe, v.keys.Open, v.keys.Pane}
 }
 
 func (v *fleetView) FullHelp() [][]key.Binding {
 	k := v.keys
+	if v.noCommands != "" { // presenter mode: no command prompt; p and page up/down step the walkthrough
+		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}}
+	}
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
 }
 
@@ -246,6 +266,7 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 
 func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	k := v.keys
+	v.notice = ""
 	switch {
 	case key.Matches(km, k.Up):
 		v.cursor--
@@ -265,6 +286,8 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 		if v.running {
 			v.stream.stop()
 		}
+	case key.Matches(km, k.Command) && v.noCommands != "":
+		v.notice = v.noCommands
 	case key.Matches(km, k.Command):
 		if !v.running && len(v.rows) > 0 {
 			v.typing = true
@@ -275,14 +298,44 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 			return v.start("", true)
 		}
 	case key.Matches(km, k.Open):
-		if len(v.rows) > 0 && v.rows[v.cursor].probe != nil && v.rows[v.cursor].probe.Snapshot != nil {
-			vp := viewport.New(v.width, v.height)
-			vp.SetContent(renderHost(v.rows[v.cursor].probe.Snapshot, v.styles, v.width))
-			v.hostView = &vp
-		}
+		v.openHost()
 	}
 	v.clamp()
 	return nil
+}
+
+// openHost opens the GPUs of the host under the cursor, if it was probed.
+func (v *fleetView) openHost() {
+	if len(v.rows) == 0 || v.rows[v.cursor].probe == nil || v.rows[v.cursor].probe.Snapshot == nil {
+		return
+	}
+	vp := viewport.New(v.width, v.height)
+	vp.SetContent(v.mask.apply(renderHost(v.rows[v.cursor].probe.Snapshot, v.simulated, v.styles, v.width)))
+	v.hostView = &vp
+}
+
+// present starts the probe ("probe") and, with open, opens the first
+// flagged host's GPUs as soon as the probe has flagged one.
+func (v *fleetView) present(run string, open bool) tea.Cmd {
+	v.openFlagged = open
+	if open && !v.running {
+		v.openFirstFlagged()
+	}
+	if run == "probe" && !v.running && len(v.rows) > 0 {
+		return v.start("", true)
+	}
+	return nil
+}
+
+func (v *fleetView) openFirstFlagged() {
+	for i, r := range v.rows {
+		if len(r.flags) > 0 {
+			v.cursor, v.openFlagged = i, false
+			v.clamp()
+			v.openHost()
+			return
+		}
+	}
 }
 
 func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
@@ -402,6 +455,9 @@ func (v *fleetView) finish(msg fleetDone) {
 	if v.pane == paneHost && len(results) > 1 {
 		v.pane = paneFolded
 	}
+	if v.openFlagged {
+		v.openFirstFlagged()
+	}
 }
 
 // probeResults keeps each host's snapshot and turns the probe run into
@@ -417,6 +473,7 @@ func (v *fleetView) probeResults(probes []ProbeOutcome) []orchestrator.HostResul
 			r.probe = &p
 			switch {
 			case p.Snapshot != nil:
+				r.flags = snapshotFlags(p.Snapshot)
 				line := report.Hardware(p.Snapshot) + "\n"
 				hr.Steps = []orchestrator.Result{{Step: "probe", Stdout: []byte(line), Class: hr.Class}}
 				if !p.Snapshot.NVML.Available && hr.Class == orchestrator.OK {
@@ -465,6 +522,9 @@ func (v *fleetView) headline() string {
 	if v.typing {
 		return v.input.View()
 	}
+	if v.notice != "" {
+		return st.Error.Render(v.notice)
+	}
 	if len(v.rows) == 0 {
 		return st.Hint.Render("No hosts: pass --inventory FILE, or -H with names from ~/.ssh/config.")
 	}
@@ -481,6 +541,15 @@ func (v *fleetView) headline() string {
 		if n := v.counts[c]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, c))
 		}
+	}
+	var flagged []string
+	for _, r := range v.rows {
+		if len(r.flags) > 0 {
+			flagged = append(flagged, r.Name)
+		}
+	}
+	if len(flagged) > 0 {
+		parts = append(parts, st.Error.Render(fmt.Sprintf("%d flagged: %s", len(flagged), inventory.FoldNames(flagged))))
 	}
 	return fmt.Sprintf("%s %s %s %d/%d  %s", st.CardLabel.Render("$ "+v.command), state, v.bar.ViewAs(pct), v.finished, len(v.rows), strings.Join(parts, ", "))
 }
@@ -520,11 +589,17 @@ func (v *fleetView) row(i int) string {
 	} else if r.Err != "" {
 		state, out = orchestrator.Error.String(), r.Err // it cannot be reached: never run
 	}
-	line := v.rowText(r.Name, r.Address, state, dur(r.connect), dur(r.total), out)
+	if len(r.flags) > 0 {
+		state, out = state+" FLAGGED", "⚑ "+strings.Join(r.flags, " · ")
+	}
+	// A row drawn in one style carries its badge as plain text: a styled
+	// badge inside would end the row's style.
+	plain := i == v.cursor || r.state == stateDone && r.class != orchestrator.OK || r.Err != "" || len(r.flags) > 0
+	line := v.rowText(r.Name+hostBadge(v.styles, v.simulated, plain), r.Address, state, dur(r.connect), dur(r.total), out)
 	switch {
 	case i == v.cursor:
 		return v.styles.TableCursor.Render("▶ " + strings.TrimPrefix(line, "  "))
-	case r.state == stateDone && r.class != orchestrator.OK, r.Err != "":
+	case plain:
 		return v.styles.Error.Render(line)
 	}
 	return line
@@ -576,6 +651,11 @@ func (v *fleetView) paneLines() []string {
 			return []string{st.Hint.Render("folded output appears when the run ends")}
 		}
 		var out []string
+		for _, r := range v.rows { // what the probe flagged first: a narrow table cuts it
+			if len(r.flags) > 0 {
+				out = append(out, wrap(st.Error.Render("⚑ "+r.Name+": ")+strings.Join(r.flags, " · "), v.width-2)...)
+			}
+		}
 		groups := v.groups
 		for gi, g := range groups {
 			head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), g.Class)

@@ -110,7 +110,7 @@ func TestFleetProbeAndHostView(t *testing.T) {
 	}
 	m, _ = press(t, m, "enter")
 	v = m.View()
-	for _, want := range []string{"gpu001  driver 550.54.15 · CUDA 12.4", "SIMULATED", "00000000:B7:00.0", "Topology",
+	for _, want := range []string{"gpu001  SIMULATED   driver 550.54.15 · CUDA 12.4", "00000000:B7:00.0", "Topology",
 		"GPU0  X     NV12  NV12", "16-31", "MIG layout", "GPU0 [BBBBAAAA] A=3g.20gb[3g.20gb] B=3g.20gb[1c.3g.20gb,2c.3g.20gb]",
 		"pid 4242", "pod 3b1f4a2c-8d7e-4f1a-9b2c-1234567890ab", "Xid 79 on GPU1: GPU has fallen off the bus"} {
 		if !strings.Contains(v, want) {

@@ -13,15 +13,17 @@ import (
 
 // renderHost draws one host's probe snapshot: GPUs with memory bars, the
 // topology grid, NUMA and CPU affinity, MIG layout, processes with their
-// pods, and health (findings, decoded Xids, refused fields).
-func renderHost(s *report.Snapshot, st Styles, width int) string {
+// pods, and health (findings, decoded Xids, refused fields). A snapshot of
+// a simulated machine, or of a host of a simulated fleet, says SIMULATED.
+func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string {
 	var b []string
 	add := func(lines ...string) { b = append(b, lines...) }
-	title := st.CardTitle.Render(s.Host) + st.CardMuted.Render(fmt.Sprintf("  driver %s · CUDA %s · NVML %s · probe %s · %.1f ms",
-		dashed(s.DriverVersion), dashed(s.CUDADriverVersion), dashed(s.NVMLVersion), dashed(s.ProbeVersion), s.DurationMS))
-	if s.Simulated {
-		title += "  " + st.Error.Render("SIMULATED")
+	title := st.CardTitle.Render(s.Host)
+	if s.Simulated || simulated { // first, where a narrow terminal cannot cut it off
+		title += " " + st.Badge.Render(" SIMULATED ")
 	}
+	title += st.CardMuted.Render(fmt.Sprintf("  driver %s · CUDA %s · NVML %s · probe %s · %.1f ms",
+		dashed(s.DriverVersion), dashed(s.CUDADriverVersion), dashed(s.NVMLVersion), dashed(s.ProbeVersion), s.DurationMS))
 	add(title)
 	if !s.NVML.Available {
 		add("", st.Error.Render("No NVML on this host: "+s.NVML.Error))

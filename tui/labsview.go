@@ -89,6 +89,8 @@ type labsView struct {
 	rec     *labs.Record
 	dir     string
 	err     string
+	// simulated puts a SIM badge on the hosts.
+	simulated bool
 
 	width, height int
 }
@@ -286,6 +288,18 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// present runs the lab whose id is run on the chosen hosts (not step by
+// step), unless a lab runs already.
+func (v *labsView) present(run string, _ bool) tea.Cmd {
+	for i, l := range v.list {
+		if l.ID == run && !v.running && v.runner != nil && v.setup.hostCount() > 0 {
+			v.sel = i
+			return v.start(l, false)
+		}
+	}
+	return nil
+}
+
 func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
 	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
@@ -369,7 +383,7 @@ func (v *labsView) View() string {
 		state += " · step by step"
 	}
 	lines := []string{
-		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(names)),
+		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(names)) + hostBadge(st, v.simulated, false),
 		st.CardMuted.Render(v.timer()+" · "+v.phases()) + "  " + st.CardLabel.Render(state),
 	}
 	if line := v.sampleLine(); line != "" {
@@ -398,13 +412,14 @@ func (v *labsView) View() string {
 		if g.Counter {
 			kind = " (counterexample)"
 		}
-		lines = append(lines, statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status))+" "+g.ID+kind+" "+st.CardMuted.Render(g.Hosts+": "+g.Summary))
+		lines = append(lines, statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status))+" "+g.ID+kind+" "+st.CardMuted.Render(g.Hosts)+
+			hostBadge(st, v.simulated && g.Status != labs.Pending, false)+st.CardMuted.Render(": "+g.Summary))
 	}
 	lines = append(lines, "", st.CardLabel.Render("Steps"))
 	room := max(1, v.height-len(lines)-2)
 	log := make([]string, 0, len(v.log))
 	for _, e := range v.log {
-		log = append(log, "  "+inventory.FoldNames(e.hosts)+"  "+e.key)
+		log = append(log, "  "+inventory.FoldNames(e.hosts)+hostBadge(st, v.simulated, false)+"  "+e.key)
 	}
 	if len(log) > room {
 		log = log[len(log)-room:]
@@ -493,11 +508,11 @@ func (v *labsView) listView() string {
 	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
 	switch {
 	case v.setup.typing():
-		lines = append(lines, v.setup.lines(st, "s")...)
+		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), "")
 	default:
-		lines = append(lines, v.setup.lines(st, "s")...)
+		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	}
 	for i, l := range v.list {
 		marker := "  "

@@ -34,6 +34,11 @@ type resultsView struct {
 	base    string // the baseline's record directory; "" when none is marked
 	loading bool
 	page    *viewport.Model
+	// openNewest opens the newest record once one is listed (a
+	// presenter's step); mask hides host names in a page before it is
+	// wrapped (nil: shown).
+	openNewest bool
+	mask       *masker
 
 	width, height int
 }
@@ -86,6 +91,19 @@ func (v *resultsView) loaded(m recordsMsg) {
 	if v.index(v.base) < 0 {
 		v.base = "" // its record is gone
 	}
+	if v.openNewest && len(v.refs) > 0 {
+		v.sel, v.openNewest = 0, false
+		v.open()
+	}
+}
+
+// present opens the newest record, now or as soon as one is listed.
+func (v *resultsView) present(_ string, open bool) tea.Cmd {
+	if !open {
+		return nil
+	}
+	v.openNewest = true
+	return v.load()
 }
 
 // index is the position of the record in dir, -1 when it is not listed.
@@ -118,7 +136,7 @@ func (v *resultsView) ShortHelp() []key.Binding {
 }
 
 func (v *resultsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Open}, {v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
 }
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -149,6 +167,10 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		v.sel = max(0, v.sel-1)
 	case key.Matches(km, k.Down):
 		v.sel = min(len(v.refs)-1, v.sel+1)
+	case key.Matches(km, k.Home):
+		v.sel = 0
+	case key.Matches(km, k.End):
+		v.sel = max(0, len(v.refs)-1)
 	case key.Matches(km, k.Refresh):
 		return v, v.load()
 	case key.Matches(km, k.Baseline):
@@ -156,14 +178,7 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.base = v.refs[v.sel].Dir
 		}
 	case key.Matches(km, k.Open):
-		if len(v.refs) > 0 {
-			ref := v.refs[v.sel]
-			md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
-			if err != nil {
-				md = err.Error() + "\n\nThe record, from record.json:\n\n" + ref.Record.Markdown()
-			}
-			v.show(md)
-		}
+		v.open()
 	case key.Matches(km, k.Compare):
 		if b := v.index(v.base); len(v.refs) > 0 && b >= 0 {
 			v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[b], v.refs[v.sel]})))
@@ -172,12 +187,25 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	return v, nil
 }
 
+// open shows the selected record's Markdown.
+func (v *resultsView) open() {
+	if len(v.refs) == 0 {
+		return
+	}
+	ref := v.refs[v.sel]
+	md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
+	if err != nil {
+		md = err.Error() + "\n\nThe record, from record.json:\n\n" + ref.Record.Markdown()
+	}
+	v.show(md)
+}
+
 // show opens text (a record, which is anyone's file: its control
 // characters are escaped) in a scrolling page.
 func (v *resultsView) show(text string) {
 	vp := viewport.New(v.width, v.height)
 	var lines []string
-	for _, l := range strings.Split(visible.Text(text), "\n") {
+	for _, l := range strings.Split(v.mask.apply(visible.Text(text)), "\n") {
 		lines = append(lines, wrap(l, v.width)...)
 	}
 	vp.SetContent(strings.Join(lines, "\n"))
@@ -193,7 +221,19 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 	}
 	out := []string{"Comparison (the first row is the baseline; coefficients are the row's figure ÷ the baseline's)", ""}
 	for _, r := range rows {
-		out = append(out, fmt.Sprintf("%s on %s (%s, %s)", r.Lab, r.Host, r.Workload, r.Mode),
+		verdict := "failed"
+		switch {
+		case !r.Complete:
+			verdict = "incomplete"
+		case r.Passed:
+			verdict = "passed"
+		}
+		out = append(out, fmt.Sprintf("%s on %s: %s  (run %s)", r.Lab, r.Host, verdict, filepath.Base(r.Dir)))
+		if r.Throughput == nil && r.P50 == nil && r.P99 == nil {
+			out = append(out, fmt.Sprintf("  %s, %s: no throughput or latency figures", r.Workload, r.Mode), "")
+			continue
+		}
+		out = append(out, fmt.Sprintf("  %s, %s", r.Workload, r.Mode),
 			fmt.Sprintf("  throughput %s %s (× %s)   P50 %s   P99 %s (interference %s)", f(r.Throughput), r.Unit, f(r.ThroughputRatio), f(r.P50), f(r.P99), f(r.P99Coefficient)), "")
 	}
 	out = append(out, "esc goes back")

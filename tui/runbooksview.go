@@ -59,6 +59,11 @@ type runbooksView struct {
 	folded   []runbooks.Folded
 	cursor   int // over verdict groups
 	evidence bool
+	// focusFail keeps the cursor on the first FAIL as verdicts arrive (a
+	// presenter's step that opens the evidence).
+	focusFail bool
+	// simulated puts a SIM badge on the hosts.
+	simulated bool
 
 	width, height int
 }
@@ -189,7 +194,41 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		v.stream.stop()
 		v.active, v.running, v.evidence = nil, false, false
 	}
+	v.focusFail = false // the operator moved: the cursor is theirs
 	return nil
+}
+
+// present runs the runbook whose id is run on the chosen hosts and, with
+// open, shows the evidence of its first FAIL as soon as there is one.
+func (v *runbooksView) present(run string, open bool) tea.Cmd {
+	var cmd tea.Cmd
+	for i, rb := range v.list {
+		if rb.ID == run && v.runner != nil && v.setup.hostCount() > 0 {
+			v.stream.stop()
+			v.sel = i
+			cmd = v.start(rb)
+			break
+		}
+	}
+	if open && v.active != nil {
+		v.evidence, v.focusFail = true, true
+		v.cursorOnFail()
+	}
+	return cmd
+}
+
+// cursorOnFail puts the cursor on the first FAIL group, if any.
+func (v *runbooksView) cursorOnFail() {
+	idx := 0
+	for _, f := range v.folded {
+		for _, g := range f.Groups {
+			if g.Status == runbooks.Fail {
+				v.cursor = idx
+				return
+			}
+			idx++
+		}
+	}
 }
 
 func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
@@ -211,6 +250,9 @@ func (v *runbooksView) refold() {
 		}
 	}
 	v.folded = runbooks.Fold(*v.active, done)
+	if v.focusFail {
+		v.cursorOnFail()
+	}
 }
 
 func (v *runbooksView) groupCount() int {
@@ -230,7 +272,8 @@ func (v *runbooksView) View() string {
 	if !v.running {
 		state = "done"
 	}
-	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render(fmt.Sprintf("  on %s  %s %d/%d", inventory.FoldNames(v.names), state, v.finished, len(v.runs)))
+	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) +
+		hostBadge(st, v.simulated, false) + st.CardMuted.Render(fmt.Sprintf("  %s %d/%d", state, v.finished, len(v.runs)))
 	var body []string
 	if v.running {
 		var waiting []string
@@ -255,7 +298,7 @@ func (v *runbooksView) View() string {
 			if idx == v.cursor {
 				marker, selGroup, selCheck, at = "▶ ", g, f.Check, len(body)
 			}
-			body = append(body, marker+statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status))+" "+g.Hosts+": "+g.Summary)
+			body = append(body, marker+statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status))+" "+g.Hosts+hostBadge(st, v.simulated, false)+": "+g.Summary)
 			idx++
 		}
 	}
@@ -288,11 +331,11 @@ func (v *runbooksView) listView() string {
 	lines := []string{st.CardTitle.Render("Runbooks"), ""}
 	switch {
 	case v.setup.typing():
-		lines = append(lines, v.setup.lines(st, "s")...)
+		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), "")
 	default:
-		lines = append(lines, v.setup.lines(st, "s")...)
+		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	}
 	for i, rb := range v.list {
 		marker := "  "

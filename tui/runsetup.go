@@ -180,7 +180,7 @@ func (s *runSetup) values(id string, defs []runbooks.Param) map[string]string {
 
 // lines is the setup as the list views show it: the open field (with the
 // parameter's help and any error), or the chosen hosts.
-func (s *runSetup) lines(st Styles, paramsKey string) []string {
+func (s *runSetup) lines(st Styles, paramsKey string, simulated bool) []string {
 	if s.typing() {
 		var out []string
 		if s.editing != "hosts" {
@@ -196,7 +196,8 @@ func (s *runSetup) lines(st Styles, paramsKey string) []string {
 	if paramsKey != "" {
 		hint = "h chooses, " + paramsKey + " sets parameters, enter runs"
 	}
-	return []string{st.CardMuted.Render(fmt.Sprintf("hosts: %s → %s (%d); %s", s.expr, inventory.FoldNames(s.names()), len(s.idx), hint)), ""}
+	return []string{st.CardMuted.Render(fmt.Sprintf("hosts: %s → %s", s.expr, inventory.FoldNames(s.names()))) + hostBadge(st, simulated, false) +
+		st.CardMuted.Render(fmt.Sprintf(" (%d); %s", len(s.idx), hint)), ""}
 }
 
 // paramLine shows id's parameter values, "(not set)" for empty ones.

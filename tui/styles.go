@@ -31,6 +31,14 @@ type Styles struct {
 	TableCell    lipgloss.Style
 	FilterOn     lipgloss.Style
 	HelpPanel    lipgloss.Style
+	// Badge marks what is simulated (the header's SIMULATED, a host's
+	// SIM); its text says it, so NO_COLOR keeps it.
+	Badge lipgloss.Style
+	// Caption is a presenter step's one line: what to look at.
+	Caption lipgloss.Style
+	// Spacing is the blank lines around a presenter's caption (0 outside
+	// presenter mode).
+	Spacing int
 }
 
 // DefaultStyles returns the workbench's styles: high-contrast, readable on
@@ -69,6 +77,8 @@ func DefaultStyles() Styles {
 		TableCell:    lipgloss.NewStyle().Bold(true).Reverse(true),
 		FilterOn:     lipgloss.NewStyle().Bold(true).Foreground(accent),
 		HelpPanel:    lipgloss.NewStyle().Padding(1, 2),
+		Badge:        lipgloss.NewStyle().Bold(true).Reverse(true).Foreground(lipgloss.AdaptiveColor{Light: "#8A4B00", Dark: "#FFC857"}),
+		Caption:      lipgloss.NewStyle().Bold(true).Foreground(accent),
 	}
 	for id, c := range planes {
 		s.PlaneTitle[id] = lipgloss.NewStyle().Bold(true).Foreground(c)
@@ -83,4 +93,52 @@ func (s Styles) planeTitle(id string) lipgloss.Style {
 		return st
 	}
 	return s.Brand
+}
+
+// PresenterStyles returns the styles for a projector (gpulab demo
+// --present): everything bold, text in black or white, no dim greys, no
+// italics, and only saturated colours that survive a washed-out image.
+// Selections keep their reverse video and text markers.
+func PresenterStyles() Styles {
+	text := lipgloss.AdaptiveColor{Light: "#000000", Dark: "#FFFFFF"}
+	accent := lipgloss.AdaptiveColor{Light: "#0000C0", Dark: "#FFFF00"}
+	bold := lipgloss.NewStyle().Bold(true)
+	planes := map[string]lipgloss.TerminalColor{
+		"control":  lipgloss.AdaptiveColor{Light: "#0000C0", Dark: "#00C8FF"},
+		"data":     lipgloss.AdaptiveColor{Light: "#006400", Dark: "#00FF00"},
+		"workload": lipgloss.AdaptiveColor{Light: "#A03000", Dark: "#FF8C00"},
+	}
+	s := Styles{
+		App:          bold,
+		Brand:        bold.Foreground(accent),
+		Tab:          bold.Foreground(text),
+		ActiveTab:    bold.Underline(true).Reverse(true),
+		TabSep:       bold.Foreground(text),
+		Status:       bold.Foreground(text),
+		StatusKey:    bold.Foreground(accent),
+		Hint:         bold.Foreground(text),
+		Error:        bold.Foreground(lipgloss.AdaptiveColor{Light: "#C00000", Dark: "#FF3030"}),
+		PlaneTitle:   map[string]lipgloss.Style{},
+		PlaneText:    bold.Foreground(text),
+		Chip:         bold.Foreground(text),
+		ChipSelected: bold.Reverse(true),
+		CardTitle:    bold.Foreground(accent),
+		CardLabel:    bold.Foreground(text),
+		CardText:     bold.Foreground(text),
+		CardMuted:    bold.Foreground(text),
+		Rule:         bold.Foreground(text),
+		TableHeader:  bold.Underline(true).Foreground(accent),
+		TableRow:     bold.Foreground(text),
+		TableCursor:  bold.Reverse(true),
+		TableCell:    bold.Reverse(true),
+		FilterOn:     bold.Foreground(accent),
+		HelpPanel:    bold.Padding(1, 2),
+		Badge:        bold.Reverse(true).Foreground(lipgloss.AdaptiveColor{Light: "#A03000", Dark: "#FFFF00"}),
+		Caption:      bold.Reverse(true).Foreground(accent),
+		Spacing:      1,
+	}
+	for id, c := range planes {
+		s.PlaneTitle[id] = bold.Foreground(c)
+	}
+	return s
 }

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/tui"
+)
+
+// defaultDemoHosts is the simulated fleet's size when nothing says
+// otherwise: enough for one sick host to stand out among healthy ones.
+const defaultDemoHosts = 4
+
+// demoFlags are gpulab demo's flags.
+type demoFlags struct {
+	hosts   int
+	seed    int64
+	present bool
+	mask    bool
+}
+
+func newDemoCmd(o *options) *cobra.Command {
+	d := demoFlags{hosts: defaultDemoHosts}
+	c := &cobra.Command{
+		Use:   "demo [--hosts N] [--seed S] [--present] [--mask]",
+		Short: "The workbench on a SIMULATED DGX A100 fleet in this process (no hardware, no inventory)",
+		Long: `gpulab demo starts a SIMULATED fleet of DGX A100 hosts in this process (as
+gpulab sim serve does: real SSH servers on 127.0.0.1, GPU tools answering
+from recorded outputs, one sick host) and opens the workbench on it. Plain
+gpulab does the same when it finds no inventory. Every host and the header
+say SIMULATED.
+
+The fleet's keys, inventory and lab records live in one private temporary
+directory, removed with the fleet when the workbench quits, on SIGTERM and
+on SIGHUP ($GPULAB_RESULTS keeps the records elsewhere).
+
+--present is a scripted walkthrough for a projector: n (or page down) goes
+to the next step, p (or page up) back; each step shows its tab, starts what
+it shows (the probe, the topology runbook, the topology-sanity lab) and says
+in one line what to look at, in bold high-contrast styles. Running arbitrary
+commands (the Fleet's :) is off. --mask hides host names and addresses on
+screen: dgx01 reads host-1, 127.0.0.1:PORT reads masked.`,
+		Example: `  gpulab demo                    # 4 simulated hosts, the workbench on them
+  gpulab demo --present --mask   # the walkthrough for a projector, names hidden
+  gpulab demo --hosts 16 --seed 7`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.json {
+				return usageErr("demo: --json does not apply: the demo is the workbench, on a terminal (gpulab sim serve --json serves a fleet for scripts)")
+			}
+			if o.inventory != "" {
+				return usageErr("demo: --inventory does not apply: the demo runs on its own simulated fleet (gpulab --inventory %s opens the workbench on your hosts)", o.inventory)
+			}
+			if d.hosts < 1 || d.hosts > sim.MaxHosts {
+				return usageErr("demo: --hosts %d: between 1 and %d", d.hosts, sim.MaxHosts)
+			}
+			return runDemo(cmd, o, d)
+		},
+	}
+	fl := c.Flags()
+	fl.IntVar(&d.hosts, "hosts", defaultDemoHosts, fmt.Sprintf("how many simulated hosts (1 to %d)", sim.MaxHosts))
+	fl.Int64Var(&d.seed, "seed", 0, "picks the sick host and its faults (same seed, same fleet)")
+	fl.BoolVar(&d.present, "present", false, "a scripted walkthrough for a projector: n next step, p back")
+	fl.BoolVar(&d.mask, "mask", false, "hide host names and addresses on screen (dgx01 → host-1)")
+	return c
+}
+
+// runDemo starts the simulated fleet, opens the workbench on it, and
+// closes the fleet and removes its directory however the workbench ends.
+// The signals are caught before the fleet starts, so that none can leave
+// it behind.
+func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
+	if !o.env.IsTerminal {
+		return errNeedsTerminal
+	}
+	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stopLife()
+	dir, err := os.MkdirTemp("", "gpulab-demo-")
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	// The fleet starts (its hosts' keys, the probe's checksum) while the
+	// workbench loads its catalog, runbooks and labs.
+	type started struct {
+		f   *sim.Fleet
+		err error
+	}
+	starting := make(chan started, 1)
+	go func() {
+		f, err := sim.Start(life, sim.Config{Hosts: d.hosts, Seed: d.seed, Dir: dir})
+		starting <- started{f, err}
+	}()
+	fleet := sync.OnceValue(func() started { return <-starting })
+	defer func() {
+		if s := fleet(); s.f != nil {
+			s.f.Close()
+		}
+	}()
+	results := o.getenv("GPULAB_RESULTS")
+	if results == "" {
+		results = filepath.Join(dir, "results")
+	}
+	w := &workbench{simulated: true, mask: d.mask, results: results}
+	w.hosts = func() error {
+		s := fleet()
+		if s.err != nil {
+			return usageErr("demo: %v", s.err)
+		}
+		files, err := s.f.WriteInventory(filepath.Join(dir, "inventory.toml"))
+		if err != nil {
+			return fmt.Errorf("demo: write the fleet's inventory: %w", err)
+		}
+		o.inventory = files.Inventory
+		if d.present {
+			w.present = presentSteps(s.f.Hosts())
+		}
+		return nil
+	}
+	return openWorkbench(cmd, o, life, w)
+}
+
+// presentSteps is the presenter's walkthrough of the demo fleet: the Map,
+// the Matrix, the probe and the sick host up close, the topology runbook
+// and its evidence, the topology-sanity lab scored live, and its record.
+// The captions name what the fleet's plan broke, so that each says what
+// the screen will show, in a line that fits 80 columns.
+func presentSteps(hosts []sim.Host) []tui.PresentStep {
+	sick, faults := sickHost(hosts)
+	rest := "" // what the healthy hosts do, if there are any
+	if len(hosts) > 1 {
+		rest = fmt.Sprintf(", PASS on the other %d", len(hosts)-1)
+	}
+	pair := "a GPU pair"
+	if len(faults.NVLinkDown) > 0 {
+		pair = fmt.Sprintf("GPU%d–GPU%d", faults.NVLinkDown[0][0], faults.NVLinkDown[0][1])
+	}
+	upClose := sick + "'s GPUs: " + pair + " at SYS"
+	gpus := slices.Sorted(maps.Keys(faults.ECC))
+	for _, gpu := range gpus {
+		if n := faults.ECC[gpu].VolatileUncorrected; n > 0 {
+			upClose += fmt.Sprintf("; GPU%d: %d uncorrected ECC", gpu, n)
+			if slices.Contains(faults.RemapPending, gpu) {
+				upClose += ", remap pending"
+			}
+			break
+		}
+	}
+	return []tui.PresentStep{
+		{Tab: "Map", Caption: "Three planes: who gets GPUs, how a GPU is shared, what runs on it"},
+		{Tab: "Matrix", Caption: "Each project on four axes: unit, isolation, fragmentation, governance"},
+		{Tab: "Fleet", Run: "probe", Caption: fmt.Sprintf("%s is flagged: NVLink %s is down (SYS)", sick, pair)},
+		{Tab: "Fleet", Open: true, Caption: upClose},
+		{Tab: "Runbooks", Run: "topology", Caption: fmt.Sprintf("topology: FAIL on %s (%s at SYS)%s", sick, pair, rest)},
+		{Tab: "Runbooks", Open: true, Caption: fmt.Sprintf("The evidence: nvidia-smi topo -m on %s, and what to check next", sick)},
+		{Tab: "Labs", Run: "topology-sanity", Caption: fmt.Sprintf("topology-sanity, live: nvlink-mesh FAIL on %s%s", sick, rest)},
+		{Tab: "Results", Open: true, Caption: "The lab record: each criterion with its values (Markdown, JSON, JUnit)"},
+	}
+}
+
+// sickHost is the sick host's name and its faults.
+func sickHost(hosts []sim.Host) (string, spec.Faults) {
+	for _, h := range hosts {
+		if h.Sick {
+			var f spec.Faults
+			_ = json.Unmarshal([]byte(h.Faults), &f) // written by the fleet itself; empty when it has none
+			return h.Name, f
+		}
+	}
+	return "no host", spec.Faults{}
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/sim/dgx"
+)
+
+// The demo's fleet as gpulab demo starts it (4 hosts, seed 0): which host
+// is sick and which NVLink its plan took down. The plan is the simulator's,
+// so the tests follow it rather than a name written here.
+func demoPlan(t *testing.T) (sick string, sickIndex int, pair string) {
+	t.Helper()
+	i, faults := dgx.Plan(0, 4)
+	if i < 0 || len(faults[i].NVLinkDown) == 0 {
+		t.Fatalf("the simulator's plan for seed 0 has no sick host with an NVLink down: %d %+v", i, faults)
+	}
+	p := faults[i].NVLinkDown[0]
+	return sim.HostName(i, 4), i, fmt.Sprintf("GPU%d–GPU%d", p[0], p[1])
+}
+
+// demoTmux starts gpulab with args in tmux at w×h with no inventory
+// anywhere: HOME and XDG_CONFIG_HOME are empty directories, and
+// GPULAB_INVENTORY and GPULAB_RESULTS are unset; env adds variables
+// ("NO_COLOR=1 "). TMPDIR is a directory of its own, returned, so that the
+// test can see the fleet's directory come and go.
+func demoTmux(t *testing.T, bin string, w, h int, env string, args ...string) (*tmuxSession, string) {
+	t.Helper()
+	tmux := testreq.Tool(t, "tmux", "the demo's end-to-end test drives the workbench in it (apt-get install tmux)")
+	home, tmp := t.TempDir(), t.TempDir()
+	cmd := fmt.Sprintf("unset GPULAB_INVENTORY GPULAB_RESULTS XDG_DATA_HOME NO_COLOR; %sHOME=%s XDG_CONFIG_HOME=%s TMPDIR=%s SSH_AUTH_SOCK= %s %s",
+		env, home, filepath.Join(home, ".config"), tmp, bin, strings.Join(args, " "))
+	return newTmux(t, tmux, w, h, cmd), tmp
+}
+
+// buildGpulab is the binary under test (gpulabBinary), which must embed a
+// simulator probe (make build builds one): the demo's hosts run it.
+func buildGpulab(t *testing.T) string {
+	t.Helper()
+	if ms, _ := filepath.Glob("probes/bundle/bin/nvmlsim-linux-*.gz"); len(ms) == 0 {
+		testreq.Missing(t, "no embedded simulator probe (make build builds it): the demo's Fleet probe needs it")
+	}
+	return gpulabBinary(t)
+}
+
+// screenWait polls the screen until it holds every one of want, failing on
+// any screen that matches forbid (nil: none). A busy machine only makes it
+// slower: the deadline is a safety net against a hang, not a bound.
+func screenWait(t *testing.T, s *tmuxSession, forbid *regexp.Regexp, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		screen := s.capture()
+		if forbid != nil {
+			if loc := forbid.FindStringIndex(screen); loc != nil {
+				t.Fatalf("%q is on the screen:\n%s", screen[loc[0]:loc[1]], screen)
+			}
+		}
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(screen, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 2 minutes for %q; screen:\n%s", missing, screen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fleetDirs lists the demo's directories in tmp.
+func fleetDirs(t *testing.T, tmp string) []string {
+	t.Helper()
+	dirs, err := filepath.Glob(filepath.Join(tmp, "gpulab-demo-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+// TestDemoInTmux is the default experience, through the real binary: with
+// no inventory, gpulab demo opens on a SIMULATED fleet; the Fleet's probe
+// flags the sick host; the topology and health runbooks FAIL it, with the
+// evidence one key away; topology-sanity is scored live (PASS and FAIL),
+// then step by step; Results lists the records, compares one with a
+// baseline and opens one; q quits and the fleet's directory is gone.
+func TestDemoInTmux(t *testing.T) {
+	bin := buildGpulab(t)
+	sick, _, pair := demoPlan(t)
+	s, tmp := demoTmux(t, bin, 160, 48, "", "demo")
+	screenWait(t, s, nil, "gpulab  SIMULATED ", "[Map]", "CONTROL PLANE")
+	if dirs := fleetDirs(t, tmp); len(dirs) != 1 {
+		t.Fatalf("the running demo has %d directories in TMPDIR, want 1: %v", len(dirs), dirs)
+	}
+
+	s.keys("3")
+	screen := screenWait(t, s, nil, "4 hosts: dgx[01-04]", "127.0.0.1:")
+	s.keys("p")
+	screen = screenWait(t, s, nil, "$ gpulab probe done", "4/4  4 ok, 1 flagged: "+sick, "⚑ "+sick+": NVLink "+pair+" down (SYS)")
+	if !regexp.MustCompile(`(?m)^. ` + sick + ` SIM +127\.0\.0\.1:\d+ +ok FLAGGED `).MatchString(screen) {
+		t.Errorf("the sick host's row is not flagged:\n%s", screen)
+	}
+	if n := strings.Count(screen, "FLAGGED"); n != 1 {
+		t.Errorf("%d hosts flagged, want 1:\n%s", n, screen)
+	}
+
+	s.keys("4", "End")
+	screenWait(t, s, nil, "▶ topology ")
+	s.keys("Enter")
+	screenWait(t, s, nil, "done 4/4", "FAIL    "+sick+" SIM: "+pair+" SYS (NVLink down)", "PASS    ")
+	s.keys("e")
+	screenWait(t, s, nil, "── evidence", "topology of "+sick)
+	s.keys("Escape")
+	screenWait(t, s, nil, "▶ topology ")
+	s.keys("Home", "Down")
+	screenWait(t, s, nil, "▶ health ")
+	s.keys("Enter")
+	screenWait(t, s, nil, "health: GPU health", "done 4/4", "FAIL    "+sick+" SIM: uncorrectable ECC errors")
+	s.keys("Escape")
+	screenWait(t, s, nil, "▶ health ")
+
+	s.keys("5", "End")
+	screenWait(t, s, nil, "▶ topology-sanity ")
+	s.keys("Enter")
+	screenWait(t, s, nil, "FAILED", "✗ FAIL    nvlink-mesh "+sick+" SIM: ", "✓ PASS    nvlink-mesh ", "record: ")
+	s.keys("Escape")
+	screenWait(t, s, nil, "▶ topology-sanity ")
+	s.keys("t")
+	screenWait(t, s, nil, "Next: step 1/2", "waiting for you · step by step")
+	s.keys("Enter")
+	screenWait(t, s, nil, "Next: step 2/2", "✗ FAIL    nvlink-mesh "+sick+" SIM: ")
+	s.keys("Enter")
+	screenWait(t, s, nil, "FAILED · step by step", "record: ")
+	s.keys("Escape")
+	screenWait(t, s, nil, "▶ topology-sanity ")
+
+	s.keys("6")
+	screen = screenWait(t, s, nil, "Results  lab records in "+tmp)
+	if n := strings.Count(screen, "topology-sanity      dgx[01-04]       failed"); n != 2 {
+		t.Fatalf("Results lists %d topology-sanity records, want 2:\n%s", n, screen)
+	}
+	s.keys("End", "b")
+	screenWait(t, s, nil, "failed (base)")
+	s.keys("Home", "c")
+	screenWait(t, s, nil, "Comparison (the first row is the baseline", "topology-sanity on "+sick+": failed")
+	s.keys("Escape")
+	screenWait(t, s, nil, "failed (base)")
+	s.keys("Enter")
+	screenWait(t, s, nil, "# Lab record: Topology sanity")
+	s.keys("Escape")
+	screenWait(t, s, nil, "failed (base)")
+
+	s.keys("q")
+	screenWait(t, s, nil, "EXIT=0")
+	if dirs := fleetDirs(t, tmp); len(dirs) != 0 {
+		t.Errorf("the fleet's directory is still there after quitting: %v", dirs)
+	}
+}
+
+// TestDemoPresentMaskedInTmux walks gpulab demo --present --mask through
+// every step with n: each step's caption is shown, and no screen at any
+// moment shows a host's name or address.
+func TestDemoPresentMaskedInTmux(t *testing.T) {
+	bin := buildGpulab(t)
+	sick, i, pair := demoPlan(t)
+	masked := fmt.Sprintf("host-%d", i+1)
+	unmasked := regexp.MustCompile(`dgx0|127\.0\.0\.1|` + regexp.QuoteMeta(sick))
+	steps := []struct{ caption, shows string }{
+		{"1/8  Three planes: who gets GPUs, how a GPU is shared, what runs on it", "CONTROL PLANE"},
+		{"2/8  Each project on four axes: unit, isolation, fragmentation, governance", "[Matrix]"},
+		{"3/8  " + masked + " is flagged: NVLink " + pair + " is down (SYS)", "1 flagged: " + masked},
+		{"4/8  " + masked + "'s GPUs: " + pair + " at SYS; GPU", "SIMULATED   driver 535"},
+		{"5/8  topology: FAIL on " + masked + " (" + pair + " at SYS), PASS on the other 3", "FAIL    " + masked + " SIM: " + pair + " SYS"},
+		{"6/8  The evidence: nvidia-smi topo -m on " + masked + ", and what to check next", "topology of " + masked},
+		{"7/8  topology-sanity, live: nvlink-mesh FAIL on " + masked + ", PASS on the other 3", "✗ FAIL    nvlink-mesh " + masked + " SIM"},
+		{"8/8  The lab record: each criterion with its values (Markdown, JSON, JUnit)", "# Lab record: Topology sanity"},
+	}
+	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}} {
+		t.Run(fmt.Sprintf("%dx%d", sz.w, sz.h), func(t *testing.T) {
+			s, tmp := demoTmux(t, bin, sz.w, sz.h, "", "demo", "--present", "--mask")
+			screenWait(t, s, unmasked, "SIMULATED", "Presenter mode: 8 steps. n next step")
+			for _, st := range steps {
+				s.keys("n")
+				screenWait(t, s, unmasked, st.caption, st.shows)
+			}
+			// The command prompt is off, and says so. The Fleet still shows
+			// the sick host's GPUs: esc first, and wait for it to land (an
+			// esc and a key that arrive together read as alt+key).
+			s.keys("3", "Escape")
+			screenWait(t, s, unmasked, "HOST           ADDRESS")
+			s.keys(":")
+			screenWait(t, s, unmasked, "presenter mode: running commands is off")
+			s.keys("q")
+			screenWait(t, s, nil, "EXIT=0")
+			if dirs := fleetDirs(t, tmp); len(dirs) != 0 {
+				t.Errorf("the fleet's directory is still there after quitting: %v", dirs)
+			}
+		})
+	}
+}
+
+// TestDemoSignalsInTmux: SIGTERM, and SIGHUP when the terminal goes away,
+// end the demo with its fleet closed and its directory removed.
+func TestDemoSignalsInTmux(t *testing.T) {
+	bin := buildGpulab(t)
+	pgrep := testreq.Tool(t, "pgrep", "the test finds the demo's process to signal it (apt-get install procps)")
+	for _, sig := range []string{"TERM", "HUP"} {
+		t.Run(sig, func(t *testing.T) {
+			s, tmp := demoTmux(t, bin, 120, 30, "", "demo")
+			screenWait(t, s, nil, "gpulab  SIMULATED ", "[Map]")
+			if dirs := fleetDirs(t, tmp); len(dirs) != 1 {
+				t.Fatalf("the running demo has %d directories in TMPDIR, want 1: %v", len(dirs), dirs)
+			}
+			switch sig {
+			case "TERM":
+				shell := strings.TrimSpace(s.run("list-panes", "-t", "smoke", "-F", "#{pane_pid}"))
+				out, err := exec.Command(pgrep, "-P", shell).Output()
+				pids := strings.Fields(string(out))
+				if err != nil || len(pids) != 1 {
+					t.Fatalf("pgrep -P %s: %q, %v; want the demo's one pid", shell, out, err)
+				}
+				if err := exec.Command("kill", "-TERM", pids[0]).Run(); err != nil {
+					t.Fatal(err)
+				}
+				screenWait(t, s, nil, "EXIT=0")
+			case "HUP": // the terminal goes away: tmux hangs up on the pane
+				s.run("kill-session", "-t", "smoke")
+			}
+			for deadline := time.Now().Add(2 * time.Minute); len(fleetDirs(t, tmp)) > 0; time.Sleep(50 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("SIG%s: the fleet's directory is still there 2 minutes later: %v", sig, fleetDirs(t, tmp))
+				}
+			}
+		})
+	}
+}
+
+// TestDefaultIsTheDemoInTmux: plain gpulab with no inventory anywhere
+// opens on the simulated fleet, and says so in words without colour.
+func TestDefaultIsTheDemoInTmux(t *testing.T) {
+	bin := buildGpulab(t)
+	s, tmp := demoTmux(t, bin, 80, 24, "NO_COLOR=1 ")
+	screenWait(t, s, nil, "gpulab  SIMULATED  [Map]")
+	if esc := s.run("capture-pane", "-e", "-p", "-t", "smoke"); strings.Contains(esc, "\x1b[38") || strings.Contains(esc, "\x1b[48") || strings.Contains(esc, "\x1b[7m") {
+		t.Errorf("NO_COLOR is set but the screen has colour escapes:\n%q", esc)
+	}
+	s.keys("3")
+	screenWait(t, s, nil, "4 hosts: dgx[01-04]", "dgx01 SIM      127.0.0.1:")
+	if dirs := fleetDirs(t, tmp); len(dirs) != 1 {
+		t.Errorf("the running workbench has %d directories in TMPDIR, want its fleet's: %v", len(dirs), dirs)
+	}
+	s.keys("q")
+	screenWait(t, s, nil, "EXIT=0")
+	if dirs := fleetDirs(t, tmp); len(dirs) != 0 {
+		t.Errorf("the fleet's directory is still there after quitting: %v", dirs)
+	}
+}
