@@ -260,7 +260,7 @@ func toolHostname(t *toolCall, args []string) int {
 }
 
 // glibc is the C library of the simulated DGX OS 6 (Ubuntu 22.04), unless
-// the probe needs a newer one (Fleet.glibc).
+// the probe needs a newer one (Fleet.probe).
 const glibc = "2.35"
 
 func toolGetconf(t *toolCall, args []string) int {
@@ -268,7 +268,8 @@ func toolGetconf(t *toolCall, args []string) int {
 		t.errf("Usage: getconf [-v specification] variable_name [pathname]")
 		return 1
 	}
-	v, ok := map[string]string{"GNU_LIBC_VERSION": "glibc " + t.h.fleet.glibc, "_NPROCESSORS_ONLN": "256", "_NPROCESSORS_CONF": "256",
+	_, libc := t.h.fleet.probe()
+	v, ok := map[string]string{"GNU_LIBC_VERSION": "glibc " + libc, "_NPROCESSORS_ONLN": "256", "_NPROCESSORS_CONF": "256",
 		"PAGESIZE": "4096", "PAGE_SIZE": "4096", "LONG_BIT": "64", "CLK_TCK": "100"}[args[1]]
 	if !ok {
 		t.errf("getconf: Unrecognized variable '%s'", args[1])
@@ -280,7 +281,7 @@ func toolGetconf(t *toolCall, args []string) int {
 
 func toolLdd(t *toolCall, args []string) int {
 	if len(args) > 1 && args[1] == "--version" {
-		g := t.h.fleet.glibc
+		_, g := t.h.fleet.probe()
 		t.outf("ldd (Ubuntu GLIBC %s-0ubuntu3.4) %s\nCopyright (C) 2022 Free Software Foundation, Inc.\nThis is free software; see the source for copying conditions.  There is NO\nwarranty; not even for MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.\nWritten by Roland McGrath and Ulrich Drepper.\n", g, g)
 		return 0
 	}

@@ -58,21 +58,22 @@ const MaxHosts = 10000
 
 // Fleet is a running simulated fleet.
 type Fleet struct {
-	cfg      Config
-	dir      string
-	empty    string // an empty directory: a host's root if its tree cannot be made
-	ownDir   bool
-	hosts    []*host
-	key      ed25519.PrivateKey
-	clientPK ssh.PublicKey
-	sums     sumCache
-	probeSum string
-	glibc    string // what getconf GNU_LIBC_VERSION says
-	sick     int
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	closed   sync.Once
+	cfg       Config
+	dir       string
+	empty     string // an empty directory: a host's root if its tree cannot be made
+	ownDir    bool
+	hosts     []*host
+	key       ed25519.PrivateKey
+	clientPK  ssh.PublicKey
+	sums      sumCache
+	probeOnce sync.Once
+	probeSum  string // the simulator probe's sha256 (probe), "" if none is embedded
+	glibc     string // what getconf GNU_LIBC_VERSION says (probe)
+	sick      int
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	closed    sync.Once
 }
 
 // HostName is the name of the i-th host (0-based) of a fleet of n.
@@ -129,16 +130,6 @@ func (f *Fleet) start() error {
 		return err
 	}
 	f.clientPK = signer.PublicKey()
-	f.glibc = glibc
-	if data, _, err := bundle.Probe(runtime.GOARCH, true); err == nil {
-		s := sha256.Sum256(data)
-		f.probeSum = hex.EncodeToString(s[:])
-		// The probe really runs on this machine: the hosts report a C
-		// library at least as new as the one it was built against.
-		if need, err := bundle.NeedsGlibc(data); err == nil && need != "" && bundle.CheckLibc(bundle.ParseLibc("glibc "+glibc), need) != nil {
-			f.glibc = need
-		}
-	}
 	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts)
 	f.sick = sick
 	for i := 0; i < f.cfg.Hosts; i++ {
@@ -262,7 +253,31 @@ func (f *Fleet) Hosts() []Host {
 
 // ProbeSum is the sha256 of the simulator probe the hosts will run (empty
 // when this gpulab embeds none).
-func (f *Fleet) ProbeSum() string { return f.probeSum }
+func (f *Fleet) ProbeSum() string {
+	sum, _ := f.probe()
+	return sum
+}
+
+// probe reads the embedded simulator probe once, when a host first needs
+// it (not at start: unpacking and hashing it is most of a small fleet's
+// start-up): its sha256, and the glibc the hosts report, at least as new as
+// the one the probe was built against, since it really runs on this
+// machine.
+func (f *Fleet) probe() (sum, libc string) {
+	f.probeOnce.Do(func() {
+		f.glibc = glibc
+		data, _, err := bundle.Probe(runtime.GOARCH, true)
+		if err != nil {
+			return
+		}
+		s := sha256.Sum256(data)
+		f.probeSum = hex.EncodeToString(s[:])
+		if need, err := bundle.NeedsGlibc(data); err == nil && need != "" && bundle.CheckLibc(bundle.ParseLibc("glibc "+glibc), need) != nil {
+			f.glibc = need
+		}
+	})
+	return f.probeSum, f.glibc
+}
 
 // reservePort binds a TCP socket to a free loopback port without listening
 // on it: connections to it are refused.

@@ -99,7 +99,7 @@ func (t *toolCall) execFile(args []string) int {
 		return toolSh(t, append([]string{"sh"}, args...))
 	}
 	sum, err := t.h.fleet.sums.of(t.h, f)
-	if err != nil || t.h.fleet.probeSum == "" || sum != t.h.fleet.probeSum {
+	if want, _ := t.h.fleet.probe(); err != nil || want == "" || sum != want {
 		t.errf("sh: %s: cannot execute: a simulated host runs no program but gpulab's simulator probe (this file's sha256 is not that build's)", name)
 		return 126
 	}
