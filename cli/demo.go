@@ -123,6 +123,7 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 			return fmt.Errorf("demo: write the fleet's inventory: %w", err)
 		}
 		o.inventory = files.Inventory
+		w.kill = s.f.Kill
 		if d.present {
 			w.present = presentSteps(s.f.Hosts())
 		}

@@ -57,6 +57,8 @@ type workbench struct {
 	present   []tui.PresentStep
 	mask      bool
 	results   string
+	// kill cuts a simulated host off (Fleet's K in the demo).
+	kill func(name string) error
 	// hosts, when set, is called once the workbench's files are loaded
 	// and before the inventory is: a demo's fleet starts meanwhile.
 	hosts func() error
@@ -102,7 +104,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		lipgloss.HasDarkBackground()
 	}
 	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Labs: ls, Version: Version, Styles: tui.DefaultStyles(), Results: results, Context: life,
-		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask}
+		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask, KillHost: w.kill}
 	if len(w.present) > 0 {
 		opts.Styles = tui.PresenterStyles()
 	}

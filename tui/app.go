@@ -54,6 +54,9 @@ type Options struct {
 	// through it, a caption says what to look at, and the keys that run
 	// arbitrary commands (the Fleet's :) are disabled.
 	Present []PresentStep
+	// KillHost, when set (gpulab demo, not presenting), cuts a simulated
+	// host off mid-run: Fleet's K.
+	KillHost func(name string) error
 	// Mask hides the hosts' names and addresses wherever they are drawn:
 	// the i-th host reads host-i, an address reads "masked".
 	Mask bool
@@ -116,6 +119,9 @@ func New(opts Options) Model {
 	if opts.Fleet != nil {
 		fv := newFleetView(opts.Fleet, st)
 		fv.base, fv.simulated, fv.mask = base, opts.Simulated, mask
+		if len(opts.Present) == 0 {
+			fv.killHost = opts.KillHost
+		}
 		if len(opts.Present) > 0 {
 			fv.noCommands = "presenter mode: running commands is off (gpulab demo without --present allows it)"
 		}

@@ -104,7 +104,7 @@ const (
 
 type fleetKeys struct {
 	MoveKeys
-	Command, Cancel, Pane, Probe key.Binding
+	Command, Cancel, Pane, Probe, Kill key.Binding
 }
 
 type fleetView struct {
@@ -142,6 +142,8 @@ type fleetView struct {
 	notice      string
 	openFlagged bool
 	mask        *masker
+	// killHost cuts a simulated host off (gpulab demo; nil elsewhere).
+	killHost func(name string) error
 
 	width, height int
 	now           func() time.Time
@@ -160,6 +162,7 @@ func newFleetView(runner FleetRunner, st Styles) *fleetView {
 			Cancel:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel the run")),
 			Pane:     key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "output: host/folded/log")),
 			Probe:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "probe GPUs (NVML)")),
+			Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "cut the host off (simulated power loss)")),
 		}}
 	v.keys.Open = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "host's GPUs"))
 	for _, h := range runner.Hosts() {
@@ -200,7 +203,11 @@ func (v *fleetView) FullHelp() [][]key.Binding {
 	if v.noCommands != "" { // presenter mode: no command prompt; p and page up/down step the walkthrough
 		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}}
 	}
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
+	keys := [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
+	if v.killHost != nil {
+		keys[1] = append(keys[1], k.Kill)
+	}
+	return keys
 }
 
 func (v *fleetView) SetSize(w, h int) {
@@ -299,6 +306,13 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(km, k.Open):
 		v.openHost()
+	case key.Matches(km, k.Kill) && v.killHost != nil && len(v.rows) > 0:
+		name := v.rows[v.cursor].Name
+		if err := v.killHost(name); err != nil {
+			v.notice = err.Error()
+		} else {
+			v.notice = name + " is cut off (a simulated power loss): its commands end lost, and it refuses new connections until the demo restarts"
+		}
 	}
 	v.clamp()
 	return nil

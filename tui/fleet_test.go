@@ -262,3 +262,35 @@ func TestFleetLiveOutput(t *testing.T) {
 		t.Errorf("finished row shows %q, want its result", row)
 	}
 }
+
+// In the demo, K cuts the host under the cursor off; the key is offered
+// only where a simulated fleet can do it (not on real hosts, not while
+// presenting).
+func TestFleetKillHostInDemo(t *testing.T) {
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var killed []string
+	kill := func(name string) error { killed = append(killed, name); return nil }
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{"demo", Options{KillHost: kill, Simulated: true}, []string{"gpu002"}},
+		{"real hosts", Options{}, nil},
+		{"presenting", Options{KillHost: kill, Simulated: true, Present: []PresentStep{{Tab: "Fleet", Caption: "look"}}}, nil},
+	} {
+		killed = nil
+		tc.opts.Catalog, tc.opts.Inventory, tc.opts.Fleet, tc.opts.Styles = c, inventory.Empty(), fakeFleet{n: 3}, DefaultStyles()
+		next, _ := New(tc.opts).Update(tea.WindowSizeMsg{Width: 160, Height: 48})
+		m, _ := press(t, next.(Model), "3", "down", "K")
+		if fmt.Sprint(killed) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: K killed %v, want %v", tc.name, killed, tc.want)
+		}
+		if v := m.View(); (tc.want != nil) != strings.Contains(v, "gpu002 is cut off") {
+			t.Errorf("%s: the notice is wrong:\n%s", tc.name, v)
+		}
+	}
+}
