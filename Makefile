@@ -44,7 +44,7 @@ $(NATIVE_PROBES): $(PROBE_SRC)
 		$(GO) build -tags $(PROBE_TAGS) -trimpath -ldflags '-s -w -X main.version=$(VERSION)' -o build/native/$(basename $(@F)) ./probes/nvmlprobe
 	gzip -9 -c build/native/$(basename $(@F)) > build/native/$(@F) && mv build/native/$(@F) $@
 
-run: build ## open the workbench on the built-in default (no hosts, no hardware)
+run: build ## open the workbench on the built-in default: a SIMULATED DGX A100 fleet in this process (no hardware, no inventory)
 	./$(BIN)
 
 test: lint $(NATIVE) ## vet, format check, race-enabled tests including the tmux smoke test and every fuzz target's seed corpus
