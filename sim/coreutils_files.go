@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -89,6 +90,9 @@ func toolLs(t *toolCall, args []string) int {
 		}
 		ents, _ := f.ReadDir(-1)
 		f.Close()
+		// Sorted by name, as GNU ls does in the C.UTF-8 locale (the
+		// directory's own order is the file system's).
+		slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 		if len(names) > 1 {
 			t.outf("%s:\n", n)
 		}

@@ -298,6 +298,9 @@ func (h *host) shell(ctx context.Context, c *call, ch ssh.Channel, pty bool) int
 			return status
 		}
 		prog, perr := parser().Parse(strings.NewReader(line), "")
+		if perr == nil {
+			perr = refuseProcSubst(prog)
+		}
 		if perr != nil {
 			fmt.Fprintf(t, "bash: %s\n", shellSyntaxError(perr))
 			status = 2

@@ -55,6 +55,10 @@ func (c *call) runLine(ctx context.Context, line string, params ...string) (int,
 		fmt.Fprintf(c.stderr, "%s: -c: %s\n", path.Base(shellPath), shellSyntaxError(err))
 		return 2, nil
 	}
+	if err := refuseProcSubst(prog); err != nil {
+		fmt.Fprintf(c.stderr, "%s: -c: %v\n", path.Base(shellPath), err)
+		return 2, nil
+	}
 	r, err := c.runner(params)
 	if err != nil {
 		return 1, err
@@ -86,9 +90,10 @@ func shellSyntaxError(err error) string {
 // simulator probe (see exec).
 func (c *call) runner(params []string) (*interp.Runner, error) {
 	h := c.h
+	env := &hostEnviron{Environ: expand.ListEnviron(c.env...), starting: true}
 	opts := []interp.RunnerOption{
 		interp.StdIO(c.stdin, c.stdout, c.stderr),
-		interp.Env(expand.ListEnviron(c.env...)),
+		interp.Env(env),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return c.exec }),
 		interp.CallHandler(c.callHook),
 		interp.OpenHandler(h.fs.open),
@@ -100,7 +105,67 @@ func (c *call) runner(params []string) (*interp.Runner, error) {
 	if len(params) > 0 {
 		opts = append(opts, interp.Params(append([]string{"--"}, params...)...))
 	}
-	return interp.New(opts...)
+	r, err := interp.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	r.Reset() // reads TMPDIR, once: noPipeDir (see hostEnviron)
+	env.starting = false
+	return r, nil
+}
+
+// noPipeDir is where the interpreter would make the named pipes of
+// process substitution, <(...) and >(...): a directory no file can be made
+// in. The interpreter makes them with mkfifo on the operator's file
+// system, in $TMPDIR (which a command may set), and opens any
+// $TMPDIR/sh-interp-* that a redirect names itself, bypassing the host's
+// tree; with noPipeDir both fail, harmlessly. The shell refuses process
+// substitution before it runs a line (refuseProcSubst); this guards a
+// line that reaches the interpreter otherwise (eval, source).
+const noPipeDir = "/dev/null"
+
+// hostEnviron is the environment a simulated shell starts from, with two
+// answers of the host's own rather than of the operator's machine: $TMPDIR
+// while the interpreter starts (noPipeDir; the shell's own $TMPDIR after
+// that), and the home directory ~USER expands to: the simulated user's
+// and root's, and for any other name none (the tilde stays, as bash
+// leaves ~nosuchuser), where the interpreter would look the name up in
+// the operator's user database.
+type hostEnviron struct {
+	expand.Environ
+	starting bool
+}
+
+// Get implements expand.Environ.
+func (e *hostEnviron) Get(name string) expand.Variable {
+	if name == "TMPDIR" && e.starting {
+		return expand.Variable{Set: true, Kind: expand.String, Str: noPipeDir}
+	}
+	if u, ok := strings.CutPrefix(name, "HOME "); ok { // how the interpreter asks for ~u
+		home := "~" + u
+		switch u {
+		case User:
+			home = Home
+		case "root":
+			home = "/root"
+		}
+		return expand.Variable{Set: true, Kind: expand.String, Str: home}
+	}
+	return e.Environ.Get(name)
+}
+
+// refuseProcSubst says why a simulated host does not run prog: process
+// substitution needs named pipes, which the simulation does not make (see
+// noPipeDir).
+func refuseProcSubst(prog *syntax.File) error {
+	var err error
+	syntax.Walk(prog, func(n syntax.Node) bool {
+		if ps, ok := n.(*syntax.ProcSubst); ok && err == nil {
+			err = fmt.Errorf("line %d: process substitution %s...) is not available on a simulated host (it makes no named pipes): use a pipe or a temporary file", ps.Pos().Line(), ps.Op)
+		}
+		return err == nil
+	})
+	return err
 }
 
 // dir is where a new shell starts: $PWD when a parent shell set it and it
