@@ -1,0 +1,287 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// TestKillMidRunIsLost cuts one host off while every host runs NCCL's
+// all_reduce_perf: gpulab reports that host lost and the others finish.
+// The cut comes once the victim has printed (an event, not a delay); the
+// victim then waits, so that the cut always finds it running.
+func TestKillMidRunIsLost(t *testing.T) {
+	f, files := startFleet(t, Config{Hosts: 3, Seed: 7})
+	victim := f.Hosts()[1].Name
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	g.engine.StreamOutput = true
+	cmd := `all_reduce_perf -b 8 -e 128M -f 2 -g 8; [ "$(hostname)" != ` + victim + ` ] || sleep 600`
+	events := make(chan orchestrator.Event)
+	done := make(chan []orchestrator.HostResult, 1)
+	go func() {
+		done <- g.engine.Run(context.Background(), orchestrator.Plan{Targets: g.targets, Steps: []orchestrator.Step{{Name: "nccl", Command: cmd}}}, events)
+	}()
+	killed := false
+	for ev := range events {
+		if ev.Kind == orchestrator.StepOutput && ev.Host == victim && !killed {
+			if err := f.Kill(victim); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+		}
+	}
+	results := <-done
+	for _, r := range results {
+		switch {
+		case r.Host == victim && r.Class != orchestrator.Lost:
+			t.Errorf("%s cut off mid-command: class %s (%s), want lost", r.Host, r.Class, r.Err)
+		case r.Host != victim && (r.Class != orchestrator.OK || !strings.Contains(string(r.Steps[0].Stdout), "# Avg bus bandwidth")):
+			t.Errorf("%s: class %s (%s), want all_reduce_perf to finish:\n%s", r.Host, r.Class, r.Err, r.Steps[0].Stdout)
+		}
+	}
+	// A host cut off stays down: it refuses new connections.
+	_, err := g.engine.Dialer.Dial(context.Background(), g.target(t, victim))
+	var de *orchestrator.DialError
+	if !errors.As(err, &de) || de.Class != orchestrator.Refused {
+		t.Errorf("dial %s after the cut: %v, want refused", victim, err)
+	}
+}
+
+// TestStoppedCommandsEndOnTheHost stops commands as gpulab does (the
+// command timeout, the inactivity timeout, Ctrl-C: a TERM signal request
+// and its standard input closed): each comes back with its class, and
+// every goroutine the command started, on the host's side and on
+// gpulab's, is gone while the connection stays open: the command ended
+// on the host, not when the fleet closed. Then the fleet closes and
+// nothing is left.
+func TestStoppedCommandsEndOnTheHost(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
+	f, files := startFleet(t, Config{Hosts: 1})
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	conn, err := g.engine.Dialer.Dial(context.Background(), g.targets[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := conn.Run(context.Background(), "warm", "true", orchestrator.RunOptions{}); r.Class != orchestrator.OK {
+		t.Fatalf("true: %v %s", r.Class, r.Err)
+	}
+	connected := goleak.IgnoreCurrent() // the connection's own goroutines
+
+	for _, tc := range []struct {
+		name    string
+		command string
+		opts    orchestrator.RunOptions
+		cancel  bool
+		want    orchestrator.Class
+	}{
+		{"timeout", "sleep 600", orchestrator.RunOptions{Timeout: 100 * time.Millisecond}, false, orchestrator.TimeoutCommand},
+		{"inactivity", "echo one; sleep 600", orchestrator.RunOptions{Inactivity: 100 * time.Millisecond}, false, orchestrator.Inactive},
+		{"cancel", "echo started; dcgmi diag -r 3", orchestrator.RunOptions{}, true, orchestrator.Cancelled},
+		{"timeout in a pipeline", "sleep 600 | grep x | head -n 1", orchestrator.RunOptions{Timeout: 100 * time.Millisecond}, false, orchestrator.TimeoutCommand},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		o := tc.opts
+		if tc.cancel {
+			o.OnOutput = func(int, []byte) { cancel() } // Ctrl-C once it runs
+		}
+		r := conn.Run(ctx, tc.name, tc.command, o)
+		cancel()
+		if r.Class != tc.want {
+			t.Errorf("%s: %q ended %s (%s), want %s", tc.name, tc.command, r.Class, r.Err, tc.want)
+		}
+		goleak.VerifyNone(t, connected)
+	}
+	// The connection still works after all that.
+	if r := conn.Run(context.Background(), "after", "hostname", orchestrator.RunOptions{}); r.Class != orchestrator.OK || string(r.Stdout) != f.Hosts()[0].Name+"\n" {
+		t.Errorf("hostname after the stops: %v %q %s", r.Class, r.Stdout, r.Err)
+	}
+	conn.Close()
+	if err := f.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	goleak.VerifyNone(t, leaks)
+}
+
+// TestCloseEndsEverything closes a fleet while a command runs, a hung
+// host holds a connection and a dropped one refuses: Close returns, the
+// hosts' trees are gone and no goroutine is left.
+func TestCloseEndsEverything(t *testing.T) {
+	leaks := goleak.IgnoreCurrent()
+	f, err := Start(context.Background(), Config{Hosts: 3, Drop: []string{"dgx02"}, Hang: []string{"dgx03"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := f.dir
+	c := rawClient(t, f, "dgx01")
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := s.StdoutPipe()
+	if err := s.Start("echo started; sleep 600"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.Read(make([]byte, 1)); err != nil { // it runs
+		t.Fatal(err)
+	}
+	hung, err := net.Dial("tcp", f.hosts[2].addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hung.Close()
+	if _, err := hung.Write([]byte("SSH-2.0-test\r\n")); err != nil { // accepted, never answered
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if err := wait(t, "a command when its fleet closed", s); err == nil {
+		t.Error("the command ended well although its host closed")
+	}
+	c.Close()
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the hosts' trees are still there after Close: %v", err)
+	}
+	goleak.VerifyNone(t, leaks)
+}
+
+// TestExitStatusAndSignals checks what a session reports, as sshd does:
+// the exit status, and exit-signal TERM for a command stopped by a signal
+// request or by gpulab's wrapper seeing its standard input close (what
+// gpulab reads as Killed, with the signal's name), and nothing at all for
+// a host cut off (what gpulab reads as Lost).
+func TestExitStatusAndSignals(t *testing.T) {
+	f, files := startFleet(t, Config{Hosts: 1})
+	name := f.Hosts()[0].Name
+	c := rawClient(t, f, name)
+
+	start := func(command string) (*ssh.Session, func() error) {
+		t.Helper()
+		s, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := s.StdinPipe()
+		out, _ := s.StdoutPipe()
+		if err := s.Start(command); err != nil {
+			t.Fatal(err)
+		}
+		// Every command here prints a line first: it runs once read.
+		if _, err := out.Read(make([]byte, 1)); err != nil {
+			t.Fatalf("%q printed nothing: %v", command, err)
+		}
+		return s, in.Close
+	}
+	exitSignal := func(what string, s *ssh.Session) {
+		t.Helper()
+		err := wait(t, what, s)
+		var ee *ssh.ExitError
+		if !errors.As(err, &ee) || ee.Signal() != "TERM" {
+			t.Errorf("%s: %v, want exit-signal TERM", what, err)
+		}
+	}
+
+	s, _ := start("echo x; exit 3")
+	var ee *ssh.ExitError
+	if err := wait(t, "exit 3", s); !errors.As(err, &ee) || ee.ExitStatus() != 3 || ee.Signal() != "" {
+		t.Errorf("exit 3: %v, want exit status 3", err)
+	}
+	s, closeStdin := start(orchestrator.Wrap("echo started; sleep 600"))
+	closeStdin()
+	exitSignal("the wrapped command's standard input closed", s)
+	s, _ = start("echo started; sleep 600")
+	if err := s.Signal(ssh.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	exitSignal("signal TERM", s)
+
+	// gpulab's own reading of the same: Exit with its code; Lost when the
+	// host goes away mid-command.
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	conn := g.dial(t, name)
+	if r := conn.Run(context.Background(), "exit", "exit 3", orchestrator.RunOptions{}); r.Class != orchestrator.Exit || r.ExitCode != 3 {
+		t.Errorf("gpulab: exit 3 is %s, code %d, want exit 3", r.Class, r.ExitCode)
+	}
+	killed := make(chan struct{})
+	r := conn.Run(context.Background(), "cut", "echo started; sleep 600", orchestrator.RunOptions{OnOutput: func(int, []byte) {
+		select {
+		case <-killed:
+		default:
+			close(killed)
+			_ = f.Kill(name)
+		}
+	}})
+	if r.Class != orchestrator.Lost {
+		t.Errorf("gpulab: a host cut off mid-command is %s (%s), want lost", r.Class, r.Err)
+	}
+	s2, err := c.NewSession()
+	if err == nil {
+		err = s2.Run("true")
+	}
+	if err == nil {
+		t.Error("a host cut off still runs commands")
+	}
+}
+
+// wait waits for a session to end; a session that does not end is a
+// failure, reported after a minute rather than at the test's timeout.
+func wait(t *testing.T, what string, s *ssh.Session) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: the session did not end", what)
+		return nil
+	}
+}
+
+// rawClient is a plain x/crypto/ssh client of one host, with the fleet's
+// key and known_hosts: the protocol as any client sees it.
+func rawClient(t *testing.T, f *Fleet, name string) *ssh.Client {
+	t.Helper()
+	files, err := f.WriteInventory(t.TempDir() + "/inventory.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pem, err := os.ReadFile(files.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.ParsePrivateKey(pem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk, err := knownhosts.New(files.KnownHosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range f.Hosts() {
+		if h.Name != name {
+			continue
+		}
+		c, err := ssh.Dial("tcp", net.JoinHostPort(h.Address, strconv.Itoa(h.Port)), &ssh.ClientConfig{
+			User: User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk, Timeout: 10 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	t.Fatalf("no host %q", name)
+	return nil
+}
