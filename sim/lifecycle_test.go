@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,4 +285,31 @@ func rawClient(t *testing.T, f *Fleet, name string) *ssh.Client {
 	}
 	t.Fatalf("no host %q", name)
 	return nil
+}
+
+// TestFastCommandsGetTheirReply runs many commands that end at once, in
+// sessions opened together: each session answers its exec request before
+// the command's exit status and the channel's close, as sshd does (a
+// client that saw the channel close first reports the start failed).
+func TestFastCommandsGetTheirReply(t *testing.T) {
+	// More threads than cores widen the window the reply once lost in.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(8, runtime.GOMAXPROCS(0))))
+	f, _ := startFleet(t, Config{Hosts: 1})
+	c := rawClient(t, f, f.Hosts()[0].Name)
+	errs := make(chan error, 2000)
+	for range 2000 {
+		go func() {
+			s, err := c.NewSession()
+			if err == nil {
+				err = s.Run("true")
+				s.Close()
+			}
+			errs <- err
+		}()
+	}
+	for range 2000 {
+		if err := <-errs; err != nil {
+			t.Errorf("true: %v", err)
+		}
+	}
 }

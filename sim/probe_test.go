@@ -1,0 +1,173 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/bundle"
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+const refused = "cannot execute: a simulated host runs no program but gpulab's simulator probe"
+
+// simulatorProbe is the simulator build this gpulab embeds.
+func simulatorProbe(t *testing.T) []byte {
+	t.Helper()
+	data, _, err := bundle.Probe(runtime.GOARCH, true)
+	if err != nil {
+		testreq.Missing(t, "the simulator probe is not embedded: "+err.Error()+" (make build)")
+	}
+	return data
+}
+
+// TestOnlyTheSimulatorProbeRuns pushes executables to a simulated host and
+// runs them. The one that runs as a real process is the simulator probe,
+// byte for byte: it reports the host's own faults. Anything else is
+// refused with exit 126, among them a copy of the real touch told to make
+// a marker on the real file system (if it ran, the marker would be
+// there), and the probe with one byte more. A script (#!) runs in the
+// simulated shell, by design: what it does stays in the host's tree.
+func TestOnlyTheSimulatorProbeRuns(t *testing.T) {
+	probe := simulatorProbe(t)
+	f, files := startFleet(t, Config{Hosts: 2, Seed: 3})
+	sick := sickHost(t, f)
+	touch, err := os.ReadFile(testreq.Tool(t, "touch", "the test pushes a copy of the real touch and asks it to make a marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "marker-"+randomHex(t))
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	ctx := context.Background()
+
+	for _, h := range f.Hosts() {
+		conn := g.dial(t, h.Name)
+		push := func(name string, data []byte, mode fs.FileMode) string {
+			t.Helper()
+			r := conn.Push(ctx, orchestrator.PushSpec{Name: name, Data: data, Mode: mode})
+			if r.Class != orchestrator.OK {
+				t.Fatalf("push %s to %s: %s %s", name, h.Name, r.Class, r.Err)
+			}
+			return r.Path
+		}
+		run := func(line string) orchestrator.Result {
+			t.Helper()
+			return conn.Run(ctx, "run", line, orchestrator.RunOptions{})
+		}
+
+		// Not the probe: refused, whatever its mode or name.
+		for _, p := range []string{
+			push("touch", touch, 0o755),
+			push("nvmlprobe-1", append(append([]byte(nil), probe...), 0), 0o700),
+		} {
+			r := run(orchestrator.QuoteArgs([]string{p, marker}))
+			if r.Class != orchestrator.Exit || r.ExitCode != 126 || !strings.Contains(string(r.Stderr), refused) {
+				t.Errorf("%s: %s ran: %s, exit %d, %q; want exit 126 and %q", h.Name, p, r.Class, r.ExitCode, r.Stderr, refused)
+			}
+		}
+		// Made executable after the push, run by a relative name, by sh, by exec.
+		push("touch2", touch, 0o644)
+		if r := run(`cd .cache/gpulab && chmod +x touch2 && ./touch2 ` + orchestrator.Quote(marker)); r.ExitCode != 126 || !strings.Contains(string(r.Stderr), refused) {
+			t.Errorf("%s: chmod +x; ./touch2: exit %d, %q; want 126", h.Name, r.ExitCode, r.Stderr)
+		}
+		if r := run(`cd .cache/gpulab && exec ./touch2 ` + orchestrator.Quote(marker)); r.ExitCode != 126 {
+			t.Errorf("%s: exec ./touch2: exit %d, %q; want 126", h.Name, r.ExitCode, r.Stderr)
+		}
+		if r := run(`cd .cache/gpulab && sh ./touch2`); r.ExitCode == 0 {
+			t.Errorf("%s: sh ./touch2 (a binary read as a script) exited 0: %q", h.Name, r.Stdout)
+		}
+
+		// A script runs in the simulated shell, and what it makes stays in
+		// the host's tree.
+		script := push("script.sh", []byte("#!/bin/sh\nmkdir -p "+orchestrator.Quote(dir)+" && touch "+orchestrator.Quote(marker)+" && echo made\n"), 0o755)
+		if r := run(orchestrator.Quote(script)); r.Class != orchestrator.OK || string(r.Stdout) != "made\n" {
+			t.Errorf("%s: the script: %s %q %q", h.Name, r.Class, r.Stdout, r.Stderr)
+		}
+		if _, err := os.Stat(filepath.Join(f.hosts[indexOf(f, h.Name)].fs.dir, marker)); err != nil {
+			t.Errorf("%s: the script's marker is not in the host's tree: %v", h.Name, err)
+		}
+
+		// The simulator probe runs, and sees the host's faults.
+		p := push("nvmlprobe", probe, 0o700)
+		if r := run(orchestrator.QuoteArgs([]string{p, "--mock", "dgxa100"})); r.ExitCode != 64 {
+			t.Errorf("%s: the probe with --mock of its own: exit %d, %q; want 64 (the simulation says what it sees)", h.Name, r.ExitCode, r.Stderr)
+		}
+		r := run(orchestrator.Quote(p))
+		if r.Class != orchestrator.OK {
+			t.Fatalf("%s: the simulator probe: %s, exit %d, %s", h.Name, r.Class, r.ExitCode, r.Stderr)
+		}
+		var s report.Snapshot
+		if err := json.Unmarshal(r.Stdout, &s); err != nil {
+			t.Fatalf("%s: the probe printed no snapshot: %v\n%s", h.Name, err, r.Stdout)
+		}
+		if !s.Simulated || len(s.GPUs) != 8 {
+			t.Errorf("%s: snapshot simulated=%v with %d GPUs, want a simulated DGX A100", h.Name, s.Simulated, len(s.GPUs))
+		}
+		want := 0
+		if h.Name == sick {
+			want = 3
+		}
+		if got := faultsSeen(&s); len(got) != want {
+			t.Errorf("%s (sick: %v): the probe saw %v (%s), want %d of the sick host's faults", h.Name, h.Name == sick, got, report.Hardware(&s), want)
+		}
+	}
+	// The same through OpenSSH: scp up, chmod and run with ssh.
+	testreq.Tool(t, "scp", "the test pushes with OpenSSH's scp too (apt-get install openssh-client)")
+	local := filepath.Join(t.TempDir(), "touch")
+	if err := os.WriteFile(local, touch, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := openssh(t, files, "", "scp", "-q", "-o", "BatchMode=yes", local, sick+":t"); err != nil {
+		t.Fatalf("scp: %v\n%s", err, stderr)
+	}
+	_, stderr, err := openssh(t, files, "", "ssh", "-o", "BatchMode=yes", sick, "chmod +x t && ./t "+orchestrator.Quote(marker))
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 126 || !strings.Contains(stderr, refused) {
+		t.Errorf("ssh %s ./t: %v, %q; want exit 126 and %q", sick, err, stderr, refused)
+	}
+
+	if _, err := os.Lstat(marker); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the marker %s is on the real file system: a pushed program ran for real", marker)
+	}
+}
+
+// faultsSeen lists the sick host's faults a snapshot shows: a GPU pair
+// whose NVLink is down (a PCIe path in the topology), uncorrected ECC
+// errors, a pending row remap. (Its Xids are in the kernel log, which a
+// plain snapshot does not read.)
+func faultsSeen(s *report.Snapshot) []string {
+	seen := map[string]bool{}
+	for _, l := range s.Topology {
+		seen["nvlink down"] = seen["nvlink down"] || !strings.HasPrefix(l.Level, "NV")
+	}
+	for _, g := range s.GPUs {
+		seen["ecc"] = seen["ecc"] || g.ECC.Volatile != nil && g.ECC.Volatile.Uncorrected > 0
+		seen["remap pending"] = seen["remap pending"] || g.RemappedRows != nil && g.RemappedRows.Pending
+	}
+	var out []string
+	for _, f := range []string{"nvlink down", "ecc", "remap pending"} {
+		if seen[f] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func indexOf(f *Fleet, name string) int {
+	for i, h := range f.hosts {
+		if h.name == name {
+			return i
+		}
+	}
+	return -1
+}
