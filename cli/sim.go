@@ -53,6 +53,11 @@ them and never answer, --latency delays every packet every host sends.`,
 			if out == "" {
 				return usageErr("sim serve: --inventory-out FILE is required (where to write the fleet's inventory)")
 			}
+			// sim.Start takes 0 hosts for its default; here the flag's
+			// default is 4, and an explicit 0 is a mistake.
+			if cfg.Hosts < 1 || cfg.Hosts > sim.MaxHosts {
+				return usageErr("sim serve: --hosts %d: between 1 and %d", cfg.Hosts, sim.MaxHosts)
+			}
 			if cfg.Latency < 0 || cfg.Latency > time.Minute {
 				return usageErr("sim serve: --latency %v: between 0 and 1m", cfg.Latency)
 			}
