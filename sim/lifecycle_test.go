@@ -87,8 +87,9 @@ func TestStoppedCommandsEndOnTheHost(t *testing.T) {
 		want    orchestrator.Class
 	}{
 		{"timeout", "sleep 600", orchestrator.RunOptions{Timeout: 100 * time.Millisecond}, false, orchestrator.TimeoutCommand},
+		{"timeout on a GPU tool", "dcgmi diag -r 3", orchestrator.RunOptions{Timeout: 100 * time.Millisecond}, false, orchestrator.TimeoutCommand},
 		{"inactivity", "echo one; sleep 600", orchestrator.RunOptions{Inactivity: 100 * time.Millisecond}, false, orchestrator.Inactive},
-		{"cancel", "echo started; dcgmi diag -r 3", orchestrator.RunOptions{}, true, orchestrator.Cancelled},
+		{"cancel", "all_reduce_perf -b 8 -e 8G -f 2 -g 8", orchestrator.RunOptions{}, true, orchestrator.Cancelled},
 		{"timeout in a pipeline", "sleep 600 | grep x | head -n 1", orchestrator.RunOptions{Timeout: 100 * time.Millisecond}, false, orchestrator.TimeoutCommand},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
