@@ -41,7 +41,8 @@ type hostileCase struct {
 func TestNothingLeavesTheSandbox(t *testing.T) {
 	f, files := startFleet(t, Config{Hosts: 1})
 	h := f.hosts[0]
-	dir := t.TempDir() // the operator's side; must stay empty
+	dir := t.TempDir()   // the operator's side; must stay empty
+	local := t.TempDir() // what sftp gets
 	token := "gpulab-sim-marker-" + randomHex(t)
 	m := filepath.Join(dir, token)
 	t.Setenv("TMPDIR", dir) // after the fleet started: its trees are elsewhere
@@ -143,6 +144,51 @@ func TestNothingLeavesTheSandbox(t *testing.T) {
 			}
 			check(t, c, out, stderr)
 		}
+	})
+
+	t.Run("sftp", func(t *testing.T) {
+		testreq.Tool(t, "sftp", "the sandbox test uses OpenSSH's sftp too (apt-get install openssh-client)")
+		payload := filepath.Join(local, "payload")
+		if err := os.WriteFile(payload, []byte("payload\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		// Each line may fail ("-"): what matters is where things land.
+		batch := strings.Join([]string{
+			"-put " + payload + " " + m,
+			"-symlink / up",
+			"-put " + payload + " up" + m + ".up",
+			"-symlink ../../../../../../../.. rel",
+			"-put " + payload + " rel" + m + ".rel",
+			"-rename " + m + " ../../../../../../../.." + m + ".renamed",
+			"-get /etc/hostname " + filepath.Join(local, "hostname"),
+			"-get ../../../../../../../../etc/os-release " + filepath.Join(local, "os-release"),
+			"-get /etc/shadow " + filepath.Join(local, "shadow"),
+			"-get up/etc/hostname " + filepath.Join(local, "up-hostname"),
+			"bye",
+		}, "\n") + "\n"
+		if _, stderr, err := openssh(t, files, batch, "sftp", "-q", "-b", "-", "-o", "BatchMode=yes", h.name); err != nil {
+			t.Fatalf("sftp: %v\n%s", err, stderr)
+		}
+		if _, err := os.Lstat(filepath.Join(h.fs.dir, m+".renamed")); err != nil {
+			t.Errorf("the file put at %s and renamed from above the root is not in the host's tree: %v", m, err)
+		}
+		for _, name := range []string{"hostname", "os-release"} {
+			want, _ := os.ReadFile(filepath.Join(h.fs.dir, "etc", name))
+			if got, err := os.ReadFile(filepath.Join(local, name)); err != nil || string(got) != string(want) {
+				t.Errorf("sftp get /etc/%s gave %q (%v), want the host's own %q", name, got, err, want)
+			}
+		}
+		for _, name := range []string{"shadow", "up-hostname"} {
+			if _, err := os.Stat(filepath.Join(local, name)); err == nil {
+				t.Errorf("sftp got %s, which the host does not have", name)
+			}
+		}
+		for _, p := range []string{m + ".up", m + ".rel"} {
+			if _, err := os.Lstat(filepath.Join(h.fs.dir, p)); err == nil {
+				t.Errorf("%s: put through a link made it in the host's tree", p)
+			}
+		}
+		assertEmpty(t, dir, "sftp")
 	})
 
 	if _, err := os.Lstat(m); !errors.Is(err, fs.ErrNotExist) {
