@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -43,6 +44,7 @@ func TestNothingLeavesTheSandbox(t *testing.T) {
 	h := f.hosts[0]
 	dir := t.TempDir()   // the operator's side; must stay empty
 	local := t.TempDir() // what sftp gets
+	raw := rawClient(t, f, h.name)
 	token := "gpulab-sim-marker-" + randomHex(t)
 	m := filepath.Join(dir, token)
 	t.Setenv("TMPDIR", dir) // after the fleet started: its trees are elsewhere
@@ -146,6 +148,41 @@ func TestNothingLeavesTheSandbox(t *testing.T) {
 		}
 	})
 
+	t.Run("interactive", func(t *testing.T) {
+		// A login shell with a terminal, one line at a time.
+		s, err := raw.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RequestPty("xterm", 40, 200, nil); err != nil {
+			t.Fatal(err)
+		}
+		in, _ := s.StdinPipe()
+		var out strings.Builder
+		s.Stdout = &out
+		if err := s.Shell(); err != nil {
+			t.Fatal(err)
+		}
+		pipe := "/tmp/sh-interp-" + token + ".interactive"
+		for _, line := range []string{"cat <(touch " + q(m) + "; echo hi)", "echo x > " + pipe + "; echo ~daemon", "exit"} {
+			if _, err := io.WriteString(in, line+"\r"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = wait(t, "the interactive shell", s)
+		for _, want := range []string{"bash: line 1: process substitution <(...) is not available on a simulated host", "\r\n~daemon\r\n"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the interactive shell printed %q, want %q in it", out.String(), want)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(h.fs.dir, pipe)); err != nil {
+			t.Errorf("%s is not in the host's tree: %v", pipe, err)
+		}
+		if _, err := os.Lstat(filepath.Join(h.fs.dir, m)); err == nil {
+			t.Errorf("the refused line made %s in the host's tree", m)
+		}
+		assertEmpty(t, dir, "the interactive shell")
+	})
 	t.Run("sftp", func(t *testing.T) {
 		testreq.Tool(t, "sftp", "the sandbox test uses OpenSSH's sftp too (apt-get install openssh-client)")
 		payload := filepath.Join(local, "payload")
