@@ -287,10 +287,11 @@ func (h *host) shell(ctx context.Context, c *call, ch ssh.Channel, pty bool) int
 	t := term.NewTerminal(ch, User+"@"+h.name+":~$ ")
 	fmt.Fprintf(t, "gpulab SIMULATED host %s: a DGX A100 that is not there; every output is simulated\n", h.name)
 	c.stdin, c.stdout, c.stderr = devNull{}, t, t
-	r, err := c.runner(nil)
+	r, done, err := c.runner(nil)
 	if err != nil {
 		return 1
 	}
+	defer done()
 	status := 0
 	for {
 		line, err := t.ReadLine()

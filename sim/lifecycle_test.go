@@ -3,9 +3,11 @@ package sim
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -313,4 +315,35 @@ func TestFastCommandsGetTheirReply(t *testing.T) {
 			t.Errorf("true: %v", err)
 		}
 	}
+}
+
+// TestUnreadInputLeavesNothing sends commands that do not read their
+// standard input more than a pipe holds, as `ssh host cmd < big` does: the
+// sessions end, and nothing they started stays behind.
+func TestUnreadInputLeavesNothing(t *testing.T) {
+	// No collection, so that no finalizer closes what a session left open.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	f, _ := startFleet(t, Config{Hosts: 1})
+	c := rawClient(t, f, f.Hosts()[0].Name)
+	if s, err := c.NewSession(); err != nil || s.Run("true") != nil {
+		t.Fatalf("true: %v", err)
+	}
+	connected := goleak.IgnoreCurrent()
+	big := strings.Repeat("x", 1<<20)
+	for _, cmd := range []string{"true", "echo hi", "sleep 0.1", "head -c 10 >/dev/null"} {
+		s, err := c.NewSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Stdin = strings.NewReader(big)
+		if err := s.Start(cmd); err != nil {
+			t.Fatal(err)
+		}
+		// EOF: the client's copy of standard input stopped when the
+		// session closed, as it would with sshd.
+		if err := wait(t, cmd+" < 1 MiB", s); err != nil && !errors.Is(err, io.EOF) {
+			t.Errorf("%s < 1 MiB: %v", cmd, err)
+		}
+	}
+	goleak.VerifyNone(t, connected)
 }

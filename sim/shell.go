@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"strings"
 
@@ -59,10 +60,11 @@ func (c *call) runLine(ctx context.Context, line string, params ...string) (int,
 		fmt.Fprintf(c.stderr, "%s: -c: %v\n", path.Base(shellPath), err)
 		return 2, nil
 	}
-	r, err := c.runner(params)
+	r, done, err := c.runner(params)
 	if err != nil {
 		return 1, err
 	}
+	defer done()
 	err = r.Run(ctx, prog)
 	if err != nil && ctx.Err() != nil {
 		return 143, errKilled
@@ -87,12 +89,22 @@ func shellSyntaxError(err error) string {
 
 // runner is an interpreter whose every file, directory and command goes
 // through the host: nothing reaches the operator's machine but the
-// simulator probe (see exec).
-func (c *call) runner(params []string) (*interp.Runner, error) {
+// simulator probe (see exec). done releases its standard input: call it
+// when the runner has finished.
+func (c *call) runner(params []string) (r *interp.Runner, done func(), err error) {
 	h := c.h
+	stdin, done, err := stdinFile(c.stdin)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
 	env := &hostEnviron{Environ: expand.ListEnviron(c.env...), starting: true}
 	opts := []interp.RunnerOption{
-		interp.StdIO(c.stdin, c.stdout, c.stderr),
+		interp.StdIO(stdin, c.stdout, c.stderr),
 		interp.Env(env),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return c.exec }),
 		interp.CallHandler(c.callHook),
@@ -105,13 +117,36 @@ func (c *call) runner(params []string) (*interp.Runner, error) {
 	if len(params) > 0 {
 		opts = append(opts, interp.Params(append([]string{"--"}, params...)...))
 	}
-	r, err := interp.New(opts...)
+	r, err = interp.New(opts...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.Reset() // reads TMPDIR, once: noPipeDir (see hostEnviron)
 	env.starting = false
-	return r, nil
+	return r, done, nil
+}
+
+// stdinFile is in as the file the interpreter reads its standard input
+// from, and what closes it. The interpreter takes any other reader
+// through a pipe and a goroutine copying into it of its own, and never
+// closes that pipe: the goroutine, stuck on a full pipe when the command
+// did not read what the client sent, and the pipe's two descriptors
+// stayed until a garbage collection. This pipe is closed when done is
+// called; the copy then ends, at once or when in ends (the session's
+// channel, closed with the session).
+func stdinFile(in io.Reader) (*os.File, func(), error) {
+	if f, ok := in.(*os.File); ok {
+		return f, func() {}, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		_, _ = io.Copy(pw, in)
+		pw.Close()
+	}()
+	return pr, func() { pr.Close() }, nil
 }
 
 // noPipeDir is where the interpreter would make the named pipes of
