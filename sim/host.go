@@ -220,7 +220,8 @@ func sshConnEnv(sc *ssh.ServerConn) []string {
 
 // starter returns what an exec, shell or subsystem request runs.
 func (h *host) starter(ctx context.Context, ch ssh.Channel, req *ssh.Request, env []string, pty bool) (func(), bool) {
-	c := &call{h: h, env: env, stdin: ch, stdout: ch, stderr: ch.Stderr()}
+	mu := new(sync.Mutex)
+	c := &call{h: h, env: env, stdin: ch, stdout: syncWriter{mu, ch}, stderr: syncWriter{mu, ch.Stderr()}}
 	switch req.Type {
 	case "exec":
 		var p struct{ Command string }
@@ -255,6 +256,21 @@ func (h *host) starter(ctx context.Context, ch ssh.Channel, req *ssh.Request, en
 		}, true
 	}
 	return nil, false
+}
+
+// syncWriter serialises the writes to a session's streams: the stages of
+// a pipeline and background jobs write at once, as processes do, and an
+// SSH channel's write reuses one buffer per stream (overlapping writes
+// mixed their data).
+type syncWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 func sendExit(ch ssh.Channel, code int, err error) {

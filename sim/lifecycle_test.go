@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -346,4 +347,40 @@ func TestUnreadInputLeavesNothing(t *testing.T) {
 		}
 	}
 	goleak.VerifyNone(t, connected)
+}
+
+// TestConcurrentWritersKeepTheirData has the stages of a pipeline and
+// background jobs write to the session's streams at once, as processes do
+// on a real host: their writes may interleave, but every byte arrives,
+// once, and every error line whole. (An SSH channel's write reuses one
+// buffer per stream: overlapping writes sent one writer's data for
+// another's.)
+func TestConcurrentWritersKeepTheirData(t *testing.T) {
+	f, files := startFleet(t, Config{Hosts: 1})
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	const n, size = 20, 40000 // under the 1 MiB gpulab keeps
+	var stages, jobs []string
+	for i := range 8 {
+		stages = append(stages, fmt.Sprintf("cat /nonexistent-%d", i))
+	}
+	letters := "abcdefghijklmnopqrst"[:n]
+	for i := range n {
+		jobs = append(jobs, fmt.Sprintf("cat %c &", letters[i]))
+	}
+	// File a holds size a's, b size b's, and so on.
+	r := g.run(t, f.Hosts()[0].Name, fmt.Sprintf("for c in %s; do printf '%%%ds\\n' | tr ' ' $c > $c; done; ", strings.Join(strings.Split(letters, ""), " "), size)+
+		strings.Join(stages, " | ")+"; "+strings.Join(jobs, " ")+" wait")
+	for i := range 8 {
+		if want := fmt.Sprintf("cat: /nonexistent-%d: No such file or directory\n", i); !strings.Contains(string(r.Stderr), want) {
+			t.Errorf("standard error lacks %q:\n%s", want, r.Stderr)
+		}
+	}
+	for _, c := range letters {
+		if got := strings.Count(string(r.Stdout), string(c)); got != size {
+			t.Errorf("standard output holds %d %c's, want the %d that file %c holds", got, c, size, c)
+		}
+	}
+	if len(r.Stdout) != n*(size+1) {
+		t.Errorf("standard output holds %d bytes, want %d", len(r.Stdout), n*(size+1))
+	}
 }

@@ -51,11 +51,14 @@ func init() {
 // binDirs are where a simulated tool may be named by its full path.
 var binDirs = []string{"/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/local/sbin"}
 
+// errf prints a tool's message, a line, in one write, as a C program's
+// message to an unbuffered stderr comes out whole among other processes'.
 func (t *toolCall) errf(format string, args ...any) {
-	fmt.Fprintf(t.stderr, format, args...)
+	msg := fmt.Sprintf(format, args...)
 	if !strings.HasSuffix(format, "\n") {
-		fmt.Fprintln(t.stderr)
+		msg += "\n"
 	}
+	_, _ = io.WriteString(t.stderr, msg)
 }
 
 func (t *toolCall) outf(format string, args ...any) {
