@@ -401,14 +401,15 @@ func TestSimServeCtrlC(t *testing.T) {
 
 // TestSimServeFaults asks sim serve for a dropped host, a hung host and
 // latency, and reaches the fleet with gpulab exec: the dropped host is
-// refused, the hung one times out on connecting (--connect-timeout), the
-// others answer, no sooner than the latency allows.
+// refused, the hung one times out on connecting (--connect-timeout 2s,
+// room for a busy machine's handshakes), the others answer, no sooner
+// than the latency allows.
 func TestSimServeFaults(t *testing.T) {
 	const latency = 20 * time.Millisecond
 	out := filepath.Join(t.TempDir(), "inventory.toml")
 	s := startSimServe(t, "--inventory-out", out, "--hosts", "4", "--drop", "dgx02", "--hang", "dgx03", "--latency", latency.String())
 	s.line(t)
-	r := run(t, noEnv(t), "exec", "--inventory", out, "-H", "@dgx", "--connect-timeout", "1s", "--json", "--", "hostname")
+	r := run(t, noEnv(t), "exec", "--inventory", out, "-H", "@dgx", "--connect-timeout", "2s", "--json", "--", "hostname")
 	var res struct {
 		Hosts []struct {
 			Host      string `json:"host"`
