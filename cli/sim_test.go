@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/sim"
@@ -126,6 +127,31 @@ func TestSimFindsTheSickHost(t *testing.T) {
 			wantVerdicts(t, "lab topology-sanity", labScores(t, env, "topology-sanity", inv), sick, []string{"nvlink-mesh"}, nil)
 			wantVerdicts(t, "lab health-gate", labScores(t, env, "health-gate", inv), sick, []string{"ecc", "remap", "no-hardware-xid", "dcgm-diag"}, []string{"quiet-log"})
 		})
+	}
+}
+
+// TestSimRunsNoPushedProgram pushes a copy of the real touch with gpulab
+// push to a simulated fleet and runs it with gpulab exec, told to make a
+// marker on the real file system: every host refuses it (exit 126, and
+// says why), and the marker never appears.
+func TestSimRunsNoPushedProgram(t *testing.T) {
+	_, files := simFleet(t, sim.Config{Hosts: 2})
+	touch := testreq.Tool(t, "touch", "the test pushes a copy of the real touch")
+	local := filepath.Join(t.TempDir(), "touch")
+	data, err := os.ReadFile(touch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, local, string(data))
+	marker := filepath.Join(t.TempDir(), "marker")
+	env := noEnv(t)
+	inv := []string{"--inventory", files.Inventory, "-H", "@dgx"}
+	run(t, env, append(append([]string{"push", local}, inv...), "--mode", "0755")...).expect(t, 0, "/home/gpulab/.cache/gpulab/touch", "2 hosts: 2 ok")
+	r := run(t, env, append(append([]string{"exec"}, inv...), "--", ".cache/gpulab/touch", marker)...)
+	r.expect(t, 1, "---------------- dgx[01-02] (2 hosts): exit (status 126)\n", "2 hosts: 2 exit (dgx[01-02])")
+	r.expect(t, 1, "cannot execute: a simulated host runs no program but gpulab's simulator probe", "")
+	if _, err := os.Stat(marker); err == nil {
+		t.Errorf("the pushed touch ran on this machine: %s exists", marker)
 	}
 }
 
