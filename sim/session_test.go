@@ -139,3 +139,15 @@ func TestHostDiskAndMemoryAreBounded(t *testing.T) {
 		t.Errorf("sort of more than the input bound: stdout %q stderr %q", r.Stdout, r.Stderr)
 	}
 }
+
+// gpulab's push runs `umask 077` before writing through a session: the
+// builtin the interpreter lacks is answered, not an error on stderr.
+func TestUmaskIsAnswered(t *testing.T) {
+	_, files := startFleet(t, Config{Hosts: 1})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	r := e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "u", Command: "umask 077 && umask; umask 9x"}}}, nil)[0]
+	if len(r.Steps) != 1 || string(r.Steps[0].Stdout) != "0022\n" || !strings.Contains(string(r.Steps[0].Stderr), "umask: 9x: invalid octal number") {
+		t.Errorf("umask: %+v", r)
+	}
+}

@@ -257,6 +257,8 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 		}
 	case "type":
 		return append([]string{"\x00command-v"}, args[1:]...), nil
+	case "umask":
+		return append([]string{"\x00umask"}, args[1:]...), nil
 	case "pwd":
 		if len(args) > 1 && args[1] == "-P" {
 			return []string{"\x00pwd-P"}, nil

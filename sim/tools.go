@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -77,6 +78,16 @@ func (t *toolCall) run(args []string) int {
 	switch name {
 	case "\x00command-v":
 		return t.commandV(args[1:])
+	case "\x00umask":
+		// The interpreter has no umask; files here are created 0644 (0600
+		// through SFTP when asked), so the mask is accepted and reported.
+		if len(args) == 1 {
+			t.outf("0022\n")
+		} else if _, err := strconv.ParseUint(args[len(args)-1], 8, 32); err != nil {
+			t.errf("sh: umask: %s: invalid octal number", args[len(args)-1])
+			return 1
+		}
+		return 0
 	case "\x00pwd-P":
 		p, err := t.h.fs.realpath(t.dir, ".")
 		if err != nil {
