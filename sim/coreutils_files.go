@@ -37,7 +37,7 @@ func (v *vfs) realpath(dir, p string) (string, error) {
 			continue
 		}
 		next := path.Join(done, c)
-		fi, err := v.root.Lstat(rel("/", next))
+		fi, err := v.r().Lstat(rel("/", next))
 		if err != nil {
 			return "", cleanPathErr(p, err)
 		}
@@ -48,7 +48,7 @@ func (v *vfs) realpath(dir, p string) (string, error) {
 		if hops++; hops > 40 {
 			return "", &fs.PathError{Op: "realpath", Path: p, Err: syscall.ELOOP}
 		}
-		target, err := v.root.Readlink(rel("/", next))
+		target, err := v.r().Readlink(rel("/", next))
 		if err != nil {
 			return "", cleanPathErr(p, err)
 		}
@@ -470,21 +470,11 @@ func toolSum(t *toolCall, args []string) int {
 	}
 	newHash := map[string]func() hash.Hash{"sha256sum": sha256.New, "md5sum": md5.New, "sha1sum": sha1.New}[args[0]]
 	return t.eachInput(args[0], o.args, func(name string, r io.Reader) error {
-		var sum string
-		if f, ok := r.(*os.File); ok && args[0] == "sha256sum" {
-			s, err := t.h.fleet.sums.of(t.h, f)
-			if err != nil {
-				return err
-			}
-			sum = s
-		} else {
-			h := newHash()
-			if _, err := io.Copy(h, r); err != nil {
-				return err
-			}
-			sum = hex.EncodeToString(h.Sum(nil))
+		h := newHash()
+		if _, err := io.Copy(h, r); err != nil {
+			return err
 		}
-		t.outf("%s  %s\n", sum, name)
+		t.outf("%s  %s\n", hex.EncodeToString(h.Sum(nil)), name)
 		return nil
 	})
 }

@@ -65,7 +65,6 @@ type Fleet struct {
 	hosts     []*host
 	key       ed25519.PrivateKey
 	clientPK  ssh.PublicKey
-	sums      sumCache
 	probeOnce sync.Once
 	probeSum  string // the simulator probe's sha256 (probe), "" if none is embedded
 	glibc     string // what getconf GNU_LIBC_VERSION says (probe)

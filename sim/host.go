@@ -191,8 +191,16 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 				started = true
 				go func() {
 					defer close(done)
+					defer func() {
+						// A bug in the simulation ends this session, never
+						// the fleet (or the workbench it runs in).
+						if v := recover(); v != nil {
+							fmt.Fprintf(ch.Stderr(), "gpulab sim: internal error on %s: %v\n", h.name, v)
+							sendExit(ch, 70, nil)
+						}
+						_ = ch.Close() // after the exit status: the session is over
+					}()
 					start()
-					_ = ch.Close() // after the exit status: the session is over
 				}()
 			}
 			continue

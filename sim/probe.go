@@ -11,59 +11,11 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
-
-// sumCache remembers the sha256 of files on the simulated hosts by inode,
-// size and modification time: push checks a file's sum and the probe's
-// run checks it again, and a rename keeps the inode, so each pushed probe
-// is hashed once.
-type sumCache struct {
-	mu sync.Mutex
-	m  map[sumKey]string
-}
-
-type sumKey struct {
-	dev, ino     uint64
-	size, mtimeN int64
-}
-
-const maxSums = 1 << 16
-
-func (c *sumCache) of(h *host, f *os.File) (string, error) {
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return "", errors.New("no inode")
-	}
-	key := sumKey{uint64(st.Dev), st.Ino, fi.Size(), fi.ModTime().UnixNano()}
-	c.mu.Lock()
-	sum, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return sum, nil
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	hs := sha256.New()
-	if _, err := io.Copy(hs, f); err != nil {
-		return "", err
-	}
-	sum = hex.EncodeToString(hs.Sum(nil))
-	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxSums {
-		c.m = map[sumKey]string{}
-	}
-	c.m[key] = sum
-	c.mu.Unlock()
-	return sum, nil
-}
 
 // execFile runs a file of the host's tree. A script (#!) runs in the
 // simulated shell. The one file that runs as a real process is the
@@ -98,12 +50,51 @@ func (t *toolCall) execFile(args []string) int {
 	if n, _ := f.ReadAt(head, 0); n == 2 && string(head) == "#!" {
 		return toolSh(t, append([]string{"sh"}, args...))
 	}
-	sum, err := t.h.fleet.sums.of(t.h, f)
-	if want, _ := t.h.fleet.probe(); err != nil || want == "" || sum != want {
-		t.errf("sh: %s: cannot execute: a simulated host runs no program but gpulab's simulator probe (this file's sha256 is not that build's)", name)
+	sealed, err := t.sealedProbe(f, fi.Size())
+	if err != nil {
+		t.errf("sh: %s: cannot execute: %v", name, err)
 		return 126
 	}
-	return t.runProbe(f, args)
+	defer sealed.Close()
+	return t.runProbe(sealed, args)
+}
+
+// maxProbe bounds the file read to be checked (the probe is ~5 MB).
+const maxProbe = 64 << 20
+
+var errNotProbe = errors.New("a simulated host runs no program but gpulab's simulator probe (this file's sha256 is not that build's)")
+
+// sealedProbe reads the file once, checks the sha256 of exactly the bytes
+// read, and puts those bytes in a private, sealed, read-only memory file:
+// what runs is what was checked, whatever happens to the host's file
+// afterwards (rewritten in place, its time set back, swapped).
+func (t *toolCall) sealedProbe(f *os.File, size int64) (*os.File, error) {
+	want, _ := t.h.fleet.probe()
+	if want == "" || size <= 0 || size > maxProbe {
+		return nil, errNotProbe
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxProbe+1))
+	if err != nil {
+		return nil, err
+	}
+	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
+		return nil, errNotProbe
+	}
+	fd, err := unix.MemfdCreate("gpulab-sim-probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, err
+	}
+	mem := os.NewFile(uintptr(fd), "gpulab-sim-probe")
+	defer mem.Close()
+	if _, err := mem.Write(data); err != nil {
+		return nil, err
+	}
+	if _, err := unix.FcntlInt(mem.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		return nil, err
+	}
+	// A read-only descriptor of the same memory file: the kernel refuses to
+	// execute a file open for writing (ETXTBSY).
+	return os.Open(fmt.Sprintf("/proc/self/fd/%d", mem.Fd()))
 }
 
 // probeArgs are what the simulation adds to the probe's own arguments.
@@ -122,8 +113,7 @@ func (t *toolCall) runProbe(f *os.File, args []string) int {
 			return 64
 		}
 	}
-	// Run the very file that was checked (its descriptor), so that nothing
-	// can swap it between the check and the start.
+	// Run the sealed copy of the bytes that were checked (sealedProbe).
 	cmd := exec.CommandContext(t.ctx, fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	cmd.Args = append(append([]string{args[0]}, t.probeArgs()...), args[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
@@ -132,6 +122,8 @@ func (t *toolCall) runProbe(f *os.File, args []string) int {
 	if t.stdin == nil {
 		cmd.Stdin = devNull{}
 	}
+	// If this process dies (kill -9 of sim serve), the probe dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -170,4 +171,48 @@ func indexOf(f *Fleet, name string) int {
 		}
 	}
 	return -1
+}
+
+// The check must cover what runs: a file checked once and then rewritten
+// in place through SFTP (same inode, same size, its time set back) is
+// checked again, and what runs is a sealed copy of the checked bytes.
+func TestRewrittenProbeIsCheckedAgain(t *testing.T) {
+	probe := simulatorProbe(t)
+	echo, err := os.ReadFile("/bin/echo")
+	if err != nil {
+		t.Skip("no /bin/echo to stand for a foreign binary")
+	}
+	if len(echo) > len(probe) {
+		t.Fatalf("/bin/echo is larger than the probe")
+	}
+	dir := t.TempDir()
+	p, q := filepath.Join(dir, "p"), filepath.Join(dir, "q")
+	if err := os.WriteFile(p, probe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(q, append(echo, make([]byte, len(probe)-len(echo))...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Unix(1000000000, 0)
+	for _, f := range []string{p, q} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, files := startFleet(t, Config{Hosts: 1})
+	put := func(local string) {
+		if out, stderr, err := openssh(t, files, "put -p "+local+" /tmp/p\n", "sftp", "-b", "-", "-o", "BatchMode=yes", "dgx01"); err != nil {
+			t.Fatalf("sftp put: %v %s %s", err, out, stderr)
+		}
+	}
+	put(p)
+	if out, stderr, err := openssh(t, files, "", "ssh", "-o", "BatchMode=yes", "dgx01", "/tmp/p --version"); err != nil || strings.TrimSpace(out) == "" {
+		t.Fatalf("the real simulator probe did not run: %v %q %q", err, out, stderr)
+	}
+	put(q)
+	out, stderr, err := openssh(t, files, "", "ssh", "-o", "BatchMode=yes", "dgx01", "stat -c %s /tmp/p; /tmp/p FOREIGN-BINARY-RAN")
+	var ee *exec.ExitError
+	if strings.Contains(out, "FOREIGN-BINARY-RAN") || !errors.As(err, &ee) || ee.ExitCode() != 126 || !strings.Contains(stderr, "sha256") {
+		t.Errorf("a binary rewritten in place ran or was not refused: exit %v, stdout %q, stderr %q", err, out, stderr)
+	}
 }

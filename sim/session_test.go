@@ -151,3 +151,22 @@ func TestUmaskIsAnswered(t *testing.T) {
 		t.Errorf("umask: %+v", r)
 	}
 }
+
+// A bug in the simulation (here a tool that panics) ends its session with
+// an error; the host and the fleet keep serving.
+func TestPanicEndsOnlyItsSession(t *testing.T) {
+	tools["gpulab-test-panic"] = func(*toolCall, []string) int { panic("boom") }
+	t.Cleanup(func() { delete(tools, "gpulab-test-panic") })
+	_, files := startFleet(t, Config{Hosts: 2})
+	for _, cmd := range []string{"gpulab-test-panic", "echo x | gpulab-test-panic | cat", "gpulab-test-panic & wait"} {
+		_, stderr, _ := openssh(t, files, "", "ssh", "-o", "BatchMode=yes", "dgx01", cmd)
+		if !strings.Contains(stderr, "internal error in gpulab-test-panic: boom") {
+			t.Errorf("%s: stderr %q", cmd, stderr)
+		}
+	}
+	for _, h := range []string{"dgx01", "dgx02"} {
+		if out, _, err := openssh(t, files, "", "ssh", "-o", "BatchMode=yes", h, "hostname"); err != nil || out != h+"\n" {
+			t.Errorf("%s after the panic: %q %v", h, out, err)
+		}
+	}
+}

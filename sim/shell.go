@@ -233,8 +233,17 @@ func (c *call) runWrapped(ctx context.Context, command string, watch io.Reader) 
 }
 
 // exec runs a command that is neither a builtin nor a function.
-func (c *call) exec(ctx context.Context, args []string) error {
+func (c *call) exec(ctx context.Context, args []string) (err error) {
 	hc := interp.HandlerCtx(ctx)
+	// The interpreter runs pipeline stages and background jobs in
+	// goroutines of its own: a bug in a tool must end that tool, not the
+	// process the fleet (or the workbench) runs in.
+	defer func() {
+		if v := recover(); v != nil {
+			fmt.Fprintf(hc.Stderr, "gpulab sim: internal error in %s: %v\n", args[0], v)
+			err = interp.ExitStatus(70)
+		}
+	}()
 	t := &toolCall{ctx: ctx, h: c.h, dir: hc.Dir, env: environ(hc.Env), stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr}
 	code := t.run(args)
 	if ctx.Err() != nil {
