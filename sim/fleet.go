@@ -97,6 +97,9 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		if !names[n] {
 			return nil, fmt.Errorf("sim: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
 		}
+		if slices.Contains(cfg.Drop, n) && slices.Contains(cfg.Hang, n) {
+			return nil, fmt.Errorf("sim: %s is given both --drop and --hang: a host refuses connections or never answers, not both", n)
+		}
 	}
 	f := &Fleet{cfg: cfg, dir: cfg.Dir}
 	if f.dir == "" {

@@ -2,13 +2,17 @@ package sim
 
 import (
 	"encoding/pem"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/crypto/ssh"
+
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // Files are what WriteInventory writes: the inventory and, beside it, the
@@ -34,6 +38,9 @@ func (f *Fleet) WriteInventory(inventory string) (Files, error) {
 		return Files{}, err
 	}
 	files := FilesFor(abs)
+	if err := checkOut(files); err != nil {
+		return Files{}, err
+	}
 	block, err := ssh.MarshalPrivateKey(f.key, "gpulab simulated fleet")
 	if err != nil {
 		return Files{}, err
@@ -50,6 +57,26 @@ func (f *Fleet) WriteInventory(inventory string) (Files, error) {
 		}
 	}
 	return files, nil
+}
+
+// checkOut refuses, before anything is written, a path that holds a
+// control character (it would split the ssh_config's lines) and any of the
+// five files that exists and is not a regular file: a device, a directory,
+// a symbolic link is never replaced.
+func checkOut(files Files) error {
+	if strings.ContainsFunc(files.Inventory, func(r rune) bool { return r < 0x20 || r == 0x7f || visible.Unsafe(r) }) {
+		return fmt.Errorf("--inventory-out %q holds a control character: refused", files.Inventory)
+	}
+	for _, p := range []string{files.Inventory, files.Key, files.Key + ".pub", files.KnownHosts, files.SSHConfig} {
+		fi, err := os.Lstat(p)
+		switch {
+		case err == nil && !fi.Mode().IsRegular():
+			return fmt.Errorf("%s exists and is not a regular file (%s): refused, nothing written", p, fi.Mode().Type())
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return err
+		}
+	}
+	return nil
 }
 
 func writePrivate(path string, data []byte) error {

@@ -170,3 +170,39 @@ func TestPanicEndsOnlyItsSession(t *testing.T) {
 		}
 	}
 }
+
+// --inventory-out never replaces what is not a regular file (a device, a
+// directory, a link), writes nothing when it refuses, and refuses a path
+// that would split the ssh_config's lines.
+func TestWriteInventoryRefusesNonRegularFiles(t *testing.T) {
+	f, err := Start(context.Background(), Config{Hosts: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(dir, "inv.toml.key")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/dev/null", filepath.Join(dir, "adir"), filepath.Join(dir, "link"), filepath.Join(dir, "inv.toml"), filepath.Join(dir, "a\nb")} {
+		before, _ := os.ReadDir(dir)
+		if _, err := f.WriteInventory(p); err == nil {
+			t.Errorf("WriteInventory(%q) wrote", p)
+		}
+		if after, _ := os.ReadDir(dir); len(after) != len(before) {
+			t.Errorf("WriteInventory(%q) left files behind: %d entries, were %d", p, len(after), len(before))
+		}
+	}
+	if fi, err := os.Stat("/dev/null"); err != nil || fi.Mode()&os.ModeDevice == 0 {
+		t.Fatalf("/dev/null is no longer a device: %v %v", fi, err)
+	}
+	if _, err := Start(context.Background(), Config{Hosts: 2, Drop: []string{"dgx01"}, Hang: []string{"dgx01"}}); err == nil || !strings.Contains(err.Error(), "both --drop and --hang") {
+		t.Errorf("--drop and --hang of one host: %v", err)
+	}
+}
