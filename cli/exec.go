@@ -392,6 +392,7 @@ func (j *execJSON) finish(results []orchestrator.HostResult, elapsed time.Durati
 	counts := map[string]int{}
 	for _, r := range results {
 		counts[r.Class.String()]++
+		j.simulated = j.simulated || r.Simulated
 	}
 	tail, err := json.MarshalIndent(struct {
 		Summary   string         `json:"summary"`

@@ -171,7 +171,13 @@ func (pf probeFlags) prober(none, simulated bool) (*remote.Prober, error) {
 		return nil, usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
 	}
 	pf.simulated = simulated
-	return &remote.Prober{Source: pf.probeFor, Args: pf.args(""), AnyArch: pf.binary != ""}, nil
+	// A host that says it is simulated gets the simulator build, however
+	// it was reached (an ssh_config, -H), unless a binary was named.
+	var simSource remote.Source
+	if pf.binary == "" {
+		simSource = func(arch string) ([]byte, []byte, error) { return bundle.Probe(arch, true) }
+	}
+	return &remote.Prober{Source: pf.probeFor, SimSource: simSource, Args: pf.args(""), AnyArch: pf.binary != ""}, nil
 }
 
 // probeFor returns the probe for an architecture, plain and gzipped:
@@ -303,7 +309,7 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		results = append(results, probeResult{Host: f.Host, Class: f.Class.String(), Error: f.Err})
 	}
 	for i := range results {
-		results[i].Simulated = rn.simulated
+		results[i].Simulated = rn.simulated || (results[i].Snapshot != nil && results[i].Snapshot.Simulated)
 	}
 	if localErr != nil && len(results) > 0 && allFailed(results) {
 		return nil, configErr(localErr)

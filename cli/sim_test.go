@@ -517,3 +517,45 @@ func TestSimServeUsage(t *testing.T) {
 		t.Errorf("a refused sim serve wrote %s", out)
 	}
 }
+
+// A simulated host is known by its handshake, whatever route reached it:
+// through the fleet's OpenSSH config alone (-F, no inventory saying
+// simulated), the probe pushed is the simulator build, and a lab record
+// made there says SIMULATED and stays draft, even for a lab that claims
+// more.
+func TestSimReachedThroughSSHConfigStillSaysSo(t *testing.T) {
+	f, files := simFleet(t, sim.Config{Hosts: 2})
+	labsDir := t.TempDir()
+	data, err := os.ReadFile("../labs/builtin/topology-sanity.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prod := strings.Replace(strings.Replace(string(data), `maturity = "draft"`, `maturity = "production-notes"`, 1), `id = "topology-sanity"`, `id = "topo-prod"`, 1)
+	if err := os.WriteFile(filepath.Join(labsDir, "topo-prod.toml"), []byte(prod), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": t.TempDir(), "GPULAB_INVENTORY": ""}
+	results := t.TempDir()
+	r := run(t, env, "lab", "run", "topo-prod", "--labs", labsDir, "-F", files.SSHConfig, "-H", "dgx01,dgx02", "--results", results, "--json")
+	var rec struct {
+		Maturity  string `json:"maturity"`
+		Simulated bool   `json:"simulated"`
+		Hosts     []struct {
+			Environment struct {
+				Simulated bool   `json:"simulated"`
+				Probe     string `json:"probe"`
+			} `json:"environment"`
+		} `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil {
+		t.Fatalf("lab run: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	if !rec.Simulated || rec.Maturity != "draft" || len(rec.Hosts) != 2 || !rec.Hosts[0].Environment.Simulated {
+		t.Errorf("a lab run reached through -F: simulated %v, maturity %q, hosts %+v", rec.Simulated, rec.Maturity, rec.Hosts)
+	}
+	r = run(t, env, "exec", "-F", files.SSHConfig, "-H", "dgx01", "--json", "--", "true")
+	if !strings.Contains(r.stdout, `"simulated": true`) {
+		t.Errorf("exec --json through -F does not say simulated:\n%s", r.stdout)
+	}
+	_ = f
+}

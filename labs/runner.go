@@ -32,6 +32,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	})
 	for i, hr := range results {
 		r.finalize(i, hr)
+		if hr.Simulated { // however the host was reached
+			r.rec.Simulated, r.rec.Maturity = true, "draft"
+		}
 	}
 	r.rec.finish(r.now(), ctx.Err() != nil)
 	return r.rec

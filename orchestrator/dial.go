@@ -50,6 +50,16 @@ type Conn struct {
 	reused bool          // taken from a Pool: no handshake was paid
 }
 
+// SimulatedServerVersion is how gpulab's simulated hosts (package sim)
+// identify themselves in the SSH handshake. Whatever route reached them
+// (an inventory, ssh_config, -H), what is made on them says SIMULATED.
+const SimulatedServerVersion = "SSH-2.0-gpulab_sim"
+
+// Simulated reports whether the host is one of gpulab's simulated hosts.
+func (c *Conn) Simulated() bool {
+	return strings.HasPrefix(string(c.client.ServerVersion()), SimulatedServerVersion)
+}
+
 // alive reports whether the connection's transport is still up.
 func (c *Conn) alive() bool {
 	select {

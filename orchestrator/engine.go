@@ -166,6 +166,7 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 			conn, err := e.dial(ctx, t)
 			hr.Connect = time.Since(start)
 			hr.Reused = err == nil && conn.reused
+			hr.Simulated = err == nil && conn.Simulated()
 			if err != nil {
 				hr.Class, hr.Err = Unreachable, err.Error()
 				var de *DialError

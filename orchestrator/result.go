@@ -91,9 +91,12 @@ type HostResult struct {
 	Err     string        `json:"error,omitempty"`
 	Connect time.Duration `json:"connect_ns"`
 	// Reused: the connection came from the engine's Pool (no handshake).
-	Reused bool          `json:"reused,omitempty"`
-	Total  time.Duration `json:"total_ns"`
-	Steps  []Result      `json:"steps"`
+	Reused bool `json:"reused,omitempty"`
+	// Simulated: the host is one of gpulab's simulated hosts (it says so
+	// in the handshake: SimulatedServerVersion).
+	Simulated bool          `json:"simulated,omitempty"`
+	Total     time.Duration `json:"total_ns"`
+	Steps     []Result      `json:"steps"`
 }
 
 // Worst returns the most severe class among results (OK for none).

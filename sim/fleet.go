@@ -28,6 +28,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/sim/spec"
 )
@@ -170,7 +171,7 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 			return nil, fmt.Errorf("sim: %s: key not authorised for %q", name, c.User())
 		},
 		MaxAuthTries:  32,
-		ServerVersion: "SSH-2.0-gpulab_sim",
+		ServerVersion: orchestrator.SimulatedServerVersion,
 	}
 	h.config.AddHostKey(h.signer)
 	if h.mode == Drop {

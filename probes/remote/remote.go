@@ -27,6 +27,10 @@ type Source func(arch string) (data, gz []byte, err error)
 // shared by every host of a run. It is safe for concurrent use.
 type Prober struct {
 	Source Source
+	// SimSource, when set, gives the probe for a simulated host (one that
+	// says so in its handshake, orchestrator.Conn.Simulated): the
+	// simulator build, which such a host runs with its own faults.
+	SimSource Source
 	// Args go to every run of the probe (--mock dgxa100).
 	Args []string
 	// Keep leaves the probe cached on the hosts under its sha256, and uses
@@ -56,6 +60,7 @@ type Installed struct {
 	Path string
 	Sent int64 // bytes pushed; 0 when the host had it
 	own  bool  // a copy of this run's own, removed afterwards
+	sim  bool  // the simulator build on a simulated host: it adds --mock itself
 }
 
 // Install puts the probe on the host behind conn. Without Keep, the run
@@ -78,7 +83,8 @@ func (p *Prober) Install(ctx context.Context, conn *orchestrator.Conn, timeout t
 		}
 		libc = bundle.ParseLibc(rest)
 	}
-	pr, err := p.probe(arch)
+	sim := p.SimSource != nil && conn.Simulated()
+	pr, err := p.probe(arch, sim)
 	if err != nil {
 		return nil, orchestrator.Error, err
 	}
@@ -99,17 +105,22 @@ func (p *Prober) Install(ctx context.Context, conn *orchestrator.Conn, timeout t
 	if push.Class != orchestrator.OK {
 		return nil, push.Class, fmt.Errorf("%s", push.Err)
 	}
-	return &Installed{Path: push.Path, Sent: push.Sent, own: own}, orchestrator.OK, nil
+	return &Installed{Path: push.Path, Sent: push.Sent, own: own, sim: sim}, orchestrator.OK, nil
 }
 
-// probe returns the probe for arch, read and examined once per run.
-func (p *Prober) probe(arch string) (probe, error) {
+// probe returns the probe for arch (the simulator build with sim), read
+// and examined once per run.
+func (p *Prober) probe(arch string, sim bool) (probe, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if pr, ok := p.probes[arch]; ok {
+	key, source := arch, p.Source
+	if sim {
+		key, source = "simulated/"+arch, p.SimSource
+	}
+	if pr, ok := p.probes[key]; ok {
 		return pr, nil
 	}
-	data, gz, err := p.Source(arch)
+	data, gz, err := source(arch)
 	if err != nil {
 		return probe{}, err
 	}
@@ -123,7 +134,7 @@ func (p *Prober) probe(arch string) (probe, error) {
 	if p.probes == nil {
 		p.probes = map[string]probe{}
 	}
-	p.probes[arch] = pr
+	p.probes[key] = pr
 	return pr, nil
 }
 
@@ -131,11 +142,30 @@ func (p *Prober) probe(arch string) (probe, error) {
 // Prober's and these arguments, each quoted. With remove, the line also
 // deletes the run's own copy afterwards, keeping the probe's exit status.
 func (in *Installed) Line(p *Prober, remove bool, args ...string) string {
-	line := "env -u LD_BIND_NOW " + orchestrator.QuoteArgs(append(append([]string{in.Path}, p.Args...), args...))
+	pargs := p.Args
+	if in.sim { // a simulated host says what its probe simulates
+		pargs = withoutMock(pargs)
+	}
+	line := "env -u LD_BIND_NOW " + orchestrator.QuoteArgs(append(append([]string{in.Path}, pargs...), args...))
 	if remove && in.own {
 		line += "; rc=$?; rm -f -- " + orchestrator.Quote(in.Path) + "; exit $rc"
 	}
 	return line
+}
+
+// withoutMock drops --mock NAME (and --mock=NAME) from a probe's arguments.
+func withoutMock(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--mock" && i+1 < len(args):
+			i++
+		case strings.HasPrefix(args[i], "--mock="):
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
 }
 
 // Remove deletes the run's own copy (a cached one stays).
