@@ -206,3 +206,17 @@ func TestWriteInventoryRefusesNonRegularFiles(t *testing.T) {
 		t.Errorf("--drop and --hang of one host: %v", err)
 	}
 }
+
+// The interpreter's own builtins, reached through builtin or command,
+// answer from the host, never from the operator's PATH or links.
+func TestBuiltinsLookAtTheHostOnly(t *testing.T) {
+	_, files := startFleet(t, Config{Hosts: 1})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	cmd := `for c in "builtin type -P sshd" "command type -P sshd" "builtin command -v sshd" "builtin type sshd" "type -P sshd"; do $c; echo "$c: $?"; done; builtin type -P nvidia-smi; mkdir -p /var/run && cd /var/run && builtin pwd -P`
+	r := e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "b", Command: cmd}}}, nil)[0]
+	want := "builtin type -P sshd: 1\ncommand type -P sshd: 1\nbuiltin command -v sshd: 1\nbuiltin type sshd: 1\ntype -P sshd: 1\n/usr/bin/nvidia-smi\n/var/run\n"
+	if len(r.Steps) != 1 || string(r.Steps[0].Stdout) != want {
+		t.Errorf("builtins: %s %s\nstdout %q\nstderr %q\nwant %q", r.Class, r.Err, r.Steps[0].Stdout, r.Steps[0].Stderr, want)
+	}
+}

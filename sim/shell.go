@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -260,16 +261,33 @@ func (c *call) exec(ctx context.Context, args []string) (err error) {
 // pwd -P resolves real links) or that the interpreter lacks (cd -P, cd --).
 func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 	switch args[0] {
+	case "builtin":
+		// builtin NAME runs the interpreter's own NAME: the same rewrite.
+		if len(args) > 1 {
+			rest, err := c.callHook(ctx, args[1:])
+			if err != nil || strings.HasPrefix(rest[0], "\x00") {
+				return rest, err
+			}
+			return append([]string{"builtin"}, rest...), nil
+		}
 	case "command":
-		if len(args) > 2 && (args[1] == "-v" || args[1] == "-V") {
+		if len(args) > 1 && (strings.HasPrefix(args[1], "-v") || strings.HasPrefix(args[1], "-V")) {
 			return append([]string{"\x00command-v"}, args[2:]...), nil
 		}
-	case "type":
+		if len(args) > 1 && !strings.HasPrefix(args[1], "-") {
+			rest, err := c.callHook(ctx, args[1:])
+			if err != nil || strings.HasPrefix(rest[0], "\x00") {
+				return rest, err
+			}
+			return append([]string{"command"}, rest...), nil
+		}
+	case "type", "hash":
 		return append([]string{"\x00command-v"}, args[1:]...), nil
 	case "umask":
 		return append([]string{"\x00umask"}, args[1:]...), nil
 	case "pwd":
-		if len(args) > 1 && args[1] == "-P" {
+		// pwd -P, and pwd after cd -P's links, resolve in the host's tree.
+		if slices.Contains(args[1:], "-P") {
 			return []string{"\x00pwd-P"}, nil
 		}
 	case "cd":

@@ -133,6 +133,9 @@ func (t *toolCall) known(name string) bool {
 func (t *toolCall) commandV(names []string) int {
 	code := 0
 	for _, n := range names {
+		if strings.HasPrefix(n, "-") { // type -P, -t, -a: the answer is the same
+			continue
+		}
 		switch {
 		case isShellBuiltin(n):
 			t.outf("%s\n", n)
