@@ -31,9 +31,9 @@ func toolCat(t *toolCall, args []string) int {
 // maxInput bounds what a tool that must hold its whole input (sort, tail,
 // tr, wc) keeps: the simulation runs in the operator's process, and
 // `seq 1 1e12 | sort` must not take its memory.
-var maxInput int64 = 64 << 20
+var maxInput int64 = 16 << 20
 
-var errMemory = errors.New("memory exhausted (a simulated host holds 64 MiB of input at most)")
+var errMemory = errors.New("memory exhausted (a simulated host holds 16 MiB of input at most)")
 
 // readAll reads r whole, up to maxInput.
 func readAll(r io.Reader) ([]byte, error) {

@@ -70,6 +70,7 @@ type Fleet struct {
 	probeSum  string // the simulator probe's sha256 (probe), "" if none is embedded
 	glibc     string // what getconf GNU_LIBC_VERSION says (probe)
 	sick      int
+	watch     watchdog // stops every command when the heap runs past maxHeap
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -133,6 +134,11 @@ func (f *Fleet) start() error {
 		return err
 	}
 	f.clientPK = signer.PublicKey()
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.watch.run(f.ctx, 200*time.Millisecond)
+	}()
 	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts)
 	f.sick = sick
 	for i := 0; i < f.cfg.Hosts; i++ {

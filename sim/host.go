@@ -160,6 +160,7 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 	env := append(h.baseEnv(), sshConnEnv(sc)...)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	defer h.fleet.watch.add(h.name, cancel, ch.Stderr())()
 	pty, started := false, false
 	done := make(chan struct{})
 	for req := range reqs {

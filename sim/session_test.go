@@ -220,3 +220,18 @@ func TestBuiltinsLookAtTheHostOnly(t *testing.T) {
 		t.Errorf("builtins: %s %s\nstdout %q\nstderr %q\nwant %q", r.Class, r.Err, r.Steps[0].Stdout, r.Steps[0].Stderr, want)
 	}
 }
+
+// When the process's heap passes the simulation's bound, every running
+// simulated command is stopped with a message; the fleet keeps serving.
+func TestMemoryWatchdogStopsCommands(t *testing.T) {
+	old := maxHeap
+	maxHeap = 1 // every sample is over: the next running command is stopped
+	t.Cleanup(func() { maxHeap = old })
+	_, files := startFleet(t, Config{Hosts: 1})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	r := e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "w", Command: "sleep 600"}}}, nil)[0]
+	if len(r.Steps) != 1 || !strings.Contains(string(r.Steps[0].Stderr), "the simulation's memory reached") {
+		t.Errorf("sleep 600 under a tiny memory bound: %s %s %+v", r.Class, r.Err, r.Steps)
+	}
+}
