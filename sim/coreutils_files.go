@@ -174,6 +174,11 @@ func toolMkdir(t *toolCall, args []string) int {
 	code := 0
 	for _, n := range o.args {
 		r := rel(t.dir, n)
+		if err := t.h.fs.created(); err != nil {
+			t.errf("mkdir: cannot create directory '%s': %s", n, errText(err))
+			code = 1
+			continue
+		}
 		if o.has("p", "parents") {
 			err = t.h.fs.r().MkdirAll(r, 0o755)
 		} else {
@@ -362,6 +367,10 @@ func toolLn(t *toolCall, args []string) int {
 		return 1
 	}
 	dst := rel(t.dir, o.args[1])
+	if err := t.h.fs.created(); err != nil {
+		t.errf("ln: failed to create link '%s': %s", o.args[1], errText(err))
+		return 1
+	}
 	if o.has("f", "force") {
 		_ = t.h.fs.r().Remove(dst)
 	}
@@ -507,6 +516,10 @@ func toolMktemp(t *toolCall, args []string) int {
 		b[i] = letters[int(b[i])%len(letters)]
 	}
 	p := path.Join(abs(t.dir, dir), tmpl[:len(tmpl)-x]+string(b))
+	if err := t.h.fs.created(); err != nil {
+		t.errf("mktemp: failed to create file via template '%s': %s", tmpl, errText(err))
+		return 1
+	}
 	if o.has("d", "directory") {
 		err = t.h.fs.r().Mkdir(rel("/", p), 0o700)
 	} else {

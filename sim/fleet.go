@@ -71,6 +71,7 @@ type Fleet struct {
 	glibc     string // what getconf GNU_LIBC_VERSION says (probe)
 	sick      int
 	watch     watchdog // stops every command when the heap runs past maxHeap
+	disk      disk     // the hosts' disk together
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -139,6 +140,14 @@ func (f *Fleet) start() error {
 		defer f.wg.Done()
 		f.watch.run(f.ctx, 200*time.Millisecond)
 	}()
+	f.disk.limit = fleetDisk(f.cfg.Hosts)
+	f.disk.trees = func() []*vfs {
+		trees := make([]*vfs, len(f.hosts))
+		for i, h := range f.hosts {
+			trees[i] = h.fs
+		}
+		return trees
+	}
 	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts)
 	f.sick = sick
 	for i := 0; i < f.cfg.Hosts; i++ {
@@ -161,6 +170,7 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 		h.mode = Hang
 	}
 	h.fs = newVFS(filepath.Join(f.dir, name), name, f.empty)
+	h.fs.fleet = &f.disk
 	h.machine = newMachine(name, i, faults)
 	_, hk, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {

@@ -235,3 +235,25 @@ func TestMemoryWatchdogStopsCommands(t *testing.T) {
 		t.Errorf("sleep 600 under a tiny memory bound: %s %s %+v", r.Class, r.Err, r.Steps)
 	}
 }
+
+// Empty files cost a block each, and the hosts of a fleet share a disk of
+// their own: many hosts cannot together fill the operator's.
+func TestEntriesAndTheFleetDiskAreBounded(t *testing.T) {
+	oldDisk := hostDisk
+	hostDisk = 64 << 10 // 16 entries of a block
+	t.Cleanup(func() { hostDisk = oldDisk })
+	f, files := startFleet(t, Config{Hosts: 2})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 2}
+	r := e.Run(context.Background(), orchestrator.Plan{Targets: targets[:1], Steps: []orchestrator.Step{{Name: "n", Command: `i=0; while [ $i -lt 100 ]; do : > f$i || break; i=$((i+1)); done; echo made=$i`}}}, nil)[0]
+	if len(r.Steps) != 1 || !strings.Contains(string(r.Steps[0].Stdout), "made=") || strings.Contains(string(r.Steps[0].Stdout), "made=100") {
+		t.Errorf("100 empty files on a 64 KiB disk: %q %q", r.Steps[0].Stdout, r.Steps[0].Stderr)
+	}
+	// The fleet's disk: with room for one host's bytes only, the second
+	// host's write is refused though its own disk is empty.
+	f.disk.limit = hostDisk
+	r = e.Run(context.Background(), orchestrator.Plan{Targets: targets[1:], Steps: []orchestrator.Step{{Name: "w", Command: "seq 1 5000 > big"}}}, nil)[0]
+	if len(r.Steps) != 1 || !strings.Contains(string(r.Steps[0].Stderr), "No space left on device") {
+		t.Errorf("dgx02 past the fleet's disk: %q %q", r.Steps[0].Stdout, r.Steps[0].Stderr)
+	}
+}

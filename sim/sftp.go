@@ -51,6 +51,11 @@ func (s *sftpFS) open(r *sftp.Request) (quotaFile, error) {
 	if r.AttrFlags().Permissions {
 		perm = r.Attributes().FileMode().Perm()
 	}
+	if r.Pflags().Creat {
+		if err := s.v.created(); err != nil {
+			return quotaFile{}, sftpErr(r.Filepath, &fs.PathError{Op: "open", Path: r.Filepath, Err: err})
+		}
+	}
 	f, err := s.v.r().OpenFile(s.name(r.Filepath), openFlags(r.Pflags()), perm)
 	if err != nil {
 		return quotaFile{}, sftpErr(r.Filepath, err)
@@ -91,16 +96,22 @@ func (s *sftpFS) Filecmd(r *sftp.Request) error {
 	case "Rmdir":
 		err = s.v.r().Remove(name)
 	case "Mkdir":
-		err = s.v.r().Mkdir(name, 0o755)
+		if err = s.v.created(); err == nil {
+			err = s.v.r().Mkdir(name, 0o755)
+		}
 	case "Remove":
 		if fi, lerr := s.v.r().Lstat(name); lerr == nil && fi.IsDir() {
 			return sftpErr(r.Filepath, errors.New("is a directory"))
 		}
 		err = s.v.r().Remove(name)
 	case "Symlink":
-		err = s.v.r().Symlink(r.Filepath, s.name(r.Target))
+		if err = s.v.created(); err == nil {
+			err = s.v.r().Symlink(r.Filepath, s.name(r.Target))
+		}
 	case "Link":
-		err = s.v.r().Link(name, s.name(r.Target))
+		if err = s.v.created(); err == nil {
+			err = s.v.r().Link(name, s.name(r.Target))
+		}
 	default:
 		return sftp.ErrSSHFxOpUnsupported
 	}

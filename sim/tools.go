@@ -230,6 +230,9 @@ func (t *toolCall) openWrite(name string, flag int) (io.WriteCloser, error) {
 	case "/dev/stderr":
 		return nopCloser{Writer: t.stderr}, nil
 	}
+	if err := t.h.fs.created(); err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
 	f, err := t.h.fs.r().OpenFile(rel(t.dir, name), os.O_WRONLY|os.O_CREATE|flag, 0o644)
 	if err != nil {
 		return nil, cleanPathErr(name, err)

@@ -32,10 +32,12 @@ type vfs struct {
 	hostname string
 	empty    string // a fleet's empty directory: the root if the tree cannot be made
 
-	once sync.Once
-	root *os.Root
-	err  error
-	used atomic.Int64 // bytes written, an upper bound of the tree's size (charge)
+	once  sync.Once
+	mu    sync.Mutex // guards root and err for usage, beside once
+	root  *os.Root
+	err   error
+	used  atomic.Int64 // bytes written, an upper bound of the tree's size (charge)
+	fleet *disk        // the fleet's disk, shared by its hosts (nil: none)
 }
 
 func newVFS(dir, hostname, empty string) *vfs {
@@ -47,10 +49,13 @@ func newVFS(dir, hostname, empty string) *vfs {
 // write fails, as on a host whose disk failed; the error stays in v.err.
 func (v *vfs) r() *os.Root {
 	v.once.Do(func() {
-		v.root, v.err = v.make()
-		if v.err != nil {
-			v.root, _ = os.OpenRoot(v.empty)
+		root, err := v.make()
+		if err != nil {
+			root, _ = os.OpenRoot(v.empty)
 		}
+		v.mu.Lock()
+		v.root, v.err = root, err
+		v.mu.Unlock()
 	})
 	return v.root
 }
@@ -87,7 +92,7 @@ func (v *vfs) make() (*os.Root, error) {
 			r.Close()
 			return nil, err
 		}
-		v.used.Add(int64(len(data)))
+		v.used.Add(int64(len(data)) + entryCost)
 	}
 	return r, nil
 }
@@ -176,6 +181,11 @@ func (v *vfs) open(ctx context.Context, name string, flag int, perm fs.FileMode)
 	if strings.HasPrefix(p, "/dev/") && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: syscall.EACCES}
 	}
+	if flag&os.O_CREATE != 0 {
+		if err := v.created(); err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+	}
 	f, err := v.r().OpenFile(rel(hc.Dir, name), flag, perm)
 	if err != nil {
 		return nil, cleanPathErr(name, err)
@@ -257,26 +267,66 @@ func (devNullInfo) Sys() any           { return nil }
 // operator's disk.
 var hostDisk int64 = 256 << 20
 
-// charge accounts n more bytes written. The count only grows (overwrites
-// and removals are not subtracted as they happen); when it passes the
-// disk, the tree is measured again before a write is refused.
-func (v *vfs) charge(n int) error {
-	if v.used.Add(int64(n)) <= hostDisk {
-		return nil
-	}
-	v.used.Store(v.usage() + int64(n))
-	if v.used.Load() <= hostDisk {
-		return nil
-	}
-	v.used.Add(-int64(n))
-	return syscall.ENOSPC
+// entryCost is what a file, directory or link costs on a simulated disk
+// beside its bytes (a block): a loop making empty files runs out too.
+const entryCost = 4096
+
+// disk is the space a whole fleet's hosts may use together: each host has
+// hostDisk, and together they have at most fleetDisk, so that a fleet of
+// 1,000 hosts cannot take 256 GB of the operator's disk.
+type disk struct {
+	used  atomic.Int64
+	limit int64
+	trees func() []*vfs
 }
 
-// usage is what the tree holds now, in bytes.
+// fleetDisk is a fleet of n hosts' disk: 16 MiB a host (a probe is 5 MB),
+// at least 4 GiB, and never more than the hosts' own disks together.
+func fleetDisk(n int) int64 { return min(int64(n)*hostDisk, max(4<<30, int64(n)*16<<20)) }
+
+// charge accounts n more bytes written on the host (and its fleet). The
+// counts only grow (overwrites and removals are not subtracted as they
+// happen); when one passes its limit, the trees are measured again before
+// a write is refused with ENOSPC.
+func (v *vfs) charge(n int) error {
+	if v.used.Add(int64(n)) > hostDisk {
+		v.used.Store(v.usage() + int64(n))
+		if v.used.Load() > hostDisk {
+			v.used.Add(-int64(n))
+			return syscall.ENOSPC
+		}
+	}
+	if d := v.fleet; d != nil && d.used.Add(int64(n)) > d.limit {
+		var total int64
+		for _, t := range d.trees() {
+			total += t.usage()
+		}
+		d.used.Store(total + int64(n))
+		if d.used.Load() > d.limit {
+			d.used.Add(-int64(n))
+			v.used.Add(-int64(n))
+			return syscall.ENOSPC
+		}
+	}
+	return nil
+}
+
+// usage is what the tree holds now: its files' bytes and entryCost a
+// file, directory or link. A tree not made holds nothing.
 func (v *vfs) usage() int64 {
+	v.mu.Lock()
+	made := v.root != nil && v.err == nil
+	v.mu.Unlock()
+	if !made {
+		return 0
+	}
 	var total int64
 	_ = fs.WalkDir(v.r().FS(), ".", func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
+		if err != nil {
+			return nil
+		}
+		total += entryCost
+		if d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
 				total += fi.Size()
 			}
@@ -285,6 +335,10 @@ func (v *vfs) usage() int64 {
 	})
 	return total
 }
+
+// created charges a new directory entry (a file made by O_CREATE, a
+// directory, a link).
+func (v *vfs) created() error { return v.charge(entryCost) }
 
 // quotaFile is a file open for writing on a simulated host: its writes
 // count against the host's disk. It does not embed *os.File, whose
