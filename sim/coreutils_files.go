@@ -113,7 +113,7 @@ func (t *toolCall) lsEntry(o opts, name string, fi fs.FileInfo) {
 		t.outf("%s\n", name)
 		return
 	}
-	t.outf("%s 1 %s %s %8d %s %s\n", fi.Mode().String(), User, User, fi.Size(), fi.ModTime().UTC().Format("Jan _2 15:04"), name)
+	t.outf("%s 1 %s %s %8d %s %s\n", modeString(fi.Mode()), User, User, fi.Size(), fi.ModTime().UTC().Format("Jan _2 15:04"), name)
 }
 
 func parseMode(s string, old fs.FileMode) (fs.FileMode, error) {
@@ -438,12 +438,41 @@ func toolStat(t *toolCall, args []string) int {
 			continue
 		}
 		if !hasFormat {
-			t.outf("  File: %s\n  Size: %d\nAccess: (%04o/%s)\nModify: %s\n", n, fi.Size(), unixPerm(fi.Mode()), fi.Mode().String(), fi.ModTime().UTC().Format("2006-01-02 15:04:05.000000000 -0700"))
+			t.outf("  File: %s\n  Size: %d\nAccess: (%04o/%s)\nModify: %s\n", n, fi.Size(), unixPerm(fi.Mode()), modeString(fi.Mode()), fi.ModTime().UTC().Format("2006-01-02 15:04:05.000000000 -0700"))
 			continue
 		}
 		t.outf("%s\n", statFormat(format, n, fi))
 	}
 	return code
+}
+
+// modeString is a mode as ls -l prints it: drwxrwxrwt for /tmp, where
+// Go's FileMode.String says dtrwxrwxrwx.
+func modeString(m fs.FileMode) string {
+	b := []byte("-rwxrwxrwx")
+	switch {
+	case m.IsDir():
+		b[0] = 'd'
+	case m&fs.ModeSymlink != 0:
+		b[0] = 'l'
+	case m&fs.ModeCharDevice != 0:
+		b[0] = 'c'
+	case m&fs.ModeNamedPipe != 0:
+		b[0] = 'p'
+	}
+	for i := 0; i < 9; i++ {
+		if m&(1<<uint(8-i)) == 0 {
+			b[i+1] = '-'
+		}
+	}
+	if m&fs.ModeSticky != 0 {
+		if b[9] == 'x' {
+			b[9] = 't'
+		} else {
+			b[9] = 'T'
+		}
+	}
+	return string(b)
 }
 
 // unixPerm is the mode's permission bits with the sticky bit as stat
@@ -468,7 +497,7 @@ func statFormat(format, name string, fi fs.FileInfo) string {
 	}
 	return strings.NewReplacer("%a", strconv.FormatUint(uint64(unixPerm(fi.Mode())), 8), "%s", strconv.FormatInt(fi.Size(), 10),
 		"%n", name, "%F", kind, "%U", User, "%G", User, "%Y", strconv.FormatInt(fi.ModTime().Unix(), 10),
-		"%A", fi.Mode().String(), "%u", "1000", "%g", "1000", "%%", "%").Replace(format)
+		"%A", modeString(fi.Mode()), "%u", "1000", "%g", "1000", "%%", "%").Replace(format)
 }
 
 func toolSum(t *toolCall, args []string) int {
