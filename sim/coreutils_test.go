@@ -1,8 +1,13 @@
 package sim
 
 import (
+	"context"
 	"io/fs"
+	"os/exec"
 	"testing"
+
+	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 func TestModeString(t *testing.T) {
@@ -15,6 +20,30 @@ func TestModeString(t *testing.T) {
 	} {
 		if got := modeString(m); got != want {
 			t.Errorf("modeString(%v) = %s, want %s", m, got, want)
+		}
+	}
+}
+
+// The simulated tools print what GNU's print: the same commands run by
+// the real tools on this machine and on a simulated host give the same
+// bytes and the same exit status.
+func TestToolsAgreeWithGNU(t *testing.T) {
+	sh := testreq.Tool(t, "bash", "the oracle for the simulated tools is GNU's (bash, grep, coreutils)")
+	_, files := startFleet(t, Config{Hosts: 1})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	input := `printf 'gpu0 NV12 a\ngpu1 SYS b\ngpu2 NV12 a\nGPU3 PXB c\ngpu4 NV12 a\n\ngpu5 NV10 b\n'`
+	for _, c := range []string{
+		"grep -n -A1 -B1 SYS", "grep -C1 PXB", "grep -c NV12", "grep -v NV12", "grep -i gpu3", "grep -E 'NV1[02]'",
+		"grep -o 'NV[0-9]*'", "grep -w a", "grep -x ''", "grep -q SYS", "grep nothing", "grep -m2 NV", "grep -A1 -m1 NV12",
+		"sort", "sort -r", "sort -k2", "sort -u -k3", "uniq -c", "cut -d' ' -f2", "cut -c1-4", "head -3", "tail -2", "tail -n +6",
+		"wc -l", "wc", "tr a-z A-Z", "tr -d ' '",
+	} {
+		cmd := input + " | " + c + "; echo rc=$?"
+		want, _ := exec.Command(sh, "-c", cmd).Output()
+		r := e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "t", Command: cmd}}}, nil)[0]
+		if len(r.Steps) != 1 || string(r.Steps[0].Stdout) != string(want) {
+			t.Errorf("%s:\nsimulated %q (stderr %q)\nGNU       %q", c, r.Steps[0].Stdout, r.Steps[0].Stderr, want)
 		}
 	}
 }

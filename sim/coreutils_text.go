@@ -235,9 +235,14 @@ func bre(p string) string {
 }
 
 func toolGrep(t *toolCall, args []string) int {
-	o, err := parseOpts(args[1:], "e,m,A,B,C", "regexp,max-count", false)
+	o, err := parseOpts(args[1:], "e,m,A,B,C", "regexp,max-count,after-context,before-context,context", false)
+	if err == nil {
+		err = o.check("grep", "EFGPivwxcqlnohHsemABC", "regexp", "max-count", "after-context", "before-context", "context",
+			"fixed-strings", "extended-regexp", "basic-regexp", "ignore-case", "invert-match", "word-regexp", "line-regexp",
+			"count", "quiet", "silent", "files-with-matches", "line-number", "only-matching", "with-filename", "no-filename", "no-messages")
+	}
 	if err != nil {
-		t.errf("grep: %v", err)
+		t.errf("%v", err)
 		return 2
 	}
 	var pats []string
@@ -254,9 +259,24 @@ func toolGrep(t *toolCall, args []string) int {
 		t.errf("grep: %v", err)
 		return 2
 	}
-	g := grepRun{t: t, re: re, o: o, withName: (len(o.args) > 1 || o.has("H")) && !o.has("h"), max: -1}
+	g := grepRun{t: t, re: re, o: o, withName: (len(o.args) > 1 || o.has("H", "with-filename")) && !o.has("h", "no-filename"), max: -1}
 	if v, ok := o.get("m", "max-count"); ok {
 		g.max, _ = strconv.Atoi(v)
+	}
+	for _, c := range []struct {
+		n    []string
+		dest []*int
+	}{{[]string{"C", "context"}, []*int{&g.before, &g.after}}, {[]string{"A", "after-context"}, []*int{&g.after}}, {[]string{"B", "before-context"}, []*int{&g.before}}} {
+		if v, ok := o.get(c.n...); ok {
+			k, err := strconv.Atoi(v)
+			if err != nil || k < 0 {
+				t.errf("grep: %s: invalid context length argument", v)
+				return 2
+			}
+			for _, d := range c.dest {
+				*d = k
+			}
+		}
 	}
 	code := t.eachInput("grep", o.args, g.file)
 	switch {
@@ -292,12 +312,13 @@ func grepRegexp(name string, o opts, pats []string) (*regexp.Regexp, error) {
 }
 
 type grepRun struct {
-	t        *toolCall
-	re       *regexp.Regexp
-	o        opts
-	withName bool
-	matched  bool
-	max      int
+	t             *toolCall
+	re            *regexp.Regexp
+	o             opts
+	withName      bool
+	matched       bool
+	max           int
+	before, after int // -B, -A lines of context
 }
 
 func (g *grepRun) file(name string, r io.Reader) error {
@@ -306,12 +327,32 @@ func (g *grepRun) file(name string, r io.Reader) error {
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	count, n := 0, 0
+	count, n, afterLeft, last := 0, 0, 0, 0
 	invert := g.o.has("v", "invert-match")
+	var before []numbered // lines kept for -B
+	listing := !g.o.has("q", "quiet", "silent", "l", "files-with-matches", "c", "count")
+	done := false // -m reached: only the trailing context is left to print
 	for sc.Scan() {
 		n++
 		line := sc.Text()
+		if done {
+			if afterLeft == 0 || !listing {
+				break
+			}
+			g.printContext(name, n, line, &last)
+			afterLeft--
+			continue
+		}
 		if g.re.MatchString(line) == invert {
+			if afterLeft > 0 && listing {
+				g.printContext(name, n, line, &last)
+				afterLeft--
+			} else if g.before > 0 {
+				before = append(before, numbered{n, line})
+				if len(before) > g.before {
+					before = before[1:]
+				}
+			}
 			continue
 		}
 		count++
@@ -324,11 +365,15 @@ func (g *grepRun) file(name string, r io.Reader) error {
 			return nil
 		case g.o.has("c", "count"):
 		default:
+			for _, b := range before {
+				g.printContext(name, b.n, b.line, &last)
+			}
+			before = before[:0]
+			g.separate(n, &last)
 			g.printLine(name, n, line, invert)
+			last, afterLeft = n, g.after
 		}
-		if g.max >= 0 && count >= g.max {
-			break
-		}
+		done = g.max >= 0 && count >= g.max
 	}
 	if g.o.has("c", "count") {
 		if g.withName {
@@ -337,6 +382,33 @@ func (g *grepRun) file(name string, r io.Reader) error {
 		g.t.outf("%d\n", count)
 	}
 	return sc.Err()
+}
+
+type numbered struct {
+	n    int
+	line string
+}
+
+// separate prints "--" between groups of context that do not touch, as
+// GNU grep does when context was asked for.
+func (g *grepRun) separate(n int, last *int) {
+	if (g.before > 0 || g.after > 0) && *last > 0 && n > *last+1 {
+		g.t.outf("--\n")
+	}
+}
+
+// printContext prints a line of context: "-" where a match has ":".
+func (g *grepRun) printContext(name string, n int, line string, last *int) {
+	g.separate(n, last)
+	prefix := ""
+	if g.withName {
+		prefix = name + "-"
+	}
+	if g.o.has("n", "line-number") {
+		prefix += strconv.Itoa(n) + "-"
+	}
+	g.t.outf("%s%s\n", prefix, line)
+	*last = n
 }
 
 func (g *grepRun) printLine(name string, n int, line string, invert bool) {

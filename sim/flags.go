@@ -124,3 +124,31 @@ func operands(args []string, known string) []string {
 	}
 	return out
 }
+
+// check returns an error naming the first option that is not among short
+// (letters) and long: a simulated tool refuses what it does not simulate,
+// rather than give a wrong answer without a word.
+func (o opts) check(tool, short string, long ...string) error {
+	for name := range o.set {
+		if len(name) == 1 && strings.Contains(short, name) {
+			continue
+		}
+		if len(name) > 1 && slicesContains(long, name) {
+			continue
+		}
+		if len(name) == 1 {
+			return fmt.Errorf("%s: option -%s is not simulated on this host", tool, name)
+		}
+		return fmt.Errorf("%s: option --%s is not simulated on this host", tool, name)
+	}
+	return nil
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
