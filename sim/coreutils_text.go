@@ -18,6 +18,9 @@ func toolFalse(*toolCall, []string) int { return 1 }
 
 func toolCat(t *toolCall, args []string) int {
 	o, err := parseOpts(args[1:], "", "", false)
+	if err == nil {
+		err = o.check("cat", "")
+	}
 	if err != nil {
 		t.errf("cat: %v", err)
 		return 1
@@ -61,6 +64,9 @@ func lines(r io.Reader) ([]string, error) {
 
 func toolHead(t *toolCall, args []string) int {
 	o, err := parseOpts(numericFlag(args[1:]), "n,c", "lines,bytes", false)
+	if err == nil {
+		err = o.check("head", "nc", "lines", "bytes")
+	}
 	if err != nil {
 		t.errf("head: %v", err)
 		return 1
@@ -98,6 +104,9 @@ func toolHead(t *toolCall, args []string) int {
 
 func toolTail(t *toolCall, args []string) int {
 	o, err := parseOpts(numericFlag(args[1:]), "n,c", "lines,bytes", false)
+	if err == nil {
+		err = o.check("tail", "nc", "lines", "bytes")
+	}
 	if err != nil {
 		t.errf("tail: %v", err)
 		return 1
@@ -129,6 +138,9 @@ func toolTail(t *toolCall, args []string) int {
 
 func toolWc(t *toolCall, args []string) int {
 	o, err := parseOpts(args[1:], "", "", false)
+	if err == nil {
+		err = o.check("wc", "lwcm", "lines", "words", "bytes", "chars")
+	}
 	if err != nil {
 		t.errf("wc: %v", err)
 		return 1
@@ -242,7 +254,7 @@ func toolGrep(t *toolCall, args []string) int {
 			"count", "quiet", "silent", "files-with-matches", "line-number", "only-matching", "with-filename", "no-filename", "no-messages")
 	}
 	if err != nil {
-		t.errf("%v", err)
+		t.errf("grep: %v", err)
 		return 2
 	}
 	var pats []string
@@ -430,6 +442,9 @@ func (g *grepRun) printLine(name string, n int, line string, invert bool) {
 
 func toolSort(t *toolCall, args []string) int {
 	o, err := parseOpts(args[1:], "k,t", "key,field-separator", false)
+	if err == nil {
+		err = o.check("sort", "nrukthg", "numeric-sort", "reverse", "unique", "key", "field-separator")
+	}
 	if err != nil {
 		t.errf("sort: %v", err)
 		return 2
@@ -496,6 +511,9 @@ func leadingNumber(s string) float64 {
 
 func toolUniq(t *toolCall, args []string) int {
 	o, err := parseOpts(args[1:], "", "", false)
+	if err == nil {
+		err = o.check("uniq", "cdu")
+	}
 	if err != nil {
 		t.errf("uniq: %v", err)
 		return 1
@@ -558,6 +576,9 @@ func fieldList(list string) (func(int) bool, error) {
 
 func toolCut(t *toolCall, args []string) int {
 	o, err := parseOpts(args[1:], "d,f,c,b", "delimiter,fields,characters,bytes", false)
+	if err == nil {
+		err = o.check("cut", "dfcb", "delimiter", "fields", "characters", "bytes")
+	}
 	if err != nil {
 		t.errf("cut: %v", err)
 		return 1

@@ -128,7 +128,7 @@ func operands(args []string, known string) []string {
 // check returns an error naming the first option that is not among short
 // (letters) and long: a simulated tool refuses what it does not simulate,
 // rather than give a wrong answer without a word.
-func (o opts) check(tool, short string, long ...string) error {
+func (o opts) check(_, short string, long ...string) error {
 	for name := range o.set {
 		if len(name) == 1 && strings.Contains(short, name) {
 			continue
@@ -137,9 +137,9 @@ func (o opts) check(tool, short string, long ...string) error {
 			continue
 		}
 		if len(name) == 1 {
-			return fmt.Errorf("%s: option -%s is not simulated on this host", tool, name)
+			return fmt.Errorf("option -%s is not simulated on this host", name)
 		}
-		return fmt.Errorf("%s: option --%s is not simulated on this host", tool, name)
+		return fmt.Errorf("option --%s is not simulated on this host", name)
 	}
 	return nil
 }

@@ -107,7 +107,10 @@ func (t *toolCall) run(args []string) int {
 	}
 	if f, ok := tools[name]; ok {
 		code := f(t, args)
-		if t.werr != nil {
+		switch {
+		case errors.Is(t.werr, syscall.EPIPE) || errors.Is(t.werr, io.ErrClosedPipe):
+			return 141 // the reader went away: SIGPIPE ends a real tool without a word
+		case t.werr != nil:
 			t.errf("%s: write error: %s", name, errText(t.werr))
 			return 1
 		}
