@@ -667,10 +667,22 @@ func xidRecent(in []Input, _ map[string]any) Verdict {
 			other = append(other, e)
 		}
 	}
+	xids := len(hw)
+	offBus := 0
 	for _, p := range k.FallenOffBus {
+		// The driver says "fallen off the bus" beside its Xid 79 too: that
+		// is one event, already counted.
+		if slices.ContainsFunc(k.XIDs, func(x parse.XIDLine) bool { return x.XID == 79 && strings.EqualFold(x.PCI, p) }) {
+			continue
+		}
+		offBus++
 		hw = append(hw, Evidence{Step: in[0].Step, Fact: p + " fell off the bus"})
 	}
 	switch {
+	case xids == 0 && offBus > 0:
+		return verdict(Fail, fmt.Sprintf("%d GPU(s) fallen off the bus without an Xid", offBus), append(hw, other...)...)
+	case offBus > 0:
+		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s), %d GPU(s) fallen off the bus without an Xid", xids, offBus), append(hw, other...)...)
 	case len(hw) > 0:
 		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s)", len(hw)), append(hw, other...)...)
 	case len(other) > 0:
