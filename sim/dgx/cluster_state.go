@@ -375,6 +375,11 @@ func (s *kstate) gpuWorkloads() {
 			p.labels = podLabels(p)
 			p.devices = s.freeDevices(n, size)
 			s.addPod(p, p.created.Add(20*time.Second))
+			if p.ownerKind == "Job" {
+				t := *p
+				s.jobs = append(s.jobs, &kjob{ns: p.ns, name: p.ownerName, uid: uuidOf("job", p.ns, p.ownerName), labels: map[string]string{},
+					parallelism: 1, created: p.created, template: &t, made: 1})
+			}
 		}
 	}
 }

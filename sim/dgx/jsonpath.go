@@ -140,7 +140,7 @@ func fieldName(p string) (string, string) {
 		case p[i] == '\\' && i+1 < len(p):
 			i++
 			b.WriteByte(p[i])
-		case p[i] == '.' || p[i] == '[':
+		case p[i] == '.' || p[i] == '[' || p[i] == ' ':
 			return b.String(), p[i:]
 		default:
 			b.WriteByte(p[i])

@@ -2,6 +2,7 @@ package dgx
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -174,18 +175,37 @@ func (k *kubeRun) filter(kind *kubeKind, in []kubeItem) ([]kubeItem, string) {
 	if err != "" {
 		return nil, "error: " + err
 	}
+	for _, term := range fs {
+		if !slices.Contains(kind.fieldLabels(), term.key) {
+			return nil, fmt.Sprintf("Error from server (BadRequest): Unable to find %q that match label selector %q, field selector %q: field label not supported: %s",
+				kind.gvr(), k.inv.flags["selector"], k.inv.flags["field-selector"], term.key)
+		}
+	}
 	var out []kubeItem
 	for _, it := range in {
-		ok, bad := fs.matches(it.fields, true)
-		if bad != "" {
-			return nil, fmt.Sprintf("Error from server (BadRequest): Unable to find %q that match label selector %q, field selector %q: field label not supported: %s",
-				kind.gvr(), k.inv.flags["selector"], k.inv.flags["field-selector"], bad)
-		}
-		if lok, _ := ls.matches(it.labels, false); ok && lok {
+		if fs.matches(it.fields) && ls.matches(it.labels) {
 			out = append(out, it)
 		}
 	}
 	return out, ""
+}
+
+// fieldLabels are the fields a field selector may name for the type.
+func (k *kubeKind) fieldLabels() []string {
+	common := []string{"metadata.name", "metadata.namespace"}
+	switch k.plural {
+	case "pods":
+		return append(common, "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+			"status.phase", "status.podIP", "status.nominatedNodeName")
+	case "events":
+		return append(common, "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
+			"involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type")
+	case "nodes":
+		return append(common, "spec.unschedulable")
+	case "namespaces":
+		return append(common, "status.phase")
+	}
+	return common
 }
 
 // gvr is the type as the API's errors name it: "/v1, Resource=pods".
@@ -238,27 +258,17 @@ func parseSelector(s string) (selector, string) {
 	return sel, ""
 }
 
-// matches reports whether fields match every term; strict (field
-// selectors) names a field the type does not support.
-func (sel selector) matches(fields map[string]string, strict bool) (bool, string) {
-	ok := true
+// matches reports whether fields match every term.
+func (sel selector) matches(fields map[string]string) bool {
 	for _, t := range sel {
 		v, has := fields[t.key]
-		if strict && !has {
-			return false, t.key
-		}
-		switch t.op {
-		case "=":
-			ok = ok && has && v == t.value
-		case "!=":
-			ok = ok && (!has || v != t.value)
-		case "exists":
-			ok = ok && has
-		case "!":
-			ok = ok && !has
+		switch {
+		case t.op == "=" && (!has || v != t.value), t.op == "!=" && has && v == t.value,
+			t.op == "exists" && !has, t.op == "!" && has:
+			return false
 		}
 	}
-	return ok, ""
+	return true
 }
 
 func (k *kubeRun) get() int {
@@ -279,6 +289,9 @@ func (k *kubeRun) get() int {
 		return k.fail("error: the SIMULATED cluster does not print objects as %s: use -o jsonpath", out)
 	default:
 		return k.fail("error: unable to match a printer suitable for the output format %q, allowed formats are: custom-columns,custom-columns-file,go-template,go-template-file,json,jsonpath,jsonpath-as-json,jsonpath-file,name,template,templatefile,wide,yaml", out)
+	}
+	if out == "wide" && kind.plural == "events" {
+		return k.fail("error: the SIMULATED cluster prints events only as a table, not -o wide")
 	}
 	if out != "name" && kind.header == nil {
 		return k.fail("error: the SIMULATED cluster prints %s only with -o name or -o jsonpath", kind.plural)
