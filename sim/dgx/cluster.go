@@ -92,6 +92,7 @@ type kstate struct {
 	crds       []kcrd
 	cqs        []*kclusterQueue
 	lqs        []klocalQueue
+	byNode     map[string][]*kpod // while set (indexPods), the pods on each node
 }
 
 type knamespace struct {

@@ -19,15 +19,25 @@ import (
 // reconcile runs the controllers at time at.
 func (s *kstate) reconcile(at time.Time) {
 	s.admitQueued(at)
-	for _, j := range s.jobs {
-		if !j.suspend {
-			s.syncJob(j, at)
+	have := map[string]int{}
+	for _, p := range s.pods {
+		if p.ownerKind == "Job" {
+			have[p.ns+"/"+p.ownerName]++
 		}
 	}
+	for _, j := range s.jobs {
+		if !j.suspend && have[j.ns+"/"+j.name] < j.parallelism {
+			s.syncJob(j, have[j.ns+"/"+j.name], at)
+		}
+	}
+	var pending []*kpod
 	for _, p := range s.pods {
 		if p.node == "" {
-			s.schedule(p, at)
+			pending = append(pending, p)
 		}
+	}
+	for _, p := range pending {
+		s.schedule(p, at)
 	}
 }
 
@@ -61,8 +71,7 @@ func (s *kstate) jobPods(j *kjob) []*kpod {
 // syncJob creates the pods a running Job lacks, each through the quota
 // admission: a refused pod is not created, and the Job says so
 // (FailedCreate) until the quota has room.
-func (s *kstate) syncJob(j *kjob, at time.Time) {
-	have := len(s.jobPods(j))
+func (s *kstate) syncJob(j *kjob, have int, at time.Time) {
 	for have < j.parallelism {
 		p := j.newPod(at)
 		if q := s.quotaFor(p.ns); q != nil && s.quotaUsed(q)+p.req.ext["nvidia.com/gpu"] > q.hard {
@@ -199,39 +208,34 @@ type nodeUse struct {
 	devices        map[int]bool
 }
 
-func (s *kstate) use(n *knode) nodeUse {
-	u := nodeUse{ext: map[string]int64{}, devices: map[int]bool{}}
-	for _, p := range s.pods {
-		if p.node != n.name || p.finished(s.now) {
-			continue
-		}
-		u.cpu += p.req.cpu
-		u.mem += p.req.mem
-		u.pods++
-		for r, v := range p.req.ext {
-			u.ext[r] += v
-		}
-		for _, d := range p.devices {
-			u.devices[d] = true
-		}
+func (u *nodeUse) add(p *kpod) {
+	u.cpu, u.mem, u.pods = u.cpu+p.req.cpu, u.mem+p.req.mem, u.pods+1
+	for r, v := range p.req.ext {
+		u.ext[r] += v
 	}
-	return u
+	for _, d := range p.devices {
+		u.devices[d] = true
+	}
 }
 
-// misfits says why pod p does not fit on node n now: the scheduler's
-// reasons ("Insufficient nvidia.com/gpu"), none when it fits. skip
-// leaves pods out, as preemption would.
-func (s *kstate) misfits(p *kpod, n *knode, skip func(*kpod) bool) []string {
-	u := nodeUse{ext: map[string]int64{}}
-	for _, q := range s.pods {
-		if q.node != n.name || q.finished(s.now) || skip != nil && skip(q) {
-			continue
-		}
-		u.cpu, u.mem, u.pods = u.cpu+q.req.cpu, u.mem+q.req.mem, u.pods+1
-		for r, v := range q.req.ext {
-			u.ext[r] += v
+// nodeUses is every node's use by the pods that have not finished,
+// leaving out those skip names (nil: none), in one pass over the pods.
+func (s *kstate) nodeUses(skip func(*kpod) bool) map[string]*nodeUse {
+	m := make(map[string]*nodeUse, len(s.nodes))
+	for _, n := range s.nodes {
+		m[n.name] = &nodeUse{ext: map[string]int64{}, devices: map[int]bool{}}
+	}
+	for _, p := range s.pods {
+		if p.node != "" && !p.finished(s.now) && (skip == nil || !skip(p)) {
+			m[p.node].add(p)
 		}
 	}
+	return m
+}
+
+// misfits says why pod p does not fit on node n, used as u: the
+// scheduler's reasons ("Insufficient nvidia.com/gpu"), none when it fits.
+func misfits(p *kpod, n *knode, u *nodeUse) []string {
 	var why []string
 	if u.pods+1 > nodeMaxPods {
 		why = append(why, "Too many pods")
@@ -269,13 +273,14 @@ func (s *kstate) schedule(p *kpod, at time.Time) {
 	var best *knode
 	bestFree := int64(-1)
 	counts := map[string]int{}
+	uses := s.nodeUses(nil)
 	for _, n := range s.nodes {
-		why := s.misfits(p, n, nil)
+		why := misfits(p, n, uses[n.name])
 		for _, w := range why {
 			counts[w]++
 		}
 		if len(why) == 0 {
-			if free := n.allocatable()["nvidia.com/gpu"] - s.use(n).ext["nvidia.com/gpu"]; free > bestFree {
+			if free := n.allocatable()["nvidia.com/gpu"] - uses[n.name].ext["nvidia.com/gpu"]; free > bestFree {
 				best, bestFree = n, free
 			}
 		}
@@ -285,7 +290,7 @@ func (s *kstate) schedule(p *kpod, at time.Time) {
 		s.failedScheduling(p, msg, at)
 		return
 	}
-	s.bind(p, best, at)
+	s.bind(p, best, uses[best.name], at)
 }
 
 // countReasons is "1 Insufficient cpu, 4 Insufficient nvidia.com/gpu":
@@ -305,18 +310,14 @@ func countReasons(counts map[string]int) string {
 // refused before it is created: the simulation does not preempt.)
 func (s *kstate) preemption(p *kpod) string {
 	counts := map[string]int{}
+	lower := func(q *kpod) bool { return q.priority < p.priority }
+	all, without := s.nodeUses(nil), s.nodeUses(lower)
 	for _, n := range s.nodes {
-		victims := 0
-		for _, q := range s.pods {
-			if q.node == n.name && !q.finished(s.now) && q.priority < p.priority {
-				victims++
-			}
-		}
-		if victims == 0 {
+		if all[n.name].pods == without[n.name].pods {
 			counts["No preemption victims found for incoming pod"]++
 			continue
 		}
-		for _, w := range s.misfits(p, n, func(q *kpod) bool { return q.priority < p.priority }) {
+		for _, w := range misfits(p, n, without[n.name]) {
 			counts[w]++
 		}
 	}
@@ -327,9 +328,10 @@ func (s *kstate) preemption(p *kpod) string {
 // pods are gone, and none fits it as it is.
 func (s *kstate) wouldPreempt(p *kpod) bool {
 	fitsNow, fitsAfter := false, false
+	all, without := s.nodeUses(nil), s.nodeUses(func(q *kpod) bool { return q.priority < p.priority })
 	for _, n := range s.nodes {
-		fitsNow = fitsNow || len(s.misfits(p, n, nil)) == 0
-		fitsAfter = fitsAfter || len(s.misfits(p, n, func(q *kpod) bool { return q.priority < p.priority })) == 0
+		fitsNow = fitsNow || len(misfits(p, n, all[n.name])) == 0
+		fitsAfter = fitsAfter || len(misfits(p, n, without[n.name])) == 0
 	}
 	return !fitsNow && fitsAfter
 }
@@ -347,10 +349,10 @@ func (s *kstate) failedScheduling(p *kpod, msg string, at time.Time) {
 
 // bind puts p on n: it takes the lowest free healthy GPUs (and MIG
 // slices), gets an address, and its container starts.
-func (s *kstate) bind(p *kpod, n *knode, at time.Time) {
+func (s *kstate) bind(p *kpod, n *knode, u *nodeUse, at time.Time) {
 	s.endSeries(p.ns, "Pod", p.name, "FailedScheduling", at)
 	p.node = n.name
-	p.devices = s.freeDevices(n, int(p.req.ext["nvidia.com/gpu"]))
+	p.devices = freeDevices(n, u, int(p.req.ext["nvidia.com/gpu"]))
 	p.migs = s.freeMIG(n, p.req.ext)
 	p.ip = n.nextPodIP()
 	p.started = at
@@ -367,16 +369,17 @@ func (s *kstate) bind(p *kpod, n *knode, at time.Time) {
 	s.event(p.ns, "Pod", p.name, "Normal", "Started", "kubelet", "Started container "+p.container, p.started)
 }
 
-// freeDevices picks n free healthy GPUs of node nd, lowest first.
-func (s *kstate) freeDevices(nd *knode, n int) []int {
-	taken := s.use(nd).devices
+// freeDevices picks n free healthy GPUs of node nd, used as u, lowest
+// first.
+func freeDevices(nd *knode, u *nodeUse, n int) []int {
 	var out []int
 	for _, g := range nd.healthy {
 		if len(out) == n {
 			break
 		}
-		if !taken[g] {
+		if !u.devices[g] {
 			out = append(out, g)
+			u.devices[g] = true
 		}
 	}
 	return out

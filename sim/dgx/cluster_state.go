@@ -342,6 +342,7 @@ func (s *kstate) gpuWorkloads() {
 	shard, nb := 0, 0
 	triton := "triton-llm-" + nameSuffix(10, "triton-llm", "template")
 	for _, n := range s.nodes {
+		u := &nodeUse{ext: map[string]int64{}, devices: map[int]bool{}}
 		use := 2 + (n.index*3+1)%5
 		use = min(use, len(n.healthy)-1)
 		start := n.boot.Add(2*time.Hour + time.Duration(n.index%7)*11*time.Minute)
@@ -373,7 +374,7 @@ func (s *kstate) gpuWorkloads() {
 			p.req.ext = map[string]int64{"nvidia.com/gpu": int64(size)}
 			p.lim.ext = map[string]int64{"nvidia.com/gpu": int64(size)}
 			p.labels = podLabels(p)
-			p.devices = s.freeDevices(n, size)
+			p.devices = freeDevices(n, u, size)
 			s.addPod(p, p.created.Add(20*time.Second))
 			if p.ownerKind == "Job" {
 				t := *p

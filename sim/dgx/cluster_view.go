@@ -75,9 +75,12 @@ func (e eventView) target() string { return strings.ToLower(e.kind) + "/" + e.ob
 
 // events lists the events the API keeps now, in its order (namespace,
 // then name).
-func (s *kstate) eventViews() []eventView {
+func (s *kstate) eventViews() []eventView { return s.eventViewsOf(s.events) }
+
+// eventViewsOf lists what the API keeps now of events, in its order.
+func (s *kstate) eventViewsOf(events []*kevent) []eventView {
 	var out []eventView
-	for _, e := range s.events {
+	for _, e := range events {
 		for _, v := range e.views(s.now) {
 			if s.now.Sub(v.last) < eventTTL && !v.last.After(s.now) {
 				v.key = v.object + "." + fmt.Sprintf("%x", v.first.UnixNano())
@@ -182,6 +185,9 @@ func (s *kstate) endSeries(ns, kind, object, reason string, at time.Time) {
 // podsOn lists the pods bound to a node that have not finished, in the
 // API's order (namespace, name).
 func (s *kstate) podsOn(node string) []*kpod {
+	if s.byNode != nil {
+		return s.byNode[node]
+	}
 	var out []*kpod
 	for _, p := range s.pods {
 		if p.node == node && !p.finished(s.now) {
@@ -190,6 +196,21 @@ func (s *kstate) podsOn(node string) []*kpod {
 	}
 	sortPods(out)
 	return out
+}
+
+// indexPods makes podsOn answer from one pass over the pods, until the
+// returned function is called (describe nodes of a large fleet).
+func (s *kstate) indexPods() (done func()) {
+	s.byNode = map[string][]*kpod{}
+	for _, p := range s.pods {
+		if p.node != "" && !p.finished(s.now) {
+			s.byNode[p.node] = append(s.byNode[p.node], p)
+		}
+	}
+	for _, ps := range s.byNode {
+		sortPods(ps)
+	}
+	return func() { s.byNode = nil }
 }
 
 func sortPods(ps []*kpod) {

@@ -196,13 +196,13 @@ func describeRows(evs []eventView, now time.Time) []describeEventRow {
 
 // eventsOf lists the events of one object.
 func (s *kstate) eventsOf(ns, kind, name string) []eventView {
-	var out []eventView
-	for _, e := range s.eventViews() {
+	var of []*kevent
+	for _, e := range s.events {
 		if e.ns == ns && e.kind == kind && e.object == name {
-			out = append(out, e)
+			of = append(of, e)
 		}
 	}
-	return out
+	return s.eventViewsOf(of)
 }
 
 // percent is describe's int64(fraction*100).

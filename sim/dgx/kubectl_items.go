@@ -226,6 +226,7 @@ func (k *kubeRun) describe() int {
 	}
 	s := k.h.Cluster.state()
 	defer k.h.Cluster.mu.Unlock()
+	defer s.indexPods()()
 	items, _ := k.selected(s, kind, nil)
 	var out []string
 	if len(names) == 0 {

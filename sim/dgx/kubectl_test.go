@@ -24,7 +24,7 @@ type kubeFleet struct {
 	sick   int
 }
 
-func newKubeFleet(t *testing.T, seed int64, n int) *kubeFleet {
+func newKubeFleet(t testing.TB, seed int64, n int) *kubeFleet {
 	t.Helper()
 	f := &kubeFleet{}
 	f.sick, f.faults = Plan(seed, n)
@@ -43,7 +43,7 @@ func newKubeFleet(t *testing.T, seed int64, n int) *kubeFleet {
 }
 
 // kubectl runs kubectl ARGS on host i with stdin.
-func (f *kubeFleet) kubectl(t *testing.T, i int, stdin string, args ...string) (stdout, stderr string, code int) {
+func (f *kubeFleet) kubectl(t testing.TB, i int, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var o, e bytes.Buffer
 	code, ok := f.hosts[i].Run(context.Background(), IO{Stdin: strings.NewReader(stdin), Stdout: &o, Stderr: &e}, append([]string{"kubectl"}, args...))
@@ -354,5 +354,23 @@ func TestKubectlErrors(t *testing.T) {
 	}
 	if got := f.ok(t, "version"); got != client+"Server Version: "+kubeServerVersion+"\n" {
 		t.Errorf("version = %q", got)
+	}
+}
+
+// A fleet of 1,000 hosts: kubectl's answers cost a pass over the
+// objects, not one per node (describe nodes, the scheduler).
+func BenchmarkKubectl1000Hosts(b *testing.B) {
+	f := newKubeFleet(b, 1, 1000)
+	for _, seq := range [][][]string{{{"describe", "nodes"}}, {{"get", "pods", "-A", "-o", "wide"}},
+		{{"run", "x", "--image=busybox"}, {"delete", "pod", "x"}}} {
+		b.Run(fmt.Sprint(seq), func(b *testing.B) {
+			for b.Loop() {
+				for _, args := range seq {
+					if _, errOut, code := f.kubectl(b, 0, "", args...); code != 0 {
+						b.Fatalf("kubectl %v: exit %d, %s", args, code, errOut)
+					}
+				}
+			}
+		})
 	}
 }
