@@ -301,9 +301,9 @@ func (s *kstate) addPod(p *kpod, started time.Time) {
 	p.priority = s.priorityOf(p.priorityClass)
 	if p.node != "" {
 		n := s.node[p.node]
-		p.ip = n.nextPodIP()
-		if p.hostNetwork {
-			p.ip = n.ip
+		p.ip = n.ip
+		if !p.hostNetwork {
+			p.ip = n.nextPodIP()
 		}
 		p.started = started
 	}

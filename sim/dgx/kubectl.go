@@ -30,6 +30,9 @@ func kubectl(ctx context.Context, h *Host, t *term, args []string) int {
 	if err != nil {
 		return t.fail(1, err.Error())
 	}
+	if o := inv.flags["output"]; inv.verb == "version" && o != "" {
+		return t.fail(1, "error: the SIMULATED kubectl prints its version as text only, not -o "+o+"\n")
+	}
 	if inv.verb == "version" && inv.bool("client") {
 		t.print(client)
 		return 0

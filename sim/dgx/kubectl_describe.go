@@ -239,6 +239,8 @@ func (s *kstate) nodeDescription(n *knode) string {
 	v.addresses = [][2]string{{"InternalIP", n.ip}, {"Hostname", n.name}}
 	v.capacity = resourceList(nodeCPUMilli, nodeMemKi*1024, binaryQuantity(nodeDiskKi*1024), n.capacity())
 	v.allocatable = resourceList(nodeCPUAllocMilli, nodeMemAllocKi*1024, fmt.Sprint(int64(nodeDiskAllocBytes)), n.allocatable())
+	// Kube-Proxy Version is empty, as in the recorded node: kubelets no
+	// longer report kube-proxy's version.
 	v.systemInfo = [10]string{digest("machine-id", n.name)[:32], uuidOf("system-uuid", n.name), uuidOf("boot-id", n.name, n.boot.String()),
 		kernelVersion, osImage, "linux", "amd64", containerdVersion, kubeServerVersion, ""}
 	s.nodeAllocation(n, &v)

@@ -327,6 +327,7 @@ func TestKubectlErrors(t *testing.T) {
 		{[]string{"get", "pods", "--field-selector", "foo=bar"}, "field label not supported: foo"},
 		{[]string{"get", "events", "-o", "wide"}, "prints events only as a table, not -o wide"},
 		{[]string{"get", "pods", "-w"}, "does not watch"},
+		{[]string{"version", "-o", "json"}, "prints its version as text only"},
 		{[]string{"run", "x"}, "error: required flag(s) \"image\" not set\n"},
 		{[]string{"run", "x", "--image=busybox", "--command", "--", "python3", "-c", "1"}, "cannot run \"python3\" in a container"},
 		{[]string{"run", "x", "--image=busybox", "-it"}, "does not attach to pods"},
