@@ -87,16 +87,18 @@ func (k *kubeRun) resourceArgs() (*kubeKind, []string, int) {
 			"See 'kubectl %s -h' for help and examples", k.inv.verb, k.inv.verb)
 	}
 	typ, names := args[0], args[1:]
-	if t, n, ok := strings.Cut(args[0], "/"); ok {
+	if t, _, ok := strings.Cut(args[0], "/"); ok {
 		typ, names = t, nil
 		for _, a := range args {
 			at, an, ok := strings.Cut(a, "/")
-			if !ok || !strings.EqualFold(at, t) {
+			switch {
+			case !ok:
 				return nil, nil, k.fail("error: there is no need to specify a resource type as a separate argument when passing arguments in resource/name form (e.g. 'kubectl get resource/<resource_name>' instead of 'kubectl get resource resource/<resource_name>'")
+			case !strings.EqualFold(at, t):
+				return nil, nil, k.fail("error: the SIMULATED cluster takes one resource type at a time, not %q and %q", t, at)
 			}
 			names = append(names, an)
 		}
-		_ = n
 	}
 	if strings.Contains(typ, ",") {
 		return nil, nil, k.fail("error: the SIMULATED cluster lists one resource type at a time, not %q", typ)
