@@ -31,6 +31,7 @@ import (
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/dgx"
 )
 
 // Fault is what a host does with connections.
@@ -70,8 +71,9 @@ type Fleet struct {
 	probeSum  string // the simulator probe's sha256 (probe), "" if none is embedded
 	glibc     string // what getconf GNU_LIBC_VERSION says (probe)
 	sick      int
-	watch     watchdog // stops every command when the heap runs past maxHeap
-	disk      disk     // the hosts' disk together
+	watch     watchdog     // stops every command when the heap runs past maxHeap
+	disk      disk         // the hosts' disk together
+	cluster   *dgx.Cluster // every host's kubectl talks to it
 	ctx       context.Context
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -150,6 +152,7 @@ func (f *Fleet) start() error {
 	}
 	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts)
 	f.sick = sick
+	f.cluster = newCluster(f.cfg.Hosts, faults)
 	for i := 0; i < f.cfg.Hosts; i++ {
 		h, err := f.newHost(i, faults[i], js[i])
 		if err != nil {
@@ -171,7 +174,7 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 	}
 	h.fs = newVFS(filepath.Join(f.dir, name), name, f.empty)
 	h.fs.fleet = &f.disk
-	h.machine = newMachine(name, i, faults)
+	h.machine = newMachine(name, i, faults, f.cluster)
 	_, hk, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, err

@@ -31,11 +31,23 @@ func isHealthy(f spec.Faults) bool {
 	return len(f.NVLinkDown) == 0 && len(f.ECC) == 0 && len(f.RemapPending) == 0 && len(f.XIDs) == 0 && len(f.MIG) == 0
 }
 
+// newCluster is the Kubernetes cluster of a fleet of n hosts with these
+// faults: every host is a node of it.
+func newCluster(n int, faults []spec.Faults) *dgx.Cluster {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = HostName(i, n)
+	}
+	return dgx.NewCluster(names, faults)
+}
+
 // dgxMachine adapts sim/dgx's host to the shell.
 type dgxMachine struct{ h *dgx.Host }
 
-func newMachine(name string, index int, f spec.Faults) machine {
-	return dgxMachine{h: dgx.New(name, index, f)}
+func newMachine(name string, index int, f spec.Faults, cluster *dgx.Cluster) machine {
+	h := dgx.New(name, index, f)
+	h.Cluster = cluster
+	return dgxMachine{h: h}
 }
 
 func (m dgxMachine) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, args []string) (int, bool) {

@@ -42,6 +42,10 @@ type Host struct {
 	// (all_reduce_perf, dcgmi diag, gpu_burn, vllm bench serve); zero
 	// means DefaultPace. Every such tool takes a few seconds at most.
 	Pace time.Duration
+	// Cluster is the Kubernetes cluster the host is a node of, which its
+	// kubectl talks to; nil means none is configured (kubectl's
+	// connection to localhost:8080 is refused).
+	Cluster *Cluster
 }
 
 // IO is where a tool reads and writes; a nil writer discards.
