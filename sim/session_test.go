@@ -257,3 +257,14 @@ func TestEntriesAndTheFleetDiskAreBounded(t *testing.T) {
 		t.Errorf("dgx02 past the fleet's disk: %q %q", r.Steps[0].Stdout, r.Steps[0].Stderr)
 	}
 }
+
+// A simulated host is a GPU node as the cluster it belongs to says: its
+// container runtime knows the nvidia runtime and its CDI spec lists the
+// GPUs (the pod-cannot-see-gpu runbook reads both).
+func TestHostHasTheContainerToolkitsFiles(t *testing.T) {
+	_, files := startFleet(t, Config{Hosts: 1})
+	out, stderr, err := openssh(t, files, "", "ssh", "-o", "BatchMode=yes", "dgx01", `grep -c 'default_runtime_name = "nvidia"' /etc/containerd/config.toml; ls /etc/cdi; grep -c '^- containerEdits' /etc/cdi/nvidia.yaml`)
+	if err != nil || out != "1\nnvidia.yaml\n9\n" {
+		t.Errorf("the toolkit's files: %q %v %s", out, err, stderr)
+	}
+}

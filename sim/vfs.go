@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -73,7 +74,7 @@ func (v *vfs) make() (*os.Root, error) {
 	for _, d := range []struct {
 		name string
 		mode fs.FileMode
-	}{{"home/gpulab", 0o700}, {"tmp", 0o777 | fs.ModeSticky}, {"etc", 0o755}, {"proc/driver/nvidia", 0o755}} {
+	}{{"home/gpulab", 0o700}, {"tmp", 0o777 | fs.ModeSticky}, {"etc/containerd", 0o755}, {"etc/cdi", 0o755}, {"proc/driver/nvidia", 0o755}} {
 		if err := r.MkdirAll(d.name, 0o755); err != nil {
 			r.Close()
 			return nil, err
@@ -87,6 +88,8 @@ func (v *vfs) make() (*os.Root, error) {
 		"etc/hostname":               v.hostname + "\n",
 		"etc/os-release":             osRelease,
 		"proc/driver/nvidia/version": nvidiaVersion,
+		"etc/containerd/config.toml": containerdConfig,
+		"etc/cdi/nvidia.yaml":        cdiSpec(),
 	} {
 		if err := r.WriteFile(name, []byte(data), 0o444); err != nil {
 			r.Close()
@@ -116,6 +119,47 @@ UBUNTU_CODENAME=jammy
 GCC version:  gcc version 11.4.0 (Ubuntu 11.4.0-1ubuntu1~22.04) 
 `
 )
+
+// containerdConfig is containerd's config on a GPU node after
+// `nvidia-ctk runtime configure --runtime=containerd --set-as-default`
+// (the GPU Operator's toolkit writes the same): the nvidia runtime, default.
+const containerdConfig = `version = 2
+
+[plugins]
+
+  [plugins."io.containerd.grpc.v1.cri"]
+
+    [plugins."io.containerd.grpc.v1.cri".containerd]
+      default_runtime_name = "nvidia"
+
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes]
+
+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]
+          privileged_without_host_devices = false
+          runtime_engine = ""
+          runtime_root = ""
+          runtime_type = "io.containerd.runc.v2"
+
+          [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia.options]
+            BinaryName = "/usr/bin/nvidia-container-runtime"
+`
+
+// cdiSpec is the CDI spec `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`
+// writes for eight GPUs, cut to the device nodes (the real one also lists
+// the driver's libraries and binaries to mount).
+func cdiSpec() string {
+	var b strings.Builder
+	b.WriteString("---\ncdiVersion: 0.5.0\ncontainerEdits:\n  deviceNodes:\n  - path: /dev/nvidia-modeset\n  - path: /dev/nvidia-uvm\n  - path: /dev/nvidia-uvm-tools\n  - path: /dev/nvidiactl\ndevices:\n")
+	for i := 0; i < 8; i++ {
+		fmt.Fprintf(&b, "- containerEdits:\n    deviceNodes:\n    - path: /dev/nvidia%d\n  name: \"%d\"\n", i, i)
+	}
+	b.WriteString("- containerEdits:\n    deviceNodes:\n")
+	for i := 0; i < 8; i++ {
+		fmt.Fprintf(&b, "    - path: /dev/nvidia%d\n", i)
+	}
+	b.WriteString("  name: all\nkind: nvidia.com/gpu\n")
+	return b.String()
+}
 
 // rel turns a simulated absolute (or, with dir, relative) path into the
 // name os.Root takes: "." for "/", no leading slash.
