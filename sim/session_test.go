@@ -105,7 +105,7 @@ func TestUnwrapEveryCommand(t *testing.T) {
 // what a full disk or a tool out of memory says.
 func TestHostDiskAndMemoryAreBounded(t *testing.T) {
 	oldDisk, oldInput := hostDisk, maxInput
-	hostDisk, maxInput = 64<<10, 32<<10
+	hostDisk, maxInput = 256<<10, 32<<10
 	t.Cleanup(func() { hostDisk, maxInput = oldDisk, oldInput })
 	f, files := startFleet(t, Config{Hosts: 1})
 	targets := fleetTargets(t, files)
@@ -117,8 +117,8 @@ func TestHostDiskAndMemoryAreBounded(t *testing.T) {
 		}
 		return r.Steps[0]
 	}
-	r := run("seq 1 20000 > big; echo rc=$?; seq 1 20000 | wc -l")
-	if !strings.Contains(string(r.Stdout), "rc=1\n20000\n") || !strings.Contains(string(r.Stderr), "seq: write error: No space left on device") {
+	r := run("seq 1 60000 > big; echo rc=$?; seq 1 60000 | wc -l")
+	if !strings.Contains(string(r.Stdout), "rc=1\n60000\n") || !strings.Contains(string(r.Stderr), "seq: write error: No space left on device") {
 		t.Errorf("writing past the disk: stdout %q stderr %q; want the write refused, and wc to stream", r.Stdout, r.Stderr)
 	}
 	var size int64
