@@ -326,14 +326,25 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Time      string      `xml:"time,attr"`
-	Cases     []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Errors     int              `xml:"errors,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Timestamp  string           `xml:"timestamp,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+// junitProperties is a suite's <properties>; nil writes none.
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -354,11 +365,19 @@ type junitMessage struct {
 // JUnit renders the record as JUnit XML for CI: one suite per host, one
 // test case per criterion; FAIL is a failure, UNKNOWN and PENDING are
 // errors (the evidence is missing), SKIPPED is skipped, WARN passes with a
-// note.
+// note. A simulated fleet's run says so in the suites' names, which CI
+// shows ("LAB/HOST (SIMULATED)"), and in a property, simulated = true, of
+// each suite.
 func (r *Record) JUnit() ([]byte, error) {
-	all := junitSuites{Name: r.Lab}
+	mark := ""
+	var props *junitProperties
+	if r.Simulated {
+		mark, props = " (SIMULATED)", &junitProperties{Property: []junitProperty{{Name: "simulated", Value: "true"}}}
+	}
+	all := junitSuites{Name: r.Lab + mark}
 	for _, h := range r.Hosts {
-		s := junitSuite{Name: r.Lab + "/" + h.Host, Timestamp: r.Started.UTC().Format(time.RFC3339), Time: fmt.Sprintf("%.3f", r.Finished.Sub(r.Started).Seconds())}
+		s := junitSuite{Name: r.Lab + "/" + h.Host + mark, Timestamp: r.Started.UTC().Format(time.RFC3339), Time: fmt.Sprintf("%.3f", r.Finished.Sub(r.Started).Seconds()),
+			Properties: props}
 		for _, sc := range h.Scores {
 			c := junitCase{Name: sc.ID + ": " + sc.Description, Classname: r.Lab + "." + h.Host}
 			msg := &junitMessage{Message: sc.Summary, Type: string(sc.Status), Text: "expr: " + sc.Expr}
