@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -110,5 +113,42 @@ func TestPrintAcceptanceSaysSimulated(t *testing.T) {
 				t.Errorf("printAcceptance: want %q under the title and the verdict %q:\n%s", tc.note, tc.verdictTail, b.String())
 			}
 		})
+	}
+}
+
+// results compare says which runs were on a simulated fleet: in the
+// RESULT column as results list does, and "simulated": true in the JSON.
+func TestResultsCompareSaysSimulated(t *testing.T) {
+	results := t.TempDir()
+	var dirs []string
+	for i, sim := range []bool{false, true} {
+		r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "t", Simulated: sim, Complete: true, Passed: true,
+			Started: time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC), Hosts: []labs.HostRecord{{Host: fmt.Sprintf("dgx%02d", i+1), Passed: true}}}
+		dir := r.Dir(results)
+		if err := r.Write(dir, ""); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, dir)
+	}
+	r := run(t, noEnv(t), "results", "compare", dirs[0], dirs[1], "--results", results)
+	var realRow, simRow string
+	for _, l := range strings.Split(r.stdout, "\n") {
+		switch {
+		case strings.Contains(l, "dgx01"):
+			realRow = l
+		case strings.Contains(l, "dgx02"):
+			simRow = l
+		}
+	}
+	if r.code != 0 || !strings.HasSuffix(simRow, "passed (SIMULATED)") || strings.Contains(realRow, "SIMULATED") {
+		t.Errorf("results compare: want the simulated run's result (SIMULATED), the real one's not:\n%s%s", r.stdout, r.stderr)
+	}
+	r = run(t, noEnv(t), "results", "compare", dirs[0], dirs[1], "--results", results, "--json")
+	var rows []struct {
+		Host      string `json:"host"`
+		Simulated bool   `json:"simulated"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); err != nil || len(rows) != 2 || rows[0].Simulated || !rows[1].Simulated {
+		t.Errorf("results compare --json: %+v, %v; want simulated on dgx02's row only\n%s", rows, err, r.stdout)
 	}
 }

@@ -146,6 +146,8 @@ type CompareRow struct {
 	P99        *float64 `json:"p99"`
 	Passed     bool     `json:"passed"`
 	Complete   bool     `json:"complete"`
+	// Simulated: the record is of a simulated fleet (Record.Simulated).
+	Simulated bool `json:"simulated,omitempty"`
 	// ThroughputRatio is throughput ÷ the baseline's; P99Coefficient is
 	// P99 ÷ the baseline's (the interference coefficient of the seed:
 	// shared ÷ exclusive for the same metric).
@@ -162,7 +164,7 @@ func Compare(refs []RecordRef) []CompareRow {
 		r := ref.Record
 		for j, h := range r.Hosts {
 			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
-				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Baseline: i == 0 && j == 0,
+				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Simulated: r.Simulated, Baseline: i == 0 && j == 0,
 				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
 				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
 			rows = append(rows, row)

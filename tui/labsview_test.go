@@ -346,4 +346,10 @@ func TestResultsTabMarksSimulated(t *testing.T) {
 			t.Errorf("column %s starts at %d in the header, %d in the simulated row, %d in the real one: want the same\n%s", c.head, h, s, r, v)
 		}
 	}
+	// The comparison says which run was on a simulated fleet.
+	m, _ = press(t, m, "down", "b", "up", "c")
+	v = m.View()
+	if !strings.Contains(v, "topology-sanity on dgx02: failed, SIMULATED fleet") || strings.Contains(v, "dgx01: failed, SIMULATED") {
+		t.Errorf("the comparison does not say which run was simulated:\n%s", v)
+	}
 }

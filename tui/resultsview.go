@@ -229,6 +229,9 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 		case r.Passed:
 			verdict = "passed"
 		}
+		if r.Simulated {
+			verdict += ", SIMULATED fleet"
+		}
 		out = append(out, fmt.Sprintf("%s on %s: %s  (run %s)", r.Lab, r.Host, verdict, filepath.Base(r.Dir)))
 		if r.Throughput == nil && r.P50 == nil && r.P99 == nil {
 			out = append(out, fmt.Sprintf("  %s, %s: no throughput or latency figures", r.Workload, r.Mode), "")
