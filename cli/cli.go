@@ -200,7 +200,9 @@ func (o *options) loadCatalog() (*landscape.Catalog, error) {
 }
 
 // loadInventory loads --inventory, or the first default location, or the
-// built-in empty inventory when required is false and none exists.
+// built-in empty inventory when required is false and none exists. A file
+// --inventory or $GPULAB_INVENTORY names that does not exist is a
+// configuration error, never "none exists".
 func (o *options) loadInventory(required bool) (*inventory.Inventory, error) {
 	path := o.inventory
 	if path == "" {

@@ -399,3 +399,50 @@ func TestHelpListsEveryExitCode(t *testing.T) {
 		t.Errorf("gpulab --help lists exit codes %v, the README %v", inHelp, inReadme)
 	}
 }
+
+// TestInventoryEnvMissing: $GPULAB_INVENTORY naming a file that does not
+// exist is a configuration error naming the variable and the path (exit
+// 2), as --inventory FILE's is, for every command that loads an inventory:
+// none runs without it (ad-hoc hosts through DNS, or no hosts at all), and
+// the workbench does not fall back to the demo.
+func TestInventoryEnvMissing(t *testing.T) {
+	env := noEnv(t)
+	missing := filepath.Join(env["HOME"], "typo.toml")
+	env["GPULAB_INVENTORY"] = missing
+	want := fmt.Sprintf("$GPULAB_INVENTORY: inventory %q does not exist", missing)
+	local := filepath.Join(t.TempDir(), "f")
+	writeFile(t, local, "x")
+	for _, args := range [][]string{
+		{"inventory", "check"},
+		{"inventory", "list"},
+		{"inventory", "show", "dgx01"},
+		{"exec", "-H", "dgx01", "--", "true"},
+		{"push", local, "-H", "dgx01"},
+		{"probe", "-H", "dgx01"},
+		{"runbook", "run", "topology", "-H", "dgx01"},
+		{"lab", "run", "topology-sanity", "-H", "dgx01", "--results", t.TempDir()},
+		{"results", "list", "-H", "dgx01", "--results", t.TempDir()},
+	} {
+		r := run(t, env, args...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, want) {
+			t.Errorf("gpulab %s: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), r.code, ExitUsage, want, r.stdout, r.stderr)
+		}
+	}
+	// The workbench, on a terminal: it must refuse to open. Should it open
+	// all the same, on a buffer for a terminal it may never quit; the test
+	// fails after a while rather than wait for it.
+	env[EnvFirstFrameExit], env["NO_COLOR"] = "1", "1"
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(nil, Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }, IsTerminal: true})
+	}()
+	select {
+	case code := <-done:
+		if code != ExitUsage || !strings.Contains(errOut.String(), want) {
+			t.Errorf("gpulab (the workbench): exit %d, want %d with %q\nstderr:\n%s", code, ExitUsage, want, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Errorf("gpulab (the workbench) with %s missing opened the workbench; want exit %d with %q", missing, ExitUsage, want)
+	}
+}

@@ -307,7 +307,11 @@ configuration errors, 130 after Ctrl-C (partial results are printed).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s in %.2fs\n", orchestrator.Summary(results), elapsed.Seconds())
+			summary := fmt.Sprintf("%s in %.2fs", orchestrator.Summary(results), elapsed.Seconds())
+			if simulatedRun(r, results...) {
+				summary += ", on a " + simulatedFleet + " (gpulab sim)"
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), summary)
 			return fanOutExit(ctx, results)
 		},
 	}
@@ -400,7 +404,7 @@ func (j *execJSON) finish(results []orchestrator.HostResult, elapsed time.Durati
 		Counts    map[string]int `json:"counts"`
 		Seconds   float64        `json:"seconds"`
 		Simulated bool           `json:"simulated,omitempty"`
-	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds(), j.simulated}, "", "  ")
+	}{orchestrator.Summary(results), orchestrator.Worst(results).String(), counts, elapsed.Seconds(), j.simulated || anySimulated(results)}, "", "  ")
 	if err != nil {
 		return err
 	}

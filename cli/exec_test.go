@@ -42,6 +42,9 @@ func TestExecAgainstRealSSHD(t *testing.T) {
 	r.expect(t, 1, "---------------- gpu[01-03,05] (4 hosts): ok\ndriver 550.54.15\n", "5 hosts: 4 ok, 1 exit (gpu04) in ")
 	r.expect(t, 1, "---------------- gpu04 (1 host): exit (status 4)\ndiffers from gpu[01-03,05]:\n", "")
 	r.expect(t, 1, "+driver 535.104.05", "")
+	if strings.Contains(r.stderr, "SIMULATED") {
+		t.Errorf("exec on real hosts says SIMULATED:\n%s", r.stderr)
+	}
 
 	r = run(t, env, "exec", "-H", "gpu[01-02]", "-F", cfg, "--no-fold", "--", "echo", "hi")
 	r.expect(t, 0, "gpu01: hi\ngpu02: hi\n", "2 hosts: 2 ok")

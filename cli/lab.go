@@ -212,7 +212,7 @@ after Ctrl-C.`,
 			if o.json {
 				err = writeJSON(w, rec)
 			} else {
-				err = printAcceptance(w, rec, out.Dir)
+				err = printAcceptance(w, rec, out.Dir, simulatedRun(r))
 			}
 			if err != nil {
 				return err
@@ -254,8 +254,10 @@ func (o *options) resultsDir() string {
 }
 
 // printAcceptance prints the acceptance conclusion, criteria folded across
-// hosts, and where the record is.
-func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
+// hosts, and where the record is. What was simulated, the fleet (the
+// record's, or simulated) or the probe's GPUs (--mock), is said under the
+// title and on the verdict line.
+func printAcceptance(w io.Writer, rec *labs.Record, dir string, simulated bool) error {
 	verdict := "FAILED"
 	if rec.Passed {
 		verdict = "PASSED"
@@ -263,7 +265,12 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 	if rec.Interrupted {
 		verdict = "INTERRUPTED (cleanup ran; the record is marked incomplete)"
 	}
-	fmt.Fprintf(w, "%s: %s\n\n", rec.Lab, rec.Name)
+	fmt.Fprintf(w, "%s: %s\n", rec.Lab, rec.Name)
+	if on, note := labSimulated(rec, simulated); on != "" {
+		fmt.Fprintln(w, note)
+		verdict += " " + on
+	}
+	fmt.Fprintln(w)
 	for _, g := range labs.FoldScores(rec.Hosts) {
 		kind := g.Impact
 		if g.Counter {
@@ -293,6 +300,22 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string) error {
 		fmt.Fprintf(w, "\n%s\n", verdict)
 	}
 	return nil
+}
+
+// labSimulated says what of a lab run was simulated, the fleet or the
+// GPUs the probe declared and sampled (--mock on real hosts): what the
+// verdict line adds ("on a SIMULATED fleet") and a line that explains it;
+// "" when nothing was.
+func labSimulated(rec *labs.Record, simulated bool) (on, note string) {
+	if simulated || rec.Simulated {
+		return "on a " + simulatedFleet, simulatedFleet + " (gpulab sim): every result below comes from simulated hosts; none is evidence about real hardware"
+	}
+	for _, h := range rec.Hosts {
+		if h.Environment.Simulated {
+			return "with SIMULATED GPUs (--mock)", "SIMULATED GPUs (--mock): the GPU facts and samples come from the probe's simulated DGX A100, not these hosts' hardware"
+		}
+	}
+	return "", ""
 }
 
 // eta is the run's timer against the lab's estimate: "1m20s of about

@@ -237,6 +237,9 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		if !r.Complete {
 			res = "incomplete"
 		}
+		if r.Simulated {
+			res += " (SIMULATED)"
+		}
 		coef := f(r.P99Coefficient)
 		if r.Baseline {
 			coef += " (baseline)"

@@ -145,9 +145,9 @@ errors, 130 after Ctrl-C.`,
 					Simulated bool               `json:"simulated,omitempty"`
 					Folded    []runbooks.Folded  `json:"folded"`
 					Hosts     []runbooks.HostRun `json:"hosts"`
-				}{rb.ID, runbooks.Worst(runs), r.simulated, folded, runs})
+				}{rb.ID, runbooks.Worst(runs), simulatedRun(r), folded, runs})
 			} else {
-				err = printFoldedVerdicts(w, rb, folded)
+				err = printFoldedVerdicts(w, rb, folded, simulatedRun(r))
 			}
 			if err != nil {
 				return err
@@ -172,8 +172,13 @@ errors, 130 after Ctrl-C.`,
 	return cmd
 }
 
-func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Folded) error {
+// printFoldedVerdicts prints a runbook run's verdicts as text; on a
+// simulated fleet (simulated) the line under the title says so.
+func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Folded, simulated bool) error {
 	fmt.Fprintf(w, "%s: %s\n", rb.ID, rb.Title)
+	if simulated {
+		fmt.Fprintln(w, simulatedFleet+" (gpulab sim): these verdicts are about simulated hosts, not real hardware")
+	}
 	for _, f := range folded {
 		fmt.Fprintf(w, "\n%s (%s)\n", f.Title, f.Check)
 		for _, g := range f.Groups {

@@ -32,6 +32,8 @@ var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `g
 // runWorkbench opens the workbench on the inventory's hosts or, when there
 // is no inventory at all (no --inventory, no $GPULAB_INVENTORY, no
 // ~/.config/gpulab/inventory.toml), on a simulated fleet, as gpulab demo.
+// A --inventory or $GPULAB_INVENTORY that names no file is a configuration
+// error (loadInventory's), not "no inventory": no demo then.
 func runWorkbench(cmd *cobra.Command, o *options) error {
 	if !o.env.IsTerminal {
 		return errNeedsTerminal

@@ -229,6 +229,32 @@ func TestLocate(t *testing.T) {
 	}
 }
 
+// TestLocateEnvMissing: $GPULAB_INVENTORY naming a file that does not
+// exist is an error that names the variable and the path, as --inventory
+// FILE's is, even when the default location has an inventory: it is never
+// passed over for the next place, nor taken for "no inventory".
+func TestLocateEnvMissing(t *testing.T) {
+	dir := t.TempDir()
+	def := filepath.Join(dir, ".config", "gpulab", "inventory.toml")
+	if err := os.MkdirAll(filepath.Dir(def), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(def, []byte("[[host]]\nname = \"gpu01\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "typo.toml")
+	env := map[string]string{"HOME": dir, EnvInventory: missing}
+	p, err := Locate(func(k string) string { return env[k] })
+	want := fmt.Sprintf("$%s: inventory %q does not exist", EnvInventory, missing)
+	if err == nil || errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Locate with %s=%s = %q, %v; want an error containing %q, not ErrNotFound", EnvInventory, missing, p, err, want)
+	}
+	delete(env, EnvInventory)
+	if p, err := Locate(func(k string) string { return env[k] }); err != nil || p != def {
+		t.Errorf("Locate without %s = %q, %v; want %s", EnvInventory, p, err, def)
+	}
+}
+
 // TestLoadLimits: an inventory too large or nested too deeply is refused
 // before it is parsed, naming the file, with an error that wraps
 // tomlpos.ErrLimit.

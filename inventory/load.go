@@ -43,9 +43,10 @@ type hostEntry struct {
 // ErrNotFound is returned by Locate when no inventory file exists.
 var ErrNotFound = errors.New("no inventory file")
 
-// Candidates returns, in order, the places Locate looks when no path is
-// given: $GPULAB_INVENTORY, then $XDG_CONFIG_HOME/gpulab/inventory.toml
-// (~/.config/gpulab/inventory.toml).
+// Candidates returns, in order, the places an inventory is looked for when
+// no path is given: $GPULAB_INVENTORY, then
+// $XDG_CONFIG_HOME/gpulab/inventory.toml (~/.config/gpulab/inventory.toml).
+// Locate takes $GPULAB_INVENTORY, when set, as the only one.
 func Candidates(getenv func(string) string) []string {
 	var c []string
 	if p := getenv(EnvInventory); p != "" {
@@ -65,7 +66,19 @@ func Candidates(getenv func(string) string) []string {
 
 // Locate returns the first existing candidate. When none exists the error
 // wraps ErrNotFound and lists every place it looked.
+//
+// $GPULAB_INVENTORY, when set, is the inventory, as --inventory FILE is: a
+// file it names that does not exist is an error naming the variable and
+// the path (not ErrNotFound), never passed over for the next candidate. A
+// path it names that cannot be looked at for another reason (a directory
+// gpulab may not search) is returned, for Load to say why.
 func Locate(getenv func(string) string) (string, error) {
+	if p := getenv(EnvInventory); p != "" {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("$%s: inventory %q does not exist (fix or unset %s, or pass --inventory FILE)", EnvInventory, p, EnvInventory)
+		}
+		return p, nil
+	}
 	cands := Candidates(getenv)
 	for _, p := range cands {
 		if _, err := os.Stat(p); err == nil {

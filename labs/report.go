@@ -1,17 +1,22 @@
 package labs
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -326,14 +331,25 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name      string      `xml:"name,attr"`
-	Tests     int         `xml:"tests,attr"`
-	Failures  int         `xml:"failures,attr"`
-	Errors    int         `xml:"errors,attr"`
-	Skipped   int         `xml:"skipped,attr"`
-	Timestamp string      `xml:"timestamp,attr"`
-	Time      string      `xml:"time,attr"`
-	Cases     []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Errors     int              `xml:"errors,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Timestamp  string           `xml:"timestamp,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties"`
+	Cases      []junitCase      `xml:"testcase"`
+}
+
+// junitProperties is a suite's <properties>; nil writes none.
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -354,11 +370,19 @@ type junitMessage struct {
 // JUnit renders the record as JUnit XML for CI: one suite per host, one
 // test case per criterion; FAIL is a failure, UNKNOWN and PENDING are
 // errors (the evidence is missing), SKIPPED is skipped, WARN passes with a
-// note.
+// note. A simulated fleet's run says so in the suites' names, which CI
+// shows ("LAB/HOST (SIMULATED)"), and in a property, simulated = true, of
+// each suite.
 func (r *Record) JUnit() ([]byte, error) {
-	all := junitSuites{Name: r.Lab}
+	mark := ""
+	var props *junitProperties
+	if r.Simulated {
+		mark, props = " (SIMULATED)", &junitProperties{Property: []junitProperty{{Name: "simulated", Value: "true"}}}
+	}
+	all := junitSuites{Name: r.Lab + mark}
 	for _, h := range r.Hosts {
-		s := junitSuite{Name: r.Lab + "/" + h.Host, Timestamp: r.Started.UTC().Format(time.RFC3339), Time: fmt.Sprintf("%.3f", r.Finished.Sub(r.Started).Seconds())}
+		s := junitSuite{Name: r.Lab + "/" + h.Host + mark, Timestamp: r.Started.UTC().Format(time.RFC3339), Time: fmt.Sprintf("%.3f", r.Finished.Sub(r.Started).Seconds()),
+			Properties: props}
 		for _, sc := range h.Scores {
 			c := junitCase{Name: sc.ID + ": " + sc.Description, Classname: r.Lab + "." + h.Host}
 			msg := &junitMessage{Message: sc.Summary, Type: string(sc.Status), Text: "expr: " + sc.Expr}
@@ -390,25 +414,50 @@ func (r *Record) JUnit() ([]byte, error) {
 	return append([]byte(xml.Header), append(out, '\n')...), nil
 }
 
-// CSVHeader is the first row of results.csv.
-var CSVHeader = []string{"started", "lab", "host", "workload", "mode", "request", "throughput", "unit", "p50", "p95", "p99", "passed", "complete", "record"}
+// CSVHeader is the first row of results.csv. Columns are only ever added
+// at the end, so that readers that take them by position keep working.
+// simulated is true for a row of a simulated fleet's record (gpulab sim),
+// false otherwise, and empty in a row written before the column was added
+// whose record could no longer be read.
+var CSVHeader = []string{"started", "lab", "host", "workload", "mode", "request", "throughput", "unit", "p50", "p95", "p99", "passed", "complete", "record", "simulated"}
+
+// legacyCSVColumns is how many columns results.csv had before simulated:
+// a file whose header is CSVHeader's first legacyCSVColumns columns is
+// brought up to date before a row is added to it (see addCSVColumn).
+const legacyCSVColumns = 14
 
 // appendCSV appends one row per host to the results CSV, writing the
-// header first when the file is new. Each host's row is one write to a file
-// opened O_APPEND.
+// header first when the file is new, and bringing up to date a file
+// written before the simulated column. The rows are one write to a file
+// opened O_APPEND, made holding an exclusive lock on it (flock), which
+// every gpulab writing to the same results.csv takes.
 func (r *Record) appendCSV(path, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	f, err := lockCSV(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { f.Close() }() // f may be the updated file's
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
 	var b strings.Builder
 	w := csv.NewWriter(&b)
-	if st, err := f.Stat(); err == nil && st.Size() == 0 {
+	switch head, err := firstLine(f); {
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case st.Size() == 0:
 		w.Write(CSVHeader)
+	case head == strings.Join(CSVHeader[:legacyCSVColumns], ","):
+		nf, err := addCSVColumn(f, path, st)
+		if err != nil {
+			return fmt.Errorf("%s: add the simulated column: %w", path, err)
+		}
+		f.Close()
+		f = nf
 	}
 	for _, h := range r.Hosts {
 		val := func(m string) string {
@@ -419,13 +468,142 @@ func (r *Record) appendCSV(path, dir string) error {
 		}
 		w.Write([]string{r.Started.UTC().Format(time.RFC3339), r.Lab, h.Host, r.Result.Workload, r.Result.Mode, r.Result.Request,
 			val(r.Result.Throughput), r.Result.Unit, val(r.Result.P50), val(r.Result.P95), val(r.Result.P99),
-			fmt.Sprint(h.Passed), fmt.Sprint(r.Complete), dir})
+			fmt.Sprint(h.Passed), fmt.Sprint(r.Complete), dir, fmt.Sprint(r.Simulated)})
 	}
 	w.Flush()
 	if _, err := f.WriteString(b.String()); err != nil {
 		return err
 	}
 	return f.Close()
+}
+
+// lockCSV opens path for appending (creating it) and locks it. The lock
+// is on the file, not its name: when the file it locked is no longer at
+// path once the lock is had (another gpulab updated it, see
+// addCSVColumn), it opens path again.
+func lockCSV(path string) (*os.File, error) {
+	for range 100 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		if err := lockFile(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		held, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if now, err := os.Stat(path); err == nil && os.SameFile(held, now) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("lock %s: it was replaced each time it was locked", path)
+}
+
+// lockFile takes an exclusive lock (flock) on f, waiting for it. A file
+// system without locks (ENOLCK, EOPNOTSUPP: NFS whose lock service is not
+// there) does without, as gpulab did before results.csv was locked: rows
+// are still one O_APPEND write each, and only runs that end at the same
+// moment on a results.csv from before the simulated column may then lose
+// a row to its update.
+func lockFile(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) {
+		return nil
+	}
+	return err
+}
+
+// firstLine is f's first line, without its line break; f's offset is
+// left where it was (appends go to the end all the same).
+func firstLine(f *os.File) (string, error) {
+	buf := make([]byte, 4096)
+	n, err := f.ReadAt(buf, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	return strings.TrimSuffix(line, "\r"), nil
+}
+
+// addCSVColumn rewrites the results.csv f, locked, that was written before
+// the simulated column: the header gets the column, and each row its
+// record's answer (recordSimulated; empty when the record cannot be read
+// any more). The new file replaces path atomically, locked before it takes
+// the name, and is returned locked, for the rows to be added.
+func addCSVColumn(f *os.File, path string, st os.FileInfo) (*os.File, error) {
+	data, err := fileio.ReadAll(io.NewSectionReader(f, 0, st.Size()), fileio.MaxRecord)
+	if err != nil {
+		return nil, err
+	}
+	cr := csv.NewReader(bytes.NewReader(data))
+	cr.FieldsPerRecord = -1
+	rows, err := cr.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	rows[0] = CSVHeader
+	for i, row := range rows[1:] {
+		for len(row) < legacyCSVColumns {
+			row = append(row, "")
+		}
+		rows[i+1] = append(row, legacySimulated(path, row[legacyCSVColumns-1]))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return nil, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := csv.NewWriter(tmp)
+	w.WriteAll(rows)
+	if err := w.Error(); err != nil {
+		return nil, err
+	}
+	if err := tmp.Chmod(st.Mode().Perm()); err != nil {
+		return nil, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return nil, err
+	}
+	if err := lockFile(tmp); err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return nil, err
+	}
+	// CreateTemp opened it without O_APPEND: the rows go at the end.
+	if _, err := tmp.Seek(0, io.SeekEnd); err != nil {
+		return nil, err
+	}
+	keep = true
+	return tmp, nil
+}
+
+// legacySimulated is the simulated column of an old row of the
+// results.csv at csvPath whose record column is dir: "true" or "false" as
+// the record says, "" when it cannot be read. The record is looked for
+// where it sits in the results directory today (LAB/RUN next to
+// results.csv, which a moved directory keeps), then at dir.
+func legacySimulated(csvPath, dir string) string {
+	if dir == "" {
+		return ""
+	}
+	for _, d := range []string{filepath.Join(filepath.Dir(csvPath), filepath.Base(filepath.Dir(dir)), filepath.Base(dir)), dir} {
+		if sim, err := recordSimulated(d); err == nil {
+			return fmt.Sprint(sim)
+		}
+	}
+	return ""
 }
 
 func orNA(s string) string {

@@ -1,14 +1,17 @@
 package labs
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpulab/gpulab/internal/fileio"
@@ -63,6 +66,54 @@ func ReadRecord(dir string) (*Record, error) {
 	return &r, nil
 }
 
+// recordSimulated reads whether the record in dir is of a simulated fleet
+// from the start of its record.json, not the whole of it (a record holds
+// every step's output): a record's top-level fields come in Record's
+// order, and simulated (left out when false) comes before hosts, where the
+// outputs are. A record of another schema is an error.
+func recordSimulated(dir string) (bool, error) {
+	path := filepath.Join(dir, "record.json")
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return false, fmt.Errorf("%s: %w", path, fileio.ErrNotRegular)
+	}
+	dec := json.NewDecoder(bufio.NewReader(f))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false, fmt.Errorf("%s: not a record", path)
+	}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", path, err)
+		}
+		switch k {
+		case "schema":
+			var schema int
+			if err := dec.Decode(&schema); err != nil || schema != RecordSchema {
+				return false, fmt.Errorf("%s: record schema %d, this gpulab reads %d", path, schema, RecordSchema)
+			}
+			continue
+		case "simulated":
+			var sim bool
+			if err := dec.Decode(&sim); err != nil {
+				return false, fmt.Errorf("%s: %w", path, err)
+			}
+			return sim, nil
+		case "hosts":
+			return false, nil
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false, fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	return false, nil
+}
+
 // ReadMarkdown returns dir/record.md, the record as gpulab wrote it for
 // people, or r's Markdown where dir has no record.md. A record.md that is
 // there but cannot be read (a FIFO, a link to a device, a file over
@@ -95,6 +146,8 @@ type CompareRow struct {
 	P99        *float64 `json:"p99"`
 	Passed     bool     `json:"passed"`
 	Complete   bool     `json:"complete"`
+	// Simulated: the record is of a simulated fleet (Record.Simulated).
+	Simulated bool `json:"simulated,omitempty"`
 	// ThroughputRatio is throughput ÷ the baseline's; P99Coefficient is
 	// P99 ÷ the baseline's (the interference coefficient of the seed:
 	// shared ÷ exclusive for the same metric).
@@ -111,7 +164,7 @@ func Compare(refs []RecordRef) []CompareRow {
 		r := ref.Record
 		for j, h := range r.Hosts {
 			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
-				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Baseline: i == 0 && j == 0,
+				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Simulated: r.Simulated, Baseline: i == 0 && j == 0,
 				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
 				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
 			rows = append(rows, row)

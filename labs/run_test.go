@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -322,11 +323,16 @@ func TestParallelRunsKeepTheirRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := strings.Split(strings.TrimSpace(string(data)), "\n")[1:]
+	all, err := csv.NewReader(strings.NewReader(string(data))).ReadAll()
+	if err != nil || len(all) == 0 {
+		t.Fatalf("results.csv: %v\n%s", err, data)
+	}
+	col := slices.Index(all[0], "record") // by name: columns are added at the end
+	rows := all[1:]
 	seen := map[string]bool{}
 	for _, r := range rows {
-		d := r[strings.LastIndex(r, ",")+1:]
-		if seen[d] || !dirs[strings.Trim(d, `"`)] {
+		d := r[col]
+		if seen[d] || !dirs[d] {
 			t.Errorf("results.csv row points at %s (twice: %v)", d, seen[d])
 		}
 		seen[d] = true

@@ -86,6 +86,13 @@ type Model struct {
 	quitting int
 }
 
+// The runbook and the lab the cursor starts on when the fleet is
+// simulated: both run on simulated DGX A100 hosts alone.
+const (
+	simulatedRunbook = "topology"
+	simulatedLab     = "topology-sanity"
+)
+
 // runHolder is a view that may have a run in flight: the workbench asks it
 // before quitting.
 type runHolder interface {
@@ -131,6 +138,13 @@ func New(opts Options) Model {
 	rbv.base, rbv.simulated = base, opts.Simulated
 	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
 	lv.base, lv.simulated = base, opts.Simulated
+	if opts.Simulated {
+		// A newcomer's first enter runs what works on simulated hosts
+		// alone and shows the sick one (the first lab, exclusive-baseline,
+		// needs a vLLM server).
+		rbv.selectID(simulatedRunbook)
+		lv.selectID(simulatedLab)
+	}
 	rv := newResultsView(opts.Results, st)
 	rv.mask = mask
 	m := Model{

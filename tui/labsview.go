@@ -288,6 +288,16 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// selectID puts the cursor on the lab called id, if it is listed.
+func (v *labsView) selectID(id string) {
+	for i, l := range v.list {
+		if l.ID == id {
+			v.sel = i
+			return
+		}
+	}
+}
+
 // present runs the lab whose id is run on the chosen hosts (not step by
 // step), unless a lab runs already.
 func (v *labsView) present(run string, _ bool) tea.Cmd {

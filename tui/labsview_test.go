@@ -2,11 +2,13 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -289,5 +291,65 @@ func TestResultsBaselineSurvivesReload(t *testing.T) {
 	m, _ = press(t, m, "up", "up", "c") // the selection stayed on its record: up to the newest, against the baseline
 	if v := m.View(); !strings.Contains(v, "throughput 250 tok/s (× 0.25)") {
 		t.Errorf("after a reload the newest run is compared with the marked baseline (1000 tok/s):\n%s", v)
+	}
+}
+
+// TestResultsTabMarksSimulated: a record of a simulated fleet is marked
+// SIM in the Results list, at the start of its row (where a narrow
+// terminal cannot cut it off), and the columns stay in line: the other
+// rows and the header make room for the mark.
+func TestResultsTabMarksSimulated(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	for i, sim := range []bool{false, true} {
+		r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "t", Started: t0.Add(time.Duration(i) * time.Hour), Complete: true,
+			Simulated: sim, Hosts: []labs.HostRecord{{Host: fmt.Sprintf("dgx%02d", i+1)}}}
+		d, err := r.CreateDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Write(d, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	m = drain(t, m, m.Init())
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 24})
+	m = next.(Model)
+	m, _ = press(t, m, "6")
+	v := m.View()
+	var header, simRow, realRow string
+	for _, l := range strings.Split(v, "\n") {
+		switch {
+		case strings.Contains(l, "STARTED"):
+			header = l
+		case strings.Contains(l, "dgx02"):
+			simRow = l
+		case strings.Contains(l, "dgx01"):
+			realRow = l
+		}
+	}
+	col := func(line, s string) int {
+		i := strings.Index(line, s)
+		if i < 0 {
+			return -1
+		}
+		return lipgloss.Width(line[:i])
+	}
+	if !strings.Contains(simRow, "▶ SIM 2026-11-29") || strings.Contains(realRow, "SIM") {
+		t.Errorf("the simulated record's row is not marked SIM at its start, or the real one's is:\n%s", v)
+	}
+	for _, c := range []struct{ head, row string }{{"STARTED", "2026-11-29"}, {"LAB", "topology-sanity"}, {"RESULT", "failed"}, {"RUN", "2026112"}} {
+		h, s, r := col(header, c.head), col(simRow, c.row), col(realRow, c.row)
+		if h < 0 || s != h || r != h {
+			t.Errorf("column %s starts at %d in the header, %d in the simulated row, %d in the real one: want the same\n%s", c.head, h, s, r, v)
+		}
+	}
+	// The comparison says which run was on a simulated fleet.
+	m, _ = press(t, m, "down", "b", "up", "c")
+	v = m.View()
+	if !strings.Contains(v, "topology-sanity on dgx02: failed, SIMULATED fleet") || strings.Contains(v, "dgx01: failed, SIMULATED") {
+		t.Errorf("the comparison does not say which run was simulated:\n%s", v)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -228,6 +229,9 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 		case r.Passed:
 			verdict = "passed"
 		}
+		if r.Simulated {
+			verdict += ", SIMULATED fleet"
+		}
 		out = append(out, fmt.Sprintf("%s on %s: %s  (run %s)", r.Lab, r.Host, verdict, filepath.Base(r.Dir)))
 		if r.Throughput == nil && r.P50 == nil && r.P99 == nil {
 			out = append(out, fmt.Sprintf("  %s, %s: no throughput or latency figures", r.Workload, r.Mode), "")
@@ -239,6 +243,9 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 	out = append(out, "esc goes back")
 	return strings.Join(out, "\n")
 }
+
+// simMark is what starts the row of a simulated fleet's record: "SIM ".
+func simMark(st Styles) string { return st.Badge.Render("SIM") + " " }
 
 func (v *resultsView) View() string {
 	if v.page != nil {
@@ -253,7 +260,17 @@ func (v *resultsView) View() string {
 		lines = append(lines, st.Hint.Render("No lab records yet: run a lab from the Labs tab or with gpulab lab run ID -H EXPR."))
 		return strings.Join(lines, "\n")
 	}
-	lines = append(lines, st.TableHeader.Render(fmt.Sprintf("  %-19s %-20s %-16s %-12s %s", "STARTED", "LAB", "HOSTS", "RESULT", "RUN")))
+	// A record of a simulated fleet says SIM at the start of its row,
+	// where a narrow terminal cannot cut it off; when one is listed, every
+	// row and the header make room for the mark, so columns stay in line.
+	simCol, noSim := false, ""
+	for _, r := range v.refs {
+		simCol = simCol || r.Record.Simulated
+	}
+	if simCol {
+		noSim = strings.Repeat(" ", lipgloss.Width(simMark(st)))
+	}
+	lines = append(lines, st.TableHeader.Render(fmt.Sprintf("  %s%-19s %-20s %-16s %-12s %s", noSim, "STARTED", "LAB", "HOSTS", "RESULT", "RUN")))
 	room := max(1, v.height-len(lines))
 	top := 0
 	if v.sel >= room {
@@ -278,6 +295,11 @@ func (v *resultsView) View() string {
 		names := make([]string, len(r.Hosts))
 		for j, h := range r.Hosts {
 			names[j] = h.Host
+		}
+		if r.Simulated {
+			marker += simMark(st)
+		} else {
+			marker += noSim
 		}
 		lines = append(lines, marker+fmt.Sprintf("%-19s %-20s %-16s %-12s %s", r.Started.Local().Format(time.DateTime), cut(visible.String(r.Lab), 20),
 			cut(visible.String(inventory.FoldNames(names)), 16), res, visible.String(filepath.Base(v.refs[i].Dir))))

@@ -198,6 +198,16 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 	return nil
 }
 
+// selectID puts the cursor on the runbook called id, if it is listed.
+func (v *runbooksView) selectID(id string) {
+	for i, rb := range v.list {
+		if rb.ID == id {
+			v.sel = i
+			return
+		}
+	}
+}
+
 // present runs the runbook whose id is run on the chosen hosts and, with
 // open, shows the evidence of its first FAIL as soon as there is one.
 func (v *runbooksView) present(run string, open bool) tea.Cmd {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
@@ -260,5 +262,45 @@ func TestRunbooksTabParameters(t *testing.T) {
 	drain(t, m, cmd)
 	if p := <-got; p["nccl_log"] != "/scratch/job 4711/rank0.log" {
 		t.Errorf("the run got %v", p)
+	}
+}
+
+// TestSimulatedDefaults: on a simulated fleet the cursor starts on what
+// works on simulated hosts alone, the topology runbook and the
+// topology-sanity lab (the first lab, exclusive-baseline, needs a vLLM
+// server); elsewhere it starts on the first of each list.
+func TestSimulatedDefaults(t *testing.T) {
+	c, _ := landscape.Builtin()
+	rbs, err := runbooks.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := labs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		simulated      bool
+		runbook, lab   string
+		notRunbook, no string
+	}{
+		{true, "▶ topology ", "▶ topology-sanity ", "▶ cluster-overview", "▶ exclusive-baseline"},
+		{false, "▶ cluster-overview ", "▶ exclusive-baseline ", "▶ topology ", "▶ topology-sanity"},
+	} {
+		t.Run(fmt.Sprint("simulated=", tc.simulated), func(t *testing.T) {
+			fleet := fakeRunbooks{n: 4, unreachable: -1}
+			m := New(Options{Catalog: c, Inventory: inventory.Empty(), Runbooks: rbs, RunbookRunner: fleet, Labs: ls, LabRunner: scriptedLabs{n: 4},
+				Styles: DefaultStyles(), Simulated: tc.simulated})
+			next, _ := m.Update(tea.WindowSizeMsg{Width: 140, Height: 50})
+			m = next.(Model)
+			m, _ = press(t, m, "4")
+			if v := m.View(); !strings.Contains(v, tc.runbook) || strings.Contains(v, tc.notRunbook) {
+				t.Errorf("Runbooks, simulated %v: the cursor is not on %q:\n%s", tc.simulated, tc.runbook, v)
+			}
+			m, _ = press(t, m, "5")
+			if v := m.View(); !strings.Contains(v, tc.lab) || strings.Contains(v, tc.no) {
+				t.Errorf("Labs, simulated %v: the cursor is not on %q:\n%s", tc.simulated, tc.lab, v)
+			}
+		})
 	}
 }
