@@ -135,7 +135,7 @@ func Start(t testing.TB) *ControlPlane {
 }
 
 func (cp *ControlPlane) start(ctx context.Context, bin string) error {
-	ports, err := freePorts(6)
+	ports, err := freePorts(5)
 	if err != nil {
 		return err
 	}
