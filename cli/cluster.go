@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
+)
+
+func newClusterCmd(o *options) *cobra.Command {
+	var src cluster.Source
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Read a Kubernetes cluster's GPU side with client-go (the control plane)",
+		Long: `gpulab cluster reads a Kubernetes cluster through its API server, with
+client-go, finding it as kubectl does: --kubeconfig FILE, else $KUBECONFIG,
+else ~/.kube/config; --context NAME, else the current context. Read-only
+access is enough.`,
+	}
+	pf := cmd.PersistentFlags()
+	pf.StringVar(&src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
+	pf.StringVar(&src.Context, "context", "", "the kubeconfig context `NAME` to use (default: the current context)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "nodes",
+		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
+		Long: `Lists the nodes that have a GPU resource (nvidia.com/gpu, nvidia.com/mig-*,
+nvidia.com/gpu.shared, HAMi's gpumem and gpucores, or any extended resource
+with a GPU-like name): what each has, what the scheduler may give, what the
+non-terminated pods bound to it request, and what is left.`,
+		Example: "  gpulab cluster nodes\n  gpulab cluster nodes --context prod --json | jq '.[] | select(.allocated[\"nvidia.com/gpu\"] == 0)'",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			client, ctxName, _, err := src.Connect()
+			if err != nil {
+				return configErr(err)
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
+			defer cancel()
+			nodes, err := cluster.Nodes(ctx, client)
+			if err != nil {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", ctxName, err)}
+			}
+			if o.json {
+				if nodes == nil {
+					nodes = []cluster.GPUNode{}
+				}
+				return writeJSON(c.OutOrStdout(), nodes)
+			}
+			return printGPUNodes(c, ctxName, nodes)
+		},
+	})
+	return cmd
+}
+
+func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode) error {
+	w := c.OutOrStdout()
+	if len(nodes) == 0 {
+		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATUS\tRESOURCE\tALLOCATED\tALLOCATABLE\tFREE\tTAINTS")
+	for _, n := range nodes {
+		status := "Ready"
+		if !n.Ready {
+			status = "NotReady"
+		}
+		if n.Unschedulable {
+			status += ",SchedulingDisabled"
+		}
+		res := make([]string, 0, len(n.Allocatable))
+		for r := range n.Allocatable {
+			res = append(res, r)
+		}
+		slices.Sort(res)
+		for i, r := range res {
+			name, taints := visible.String(n.Name), strings.Join(n.Taints, ",")
+			if i > 0 {
+				name, status, taints = "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", name, status, visible.String(r), n.Allocated[r], n.Allocatable[r], n.Free(r), visible.String(taints))
+		}
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/internal/sshtest"
+)
+
+// gpulab cluster nodes against a real API server: text, --json, and the
+// exit codes of a bad kubeconfig (2) and an unreachable cluster (1).
+func TestClusterNodes(t *testing.T) {
+	cp := kubetest.Start(t)
+	cp.AddNode(t, kubetest.GPUNode("gpu-b", 8))
+	cp.AddNode(t, kubetest.GPUNode("gpu-a", 4))
+	q := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("3")}
+	if _, err := cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "train"},
+		Spec:       corev1.PodSpec{NodeName: "gpu-b", Containers: []corev1.Container{{Name: "c", Image: "cuda", Resources: corev1.ResourceRequirements{Limits: q}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": ""}
+	r := run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig)
+	r.expect(t, 0, "NODE   STATUS  RESOURCE        ALLOCATED  ALLOCATABLE  FREE  TAINTS\ngpu-a  Ready   nvidia.com/gpu  0          4            4     \ngpu-b  Ready   nvidia.com/gpu  3          8            5", "")
+
+	r = run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--json")
+	var nodes []struct {
+		Name      string           `json:"name"`
+		Allocated map[string]int64 `json:"allocated"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil || len(nodes) != 2 || nodes[1].Allocated["nvidia.com/gpu"] != 3 {
+		t.Errorf("--json: %v %+v\n%s", err, nodes, r.stdout)
+	}
+
+	bad := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(bad, []byte("apiVersion: v1\nkind: Config\nclusters: [\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, env, "cluster", "nodes", "--kubeconfig", bad).expect(t, 2, "", "kubeconfig")
+	run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--context", "nope").expect(t, 2, "", "nope")
+
+	data, err := os.ReadFile(cp.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := filepath.Join(t.TempDir(), "kubeconfig")
+	port := sshtest.FreePort(t)
+	text := string(data)
+	i := strings.Index(text, "server: ")
+	j := strings.Index(text[i:], "\n")
+	text = text[:i] + fmt.Sprintf("server: https://127.0.0.1:%d", port) + text[i+j:]
+	if err := os.WriteFile(down, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, env, "cluster", "nodes", "--kubeconfig", down).expect(t, 1, "", "connection refused")
+}

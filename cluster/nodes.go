@@ -1,0 +1,234 @@
+// Package cluster reads the control plane of a Kubernetes cluster with
+// client-go: GPU nodes, what is allocated on them, and (later) why pods
+// are Pending. It finds the cluster as kubectl does (--kubeconfig, then
+// $KUBECONFIG, then ~/.kube/config; --context) and lists in pages, so a
+// cluster of thousands of nodes never comes in one call.
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Source says which cluster to read, with kubectl's flags and rules.
+type Source struct {
+	Kubeconfig string // --kubeconfig: this file only
+	Context    string // --context
+}
+
+// Connect loads the kubeconfig as kubectl does and returns a client, the
+// context's name and its namespace.
+func (s Source) Connect() (kubernetes.Interface, string, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules() // $KUBECONFIG, then ~/.kube/config
+	rules.ExplicitPath = s.Kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ctxName := cmp.Or(s.Context, raw.CurrentContext)
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, ctxName, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, ctxName, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, ctxName, ns, err
+	}
+	return client, ctxName, ns, nil
+}
+
+// GPUResource reports whether a resource name is a GPU, or a slice or
+// share of one: nvidia.com/gpu, nvidia.com/mig-*, nvidia.com/gpu.shared,
+// HAMi's nvidia.com/gpumem and gpucores, and any extended resource with a
+// GPU-like name (amd.com/gpu, gpu.intel.com/i915).
+func GPUResource(name corev1.ResourceName) bool {
+	n := strings.ToLower(string(name))
+	if !strings.Contains(n, "/") { // cpu, memory, pods: core resources
+		return false
+	}
+	return strings.Contains(n, "gpu") || strings.HasPrefix(n, "nvidia.com/mig-")
+}
+
+// GPUNode is a node's GPU side: what it has, what the scheduler may give,
+// and what non-terminated pods hold, per GPU resource.
+type GPUNode struct {
+	Name          string           `json:"name"`
+	Ready         bool             `json:"ready"`
+	Unschedulable bool             `json:"unschedulable,omitempty"`
+	Taints        []string         `json:"taints,omitempty"`
+	Capacity      map[string]int64 `json:"capacity"`
+	Allocatable   map[string]int64 `json:"allocatable"`
+	Allocated     map[string]int64 `json:"allocated"`
+	Pods          int              `json:"gpu_pods"` // non-terminated pods holding a GPU resource here
+	Product       string           `json:"product,omitempty"`
+	MIGStrategy   string           `json:"mig_strategy,omitempty"`
+	Kubelet       string           `json:"kubelet,omitempty"`
+	Runtime       string           `json:"runtime,omitempty"`
+}
+
+// Free is what the scheduler may still give of a resource.
+func (n GPUNode) Free(res string) int64 { return n.Allocatable[res] - n.Allocated[res] }
+
+// pageSize is how many objects one list call returns.
+const pageSize = 500
+
+// Nodes reads every node that has a GPU resource, and what the
+// non-terminated pods bound to it request, both listed in pages.
+func Nodes(ctx context.Context, c kubernetes.Interface) ([]GPUNode, error) {
+	byName := map[string]*GPUNode{}
+	var out []*GPUNode
+	err := eachPage(ctx, func(o metav1.ListOptions) (string, error) {
+		l, err := c.CoreV1().Nodes().List(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		for i := range l.Items {
+			if n := gpuNode(&l.Items[i]); n != nil {
+				byName[n.Name] = n
+				out = append(out, n)
+			}
+		}
+		return l.Continue, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	// Pods that still hold what they requested: not Succeeded, not Failed.
+	sel := "status.phase!=Succeeded,status.phase!=Failed,spec.nodeName!="
+	err = eachPage(ctx, func(o metav1.ListOptions) (string, error) {
+		o.FieldSelector = sel
+		l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+		if err != nil {
+			return "", err
+		}
+		for i := range l.Items {
+			p := &l.Items[i]
+			n := byName[p.Spec.NodeName]
+			if n == nil {
+				continue
+			}
+			held := false
+			for res, q := range PodRequests(p) {
+				if GPUResource(res) {
+					n.Allocated[string(res)] += q.Value()
+					held = true
+				}
+			}
+			if held {
+				n.Pods++
+			}
+		}
+		return l.Continue, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	nodes := make([]GPUNode, len(out))
+	for i, n := range out {
+		nodes[i] = *n
+	}
+	slices.SortFunc(nodes, func(a, b GPUNode) int { return strings.Compare(a.Name, b.Name) })
+	return nodes, nil
+}
+
+// eachPage calls list with a page's options until the server says there
+// is no more.
+func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, error)) error {
+	cont := ""
+	for {
+		next, err := list(metav1.ListOptions{Limit: pageSize, Continue: cont})
+		if err != nil {
+			return err
+		}
+		if next == "" || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cont = next
+	}
+}
+
+func gpuNode(n *corev1.Node) *GPUNode {
+	g := &GPUNode{Name: n.Name, Unschedulable: n.Spec.Unschedulable, Capacity: map[string]int64{}, Allocatable: map[string]int64{}, Allocated: map[string]int64{},
+		Product: n.Labels["nvidia.com/gpu.product"], MIGStrategy: n.Labels["nvidia.com/mig.strategy"],
+		Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion}
+	for res, q := range n.Status.Capacity {
+		if GPUResource(res) {
+			g.Capacity[string(res)] = q.Value()
+		}
+	}
+	for res, q := range n.Status.Allocatable {
+		if GPUResource(res) {
+			g.Allocatable[string(res)] = q.Value()
+		}
+	}
+	if len(g.Capacity) == 0 && len(g.Allocatable) == 0 {
+		return nil
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			g.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		s := t.Key
+		if t.Value != "" {
+			s += "=" + t.Value
+		}
+		g.Taints = append(g.Taints, s+":"+string(t.Effect))
+	}
+	return g
+}
+
+// PodRequests is what a pod asks the scheduler for, as the scheduler
+// counts it: the sum of its containers' requests (an extended resource's
+// limit is its request), or an init container's if that is larger, plus
+// the pod's overhead.
+func PodRequests(p *corev1.Pod) corev1.ResourceList {
+	sum := corev1.ResourceList{}
+	add := func(dst corev1.ResourceList, rl corev1.ResourceList) {
+		for res, q := range rl {
+			cur := dst[res]
+			cur.Add(q)
+			dst[res] = cur
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		add(sum, containerRequests(c))
+	}
+	for _, c := range p.Spec.InitContainers {
+		for res, q := range containerRequests(c) {
+			if cur, ok := sum[res]; !ok || q.Cmp(cur) > 0 {
+				sum[res] = q.DeepCopy()
+			}
+		}
+	}
+	add(sum, p.Spec.Overhead)
+	return sum
+}
+
+func containerRequests(c corev1.Container) corev1.ResourceList {
+	rl := corev1.ResourceList{}
+	for res, q := range c.Resources.Requests {
+		rl[res] = q.DeepCopy()
+	}
+	for res, q := range c.Resources.Limits {
+		if _, ok := rl[res]; !ok && GPUResource(res) {
+			rl[res] = q.DeepCopy()
+		}
+	}
+	return rl
+}
