@@ -27,6 +27,10 @@ access is enough.`,
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
 	pf.StringVar(&src.Context, "context", "", "the kubeconfig context `NAME` to use (default: the current context)")
+	var ns string
+	var all bool
+	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
+	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "nodes",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
@@ -89,4 +93,94 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode) er
 		}
 	}
 	return tw.Flush()
+}
+
+func newClusterPendingCmd(o *options, src *cluster.Source, ns *string, all *bool) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "pending [-n NAMESPACE | -A]",
+		Short: "Pods waiting for a node, each with why in one paragraph",
+		Long: `Lists the pods the scheduler has not placed, each with its latest
+FailedScheduling event in parts and one paragraph: what it asks for, what the
+scheduler said, and whether the GPUs it wants are free on one node, free but
+spread over several (fragmentation), or not free in the whole cluster.
+Exit status 1 when a pod waits.`,
+		Example: "  gpulab cluster pending -A\n  gpulab cluster pending -n ml-team --json | jq -r '.[].why'",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			pending, err := readPending(c, src, *ns, *all)
+			if err != nil {
+				return err
+			}
+			return printPending(c, o, pending)
+		},
+	}
+	c.Flags().BoolVarP(all, "all-namespaces", "A", false, "every namespace")
+	return c
+}
+
+func newClusterWhyCmd(o *options, src *cluster.Source, ns *string) *cobra.Command {
+	return &cobra.Command{
+		Use:     "why POD [-n NAMESPACE]",
+		Short:   "Why one pod waits for a node, in one paragraph with its evidence",
+		Example: "  gpulab cluster why train-0 -n ml-team",
+		Args:    exactArgs(1, "a pod's name"),
+		RunE: func(c *cobra.Command, args []string) error {
+			pending, err := readPending(c, src, *ns, false)
+			if err != nil {
+				return err
+			}
+			for _, p := range pending {
+				if p.Name == args[0] {
+					return printPending(c, o, []cluster.PendingPod{p})
+				}
+			}
+			return &exitError{code: ExitFailed, err: fmt.Errorf("no pending pod %q in namespace %q (it may be placed, or named otherwise: gpulab cluster pending)", args[0], *ns)}
+		},
+	}
+}
+
+func readPending(c *cobra.Command, src *cluster.Source, ns string, all bool) ([]cluster.PendingPod, error) {
+	client, ctxName, defNS, err := src.Connect()
+	if err != nil {
+		return nil, configErr(err)
+	}
+	switch {
+	case all:
+		ns = ""
+	case ns == "":
+		ns = defNS
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
+	defer cancel()
+	pending, err := cluster.Pending(ctx, client, ns)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", ctxName, err)}
+	}
+	return pending, nil
+}
+
+func printPending(c *cobra.Command, o *options, pending []cluster.PendingPod) error {
+	w := c.OutOrStdout()
+	if o.json {
+		if pending == nil {
+			pending = []cluster.PendingPod{}
+		}
+		if err := writeJSON(w, pending); err != nil {
+			return err
+		}
+	} else {
+		if len(pending) == 0 {
+			fmt.Fprintln(w, "no pod waits for a node")
+		}
+		for i, p := range pending {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w, visible.String(p.Why))
+		}
+	}
+	if len(pending) > 0 {
+		return errSilentFailure
+	}
+	return nil
 }

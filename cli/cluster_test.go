@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -63,4 +64,26 @@ func TestClusterNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, env, "cluster", "nodes", "--kubeconfig", down).expect(t, 1, "", "connection refused")
+
+	// pending and why: nothing waits, then a pod asking for 12 GPUs
+	// waits, and the scheduler's word comes with its paragraph.
+	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig).expect(t, 0, "no pod waits for a node", "")
+	big := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("12")}
+	if _, err := cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(t.Context(), &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "big"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "cuda", Resources: corev1.ResourceRequirements{Limits: big}}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r = run(t, env, "cluster", "why", "big", "-n", "default", "--kubeconfig", cp.Kubeconfig)
+		if strings.Contains(r.stdout, "The scheduler:") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling the API for the scheduler's event
+	}
+	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). Only 9 nvidia.com/gpu are free in the whole cluster", "")
+	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig, "--json").expect(t, 1, `"name": "big"`, "")
+	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 1, "", `no pending pod "nope"`)
 }

@@ -420,3 +420,8 @@ func ParseGetEvents(text string) ([]Event, error) {
 	}
 	return out, problems.err()
 }
+
+// ParseScheduling reads a FailedScheduling message ("0/3 nodes are
+// available: 1 node(s) had untolerated taint {...}, 2 Insufficient
+// nvidia.com/gpu. preemption: ..."), or returns nil for another message.
+func ParseScheduling(msg string) *Scheduling { return parseScheduling("FailedScheduling", msg) }

@@ -1,0 +1,78 @@
+package cluster_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/kubetest"
+)
+
+// Against a real API server and the real scheduler: 7 GPUs are free in
+// all (3 on one node, 4 on the other); a pod asking for 1 is placed and
+// not listed, which leaves 6 free but never 6 on one node, so a pod asking
+// for 6 waits (fragmentation), and a pod asking for 12 waits (not enough
+// in the whole cluster).
+func TestPendingExplainsFragmentation(t *testing.T) {
+	cp := kubetest.Start(t)
+	ctx := t.Context()
+	cp.AddNode(t, kubetest.GPUNode("gpu-a", 8))
+	cp.AddNode(t, kubetest.GPUNode("gpu-b", 4))
+	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
+	for _, p := range []*corev1.Pod{pod("running", "nvidia.com/gpu", 5, "gpu-a"), pod("wide", "nvidia.com/gpu", 6, ""), pod("huge", "nvidia.com/gpu", 12, ""), pod("fits", "nvidia.com/gpu", 1, "")} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait for the scheduler's word on both pods (an event), and for the
+	// pod that fits to be bound.
+	var pending []cluster.PendingPod
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var err error
+		pending, err = cluster.Pending(context.Background(), cp.Client, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pending) == 2 && pending[0].Scheduling != nil && pending[1].Scheduling != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pending never settled: %+v", pending)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the API for the scheduler's event
+	}
+	huge, wide := pending[0], pending[1]
+	if huge.Name != "huge" || wide.Name != "wide" {
+		t.Fatalf("pending: %+v", pending)
+	}
+	fits, err := pods.Get(ctx, "fits", metav1.GetOptions{})
+	if err != nil || fits.Spec.NodeName == "" {
+		t.Errorf("the pod that fits was not placed: %v %+v", err, fits.Spec.NodeName)
+	}
+	free := 7 - 1 // the pod that fits took 1 of the 7 free
+	for _, c := range []struct {
+		p    cluster.PendingPod
+		want []string
+	}{
+		{wide, []string{"default/wide waits for a node for 6 nvidia.com/gpu on one node.", "none of 2 nodes fits (2 Insufficient nvidia.com/gpu)", "fragmentation"}},
+		{huge, []string{"for 12 nvidia.com/gpu", "Only " + itoa(free) + " nvidia.com/gpu are free in the whole cluster"}},
+	} {
+		for _, w := range c.want {
+			if !strings.Contains(c.p.Why, w) {
+				t.Errorf("%s: why lacks %q:\n%s", c.p.Name, w, c.p.Why)
+			}
+		}
+		if c.p.GPUs["nvidia.com/gpu"] == 0 || c.p.Scheduling.Reasons[0].Resource != "nvidia.com/gpu" {
+			t.Errorf("%s: %+v", c.p.Name, c.p)
+		}
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
