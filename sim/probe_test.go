@@ -180,7 +180,7 @@ func TestRewrittenProbeIsCheckedAgain(t *testing.T) {
 	probe := simulatorProbe(t)
 	echo, err := os.ReadFile("/bin/echo")
 	if err != nil {
-		t.Skip("no /bin/echo to stand for a foreign binary")
+		testreq.Missing(t, "no /bin/echo to stand for a foreign binary: "+err.Error())
 	}
 	if len(echo) > len(probe) {
 		t.Fatalf("/bin/echo is larger than the probe")

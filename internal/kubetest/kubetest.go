@@ -134,28 +134,69 @@ func Start(t testing.TB) *ControlPlane {
 	return cp
 }
 
+// ports are the control plane's loopback ports.
+type ports struct{ etcdClient, etcdPeer, api, sched, kwok int }
+
 func (cp *ControlPlane) start(ctx context.Context, bin string) error {
-	ports, err := freePorts(5)
+	ps, err := freePorts(5)
 	if err != nil {
 		return err
 	}
-	etcdClient, etcdPeer, apiPort, schedPort, kwokPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	pki, err := writePKI(cp.Dir)
+	p := ports{ps[0], ps[1], ps[2], ps[3], ps[4]}
+	pki, tokens, err := cp.credentials(p.api)
 	if err != nil {
 		return err
+	}
+	stagesFile, err := writeStages(cp.Dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
+	defer cancel()
+	begin := time.Now()
+	etcdURL, err := cp.startEtcd(bin, p)
+	if err != nil {
+		return err
+	}
+	// The API server retries etcd itself: starting both at once saves
+	// etcd's start-up from the total.
+	if err := cp.startAPIServer(bin, p, etcdURL, pki, tokens); err != nil {
+		return err
+	}
+	if err := cp.waitHTTP(ctx, "kube-apiserver", cp.apiReady); err != nil {
+		return err
+	}
+	if err := cp.startWorkers(ctx, bin, p, stagesFile); err != nil {
+		return err
+	}
+	if err := cp.waitHTTP(ctx, "the default ServiceAccount", func(ctx context.Context) error {
+		return cp.serviceAccount(ctx, metav1.NamespaceDefault)
+	}); err != nil {
+		return err
+	}
+	cp.StartUp = time.Since(begin)
+	return nil
+}
+
+// credentials writes the certificates, an admin token and the kubeconfig,
+// and makes the test's client.
+func (cp *ControlPlane) credentials(apiPort int) (pki, string, error) {
+	pki, err := writePKI(cp.Dir)
+	if err != nil {
+		return pki, "", err
 	}
 	token, err := randomToken()
 	if err != nil {
-		return err
+		return pki, "", err
 	}
 	tokens := filepath.Join(cp.Dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
-		return err
+		return pki, "", err
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	cp.Kubeconfig = filepath.Join(cp.Dir, "kubeconfig")
 	if err := os.WriteFile(cp.Kubeconfig, []byte(kubeconfig(server, pki.caCert, token)), 0o600); err != nil {
-		return err
+		return pki, "", err
 	}
 	cp.Config = &rest.Config{
 		Host:            server,
@@ -165,19 +206,16 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 		Burst:           400,
 	}
 	if cp.Client, err = kubernetes.NewForConfig(cp.Config); err != nil {
-		return fmt.Errorf("client: %w", err)
+		return pki, "", fmt.Errorf("client: %w", err)
 	}
-	stagesFile, err := writeStages(cp.Dir)
-	if err != nil {
-		return err
-	}
+	return pki, tokens, nil
+}
 
-	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
-	defer cancel()
-	begin := time.Now()
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	if err := cp.run(bin, "etcd",
+// startEtcd starts etcd and returns its client URL.
+func (cp *ControlPlane) startEtcd(bin string, p ports) (string, error) {
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(p.etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(p.etcdPeer)
+	return etcdURL, cp.run(bin, "etcd",
 		"--name=kubetest",
 		"--data-dir="+filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls="+etcdURL,
@@ -186,15 +224,14 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 		"--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=kubetest="+peerURL,
 		"--unsafe-no-fsync", // a test's data need not survive a power cut
-	); err != nil {
-		return err
-	}
-	// The API server retries etcd itself: starting both at once saves
-	// etcd's start-up from the total.
-	if err := cp.run(bin, "kube-apiserver",
+	)
+}
+
+func (cp *ControlPlane) startAPIServer(bin string, p ports, etcdURL string, pki pki, tokens string) error {
+	return cp.run(bin, "kube-apiserver",
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(apiPort),
+		"--secure-port="+strconv.Itoa(p.api),
 		"--etcd-servers="+etcdURL,
 		"--cert-dir="+filepath.Join(cp.Dir, "apiserver"),
 		"--tls-cert-file="+pki.serverCert,
@@ -211,18 +248,18 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 		// No node lifecycle controller will ever lift the not-ready taint
 		// this plugin puts on every new node.
 		"--disable-admission-plugins=TaintNodesByCondition",
-	); err != nil {
-		return err
-	}
-	if err := cp.waitHTTP(ctx, "kube-apiserver", cp.apiReady); err != nil {
-		return err
-	}
+	)
+}
+
+// startWorkers starts the scheduler and kwok and waits until both are
+// ready.
+func (cp *ControlPlane) startWorkers(ctx context.Context, bin string, p ports, stagesFile string) error {
 	if err := cp.run(bin, "kube-scheduler",
 		"--kubeconfig="+cp.Kubeconfig,
 		"--authentication-kubeconfig="+cp.Kubeconfig,
 		"--authorization-kubeconfig="+cp.Kubeconfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(schedPort),
+		"--secure-port="+strconv.Itoa(p.sched),
 		"--leader-elect=false",
 	); err != nil {
 		return err
@@ -231,7 +268,7 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 		"--kubeconfig="+cp.Kubeconfig,
 		"--config="+stagesFile,
 		"--manage-all-nodes=true",
-		"--server-address=127.0.0.1:"+strconv.Itoa(kwokPort),
+		"--server-address=127.0.0.1:"+strconv.Itoa(p.kwok),
 		"--node-ip=127.0.0.1",
 	); err != nil {
 		return err
@@ -240,19 +277,10 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 		// The scheduler serves /readyz with a certificate it made itself.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
-	if err := cp.waitHTTP(ctx, "kube-scheduler", getOK(insecure, "https://127.0.0.1:"+strconv.Itoa(schedPort)+"/readyz")); err != nil {
+	if err := cp.waitHTTP(ctx, "kube-scheduler", getOK(insecure, "https://127.0.0.1:"+strconv.Itoa(p.sched)+"/readyz")); err != nil {
 		return err
 	}
-	if err := cp.waitHTTP(ctx, "kwok", getOK(insecure, "http://127.0.0.1:"+strconv.Itoa(kwokPort)+"/readyz")); err != nil {
-		return err
-	}
-	if err := cp.waitHTTP(ctx, "the default ServiceAccount", func(ctx context.Context) error {
-		return cp.serviceAccount(ctx, metav1.NamespaceDefault)
-	}); err != nil {
-		return err
-	}
-	cp.StartUp = time.Since(begin)
-	return nil
+	return cp.waitHTTP(ctx, "kwok", getOK(insecure, "http://127.0.0.1:"+strconv.Itoa(p.kwok)+"/readyz"))
 }
 
 // apiReady asks the API server's /readyz, which turns 200 once etcd is

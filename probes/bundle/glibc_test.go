@@ -47,7 +47,7 @@ func TestParseLibc(t *testing.T) {
 // LibcCommand, run by this machine's sh, prints what ParseLibc reads.
 func TestLibcCommandHere(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the probe runs on Linux hosts only")
+		testreq.Missing(t, "the probe runs on Linux hosts only: this test reads this machine's glibc")
 	}
 	out, err := exec.Command("sh", "-c", LibcCommand).Output()
 	if err != nil {
@@ -139,10 +139,7 @@ func TestNeedsGlibcOfOtherBinaries(t *testing.T) {
 	if _, err := NeedsGlibc([]byte("#!/bin/sh\necho not a probe\n")); err == nil {
 		t.Error("NeedsGlibc(a shell script) = nil error, want one")
 	}
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := testreq.Tool(t, "sh", "its ELF stands for a binary that is not Go's")
 	data, err := os.ReadFile(sh)
 	if err != nil {
 		t.Fatal(err)
