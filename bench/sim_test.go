@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/sim"
 )
 
 // simHosts is the size of the simulated fleet of issue 12's targets.
@@ -90,22 +90,9 @@ func TestSimFleetBenchmark(t *testing.T) {
 	}
 
 	// The engine with a pool, as the workbench holds it.
-	loaded, err := inventory.Load(inv)
+	targets, loaded, err := sim.FilesFor(inv).Targets()
 	if err != nil {
 		t.Fatal(err)
-	}
-	home, _ := os.UserHomeDir()
-	res, err := orchestrator.NewResolver(loaded, "", orchestrator.Overrides{}, home, "gpulab")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var targets []orchestrator.Target
-	for _, h := range loaded.Hosts {
-		tg, err := res.Resolve(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		targets = append(targets, tg)
 	}
 	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: loaded.Defaults.Concurrency}
 	e.Pool = &orchestrator.Pool{Dialer: e.Dialer}

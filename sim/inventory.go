@@ -13,6 +13,8 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // Files are what WriteInventory writes: the inventory and, beside it, the
@@ -145,4 +147,28 @@ concurrency = %d
 			h.name, portOf(h.addr))
 	}
 	return b.String()
+}
+
+// Targets resolves the inventory the files name as gpulab resolves any
+// (its own ssh_config, no operator's), for tests and benchmarks that
+// drive the engine directly.
+func (fs Files) Targets() ([]orchestrator.Target, *inventory.Inventory, error) {
+	inv, err := inventory.Load(fs.Inventory)
+	if err != nil {
+		return nil, nil, err
+	}
+	home, _ := os.UserHomeDir()
+	res, err := orchestrator.NewResolver(inv, "", orchestrator.Overrides{}, home, User)
+	if err != nil {
+		return nil, nil, err
+	}
+	targets := make([]orchestrator.Target, 0, len(inv.Hosts))
+	for _, h := range inv.Hosts {
+		t, err := res.Resolve(h)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets = append(targets, t)
+	}
+	return targets, inv, nil
 }

@@ -7,29 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // fleetTargets resolves a written inventory as gpulab does.
 func fleetTargets(t *testing.T, files Files) []orchestrator.Target {
 	t.Helper()
-	loaded, err := inventory.Load(files.Inventory)
+	targets, _, err := files.Targets()
 	if err != nil {
 		t.Fatal(err)
-	}
-	home, _ := os.UserHomeDir()
-	res, err := orchestrator.NewResolver(loaded, "", orchestrator.Overrides{}, home, "operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var targets []orchestrator.Target
-	for _, h := range loaded.Hosts {
-		tg, err := res.Resolve(h)
-		if err != nil {
-			t.Fatal(err)
-		}
-		targets = append(targets, tg)
 	}
 	return targets
 }
