@@ -2,6 +2,7 @@ package sshtest
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +17,10 @@ import (
 )
 
 // StartAgent runs OpenSSH's ssh-agent in the foreground on a socket of its
-// own, stopped when the test ends, and returns the socket's path.
+// own, stopped when the test ends, and returns the socket's path once the
+// agent accepts connections on it. The socket file appears at bind(), before
+// listen(): a client that only waited for the file was refused on a busy
+// machine.
 func StartAgent(t testing.TB) string {
 	t.Helper()
 	bin := testreq.Tool(t, "ssh-agent", "the login tests use OpenSSH's own agent (apt-get install openssh-client)")
@@ -33,7 +37,8 @@ func StartAgent(t testing.TB) string {
 		<-exited
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(sock); err == nil {
+		if c, err := net.Dial("unix", sock); err == nil {
+			_ = c.Close()
 			return sock
 		}
 		select {
@@ -42,7 +47,7 @@ func StartAgent(t testing.TB) string {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("ssh-agent did not create %s within 10s", sock)
+			t.Fatalf("ssh-agent did not accept connections on %s within 10s", sock)
 		}
 	}
 }
