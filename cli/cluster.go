@@ -41,10 +41,11 @@ non-terminated pods bound to it request, and what is left.`,
 		Example: "  gpulab cluster nodes\n  gpulab cluster nodes --context prod --json | jq '.[] | select(.allocated[\"nvidia.com/gpu\"] == 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			client, ctxName, _, err := src.Connect()
+			client, err := src.Connect()
 			if err != nil {
 				return configErr(err)
 			}
+			ctxName := client.Context
 			ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
 			defer cancel()
 			nodes, err := cluster.Nodes(ctx, client)
@@ -140,10 +141,11 @@ func newClusterWhyCmd(o *options, src *cluster.Source, ns *string) *cobra.Comman
 }
 
 func readPending(c *cobra.Command, src *cluster.Source, ns string, all bool) ([]cluster.PendingPod, error) {
-	client, ctxName, defNS, err := src.Connect()
+	client, err := src.Connect()
 	if err != nil {
 		return nil, configErr(err)
 	}
+	ctxName, defNS := client.Context, client.Namespace
 	switch {
 	case all:
 		ns = ""

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -25,30 +26,44 @@ type Source struct {
 	Context    string // --context
 }
 
-// Connect loads the kubeconfig as kubectl does and returns a client, the
-// context's name and its namespace.
-func (s Source) Connect() (kubernetes.Interface, string, string, error) {
+// Connect loads the kubeconfig as kubectl does and returns a client for
+// its context, with the context's name and namespace.
+func (s Source) Connect() (*Client, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules() // $KUBECONFIG, then ~/.kube/config
 	rules.ExplicitPath = s.Kubeconfig
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
 	raw, err := cc.RawConfig()
 	if err != nil {
-		return nil, "", "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	ctxName := cmp.Or(s.Context, raw.CurrentContext)
 	cfg, err := cc.ClientConfig()
 	if err != nil {
-		return nil, ctxName, "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	ns, _, err := cc.Namespace()
 	if err != nil {
-		return nil, ctxName, "", fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	c, err := NewClient(cfg)
 	if err != nil {
-		return nil, ctxName, ns, err
+		return nil, fmt.Errorf("kubeconfig context %s: %w", ctxName, err)
 	}
-	return client, ctxName, ns, nil
+	c.Context, c.Namespace = ctxName, ns
+	return c, nil
+}
+
+// NewClient is a client for a rest.Config (context and namespace unset).
+func NewClient(cfg *rest.Config) (*Client, error) {
+	kube, err := kubernetes.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(rest.CopyConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Kube: kube, Dynamic: dyn}, nil
 }
 
 // GPUResource reports whether a resource name is a GPU, or a slice or
@@ -86,63 +101,43 @@ func (n GPUNode) Free(res string) int64 { return n.Allocatable[res] - n.Allocate
 // pageSize is how many objects one list call returns.
 const pageSize = 500
 
-// Nodes reads every node that has a GPU resource, and what the
-// non-terminated pods bound to it request, both listed in pages.
-func Nodes(ctx context.Context, c kubernetes.Interface) ([]GPUNode, error) {
+// GPUNodes are the nodes that have a GPU resource, by name, each with what
+// the non-terminated pods bound to it request.
+func (o *Objects) GPUNodes() []GPUNode {
 	byName := map[string]*GPUNode{}
-	var out []*GPUNode
-	err := eachPage(ctx, func(o metav1.ListOptions) (string, error) {
-		l, err := c.CoreV1().Nodes().List(ctx, o)
-		if err != nil {
-			return "", err
+	for _, n := range o.Nodes {
+		if g := gpuNode(n); g != nil {
+			byName[g.Name] = g
 		}
-		for i := range l.Items {
-			if n := gpuNode(&l.Items[i]); n != nil {
-				byName[n.Name] = n
-				out = append(out, n)
-			}
-		}
-		return l.Continue, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	// Pods that still hold what they requested: not Succeeded, not Failed.
-	sel := "status.phase!=Succeeded,status.phase!=Failed,spec.nodeName!="
-	err = eachPage(ctx, func(o metav1.ListOptions) (string, error) {
-		o.FieldSelector = sel
-		l, err := c.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
-		if err != nil {
-			return "", err
+	for _, p := range o.Pods {
+		n := byName[p.Spec.NodeName]
+		if n == nil || terminated(p) {
+			continue
 		}
-		for i := range l.Items {
-			p := &l.Items[i]
-			n := byName[p.Spec.NodeName]
-			if n == nil {
-				continue
-			}
-			held := false
-			for res, q := range PodRequests(p) {
-				if GPUResource(res) {
-					n.Allocated[string(res)] += q.Value()
-					held = true
-				}
-			}
-			if held {
-				n.Pods++
+		held := false
+		for res, q := range PodRequests(p) {
+			if GPUResource(res) {
+				n.Allocated[string(res)] += q.Value()
+				held = true
 			}
 		}
-		return l.Continue, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
+		if held {
+			n.Pods++
+		}
 	}
-	nodes := make([]GPUNode, len(out))
-	for i, n := range out {
-		nodes[i] = *n
+	nodes := make([]GPUNode, 0, len(byName))
+	for _, n := range byName {
+		nodes = append(nodes, *n)
 	}
 	slices.SortFunc(nodes, func(a, b GPUNode) int { return strings.Compare(a.Name, b.Name) })
-	return nodes, nil
+	return nodes
+}
+
+// terminated says whether a pod has ended: it holds nothing and waits for
+// nothing (an informer's cache still has it until it is deleted).
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
 // eachPage calls list with a page's options until the server says there

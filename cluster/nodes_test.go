@@ -55,10 +55,11 @@ func TestNodesFromARealAPIServer(t *testing.T) {
 		}
 	}
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing")) // --kubeconfig wins over $KUBECONFIG
-	client, ctxName, _, err := cluster.Source{Kubeconfig: cp.Kubeconfig}.Connect()
+	client, err := cluster.Source{Kubeconfig: cp.Kubeconfig}.Connect()
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctxName := client.Context
 	nodes, err := cluster.Nodes(context.Background(), client)
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +84,10 @@ func TestNodesFromARealAPIServer(t *testing.T) {
 	// $KUBECONFIG, as kubectl reads it, when no --kubeconfig is given; a
 	// context that is not there is an error naming it.
 	t.Setenv("KUBECONFIG", cp.Kubeconfig)
-	if _, _, _, err := (cluster.Source{}).Connect(); err != nil {
+	if _, err := (cluster.Source{}).Connect(); err != nil {
 		t.Errorf("$KUBECONFIG: %v", err)
 	}
-	if _, _, _, err := (cluster.Source{Context: "nope"}).Connect(); err == nil {
+	if _, err := (cluster.Source{Context: "nope"}).Connect(); err == nil {
 		t.Errorf("--context nope: no error")
 	}
 }

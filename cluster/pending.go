@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -30,57 +29,35 @@ type PendingPod struct {
 	Why string `json:"why"`
 }
 
-// Pending lists the pods waiting for a node (namespace "" for all), each
-// with its latest FailedScheduling event and a paragraph that explains it
-// against the GPU nodes' free resources. Pods and events are listed in
-// pages; events are read once, not once per pod.
-func Pending(ctx context.Context, c kubernetes.Interface, namespace string) ([]PendingPod, error) {
-	var pods []corev1.Pod
-	err := eachPage(ctx, func(o metav1.ListOptions) (string, error) {
-		o.FieldSelector = "status.phase=Pending,spec.nodeName="
-		l, err := c.CoreV1().Pods(namespace).List(ctx, o)
-		if err != nil {
-			return "", err
+// Pending lists the pods of namespace ns ("" for all) waiting for a
+// node, each with its latest FailedScheduling event and a paragraph that
+// explains it against the GPU nodes' free resources, by namespace and name.
+func (o *Objects) Pending(ns string) []PendingPod {
+	latest := map[types.UID]*corev1.Event{}
+	for _, e := range o.Events {
+		if e.Reason != "FailedScheduling" || e.InvolvedObject.Kind != "Pod" {
+			continue
 		}
-		pods = append(pods, l.Items...)
-		return l.Continue, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list pending pods: %w", err)
-	}
-	latest := map[string]corev1.Event{} // by the pod's UID
-	err = eachPage(ctx, func(o metav1.ListOptions) (string, error) {
-		o.FieldSelector = "reason=FailedScheduling,involvedObject.kind=Pod"
-		l, err := c.CoreV1().Events(namespace).List(ctx, o)
-		if err != nil {
-			return "", err
+		uid := e.InvolvedObject.UID
+		if old, ok := latest[uid]; !ok || eventTime(e).After(eventTime(old).Time) {
+			latest[uid] = e
 		}
-		for _, e := range l.Items {
-			uid := string(e.InvolvedObject.UID)
-			if old, ok := latest[uid]; !ok || eventTime(e).After(eventTime(old).Time) {
-				latest[uid] = e
-			}
+	}
+	nodes := o.GPUNodes()
+	out := []PendingPod{}
+	for _, p := range o.Pods {
+		if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending || (ns != "" && p.Namespace != ns) {
+			continue
 		}
-		return l.Continue, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list FailedScheduling events: %w", err)
-	}
-	nodes, err := Nodes(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]PendingPod, 0, len(pods))
-	for i := range pods {
-		out = append(out, explain(&pods[i], latest[string(pods[i].UID)], nodes))
+		out = append(out, explain(p, latest[p.UID], nodes))
 	}
 	slices.SortFunc(out, func(a, b PendingPod) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	return out, nil
+	return out
 }
 
-func eventTime(e corev1.Event) metav1.Time {
+func eventTime(e *corev1.Event) metav1.Time {
 	switch {
 	case !e.EventTime.IsZero():
 		return metav1.Time{Time: e.EventTime.Time}
@@ -90,7 +67,7 @@ func eventTime(e corev1.Event) metav1.Time {
 	return e.CreationTimestamp
 }
 
-func explain(p *corev1.Pod, ev corev1.Event, nodes []GPUNode) PendingPod {
+func explain(p *corev1.Pod, ev *corev1.Event, nodes []GPUNode) PendingPod {
 	pp := PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: map[string]int64{}, PriorityClass: p.Spec.PriorityClassName}
 	for res, q := range PodRequests(p) {
 		if GPUResource(res) {
@@ -103,7 +80,7 @@ func explain(p *corev1.Pod, ev corev1.Event, nodes []GPUNode) PendingPod {
 		}
 	}
 	msg := pp.Message
-	if ev.Message != "" {
+	if ev != nil && ev.Message != "" {
 		msg = ev.Message
 	}
 	pp.Scheduling = parse.ParseScheduling(msg)

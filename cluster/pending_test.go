@@ -36,7 +36,7 @@ func TestPendingExplainsFragmentation(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var err error
-		pending, err = cluster.Pending(context.Background(), cp.Client, "")
+		pending, err = cluster.Pending(context.Background(), kubetestClient(t, cp), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,3 +76,13 @@ func TestPendingExplainsFragmentation(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// kubetestClient is a cluster client for the control plane's admin.
+func kubetestClient(t *testing.T, cp *kubetest.ControlPlane) *cluster.Client {
+	t.Helper()
+	c, err := cluster.NewClient(cp.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
