@@ -66,7 +66,8 @@ type ControlPlane struct {
 	// every component ready.
 	StartUp time.Duration
 
-	procs []*process
+	procs   []*process
+	stopped *process // the API server, between StopAPIServer and StartAPIServer
 }
 
 // BinDir returns the directory holding Binaries: $GPULAB_KUBE_BIN when set,
@@ -489,6 +490,8 @@ func writeStages(dir string) (string, error) {
 // process is one running component.
 type process struct {
 	name   string
+	bin    string   // the directory it was started from
+	args   []string // its arguments, to start it again (RestartAPIServer)
 	cmd    *exec.Cmd
 	log    string
 	exited chan struct{}
@@ -500,7 +503,7 @@ type process struct {
 // home (kwok looks for ~/.kwok).
 func (cp *ControlPlane) run(bin, name string, args ...string) error {
 	logPath := filepath.Join(cp.Dir, name+".log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644) // appended to when started again
 	if err != nil {
 		return err
 	}
@@ -513,7 +516,7 @@ func (cp *ControlPlane) run(bin, name string, args ...string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
+	p := &process{name: name, bin: bin, args: args, cmd: cmd, log: logPath, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	cp.procs = append(cp.procs, p)
 	return nil

@@ -1,0 +1,397 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// LiveState is where a Live view's connection to its API server stands.
+type LiveState int
+
+const (
+	// Waiting: the informers have not listed everything yet.
+	Waiting LiveState = iota
+	// Synced: the caches hold the cluster and follow its watch events.
+	Synced
+	// Lost: the API server stopped answering; the caches hold what it
+	// said last, and the informers retry on their own.
+	Lost
+)
+
+func (s LiveState) String() string {
+	switch s {
+	case Synced:
+		return "synced"
+	case Lost:
+		return "lost"
+	}
+	return "waiting"
+}
+
+// LiveStatus is a Live view's connection at one moment.
+type LiveStatus struct {
+	State LiveState
+	// Server is the API server's host:port ("" when the client has no
+	// REST configuration, as a fake clientset).
+	Server string
+	// Since is when the state began: for Lost, the first failed list or
+	// watch.
+	Since time.Time
+	// Err is the latest error while Lost.
+	Err string
+	// Warning is the latest list or watch error that is not the server
+	// being gone (forbidden, a kind it does not serve); "" when none.
+	Warning string
+}
+
+// String says it in a line: "API server 127.0.0.1:6443 unreachable since
+// 19:22:05 (dial tcp …: connection refused)".
+func (s LiveStatus) String() string {
+	server := "the API server"
+	if s.Server != "" {
+		server = "API server " + s.Server
+	}
+	switch s.State {
+	case Synced:
+		return server + ": synced"
+	case Lost:
+		return fmt.Sprintf("%s unreachable since %s (%s); showing what it said last, retrying", server, s.Since.Format("15:04:05"), s.Err)
+	}
+	return server + ": listing…"
+}
+
+// LiveOptions tune a Live view; the zero value is the default.
+type LiveOptions struct {
+	// Namespace limits the scheduling events to one namespace ("" for
+	// all); nodes, pods and quotas are always every namespace's.
+	Namespace string
+	// Interval is the shortest time between two notifications on
+	// Changes (default 250ms): a burst of watch events is one change.
+	Interval time.Duration
+	// Check is how often the API server is asked whether it answers
+	// (default 2s): a reflector retries a refused watch quietly, so its
+	// errors alone would not say the server is gone.
+	Check time.Duration
+	// Now reads the clock for LiveStatus.Since (nil: time.Now).
+	Now func() time.Time
+}
+
+// Live is a cluster's Objects kept current by shared informers (nodes,
+// non-terminated pods, FailedScheduling and FailedCreate events, resource
+// quotas, priority classes), each object trimmed as it arrives (Trim). Its
+// lists are streamed or paged by the informers, never one call for the
+// whole cluster, and nothing blocks its reader: Snapshot reads the
+// caches. A lost API server is a state (Status), not an error: the
+// caches keep what it said last and the informers reconnect by
+// themselves. Start it with StartLive; it stops when the context ends.
+type Live struct {
+	client *Client
+	opts   LiveOptions
+
+	nodes, pods, quotas, prios cache.SharedIndexInformer
+	events                     []eventInformer
+
+	dirty   chan struct{} // a watch event or a state change, not yet told
+	changes chan struct{} // told, at most once per Interval; closed at the end
+	done    chan struct{} // closed once every goroutine has ended
+
+	mu     sync.Mutex
+	status LiveStatus
+}
+
+// eventInformer is the informer of one reason's events (each has its
+// own field selector, so one shared informer cannot serve both).
+type eventInformer struct {
+	reason   string
+	informer cache.SharedIndexInformer
+}
+
+// StartLive starts the informers on c and returns at once; the view
+// fills as they list (Status says Waiting, then Synced). Everything stops
+// when ctx ends: Changes is closed then, and Done once every goroutine
+// has returned.
+func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
+	if opts.Interval <= 0 {
+		opts.Interval = 250 * time.Millisecond
+	}
+	if opts.Check <= 0 {
+		opts.Check = 2 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	l := &Live{client: c, opts: opts, dirty: make(chan struct{}, 1), changes: make(chan struct{}, 1), done: make(chan struct{})}
+	l.status = LiveStatus{State: Waiting, Server: serverOf(c.Kube), Since: opts.Now()}
+	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTransform(Trim))
+	l.nodes = factory.Core().V1().Nodes().Informer()
+	l.pods = factory.InformerFor(&corev1.Pod{}, func(k kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewFilteredPodInformer(k, metav1.NamespaceAll, resync, cache.Indexers{}, func(lo *metav1.ListOptions) {
+			lo.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
+		})
+	})
+	l.quotas = factory.Core().V1().ResourceQuotas().Informer()
+	l.prios = factory.Scheduling().V1().PriorityClasses().Informer()
+	for _, reason := range []string{"FailedScheduling", "FailedCreate"} {
+		inf := coreinformers.NewFilteredEventInformer(c.Kube, opts.Namespace, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
+			lo.FieldSelector = "reason=" + reason
+		})
+		_ = inf.SetTransform(Trim) // only fails once started
+		l.events = append(l.events, eventInformer{reason, inf})
+	}
+	for _, inf := range l.informers() {
+		_ = inf.SetWatchErrorHandlerWithContext(l.watchError) // only fails once started
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { l.poke() },
+			UpdateFunc: func(any, any) { l.poke() },
+			DeleteFunc: func(any) { l.poke() },
+		})
+	}
+	var wg sync.WaitGroup
+	factory.Start(ctx.Done())
+	for _, e := range l.events {
+		wg.Go(func() { e.informer.RunWithContext(ctx) })
+	}
+	wg.Go(func() { l.waitSynced(ctx) })
+	wg.Go(func() { l.notify(ctx) })
+	wg.Go(func() { l.check(ctx) })
+	go func() {
+		wg.Wait()
+		factory.Shutdown() // waits for the factory's informers
+		close(l.done)
+	}()
+	return l
+}
+
+func (l *Live) informers() []cache.SharedIndexInformer {
+	out := []cache.SharedIndexInformer{l.nodes, l.pods, l.quotas, l.prios}
+	for _, e := range l.events {
+		out = append(out, e.informer)
+	}
+	return out
+}
+
+// serverOf is the API server's host:port, when the client talks REST.
+func serverOf(k kubernetes.Interface) string {
+	if k == nil {
+		return ""
+	}
+	rc, ok := k.CoreV1().RESTClient().(*rest.RESTClient)
+	if !ok || rc == nil {
+		return ""
+	}
+	return rc.Get().URL().Host
+}
+
+// ping asks the API server for its version.
+func ping(ctx context.Context, k kubernetes.Interface) error {
+	if rc, ok := k.Discovery().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return rc.Get().AbsPath("/version").Do(ctx).Error()
+	}
+	_, err := k.Discovery().ServerVersion() // a fake: no REST to bound
+	return err
+}
+
+// Changes receives a value when the cluster or the connection changed
+// since the last one (coalesced: at most one per Interval, however many
+// watch events came). It is closed when the view stops.
+func (l *Live) Changes() <-chan struct{} { return l.changes }
+
+// Done is closed once the view has stopped: its informers and goroutines
+// have all returned.
+func (l *Live) Done() <-chan struct{} { return l.done }
+
+// Client is the client the view reads with.
+func (l *Live) Client() *Client { return l.client }
+
+// Status is the connection's state now.
+func (l *Live) Status() LiveStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+// Snapshot is the cluster as the caches hold it now, cheap enough to
+// call on every change (the objects are the caches', shared: read them,
+// never change them). Queues are not kept live (Read reads them).
+func (l *Live) Snapshot() *Objects {
+	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}}
+	o.Nodes = listOf[corev1.Node](l.nodes)
+	o.Pods = listOf[corev1.Pod](l.pods)
+	o.Quotas = listOf[corev1.ResourceQuota](l.quotas)
+	for _, pc := range listOf[schedulingv1.PriorityClass](l.prios) {
+		o.PriorityClasses[pc.Name] = pc
+	}
+	for _, e := range l.events {
+		// A server that ignores the field selector (a fake clientset)
+		// sends every event to both informers: keep each reason's own.
+		for _, ev := range listOf[corev1.Event](e.informer) {
+			if ev.Reason == e.reason {
+				o.Events = append(o.Events, ev)
+			}
+		}
+	}
+	return o
+}
+
+func listOf[T any](inf cache.SharedIndexInformer) []*T {
+	items := inf.GetStore().List()
+	out := make([]*T, 0, len(items))
+	for _, it := range items {
+		if t, ok := it.(*T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// poke marks the view changed; notify tells it.
+func (l *Live) poke() {
+	select {
+	case l.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// notify forwards pokes to Changes, at most one per Interval, and closes
+// Changes when ctx ends.
+func (l *Live) notify(ctx context.Context) {
+	defer close(l.changes)
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.dirty:
+		}
+		select {
+		case l.changes <- struct{}{}:
+		default: // the reader has one it has not taken: it will read this change too
+		}
+		t.Reset(l.opts.Interval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// synced reports whether every informer has listed once.
+func (l *Live) synced() bool {
+	for _, inf := range l.informers() {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// waitSynced turns Waiting into Synced once every informer has listed.
+func (l *Live) waitSynced(ctx context.Context) {
+	syncs := make([]cache.InformerSynced, 0, 6)
+	for _, inf := range l.informers() {
+		syncs = append(syncs, inf.HasSynced)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
+		return
+	}
+	l.setState(func(s *LiveStatus) bool {
+		if s.State != Waiting {
+			return false // lost meanwhile: the retry loop will say when it is back
+		}
+		s.State, s.Since = Synced, l.opts.Now()
+		return true
+	})
+}
+
+// watchError is every informer's watch error handler. A network error
+// makes the view Lost at once (check says when the server is back); any
+// other error but a watch's normal end is kept as a Warning.
+func (l *Live) watchError(ctx context.Context, _ *cache.Reflector, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || ctx.Err() != nil {
+		return // a watch that ended as watches do: the reflector lists again
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) {
+		l.lost(err)
+		return
+	}
+	l.setState(func(s *LiveStatus) bool {
+		s.Warning = err.Error()
+		return true
+	})
+}
+
+// lost marks the view Lost because of err (since the first error).
+func (l *Live) lost(err error) {
+	l.setState(func(s *LiveStatus) bool {
+		s.Err = err.Error()
+		if s.State != Lost {
+			s.State, s.Since = Lost, l.opts.Now()
+		}
+		return true
+	})
+}
+
+// check asks the API server for its version every Check: no answer makes
+// the view Lost; an answer after that makes it Synced again (Waiting if
+// the caches never listed), the reflectors listing again by themselves.
+func (l *Live) check(ctx context.Context) {
+	t := time.NewTicker(l.opts.Check)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, max(l.opts.Check, 5*time.Second))
+		err := ping(pctx, l.client.Kube)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			l.lost(err)
+			continue
+		}
+		l.setState(func(s *LiveStatus) bool {
+			if s.State != Lost {
+				return false
+			}
+			s.State, s.Since, s.Err, s.Warning = Synced, l.opts.Now(), "", ""
+			if !l.synced() {
+				s.State = Waiting // back, and still listing for the first time
+			}
+			return true
+		})
+	}
+}
+
+// setState changes the status under the lock; a change is told on
+// Changes.
+func (l *Live) setState(change func(*LiveStatus) bool) {
+	l.mu.Lock()
+	changed := change(&l.status)
+	l.mu.Unlock()
+	if changed {
+		l.poke()
+	}
+}

@@ -1,0 +1,139 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/kubetest"
+)
+
+// waitLive waits, on the view's change notifications, until ok holds of
+// a snapshot and the status, or fails the test after a minute.
+func waitLive(t *testing.T, l *cluster.Live, what string, ok func(*cluster.Objects, cluster.LiveStatus) bool) *cluster.Objects {
+	t.Helper()
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		o, st := l.Snapshot(), l.Status()
+		if ok(o, st) {
+			return o
+		}
+		select {
+		case _, open := <-l.Changes():
+			if !open {
+				t.Fatalf("the view stopped while waiting for %s", what)
+			}
+		case <-deadline.C:
+			t.Fatalf("no %s within a minute; status: %s", what, st)
+		}
+	}
+}
+
+func hasPod(o *cluster.Objects, name string, bound bool) bool {
+	return slices.ContainsFunc(o.Pods, func(p *corev1.Pod) bool { return p.Name == name && (p.Spec.NodeName != "") == bound })
+}
+
+// Against a real API server and scheduler: the view syncs, sees a pod
+// bound and a pod that does not fit with the scheduler's event, says the
+// server is lost when it stops (keeping what it said last), recovers when
+// it comes back, and stops cleanly.
+func TestLiveFollowsARealAPIServer(t *testing.T) {
+	cp := kubetest.Start(t)
+	cp.AddNode(t, kubetest.GPUNode("gpu-a", 8))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	l := cluster.StartLive(ctx, kubetestClient(t, cp), cluster.LiveOptions{Interval: 20 * time.Millisecond, Check: 100 * time.Millisecond})
+	waitLive(t, l, "synced view with gpu-a", func(o *cluster.Objects, st cluster.LiveStatus) bool {
+		return st.State == cluster.Synced && len(o.GPUNodes()) == 1
+	})
+
+	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
+	for _, p := range []*corev1.Pod{pod("small", "nvidia.com/gpu", 2, ""), pod("wide", "nvidia.com/gpu", 16, "")} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := waitLive(t, l, "small bound and wide explained", func(o *cluster.Objects, _ cluster.LiveStatus) bool {
+		pending := o.Pending("")
+		return hasPod(o, "small", true) && len(pending) == 1 && pending[0].Scheduling != nil
+	})
+	if got := o.GPUNodes()[0].Allocated["nvidia.com/gpu"]; got != 2 {
+		t.Errorf("allocated on gpu-a = %d, want 2", got)
+	}
+	if why := o.Pending("")[0].Why; !strings.Contains(why, "default/wide waits for a node for 16 nvidia.com/gpu") || !strings.Contains(why, "none of 1 nodes fits") {
+		t.Errorf("wide's why: %s", why)
+	}
+
+	cp.StopAPIServer(t)
+	o = waitLive(t, l, "lost API server", func(_ *cluster.Objects, st cluster.LiveStatus) bool { return st.State == cluster.Lost })
+	st := l.Status()
+	if server := strings.TrimPrefix(cp.Config.Host, "https://"); st.Server != server || !strings.Contains(st.String(), "API server "+server+" unreachable since ") {
+		t.Errorf("lost status = %q (server %q), want it to name %s", st, st.Server, server)
+	}
+	if !hasPod(o, "small", true) || len(o.GPUNodes()) != 1 {
+		t.Errorf("a lost server emptied the view: %d pods, %d GPU nodes", len(o.Pods), len(o.GPUNodes()))
+	}
+
+	cp.StartAPIServer(t)
+	waitLive(t, l, "recovered view", func(_ *cluster.Objects, st cluster.LiveStatus) bool { return st.State == cluster.Synced })
+	if _, err := pods.Create(ctx, pod("after", "nvidia.com/gpu", 1, ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLive(t, l, "a pod made after the server came back", func(o *cluster.Objects, _ cluster.LiveStatus) bool { return hasPod(o, "after", true) })
+
+	cancel()
+	select {
+	case <-l.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the view did not stop within 30s of its context's end")
+	}
+	if _, open := <-l.Changes(); open {
+		t.Error("Changes is still open after the view stopped")
+	}
+}
+
+// RouteKlog keeps client-go's logging off the terminal: klog's own calls
+// and runtime.HandleError (an informer's failed watch) reach the writer
+// given, and nothing reaches stderr.
+func TestRouteKlogKeepsTheTerminalClean(t *testing.T) {
+	stderr, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stderr
+	os.Stderr = stderr
+	defer func() { os.Stderr = saved }()
+	var log bytes.Buffer
+	cluster.RouteKlog(&log)
+	defer cluster.RouteKlog(nil)
+	klog.Error("klog error line")
+	klog.Warning("klog warning line")
+	klog.ErrorS(errors.New("boom"), "structured error line")
+	utilruntime.HandleError(errors.New(`Failed to watch *v1.Pod: dial tcp 127.0.0.1:6443: connect: connection refused`))
+	klog.Flush()
+	os.Stderr = saved
+	written, err := os.ReadFile(stderr.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) > 0 {
+		t.Errorf("klog wrote to stderr:\n%s", written)
+	}
+	for _, want := range []string{"klog error line", "klog warning line", "structured error line", "connection refused"} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, log.String())
+		}
+	}
+}
