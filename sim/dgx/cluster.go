@@ -46,9 +46,10 @@ type Cluster struct {
 	faults []spec.Faults
 	epoch  time.Time // when the cluster's story was set: every timestamp counts from it
 
-	once sync.Once
-	mu   sync.Mutex
-	st   *kstate
+	once    sync.Once
+	mu      sync.Mutex
+	st      *kstate
+	changes chan struct{} // Changes: kubectl changed the cluster
 }
 
 // NewCluster returns the cluster of a fleet: names[i] is host i, with
@@ -58,7 +59,8 @@ func NewCluster(names []string, faults []spec.Faults) *Cluster {
 	if len(faults) != len(names) {
 		panic(fmt.Sprintf("sim/dgx: NewCluster: %d names, %d faults", len(names), len(faults)))
 	}
-	return &Cluster{names: slices.Clone(names), faults: slices.Clone(faults), epoch: time.Now().Truncate(time.Second)}
+	return &Cluster{names: slices.Clone(names), faults: slices.Clone(faults), epoch: time.Now().Truncate(time.Second),
+		changes: make(chan struct{}, 1)}
 }
 
 func (c *Cluster) now() time.Time {

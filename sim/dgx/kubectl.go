@@ -355,10 +355,13 @@ func (k *kubeRun) run() int {
 	case "api-resources":
 		return k.apiResources()
 	case "run":
+		defer k.h.Cluster.changed()
 		return k.runPod()
 	case "create":
+		defer k.h.Cluster.changed()
 		return k.create()
 	case "delete":
+		defer k.h.Cluster.changed()
 		return k.delete()
 	case "wait":
 		return k.wait()
