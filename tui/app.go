@@ -60,6 +60,9 @@ type Options struct {
 	// Mask hides the hosts' names and addresses wherever they are drawn:
 	// the i-th host reads host-i, an address reads "masked".
 	Mask bool
+	// Clusters are the Kubernetes contexts the Cluster tab follows, the
+	// first shown first; none: the tab says how to name them.
+	Clusters []ClusterSource
 }
 
 // Model is the root model. It implements tea.Model.
@@ -147,6 +150,12 @@ func New(opts Options) Model {
 	}
 	rv := newResultsView(opts.Results, st)
 	rv.mask = mask
+	var cv Component = newHintView("Cluster", clusterHint(inv), st)
+	if len(opts.Clusters) > 0 {
+		c := newClusterView(opts.Clusters, st)
+		c.mask = mask
+		cv = c
+	}
 	m := Model{
 		keys:      DefaultGlobalKeys(),
 		help:      h,
@@ -162,7 +171,7 @@ func New(opts Options) Model {
 			rbv,
 			lv,
 			rv,
-			newHintView("Cluster", clusterHint(inv), st),
+			cv,
 		},
 	}
 	if len(opts.Present) > 0 {

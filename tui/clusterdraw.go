@@ -1,0 +1,229 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpulab/gpulab/cluster"
+)
+
+// Drawing the Cluster tab. View draws only the rows on screen, from what
+// refresh computed: a cluster of thousands of nodes costs no more than a
+// screenful.
+
+// barWidth is the cells of a bar between its brackets.
+const barWidth = 16
+
+// View implements Component.
+func (v *clusterView) View() string {
+	st := v.styles
+	if len(v.sources) == 0 {
+		return strings.Join([]string{st.CardTitle.Render("Cluster"), "",
+			st.Hint.Render("No Kubernetes context in the inventory ([[kube]] tables name kubeconfig and context).")}, "\n")
+	}
+	lines := []string{v.titleLine(), v.statusLine(), ""}
+	lines = append(lines, v.nodeLines()...)
+	lines = append(lines, "")
+	lines = append(lines, v.waitLines()...)
+	lines = append(lines, v.whyLines()...)
+	lines = append(lines, v.quotaLines()...)
+	lines = append(lines, v.reconcileLine())
+	return strings.Join(lines, "\n")
+}
+
+func (v *clusterView) titleLine() string {
+	st := v.styles
+	src := v.sources[v.current]
+	line := st.CardTitle.Render("Cluster") + " " + st.CardLabel.Render("context "+src.Name)
+	if src.Simulated {
+		line += " " + st.Badge.Render(" SIMULATED ")
+	}
+	if len(v.sources) > 1 {
+		line += st.CardMuted.Render(fmt.Sprintf("  (%d of %d: c for the next)", v.current+1, len(v.sources)))
+	}
+	if src.Live != nil {
+		line += st.CardMuted.Render(fmt.Sprintf("  %d GPU nodes · %d pods · %d waiting", len(v.nodes), v.pods, len(v.waiting)))
+	}
+	return line
+}
+
+// statusLine is the connection: an error is drawn as one, the tab goes on
+// showing what the server said last.
+func (v *clusterView) statusLine() string {
+	st := v.styles
+	src := v.sources[v.current]
+	switch {
+	case src.Live == nil:
+		return st.Error.Render("not connected: " + src.Err)
+	case v.status.State == cluster.Lost:
+		return st.Error.Render(v.status.String())
+	case v.status.State == cluster.Waiting:
+		return st.Hint.Render(v.status.String())
+	}
+	line := st.CardMuted.Render(v.status.String())
+	if src.Simulated {
+		line = st.CardMuted.Render("simulated API server (client-go fake clientset fed by the simulated fleet): synced")
+	}
+	if v.status.Warning != "" {
+		line += "  " + st.Error.Render("warning: "+v.status.Warning)
+	}
+	return line
+}
+
+func (v *clusterView) nameWidth() int {
+	w := 4
+	for _, n := range v.nodes {
+		w = max(w, len(n.Name))
+	}
+	return min(w, 28)
+}
+
+func (v *clusterView) resWidth() int {
+	w := 8
+	for _, r := range v.rows {
+		w = max(w, len(r.res))
+	}
+	return min(w, 26)
+}
+
+func (v *clusterView) nodeLines() []string {
+	st := v.styles
+	nw, rw := v.nameWidth(), v.resWidth()
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%d)", len(v.nodes))),
+		st.TableHeader.Render(fmt.Sprintf("  %-*s %-9s %-*s %-*s %-14s %s", nw, "NODE", "STATUS", rw, "RESOURCE", barWidth+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
+	n := v.nodeHeight()
+	if len(v.rows) == 0 {
+		lines = append(lines, st.Hint.Render("  no node has a GPU resource"))
+	}
+	for i := v.nodeOffset; i < len(v.rows) && i < v.nodeOffset+n; i++ {
+		lines = append(lines, v.nodeLine(i, nw, rw))
+	}
+	for len(lines) < n+2 {
+		lines = append(lines, "")
+	}
+	return lines
+}
+
+func (v *clusterView) nodeLine(i, nw, rw int) string {
+	r := v.rows[i]
+	n := v.nodes[r.node]
+	name, status := "", ""
+	if r.first {
+		name, status = n.Name, "Ready"
+		if !n.Ready {
+			status = "NotReady"
+		}
+		if n.Unschedulable {
+			status = "Cordoned"
+		}
+	}
+	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
+	used := "—"
+	if u, ok := v.usage[n.Name]; ok {
+		used = fmt.Sprint(u[r.res])
+	}
+	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(r.res, rw), bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa), used)
+	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
+}
+
+// cursorLine marks the selected row with ▶ (so that it shows without
+// colour) and its style.
+func (v *clusterView) cursorLine(text string, selected bool) string {
+	if selected {
+		return v.styles.TableCursor.Render("▶ " + text)
+	}
+	return v.styles.TableRow.Render("  " + text)
+}
+
+// bar draws allocated (█), free allocatable (░) and capacity the device
+// plugin does not offer (×, unhealthy GPUs) in barWidth cells.
+func bar(alloc, allocatable, capacity int64) string {
+	total := max(capacity, allocatable, 1)
+	cells := func(n int64) int { return int((min(max(n, 0), total)*barWidth + total/2) / total) }
+	a := cells(alloc)
+	f := max(0, cells(allocatable)-a)
+	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, barWidth-a-f)) + "]"
+}
+
+func clipText(s string, w int) string {
+	if len(s) <= w {
+		return s
+	}
+	return s[:max(0, w-1)] + "…"
+}
+
+func (v *clusterView) waitLines() []string {
+	st := v.styles
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%d): pods the scheduler has not placed, and objects whose pods were refused", len(v.waiting)))}
+	if len(v.waiting) == 0 {
+		return append(lines, st.Hint.Render("  nothing waits"))
+	}
+	nw := 8
+	for _, it := range v.waiting {
+		nw = max(nw, len(it.ns)+1+len(it.name))
+	}
+	nw = min(nw, 44)
+	for i := v.waitOffset; i < len(v.waiting) && i < v.waitOffset+v.waitHeight(); i++ {
+		it := v.waiting[i]
+		text := fmt.Sprintf("%-*s %-4s %-18s %s", nw, clipText(it.ns+"/"+it.name, nw), it.kind, it.asks, it.reason)
+		lines = append(lines, v.cursorLine(text, v.focus == focusWaiting && i == v.waitCursor))
+	}
+	return lines
+}
+
+// whyLines is the selected waiting item's paragraph and evidence, masked
+// before it is wrapped (so that no host name is split where the mask
+// cannot see it), at most maxWhyLines.
+func (v *clusterView) whyLines() []string {
+	if len(v.waiting) == 0 {
+		return nil
+	}
+	st := v.styles
+	it := v.waiting[v.waitCursor]
+	title := " why: " + it.ns + "/" + it.name + " "
+	lines := []string{st.Rule.Render("──" + title + strings.Repeat("─", max(0, v.width-len([]rune(title))-2)))}
+	w := max(20, v.width-4)
+	for _, l := range wrap(v.mask.apply(it.why), w) {
+		lines = append(lines, "  "+st.CardText.Render(l))
+	}
+	for _, e := range it.evidence {
+		for _, l := range wrap(v.mask.apply(e), w-2) {
+			lines = append(lines, "    "+st.CardMuted.Render(l))
+		}
+	}
+	return clipLines(lines, v.maxWhy())
+}
+
+// maxWhy is the why's lines: fewer on a short terminal, so that the
+// nodes keep three rows.
+func (v *clusterView) maxWhy() int {
+	if v.height < 30 {
+		return maxWhyLines - 3
+	}
+	return maxWhyLines
+}
+
+func (v *clusterView) quotaLines() []string {
+	st := v.styles
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Quotas (%d GPU limits)", len(v.quotas)))}
+	if len(v.quotas) == 0 {
+		return append(lines, st.Hint.Render("  no ResourceQuota limits a GPU resource"))
+	}
+	for i, q := range v.quotas {
+		if i == maxQuotaRows {
+			break
+		}
+		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %-28s %-26s %s %d/%d used", clipText(q.ns+"/"+q.name, 28), q.res, bar(q.used, q.hard, q.hard), q.used, q.hard)))
+	}
+	return lines
+}
+
+// reconcileLine is the reconciliation of allocated with used: not read
+// until probe snapshots are matched with the nodes (usage is set).
+func (v *clusterView) reconcileLine() string {
+	st := v.styles
+	if v.usage == nil {
+		return st.CardLabel.Render("Reconciliation") + " " + st.Hint.Render("not read yet: allocated vs used needs the GPUs' probe snapshots matched with the nodes")
+	}
+	return st.CardLabel.Render("Reconciliation") + " " + st.CardMuted.Render(fmt.Sprintf("%d of %d nodes measured (USED column)", len(v.usage), len(v.nodes)))
+}

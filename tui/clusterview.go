@@ -1,0 +1,345 @@
+package tui
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpulab/gpulab/cluster"
+)
+
+// LiveCluster is a cluster the Cluster tab follows: cluster.Live is one.
+type LiveCluster interface {
+	// Snapshot is the cluster's objects now (read-only).
+	Snapshot() *cluster.Objects
+	// Status is the connection to its API server.
+	Status() cluster.LiveStatus
+	// Changes receives a value after a change; closed when it stops.
+	Changes() <-chan struct{}
+}
+
+// ClusterSource is one cluster (a kubeconfig context) the Cluster tab can
+// show.
+type ClusterSource struct {
+	// Name is the context's name ("simulated" for the demo's).
+	Name string
+	// Simulated marks a cluster no API server holds (the demo's): the tab
+	// says SIMULATED.
+	Simulated bool
+	// Live follows it; nil when it could not be connected (Err says why).
+	Live LiveCluster
+	Err  string
+}
+
+// clusterChangedMsg is source's cluster after a change, computed off the
+// workbench's loop; open is false once the source has stopped.
+type clusterChangedMsg struct {
+	source int
+	data   clusterData
+	open   bool
+}
+
+// clusterData is what the tab draws of one cluster, computed from a
+// snapshot (GPU nodes, what waits and why, quotas): at 1,000 nodes and
+// 20,000 pods it takes tens of milliseconds, so it is computed in a
+// command, never in Update or View.
+type clusterData struct {
+	status  cluster.LiveStatus
+	nodes   []cluster.GPUNode
+	rows    []nodeRow
+	waiting []waitItem
+	quotas  []quotaRow
+	pods    int
+}
+
+type clusterKeys struct {
+	MoveKeys
+	Focus, Context key.Binding
+}
+
+// clusterFocus is the list the cursor moves in.
+type clusterFocus int
+
+const (
+	focusWaiting clusterFocus = iota
+	focusNodes
+)
+
+// nodeRow is one GPU resource of one node: a node with MIG slices has a
+// row per profile.
+type nodeRow struct {
+	node  int // index in nodes
+	res   string
+	first bool // the node's first row: its name and status are drawn
+}
+
+// waitItem is one entry of the waiting list: a pod the scheduler has not
+// placed, or a controller's object whose pods the API server refused.
+type waitItem struct {
+	ns, name, kind string
+	asks           string // "8 nvidia.com/gpu"
+	reason         string
+	why            string
+	evidence       []string
+}
+
+// quotaRow is one GPU resource of one ResourceQuota.
+type quotaRow struct {
+	ns, name, res string
+	used, hard    int64
+}
+
+// clusterView is the Cluster tab: the GPU nodes with capacity,
+// allocatable and allocated bars, what waits (pending pods and refused
+// Jobs) with the selected one's why and evidence, the quotas, and the
+// reconciliation of allocated with used. It follows its cluster live;
+// everything it draws is computed when a change arrives, so View draws
+// only the rows on screen.
+type clusterView struct {
+	sources []ClusterSource
+	current int
+	styles  Styles
+	keys    clusterKeys
+	mask    *masker
+
+	// What the current source showed at its last change.
+	clusterData
+	// usage is what each node's GPUs measurably run, by node and
+	// resource: the reconciliation of allocated with the probes'
+	// snapshots. nil until one is made: the USED column and the
+	// reconciliation section say "not read yet".
+	usage map[string]map[string]int64
+
+	focus      clusterFocus
+	nodeCursor int
+	nodeOffset int
+	waitCursor int
+	waitOffset int
+
+	width, height int
+}
+
+func newClusterView(sources []ClusterSource, st Styles) *clusterView {
+	m := DefaultMoveKeys()
+	v := &clusterView{sources: sources, styles: st, keys: clusterKeys{
+		MoveKeys: m,
+		Focus:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "nodes / waiting")),
+		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "next context")),
+	}}
+	v.refresh()
+	return v
+}
+
+func (v *clusterView) Title() string    { return "Cluster" }
+func (v *clusterView) Capturing() bool  { return false }
+func (v *clusterView) SetSize(w, h int) { v.width, v.height = w, h; v.scroll() }
+func (v *clusterView) ShortHelp() []key.Binding {
+	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Focus, v.keys.Context}
+}
+func (v *clusterView) FullHelp() [][]key.Binding {
+	k := v.keys
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Focus, k.Context}}
+}
+
+// Status implements Component: the context, its state and counts.
+func (v *clusterView) Status() string {
+	if len(v.sources) == 0 {
+		return "no cluster"
+	}
+	src := v.sources[v.current]
+	if src.Live == nil {
+		return src.Name + ": not connected"
+	}
+	return fmt.Sprintf("%s: %s, %d GPU nodes, %d waiting", src.Name, v.status.State, len(v.nodes), len(v.waiting))
+}
+
+// Init implements Component: it waits for each source's changes.
+func (v *clusterView) Init() tea.Cmd {
+	var cmds []tea.Cmd
+	for i := range v.sources {
+		cmds = append(cmds, v.wait(i))
+	}
+	return tea.Batch(cmds...)
+}
+
+// wait is a command that returns at the source's next change.
+func (v *clusterView) wait(i int) tea.Cmd {
+	l := v.sources[i].Live
+	if l == nil {
+		return nil
+	}
+	ch := l.Changes()
+	return func() tea.Msg {
+		_, open := <-ch
+		return clusterChangedMsg{source: i, data: computeCluster(l), open: open}
+	}
+}
+
+// Update implements Component.
+func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	switch msg := msg.(type) {
+	case clusterChangedMsg:
+		if msg.source == v.current {
+			v.clusterData = msg.data
+			v.scroll()
+		}
+		if !msg.open {
+			return v, nil
+		}
+		return v, v.wait(msg.source)
+	case tea.KeyMsg:
+		v.handleKey(msg)
+	}
+	return v, nil
+}
+
+func (v *clusterView) handleKey(km tea.KeyMsg) {
+	k := v.keys
+	cur := &v.waitCursor
+	if v.focus == focusNodes {
+		cur = &v.nodeCursor
+	}
+	switch {
+	case key.Matches(km, k.Up):
+		*cur--
+	case key.Matches(km, k.Down):
+		*cur++
+	case key.Matches(km, k.PageUp):
+		*cur -= v.nodeHeight()
+	case key.Matches(km, k.PageDown):
+		*cur += v.nodeHeight()
+	case key.Matches(km, k.Home):
+		*cur = 0
+	case key.Matches(km, k.End):
+		*cur = 1 << 30
+	case key.Matches(km, k.Focus):
+		v.focus = 1 - v.focus
+	case key.Matches(km, k.Context) && len(v.sources) > 1:
+		v.current = (v.current + 1) % len(v.sources)
+		v.nodeCursor, v.waitCursor = 0, 0
+		v.refresh()
+	}
+	v.scroll()
+}
+
+// refresh recomputes what the tab shows from the current source, on the
+// spot: when the tab starts and when it switches context.
+func (v *clusterView) refresh() {
+	v.clusterData = clusterData{}
+	if len(v.sources) > 0 && v.sources[v.current].Live != nil {
+		v.clusterData = computeCluster(v.sources[v.current].Live)
+	}
+	v.scroll()
+}
+
+// computeCluster is what the tab draws of l now.
+func computeCluster(l LiveCluster) clusterData {
+	d := clusterData{status: l.Status()}
+	o := l.Snapshot()
+	d.pods = len(o.Pods)
+	d.nodes = o.GPUNodes()
+	for i, n := range d.nodes {
+		for k, res := range slices.Sorted(maps.Keys(n.Capacity)) {
+			d.rows = append(d.rows, nodeRow{node: i, res: res, first: k == 0})
+		}
+	}
+	d.waiting = waitItems(o)
+	d.quotas = quotaRows(o.Quotas)
+	return d
+}
+
+// waitItems are the pending pods, then the refused objects.
+func waitItems(o *cluster.Objects) []waitItem {
+	var out []waitItem
+	for _, p := range o.Pending("") {
+		it := waitItem{ns: p.Namespace, name: p.Name, kind: "Pod", asks: resourceList(p.GPUs), reason: p.Reason, why: p.Why}
+		if p.Message != "" {
+			it.evidence = append(it.evidence, "FailedScheduling: "+p.Message)
+		}
+		if p.PriorityClass != "" {
+			it.evidence = append(it.evidence, "priority class: "+p.PriorityClass)
+		}
+		out = append(out, it)
+	}
+	for _, r := range o.Refused() {
+		it := waitItem{ns: r.Namespace, name: r.Name, kind: r.Kind, reason: "FailedCreate", why: r.Why,
+			evidence: []string{fmt.Sprintf("FailedCreate ×%d: %s", r.Count, r.Message)}}
+		if r.Quota != "" {
+			it.asks, it.reason = fmt.Sprintf("%d %s", r.Requested, strings.TrimPrefix(r.Resource, "requests.")), "exceeded quota "+r.Quota
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func resourceList(m map[string]int64) string {
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[r], r))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quotaRows are the quotas' GPU resources, from their status.
+func quotaRows(qs []*corev1.ResourceQuota) []quotaRow {
+	var out []quotaRow
+	for _, q := range qs {
+		for _, res := range slices.Sorted(maps.Keys(q.Status.Hard)) {
+			if !cluster.GPUResource(res) {
+				continue
+			}
+			hard, used := q.Status.Hard[res], q.Status.Used[res]
+			out = append(out, quotaRow{ns: q.Namespace, name: q.Name, res: string(res), used: used.Value(), hard: hard.Value()})
+		}
+	}
+	slices.SortFunc(out, func(a, b quotaRow) int {
+		return strings.Compare(a.ns+"/"+a.name+"/"+a.res, b.ns+"/"+b.name+"/"+b.res)
+	})
+	return out
+}
+
+// The sections' heights: what waits and the quotas take what they need
+// up to a cap, the why its paragraph; the nodes take the rest.
+const (
+	maxWaitRows  = 5
+	maxQuotaRows = 3
+	maxWhyLines  = 8
+)
+
+func (v *clusterView) waitHeight() int  { return min(max(len(v.waiting), 1), maxWaitRows) }
+func (v *clusterView) quotaHeight() int { return min(max(len(v.quotas), 1), maxQuotaRows) }
+
+// nodeHeight is the node rows on screen: the body less the title and
+// status lines and a blank, the nodes' two header lines and a blank, the
+// waiting list with its header, the why, the quotas with their header
+// and the reconciliation line; no more than there are rows.
+func (v *clusterView) nodeHeight() int {
+	fixed := 3 + 3 + 1 + v.waitHeight() + len(v.whyLines()) + 1 + v.quotaHeight() + 1
+	return min(max(len(v.rows), 1), max(3, v.height-fixed))
+}
+
+// scroll keeps the cursors in range and on screen.
+func (v *clusterView) scroll() {
+	v.nodeCursor = clampIndex(v.nodeCursor, len(v.rows))
+	v.waitCursor = clampIndex(v.waitCursor, len(v.waiting))
+	v.nodeOffset = follow(v.nodeOffset, v.nodeCursor, v.nodeHeight())
+	v.waitOffset = follow(v.waitOffset, v.waitCursor, v.waitHeight())
+}
+
+func clampIndex(i, n int) int { return max(0, min(i, n-1)) }
+
+// follow is the first row shown so that cursor is among the n shown.
+func follow(offset, cursor, n int) int {
+	if cursor < offset {
+		return cursor
+	}
+	if cursor >= offset+n {
+		return cursor - n + 1
+	}
+	return offset
+}

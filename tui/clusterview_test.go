@@ -1,0 +1,251 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/landscape"
+)
+
+// fakeLive is a LiveCluster over fixed objects.
+type fakeLive struct {
+	mu      sync.Mutex
+	objs    *cluster.Objects
+	status  cluster.LiveStatus
+	changes chan struct{}
+}
+
+func newFakeLive(o *cluster.Objects) *fakeLive {
+	return &fakeLive{objs: o, status: cluster.LiveStatus{State: cluster.Synced, Server: "127.0.0.1:6443"}, changes: make(chan struct{}, 1)}
+}
+
+func (f *fakeLive) Snapshot() *cluster.Objects { f.mu.Lock(); defer f.mu.Unlock(); return f.objs }
+func (f *fakeLive) Status() cluster.LiveStatus { f.mu.Lock(); defer f.mu.Unlock(); return f.status }
+func (f *fakeLive) Changes() <-chan struct{}   { return f.changes }
+
+// set changes the cluster and tells it.
+func (f *fakeLive) set(o *cluster.Objects, st cluster.LiveStatus) {
+	f.mu.Lock()
+	f.objs, f.status = o, st
+	f.mu.Unlock()
+	f.changes <- struct{}{}
+}
+
+var epoch = metav1.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func gpuNode(name string, res map[string]int64, allocatable map[string]int64) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB"}},
+		Status: corev1.NodeStatus{Capacity: corev1.ResourceList{}, Allocatable: corev1.ResourceList{},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	for r, q := range res {
+		n.Status.Capacity[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+	}
+	for r, q := range allocatable {
+		n.Status.Allocatable[corev1.ResourceName(r)] = *resource.NewQuantity(q, resource.DecimalSI)
+	}
+	return n
+}
+
+func gpuPod(ns, name, node string, gpus int64) *corev1.Pod {
+	q := corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI)}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + ns + "-" + name)},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Limits: q}}}}}
+	p.Status.Phase = corev1.PodRunning
+	if node == "" {
+		p.Status.Phase = corev1.PodPending
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable"}}
+	}
+	return p
+}
+
+// clusterFixture: three DGX nodes (dgx03 with MIG slices and two GPUs
+// the device plugin does not offer), 9 of 20 allocatable GPUs free but
+// at most 4 on one node, a pod asking for 8 (fragmentation) with the scheduler's
+// event, and a Job the ml-team quota refuses.
+func clusterFixture() *cluster.Objects {
+	o := &cluster.Objects{}
+	o.Nodes = []*corev1.Node{
+		gpuNode("dgx01", map[string]int64{"nvidia.com/gpu": 8}, map[string]int64{"nvidia.com/gpu": 8}),
+		gpuNode("dgx02", map[string]int64{"nvidia.com/gpu": 8}, map[string]int64{"nvidia.com/gpu": 8}),
+		gpuNode("dgx03", map[string]int64{"nvidia.com/gpu": 6, "nvidia.com/mig-3g.20gb": 2}, map[string]int64{"nvidia.com/gpu": 4, "nvidia.com/mig-3g.20gb": 2}),
+	}
+	o.Pods = []*corev1.Pod{gpuPod("ml-team", "pretrain-0", "dgx01", 4), gpuPod("ml-team", "triton-a", "dgx02", 4), gpuPod("research", "nb-alice-0", "dgx02", 1),
+		gpuPod("research", "nb-bob-0", "dgx03", 2), gpuPod("research", "llm-finetune-8gpu-x2k4d", "", 8)}
+	msg := "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+	o.Pods[4].Status.Conditions[0].Message = msg
+	o.Events = []*corev1.Event{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "research", Name: "e1"}, Reason: "FailedScheduling", Message: msg, LastTimestamp: epoch,
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "research", Name: "llm-finetune-8gpu-x2k4d", UID: "uid-research-llm-finetune-8gpu-x2k4d"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ml-team", Name: "e2"}, Reason: "FailedCreate", Count: 14, LastTimestamp: epoch,
+			Message:        `Error creating: pods "eval-sweep-7qv2n" is forbidden: exceeded quota: gpu-quota, requested: requests.nvidia.com/gpu=4, used: requests.nvidia.com/gpu=10, limited: requests.nvidia.com/gpu=12`,
+			InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "ml-team", Name: "eval-sweep", UID: "uid-job"}},
+	}
+	q := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("12")}
+	o.Quotas = []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml-team", Name: "gpu-quota"},
+		Status: corev1.ResourceQuotaStatus{Hard: q, Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("10")}}}}
+	return o
+}
+
+func newClusterModel(t testing.TB, w, h int, src ...ClusterSource) Model {
+	t.Helper()
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Version: "test", Styles: DefaultStyles(), Clusters: src, Simulated: src[0].Simulated})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: w, Height: h})
+	m, _ = press(t, next.(Model), "7")
+	if m.Active() != "Cluster" {
+		t.Fatalf("7 opened %s", m.Active())
+	}
+	return m
+}
+
+func TestClusterViewGolden(t *testing.T) {
+	for _, sz := range []struct{ w, h int }{{100, 34}, {80, 24}} {
+		m := newClusterModel(t, sz.w, sz.h, ClusterSource{Name: "simulated", Simulated: true, Live: newFakeLive(clusterFixture())})
+		golden(t, fmt.Sprintf("cluster_%dx%d", sz.w, sz.h), m.View())
+	}
+}
+
+// The tab shows the nodes with their bars, the pending pod explained
+// (fragmentation) and, selected, the Job the quota refuses with its
+// evidence; the quota; and the reconciliation not read yet.
+func TestClusterViewExplainsTheSelectedWait(t *testing.T) {
+	m := newClusterModel(t, 120, 40, ClusterSource{Name: "simulated", Simulated: true, Live: newFakeLive(clusterFixture())})
+	view := m.View()
+	for _, want := range []string{"context simulated", "SIMULATED", "GPU nodes (3)", "dgx03", "nvidia.com/mig-3g.20gb",
+		"[████████░░░░░░░░] 4/8/8", "[█████░░░░░░×××××] 2/4/6", "▶ research/llm-finetune-8gpu-x2k4d", "fragmentation", "FailedScheduling: 0/3 nodes are available",
+		"ml-team/gpu-quota", "10/12 used", "Reconciliation not read yet"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the Cluster tab lacks %q:\n%s", want, view)
+		}
+	}
+	m, _ = press(t, m, "down")
+	view = m.View()
+	for _, want := range []string{"▶ ml-team/eval-sweep", "why: ml-team/eval-sweep", "allows 12 requests.nvidia.com/gpu, 10 are used, and a pod asks for 4 (2 free)", "FailedCreate ×14: Error creating"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("with eval-sweep selected, the tab lacks %q:\n%s", want, view)
+		}
+	}
+	m, _ = press(t, m, "right", "down")
+	if v := m.View(); !strings.Contains(v, "▶ dgx02") {
+		t.Errorf("→ then ↓ did not select dgx02:\n%s", v)
+	}
+}
+
+// A lost API server is shown in the tab, which keeps what it showed.
+func TestClusterViewShowsALostServer(t *testing.T) {
+	live := newFakeLive(clusterFixture())
+	m := newClusterModel(t, 120, 40, ClusterSource{Name: "prod", Live: live})
+	cmd := m.Init()
+	lost := cluster.LiveStatus{State: cluster.Lost, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "connect: connection refused"}
+	live.set(clusterFixture(), lost)
+	m = runUntil(t, m, cmd, func(m Model) bool { return strings.Contains(m.View(), "unreachable") })
+	view := m.View()
+	for _, want := range []string{"API server 127.0.0.1:6443 unreachable since 12:00:00 (connect: connection refused)", "GPU nodes (3)", "dgx01"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the lost view lacks %q:\n%s", want, view)
+		}
+	}
+	if strings.Contains(view, "SIMULATED") {
+		t.Error("a real context is marked SIMULATED")
+	}
+}
+
+// runUntil runs cmd's messages through the model until ok holds.
+func runUntil(t *testing.T, m Model, cmd tea.Cmd, ok func(Model) bool) Model {
+	t.Helper()
+	queue := []tea.Cmd{cmd}
+	for len(queue) > 0 && !ok(m) {
+		c := queue[0]
+		queue = queue[1:]
+		if c == nil {
+			continue
+		}
+		switch msg := c().(type) {
+		case tea.BatchMsg:
+			queue = append(queue, msg...)
+		case clusterChangedMsg:
+			next, more := m.Update(msg)
+			m = next.(Model)
+			queue = append(queue, more)
+		}
+	}
+	if !ok(m) {
+		t.Fatalf("the view never got there:\n%s", m.View())
+	}
+	return m
+}
+
+// Node names that are the fleet's hosts are masked, in the node list and
+// in the wrapped why.
+func TestClusterViewMasksHostNames(t *testing.T) {
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := inventory.Empty()
+	for _, n := range []string{"dgx01", "dgx02", "dgx03"} {
+		inv.Hosts = append(inv.Hosts, inventory.Host{Name: n, Address: "10.0.0." + n[3:]})
+	}
+	m := New(Options{Catalog: c, Inventory: inv, Styles: DefaultStyles(), Mask: true,
+		Clusters: []ClusterSource{{Name: "simulated", Simulated: true, Live: newFakeLive(clusterFixture())}}})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
+	m, _ = press(t, next.(Model), "7")
+	view := m.View()
+	if strings.Contains(view, "dgx0") || !strings.Contains(view, "host-1") {
+		t.Errorf("host names are not masked:\n%s", view)
+	}
+}
+
+// bigCluster is n GPU nodes of 8 GPUs and pods pods of 1 GPU each,
+// one in twenty of them pending.
+func bigCluster(n, pods int) *cluster.Objects {
+	o := &cluster.Objects{}
+	for i := range n {
+		o.Nodes = append(o.Nodes, gpuNode(fmt.Sprintf("gpu-%04d", i), map[string]int64{"nvidia.com/gpu": 8}, map[string]int64{"nvidia.com/gpu": 8}))
+	}
+	for i := range pods {
+		node := fmt.Sprintf("gpu-%04d", i%n)
+		if i%20 == 0 {
+			node = ""
+		}
+		o.Pods = append(o.Pods, gpuPod(fmt.Sprintf("team-%d", i%7), fmt.Sprintf("pod-%05d", i), node, 1))
+	}
+	return o
+}
+
+// View at 1,000 nodes and 20,000 pods: it draws a screenful, whatever
+// the cluster's size.
+func BenchmarkClusterView(b *testing.B) {
+	v := newClusterView([]ClusterSource{{Name: "bench", Live: newFakeLive(bigCluster(1000, 20000))}}, DefaultStyles())
+	v.SetSize(160, 48)
+	b.ResetTimer()
+	for b.Loop() {
+		_ = v.View()
+	}
+}
+
+// A change at 1,000 nodes and 20,000 pods: what the tab recomputes
+// (GPU nodes, pending and why, quotas) from a snapshot, in a command off
+// the workbench's loop.
+func BenchmarkClusterChange(b *testing.B) {
+	v := newClusterView([]ClusterSource{{Name: "bench", Live: newFakeLive(bigCluster(1000, 20000))}}, DefaultStyles())
+	v.SetSize(160, 48)
+	b.ResetTimer()
+	for b.Loop() {
+		_ = computeCluster(v.sources[0].Live)
+	}
+}
