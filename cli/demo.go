@@ -124,6 +124,7 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 		}
 		o.inventory = files.Inventory
 		w.kill = s.f.Kill
+		w.cluster = s.f.KubeClient
 		if d.present {
 			w.present = presentSteps(s.f.Hosts())
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -64,6 +65,9 @@ type workbench struct {
 	// hosts, when set, is called once the workbench's files are loaded
 	// and before the inventory is: a demo's fleet starts meanwhile.
 	hosts func() error
+	// cluster, when set, is the demo's simulated cluster for the Cluster
+	// tab, served until ctx ends (set by hosts).
+	cluster func(ctx context.Context) (*cluster.Client, error)
 }
 
 // openWorkbench runs the workbench on the inventory until it quits or
@@ -110,6 +114,9 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if len(w.present) > 0 {
 		opts.Styles = tui.PresenterStyles()
 	}
+	clusters, stopClusters := workbenchClusters(o, life, w, inv)
+	defer stopClusters()
+	opts.Clusters = clusters
 	if len(inv.Hosts) > 0 {
 		r, err := o.newRunner(&sshFlags{hosts: "*"})
 		if err != nil {

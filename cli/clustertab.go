@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"context"
+	"os"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/tui"
+)
+
+// EnvKlog names a file client-go's logging (klog) goes to while the
+// workbench runs; unset, it goes nowhere. Never to the terminal: the
+// workbench owns it.
+const EnvKlog = "GPULAB_KLOG"
+
+// workbenchClusters are the Cluster tab's clusters, each followed by
+// informers until stop is called: the demo's simulated one, or the
+// inventory's [[kube]] contexts (one that cannot be loaded is listed
+// with why). klog is routed away from the terminal first.
+func workbenchClusters(o *options, life context.Context, w *workbench, inv *inventory.Inventory) (sources []tui.ClusterSource, stop func()) {
+	if w.cluster == nil && len(inv.Kube) == 0 {
+		return nil, func() {}
+	}
+	closeLog := routeKlog(o.getenv(EnvKlog))
+	ctx, cancel := context.WithCancel(life)
+	stop = func() { cancel(); closeLog() }
+	if w.cluster != nil {
+		client, err := w.cluster(ctx)
+		src := tui.ClusterSource{Name: sim.KubeContext, Simulated: true}
+		if err != nil {
+			src.Err = err.Error()
+		} else {
+			src.Live = cluster.StartLive(ctx, client, cluster.LiveOptions{})
+		}
+		return []tui.ClusterSource{src}, stop
+	}
+	for _, k := range inv.Kube {
+		sources = append(sources, kubeSource(ctx, k))
+	}
+	return sources, stop
+}
+
+// kubeSource connects to one [[kube]] context, as kubectl would, and
+// follows it; connecting reads only the kubeconfig, so an unreachable
+// server shows in the tab as lost, not here.
+func kubeSource(ctx context.Context, k inventory.KubeContext) tui.ClusterSource {
+	src := tui.ClusterSource{Name: k.Name}
+	client, err := cluster.Source{Kubeconfig: k.Kubeconfig, Context: k.Context}.Connect()
+	if err != nil {
+		src.Err = err.Error()
+		return src
+	}
+	src.Live = cluster.StartLive(ctx, client, cluster.LiveOptions{Namespace: k.Namespace})
+	return src
+}
+
+// routeKlog sends klog to the file at path, or nowhere when path is ""
+// or cannot be opened; the returned function closes the file.
+func routeKlog(path string) func() {
+	if path == "" {
+		cluster.RouteKlog(nil)
+		return func() {}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		cluster.RouteKlog(nil)
+		return func() {}
+	}
+	cluster.RouteKlog(f)
+	return func() { cluster.RouteKlog(nil); f.Close() }
+}
