@@ -113,6 +113,7 @@ type GPUNode struct {
 	MIGStrategy   string           `json:"mig_strategy,omitempty"`
 	Kubelet       string           `json:"kubelet,omitempty"`
 	Runtime       string           `json:"runtime,omitempty"`
+	OS            string           `json:"os,omitempty"`
 }
 
 // Free is what the scheduler may still give of a resource.
@@ -179,7 +180,7 @@ func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, error)
 func gpuNode(n *corev1.Node) *GPUNode {
 	g := &GPUNode{Name: n.Name, Unschedulable: n.Spec.Unschedulable, Capacity: map[string]int64{}, Allocatable: map[string]int64{}, Allocated: map[string]int64{},
 		Product: n.Labels["nvidia.com/gpu.product"], MIGStrategy: n.Labels["nvidia.com/mig.strategy"],
-		Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion}
+		Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion, OS: n.Status.NodeInfo.OSImage}
 	for res, q := range n.Status.Capacity {
 		if GPUResource(res) {
 			g.Capacity[string(res)] = q.Value()
