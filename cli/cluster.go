@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,7 +16,7 @@ import (
 )
 
 func newClusterCmd(o *options) *cobra.Command {
-	var src cluster.Source
+	src := cluster.Source{Getenv: o.getenv}
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Read a Kubernetes cluster's GPU side with client-go (the control plane)",
@@ -30,7 +31,8 @@ access is enough.`,
 	var ns string
 	var all bool
 	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
-	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns))
+	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns), newClusterQuotasCmd(o, &src, &ns, &all),
+		newClusterFragmentationCmd(o, &src))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "nodes",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
@@ -99,90 +101,130 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode) er
 func newClusterPendingCmd(o *options, src *cluster.Source, ns *string, all *bool) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "pending [-n NAMESPACE | -A]",
-		Short: "Pods waiting for a node, each with why in one paragraph",
-		Long: `Lists the pods the scheduler has not placed, each with its latest
-FailedScheduling event in parts and one paragraph: what it asks for, what the
-scheduler said, and whether the GPUs it wants are free on one node, free but
-spread over several (fragmentation), or not free in the whole cluster.
-Exit status 1 when a pod waits.`,
-		Example: "  gpulab cluster pending -A\n  gpulab cluster pending -n ml-team --json | jq -r '.[].why'",
+		Short: "Pods waiting for a node, and workloads with no pod (quota, Kueue), each with why",
+		Long: `Lists the pods the scheduler has not placed, each with one paragraph and
+its evidence: what it asks for, what the scheduler said (its latest
+FailedScheduling event, in parts), whether the GPUs it wants are free on one
+node it tolerates, behind a taint, spread over several nodes (fragmentation)
+or not free at all; its scheduling gates, Kueue Workload and ClusterQueue
+usage, Volcano PodGroup and DRA ResourceClaims when the cluster serves them;
+its priority class; and whether its namespace's GPU quota is full.
+
+Then the workloads that have no pod to wait: a Job whose pods a
+ResourceQuota refuses (its FailedCreate event), or that Kueue has not
+admitted. kubectl get pods shows nothing for those.
+
+Exit status 1 when anything waits, 0 when nothing does.`,
+		Example: "  gpulab cluster pending -A\n  gpulab cluster pending -n ml-team --json | jq -r '.pods[].why, .blocked[].why'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			pending, err := readPending(c, src, *ns, *all)
+			objs, ctxName, ns, err := readObjects(c, src, *ns, *all)
 			if err != nil {
 				return err
 			}
-			return printPending(c, o, pending)
+			return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns)})
 		},
 	}
 	c.Flags().BoolVarP(all, "all-namespaces", "A", false, "every namespace")
 	return c
 }
 
+// pendingReport is what pending and why print.
+type pendingReport struct {
+	Context string               `json:"context"`
+	Pods    []cluster.PendingPod `json:"pods"`
+	Blocked []cluster.Blocked    `json:"blocked"`
+}
+
 func newClusterWhyCmd(o *options, src *cluster.Source, ns *string) *cobra.Command {
 	return &cobra.Command{
-		Use:     "why POD [-n NAMESPACE]",
-		Short:   "Why one pod waits for a node, in one paragraph with its evidence",
-		Example: "  gpulab cluster why train-0 -n ml-team",
-		Args:    exactArgs(1, "a pod's name"),
+		Use:   "why NAME [-n NAMESPACE]",
+		Short: "Why one pod (or a Job with no pod) waits, in one paragraph with its evidence",
+		Long: `Explains one waiting pod as pending does, or a workload (a Job) that has no
+pod because a quota refused it or Kueue holds it. Exit status 1 when it
+waits, 1 too when nothing of that name waits (it says so).`,
+		Example: "  gpulab cluster why train-0 -n ml-team\n  gpulab cluster why sweep -n ml-team --json",
+		Args:    exactArgs(1, "a pod's or a Job's name"),
 		RunE: func(c *cobra.Command, args []string) error {
-			pending, err := readPending(c, src, *ns, false)
+			objs, ctxName, ns, err := readObjects(c, src, *ns, false)
 			if err != nil {
 				return err
 			}
-			for _, p := range pending {
+			r := pendingReport{Context: ctxName, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}}
+			for _, p := range objs.Pending(ns) {
 				if p.Name == args[0] {
-					return printPending(c, o, []cluster.PendingPod{p})
+					r.Pods = append(r.Pods, p)
 				}
 			}
-			return &exitError{code: ExitFailed, err: fmt.Errorf("no pending pod %q in namespace %q (it may be placed, or named otherwise: gpulab cluster pending)", args[0], *ns)}
+			for _, b := range objs.Blocked(ns) {
+				if b.Name == args[0] {
+					r.Blocked = append(r.Blocked, b)
+				}
+			}
+			if len(r.Pods)+len(r.Blocked) == 0 {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("nothing named %q waits in namespace %q (it may be placed, or named otherwise: gpulab cluster pending)", args[0], ns)}
+			}
+			return printPending(c, o, r)
 		},
 	}
 }
 
-func readPending(c *cobra.Command, src *cluster.Source, ns string, all bool) ([]cluster.PendingPod, error) {
+// readObjects connects and reads the cluster for namespace ns (the
+// context's when empty, every one with all), returning the context's name
+// and the namespace read.
+func readObjects(c *cobra.Command, src *cluster.Source, ns string, all bool) (*cluster.Objects, string, string, error) {
 	client, err := src.Connect()
 	if err != nil {
-		return nil, configErr(err)
+		return nil, "", "", configErr(err)
 	}
-	ctxName, defNS := client.Context, client.Namespace
 	switch {
 	case all:
 		ns = ""
 	case ns == "":
-		ns = defNS
+		ns = client.Namespace
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
 	defer cancel()
-	pending, err := cluster.Pending(ctx, client, ns)
+	objs, err := cluster.Read(ctx, client, ns, cluster.Scheduling)
 	if err != nil {
-		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", ctxName, err)}
+		return nil, client.Context, ns, &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", client.Context, err)}
 	}
-	return pending, nil
+	return objs, client.Context, ns, nil
 }
 
-func printPending(c *cobra.Command, o *options, pending []cluster.PendingPod) error {
+func printPending(c *cobra.Command, o *options, r pendingReport) error {
 	w := c.OutOrStdout()
 	if o.json {
-		if pending == nil {
-			pending = []cluster.PendingPod{}
-		}
-		if err := writeJSON(w, pending); err != nil {
+		if err := writeJSON(w, r); err != nil {
 			return err
 		}
 	} else {
-		if len(pending) == 0 {
-			fmt.Fprintln(w, "no pod waits for a node")
+		if len(r.Pods)+len(r.Blocked) == 0 {
+			fmt.Fprintln(w, "no pod waits for a node, and no workload is held by a quota or a queue")
 		}
-		for i, p := range pending {
+		for i, p := range r.Pods {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			fmt.Fprintln(w, visible.String(p.Why))
+			printWhy(w, p.Why, p.Evidence)
+		}
+		for i, b := range r.Blocked {
+			if i > 0 || len(r.Pods) > 0 {
+				fmt.Fprintln(w)
+			}
+			printWhy(w, b.Why, b.Evidence)
 		}
 	}
-	if len(pending) > 0 {
+	if len(r.Pods)+len(r.Blocked) > 0 {
 		return errSilentFailure
 	}
 	return nil
+}
+
+// printWhy prints a paragraph and its evidence, indented.
+func printWhy(w io.Writer, why string, evidence []string) {
+	fmt.Fprintln(w, visible.String(why))
+	for _, e := range evidence {
+		fmt.Fprintln(w, "  - "+visible.String(e))
+	}
 }

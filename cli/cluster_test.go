@@ -85,5 +85,5 @@ func TestClusterNodes(t *testing.T) {
 	}
 	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). Only 9 nvidia.com/gpu are free in the whole cluster", "")
 	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig, "--json").expect(t, 1, `"name": "big"`, "")
-	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 1, "", `no pending pod "nope"`)
+	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 1, "", `nothing named "nope" waits`)
 }

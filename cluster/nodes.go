@@ -9,6 +9,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,13 +26,14 @@ import (
 type Source struct {
 	Kubeconfig string // --kubeconfig: this file only
 	Context    string // --context
+	// Getenv reads $KUBECONFIG and $HOME (os.Getenv when nil).
+	Getenv func(string) string
 }
 
 // Connect loads the kubeconfig as kubectl does and returns a client for
 // its context, with the context's name and namespace.
 func (s Source) Connect() (*Client, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules() // $KUBECONFIG, then ~/.kube/config
-	rules.ExplicitPath = s.Kubeconfig
+	rules := s.rules()
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
 	raw, err := cc.RawConfig()
 	if err != nil {
@@ -51,6 +54,23 @@ func (s Source) Connect() (*Client, error) {
 	}
 	c.Context, c.Namespace = ctxName, ns
 	return c, nil
+}
+
+// rules are kubectl's loading rules: --kubeconfig alone when given, else
+// the files of $KUBECONFIG merged, else ~/.kube/config.
+func (s Source) rules() *clientcmd.ClientConfigLoadingRules {
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: s.Kubeconfig}
+	if env := getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		rules.Precedence = filepath.SplitList(env)
+		rules.WarnIfAllMissing = true
+	} else if home := getenv("HOME"); home != "" {
+		rules.Precedence = []string{filepath.Join(home, clientcmd.RecommendedHomeDir, clientcmd.RecommendedFileName)}
+	}
+	return rules
 }
 
 // NewClient is a client for a rest.Config (context and namespace unset).
@@ -93,6 +113,7 @@ type GPUNode struct {
 	MIGStrategy   string           `json:"mig_strategy,omitempty"`
 	Kubelet       string           `json:"kubelet,omitempty"`
 	Runtime       string           `json:"runtime,omitempty"`
+	OS            string           `json:"os,omitempty"`
 }
 
 // Free is what the scheduler may still give of a resource.
@@ -159,7 +180,7 @@ func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, error)
 func gpuNode(n *corev1.Node) *GPUNode {
 	g := &GPUNode{Name: n.Name, Unschedulable: n.Spec.Unschedulable, Capacity: map[string]int64{}, Allocatable: map[string]int64{}, Allocated: map[string]int64{},
 		Product: n.Labels["nvidia.com/gpu.product"], MIGStrategy: n.Labels["nvidia.com/mig.strategy"],
-		Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion}
+		Kubelet: n.Status.NodeInfo.KubeletVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion, OS: n.Status.NodeInfo.OSImage}
 	for res, q := range n.Status.Capacity {
 		if GPUResource(res) {
 			g.Capacity[string(res)] = q.Value()
@@ -179,13 +200,18 @@ func gpuNode(n *corev1.Node) *GPUNode {
 		}
 	}
 	for _, t := range n.Spec.Taints {
-		s := t.Key
-		if t.Value != "" {
-			s += "=" + t.Value
-		}
-		g.Taints = append(g.Taints, s+":"+string(t.Effect))
+		g.Taints = append(g.Taints, taintString(t))
 	}
 	return g
+}
+
+// taintString is a taint as kubectl taint writes it: key=value:effect.
+func taintString(t corev1.Taint) string {
+	s := t.Key
+	if t.Value != "" {
+		s += "=" + t.Value
+	}
+	return s + ":" + string(t.Effect)
 }
 
 // PodRequests is what a pod asks the scheduler for, as the scheduler

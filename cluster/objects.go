@@ -23,8 +23,8 @@ type Objects struct {
 	Pods []*corev1.Pod
 	// Events are the scheduler's FailedScheduling events on pods and the
 	// controllers' FailedCreate events (a quota refusing a Job's pod).
-	Events []*corev1.Event
-	Quotas []*corev1.ResourceQuota
+	Events         []*corev1.Event
+	ResourceQuotas []*corev1.ResourceQuota
 	// PriorityClasses by name.
 	PriorityClasses map[string]*schedulingv1.PriorityClass
 	// Queues are the batch schedulers' objects, read only when the API
@@ -74,7 +74,7 @@ func Read(ctx context.Context, c *Client, ns string, parts Part) (*Objects, erro
 			return nil, err
 		}
 	}
-	if err := listInto(ctx, "resource quotas", &o.Quotas, func(lo metav1.ListOptions) ([]corev1.ResourceQuota, string, error) {
+	if err := listInto(ctx, "resource quotas", &o.ResourceQuotas, func(lo metav1.ListOptions) ([]corev1.ResourceQuota, string, error) {
 		l, err := core.ResourceQuotas(metav1.NamespaceAll).List(ctx, lo)
 		return items(l, err, func(l *corev1.ResourceQuotaList) ([]corev1.ResourceQuota, string) { return l.Items, l.Continue })
 	}); err != nil {

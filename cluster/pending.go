@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -25,6 +26,14 @@ type PendingPod struct {
 	Message string `json:"message,omitempty"`
 	// Scheduling is its latest FailedScheduling event, in parts.
 	Scheduling *parse.Scheduling `json:"scheduling,omitempty"`
+	// Priority is its priority class's value.
+	Priority *int32 `json:"priority,omitempty"`
+	// Gates are its scheduling gates: the scheduler does not look at it
+	// until they are removed (Kueue's admission gate, for one).
+	Gates []string `json:"gates,omitempty"`
+	// Evidence are the facts the paragraph rests on, one per line: the
+	// event, the quota's usage, the queue's word.
+	Evidence []string `json:"evidence"`
 	// Why says in one paragraph why it waits and what would place it.
 	Why string `json:"why"`
 }
@@ -43,13 +52,13 @@ func (o *Objects) Pending(ns string) []PendingPod {
 			latest[uid] = e
 		}
 	}
-	nodes := o.GPUNodes()
+	ix := o.index()
 	out := []PendingPod{}
 	for _, p := range o.Pods {
 		if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending || (ns != "" && p.Namespace != ns) {
 			continue
 		}
-		out = append(out, explain(p, latest[p.UID], nodes))
+		out = append(out, ix.explain(p, latest[p.UID]))
 	}
 	slices.SortFunc(out, func(a, b PendingPod) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -67,8 +76,52 @@ func eventTime(e *corev1.Event) metav1.Time {
 	return e.CreationTimestamp
 }
 
-func explain(p *corev1.Pod, ev *corev1.Event, nodes []GPUNode) PendingPod {
-	pp := PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: map[string]int64{}, PriorityClass: p.Spec.PriorityClassName}
+// index holds what explains pending pods, looked up by pod.
+type index struct {
+	nodes     []GPUNode
+	taints    map[string][]corev1.Taint // by node
+	quotas    map[string][]Quota        // by namespace
+	workloads map[types.UID]Workload    // Kueue's, by the UID of the pod or Job that owns it
+	podGroups map[string]PodGroup       // Volcano's, by namespace/name
+	claims    map[string]ResourceClaim
+	prio      map[string]int32 // priority class values, by name
+	// localQueues maps namespace/name to its ClusterQueue.
+	localQueues   map[string]string
+	clusterQueues map[string]ClusterQueue
+}
+
+func (o *Objects) index() *index {
+	ix := &index{nodes: o.GPUNodes(), quotas: map[string][]Quota{}, workloads: map[types.UID]Workload{}, podGroups: map[string]PodGroup{},
+		claims: map[string]ResourceClaim{}, taints: map[string][]corev1.Taint{}, prio: map[string]int32{}, localQueues: map[string]string{}, clusterQueues: map[string]ClusterQueue{}}
+	for _, n := range o.Nodes {
+		ix.taints[n.Name] = n.Spec.Taints
+	}
+	for _, q := range o.Quotas(metav1.NamespaceAll) {
+		ix.quotas[q.Namespace] = append(ix.quotas[q.Namespace], q)
+	}
+	for _, w := range o.Queues.Workloads {
+		ix.workloads[types.UID(w.OwnerUID)] = w
+	}
+	for _, g := range o.Queues.PodGroups {
+		ix.podGroups[g.Namespace+"/"+g.Name] = g
+	}
+	for _, c := range o.Queues.ResourceClaims {
+		ix.claims[c.Namespace+"/"+c.Name] = c
+	}
+	for _, lq := range o.Queues.LocalQueues {
+		ix.localQueues[lq.Namespace+"/"+lq.Name] = lq.ClusterQueue
+	}
+	for _, cq := range o.Queues.ClusterQueues {
+		ix.clusterQueues[cq.Name] = cq
+	}
+	for name, pc := range o.PriorityClasses {
+		ix.prio[name] = pc.Value
+	}
+	return ix
+}
+
+func (ix *index) explain(p *corev1.Pod, ev *corev1.Event) PendingPod {
+	pp := PendingPod{Namespace: p.Namespace, Name: p.Name, GPUs: map[string]int64{}, PriorityClass: p.Spec.PriorityClassName, Evidence: []string{}}
 	for res, q := range PodRequests(p) {
 		if GPUResource(res) {
 			pp.GPUs[string(res)] = q.Value()
@@ -82,57 +135,95 @@ func explain(p *corev1.Pod, ev *corev1.Event, nodes []GPUNode) PendingPod {
 	msg := pp.Message
 	if ev != nil && ev.Message != "" {
 		msg = ev.Message
+		pp.Evidence = append(pp.Evidence, "event FailedScheduling: "+ev.Message)
+	} else if pp.Message != "" {
+		pp.Evidence = append(pp.Evidence, "condition PodScheduled="+string(corev1.ConditionFalse)+" "+pp.Reason+": "+pp.Message)
 	}
 	pp.Scheduling = parse.ParseScheduling(msg)
-	pp.Why = why(pp, nodes)
+	var b strings.Builder
+	b.WriteString(asks(pp))
+	ix.gates(&b, &pp, p)
+	scheduler(&b, pp)
+	for _, r := range slices.Sorted(maps.Keys(pp.GPUs)) {
+		ix.room(&b, p, r, pp.GPUs[r])
+	}
+	ix.priority(&b, &pp, p)
+	ix.quota(&b, &pp)
+	pp.Why = b.String()
 	return pp
 }
 
-// why is the paragraph: what the pod asks, what the scheduler said, and
-// for each GPU resource it asks, whether one node could hold it or the
-// free units are spread over several (fragmentation).
-func why(pp PendingPod, nodes []GPUNode) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s/%s waits for a node", pp.Namespace, pp.Name)
+// asks is the paragraph's first sentence: who waits, for what.
+func asks(pp PendingPod) string {
+	s := pp.Namespace + "/" + pp.Name + " waits for a node"
 	if len(pp.GPUs) > 0 {
-		var asks []string
+		var parts []string
 		for _, r := range slices.Sorted(maps.Keys(pp.GPUs)) {
-			asks = append(asks, fmt.Sprintf("%d %s", pp.GPUs[r], r))
+			parts = append(parts, fmt.Sprintf("%d %s", pp.GPUs[r], r))
 		}
-		fmt.Fprintf(&b, " for %s on one node", strings.Join(asks, " and "))
+		s += " for " + strings.Join(parts, " and ") + " on one node"
 	}
-	b.WriteString(".")
+	return s + "."
+}
+
+// scheduler says what the scheduler said.
+func scheduler(b *strings.Builder, pp PendingPod) {
 	if s := pp.Scheduling; s != nil && s.Total != nil {
 		var parts []string
 		for _, r := range s.Reasons {
 			parts = append(parts, fmt.Sprintf("%d %s", r.Nodes, r.Reason))
 		}
-		fmt.Fprintf(&b, " The scheduler: none of %d nodes fits (%s).", *s.Total, strings.Join(parts, ", "))
-	} else if pp.Message != "" {
-		fmt.Fprintf(&b, " The scheduler: %s.", strings.TrimSuffix(pp.Message, "."))
+		fmt.Fprintf(b, " The scheduler: none of %d nodes fits (%s).", *s.Total, strings.Join(parts, ", "))
+	} else if pp.Message != "" && pp.Reason != corev1.PodReasonSchedulingGated {
+		fmt.Fprintf(b, " The scheduler: %s.", strings.TrimSuffix(pp.Message, "."))
 	}
-	for _, r := range slices.Sorted(maps.Keys(pp.GPUs)) {
-		want := pp.GPUs[r]
-		var total, best int64
-		bestNode := ""
-		for _, n := range nodes {
-			if n.Unschedulable || !n.Ready {
-				continue
-			}
-			f := n.Free(r)
-			total += max(f, 0)
-			if f > best {
-				best, bestNode = f, n.Name
-			}
+}
+
+// room says, for one GPU resource the pod asks, whether one node it
+// tolerates could hold it, one it does not tolerate could, or the free
+// units are spread over several (fragmentation).
+func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
+	var total, best, behind int64
+	bestNode, behindNode, taint := "", "", ""
+	for _, n := range ix.nodes {
+		if n.Unschedulable || !n.Ready {
+			continue
 		}
-		switch {
-		case best >= want:
-			fmt.Fprintf(&b, " %s has %d %s free: the GPUs are there, so look at the other reasons (taints, selectors, quota).", bestNode, best, r)
-		case total >= want:
-			fmt.Fprintf(&b, " %d %s are free in the cluster but at most %d on one node (%s): fragmentation. Packing the running pods, or a request that spans nodes, would place it.", total, r, best, cmp.Or(bestNode, "none"))
-		default:
-			fmt.Fprintf(&b, " Only %d %s are free in the whole cluster: it waits for running pods to end, or for more nodes.", total, r)
+		f := n.Free(r)
+		total += max(f, 0)
+		if t := untolerated(p, ix.taints[n.Name]); t != "" {
+			if f > behind {
+				behind, behindNode, taint = f, n.Name, t
+			}
+			continue
+		}
+		if f > best {
+			best, bestNode = f, n.Name
 		}
 	}
-	return b.String()
+	switch {
+	case best >= want:
+		fmt.Fprintf(b, " %s has %d %s free: the GPUs are there, so look at the other reasons (selectors, affinity, gates, quota).", bestNode, best, r)
+	case behind >= want:
+		fmt.Fprintf(b, " %s has %d %s free, behind a taint %s does not tolerate (%s): a toleration, or the taint removed, would place it.", behindNode, behind, r, p.Name, taint)
+	case total >= want:
+		fmt.Fprintf(b, " %d %s are free in the cluster but at most %d on one node (%s): fragmentation. Packing the running pods, or a request that spans nodes, would place it.", total, r, max(best, behind), cmp.Or(bestNode, behindNode, "none"))
+	default:
+		fmt.Fprintf(b, " Only %d %s are free in the whole cluster: it waits for running pods to end, or for more nodes.", total, r)
+	}
+}
+
+// untolerated is the first NoSchedule or NoExecute taint of a node that
+// the pod does not tolerate, as key=value:effect; "" when it tolerates all.
+func untolerated(p *corev1.Pod, taints []corev1.Taint) string {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(p.Spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(klog.Background(), t, true) }) {
+			return taintString(*t)
+		}
+	}
+	return ""
 }

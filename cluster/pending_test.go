@@ -73,6 +73,24 @@ func TestPendingExplainsFragmentation(t *testing.T) {
 			t.Errorf("%s: %+v", c.p.Name, c.p)
 		}
 	}
+
+	// The same cluster's fragmentation, per pending shape: 6 GPUs free,
+	// no node has 6 or 12, so all 6 are stranded for both shapes.
+	o, err := cluster.Read(ctx, kubetestClient(t, cp), "", cluster.Scheduling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shapes := o.Fragmentation()
+	if len(shapes) != 2 {
+		t.Fatalf("shapes: %+v, want the two pending ones", shapes)
+	}
+	for i, want := range []int64{6, 12} {
+		s := shapes[i]
+		if s.Resource != "nvidia.com/gpu" || s.Count != want || s.Pending != 1 || s.Nodes != 2 || s.NodesThatFit != 0 ||
+			s.Free != int64(free) || s.Placeable != 0 || s.Rate != 1 {
+			t.Errorf("shape %d: %+v, want %d GPUs: 1 pending, 0 of 2 nodes fit, %d free, rate 1", i, s, want, free)
+		}
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -14,6 +14,7 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
 	"cel.dev/cel-go/ext"
+	"github.com/gpulab/gpulab/cluster"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -153,26 +154,10 @@ var statsFunctions = []cel.EnvOption{
 }
 
 // Fragmentation is the share of free capacity that a request of the given
-// size cannot use: free holds each unit's free capacity (free MIG slices or
-// free GPUs per node, free memory per GPU), and what is left in each unit
-// after packing as many whole requests as fit is stranded. The rate is
-// stranded ÷ total free, 0 when nothing is free.
+// size cannot use (cluster.FragmentationRate: the same rate that gpulab
+// cluster fragmentation reports for a live cluster).
 func Fragmentation(free []float64, request float64) (float64, error) {
-	if request <= 0 {
-		return 0, fmt.Errorf("fragmentation: the request must be positive, not %v", request)
-	}
-	var total, stranded float64
-	for _, f := range free {
-		if f < 0 {
-			return 0, fmt.Errorf("fragmentation: free capacity %v is negative", f)
-		}
-		total += f
-		stranded += f - request*math.Floor(f/request)
-	}
-	if total == 0 {
-		return 0, nil
-	}
-	return stranded / total, nil
+	return cluster.FragmentationRate(free, request)
 }
 
 // quotaFunctions are the sharing metrics of DOMAIN.md: fragmentation rate,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -17,7 +18,11 @@ import (
 // kubectl steps run): the versions kubectl reports and the nodes that
 // offer GPU resources.
 type KubeEnvironment struct {
-	Host string `json:"host"`
+	// Host is where kubectl ran; empty when the cluster was read with
+	// client-go (Context).
+	Host string `json:"host,omitempty"`
+	// Context is the kubeconfig context read with client-go.
+	Context string `json:"context,omitempty"`
 	// Versions are kubectl version's lines: "Client Version",
 	// "Kustomize Version", "Server Version".
 	Versions map[string]string `json:"versions"`
@@ -47,15 +52,41 @@ const kubeMarker = "--- gpulab: kubectl describe nodes"
 const kubeCommand = `command -v kubectl >/dev/null 2>&1 || { echo "kubectl: command not found on this host" >&2; exit 127; }; ` +
 	`kubectl version 2>&1; echo '` + kubeMarker + `'; kubectl describe nodes 2>&1; true`
 
-// usesKubernetes says whether a lab talks to a cluster: a step or a
-// prerequisite runs kubectl.
+// usesKubernetes says whether a lab talks to a cluster: a step runs
+// kubectl or reads the cluster.
 func (l *Lab) usesKubernetes() bool {
 	for _, s := range l.Steps {
-		if slices.Contains(s.Needs, "kubectl") {
+		if slices.Contains(s.Needs, "kubectl") || s.Cluster != "" {
 			return true
 		}
 	}
 	return false
+}
+
+// readKubernetes reads the cluster's side of the environment with
+// client-go: the server's version and the GPU nodes.
+func readKubernetes(ctx context.Context, c *cluster.Client) (*KubeEnvironment, error) {
+	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
+	defer cancel()
+	k := &KubeEnvironment{Context: c.Context, Versions: map[string]string{}, Nodes: []KubeNode{}}
+	v, err := c.Kube.Discovery().ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("server version: %w", err)
+	}
+	k.Versions["Server Version"] = v.GitVersion
+	o, err := cluster.Read(ctx, c, "", 0)
+	if err != nil {
+		return nil, err
+	}
+	k.AllNodes = len(o.Nodes)
+	for _, n := range o.GPUNodes() {
+		kn := KubeNode{Name: n.Name, Kubelet: n.Kubelet, Runtime: n.Runtime, OS: n.OS, Product: n.Product, MIGStrategy: n.MIGStrategy, GPUs: []string{}}
+		for _, r := range slices.Sorted(maps.Keys(n.Capacity)) {
+			kn.GPUs = append(kn.GPUs, fmt.Sprintf("%s %d/%d", r, n.Allocatable[r], n.Capacity[r]))
+		}
+		k.Nodes = append(k.Nodes, kn)
+	}
+	return k, nil
 }
 
 func captureKubernetes(ctx context.Context, conn *orchestrator.Conn, host string) *KubeEnvironment {

@@ -113,6 +113,15 @@ type Step struct {
 	Prometheus string             `toml:"prometheus" json:"prometheus,omitempty"`
 	Range      inventory.Duration `toml:"range" json:"range,omitempty"`
 	Resolution inventory.Duration `toml:"resolution" json:"resolution,omitempty"`
+	// Cluster makes the step a reading of the run's Kubernetes cluster
+	// with client-go, once for the run: "pending" (out is {pods, blocked},
+	// each with its why and evidence, as gpulab cluster pending --json),
+	// "nodes", "quotas" or "fragmentation" (out is their --json). The
+	// cluster is the inventory's [[kube]] context whose nodes the run's
+	// hosts are. Namespace ({{params}} allowed; "" for all) scopes
+	// pending and quotas.
+	Cluster   string `toml:"cluster" json:"cluster,omitempty"`
+	Namespace string `toml:"namespace" json:"namespace,omitempty"`
 }
 
 // Criterion is a quantified success criterion, or a counterexample (what

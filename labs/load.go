@@ -218,6 +218,10 @@ func (c *labCheck) steps() {
 // stepKind checks that a step is a command or a PromQL query, and the
 // keys that belong to each.
 func (c *labCheck) stepKind(i int, s Step) {
+	if s.Cluster != "" || s.Namespace != "" {
+		c.clusterStep(i, s)
+		return
+	}
 	switch {
 	case s.PromQL != "" && s.Command != "":
 		c.bad([]any{"step", i, "promql"}, "step %q has both a command and a promql query: a step is one or the other", s.ID)
@@ -235,6 +239,21 @@ func (c *labCheck) stepKind(i int, s Step) {
 	case strings.TrimSpace(s.Command) == "":
 		c.bad([]any{"step", i}, "step %q has no command (or promql)", s.ID)
 	}
+}
+
+// clusterStep checks a step that reads the cluster with client-go.
+func (c *labCheck) clusterStep(i int, s Step) {
+	switch {
+	case !slices.Contains(ClusterReadings, s.Cluster):
+		c.bad([]any{"step", i, "cluster"}, "step %q: cluster = %q: want one of %s", s.ID, s.Cluster, strings.Join(ClusterReadings, ", "))
+	case s.Command != "" || s.PromQL != "":
+		c.bad([]any{"step", i, "cluster"}, "step %q has a cluster reading and a command or promql query: a step is one of them", s.ID)
+	case s.Parser != "" || s.Sample.Duration != 0 || s.Range.Duration != 0 || s.Resolution.Duration != 0:
+		c.bad([]any{"step", i, "cluster"}, "step %q: a cluster step's output is what gpulab reads of the cluster; parser, sample, range and resolution belong to other steps", s.ID)
+	case s.Namespace != "" && s.Cluster != "pending" && s.Cluster != "quotas":
+		c.bad([]any{"step", i, "namespace"}, "step %q: namespace scopes cluster = \"pending\" or \"quotas\", not %q", s.ID, s.Cluster)
+	}
+	c.placeholders([]any{"step", i, "namespace"}, fmt.Sprintf("step %q namespace", s.ID), s.Namespace)
 }
 
 // stepLimits checks a step's sampling interval and timeout.

@@ -162,9 +162,15 @@ func (r *Record) Markdown() string {
 				vs = append(vs, strings.TrimSuffix(key, " Version")+" "+v)
 			}
 		}
-		fmt.Fprintf(&b, "\nKubernetes (kubectl on %s): %s; %d of %d nodes offer GPU resources.\n", k.Host, orNA(strings.Join(vs, ", ")), len(k.Nodes), k.AllNodes)
-		if k.Error != "" {
+		how := "kubectl on " + k.Host
+		if k.Host == "" {
+			how = "client-go, context " + k.Context
+		}
+		fmt.Fprintf(&b, "\nKubernetes (%s): %s; %d of %d nodes offer GPU resources.\n", mdCell(how), orNA(strings.Join(vs, ", ")), len(k.Nodes), k.AllNodes)
+		if k.Error != "" && k.Host != "" {
 			fmt.Fprintf(&b, "kubectl said: %s\n", mdCell(k.Error))
+		} else if k.Error != "" {
+			fmt.Fprintf(&b, "client-go said: %s\n", mdCell(k.Error))
 		}
 		if len(k.Nodes) > 0 {
 			b.WriteString("\n| Node | Kubelet | Runtime | OS | GPU resources (allocatable/capacity) | Product | MIG strategy |\n|---|---|---|---|---|---|---|\n")

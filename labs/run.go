@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/runbooks"
 )
@@ -51,6 +52,13 @@ type RunOptions struct {
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
 	Probe *remote.Prober
+	// Cluster, when set, is the Kubernetes cluster the run's hosts belong
+	// to, read with client-go: for the environment declaration (kubectl
+	// over SSH on the first host is the fallback) and for the steps that
+	// read it (Step.Cluster). ClusterProblem says why there is none when
+	// the hosts do belong to one (its kubeconfig could not be loaded).
+	Cluster        *cluster.Client
+	ClusterProblem string
 	// Abandon, when set, is the context cleanup runs on after the run's
 	// own context ends (by default cleanup outlives a cancel). Cancelling
 	// it abandons cleanup: the cleanup commands not run, or cut short, are

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,7 +125,7 @@ func (x *hostRun) installProbe() (*remote.Installed, string) {
 func (x *hostRun) declareEnvironment() {
 	x.h.Environment = captureEnvironment(x.ctx, x.conn)
 	if x.i == 0 && x.lab.usesKubernetes() {
-		x.rec.Kubernetes = captureKubernetes(x.ctx, x.conn, x.t.Name)
+		x.declareKubernetes()
 	}
 	if x.o.Probe != nil {
 		if in, why := x.installProbe(); in != nil {
@@ -134,6 +135,26 @@ func (x *hostRun) declareEnvironment() {
 			x.h.Environment.Probe = why
 		}
 	}
+}
+
+// declareKubernetes reads the cluster with client-go when the run has
+// one, else (or when the API server cannot be read from here) with
+// kubectl on the first host, which may reach a cluster gpulab cannot.
+func (x *hostRun) declareKubernetes() {
+	why := x.o.ClusterProblem
+	if x.o.Cluster != nil {
+		k, err := readKubernetes(x.ctx, x.o.Cluster)
+		if err == nil {
+			x.rec.Kubernetes = k
+			return
+		}
+		why = "client-go, context " + x.o.Cluster.Context + ": " + err.Error()
+	}
+	k := captureKubernetes(x.ctx, x.conn, x.t.Name)
+	if why != "" {
+		k.Error = strings.TrimPrefix(k.Error+"; "+why, "; ")
+	}
+	x.rec.Kubernetes = k
 }
 
 // runStep runs one step (a command, or a PromQL query) and records it.
@@ -146,12 +167,14 @@ func (x *hostRun) runStep(ctx context.Context, s Step, phase string) *StepRecord
 		x.emit(Event{Kind: StepFinished, Index: x.i, Host: x.t.Name, Phase: phase, Step: &sr})
 	}()
 	switch {
-	case (s.Hosts == "first" || s.PromQL != "") && x.i != 0:
+	case (s.Hosts == "first" || s.PromQL != "" || s.Cluster != "") && x.i != 0:
 		sr.Skipped = "runs on the first host only"
 	case s.Dangerous && !x.o.Yes:
 		sr.Skipped, sr.chosen = "it changes the host and was not confirmed (--yes)", true
 	case s.PromQL != "":
 		x.promql(ctx, s, &sr)
+	case s.Cluster != "":
+		x.readCluster(ctx, s, &sr)
 	default:
 		x.command(ctx, s, phase, &sr)
 	}

@@ -1,0 +1,162 @@
+package cli
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
+)
+
+func newClusterQuotasCmd(o *options, src *cluster.Source, ns *string, all *bool) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "quotas [-n NAMESPACE | -A]",
+		Short: "ResourceQuotas: each limited resource's hard limit and use, GPU resources first",
+		Long: `Lists the namespace's ResourceQuotas (every namespace's with -A): for each
+resource a quota limits, its hard limit and what the namespace uses, GPU
+resources (requests.nvidia.com/gpu, MIG profiles ...) first, FULL where
+nothing more is admitted. Then the ClusterQueues of Kueue when the cluster
+serves them: nominal quota and use of each resource.
+
+Exit status 0; a full quota is a fact, not a failure (gpulab cluster pending
+says who waits for it).`,
+		Example: "  gpulab cluster quotas -A\n  gpulab cluster quotas -n ml-team --json | jq '.quotas[].resources[] | select(.full)'",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			objs, ctxName, ns, err := readObjects(c, src, *ns, *all)
+			if err != nil {
+				return err
+			}
+			r := quotasReport{Context: ctxName, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues}
+			if r.ClusterQueues == nil {
+				r.ClusterQueues = []cluster.ClusterQueue{}
+			}
+			if o.json {
+				return writeJSON(c.OutOrStdout(), r)
+			}
+			return printQuotas(c, r)
+		},
+	}
+	c.Flags().BoolVarP(all, "all-namespaces", "A", false, "every namespace")
+	return c
+}
+
+type quotasReport struct {
+	Context       string                 `json:"context"`
+	Quotas        []cluster.Quota        `json:"quotas"`
+	ClusterQueues []cluster.ClusterQueue `json:"cluster_queues"`
+}
+
+func printQuotas(c *cobra.Command, r quotasReport) error {
+	w := c.OutOrStdout()
+	if len(r.Quotas) == 0 {
+		fmt.Fprintf(w, "no ResourceQuota in %s\n", visible.String(r.Context))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if len(r.Quotas) > 0 {
+		fmt.Fprintln(tw, "NAMESPACE\tQUOTA\tRESOURCE\tUSED\tHARD")
+	}
+	for _, q := range r.Quotas {
+		for i, res := range q.Resources {
+			ns, name := visible.String(q.Namespace), visible.String(q.Name)
+			if i > 0 {
+				ns, name = "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", ns, name, visible.String(res.Name), cmp.Or(res.Used, "(not counted)"), res.Hard)
+			if res.Full {
+				fmt.Fprint(tw, "\tFULL")
+			}
+			fmt.Fprintln(tw)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.ClusterQueues) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CLUSTERQUEUE\tCOHORT\tRESOURCE\tUSED\tNOMINAL\tPENDING\tADMITTED")
+	for _, cq := range r.ClusterQueues {
+		first := true
+		for _, res := range slices.Sorted(maps.Keys(cq.Nominal)) {
+			name, cohort := visible.String(cq.Name), visible.String(cq.Cohort)
+			pend, adm := fmt.Sprint(cq.Pending), fmt.Sprint(cq.Admitted)
+			if !first {
+				name, cohort, pend, adm = "", "", "", ""
+			}
+			first = false
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", name, cohort, visible.String(res), cq.Used[res], cq.Nominal[res], pend, adm)
+		}
+	}
+	return tw.Flush()
+}
+
+func newClusterFragmentationCmd(o *options, src *cluster.Source) *cobra.Command {
+	return &cobra.Command{
+		Use:   "fragmentation",
+		Short: "For each GPU request shape: nodes that fit it, free units in total, the fragmentation rate",
+		Long: `For each GPU request shape the pending pods ask (N units of one resource on
+one node: 4 nvidia.com/gpu, 1 nvidia.com/mig-1g.5gb), and for the reference
+shapes 1, 2, 4 and 8 whole GPUs and one slice of each MIG profile when no
+pod waits for that resource: how many ready, schedulable nodes could place
+it, how many units are free in total and on the best node, how many pods of
+that shape fit at once, and the fragmentation rate, the share of free units
+that shape cannot use (free units left on each node after packing whole
+requests, over all free units; the rate the labs compute, DOMAIN.md).
+
+Exit status 1 when a pending shape fits no node although enough units are
+free in total (fragmentation is what holds it), else 0.`,
+		Example: "  gpulab cluster fragmentation\n  gpulab cluster fragmentation --context prod --json | jq '.shapes[] | select(.pending > 0)'",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			objs, ctxName, _, err := readObjects(c, src, "", true)
+			if err != nil {
+				return err
+			}
+			shapes := objs.Fragmentation()
+			if o.json {
+				err = writeJSON(c.OutOrStdout(), struct {
+					Context string          `json:"context"`
+					Shapes  []cluster.Shape `json:"shapes"`
+				}{ctxName, shapes})
+			} else {
+				err = printShapes(c, ctxName, shapes)
+			}
+			if err != nil {
+				return err
+			}
+			for _, s := range shapes {
+				if s.Pending > 0 && s.NodesThatFit == 0 && s.Free >= s.Count {
+					return errSilentFailure
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func printShapes(c *cobra.Command, ctxName string, shapes []cluster.Shape) error {
+	w := c.OutOrStdout()
+	if len(shapes) == 0 {
+		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SHAPE\tPENDING\tNODES THAT FIT\tFREE\tBEST NODE\tPLACEABLE\tFRAGMENTATION")
+	for _, s := range shapes {
+		pending := fmt.Sprint(s.Pending)
+		if s.Pending == 0 {
+			pending = "-"
+		}
+		fmt.Fprintf(tw, "%d %s\t%s\t%d of %d\t%d\t%d\t%d\t%s\n", s.Count, visible.String(s.Resource), pending, s.NodesThatFit, s.Nodes,
+			s.Free, s.Largest, s.Placeable, fmt.Sprintf("%.0f%%", 100*s.Rate))
+	}
+	return tw.Flush()
+}

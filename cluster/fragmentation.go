@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Shape is one GPU request shape (N units of one resource on one node)
+// and how the cluster's free units serve it.
+type Shape struct {
+	Resource string `json:"resource"` // nvidia.com/gpu, nvidia.com/mig-1g.5gb ...
+	Count    int64  `json:"count"`    // units one pod asks on one node
+	// Pending is how many pending pods ask exactly this; 0 for the
+	// reference shapes shown when nothing of the resource waits.
+	Pending int `json:"pending"`
+	// NodesThatFit are the ready, schedulable nodes with Count units free.
+	NodesThatFit int `json:"nodes_that_fit"`
+	// Nodes are the ready, schedulable nodes that have the resource.
+	Nodes int `json:"nodes"`
+	// Free is free units in the cluster; Largest on one node; Placeable
+	// how many pods of this shape fit at once.
+	Free      int64 `json:"free"`
+	Largest   int64 `json:"largest_free_on_one_node"`
+	Placeable int64 `json:"placeable"`
+	// Rate is the share of the free units this shape cannot use (the
+	// fragmentation rate of the labs, DOMAIN.md): 0 when none is free.
+	Rate float64 `json:"fragmentation_rate"`
+}
+
+// FragmentationRate is the share of free capacity that a request of the
+// given size cannot use: free holds each unit's free capacity (free GPUs
+// or MIG slices per node, free memory per GPU), and what is left in each
+// unit after packing as many whole requests as fit is stranded. The rate
+// is stranded ÷ total free, 0 when nothing is free.
+func FragmentationRate(free []float64, request float64) (float64, error) {
+	if request <= 0 {
+		return 0, fmt.Errorf("fragmentation: the request must be positive, not %v", request)
+	}
+	var total, stranded float64
+	for _, f := range free {
+		if f < 0 {
+			return 0, fmt.Errorf("fragmentation: free capacity %v is negative", f)
+		}
+		total += f
+		stranded += f - request*math.Floor(f/request)
+	}
+	if total == 0 {
+		return 0, nil
+	}
+	return stranded / total, nil
+}
+
+// referenceCounts are the whole-GPU shapes shown when no pod waits for
+// the resource: what a newcomer asks first ("could a 4-GPU job start?").
+var referenceCounts = []int64{1, 2, 4, 8}
+
+// Fragmentation reports, for each GPU request shape of the pending pods
+// (and reference shapes of each resource no pod waits for: 1, 2, 4 and 8
+// whole GPUs, 1 MIG slice), how many nodes could place it against how
+// many free units exist in total, by resource and count.
+func (o *Objects) Fragmentation() []Shape {
+	nodes := o.GPUNodes()
+	shapes := map[[2]string]*Shape{}
+	add := func(res string, n int64, pending int) {
+		k := [2]string{res, fmt.Sprint(n)}
+		if s, ok := shapes[k]; ok {
+			s.Pending += pending
+			return
+		}
+		shapes[k] = &Shape{Resource: res, Count: n, Pending: pending}
+	}
+	waiting := map[string]bool{}
+	for _, p := range o.Pods {
+		if p.Spec.NodeName != "" || terminated(p) {
+			continue
+		}
+		for res, q := range PodRequests(p) {
+			if GPUResource(res) && q.Value() > 0 {
+				add(string(res), q.Value(), 1)
+				waiting[string(res)] = true
+			}
+		}
+	}
+	for _, res := range resourcesOf(nodes) {
+		if waiting[res] || !countable(res) {
+			continue
+		}
+		counts := referenceCounts
+		if res != "nvidia.com/gpu" {
+			counts = []int64{1}
+		}
+		for _, n := range counts {
+			add(res, n, 0)
+		}
+	}
+	out := make([]Shape, 0, len(shapes))
+	for _, s := range shapes {
+		out = append(out, s.measure(nodes))
+	}
+	slices.SortFunc(out, func(a, b Shape) int {
+		return cmp.Or(strings.Compare(a.Resource, b.Resource), cmp.Compare(a.Count, b.Count))
+	})
+	return out
+}
+
+// countable says whether a resource is counted in devices (not HAMi's
+// gpumem in MiB or gpucores in percent, whose reference shapes mean
+// nothing).
+func countable(res string) bool {
+	return !strings.HasSuffix(res, "/gpumem") && !strings.HasSuffix(res, "/gpucores") && !strings.HasSuffix(res, "/gpumem-percentage")
+}
+
+func resourcesOf(nodes []GPUNode) []string {
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		for r := range n.Allocatable {
+			seen[r] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for r := range seen {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (s Shape) measure(nodes []GPUNode) Shape {
+	var free []float64
+	for _, n := range nodes {
+		if n.Unschedulable || !n.Ready {
+			continue
+		}
+		if _, has := n.Allocatable[s.Resource]; !has {
+			continue
+		}
+		s.Nodes++
+		f := max(n.Free(s.Resource), 0)
+		free = append(free, float64(f))
+		s.Free += f
+		s.Largest = max(s.Largest, f)
+		if f >= s.Count {
+			s.NodesThatFit++
+		}
+		s.Placeable += f / s.Count
+	}
+	s.Rate, _ = FragmentationRate(free, float64(s.Count)) // Count > 0, free ≥ 0
+	return s
+}
