@@ -22,14 +22,14 @@ func TestDemoClusterTabInTmux(t *testing.T) {
 	screenWait(t, s, klogLine, "gpulab  SIMULATED ", "[Map]")
 	s.keys("7")
 	screen := screenWait(t, s, klogLine, "Cluster context simulated  SIMULATED", "GPU nodes (4)", "dgx04 Ready",
-		"▶ research/llm-finetune-8gpu-", "fragmentation", "ml-team/eval-sweep", "exceeded quota gpu-quota", "ml-team/gpu-quota")
+		"▶ research/llm-finetune-8gpu-", "fragmentation", "ml-team/eval-sweep", "held by ResourceQuota gpu-quota", "ml-team/gpu-quota")
 	m := regexp.MustCompile(`(\d+) pods · 2 waiting`).FindStringSubmatch(screen)
 	if m == nil {
 		t.Fatalf("no pod count on the Cluster tab:\n%s", screen)
 	}
 	pods, _ := strconv.Atoi(m[1])
 	s.keys("Down")
-	screenWait(t, s, klogLine, "▶ ml-team/eval-sweep", "why: ml-team/eval-sweep", "ResourceQuota ml-team/gpu-quota allows")
+	screenWait(t, s, klogLine, "▶ ml-team/eval-sweep", "why: ml-team/eval-sweep", "quota gpu-quota refuses them")
 
 	s.keys("3", ":")
 	s.run("send-keys", "-t", "smoke", "-l", "kubectl run smoke-$(hostname) --image=busybox --restart=Never")

@@ -40,7 +40,7 @@ func TestDemoClusterTab(t *testing.T) {
 	defer deadline.Stop()
 	for {
 		snap := live.Snapshot()
-		if live.Status().State == cluster.Synced && len(snap.GPUNodes()) == 4 && len(snap.Pending("")) == 1 && len(snap.Refused()) == 1 {
+		if live.Status().State == cluster.Synced && len(snap.GPUNodes()) == 4 && len(snap.Pending("")) == 1 && len(snap.Blocked("")) == 1 {
 			break
 		}
 		select {
@@ -59,7 +59,7 @@ func TestDemoClusterTab(t *testing.T) {
 	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("7")})
 	view := m.View()
 	for _, want := range []string{"context simulated  SIMULATED", "GPU nodes (4)", "dgx01", "dgx04", "nvidia.com/mig-",
-		"▶ research/llm-finetune-8gpu-", "fragmentation", "ml-team/eval-sweep", "exceeded quota gpu-quota", "ml-team/gpu-quota"} {
+		"▶ research/llm-finetune-8gpu-", "fragmentation", "ml-team/eval-sweep", "held by ResourceQuota gpu-quota", "ml-team/gpu-quota"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the demo's Cluster tab lacks %q:\n%s", want, view)
 		}

@@ -228,12 +228,13 @@ func (l *Live) Status() LiveStatus {
 
 // Snapshot is the cluster as the caches hold it now, cheap enough to
 // call on every change (the objects are the caches', shared: read them,
-// never change them). Queues are not kept live (Read reads them).
+// never change them). Queues (Kueue, Volcano, DRA) are not kept live:
+// Read reads them.
 func (l *Live) Snapshot() *Objects {
 	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}}
 	o.Nodes = listOf[corev1.Node](l.nodes)
 	o.Pods = listOf[corev1.Pod](l.pods)
-	o.Quotas = listOf[corev1.ResourceQuota](l.quotas)
+	o.ResourceQuotas = listOf[corev1.ResourceQuota](l.quotas)
 	for _, pc := range listOf[schedulingv1.PriorityClass](l.prios) {
 		o.PriorityClasses[pc.Name] = pc
 	}

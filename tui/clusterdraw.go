@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -154,7 +155,7 @@ func clipText(s string, w int) string {
 
 func (v *clusterView) waitLines() []string {
 	st := v.styles
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%d): pods the scheduler has not placed, and objects whose pods were refused", len(v.waiting)))}
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%d): pods the scheduler has not placed, and workloads with no pod", len(v.waiting)))}
 	if len(v.waiting) == 0 {
 		return append(lines, st.Hint.Render("  nothing waits"))
 	}
@@ -213,7 +214,12 @@ func (v *clusterView) quotaLines() []string {
 		if i == maxQuotaRows {
 			break
 		}
-		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %-28s %-26s %s %d/%d used", clipText(q.ns+"/"+q.name, 28), q.res, bar(q.used, q.hard, q.hard), q.used, q.hard)))
+		used := cmp.Or(q.usedText, "?")
+		full := ""
+		if q.full {
+			full = "  FULL"
+		}
+		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %-28s %-26s %s %s/%s used%s", clipText(q.ns+"/"+q.name, 28), q.res, bar(q.used, q.hard, q.hard), used, q.hardText, full)))
 	}
 	return lines
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpulab/gpulab/cluster"
 )
@@ -79,10 +79,10 @@ type nodeRow struct {
 }
 
 // waitItem is one entry of the waiting list: a pod the scheduler has not
-// placed, or a controller's object whose pods the API server refused.
+// placed, or a workload with no pod (cluster.Blocked).
 type waitItem struct {
 	ns, name, kind string
-	asks           string // "8 nvidia.com/gpu"
+	asks           string // "8 nvidia.com/gpu"; "" for a workload with no pod
 	reason         string
 	why            string
 	evidence       []string
@@ -90,8 +90,10 @@ type waitItem struct {
 
 // quotaRow is one GPU resource of one ResourceQuota.
 type quotaRow struct {
-	ns, name, res string
-	used, hard    int64
+	ns, name, res      string
+	used, hard         int64
+	usedText, hardText string // as the quota says them ("" used: not counted yet)
+	full               bool
 }
 
 // clusterView is the Cluster tab: the GPU nodes with capacity,
@@ -249,28 +251,22 @@ func computeCluster(l LiveCluster) clusterData {
 		}
 	}
 	d.waiting = waitItems(o)
-	d.quotas = quotaRows(o.Quotas)
+	d.quotas = quotaRows(o.Quotas(""))
 	return d
 }
 
-// waitItems are the pending pods, then the refused objects.
+// waitItems are the pending pods, then the workloads with no pod (a
+// quota refused them, Kueue holds them).
 func waitItems(o *cluster.Objects) []waitItem {
 	var out []waitItem
 	for _, p := range o.Pending("") {
-		it := waitItem{ns: p.Namespace, name: p.Name, kind: "Pod", asks: resourceList(p.GPUs), reason: p.Reason, why: p.Why}
-		if p.Message != "" {
-			it.evidence = append(it.evidence, "FailedScheduling: "+p.Message)
-		}
-		if p.PriorityClass != "" {
-			it.evidence = append(it.evidence, "priority class: "+p.PriorityClass)
-		}
-		out = append(out, it)
+		out = append(out, waitItem{ns: p.Namespace, name: p.Name, kind: "Pod", asks: resourceList(p.GPUs),
+			reason: p.Reason, why: p.Why, evidence: p.Evidence})
 	}
-	for _, r := range o.Refused() {
-		it := waitItem{ns: r.Namespace, name: r.Name, kind: r.Kind, reason: "FailedCreate", why: r.Why,
-			evidence: []string{fmt.Sprintf("FailedCreate ×%d: %s", r.Count, r.Message)}}
-		if r.Quota != "" {
-			it.asks, it.reason = fmt.Sprintf("%d %s", r.Requested, strings.TrimPrefix(r.Resource, "requests.")), "exceeded quota "+r.Quota
+	for _, b := range o.Blocked("") {
+		it := waitItem{ns: b.Namespace, name: b.Name, kind: b.Kind, reason: "held by " + b.By, why: b.Why, evidence: b.Evidence}
+		if b.Count > 1 {
+			it.reason += fmt.Sprintf(" (×%d)", b.Count)
 		}
 		out = append(out, it)
 	}
@@ -285,21 +281,24 @@ func resourceList(m map[string]int64) string {
 	return strings.Join(parts, ", ")
 }
 
-// quotaRows are the quotas' GPU resources, from their status.
-func quotaRows(qs []*corev1.ResourceQuota) []quotaRow {
+// quotaRows are the quotas' GPU resources.
+func quotaRows(qs []cluster.Quota) []quotaRow {
 	var out []quotaRow
 	for _, q := range qs {
-		for _, res := range slices.Sorted(maps.Keys(q.Status.Hard)) {
-			if !cluster.GPUResource(res) {
+		for _, r := range q.Resources {
+			if !r.GPU {
 				continue
 			}
-			hard, used := q.Status.Hard[res], q.Status.Used[res]
-			out = append(out, quotaRow{ns: q.Namespace, name: q.Name, res: string(res), used: used.Value(), hard: hard.Value()})
+			row := quotaRow{ns: q.Namespace, name: q.Name, res: r.Name, hardText: r.Hard, usedText: r.Used, full: r.Full}
+			if h, err := resource.ParseQuantity(r.Hard); err == nil {
+				row.hard = h.Value()
+			}
+			if u, err := resource.ParseQuantity(r.Used); err == nil {
+				row.used = u.Value()
+			}
+			out = append(out, row)
 		}
 	}
-	slices.SortFunc(out, func(a, b quotaRow) int {
-		return strings.Compare(a.ns+"/"+a.name+"/"+a.res, b.ns+"/"+b.name+"/"+b.res)
-	})
 	return out
 }
 

@@ -92,7 +92,7 @@ func clusterFixture() *cluster.Objects {
 			InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "ml-team", Name: "eval-sweep", UID: "uid-job"}},
 	}
 	q := corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("12")}
-	o.Quotas = []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml-team", Name: "gpu-quota"},
+	o.ResourceQuotas = []*corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Namespace: "ml-team", Name: "gpu-quota"},
 		Status: corev1.ResourceQuotaStatus{Hard: q, Used: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("10")}}}}
 	return o
 }
@@ -126,7 +126,7 @@ func TestClusterViewExplainsTheSelectedWait(t *testing.T) {
 	m := newClusterModel(t, 120, 40, ClusterSource{Name: "simulated", Simulated: true, Live: newFakeLive(clusterFixture())})
 	view := m.View()
 	for _, want := range []string{"context simulated", "SIMULATED", "GPU nodes (3)", "dgx03", "nvidia.com/mig-3g.20gb",
-		"[████████░░░░░░░░] 4/8/8", "[█████░░░░░░×××××] 2/4/6", "▶ research/llm-finetune-8gpu-x2k4d", "fragmentation", "FailedScheduling: 0/3 nodes are available",
+		"[████████░░░░░░░░] 4/8/8", "[█████░░░░░░×××××] 2/4/6", "▶ research/llm-finetune-8gpu-x2k4d", "fragmentation", "event FailedScheduling: 0/3 nodes are available",
 		"ml-team/gpu-quota", "10/12 used", "Reconciliation not read yet"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("the Cluster tab lacks %q:\n%s", want, view)
@@ -134,7 +134,7 @@ func TestClusterViewExplainsTheSelectedWait(t *testing.T) {
 	}
 	m, _ = press(t, m, "down")
 	view = m.View()
-	for _, want := range []string{"▶ ml-team/eval-sweep", "why: ml-team/eval-sweep", "allows 12 requests.nvidia.com/gpu, 10 are used, and a pod asks for 4 (2 free)", "FailedCreate ×14: Error creating"} {
+	for _, want := range []string{"▶ ml-team/eval-sweep", "why: ml-team/eval-sweep", "quota gpu-quota refuses them", "event FailedCreate: Error creating", "held by ResourceQuota gpu-quota (×14)"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("with eval-sweep selected, the tab lacks %q:\n%s", want, view)
 		}

@@ -19,7 +19,7 @@ func TestKubeObjectsReadAsACluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := &cluster.Objects{Quotas: ptrs(ko.Quotas)}
+	o := &cluster.Objects{ResourceQuotas: ptrs(ko.Quotas)}
 	o.Nodes, o.Pods = ptrs(ko.Nodes), ptrs(ko.Pods)
 	o.Events = ptrs(ko.Events)
 	nodes := o.GPUNodes()
