@@ -3,6 +3,7 @@ package main
 import (
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -15,10 +16,10 @@ var klogLine = regexp.MustCompile(`(?m)^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ `)
 // the pod pending for fragmentation explained, the Job its quota refuses
 // explained when selected; pods made with kubectl on the simulated hosts
 // (the Fleet's :) arrive in the tab as watch events; klog writes nothing
-// on the screen.
+// on the screen; NO_COLOR leaves no colour, the words SIMULATED stay.
 func TestDemoClusterTabInTmux(t *testing.T) {
 	bin := gpulabBinary(t)
-	s, _ := demoTmux(t, bin, 160, 48, "", "demo")
+	s, _ := demoTmux(t, bin, 160, 48, "NO_COLOR=1 ", "demo")
 	screenWait(t, s, klogLine, "gpulab  SIMULATED ", "[Map]")
 	s.keys("7")
 	screen := screenWait(t, s, klogLine, "Cluster context simulated  SIMULATED", "GPU nodes (4)", "dgx04 Ready",
@@ -28,6 +29,9 @@ func TestDemoClusterTabInTmux(t *testing.T) {
 		t.Fatalf("no pod count on the Cluster tab:\n%s", screen)
 	}
 	pods, _ := strconv.Atoi(m[1])
+	if esc := s.run("capture-pane", "-e", "-p", "-t", "smoke"); strings.Contains(esc, "\x1b[38") || strings.Contains(esc, "\x1b[48") || strings.Contains(esc, "\x1b[7m") {
+		t.Errorf("NO_COLOR is set but the Cluster tab has colour escapes:\n%q", esc)
+	}
 	s.keys("Down")
 	screenWait(t, s, klogLine, "▶ ml-team/eval-sweep", "why: ml-team/eval-sweep", "quota gpu-quota refuses them")
 
