@@ -39,7 +39,10 @@ func (f *Fleet) KubeClient(ctx context.Context) (*cluster.Client, error) {
 // simulated hosts, and every resync period, is applied to it as creates,
 // updates and deletes, so that informers watching the fake see watch
 // events as they would from an API server. The client's context is
-// KubeContext; no kubeconfig names it.
+// KubeContext; no kubeconfig names it. A fake clientset has no resource
+// versions: a change applied between an informer's list and its watch
+// reaches it only with the object's next change (the demo's changes come
+// from a person at the keyboard, long after the informers started).
 func MirrorCluster(ctx context.Context, c *dgx.Cluster, resync time.Duration) (*cluster.Client, error) {
 	cs := fake.NewSimpleClientset()
 	if d, ok := cs.Discovery().(*fakediscovery.FakeDiscovery); ok {

@@ -215,7 +215,7 @@ func clusterHint(inv *inventory.Inventory) string {
 	for i, k := range inv.Kube {
 		names[i] = k.Name
 	}
-	return "Kubernetes contexts in the inventory: " + strings.Join(names, ", ") + ". Reading them is not part of this build."
+	return "Kubernetes contexts in the inventory: " + strings.Join(names, ", ") + ": not connected (the workbench connects to them when gpulab opens it)."
 }
 
 // Init implements tea.Model.
