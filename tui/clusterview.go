@@ -36,6 +36,17 @@ type ClusterSource struct {
 	Err  string
 }
 
+// ClusterUsageMsg gives the Cluster tab what the GPUs of each node of a
+// context measurably run, by node and resource: the reconciliation of
+// what pods are allocated with the probes' snapshots (cluster.Reconcile
+// once it lands). The tab's USED column and reconciliation line show it;
+// until one arrives they say "not read yet". The root model passes it to
+// every view, so the command that reconciles may return it from any tab.
+type ClusterUsageMsg struct {
+	Context string
+	Used    map[string]map[string]int64
+}
+
 // clusterChangedMsg is source's cluster after a change, computed off the
 // workbench's loop; open is false once the source has stopped.
 type clusterChangedMsg struct {
@@ -112,9 +123,9 @@ type clusterView struct {
 	// What the current source showed at its last change.
 	clusterData
 	// usage is what each node's GPUs measurably run, by node and
-	// resource: the reconciliation of allocated with the probes'
-	// snapshots. nil until one is made: the USED column and the
-	// reconciliation section say "not read yet".
+	// resource (ClusterUsageMsg): the reconciliation of allocated with
+	// the probes' snapshots. nil until one arrives: the USED column and
+	// the reconciliation line say "not read yet".
 	usage map[string]map[string]int64
 
 	focus      clusterFocus
@@ -194,6 +205,10 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, nil
 		}
 		return v, v.wait(msg.source)
+	case ClusterUsageMsg:
+		if len(v.sources) > 0 && msg.Context == v.sources[v.current].Name {
+			v.usage = msg.Used
+		}
 	case tea.KeyMsg:
 		v.handleKey(msg)
 	}
@@ -223,7 +238,7 @@ func (v *clusterView) handleKey(km tea.KeyMsg) {
 		v.focus = 1 - v.focus
 	case key.Matches(km, k.Context) && len(v.sources) > 1:
 		v.current = (v.current + 1) % len(v.sources)
-		v.nodeCursor, v.waitCursor = 0, 0
+		v.nodeCursor, v.waitCursor, v.usage = 0, 0, nil
 		v.refresh()
 	}
 	v.scroll()

@@ -145,6 +145,21 @@ func TestClusterViewExplainsTheSelectedWait(t *testing.T) {
 	}
 }
 
+// A reconciliation, when one arrives for the context shown, fills the
+// USED column; one for another context does not.
+func TestClusterViewShowsUsage(t *testing.T) {
+	m := newClusterModel(t, 120, 40, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
+	next, _ := m.Update(ClusterUsageMsg{Context: "staging", Used: map[string]map[string]int64{"dgx01": {"nvidia.com/gpu": 3}}})
+	if v := next.(Model).View(); !strings.Contains(v, "Reconciliation not read yet") {
+		t.Errorf("another context's usage was taken:\n%s", v)
+	}
+	next, _ = next.Update(ClusterUsageMsg{Context: "prod", Used: map[string]map[string]int64{"dgx01": {"nvidia.com/gpu": 3}}})
+	v := next.(Model).View()
+	if !strings.Contains(v, "[████████░░░░░░░░] 4/8/8          3") || !strings.Contains(v, "1 of 3 nodes measured") {
+		t.Errorf("the usage is not shown:\n%s", v)
+	}
+}
+
 // A lost API server is shown in the tab, which keeps what it showed.
 func TestClusterViewShowsALostServer(t *testing.T) {
 	live := newFakeLive(clusterFixture())
