@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/gpulab/gpulab/cluster"
@@ -101,6 +103,33 @@ func TestLiveFollowsARealAPIServer(t *testing.T) {
 	}
 	if _, open := <-l.Changes(); open {
 		t.Error("Changes is still open after the view stopped")
+	}
+}
+
+// A server that never answers makes the view Lost, not an error: it names
+// the server, and it stops cleanly.
+func TestLiveUnreachableFromTheStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connections are refused
+	c, err := cluster.NewClient(&rest.Config{Host: "https://" + addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	l := cluster.StartLive(ctx, c, cluster.LiveOptions{Interval: 10 * time.Millisecond, Check: 50 * time.Millisecond})
+	waitLive(t, l, "lost status", func(_ *cluster.Objects, st cluster.LiveStatus) bool { return st.State == cluster.Lost })
+	if st := l.Status(); st.Server != addr || !strings.Contains(st.String(), "API server "+addr+" unreachable since ") || !strings.Contains(st.Err, "connection refused") {
+		t.Errorf("status = %q (err %q), want %s unreachable, connection refused", st, st.Err, addr)
+	}
+	cancel()
+	select {
+	case <-l.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the view did not stop within 30s of its context's end")
 	}
 }
 

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gpulab/gpulab/cluster"
 )
@@ -305,12 +305,10 @@ func quotaRows(qs []cluster.Quota) []quotaRow {
 				continue
 			}
 			row := quotaRow{ns: q.Namespace, name: q.Name, res: r.Name, hardText: r.Hard, usedText: r.Used, full: r.Full}
-			if h, err := resource.ParseQuantity(r.Hard); err == nil {
-				row.hard = h.Value()
-			}
-			if u, err := resource.ParseQuantity(r.Used); err == nil {
-				row.used = u.Value()
-			}
+			// GPU quotas count devices: whole numbers ("16"); the
+			// text is drawn as the quota says it.
+			row.hard, _ = strconv.ParseInt(r.Hard, 10, 64)
+			row.used, _ = strconv.ParseInt(r.Used, 10, 64)
 			out = append(out, row)
 		}
 	}
