@@ -24,14 +24,16 @@ var liveOptions = cluster.LiveOptions{Interval: time.Second}
 // workbenchClusters are the Cluster tab's clusters, each followed by
 // informers until stop is called: the demo's simulated one, or the
 // inventory's [[kube]] contexts (one that cannot be loaded is listed
-// with why). klog is routed away from the terminal first.
+// with why). klog is routed away from the terminal first, in any case.
 func workbenchClusters(o *options, life context.Context, w *workbench, inv *inventory.Inventory) (sources []tui.ClusterSource, stop func()) {
-	if w.cluster == nil && len(inv.Kube) == 0 {
-		return nil, func() {}
-	}
+	// Whatever reads a cluster in the workbench (this tab, a lab's
+	// cluster step), klog stays off the screen.
 	closeLog := routeKlog(o.getenv(EnvKlog))
 	ctx, cancel := context.WithCancel(life)
 	stop = func() { cancel(); closeLog() }
+	if w.cluster == nil && len(inv.Kube) == 0 {
+		return nil, stop
+	}
 	if w.cluster != nil {
 		client, err := w.cluster(ctx)
 		src := tui.ClusterSource{Name: sim.KubeContext, Simulated: true}
