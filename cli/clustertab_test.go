@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/muesli/termenv"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/kubetest"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/sim"
@@ -67,5 +69,37 @@ func TestDemoClusterTab(t *testing.T) {
 	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyDown})
 	if view := m.View(); !strings.Contains(view, "why: ml-team/eval-sweep") || !strings.Contains(view, "exceeded quota: gpu-quota") {
 		t.Errorf("selecting eval-sweep does not explain it:\n%s", view)
+	}
+}
+
+// With an inventory, each [[kube]] table is a context of the tab: one
+// that loads is followed (here a real API server, through its
+// kubeconfig), one that does not is listed with why.
+func TestWorkbenchClustersFromInventory(t *testing.T) {
+	cp := kubetest.Start(t)
+	cp.AddNode(t, kubetest.GPUNode("gpu-a", 8))
+	inv := inventory.Empty()
+	inv.Kube = []inventory.KubeContext{
+		{Name: "lab", Kubeconfig: cp.Kubeconfig, Context: "kubetest"},
+		{Name: "gone", Kubeconfig: filepath.Join(t.TempDir(), "missing"), Context: "nowhere"},
+	}
+	o := &options{env: Env{Getenv: func(string) string { return "" }}}
+	sources, stop := workbenchClusters(o, t.Context(), &workbench{}, inv)
+	defer stop()
+	if len(sources) != 2 || sources[0].Name != "lab" || sources[0].Simulated || sources[0].Live == nil {
+		t.Fatalf("sources = %+v", sources)
+	}
+	if sources[1].Live != nil || !strings.Contains(sources[1].Err, "missing: no such file") {
+		t.Errorf("the missing context: %+v, want it listed with why", sources[1])
+	}
+	live := sources[0].Live
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for live.Status().State != cluster.Synced || len(live.Snapshot().GPUNodes()) != 1 {
+		select {
+		case <-live.Changes():
+		case <-deadline.C:
+			t.Fatalf("the lab context never synced: %s", live.Status())
+		}
 	}
 }
