@@ -8,6 +8,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -262,5 +263,35 @@ func BenchmarkClusterChange(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		_ = computeCluster(v.sources[0].Live)
+	}
+}
+
+// Every frame of the Cluster tab is exactly the terminal's size, whatever
+// the size, the cluster (full, empty, not connected) and the keys pressed.
+func TestClusterViewFitsTheTerminal(t *testing.T) {
+	sources := []ClusterSource{
+		{Name: "full", Live: newFakeLive(clusterFixture())},
+		{Name: "empty", Live: newFakeLive(&cluster.Objects{})},
+		{Name: "broken", Err: "kubeconfig: context \"broken\" not found"},
+	}
+	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}, {60, 16}, {20, 6}, {250, 70}} {
+		m := newClusterModel(t, sz.w, sz.h, sources...)
+		for _, keys := range [][]string{nil, {"down", "down", "down"}, {"right", "end"}, {"c"}, {"c", "c"}, {"c", "c", "c", "down"}} {
+			mm, _ := press(t, m, keys...)
+			lines := strings.Split(mm.View(), "\n")
+			if len(lines) != sz.h {
+				t.Errorf("%dx%d %v: %d lines, want %d", sz.w, sz.h, keys, len(lines), sz.h)
+			}
+			for i, l := range lines {
+				if w := lipgloss.Width(l); w != sz.w {
+					t.Errorf("%dx%d %v line %d is %d wide, want %d: %q", sz.w, sz.h, keys, i+1, w, sz.w, l)
+					break
+				}
+			}
+		}
+	}
+	m, _ := press(t, newClusterModel(t, 120, 40, sources...), "c", "c")
+	if v := m.View(); !strings.Contains(v, "not connected: kubeconfig: context \"broken\" not found") || !strings.Contains(v, "(3 of 3: c for the next)") {
+		t.Errorf("the broken context is not shown with why:\n%s", v)
 	}
 }
