@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"sync"
 	"time"
 
@@ -88,6 +89,11 @@ type LiveOptions struct {
 	// (default 2s): a reflector retries a refused watch quietly, so its
 	// errors alone would not say the server is gone.
 	Check time.Duration
+	// Queues is how often the batch schedulers' and DRA's objects
+	// (Queues: Kueue, Volcano, ResourceClaims and slices) are read again
+	// (default 30s). They have no informers: their kinds are discovered
+	// at run time and they are few, so they are listed whole, in pages.
+	Queues time.Duration
 	// Now reads the clock for LiveStatus.Since (nil: time.Now).
 	Now func() time.Time
 }
@@ -113,6 +119,7 @@ type Live struct {
 
 	mu     sync.Mutex
 	status LiveStatus
+	queues Queues // read every Queues
 }
 
 // eventInformer is the informer of one reason's events (each has its
@@ -132,6 +139,9 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 	}
 	if opts.Check <= 0 {
 		opts.Check = 2 * time.Second
+	}
+	if opts.Queues <= 0 {
+		opts.Queues = 30 * time.Second
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -170,6 +180,7 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 	wg.Go(func() { l.waitSynced(ctx) })
 	wg.Go(func() { l.notify(ctx) })
 	wg.Go(func() { l.check(ctx) })
+	wg.Go(func() { l.readQueues(ctx) })
 	go func() {
 		wg.Wait()
 		factory.Shutdown() // waits for the factory's informers
@@ -228,10 +239,12 @@ func (l *Live) Status() LiveStatus {
 
 // Snapshot is the cluster as the caches hold it now, cheap enough to
 // call on every change (the objects are the caches', shared: read them,
-// never change them). Queues (Kueue, Volcano, DRA) are not kept live:
-// Read reads them.
+// never change them). Queues are as last read (LiveOptions.Queues).
 func (l *Live) Snapshot() *Objects {
 	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}}
+	l.mu.Lock()
+	o.Queues = l.queues
+	l.mu.Unlock()
 	o.Nodes = listOf[corev1.Node](l.nodes)
 	o.Pods = listOf[corev1.Pod](l.pods)
 	o.ResourceQuotas = listOf[corev1.ResourceQuota](l.quotas)
@@ -383,6 +396,31 @@ func (l *Live) check(ctx context.Context) {
 			}
 			return true
 		})
+	}
+}
+
+// readQueues reads the queue objects now and every Queues; a change is
+// told on Changes. A failed read keeps the last (check says whether the
+// server is gone).
+func (l *Live) readQueues(ctx context.Context) {
+	t := time.NewTicker(l.opts.Queues)
+	defer t.Stop()
+	for {
+		q, err := readQueues(ctx, l.client)
+		if err == nil {
+			l.mu.Lock()
+			changed := !reflect.DeepEqual(q, l.queues)
+			l.queues = q
+			l.mu.Unlock()
+			if changed {
+				l.poke()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
 }
 

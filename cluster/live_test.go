@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
@@ -164,5 +166,45 @@ func TestRouteKlogKeepsTheTerminalClean(t *testing.T) {
 		if !strings.Contains(log.String(), want) {
 			t.Errorf("the log lacks %q:\n%s", want, log.String())
 		}
+	}
+}
+
+// Live reads the queue objects again and again (LiveOptions.Queues): a
+// Job Kueue has not admitted, whose Workload is made after the view
+// started, shows among the blocked workloads.
+func TestLiveReadsKueue(t *testing.T) {
+	cp := kubetest.Start(t)
+	cp.AddNode(t, kubetest.GPUNode("gpu-a", 8))
+	cp.Namespace(t, "ml")
+	c := kubetestClient(t, cp)
+	for _, kind := range []struct{ plural, kind string }{{"clusterqueues", "ClusterQueue"}, {"localqueues", "LocalQueue"}, {"workloads", "Workload"}} {
+		crd(t, c, "kueue.x-k8s.io", "v1beta1", kind.plural, kind.kind, kind.plural != "clusterqueues")
+	}
+	l := cluster.StartLive(t.Context(), c, cluster.LiveOptions{Interval: 20 * time.Millisecond, Queues: 100 * time.Millisecond})
+	gvr := func(r string) schema.GroupVersionResource {
+		return schema.GroupVersionResource{Group: "kueue.x-k8s.io", Version: "v1beta1", Resource: r}
+	}
+	createWithStatus(t, c, gvr("clusterqueues"), "", map[string]any{"kind": "ClusterQueue", "metadata": map[string]any{"name": "gpu-cq"},
+		"spec": map[string]any{"resourceGroups": []any{map[string]any{"coveredResources": []any{"nvidia.com/gpu"},
+			"flavors": []any{map[string]any{"name": "a100", "resources": []any{map[string]any{"name": "nvidia.com/gpu", "nominalQuota": "8"}}}}}}}})
+	createWithStatus(t, c, gvr("localqueues"), "ml", map[string]any{"kind": "LocalQueue", "metadata": map[string]any{"name": "team"},
+		"spec": map[string]any{"clusterQueue": "gpu-cq"}})
+	suspend := true
+	job, err := cp.Client.BatchV1().Jobs("ml").Create(t.Context(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "sweep"},
+		Spec: batchv1.JobSpec{Suspend: &suspend, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "cuda"}}}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	createWithStatus(t, c, gvr("workloads"), "ml", map[string]any{"kind": "Workload", "metadata": map[string]any{"name": "job-sweep",
+		"ownerReferences": []any{map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": "sweep", "uid": string(job.UID)}}},
+		"spec": map[string]any{"queueName": "team", "podSets": []any{map[string]any{"name": "main", "count": int64(1),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "cuda"}}}}}}}})
+	o := waitLive(t, l, "the Job Kueue holds", func(o *cluster.Objects, _ cluster.LiveStatus) bool {
+		b := o.Blocked("ml")
+		return len(b) == 1 && b[0].Name == "sweep"
+	})
+	if b := o.Blocked("ml")[0]; b.By != "Kueue ClusterQueue gpu-cq" || !strings.Contains(b.Why, "Kueue has not admitted its Workload job-sweep") {
+		t.Errorf("blocked: %+v", b)
 	}
 }
