@@ -31,6 +31,7 @@ access is enough.`,
 	var all bool
 	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
 	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns))
+	cmd.AddCommand(newClusterReconcileCmd(o, &src))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "nodes",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
