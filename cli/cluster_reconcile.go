@@ -49,9 +49,11 @@ and the pod each process belongs to (read from its cgroup). Joined by node:
             or nvidia.com/gpu with the single strategy) and nothing runs
             in, and GPUs in MIG mode with no instance
 
-A GPU counts as busy when a process is listed on it, its utilisation is
-above 0%, or more than 256 MiB of its memory is used. One probe is one
-sample: a pod between steps can read 0%; run it again before acting.
+A GPU counts as busy (IN-USE) when a process is listed on it, its
+utilisation is above 0%, or more than 256 MiB of its memory is used;
+ALLOC-BUSY counts every GPU a busy pod holds (a pod holding 2 that runs on
+1 is busy: --json lists the GPUs it uses). One probe is one sample: a pod
+between steps can read 0%; run it again before acting.
 
 The cluster: --context NAME names an inventory [[kube]] table (its
 kubeconfig, context and nodes) or else a kubeconfig context; without it,

@@ -44,14 +44,15 @@ func TestClusterReconcile(t *testing.T) {
 	train := createGPUPod(t, cp, "train", "gpu-a", 2)
 	createGPUPod(t, cp, "notebook", "gpu-a", 1)
 	createGPUPod(t, cp, "far", "gpu-c", 1)
-	waitRunning(t, cp, "ml", 3)
+	waitRunning(t, cp, "ml", "train", "notebook") // far's node is not probed: its phase does not matter
 
 	dir := t.TempDir()
 	uid := strings.ReplaceAll(string(train.UID), "-", "_")
 	faults := map[string]any{
 		"gpu-a": map[string]any{"utilization": map[string]int{"0": 87}, "processes": []map[string]any{{"gpu": 0, "pid": 1001, "name": "python", "used_mib": 20480,
 			"cgroup": "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + uid + ".slice/cri-containerd-" + strings.Repeat("ab", 32) + ".scope"}}},
-		"gpu-b": map[string]any{"processes": []map[string]any{{"gpu": 3, "pid": 4242, "name": "python", "used_mib": 1000, "cgroup": "0::/system.slice/train.service"}}},
+		"gpu-b": map[string]any{"processes": []map[string]any{{"gpu": 3, "pid": 4242, "name": "python", "used_mib": 1000, "cgroup": "0::/system.slice/train.service"}},
+			"mig": map[string][]string{"7": {"3g.20gb", "3g.20gb"}}}, // the node advertises no MIG resource
 	}
 	faultsFile := filepath.Join(dir, "faults.json")
 	data, _ := json.Marshal(faults)
@@ -80,9 +81,10 @@ func TestClusterReconcile(t *testing.T) {
 	r = run(t, env, args...)
 	t.Logf("gpulab %s\n%s", strings.Join(args, " "), r.stdout)
 	r.expect(t, 1, "SIMULATED GPUs (--mock)", "")
-	r.expect(t, 1, "\n4 GPUs allocated, 1 idle (ml/notebook), 1 used without allocation (host gpu-b GPU 3, PID 4242 python), 1 node not probed\n", "")
+	r.expect(t, 1, "\n4 GPUs allocated, 1 idle (ml/notebook), 1 used without allocation (host gpu-b GPU 3, PID 4242 python), 2 MIG instances stranded, 1 node not probed\n", "")
 	r.expect(t, 1, "  ml/notebook on gpu-a holds 1 GPU: no process of it on any GPU of gpu-a\n", "")
 	r.expect(t, 1, "  login: no node named login\n", "")
+	r.expect(t, 1, "  gpu-b: 2 of 2 3g.20gb instances (GPU 7) beyond what the node advertises (nvidia.com/mig-3g.20gb: 0), nothing runs in them\n", "")
 	r.expect(t, 1, "not probed: gpu-c (host gpu-c refused: dial 127.0.0.1:", "")
 
 	run(t, env, "cluster", "reconcile", "--help").expect(t, 0, "used without allocation", "")
@@ -133,6 +135,9 @@ func checkReconciled(t *testing.T, out reconcileOutput, trainUID string) {
 	if u := out.Totals.Usage; u.Allocated.GPUs != 4 || u.Busy.GPUs != 2 || u.Idle.GPUs != 1 || u.Unknown.GPUs != 1 || out.Totals.UnallocatedGPUs != 1 {
 		t.Errorf("totals %+v", out.Totals)
 	}
+	if len(out.StrandedMIG) != 1 || out.StrandedMIG[0].Node != "gpu-b" || out.StrandedMIG[0].Stranded != 2 || out.Totals.StrandedMIG != 2 {
+		t.Errorf("stranded MIG %+v, want gpu-b's two 3g.20gb", out.StrandedMIG)
+	}
 	if len(out.Namespaces) != 1 || out.Namespaces[0].Usage.Idle.GPUs != 1 {
 		t.Errorf("namespaces %+v", out.Namespaces)
 	}
@@ -158,9 +163,9 @@ func createGPUPod(t *testing.T, cp *kubetest.ControlPlane, name, node string, gp
 	return p
 }
 
-// waitRunning waits, watching the API server, until n pods of namespace
-// ns are Running (kwok's pod-ready stage marks them so).
-func waitRunning(t *testing.T, cp *kubetest.ControlPlane, ns string, n int) {
+// waitRunning waits, watching the API server, until the pods names of
+// namespace ns are Running (kwok's pod-ready stage marks them so).
+func waitRunning(t *testing.T, cp *kubetest.ControlPlane, ns string, names ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -170,9 +175,15 @@ func waitRunning(t *testing.T, cp *kubetest.ControlPlane, ns string, n int) {
 		t.Fatal(err)
 	}
 	running := map[string]bool{}
-	for _, p := range list.Items {
-		running[p.Name] = p.Status.Phase == corev1.PodRunning
+	set := func(p *corev1.Pod) {
+		if slices.Contains(names, p.Name) {
+			running[p.Name] = p.Status.Phase == corev1.PodRunning
+		}
 	}
+	for i := range list.Items {
+		set(&list.Items[i])
+	}
+	n := len(names)
 	w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +196,7 @@ func waitRunning(t *testing.T, cp *kubetest.ControlPlane, ns string, n int) {
 				t.Fatalf("the watch of namespace %s ended with %d of %d pods Running", ns, count(running), n)
 			}
 			if p, isPod := ev.Object.(*corev1.Pod); isPod && ev.Type != watch.Error {
-				running[p.Name] = p.Status.Phase == corev1.PodRunning
+				set(p)
 			}
 		case <-ctx.Done():
 			t.Fatalf("waited 60s for %d pods Running in %s: %v", n, ns, running)

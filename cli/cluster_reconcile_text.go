@@ -129,7 +129,7 @@ func reconcileSummary(r cluster.Reconciliation) string {
 		s += " (" + strings.ReplaceAll(firstOf(used, 5), ", host", "; host") + ")"
 	}
 	if t.StrandedMIG > 0 {
-		s += fmt.Sprintf(", %d MIG stranded", t.StrandedMIG)
+		s += fmt.Sprintf(", %d MIG instances stranded", t.StrandedMIG)
 	}
 	if t.NotProbed > 0 {
 		s += ", " + plural(t.NotProbed, "node", "nodes") + " not probed"
