@@ -21,6 +21,7 @@ import (
 	"github.com/gpulab/gpulab/internal/probetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/probes/report"
 )
 
 // gpulab cluster reconcile against a real API server (kwok nodes gpu-a,
@@ -279,5 +280,45 @@ nodes = "h2"
 	}
 	if node, why := nodeOf(inv, nil, map[string]bool{}, "h1"); node != "" || why != "no node named h1 or gpu01.example.net or gpu01" {
 		t.Errorf("nodeOf(h1) with no nodes = %q, %q", node, why)
+	}
+}
+
+// mapHosts: a host without NVML or unreachable leaves its node not
+// probed, with why; two hosts of one node keep the first; a GPU node no
+// host maps to says so.
+func TestReconcileMapHosts(t *testing.T) {
+	inv, err := inventory.Parse("inv.toml", []byte("[[host]]\nname = \"a\"\naddress = \"n1.example.net\"\n[[host]]\nname = \"n1\"\naddress = \"10.0.0.1\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("8")}
+	objs := &cluster.Objects{}
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: corev1.NodeStatus{Allocatable: gpu}})
+	}
+	ok := &report.Snapshot{NVML: report.NVMLState{Available: true}}
+	results := []probeResult{
+		{Host: "a", Class: "ok", Snapshot: ok},
+		{Host: "n1", Class: "ok", Snapshot: ok},
+		{Host: "n2", Class: "no-nvml", Error: "libnvidia-ml.so.1: cannot open", Snapshot: &report.Snapshot{}},
+		{Host: "n3", Class: "unreachable", Error: "dial: no route to host"},
+	}
+	var out reconcileOutput
+	probes := mapHosts(inv, nil, objs, results, &out)
+	got := map[string]string{}
+	for node, p := range probes {
+		got[node] = fmt.Sprintf("%s|%v|%s", p.Host, p.Snapshot != nil, p.Err)
+	}
+	want := map[string]string{
+		"n1": "a|true|",
+		"n2": "n2|false|host n2 has no NVML: libnvidia-ml.so.1: cannot open",
+		"n3": "n3|false|host n3 unreachable: dial: no route to host",
+		"n4": "|false|no host selected by -H maps to it",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("mapHosts = %v\nwant %v", got, want)
+	}
+	if h := out.Hosts[1]; h.Host != "n1" || h.Node != "" || h.Unmapped != "node n1 is already host a's" {
+		t.Errorf("the second host of node n1: %+v", h)
 	}
 }
