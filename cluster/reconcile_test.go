@@ -232,3 +232,31 @@ func TestReconcileTotals(t *testing.T) {
 		t.Errorf("Reconcile(objs, nil) = %+v, nodes %+v", r.Totals, r.Nodes)
 	}
 }
+
+// BenchmarkReconcile joins 1,000 nodes of 8 GPUs, each with 8 one-GPU
+// pods of which 7 run a process and 1 sits idle.
+func BenchmarkReconcile(b *testing.B) {
+	objs := &Objects{}
+	probes := map[string]NodeProbe{}
+	for n := range 1000 {
+		name := fmt.Sprintf("gpu%04d", n)
+		objs.Nodes = append(objs.Nodes, testNode(name, nil, map[string]string{"nvidia.com/gpu": "8"}))
+		snap := &report.Snapshot{GPUs: testGPUs(8)}
+		for g := range 8 {
+			p := testPod("ns"+fmt.Sprint(n%20), fmt.Sprintf("%s-%d", name, g), name, corev1.PodRunning, map[string]string{"nvidia.com/gpu": "1"})
+			objs.Pods = append(objs.Pods, p)
+			if g < 7 {
+				snap.Processes = append(snap.Processes, proc(g, uint32(1000+g), "python", string(p.UID)))
+				snap.GPUs[g].Utilization.GPUPercent = 50
+			}
+		}
+		probes[name] = NodeProbe{Host: name, Snapshot: snap}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		r := Reconcile(objs, probes)
+		if r.Totals.Usage.Idle.GPUs != 1000 {
+			b.Fatalf("idle %d", r.Totals.Usage.Idle.GPUs)
+		}
+	}
+}
