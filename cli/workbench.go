@@ -14,6 +14,7 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -126,7 +127,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe}
+		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -172,6 +173,8 @@ type fleetRunner struct {
 	r       *runner
 	results string         // where lab records go
 	probe   *remote.Prober // installed by lab runs
+	// kube finds the cluster a lab's hosts belong to (labCluster).
+	kube func([]orchestrator.Target) (*cluster.Client, string)
 }
 
 // Hosts are the inventory's hosts: those gpulab can reach first (in the
@@ -259,8 +262,14 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 	for _, h := range failed {
 		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 	}
+	var kube *cluster.Client
+	var kubeProblem string
+	if f.kube != nil {
+		kube, kubeProblem = f.kube(targets)
+	}
 	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
 		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
+			Cluster: kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {
