@@ -82,7 +82,13 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = 50, 300
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	// Built-in kinds in protobuf, as kubectl and the controllers ask them:
+	// a page of pods decodes in a fraction of JSON's time and garbage.
+	// Custom kinds (Kueue, Volcano) only speak JSON: the dynamic client.
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType = "application/vnd.kubernetes.protobuf"
+	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	kube, err := kubernetes.NewForConfig(pb)
 	if err != nil {
 		return nil, err
 	}
