@@ -32,7 +32,7 @@ access is enough.`,
 	var all bool
 	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
 	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns), newClusterQuotasCmd(o, &src, &ns, &all),
-		newClusterFragmentationCmd(o, &src))
+		newClusterFragmentationCmd(o, &src), newClusterReconcileCmd(o, &src))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "nodes",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",

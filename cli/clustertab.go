@@ -45,16 +45,16 @@ func workbenchClusters(o *options, life context.Context, w *workbench, inv *inve
 		return []tui.ClusterSource{src}, stop
 	}
 	for _, k := range inv.Kube {
-		sources = append(sources, kubeSource(ctx, k, o.getenv))
+		sources = append(sources, tabSource(ctx, k, o.getenv))
 	}
 	return sources, stop
 }
 
-// kubeSource connects to one [[kube]] context, as kubectl would (with
+// tabSource connects to one [[kube]] context, as kubectl would (with
 // gpulab's environment: $KUBECONFIG, $HOME), and
 // follows it; connecting reads only the kubeconfig, so an unreachable
 // server shows in the tab as lost, not here.
-func kubeSource(ctx context.Context, k inventory.KubeContext, getenv func(string) string) tui.ClusterSource {
+func tabSource(ctx context.Context, k inventory.KubeContext, getenv func(string) string) tui.ClusterSource {
 	src := tui.ClusterSource{Name: k.Name}
 	client, err := cluster.Source{Kubeconfig: k.Kubeconfig, Context: k.Context, Getenv: getenv}.Connect()
 	if err != nil {

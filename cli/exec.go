@@ -103,6 +103,7 @@ type runner struct {
 	// simulated: the inventory is a simulated fleet (gpulab sim): the
 	// probe pushed is the simulator build, and what is made says so.
 	simulated bool
+	inv       *inventory.Inventory
 }
 
 func (o *options) newRunner(f *sshFlags) (*runner, error) {
@@ -137,7 +138,7 @@ func (o *options) newRunner(f *sshFlags) (*runner, error) {
 	if err != nil {
 		return nil, configErr(err)
 	}
-	r := &runner{simulated: inv.Simulated, resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
+	r := &runner{simulated: inv.Simulated, inv: inv, resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
 	for _, h := range hosts {
 		t, err := res.Resolve(h)
 		if err != nil {

@@ -196,8 +196,10 @@ after Ctrl-C.`,
 			for _, h := range r.failed {
 				unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 			}
+			kube, kubeProblem := o.labCluster(r, r.targets)
 			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
 				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon,
+					Cluster: kube, ClusterProblem: kubeProblem,
 					OnEvent: func(ev labs.Event) {
 						if o.json || ev.Kind != labs.StepFinished {
 							return

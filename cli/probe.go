@@ -35,6 +35,9 @@ type probeFlags struct {
 	local   bool
 	// simulated is set from the inventory, not a flag (see prober).
 	simulated bool
+	// faults are each host's --mock-faults JSON, by host name (none for
+	// a healthy simulated machine).
+	faults map[string]string
 }
 
 // probeResult is one host's probe run.
@@ -151,6 +154,16 @@ func (pf probeFlags) args(host string) []string {
 	}
 	if pf.xidWait > 0 {
 		a = append(a, "--xid-wait", pf.xidWait.String())
+	}
+	return a
+}
+
+// hostArgs are the probe's arguments for one host: its name, and its
+// simulated machine's faults.
+func (pf probeFlags) hostArgs(host string) []string {
+	a := []string{"--host", host}
+	if f, ok := pf.faults[host]; ok {
+		a = append(a, "--mock-faults", f)
 	}
 	return a
 }
@@ -289,7 +302,7 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		}
 		res.Pushed = in.Sent
 		timeout := 60*time.Second + pf.xidWait
-		run := conn.Run(ctx, "probe", in.Line(prober, true, "--host", t.Name), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
+		run := conn.Run(ctx, "probe", in.Line(prober, true, pf.hostArgs(t.Name)...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
 		hr.Steps = append(hr.Steps, run)
 		res.ExitCode = run.ExitCode
 		*res = readSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))

@@ -133,7 +133,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe}
+		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -179,6 +179,8 @@ type fleetRunner struct {
 	r       *runner
 	results string         // where lab records go
 	probe   *remote.Prober // installed by lab runs
+	// kube finds the cluster a lab's hosts belong to (labCluster).
+	kube func([]orchestrator.Target) (*cluster.Client, string)
 }
 
 // Hosts are the inventory's hosts: those gpulab can reach first (in the
@@ -266,8 +268,14 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 	for _, h := range failed {
 		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
 	}
+	var kube *cluster.Client
+	var kubeProblem string
+	if f.kube != nil {
+		kube, kubeProblem = f.kube(targets)
+	}
 	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
 		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
+			Cluster: kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {

@@ -490,9 +490,15 @@ func TestKubernetesLabsOnRealOutputs(t *testing.T) {
 	if m["failed_scheduling"] != int64(3) || m["unexplained_failed_scheduling"] != int64(0) || m["node_reasons"] != int64(2) || m["admitted"] != false {
 		t.Errorf("pending-explained metrics: %v", m)
 	}
-	// Not admitted: quota-honoured holds whatever Kueue's usage says, and
-	// says so.
+	// Not admitted, and gpulab's reading of the cluster missing: whether
+	// the queue decided is not known.
 	params, _ := l.Bind(nil)
+	if got := statuses(l.Score(m, nil, params, 1, true)); got != "decided=UNKNOWN explained=PASS quota-honoured=PASS" {
+		t.Errorf("pending-explained without gpulab's reading: %s", got)
+	}
+	// Not admitted, and no workload held: quota-honoured holds whatever
+	// Kueue's usage says, and says so.
+	m["job_held"] = false
 	scores := l.Score(m, nil, params, 1, true)
 	if got := statuses(scores); got != "decided=FAIL explained=PASS quota-honoured=PASS" || !strings.Contains(scores[2].Summary, "(decided without metrics.quota_fulfilment)") {
 		t.Errorf("pending-explained on a cluster without Kueue events: %s %q", got, scores[2].Summary)

@@ -11,8 +11,11 @@
 // --mock-faults gives the simulated machine faults, as the JSON of
 // probes/sim.Faults: {"nvlink_down":[[1,6]],"ecc":{"3":{"volatile_uncorrected":2}},
 // "remap_pending":[3],"xids":[{"gpu":3,"code":48,"message":"...","seconds_after_boot":90}],
-// "mig":{"2":["3g.20gb","3g.20gb"]}}. Its Xids arrive as NVML events
-// (--xid-wait).
+// "mig":{"2":["3g.20gb","3g.20gb"]},"utilization":{"1":87},
+// "processes":[{"gpu":1,"pid":4242,"name":"python","used_mib":2048,
+// "cgroup":"0::/kubepods.slice/.../kubepods-pod<uid>.slice/..."}]}. Its Xids
+// arrive as NVML events (--xid-wait); its processes' names and cgroups are
+// read from a private directory standing for /proc, removed at exit.
 //
 // With --watch it prints one snapshot per line every interval (NVML is
 // initialised once), until --count snapshots are out or it is killed: gpulab
@@ -80,8 +83,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nvmlprobe: --mock-faults needs --mock dgxa100")
 		os.Exit(report.ExitUsage)
 	}
+	var mach *simulated
+	if *mock != "" {
+		m, err := simulator(*mock, *mockFaults)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
+			os.Exit(report.ExitUsage)
+		}
+		mach = m
+	}
 	watchdog := time.AfterFunc(*timeout+*xidWait, func() {
 		fmt.Fprintf(os.Stderr, "nvmlprobe: NVML did not answer within %v; giving up (the driver may be hung: check dmesg for Xid errors)\n", *timeout+*xidWait)
+		mach.cleanup()
 		os.Exit(report.ExitWatchdog)
 	})
 	defer watchdog.Stop()
@@ -90,9 +103,13 @@ func main() {
 		name, _ = os.Hostname()
 	}
 	opts := collect.Options{Host: name, ProbeVersion: version}
+	if mach != nil {
+		opts.ProcRoot = mach.procRoot
+	}
 	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
-	code := run(opts, machine{name: *mock, faults: *mockFaults}, *kmsg, *xidWait, w)
+	code := run(opts, mach, *kmsg, *xidWait, w)
 	watchdog.Stop()
+	mach.cleanup()
 	os.Exit(code)
 }
 
@@ -105,20 +122,30 @@ type watcher struct {
 	arm, disarm func()
 }
 
-// machine names the simulated machine (--mock, empty for real NVML) and
-// its faults (--mock-faults JSON, empty for none).
-type machine struct{ name, faults string }
+// simulated is the machine --mock simulates, with its faults: its NVML,
+// the directory the collector reads as /proc ("" for /proc), and remove,
+// which deletes that directory.
+type simulated struct {
+	lib      nvml.Interface
+	procRoot string
+	remove   func()
+}
 
-func run(opts collect.Options, mock machine, kmsg bool, xidWait time.Duration, w watcher) int {
+// cleanup removes what the simulation wrote; nil (real NVML) has nothing.
+// It may be called more than once.
+func (m *simulated) cleanup() {
+	if m != nil {
+		m.remove()
+	}
+}
+
+// run collects from mock's NVML, or from the driver's when mock is nil.
+func run(opts collect.Options, mock *simulated, kmsg bool, xidWait time.Duration, w watcher) int {
 	start := time.Now()
 	var lib nvml.Interface
-	simulated := mock.name != ""
+	simulated := mock != nil
 	if simulated {
-		var err error
-		if lib, err = simulator(mock.name, mock.faults); err != nil {
-			fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
-			return report.ExitUsage
-		}
+		lib = mock.lib
 	} else {
 		// Open the library ourselves first: NVML's Init only says "library
 		// not found"; dlopen says why (missing file, wrong architecture...).

@@ -215,3 +215,34 @@ func TestMockFaults(t *testing.T) {
 		t.Errorf("nosim --mock dgxa100 --mock-faults {}: exit %d, %q", code, stderr)
 	}
 }
+
+// Simulated processes: the probe lists them with the pod their cgroup
+// names, read from a /proc of its own in the temporary directory, which
+// is gone when it exits.
+func TestMockProcesses(t *testing.T) {
+	probe, _ := build(t)
+	tmp := t.TempDir()
+	const faults = `{"utilization":{"0":55},"processes":[` +
+		`{"gpu":0,"pid":1001,"name":"python","used_mib":2048,"cgroup":"0::/kubepods/besteffort/pod3f0c6e0a-5b1d-4d1e-9c2b-7a6f5e4d3c2b/abc"},` +
+		`{"gpu":3,"pid":4242,"name":"train","used_mib":1000,"cgroup":"0::/system.slice/train.service"}]}`
+	s, code, stderr := runProbe(t, probe, []string{"TMPDIR=" + tmp}, "--mock", "dgxa100", "--mock-faults", faults)
+	if code != 0 || len(s.Processes) != 2 {
+		t.Fatalf("exit %d (%s), processes %+v", code, stderr, s.Processes)
+	}
+	if p := s.Processes[0]; p.PID != 1001 || p.Name != "python" || p.PodUID != "3f0c6e0a-5b1d-4d1e-9c2b-7a6f5e4d3c2b" || p.UsedMiB != 2048 {
+		t.Errorf("pod process %+v", p)
+	}
+	if p := s.Processes[1]; p.GPU != 3 || p.Name != "train" || p.PodUID != "" {
+		t.Errorf("system.slice process %+v", p)
+	}
+	if u := s.GPUs[0].Utilization; u == nil || u.GPUPercent != 55 {
+		t.Errorf("GPU0 utilization %+v, want 55%%", u)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the probe left %v in its temporary directory", left)
+	}
+	_, code, stderr = runProbe(t, probe, []string{"TMPDIR=" + tmp}, "--mock", "dgxa100", "--mock-faults", `{"processes":[{"gpu":0,"pid":0,"name":"x"}]}`)
+	if code != report.ExitUsage || !strings.Contains(stderr, "PID > 0") {
+		t.Errorf("a process without a PID: exit %d, %q", code, stderr)
+	}
+}

@@ -6,8 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"os"
 
 	"github.com/gpulab/gpulab/probes/sim"
 )
@@ -17,7 +16,12 @@ import (
 // pushed to real hosts are built with -tags nosim and carry no simulator
 // (it is a megabyte of mock code); gpulab uses a separate simulator build
 // for --mock.
-func simulator(_ string, faults string) (nvml.Interface, error) {
+//
+// When the faults have processes, their /proc entries (comm, cgroup) are
+// written to a private temporary directory that the collector reads as
+// its /proc, so the simulated processes are mapped to pods by the same
+// code as real ones; the machine's remove deletes it.
+func simulator(_ string, faults string) (*simulated, error) {
 	var f sim.Faults
 	if faults != "" {
 		dec := json.NewDecoder(bytes.NewReader([]byte(faults)))
@@ -32,5 +36,18 @@ func simulator(_ string, faults string) (nvml.Interface, error) {
 			return nil, fmt.Errorf("--mock-faults: %w", err)
 		}
 	}
-	return sim.DGXA100With(f), nil
+	m := &simulated{lib: sim.DGXA100With(f), remove: func() {}}
+	if len(f.Processes) == 0 {
+		return m, nil
+	}
+	dir, err := os.MkdirTemp("", "nvmlprobe-proc-")
+	if err != nil {
+		return nil, fmt.Errorf("--mock-faults: the simulated processes' /proc: %w", err)
+	}
+	if err := f.WriteProc(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("--mock-faults: the simulated processes' /proc: %w", err)
+	}
+	m.procRoot, m.remove = dir, func() { os.RemoveAll(dir) }
+	return m, nil
 }

@@ -38,7 +38,8 @@ func DGXA100() *server.Server { return DGXA100With(Faults{}) }
 // A100-SXM4-40GB) with the faults f, answering what go-nvml's mock leaves
 // out: PCI ids, PCIe link, temperature, power, clocks, ECC, row remapping,
 // NVLink, topology, P2P, NUMA and CPU affinity, MIG instances, Xid events,
-// processes (none).
+// processes and utilisation (f.Processes, f.Utilization; none and 0% for a
+// healthy machine).
 //
 // With f.NVLinkDown, each GPU of a pair shows the links spec.LinksDown
 // names disabled, and the pair's P2P over NVLink is not supported, so
@@ -65,6 +66,7 @@ func DGXA100With(f Faults) *server.Server {
 		links(d, i, f)
 		placement(d, i, f)
 		mig(d, i, f)
+		processes(d, i, f)
 		d.RegisterEventsFunc = func(types uint64, set nvml.EventSet) nvml.Return {
 			es, ok := set.(*eventSet)
 			if !ok {
@@ -87,8 +89,6 @@ func identity(d *server.Device, i int) {
 	d.PciBusID = spec.BusID(i)
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return pciInfo(0, bus, d.Config.PciDeviceId), nvml.SUCCESS }
 	d.GetSerialFunc = func() (string, nvml.Return) { return spec.Serials[i], nvml.SUCCESS }
-	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
-	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.SUCCESS }
 }
 
 // readings are the idle figures of the recorded machine.
@@ -97,7 +97,6 @@ func readings(d *server.Device, i int) {
 	d.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
 	d.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
-	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.SUCCESS }
 	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
 		return uint32(spec.TemperatureC[i]), nvml.SUCCESS
 	}

@@ -22,6 +22,13 @@ type Faults struct {
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
 	MIG map[int][]string `json:"mig,omitempty"`
+	// Processes run on the GPUs: NVML lists them, each with the memory it
+	// uses (added to its GPU's), and /proc shows their names and cgroups
+	// (the probe reads them from a tree WriteProc writes).
+	Processes []Process `json:"processes,omitempty"`
+	// Utilization is a GPU's utilisation in percent, by GPU index; a GPU
+	// not named is idle (0%).
+	Utilization map[int]uint32 `json:"utilization,omitempty"`
 }
 
 // ECCCounts are a GPU's DRAM ECC error counters: volatile (since the
@@ -45,7 +52,8 @@ type XID struct {
 
 // Validate reports the first thing in f that no DGX A100 can show: a GPU
 // index out of range, a pair of one GPU, an unknown MIG profile or a MIG
-// layout that does not fit.
+// layout that does not fit, a process without a PID or in a MIG instance
+// its GPU lacks, a utilisation over 100%.
 func (f Faults) Validate() error {
 	gpu := func(what string, i int) error {
 		if i < 0 || i >= GPUs {
@@ -87,7 +95,7 @@ func (f Faults) Validate() error {
 			return fmt.Errorf("mig: GPU %d: %w", i, err)
 		}
 	}
-	return nil
+	return f.validateProcesses()
 }
 
 func firstErr(errs ...error) error {

@@ -133,17 +133,17 @@ func MIGBAR1MiB(p Profile) int { return 65536*p.MemSlices/8 - 1 }
 // MemoryUsedMiB is GPU gpu's framebuffer in use: the recorded idle 4 MiB,
 // or with MIG its devices' use and one MiB more (the A30 recording,
 // testdata/fixtures/nvidia-smi/a30-drv535-mig-3-devices-87col.txt, shows
-// 25+12+12 MiB of devices as 50 MiB).
+// 25+12+12 MiB of devices as 50 MiB); plus what its processes use.
 func (f Faults) MemoryUsedMiB(gpu int) int {
 	gis := f.Instances(gpu)
 	if gis == nil {
-		return MemoryUsedMiB
+		return MemoryUsedMiB + f.processesMiB(gpu)
 	}
 	used := 1
 	for _, g := range gis {
 		used += MIGUsedMiB(g.Profile)
 	}
-	return used
+	return used + f.processesMiB(gpu)
 }
 
 // MemoryFreeMiB is GPU gpu's free framebuffer.

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -100,7 +102,9 @@ func TestLayout(t *testing.T) {
 
 func TestFaultsJSON(t *testing.T) {
 	f := Faults{NVLinkDown: [][2]int{{1, 6}}, ECC: map[int]ECCCounts{3: {VolatileUncorrected: 2}}, RemapPending: []int{3},
-		XIDs: []XID{{GPU: 3, Code: 48, Message: "m", SecondsAfterBoot: 1.5}}, MIG: map[int][]string{2: {"3g.20gb"}}}
+		XIDs: []XID{{GPU: 3, Code: 48, Message: "m", SecondsAfterBoot: 1.5}}, MIG: map[int][]string{2: {"3g.20gb"}},
+		Processes:   []Process{{GPU: 1, PID: 4242, Name: "python", UsedMiB: 512, Cgroup: "0::/system.slice/x.service"}},
+		Utilization: map[int]uint32{1: 87}}
 	data, err := json.Marshal(f)
 	if err != nil {
 		t.Fatal(err)
@@ -121,4 +125,54 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestProcessFaults(t *testing.T) {
+	gi := func(i int) *int { return &i }
+	mig := map[int][]string{2: {"3g.20gb", "3g.20gb"}}
+	for _, tc := range []struct {
+		name string
+		f    Faults
+		want string // substring of the error; "" for none
+	}{
+		{"plain", Faults{Processes: []Process{{GPU: 0, PID: 42, Name: "python", UsedMiB: 100}}}, ""},
+		{"gpu range", Faults{Processes: []Process{{GPU: 8, PID: 42, Name: "python"}}}, "PID 42: GPU 8"},
+		{"pid", Faults{Processes: []Process{{GPU: 1, Name: "python"}}}, "PID > 0"},
+		{"name", Faults{Processes: []Process{{GPU: 1, PID: 7, Name: "a/b"}}}, `name "a/b"`},
+		{"long name", Faults{Processes: []Process{{GPU: 1, PID: 7, Name: "sixteen-letters!"}}}, "1-15 characters"},
+		{"twice, two names", Faults{Processes: []Process{{GPU: 1, PID: 7, Name: "a"}, {GPU: 2, PID: 7, Name: "b"}}}, "PID 7 is listed twice"},
+		{"twice, one process", Faults{Processes: []Process{{GPU: 1, PID: 7, Name: "a"}, {GPU: 2, PID: 7, Name: "a"}}}, ""},
+		{"too much memory", Faults{Processes: []Process{{GPU: 1, PID: 7, Name: "a", UsedMiB: 40000}, {GPU: 1, PID: 8, Name: "b", UsedMiB: 1000}}}, "GPU 1: its processes use 41000 MiB"},
+		{"instance without MIG", Faults{Processes: []Process{{GPU: 1, PID: 7, Name: "a", GPUInstance: gi(1)}}}, "not in MIG mode"},
+		{"MIG without instance", Faults{MIG: mig, Processes: []Process{{GPU: 2, PID: 7, Name: "a"}}}, "say which gpu_instance"},
+		{"no such instance", Faults{MIG: mig, Processes: []Process{{GPU: 2, PID: 7, Name: "a", GPUInstance: gi(5)}}}, "no GPU instance 5"},
+		{"compute instance", Faults{MIG: mig, Processes: []Process{{GPU: 2, PID: 7, Name: "a", GPUInstance: gi(1), ComputeInstance: gi(1)}}}, "compute instance 0 only"},
+		{"in an instance", Faults{MIG: mig, Processes: []Process{{GPU: 2, PID: 7, Name: "a", GPUInstance: gi(2)}}}, ""},
+		{"utilization gpu", Faults{Utilization: map[int]uint32{9: 10}}, "utilization: GPU 9"},
+		{"utilization range", Faults{Utilization: map[int]uint32{1: 101}}, "101%"},
+	} {
+		err := tc.f.Validate()
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate() = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestWriteProc(t *testing.T) {
+	f := Faults{Processes: []Process{
+		{GPU: 0, PID: 4242, Name: "python", Cgroup: "0::/system.slice/train.service"},
+		{GPU: 1, PID: 7, Name: "bare"},
+	}}
+	dir := t.TempDir()
+	if err := f.WriteProc(dir); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{"4242/comm": "python\n", "4242/cgroup": "0::/system.slice/train.service\n", "7/comm": "bare\n", "7/cgroup": "0::/\n"} {
+		if got, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(got) != want {
+			t.Errorf("%s = %q, %v, want %q", file, got, err, want)
+		}
+	}
+	if got := f.MemoryUsedMiB(0); got != MemoryUsedMiB {
+		t.Errorf("MemoryUsedMiB(0) with a process of 0 MiB = %d, want %d", got, MemoryUsedMiB)
+	}
 }

@@ -1,0 +1,315 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/probes/sim/spec"
+)
+
+func newClusterReconcileCmd(o *options, src *cluster.Source) *cobra.Command {
+	var (
+		f          sshFlags
+		pf         probeFlags
+		faultsFile string
+	)
+	cmd := &cobra.Command{
+		Use:   "reconcile -H EXPR [--context NAME] [--json]",
+		Short: "GPUs allocated vs used: idle allocations, use without allocation, stranded MIG",
+		Long: `gpulab cluster reconcile joins two views of the same GPUs. The API server
+says which pod holds how many GPUs (nvidia.com/gpu, nvidia.com/mig-*, ...)
+on which node; the NVML probe, pushed over SSH to the hosts -H selects,
+says what runs on each GPU: processes, their memory, the GPU's utilisation,
+and the pod each process belongs to (read from its cgroup). Joined by node:
+
+  busy      a pod whose process runs on a GPU showing utilisation (or on
+            a MIG instance)
+  idle      a pod that holds GPUs and has no process on any GPU of its
+            node, or only processes on GPUs at 0%: the money
+  starting  bound, not yet running (phase Pending)
+  used without allocation
+            a process on a GPU that no pod of that node holds a GPU
+            resource for: outside Kubernetes (a system.slice service, a
+            user's shell), or in a pod that requested none
+  stranded MIG
+            MIG instances the node does not advertise (nvidia.com/mig-P,
+            or nvidia.com/gpu with the single strategy) and nothing runs
+            in, and GPUs in MIG mode with no instance
+
+A GPU counts as busy (IN-USE) when a process is listed on it, its
+utilisation is above 0%, or more than 256 MiB of its memory is used;
+ALLOC-BUSY counts every GPU a busy pod holds (a pod holding 2 that runs on
+1 is busy: --json lists the GPUs it uses). One probe is one sample: a pod
+between steps can read 0%; run it again before acting.
+
+The cluster: --context NAME names an inventory [[kube]] table (its
+kubeconfig, context and nodes) or else a kubeconfig context; without it,
+the [[kube]] table whose nodes include the hosts, else kubectl's rules
+(--kubeconfig, $KUBECONFIG, ~/.kube/config). A host maps to the node of
+its name, or of its address's short name (gpu01 for gpu01.example.net);
+the output says which hosts map to no node and which GPU nodes were not
+probed, and why (unreachable, no host selected).
+
+--mock dgxa100 runs the probe against a simulated DGX A100 (the output
+says SIMULATED), and --mock-faults FILE gives each host's simulated
+machine: a JSON object of host name to probes/sim/spec.Faults, e.g.
+{"gpu01": {"utilization": {"0": 87}, "processes": [{"gpu": 0, "pid": 4242,
+"name": "python", "used_mib": 2048, "cgroup": "0::/system.slice/x.service"}]}}.
+
+Exit status: 0 when every allocated GPU is busy (or starting) and nothing
+runs without an allocation; 1 when a pod holds GPUs idle, a GPU is used
+without an allocation, a host could not be probed, or the API server could
+not be read; 2 for usage or configuration errors.`,
+		Example: `  gpulab cluster reconcile -H @gpu-nodes
+  gpulab cluster reconcile -H 'gpu[001-128]' --context prod --json | jq '.pods[] | select(.state == "idle")'
+  gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json`,
+		Args: exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runReconcile(c, o, src, &f, pf, faultsFile)
+		},
+	}
+	f.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
+	fl.StringVar(&faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
+	fl.StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
+	return cmd
+}
+
+// reconcileOutput is what reconcile prints with --json.
+type reconcileOutput struct {
+	Context   string `json:"context"`
+	Simulated bool   `json:"simulated,omitempty"`
+	cluster.Reconciliation
+	// Hosts are the hosts -H selected: the node each maps to, or why none,
+	// and how its probe went.
+	Hosts []reconcileHost `json:"hosts"`
+}
+
+type reconcileHost struct {
+	Host     string `json:"host"`
+	Node     string `json:"node,omitempty"`
+	Unmapped string `json:"unmapped,omitempty"`
+	Class    string `json:"class"`
+	Error    string `json:"error,omitempty"`
+}
+
+func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags, pf probeFlags, faultsFile string) error {
+	if pf.mock != "" && pf.mock != "dgxa100" {
+		return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
+	}
+	if faultsFile != "" && pf.mock == "" {
+		return usageErr("--mock-faults needs --mock dgxa100")
+	}
+	r, err := o.newRunner(f)
+	if err != nil {
+		return err
+	}
+	defer r.keys.Close()
+	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
+		return err
+	}
+	source, kube, err := kubeSource(r.inv, *src, c.Flags().Changed("kubeconfig"), r.targetNames(), o.getenv("HOME"))
+	if err != nil {
+		return err
+	}
+	client, err := source.Connect()
+	if err != nil {
+		return configErr(err)
+	}
+	ctx, stop := interruptible(c.ErrOrStderr())
+	defer stop()
+	readCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	objs, err := cluster.Read(readCtx, client, "", 0)
+	cancel()
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", client.Context, err)}
+	}
+	results, err := runRemoteProbes(ctx, r, pf, nil)
+	if err != nil {
+		return err
+	}
+	out := reconcileOutput{Context: client.Context, Simulated: r.simulated || pf.mock != ""}
+	probes := mapHosts(r.inv, kube, objs, results, &out)
+	out.Reconciliation = cluster.Reconcile(objs, probes)
+	w := c.OutOrStdout()
+	if o.json {
+		err = writeJSON(w, out)
+	} else {
+		err = printReconcile(w, out, pf.mock != "")
+	}
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: ExitInterrupted, err: errors.New("")}
+	}
+	if out.Wrong() || slices.ContainsFunc(results, func(p probeResult) bool { return !p.ok() }) {
+		return errSilentFailure
+	}
+	return nil
+}
+
+// targetNames are the names of the hosts -H selected, resolved or not.
+func (r *runner) targetNames() []string {
+	var names []string
+	for _, t := range r.targets {
+		names = append(names, t.Name)
+	}
+	for _, h := range r.failed {
+		names = append(names, h.Host)
+	}
+	return names
+}
+
+// readHostFaults reads --mock-faults FILE: a JSON object of host name to
+// faults, each validated, returned as the probe's compact JSON by host.
+func readHostFaults(file string, r *runner) (map[string]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := fileio.ReadRegular(file, 1<<20)
+	if err != nil {
+		return nil, usageErr("--mock-faults: %v", err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, usageErr("--mock-faults %s: %s", file, jsonError(data, err))
+	}
+	selected := r.targetNames()
+	out := map[string]string{}
+	for host, msg := range raw {
+		if !slices.Contains(selected, host) {
+			return nil, usageErr("--mock-faults %s: host %q is not among the hosts -H selects", file, host)
+		}
+		dec := json.NewDecoder(bytes.NewReader(msg))
+		dec.DisallowUnknownFields()
+		var ft spec.Faults
+		if err := dec.Decode(&ft); err != nil {
+			return nil, usageErr("--mock-faults %s: host %q: %v", file, host, err)
+		}
+		if err := ft.Validate(); err != nil {
+			return nil, usageErr("--mock-faults %s: host %q: %v", file, host, err)
+		}
+		compact, _ := json.Marshal(ft)
+		out[host] = string(compact)
+	}
+	return out, nil
+}
+
+// jsonError names the line of a JSON syntax error.
+func jsonError(data []byte, err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
+		return fmt.Sprintf("line %d: %v", line, err)
+	}
+	return err.Error()
+}
+
+// kubeSource picks the cluster: the inventory's [[kube]] table named by
+// --context, else the one whose nodes include the selected hosts, else
+// kubectl's rules with --kubeconfig and --context as given. A [[kube]]
+// table's relative kubeconfig is relative to the inventory's directory.
+func kubeSource(inv *inventory.Inventory, src cluster.Source, explicitFile bool, hosts []string, home string) (cluster.Source, *inventory.KubeContext, error) {
+	var kube *inventory.KubeContext
+	for i := range inv.Kube {
+		k := &inv.Kube[i]
+		switch {
+		case src.Context != "" && k.Name == src.Context:
+			kube = k
+		case src.Context == "" && !explicitFile && slices.ContainsFunc(hosts, func(h string) bool { return slices.Contains(k.NodeNames, h) }):
+			if kube != nil && kube.Name != k.Name {
+				return src, nil, usageErr("the hosts are nodes of kube contexts %q and %q in %s: say which with --context", kube.Name, k.Name, inv.File)
+			}
+			kube = k
+		}
+	}
+	if kube == nil {
+		return src, nil, nil
+	}
+	s := cluster.Source{Kubeconfig: src.Kubeconfig, Context: kube.Context, Getenv: src.Getenv}
+	if !explicitFile && kube.Kubeconfig != "" {
+		s.Kubeconfig = kube.Kubeconfig
+		if rest, ok := strings.CutPrefix(s.Kubeconfig, "~/"); ok {
+			s.Kubeconfig = filepath.Join(home, rest)
+		} else if !filepath.IsAbs(s.Kubeconfig) && inv.File != "" {
+			s.Kubeconfig = filepath.Join(filepath.Dir(inv.File), s.Kubeconfig)
+		}
+	}
+	return s, kube, nil
+}
+
+// mapHosts maps each probed host to the node it is (see the command's
+// help) and returns the probes by node name, with a reason for every GPU
+// node no selected host maps to; out.Hosts gets each host's mapping.
+func mapHosts(inv *inventory.Inventory, kube *inventory.KubeContext, objs *cluster.Objects, results []probeResult, out *reconcileOutput) map[string]cluster.NodeProbe {
+	nodes := map[string]bool{}
+	for _, n := range objs.Nodes {
+		nodes[n.Name] = true
+	}
+	probes := map[string]cluster.NodeProbe{}
+	out.Hosts = []reconcileHost{}
+	for _, res := range results {
+		h := reconcileHost{Host: res.Host, Class: res.Class, Error: res.Error}
+		node, why := nodeOf(inv, kube, nodes, res.Host)
+		if prev, taken := probes[node]; why == "" && taken {
+			why = fmt.Sprintf("node %s is already host %s's", node, prev.Host)
+		}
+		if why != "" {
+			h.Unmapped = why
+			out.Hosts = append(out.Hosts, h)
+			continue
+		}
+		h.Node = node
+		out.Hosts = append(out.Hosts, h)
+		np := cluster.NodeProbe{Host: res.Host}
+		switch {
+		case res.ok():
+			np.Snapshot = res.Snapshot
+		case res.Snapshot != nil: // no NVML: no GPU seen is not "nothing runs"
+			np.Err = fmt.Sprintf("host %s has no NVML: %s", res.Host, res.Error)
+		default:
+			np.Err = fmt.Sprintf("host %s %s: %s", res.Host, res.Class, res.Error)
+		}
+		probes[node] = np
+	}
+	for _, n := range objs.GPUNodes() {
+		if _, ok := probes[n.Name]; !ok {
+			probes[n.Name] = cluster.NodeProbe{Err: "no host selected by -H maps to it"}
+		}
+	}
+	return probes
+}
+
+// nodeOf is the node a host is: the node of its name, or of its address's
+// short name; why says why there is none.
+func nodeOf(inv *inventory.Inventory, kube *inventory.KubeContext, nodes map[string]bool, host string) (node, why string) {
+	if kube != nil && len(kube.NodeNames) > 0 && !slices.Contains(kube.NodeNames, host) {
+		return "", fmt.Sprintf("not one of kube context %s's nodes (%s)", kube.Name, kube.Nodes)
+	}
+	candidates := []string{host}
+	if h, ok := inv.Host(host); ok && h.Address != "" && net.ParseIP(h.Address) == nil {
+		short, _, _ := strings.Cut(h.Address, ".")
+		candidates = append(candidates, h.Address, short)
+	}
+	for _, c := range candidates {
+		if nodes[c] {
+			return c, ""
+		}
+	}
+	return "", "no node named " + strings.Join(slices.Compact(candidates), " or ")
+}

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/inventory"
+)
+
+// printReconcile prints reconcile's text output: a table per node, the
+// idle pods, the processes without an allocation, stranded MIG, the hosts
+// that map to no node, a table per namespace and a one-line summary.
+func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
+	switch {
+	case mock:
+		fmt.Fprintln(w, "SIMULATED GPUs (--mock): the probe ran against simulated DGX A100s; the cluster is real")
+	case out.Simulated:
+		fmt.Fprintln(w, simulatedFleet)
+	}
+	t := out.Totals
+	fmt.Fprintf(w, "cluster %s: %s, %d probed\n\n", visible.String(out.Context), plural(t.Nodes, "node", "nodes"), t.Probed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tHOST\tGPUS\tIN-USE\tALLOCATED\tALLOC-BUSY\tALLOC-IDLE\tSTARTING\tUNALLOCATED\tMIG-STRANDED")
+	notProbed := map[string][]string{}
+	var reasons []string
+	for _, n := range out.Nodes {
+		if !n.Probed {
+			if _, ok := notProbed[n.NotProbed]; !ok {
+				reasons = append(reasons, n.NotProbed)
+			}
+			notProbed[n.NotProbed] = append(notProbed[n.NotProbed], n.Node)
+			continue
+		}
+		u := n.Usage
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n", visible.String(n.Node), visible.String(n.Host), n.GPUs, len(n.BusyGPUs),
+			devicesText(u.Allocated), devicesText(u.Busy), devicesText(u.Idle), devicesText(u.Starting), n.Unallocated, n.StrandedMIG)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, why := range reasons {
+		fmt.Fprintf(w, "not probed: %s (%s)\n", visible.String(inventory.FoldNames(notProbed[why])), visible.String(why))
+	}
+	printReconcileFindings(w, out)
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tPODS\tALLOCATED\tBUSY\tIDLE\tSTARTING\tUNKNOWN")
+	for _, n := range out.Namespaces {
+		u := n.Usage
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", visible.String(n.Namespace), n.Pods, devicesText(u.Allocated), devicesText(u.Busy),
+			devicesText(u.Idle), devicesText(u.Starting), devicesText(u.Unknown))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%s\n", visible.String(reconcileSummary(out.Reconciliation)))
+	return nil
+}
+
+// printReconcileFindings lists what is wrong or unmapped, one line each.
+func printReconcileFindings(w io.Writer, out reconcileOutput) {
+	section := func(title string, lines []string) {
+		if len(lines) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "\n%s:\n", title)
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", visible.String(l))
+		}
+	}
+	var idle, unalloc, stranded, unmapped []string
+	for _, p := range out.Pods {
+		if p.State == cluster.PodIdle {
+			idle = append(idle, fmt.Sprintf("%s/%s on %s holds %s: %s", p.Namespace, p.Name, p.Node, heldText(p.Held), p.Reason))
+		}
+	}
+	for _, u := range out.Unallocated {
+		unalloc = append(unalloc, fmt.Sprintf("host %s (node %s) %s: PID %d %s, %d MiB: %s", u.Host, u.Node, gpuText(u.ProcessUse), u.PID, u.Name, u.UsedMiB, u.Reason))
+	}
+	for _, s := range out.StrandedMIG {
+		if s.Profile == "" {
+			stranded = append(stranded, fmt.Sprintf("%s: GPU %s in MIG mode with no instance: nothing can run on it", s.Node, joinInts(s.GPUs)))
+			continue
+		}
+		stranded = append(stranded, fmt.Sprintf("%s: %d of %d %s instances (GPU %s) beyond what the node advertises (%s: %d), nothing runs in them",
+			s.Node, s.Stranded, s.Instances, s.Profile, joinInts(s.GPUs), s.Resource, s.Advertised))
+	}
+	for _, h := range out.Hosts {
+		if h.Unmapped != "" {
+			unmapped = append(unmapped, h.Host+": "+h.Unmapped)
+		}
+	}
+	section("Allocated and idle", idle)
+	section("Used without allocation", unalloc)
+	section("Stranded MIG", stranded)
+	section("Hosts that map to no node", unmapped)
+}
+
+// reconcileSummary is the one-line summary: "12 GPUs allocated, 3 idle
+// (ns/pod ...), 1 used without allocation (host gpu-b GPU 3, PID 4242
+// python)".
+func reconcileSummary(r cluster.Reconciliation) string {
+	t := r.Totals
+	s := devicesText(t.Usage.Allocated) + " allocated"
+	if t.Usage.Allocated.MIGSlices == 0 {
+		s = plural(int(t.Usage.Allocated.GPUs), "GPU", "GPUs") + " allocated"
+	}
+	var idle []string
+	for _, p := range r.Pods {
+		if p.State == cluster.PodIdle {
+			idle = append(idle, p.Namespace+"/"+p.Name)
+		}
+	}
+	s += fmt.Sprintf(", %s idle", devicesText(t.Usage.Idle))
+	if len(idle) > 0 {
+		s += " (" + firstOf(idle, 5) + ")"
+	}
+	var used []string
+	for _, u := range r.Unallocated {
+		used = append(used, fmt.Sprintf("host %s %s, PID %d %s", u.Host, gpuText(u.ProcessUse), u.PID, u.Name))
+	}
+	s += fmt.Sprintf(", %d used without allocation", t.UnallocatedGPUs)
+	if len(used) > 0 {
+		s += " (" + strings.ReplaceAll(firstOf(used, 5), ", host", "; host") + ")"
+	}
+	if t.StrandedMIG > 0 {
+		s += fmt.Sprintf(", %d MIG instances stranded", t.StrandedMIG)
+	}
+	if t.NotProbed > 0 {
+		s += ", " + plural(t.NotProbed, "node", "nodes") + " not probed"
+	}
+	return s
+}
+
+// devicesText is "2", "1 MIG" or "2+1 MIG".
+func devicesText(d cluster.Devices) string {
+	switch {
+	case d.MIGSlices == 0:
+		return fmt.Sprint(d.GPUs)
+	case d.GPUs == 0:
+		return fmt.Sprintf("%d MIG", d.MIGSlices)
+	}
+	return fmt.Sprintf("%d+%d MIG", d.GPUs, d.MIGSlices)
+}
+
+// heldText is "1 GPU", "2 GPUs", "1 MIG slice" or "2 GPUs and 1 MIG slice".
+func heldText(d cluster.Devices) string {
+	var parts []string
+	if d.GPUs > 0 {
+		parts = append(parts, plural(int(d.GPUs), "GPU", "GPUs"))
+	}
+	if d.MIGSlices > 0 {
+		parts = append(parts, plural(int(d.MIGSlices), "MIG slice", "MIG slices"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+func gpuText(p cluster.ProcessUse) string {
+	if p.GPUInstance != nil {
+		return fmt.Sprintf("GPU %d (MIG instance %d)", p.GPU, *p.GPUInstance)
+	}
+	return fmt.Sprintf("GPU %d", p.GPU)
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// firstOf joins the first n items, and says how many more there are.
+func firstOf(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(slices.Clip(items[:n]), ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// plural is "1 node" or "3 nodes".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
