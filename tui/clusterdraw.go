@@ -119,10 +119,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 		}
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
-	used := "—"
-	if u, ok := v.usage[n.Name]; ok {
-		used = fmt.Sprint(u[r.res])
-	}
+	used := v.usedCell(n.Name, r)
 	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(r.res, rw), bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa), used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
 }
@@ -224,12 +221,49 @@ func (v *clusterView) quotaLines() []string {
 	return lines
 }
 
-// reconcileLine is the reconciliation of allocated with used: not read
-// until probe snapshots are matched with the nodes (usage is set).
+// usedCell is what the reconciliation says of a node's row: of the
+// devices pods hold there, how many are busy and how many idle (whole
+// GPUs on the GPU row, MIG slices of every profile on the first MIG row);
+// "—" before a probe run.
+func (v *clusterView) usedCell(node string, r nodeRow) string {
+	nu, ok := v.use[node]
+	switch {
+	case v.rec == nil || !ok:
+		return "—"
+	case !nu.Probed:
+		return "not probed"
+	case !strings.HasPrefix(r.res, "nvidia.com/mig-"):
+		return fmt.Sprintf("%d busy, %d idle", nu.Usage.Busy.GPUs, nu.Usage.Idle.GPUs)
+	case v.firstMIGRow(r):
+		return fmt.Sprintf("%d busy, %d idle slices", nu.Usage.Busy.MIGSlices, nu.Usage.Idle.MIGSlices)
+	}
+	return ""
+}
+
+// firstMIGRow reports whether r is its node's first MIG row.
+func (v *clusterView) firstMIGRow(r nodeRow) bool {
+	for _, o := range v.rows {
+		if o.node == r.node && strings.HasPrefix(o.res, "nvidia.com/mig-") {
+			return o == r
+		}
+	}
+	return false
+}
+
+// reconcileLine is the reconciliation of what pods hold with what runs
+// on the GPUs: not read until the Fleet has probed the hosts.
 func (v *clusterView) reconcileLine() string {
 	st := v.styles
-	if v.usage == nil {
-		return st.CardLabel.Render("Reconciliation") + " " + st.Hint.Render("not read yet: allocated vs used needs the GPUs' probe snapshots matched with the nodes")
+	label := st.CardLabel.Render("Reconciliation") + " "
+	if v.rec == nil {
+		return label + st.Hint.Render("not read yet: probe the hosts (Fleet, p) to join what pods hold with what runs on the GPUs")
 	}
-	return st.CardLabel.Render("Reconciliation") + " " + st.CardMuted.Render(fmt.Sprintf("%d of %d nodes measured (USED column)", len(v.usage), len(v.nodes)))
+	t := v.rec.Totals
+	u := t.Usage
+	line := fmt.Sprintf("%d of %d nodes probed · pods hold %d GPUs: %d busy, %d idle, %d starting, %d unknown · %d processes with no allocation",
+		t.Probed, t.Nodes, u.Allocated.GPUs, u.Busy.GPUs, u.Idle.GPUs, u.Starting.GPUs, u.Unknown.GPUs, t.Unallocated)
+	if t.StrandedMIG > 0 {
+		line += fmt.Sprintf(" · %d MIG slices stranded", t.StrandedMIG)
+	}
+	return label + st.CardMuted.Render(line)
 }

@@ -36,15 +36,11 @@ type ClusterSource struct {
 	Err  string
 }
 
-// ClusterUsageMsg gives the Cluster tab what the GPUs of each node of a
-// context measurably run, by node and resource: the reconciliation of
-// what pods are allocated with the probes' snapshots (cluster.Reconcile
-// once it lands). The tab's USED column and reconciliation line show it;
-// until one arrives they say "not read yet". The root model passes it to
-// every view, so the command that reconciles may return it from any tab.
-type ClusterUsageMsg struct {
-	Context string
-	Used    map[string]map[string]int64
+// clusterComputedMsg is source's cluster computed again for a reason of
+// the tab's own (a probe run to reconcile with), not a change.
+type clusterComputedMsg struct {
+	source int
+	data   clusterData
 }
 
 // clusterChangedMsg is source's cluster after a change, computed off the
@@ -66,6 +62,10 @@ type clusterData struct {
 	waiting []waitItem
 	quotas  []quotaRow
 	pods    int
+	// rec is the reconciliation of what pods hold with the Fleet's latest
+	// probe run, and use its nodes' side; nil before a probe run.
+	rec *cluster.Reconciliation
+	use map[string]cluster.NodeUse
 }
 
 type clusterKeys struct {
@@ -122,11 +122,9 @@ type clusterView struct {
 
 	// What the current source showed at its last change.
 	clusterData
-	// usage is what each node's GPUs measurably run, by node and
-	// resource (ClusterUsageMsg): the reconciliation of allocated with
-	// the probes' snapshots. nil until one arrives: the USED column and
-	// the reconciliation line say "not read yet".
-	usage map[string]map[string]int64
+	// probes is the Fleet's latest probe run (FleetProbedMsg), which
+	// every computation reconciles the cluster with.
+	probes *nodeProbes
 
 	focus      clusterFocus
 	nodeCursor int
@@ -139,7 +137,7 @@ type clusterView struct {
 
 func newClusterView(sources []ClusterSource, st Styles) *clusterView {
 	m := DefaultMoveKeys()
-	v := &clusterView{sources: sources, styles: st, keys: clusterKeys{
+	v := &clusterView{sources: sources, styles: st, probes: &nodeProbes{}, keys: clusterKeys{
 		MoveKeys: m,
 		Focus:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "nodes / waiting")),
 		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "next context")),
@@ -186,11 +184,20 @@ func (v *clusterView) wait(i int) tea.Cmd {
 	if l == nil {
 		return nil
 	}
-	ch := l.Changes()
+	ch, probes := l.Changes(), v.probes
 	return func() tea.Msg {
 		_, open := <-ch
-		return clusterChangedMsg{source: i, data: computeCluster(l), open: open}
+		return clusterChangedMsg{source: i, data: computeCluster(l, probes.get()), open: open}
 	}
+}
+
+// recompute computes the current source again, off the loop.
+func (v *clusterView) recompute() tea.Cmd {
+	if len(v.sources) == 0 || v.sources[v.current].Live == nil {
+		return nil
+	}
+	i, l, probes := v.current, v.sources[v.current].Live, v.probes
+	return func() tea.Msg { return clusterComputedMsg{source: i, data: computeCluster(l, probes.get())} }
 }
 
 // Update implements Component.
@@ -205,10 +212,14 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, nil
 		}
 		return v, v.wait(msg.source)
-	case ClusterUsageMsg:
-		if len(v.sources) > 0 && msg.Context == v.sources[v.current].Name {
-			v.usage = msg.Used
+	case clusterComputedMsg:
+		if msg.source == v.current {
+			v.clusterData = msg.data
+			v.scroll()
 		}
+	case FleetProbedMsg:
+		v.probes.set(msg)
+		return v, v.recompute()
 	case tea.KeyMsg:
 		v.handleKey(msg)
 	}
@@ -238,7 +249,7 @@ func (v *clusterView) handleKey(km tea.KeyMsg) {
 		v.focus = 1 - v.focus
 	case key.Matches(km, k.Context) && len(v.sources) > 1:
 		v.current = (v.current + 1) % len(v.sources)
-		v.nodeCursor, v.waitCursor, v.usage = 0, 0, nil
+		v.nodeCursor, v.waitCursor = 0, 0
 		v.refresh()
 	}
 	v.scroll()
@@ -249,13 +260,14 @@ func (v *clusterView) handleKey(km tea.KeyMsg) {
 func (v *clusterView) refresh() {
 	v.clusterData = clusterData{}
 	if len(v.sources) > 0 && v.sources[v.current].Live != nil {
-		v.clusterData = computeCluster(v.sources[v.current].Live)
+		v.clusterData = computeCluster(v.sources[v.current].Live, v.probes.get())
 	}
 	v.scroll()
 }
 
-// computeCluster is what the tab draws of l now.
-func computeCluster(l LiveCluster) clusterData {
+// computeCluster is what the tab draws of l now, reconciled with probes
+// (by node name) when there are any.
+func computeCluster(l LiveCluster, probes map[string]cluster.NodeProbe) clusterData {
 	d := clusterData{status: l.Status()}
 	o := l.Snapshot()
 	d.pods = len(o.Pods)
@@ -267,7 +279,28 @@ func computeCluster(l LiveCluster) clusterData {
 	}
 	d.waiting = waitItems(o)
 	d.quotas = quotaRows(o.Quotas(""))
+	if probes != nil {
+		d.reconcile(o, probes)
+	}
 	return d
+}
+
+// reconcile joins the GPU nodes with the probe run: a node is probed when
+// a Fleet host has its name; hosts that are no node are left out.
+func (d *clusterData) reconcile(o *cluster.Objects, probes map[string]cluster.NodeProbe) {
+	byNode := map[string]cluster.NodeProbe{}
+	for _, n := range d.nodes {
+		np, ok := probes[n.Name]
+		if !ok {
+			np = cluster.NodeProbe{Err: "no Fleet host of this name"}
+		}
+		byNode[n.Name] = np
+	}
+	r := cluster.Reconcile(o, byNode)
+	d.rec, d.use = &r, map[string]cluster.NodeUse{}
+	for _, nu := range r.Nodes {
+		d.use[nu.Node] = nu
+	}
 }
 
 // waitItems are the pending pods, then the workloads with no pod (a

@@ -17,6 +17,7 @@ import (
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/probes/report"
 )
 
 // fakeLive is a LiveCluster over fixed objects.
@@ -146,18 +147,35 @@ func TestClusterViewExplainsTheSelectedWait(t *testing.T) {
 	}
 }
 
-// A reconciliation, when one arrives for the context shown, fills the
-// USED column; one for another context does not.
-func TestClusterViewShowsUsage(t *testing.T) {
-	m := newClusterModel(t, 120, 40, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
-	next, _ := m.Update(ClusterUsageMsg{Context: "staging", Used: map[string]map[string]int64{"dgx01": {"nvidia.com/gpu": 3}}})
-	if v := next.(Model).View(); !strings.Contains(v, "Reconciliation not read yet") {
-		t.Errorf("another context's usage was taken:\n%s", v)
+// A probe run of the Fleet reconciles the nodes of the same names: the
+// USED column says what pods hold there busy and idle, the
+// reconciliation line sums it; a node no host probed says so, and a host
+// that is no node is left out.
+func TestClusterViewReconcilesAProbeRun(t *testing.T) {
+	m := newClusterModel(t, 160, 40, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
+	if v := m.View(); !strings.Contains(v, "Reconciliation not read yet: probe the hosts (Fleet, p)") {
+		t.Errorf("before a probe run:\n%s", v)
 	}
-	next, _ = next.Update(ClusterUsageMsg{Context: "prod", Used: map[string]map[string]int64{"dgx01": {"nvidia.com/gpu": 3}}})
-	v := next.(Model).View()
-	if !strings.Contains(v, "[████████░░░░░░░░] 4/8/8          3") || !strings.Contains(v, "1 of 3 nodes measured") {
-		t.Errorf("the usage is not shown:\n%s", v)
+	gpus := make([]report.GPU, 8)
+	for i := range gpus {
+		gpus[i] = report.GPU{Index: i, Memory: &report.Memory{TotalMiB: 40960, UsedMiB: 4}, Utilization: &report.Utilization{}, MIG: report.MIG{Current: "disabled"}}
+	}
+	gpus[0].Utilization.GPUPercent, gpus[0].Memory.UsedMiB = 97, 30000
+	snap := &report.Snapshot{Schema: 1, Host: "dgx01", NVML: report.NVMLState{Available: true}, GPUs: gpus,
+		Processes: []report.Process{{GPU: 0, PID: 4242, Name: "python", Type: "compute", UsedMiB: 30000, PodUID: "uid-ml-team-pretrain-0"}}}
+	probed := FleetProbedMsg{Hosts: []string{"dgx01", "dgx02", "login01"},
+		Outcomes: []ProbeOutcome{{Snapshot: snap}, {Err: "dial tcp 10.0.0.12:22: connect: connection refused"}, {Err: "no NVML"}}}
+	next, cmd := m.Update(probed)
+	m = runUntil(t, next.(Model), cmd, func(m Model) bool { return !strings.Contains(m.View(), "not read yet") })
+	v := m.View()
+	for _, want := range []string{"4/8/8          4 busy, 0 idle", "5/8/8          not probed", "2/4/6          not probed",
+		"1 of 3 nodes probed · pods hold 11 GPUs: 4 busy, 0 idle, 0 starting, 7 unknown · 0 processes with no allocation"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("after the probe run, the tab lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "login01") {
+		t.Errorf("a host that is no node is shown:\n%s", v)
 	}
 }
 
@@ -193,7 +211,7 @@ func runUntil(t *testing.T, m Model, cmd tea.Cmd, ok func(Model) bool) Model {
 		switch msg := c().(type) {
 		case tea.BatchMsg:
 			queue = append(queue, msg...)
-		case clusterChangedMsg:
+		case clusterChangedMsg, clusterComputedMsg:
 			next, more := m.Update(msg)
 			m = next.(Model)
 			queue = append(queue, more)
@@ -262,7 +280,7 @@ func BenchmarkClusterChange(b *testing.B) {
 	v.SetSize(160, 48)
 	b.ResetTimer()
 	for b.Loop() {
-		_ = computeCluster(v.sources[0].Live)
+		_ = computeCluster(v.sources[0].Live, nil)
 	}
 }
 

@@ -241,18 +241,22 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		if !v.stream.current(msg) {
 			return v, nil
 		}
+		var probed tea.Cmd // a probe run's end, told to the other views
 		for _, it := range msg.items {
 			switch {
 			case it.event != nil:
 				v.apply(*it.event)
 			case it.done != nil:
 				v.finish(*it.done)
+				if it.done.probes != nil {
+					probed = v.probedCmd(it.done.probes)
+				}
 			}
 		}
 		if msg.closed {
-			return v, nil
+			return v, probed
 		}
-		return v, v.stream.wait()
+		return v, tea.Batch(v.stream.wait(), probed)
 	case tea.KeyMsg:
 		if v.typing {
 			return v.updateInput(msg)
