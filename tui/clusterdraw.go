@@ -63,7 +63,7 @@ func (v *clusterView) statusLine() string {
 	}
 	line := st.CardMuted.Render(v.status.String())
 	if src.Simulated {
-		line = st.CardMuted.Render("simulated API server (client-go fake clientset fed by the simulated fleet): synced")
+		line = st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")
 	}
 	if v.status.Warning != "" {
 		line += "  " + st.Error.Render("warning: "+v.status.Warning)
