@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -30,6 +31,9 @@ type Objects struct {
 	// Queues are the batch schedulers' objects, read only when the API
 	// server serves their kinds (discovered, never required).
 	Queues Queues
+
+	memo sync.Once // index, on the first analysis that needs it
+	ix   *index
 }
 
 // Part names what Read reads beyond nodes and pods.
