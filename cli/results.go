@@ -144,14 +144,25 @@ results.csv. These commands read them back.`,
 			return err
 		},
 	})
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newResultsCompareCmd(o, resolve))
+	return cmd
+}
+
+func newResultsCompareCmd(o *options, resolve func(string) (labs.RecordRef, error)) *cobra.Command {
+	var svg string
+	c := &cobra.Command{
 		Use:   "compare BASELINE RUN...",
 		Short: "Runs side by side, with interference coefficients against the first",
 		Long: `Lay records side by side in the standard result table. The first record
 is the baseline (typically exclusive-baseline): each row's throughput ratio
 and P99 interference coefficient are its figure divided by the baseline's
-(shared ÷ exclusive, the seed's definition).`,
-		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07",
+(shared ÷ exclusive, the seed's definition).
+
+--svg DIR draws the comparison as SVG into DIR: compare-latency.svg (P50,
+P95 and P99 of each run, its P99 interference coefficient written above
+it) and compare-nccl-busbw.svg (bus bandwidth against message size, one
+line per run that ran nccl-tests).`,
+		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07\n  gpulab results compare BASE RUN --svg ./charts",
 		Args:    cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
 			var refs []labs.RecordRef
@@ -163,14 +174,27 @@ and P99 interference coefficient are its figure divided by the baseline's
 				refs = append(refs, ref)
 			}
 			rows := labs.Compare(refs)
+			if svg != "" {
+				paths, err := labs.WriteCharts(svg, labs.CompareCharts(refs, rows))
+				for _, p := range paths {
+					fmt.Fprintln(c.ErrOrStderr(), "chart:", p)
+				}
+				if err != nil {
+					return &exitError{code: ExitFailed, err: err}
+				}
+				if len(paths) == 0 {
+					fmt.Fprintln(c.ErrOrStderr(), "no chart: these records have no latency figures and no nccl-tests output")
+				}
+			}
 			if o.json {
 				return writeJSON(c.OutOrStdout(), rows)
 			}
 			printCompare(c.OutOrStdout(), rows)
 			return nil
 		},
-	})
-	return cmd
+	}
+	c.Flags().StringVar(&svg, "svg", "", "draw the comparison as SVG charts into `DIR`")
+	return c
 }
 
 func hostsOf(r *labs.Record) string {

@@ -36,13 +36,20 @@ func (r *Record) Dir(results string) string {
 }
 
 // Write writes the record's files into dir (record.json, record.md,
-// junit.xml), each atomically, and appends its rows to the results
+// junit.xml, and the charts as SVG beside them), each atomically, and appends its rows to the results
 // directory's results.csv.
 func (r *Record) Write(dir, resultsCSV string) error {
 	if err := r.WriteJSON(dir); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "record.md"), []byte(r.Markdown())); err != nil {
+	// Charts first, so that record.md links only those drawn; one that
+	// cannot be drawn is said in record.md, never a reason to lose it.
+	drawn, chartErr := r.writeCharts(dir)
+	md := r.Markdown() + chartsMarkdown(dir, drawn)
+	if chartErr != nil {
+		md += "\n" + mdCell(chartErr.Error()) + "\n"
+	}
+	if err := writeAtomic(filepath.Join(dir, "record.md"), []byte(md)); err != nil {
 		return err
 	}
 	x, err := r.JUnit()
