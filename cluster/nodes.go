@@ -228,30 +228,47 @@ func taintString(t corev1.Taint) string {
 }
 
 // PodRequests is what a pod asks the scheduler for, as the scheduler
-// counts it: the sum of its containers' requests (an extended resource's
-// limit is its request), or an init container's if that is larger, plus
-// the pod's overhead.
+// counts it (k8s.io/component-helpers/resource): the sum of its
+// containers' requests (an extended resource's limit is its request) and
+// of its sidecars (init containers with restartPolicy Always, which run
+// beside them), or, if larger, what any init container needs with the
+// sidecars started before it; plus the pod's overhead.
 func PodRequests(p *corev1.Pod) corev1.ResourceList {
 	sum := corev1.ResourceList{}
-	add := func(dst corev1.ResourceList, rl corev1.ResourceList) {
-		for res, q := range rl {
-			cur := dst[res]
-			cur.Add(q)
-			dst[res] = cur
-		}
-	}
 	for _, c := range p.Spec.Containers {
-		add(sum, containerRequests(c))
+		addResources(sum, containerRequests(c))
 	}
+	sidecars, inits := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, c := range p.Spec.InitContainers {
-		for res, q := range containerRequests(c) {
-			if cur, ok := sum[res]; !ok || q.Cmp(cur) > 0 {
-				sum[res] = q.DeepCopy()
-			}
+		need := containerRequests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addResources(sum, need)
+			addResources(sidecars, need)
+			need = sidecars
+		} else {
+			addResources(need, sidecars)
+		}
+		maxResources(inits, need)
+	}
+	maxResources(sum, inits)
+	addResources(sum, p.Spec.Overhead)
+	return sum
+}
+
+func addResources(dst, rl corev1.ResourceList) {
+	for res, q := range rl {
+		cur := dst[res]
+		cur.Add(q)
+		dst[res] = cur
+	}
+}
+
+func maxResources(dst, rl corev1.ResourceList) {
+	for res, q := range rl {
+		if cur, ok := dst[res]; !ok || q.Cmp(cur) > 0 {
+			dst[res] = q.DeepCopy()
 		}
 	}
-	add(sum, p.Spec.Overhead)
-	return sum
 }
 
 func containerRequests(c corev1.Container) corev1.ResourceList {

@@ -168,7 +168,7 @@ func Trim(obj any) (any, error) {
 
 func trimContainers(cs []corev1.Container) {
 	for i := range cs {
-		cs[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources}
+		cs[i] = corev1.Container{Name: cs[i].Name, Resources: cs[i].Resources, RestartPolicy: cs[i].RestartPolicy} // a sidecar's requests count
 	}
 }
 
