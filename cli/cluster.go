@@ -2,12 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -32,7 +34,7 @@ access is enough.`,
 	var all bool
 	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
 	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns), newClusterQuotasCmd(o, &src, &ns, &all),
-		newClusterFragmentationCmd(o, &src), newClusterReconcileCmd(o, &src))
+		newClusterFragmentationCmd(o, &src, &ns), newClusterReconcileCmd(o, &src))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "nodes",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
@@ -43,9 +45,12 @@ non-terminated pods bound to it request, and what is left.`,
 		Example: "  gpulab cluster nodes\n  gpulab cluster nodes --context prod --json | jq '.[] | select(.allocated[\"nvidia.com/gpu\"] == 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			client, err := src.Connect()
+			if c.Flags().Changed("namespace") {
+				return usageErr("-n does not apply to nodes: they belong to no namespace, and what they hold is counted over every namespace")
+			}
+			client, err := o.connect(c, &src)
 			if err != nil {
-				return configErr(err)
+				return err
 			}
 			ctxName := client.Context
 			ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
@@ -118,11 +123,11 @@ Exit status 1 when anything waits, 0 when nothing does.`,
 		Example: "  gpulab cluster pending -A\n  gpulab cluster pending -n ml-team --json | jq -r '.pods[].why, .blocked[].why'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, ns, err := readObjects(c, src, *ns, *all)
+			objs, ctxName, ns, err := readObjects(c, o, src, *ns, *all)
 			if err != nil {
 				return err
 			}
-			return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns)})
+			return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)})
 		},
 	}
 	c.Flags().BoolVarP(all, "all-namespaces", "A", false, "every namespace")
@@ -134,6 +139,16 @@ type pendingReport struct {
 	Context string               `json:"context"`
 	Pods    []cluster.PendingPod `json:"pods"`
 	Blocked []cluster.Blocked    `json:"blocked"`
+	// Unreadable is what RBAC kept gpulab from reading, and what is
+	// unknown because of it.
+	Unreadable []string `json:"unreadable"`
+}
+
+func unreadable(o *cluster.Objects) []string {
+	if o.Unreadable == nil {
+		return []string{}
+	}
+	return o.Unreadable
 }
 
 func newClusterWhyCmd(o *options, src *cluster.Source, ns *string) *cobra.Command {
@@ -142,15 +157,16 @@ func newClusterWhyCmd(o *options, src *cluster.Source, ns *string) *cobra.Comman
 		Short: "Why one pod (or a Job with no pod) waits, in one paragraph with its evidence",
 		Long: `Explains one waiting pod as pending does, or a workload (a Job) that has no
 pod because a quota refused it or Kueue holds it. Exit status 1 when it
-waits, 1 too when nothing of that name waits (it says so).`,
+waits; 3 when nothing of that name waits in the namespace (it says so, and
+names the namespaces where something of that name does wait).`,
 		Example: "  gpulab cluster why train-0 -n ml-team\n  gpulab cluster why sweep -n ml-team --json",
 		Args:    exactArgs(1, "a pod's or a Job's name"),
 		RunE: func(c *cobra.Command, args []string) error {
-			objs, ctxName, ns, err := readObjects(c, src, *ns, false)
+			objs, ctxName, ns, err := readObjects(c, o, src, *ns, false)
 			if err != nil {
 				return err
 			}
-			r := pendingReport{Context: ctxName, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}}
+			r := pendingReport{Context: ctxName, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}, Unreadable: unreadable(objs)}
 			for _, p := range objs.Pending(ns) {
 				if p.Name == args[0] {
 					r.Pods = append(r.Pods, p)
@@ -162,20 +178,42 @@ waits, 1 too when nothing of that name waits (it says so).`,
 				}
 			}
 			if len(r.Pods)+len(r.Blocked) == 0 {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("nothing named %q waits in namespace %q (it may be placed, or named otherwise: gpulab cluster pending)", args[0], ns)}
+				return notWaiting(c, o, objs, r, args[0], ns)
 			}
 			return printPending(c, o, r)
 		},
 	}
 }
 
+// connect loads the kubeconfig as kubectl does, or, when --context names
+// a [[kube]] table of the inventory, that table's kubeconfig and context
+// (as reconcile and the workbench read them).
+func (o *options) connect(c *cobra.Command, src *cluster.Source) (*cluster.Client, error) {
+	s := *src
+	if s.Context != "" {
+		inv, err := o.loadInventory(false)
+		if err != nil {
+			return nil, err
+		}
+		if s, _, err = kubeSource(inv, s, c.Flags().Changed("kubeconfig"), nil, o.getenv("HOME")); err != nil {
+			return nil, err
+		}
+	}
+	client, err := s.Connect()
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return client, nil
+}
+
 // readObjects connects and reads the cluster for namespace ns (the
 // context's when empty, every one with all), returning the context's name
-// and the namespace read.
-func readObjects(c *cobra.Command, src *cluster.Source, ns string, all bool) (*cluster.Objects, string, string, error) {
-	client, err := src.Connect()
+// and the namespace read. What RBAC kept it from reading is said on
+// standard error.
+func readObjects(c *cobra.Command, o *options, src *cluster.Source, ns string, all bool) (*cluster.Objects, string, string, error) {
+	client, err := o.connect(c, src)
 	if err != nil {
-		return nil, "", "", configErr(err)
+		return nil, "", "", err
 	}
 	switch {
 	case all:
@@ -189,7 +227,32 @@ func readObjects(c *cobra.Command, src *cluster.Source, ns string, all bool) (*c
 	if err != nil {
 		return nil, client.Context, ns, &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", client.Context, err)}
 	}
+	for _, u := range objs.Unreadable {
+		fmt.Fprintf(c.ErrOrStderr(), "gpulab: cluster %s: not read: %s\n", visible.String(client.Context), visible.String(u))
+	}
 	return objs, client.Context, ns, nil
+}
+
+// notWaiting answers why for a name that does not wait in ns: exit 3,
+// naming where something of that name waits when it does (the pods of
+// every namespace were read).
+func notWaiting(c *cobra.Command, o *options, objs *cluster.Objects, r pendingReport, name, ns string) error {
+	var elsewhere []string
+	for _, p := range objs.Pending("") {
+		if p.Name == name {
+			elsewhere = append(elsewhere, p.Namespace)
+		}
+	}
+	msg := fmt.Sprintf("nothing named %q waits in namespace %q (it may be placed, or named otherwise: gpulab cluster pending)", name, ns)
+	if len(elsewhere) > 0 {
+		msg = fmt.Sprintf("nothing named %q waits in namespace %q; a pod of that name waits in %s (-n %s)", name, ns, strings.Join(elsewhere, ", "), elsewhere[0])
+	}
+	if o.json {
+		if err := writeJSON(c.OutOrStdout(), r); err != nil {
+			return err
+		}
+	}
+	return &exitError{code: ExitUnknown, err: errors.New(msg)}
 }
 
 func printPending(c *cobra.Command, o *options, r pendingReport) error {
@@ -221,10 +284,20 @@ func printPending(c *cobra.Command, o *options, r pendingReport) error {
 	return nil
 }
 
+// maxEvidence is how much of one evidence line the text output shows.
+const maxEvidence = 600
+
 // printWhy prints a paragraph and its evidence, indented.
 func printWhy(w io.Writer, why string, evidence []string) {
 	fmt.Fprintln(w, visible.String(why))
 	for _, e := range evidence {
+		if len(e) > maxEvidence {
+			cut := maxEvidence
+			for cut > 0 && !utf8.RuneStart(e[cut]) {
+				cut--
+			}
+			e = e[:cut] + "… (" + fmt.Sprint(len(e)-cut) + " more bytes: --json has it whole)"
+		}
 		fmt.Fprintln(w, "  - "+visible.String(e))
 	}
 }

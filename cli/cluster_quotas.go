@@ -28,11 +28,11 @@ says who waits for it).`,
 		Example: "  gpulab cluster quotas -A\n  gpulab cluster quotas -n ml-team --json | jq '.quotas[].resources[] | select(.full)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, ns, err := readObjects(c, src, *ns, *all)
+			objs, ctxName, ns, err := readObjects(c, o, src, *ns, *all)
 			if err != nil {
 				return err
 			}
-			r := quotasReport{Context: ctxName, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues}
+			r := quotasReport{Context: ctxName, Namespace: ns, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues, Unreadable: unreadable(objs)}
 			if r.ClusterQueues == nil {
 				r.ClusterQueues = []cluster.ClusterQueue{}
 			}
@@ -48,6 +48,8 @@ says who waits for it).`,
 
 type quotasReport struct {
 	Context       string                 `json:"context"`
+	Namespace     string                 `json:"namespace"` // "" for all
+	Unreadable    []string               `json:"unreadable"`
 	Quotas        []cluster.Quota        `json:"quotas"`
 	ClusterQueues []cluster.ClusterQueue `json:"cluster_queues"`
 }
@@ -55,7 +57,11 @@ type quotasReport struct {
 func printQuotas(c *cobra.Command, r quotasReport) error {
 	w := c.OutOrStdout()
 	if len(r.Quotas) == 0 {
-		fmt.Fprintf(w, "no ResourceQuota in %s\n", visible.String(r.Context))
+		where := "any namespace"
+		if r.Namespace != "" {
+			where = "namespace " + r.Namespace
+		}
+		fmt.Fprintf(w, "no ResourceQuota in %s of %s\n", visible.String(where), visible.String(r.Context))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if len(r.Quotas) > 0 {
@@ -98,9 +104,9 @@ func printQuotas(c *cobra.Command, r quotasReport) error {
 	return tw.Flush()
 }
 
-func newClusterFragmentationCmd(o *options, src *cluster.Source) *cobra.Command {
+func newClusterFragmentationCmd(o *options, src *cluster.Source, ns *string) *cobra.Command {
 	return &cobra.Command{
-		Use:   "fragmentation",
+		Use:   "fragmentation [-n NAMESPACE]",
 		Short: "For each GPU request shape: nodes that fit it, free units in total, the fragmentation rate",
 		Long: `For each GPU request shape the pending pods ask (N units of one resource on
 one node: 4 nvidia.com/gpu, 1 nvidia.com/mig-1g.5gb), and for the reference
@@ -109,18 +115,22 @@ pod waits for that resource: how many ready, schedulable nodes could place
 it, how many units are free in total and on the best node, how many pods of
 that shape fit at once, and the fragmentation rate, the share of free units
 that shape cannot use (free units left on each node after packing whole
-requests, over all free units; the rate the labs compute, DOMAIN.md).
+requests, over all free units; the rate the labs compute, DOMAIN.md), and
+its state: fits (a node has room), fragmented (enough free in all, on no
+one node) or short (not enough free in the whole cluster). -n keeps the
+pending shapes of one namespace; every node counts whatever its taints
+and labels.
 
 Exit status 1 when a pending shape fits no node although enough units are
 free in total (fragmentation is what holds it), else 0.`,
 		Example: "  gpulab cluster fragmentation\n  gpulab cluster fragmentation --context prod --json | jq '.shapes[] | select(.pending > 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, _, err := readObjects(c, src, "", true)
+			objs, ctxName, scope, err := readObjects(c, o, src, *ns, *ns == "")
 			if err != nil {
 				return err
 			}
-			shapes := objs.Fragmentation()
+			shapes := objs.Fragmentation(scope)
 			if o.json {
 				err = writeJSON(c.OutOrStdout(), struct {
 					Context string          `json:"context"`
@@ -133,7 +143,7 @@ free in total (fragmentation is what holds it), else 0.`,
 				return err
 			}
 			for _, s := range shapes {
-				if s.Pending > 0 && s.NodesThatFit == 0 && s.Free >= s.Count {
+				if s.Pending > 0 && s.State == "fragmented" {
 					return errSilentFailure
 				}
 			}
@@ -149,14 +159,14 @@ func printShapes(c *cobra.Command, ctxName string, shapes []cluster.Shape) error
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHAPE\tPENDING\tNODES THAT FIT\tFREE\tBEST NODE\tPLACEABLE\tFRAGMENTATION")
+	fmt.Fprintln(tw, "SHAPE\tPENDING\tNODES THAT FIT\tFREE\tBEST NODE\tPLACEABLE\tFRAGMENTATION\tSTATE")
 	for _, s := range shapes {
 		pending := fmt.Sprint(s.Pending)
 		if s.Pending == 0 {
 			pending = "-"
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t%d of %d\t%d\t%d\t%d\t%s\n", s.Count, visible.String(s.Resource), pending, s.NodesThatFit, s.Nodes,
-			s.Free, s.Largest, s.Placeable, fmt.Sprintf("%.0f%%", 100*s.Rate))
+		fmt.Fprintf(tw, "%d %s\t%s\t%d of %d\t%d\t%d\t%d\t%s\t%s\n", s.Count, visible.String(s.Resource), pending, s.NodesThatFit, s.Nodes,
+			s.Free, s.Largest, s.Placeable, fmt.Sprintf("%.0f%%", 100*s.Rate), s.State)
 	}
 	return tw.Flush()
 }

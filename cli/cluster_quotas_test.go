@@ -71,7 +71,7 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 	run(t, env, "cluster", "why", "sweep", "-n", "ml", "--json").expect(t, 1, `"by": "ResourceQuota gpu"`, "")
 
 	run(t, env, "cluster", "fragmentation").expect(t, 1,
-		"SHAPE             PENDING  NODES THAT FIT  FREE  BEST NODE  PLACEABLE  FRAGMENTATION\n4 nvidia.com/gpu  1        0 of 2          6     3          0          100%", "")
+		"SHAPE             PENDING  NODES THAT FIT  FREE  BEST NODE  PLACEABLE  FRAGMENTATION  STATE\n4 nvidia.com/gpu  1        0 of 2          6     3          0          100%           fragmented\n", "")
 	if _, err := pods.Create(t.Context(), gpuPod("one", "1", ""), metav1.CreateOptions{}); err == nil || !apierrors.IsForbidden(err) {
 		t.Errorf("a pod over the full quota was admitted: %v", err)
 	}

@@ -85,5 +85,7 @@ func TestClusterNodes(t *testing.T) {
 	}
 	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). Only 9 nvidia.com/gpu are free in the whole cluster", "")
 	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig, "--json").expect(t, 1, `"name": "big"`, "")
-	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 1, "", `nothing named "nope" waits`)
+	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `nothing named "nope" waits`)
+	run(t, env, "cluster", "why", "big", "-n", "kube-system", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `a pod of that name waits in default (-n default)`)
+	run(t, env, "cluster", "nodes", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 2, "", "-n does not apply to nodes")
 }

@@ -128,7 +128,7 @@ func (ix *index) priority(b *strings.Builder, pp *PendingPod, p *corev1.Pod) {
 		}
 	}
 	pp.Priority = v
-	if pp.PriorityClass == "" && v == nil {
+	if pp.PriorityClass == "" && (v == nil || *v == 0) { // the default: nothing to say
 		return
 	}
 	who := "Its priority"
@@ -137,7 +137,11 @@ func (ix *index) priority(b *strings.Builder, pp *PendingPod, p *corev1.Pod) {
 	}
 	if v != nil {
 		fmt.Fprintf(b, " %s is %d", who, *v)
-		pp.Evidence = append(pp.Evidence, fmt.Sprintf("priority %d (class %s)", *v, pp.PriorityClass))
+		ev := fmt.Sprintf("priority %d", *v)
+		if pp.PriorityClass != "" {
+			ev += " (class " + pp.PriorityClass + ")"
+		}
+		pp.Evidence = append(pp.Evidence, ev)
 	} else {
 		fmt.Fprintf(b, " %s does not exist", who)
 	}

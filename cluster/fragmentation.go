@@ -28,6 +28,10 @@ type Shape struct {
 	// Rate is the share of the free units this shape cannot use (the
 	// fragmentation rate of the labs, DOMAIN.md): 0 when none is free.
 	Rate float64 `json:"fragmentation_rate"`
+	// State sums it up: "fits" (a node has room), "fragmented" (enough
+	// units are free in all, on no one node), "short" (not enough free in
+	// the whole cluster: fragmentation is not what holds it).
+	State string `json:"state"`
 }
 
 // FragmentationRate is the share of free capacity that a request of the
@@ -58,10 +62,14 @@ func FragmentationRate(free []float64, request float64) (float64, error) {
 var referenceCounts = []int64{1, 2, 4, 8}
 
 // Fragmentation reports, for each GPU request shape of the pending pods
+// (of namespace ns; "" for all)
 // (and reference shapes of each resource no pod waits for: 1, 2, 4 and 8
 // whole GPUs, 1 MIG slice), how many nodes could place it against how
 // many free units exist in total, by resource and count.
-func (o *Objects) Fragmentation() []Shape {
+//
+// Taints and selectors are not weighed: a node counts when it is ready and
+// schedulable, whoever may use it.
+func (o *Objects) Fragmentation(ns string) []Shape {
 	nodes := o.GPUNodes()
 	shapes := map[[2]string]*Shape{}
 	add := func(res string, n int64, pending int) {
@@ -74,7 +82,7 @@ func (o *Objects) Fragmentation() []Shape {
 	}
 	waiting := map[string]bool{}
 	for _, p := range o.Pods {
-		if p.Spec.NodeName != "" || terminated(p) {
+		if p.Spec.NodeName != "" || terminated(p) || (ns != "" && p.Namespace != ns) {
 			continue
 		}
 		for res, q := range PodRequests(p) {
@@ -148,5 +156,13 @@ func (s Shape) measure(nodes []GPUNode) Shape {
 		s.Placeable += f / s.Count
 	}
 	s.Rate, _ = FragmentationRate(free, float64(s.Count)) // Count > 0, free ≥ 0
+	switch {
+	case s.NodesThatFit > 0:
+		s.State = "fits"
+	case s.Free >= s.Count:
+		s.State = "fragmented"
+	default:
+		s.State = "short"
+	}
 	return s
 }

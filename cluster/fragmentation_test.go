@@ -33,13 +33,13 @@ func TestFragmentationReferenceShapes(t *testing.T) {
 			readyNode("m", corev1.ResourceList{"nvidia.com/mig-1g.5gb": resource.MustParse("7")})},
 		Pods: []*corev1.Pod{boundPod("a", "nvidia.com/gpu", "5"), boundPod("m", "nvidia.com/mig-1g.5gb", "3")},
 	}
-	got := o.Fragmentation()
+	got := o.Fragmentation("")
 	want := []Shape{
-		{Resource: "nvidia.com/gpu", Count: 1, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 11, Rate: 0},
-		{Resource: "nvidia.com/gpu", Count: 2, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 5, Rate: 1.0 / 11},
-		{Resource: "nvidia.com/gpu", Count: 4, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 2, Rate: 3.0 / 11},
-		{Resource: "nvidia.com/gpu", Count: 8, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 1, Rate: 3.0 / 11},
-		{Resource: "nvidia.com/mig-1g.5gb", Count: 1, Nodes: 1, NodesThatFit: 1, Free: 4, Largest: 4, Placeable: 4, Rate: 0},
+		{Resource: "nvidia.com/gpu", Count: 1, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 11, Rate: 0, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 2, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 5, Rate: 1.0 / 11, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 4, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 2, Rate: 3.0 / 11, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 8, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 1, Rate: 3.0 / 11, State: "fits"},
+		{Resource: "nvidia.com/mig-1g.5gb", Count: 1, Nodes: 1, NodesThatFit: 1, Free: 4, Largest: 4, Placeable: 4, Rate: 0, State: "fits"},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("shapes:\n%+v\nwant\n%+v", got, want)

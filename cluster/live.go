@@ -406,7 +406,7 @@ func (l *Live) readQueues(ctx context.Context) {
 	t := time.NewTicker(l.opts.Queues)
 	defer t.Stop()
 	for {
-		q, err := readQueues(ctx, l.client)
+		q, _, err := readQueues(ctx, l.client) // a kind RBAC forbids is left out
 		if err == nil {
 			l.mu.Lock()
 			changed := !reflect.DeepEqual(q, l.queues)

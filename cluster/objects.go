@@ -2,11 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -31,6 +34,17 @@ type Objects struct {
 	// Queues are the batch schedulers' objects, read only when the API
 	// server serves their kinds (discovered, never required).
 	Queues Queues
+	// Jobs are namespace ns's Jobs (trimmed to their metadata and status),
+	// when JobsRead: a quota's refusal is reported only for a Job that
+	// still exists.
+	Jobs     []*batchv1.Job
+	JobsRead bool
+	// NodesRead is false when RBAC forbids listing nodes, AllPods when
+	// only one namespace's pods could be listed; Unreadable says what was
+	// left out and what is unknown because of it.
+	NodesRead  bool
+	AllPods    bool
+	Unreadable []string
 
 	memo sync.Once // index, on the first analysis that needs it
 	ix   *index
@@ -47,61 +61,114 @@ const (
 
 // Read lists what gpulab needs of the cluster, every list in pages of
 // pageSize: the nodes and the non-terminated pods; with Scheduling also
-// the events of namespace ns ("" for all), every namespace's quotas, the
-// priority classes, and the queue objects (Kueue, Volcano, DRA) the API
-// server serves.
+// the events and Jobs of namespace ns ("" for all), the quotas (of ns, or
+// all), the priority classes, and the queue objects (Kueue, Volcano, DRA)
+// the API server serves.
+//
+// Read-only access to a namespace is enough with Scheduling: what RBAC
+// forbids is left out and said in Unreadable (nodes: whether GPUs are free
+// is unknown; pods of other namespaces: only ns's are read), never a
+// failure, unless ns's own pods cannot be read. Without Scheduling every
+// list is required.
 func Read(ctx context.Context, c *Client, ns string, parts Part) (*Objects, error) {
-	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}}
-	core := c.Kube.CoreV1()
-	if err := listInto(ctx, "nodes", &o.Nodes, func(lo metav1.ListOptions) ([]corev1.Node, string, error) {
-		l, err := core.Nodes().List(ctx, lo)
-		return items(l, err, func(l *corev1.NodeList) ([]corev1.Node, string) { return l.Items, l.Continue })
-	}); err != nil {
+	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}, NodesRead: true, AllPods: true}
+	tolerant := parts&Scheduling != 0
+	if err := o.readNodesAndPods(ctx, c, ns, tolerant); err != nil {
 		return nil, err
 	}
-	if err := listInto(ctx, "pods", &o.Pods, func(lo metav1.ListOptions) ([]corev1.Pod, string, error) {
-		lo.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
-		l, err := core.Pods(metav1.NamespaceAll).List(ctx, lo)
-		return items(l, err, func(l *corev1.PodList) ([]corev1.Pod, string) { return l.Items, l.Continue })
-	}); err != nil {
-		return nil, err
-	}
-	if parts&Scheduling == 0 {
+	if !tolerant {
 		return o, nil
 	}
+	if err := o.readScheduling(ctx, c, ns); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// forbidden keeps a list RBAC refuses as a note of what is unknown, and
+// returns every other error.
+func (o *Objects) forbidden(err error, what, unknown string) error {
+	if err == nil || !apierrors.IsForbidden(errors.Unwrap(err)) && !apierrors.IsForbidden(err) {
+		return err
+	}
+	o.Unreadable = append(o.Unreadable, fmt.Sprintf("%s: forbidden (RBAC)%s", what, unknown))
+	return nil
+}
+
+func (o *Objects) readNodesAndPods(ctx context.Context, c *Client, ns string, tolerant bool) error {
+	core := c.Kube.CoreV1()
+	err := listInto(ctx, "nodes", &o.Nodes, func(lo metav1.ListOptions) ([]corev1.Node, string, error) {
+		l, err := core.Nodes().List(ctx, lo)
+		return items(l, err, func(l *corev1.NodeList) ([]corev1.Node, string) { return l.Items, l.Continue })
+	})
+	if tolerant && err != nil {
+		o.NodesRead = false
+		err = o.forbidden(err, "list nodes", ": whether the GPUs a pod asks are free is unknown")
+	}
+	if err != nil {
+		return err
+	}
+	listPods := func(in string) error {
+		return listInto(ctx, "pods", &o.Pods, func(lo metav1.ListOptions) ([]corev1.Pod, string, error) {
+			lo.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
+			l, err := core.Pods(in).List(ctx, lo)
+			return items(l, err, func(l *corev1.PodList) ([]corev1.Pod, string) { return l.Items, l.Continue })
+		})
+	}
+	err = listPods(metav1.NamespaceAll)
+	if tolerant && ns != "" && err != nil && apierrors.IsForbidden(errors.Unwrap(err)) {
+		o.AllPods = false
+		o.Unreadable = append(o.Unreadable, "list pods at the cluster scope: forbidden (RBAC): only namespace "+ns+"'s are read, so what other namespaces hold on the nodes is unknown")
+		err = listPods(ns)
+	}
+	return err
+}
+
+// readScheduling reads what explains a wait, each part optional under
+// RBAC.
+func (o *Objects) readScheduling(ctx context.Context, c *Client, ns string) error {
+	core := c.Kube.CoreV1()
 	for _, reason := range []string{"FailedScheduling", "FailedCreate"} {
-		if err := listInto(ctx, reason+" events", &o.Events, func(lo metav1.ListOptions) ([]corev1.Event, string, error) {
+		err := listInto(ctx, reason+" events", &o.Events, func(lo metav1.ListOptions) ([]corev1.Event, string, error) {
 			lo.FieldSelector = "reason=" + reason
 			l, err := core.Events(ns).List(ctx, lo)
 			return items(l, err, func(l *corev1.EventList) ([]corev1.Event, string) { return l.Items, l.Continue })
-		}); err != nil {
-			return nil, err
+		})
+		if err := o.forbidden(err, "list "+reason+" events", ": the scheduler's and the controllers' words are missing"); err != nil {
+			return err
 		}
 	}
-	if err := listInto(ctx, "resource quotas", &o.ResourceQuotas, func(lo metav1.ListOptions) ([]corev1.ResourceQuota, string, error) {
-		l, err := core.ResourceQuotas(metav1.NamespaceAll).List(ctx, lo)
+	err := listInto(ctx, "jobs", &o.Jobs, func(lo metav1.ListOptions) ([]batchv1.Job, string, error) {
+		l, err := c.Kube.BatchV1().Jobs(ns).List(ctx, lo)
+		return items(l, err, func(l *batchv1.JobList) ([]batchv1.Job, string) { return l.Items, l.Continue })
+	})
+	o.JobsRead = err == nil
+	if err := o.forbidden(err, "list jobs", ": a quota's refusal is reported without checking its Job still exists"); err != nil {
+		return err
+	}
+	err = listInto(ctx, "resource quotas", &o.ResourceQuotas, func(lo metav1.ListOptions) ([]corev1.ResourceQuota, string, error) {
+		l, err := core.ResourceQuotas(ns).List(ctx, lo)
 		return items(l, err, func(l *corev1.ResourceQuotaList) ([]corev1.ResourceQuota, string) { return l.Items, l.Continue })
-	}); err != nil {
-		return nil, err
+	})
+	if err := o.forbidden(err, "list resource quotas", ""); err != nil {
+		return err
 	}
 	var pcs []*schedulingv1.PriorityClass
-	if err := listInto(ctx, "priority classes", &pcs, func(lo metav1.ListOptions) ([]schedulingv1.PriorityClass, string, error) {
+	err = listInto(ctx, "priority classes", &pcs, func(lo metav1.ListOptions) ([]schedulingv1.PriorityClass, string, error) {
 		l, err := c.Kube.SchedulingV1().PriorityClasses().List(ctx, lo)
 		return items(l, err, func(l *schedulingv1.PriorityClassList) ([]schedulingv1.PriorityClass, string) {
 			return l.Items, l.Continue
 		})
-	}); err != nil {
-		return nil, err
+	})
+	if err := o.forbidden(err, "list priority classes", ": a pod's priority is its own spec.priority"); err != nil {
+		return err
 	}
 	for _, pc := range pcs {
 		o.PriorityClasses[pc.Name] = pc
 	}
-	q, err := readQueues(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	o.Queues = q
-	return o, nil
+	q, unreadable, err := readQueues(ctx, c)
+	o.Queues, o.Unreadable = q, append(o.Unreadable, unreadable...)
+	return err
 }
 
 // items unpacks a typed list call's answer.
@@ -158,6 +225,8 @@ func Trim(obj any) (any, error) {
 		o.Status.ContainerStatuses = nil
 		o.Status.InitContainerStatuses = nil
 		o.Status.EphemeralContainerStatuses = nil
+	case *batchv1.Job:
+		o.Spec.Template = corev1.PodTemplateSpec{}
 	case *corev1.Node:
 		o.Status.Images = nil
 		o.Status.VolumesAttached = nil

@@ -79,6 +79,8 @@ func eventTime(e *corev1.Event) metav1.Time {
 // index holds what explains pending pods, looked up by pod.
 type index struct {
 	nodes     []GPUNode
+	nodesRead bool                      // false: RBAC forbade listing nodes
+	allPods   string                    // "": every namespace's pods were read; else the only namespace read
 	taints    map[string][]corev1.Taint // by node
 	quotas    map[string][]Quota        // by namespace
 	workloads map[types.UID]Workload    // Kueue's, by the UID of the pod or Job that owns it
@@ -101,6 +103,10 @@ func (o *Objects) index() *index {
 func (o *Objects) buildIndex() *index {
 	ix := &index{nodes: o.GPUNodes(), quotas: map[string][]Quota{}, workloads: map[types.UID]Workload{}, podGroups: map[string]PodGroup{},
 		claims: map[string]ResourceClaim{}, taints: map[string][]corev1.Taint{}, prio: map[string]int32{}, localQueues: map[string]string{}, clusterQueues: map[string]ClusterQueue{}}
+	ix.nodesRead = o.NodesRead
+	if !o.AllPods && len(o.Pods) > 0 {
+		ix.allPods = o.Pods[0].Namespace
+	}
 	for _, n := range o.Nodes {
 		ix.taints[n.Name] = n.Spec.Taints
 	}
@@ -176,12 +182,14 @@ func asks(pp PendingPod) string {
 
 // scheduler says what the scheduler said.
 func scheduler(b *strings.Builder, pp PendingPod) {
-	if s := pp.Scheduling; s != nil && s.Total != nil {
+	if s := pp.Scheduling; s != nil && s.Total != nil && len(s.Reasons) > 0 {
 		var parts []string
 		for _, r := range s.Reasons {
 			parts = append(parts, fmt.Sprintf("%d %s", r.Nodes, r.Reason))
 		}
 		fmt.Fprintf(b, " The scheduler: none of %d nodes fits (%s).", *s.Total, strings.Join(parts, ", "))
+	} else if s != nil && s.Total != nil {
+		fmt.Fprintf(b, " The scheduler: none of %d nodes fits, for reasons it did not give.", *s.Total)
 	} else if pp.Message != "" && pp.Reason != corev1.PodReasonSchedulingGated {
 		fmt.Fprintf(b, " The scheduler: %s.", strings.TrimSuffix(pp.Message, "."))
 	}
@@ -191,6 +199,13 @@ func scheduler(b *strings.Builder, pp PendingPod) {
 // tolerates could hold it, one it does not tolerate could, or the free
 // units are spread over several (fragmentation).
 func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
+	if !ix.nodesRead {
+		fmt.Fprintf(b, " Whether %d %s are free on a node is unknown: these credentials may not list nodes (RBAC).", want, r)
+		return
+	}
+	if ix.allPods != "" {
+		fmt.Fprintf(b, " (Only namespace %s's pods could be read: what other namespaces hold is counted as free.)", ix.allPods)
+	}
 	var total, best, behind int64
 	bestNode, behindNode, taint := "", "", ""
 	for _, n := range ix.nodes {

@@ -80,14 +80,14 @@ func TestPendingExplainsFragmentation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	shapes := o.Fragmentation()
+	shapes := o.Fragmentation("")
 	if len(shapes) != 2 {
 		t.Fatalf("shapes: %+v, want the two pending ones", shapes)
 	}
 	for i, want := range []int64{6, 12} {
 		s := shapes[i]
 		if s.Resource != "nvidia.com/gpu" || s.Count != want || s.Pending != 1 || s.Nodes != 2 || s.NodesThatFit != 0 ||
-			s.Free != int64(free) || s.Placeable != 0 || s.Rate != 1 {
+			s.Free != int64(free) || s.Placeable != 0 || s.Rate != 1 || s.State != []string{"fragmented", "short"}[i] {
 			t.Errorf("shape %d: %+v, want %d GPUs: 1 pending, 0 of 2 nodes fit, %d free, rate 1", i, s, want, free)
 		}
 	}

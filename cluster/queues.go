@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -102,13 +103,17 @@ var (
 )
 
 // readQueues reads the queue kinds the API server serves. A group that is
-// not served is not an error; a kind that is served but cannot be read
-// (RBAC) is, as any other list.
-func readQueues(ctx context.Context, c *Client) (Queues, error) {
+// not served is not an error, nor a kind RBAC forbids (it is said in the
+// notes returned): these are discovered, never required.
+func readQueues(ctx context.Context, c *Client) (Queues, []string, error) {
 	q := Queues{Served: []string{}}
+	var unreadable []string
 	served, err := servedResources(c)
+	if apierrors.IsForbidden(err) || apierrors.IsForbidden(errors.Unwrap(err)) {
+		return q, []string{"discovery: forbidden (RBAC): Kueue, Volcano and DRA objects are not read"}, nil
+	}
 	if err != nil {
-		return q, err
+		return q, nil, err
 	}
 	for _, r := range []struct {
 		group, resource string
@@ -125,12 +130,16 @@ func readQueues(ctx context.Context, c *Client) (Queues, error) {
 		if !ok || (c.Dynamic == nil && r.group != draGroup) {
 			continue
 		}
-		if err := r.read(ctx, c, gvr, &q); err != nil {
-			return q, fmt.Errorf("list %s.%s: %w", r.resource, r.group, err)
-		}
 		q.Served = append(q.Served, gvr.GroupVersion().String()+" "+gvr.Resource)
+		if err := r.read(ctx, c, gvr, &q); err != nil {
+			if apierrors.IsForbidden(err) {
+				unreadable = append(unreadable, fmt.Sprintf("list %s.%s: forbidden (RBAC): served but not read", r.resource, r.group))
+				continue
+			}
+			return q, unreadable, fmt.Errorf("list %s.%s: %w", r.resource, r.group, err)
+		}
 	}
-	return q, nil
+	return q, unreadable, nil
 }
 
 // servedResources asks discovery which of the queue kinds are served, in

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Quota is one ResourceQuota: for each resource it limits, the hard limit
@@ -144,7 +146,7 @@ func (o *Objects) quotaBlocked(ns string) []Blocked {
 	out := []Blocked{}
 	for _, e := range latest {
 		r := parseQuotaRefusal(e.Message)
-		if r == nil {
+		if r == nil || o.refusalOutdated(e) {
 			continue
 		}
 		io := e.InvolvedObject
@@ -161,6 +163,25 @@ func (o *Objects) quotaBlocked(ns string) []Blocked {
 		out = append(out, b)
 	}
 	return out
+}
+
+// refusalOutdated says a Job's quota refusal no longer holds: the Job is
+// gone or going (or is another Job of the same name), or it has pods now. Only
+// Jobs are checked (gpulab reads no other controllers), and only when
+// they could be read.
+func (o *Objects) refusalOutdated(e *corev1.Event) bool {
+	io := e.InvolvedObject
+	if io.Kind != "Job" || !o.JobsRead {
+		return false
+	}
+	i := slices.IndexFunc(o.Jobs, func(j *batchv1.Job) bool { return j.Namespace == io.Namespace && j.Name == io.Name })
+	if i < 0 || (io.UID != "" && o.Jobs[i].UID != io.UID) || o.Jobs[i].DeletionTimestamp != nil {
+		return true
+	}
+	uid := o.Jobs[i].UID
+	return slices.ContainsFunc(o.Pods, func(p *corev1.Pod) bool {
+		return !terminated(p) && slices.ContainsFunc(p.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == uid })
+	})
 }
 
 type quotaRefusal struct{ quota, requested, used, limited string }

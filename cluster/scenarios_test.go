@@ -83,6 +83,11 @@ func TestQuotaPriorityAndTaint(t *testing.T) {
 		t.Fatalf("the third pod of 4 GPUs: %v, want the API server's quota refusal", refused)
 	}
 	cp.JobRefused(t, "team-a", "job-x", refused)
+	// A refusal whose Job is gone (deleted after the event) is not a wait.
+	cp.JobRefused(t, "team-a", "ghost", refused)
+	if err := cp.Client.BatchV1().Jobs("team-a").Delete(ctx, "ghost", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	c := kubetestClient(t, cp)
 	o := waitFor(t, c, "team-a", func(o *cluster.Objects) bool {

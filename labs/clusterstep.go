@@ -64,7 +64,7 @@ func clusterValue(o *cluster.Objects, reading, ns string) (any, []byte, error) {
 	case "quotas":
 		v = map[string]any{"quotas": o.Quotas(ns), "cluster_queues": o.Queues.ClusterQueues}
 	case "fragmentation":
-		v = map[string]any{"shapes": o.Fragmentation()}
+		v = map[string]any{"shapes": o.Fragmentation(ns)}
 	default:
 		return nil, nil, fmt.Errorf("no cluster reading %q", reading)
 	}

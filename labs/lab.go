@@ -119,7 +119,7 @@ type Step struct {
 	// "nodes", "quotas" or "fragmentation" (out is their --json). The
 	// cluster is the inventory's [[kube]] context whose nodes the run's
 	// hosts are. Namespace ({{params}} allowed; "" for all) scopes
-	// pending and quotas.
+	// pending, quotas and fragmentation.
 	Cluster   string `toml:"cluster" json:"cluster,omitempty"`
 	Namespace string `toml:"namespace" json:"namespace,omitempty"`
 }

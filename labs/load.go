@@ -250,8 +250,8 @@ func (c *labCheck) clusterStep(i int, s Step) {
 		c.bad([]any{"step", i, "cluster"}, "step %q has a cluster reading and a command or promql query: a step is one of them", s.ID)
 	case s.Parser != "" || s.Sample.Duration != 0 || s.Range.Duration != 0 || s.Resolution.Duration != 0:
 		c.bad([]any{"step", i, "cluster"}, "step %q: a cluster step's output is what gpulab reads of the cluster; parser, sample, range and resolution belong to other steps", s.ID)
-	case s.Namespace != "" && s.Cluster != "pending" && s.Cluster != "quotas":
-		c.bad([]any{"step", i, "namespace"}, "step %q: namespace scopes cluster = \"pending\" or \"quotas\", not %q", s.ID, s.Cluster)
+	case s.Namespace != "" && s.Cluster == "nodes":
+		c.bad([]any{"step", i, "namespace"}, "step %q: namespace scopes cluster = \"pending\", \"quotas\" or \"fragmentation\", not %q", s.ID, s.Cluster)
 	}
 	c.placeholders([]any{"step", i, "namespace"}, fmt.Sprintf("step %q namespace", s.ID), s.Namespace)
 }
