@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +74,14 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 
 	run(t, env, "cluster", "fragmentation").expect(t, 1,
 		"SHAPE             PENDING  NODES THAT FIT  FREE  BEST NODE  PLACEABLE  FRAGMENTATION  STATE\n4 nvidia.com/gpu  1        0 of 2          6     3          0          100%           fragmented\n", "")
+	// --context names the inventory's [[kube]] table, as for reconcile and
+	// the workbench; $KUBECONFIG is not what is read then.
+	inv := filepath.Join(t.TempDir(), "inventory.toml")
+	writeFile(t, inv, "[[kube]]\nname = \"lab\"\nkubeconfig = "+strconv.Quote(cp.Kubeconfig)+"\ncontext = \"kubetest\"\n")
+	noKube := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
+	run(t, noKube, "cluster", "quotas", "-n", "ml", "--context", "lab", "--inventory", inv).expect(t, 0, "requests.nvidia.com/gpu  14    14  FULL", "")
+	run(t, noKube, "cluster", "quotas", "-n", "ml", "--context", "nope", "--inventory", inv).expect(t, 2, "", `context "nope"`)
+
 	if _, err := pods.Create(t.Context(), gpuPod("one", "1", ""), metav1.CreateOptions{}); err == nil || !apierrors.IsForbidden(err) {
 		t.Errorf("a pod over the full quota was admitted: %v", err)
 	}
