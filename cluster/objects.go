@@ -39,12 +39,13 @@ type Objects struct {
 	// still exists.
 	Jobs     []*batchv1.Job
 	JobsRead bool
-	// NodesRead is false when RBAC forbids listing nodes, AllPods when
-	// only one namespace's pods could be listed; Unreadable says what was
-	// left out and what is unknown because of it.
-	NodesRead  bool
-	AllPods    bool
-	Unreadable []string
+	// NodesForbidden says RBAC forbade listing nodes; PodsOnly names the
+	// one namespace whose pods were read when the others' were forbidden
+	// ("" when every namespace's were). Unreadable says what was left out
+	// and what is unknown because of it. The zero values: all was read.
+	NodesForbidden bool
+	PodsOnly       string
+	Unreadable     []string
 
 	memo sync.Once // index, on the first analysis that needs it
 	ix   *index
@@ -71,7 +72,7 @@ const (
 // failure, unless ns's own pods cannot be read. Without Scheduling every
 // list is required.
 func Read(ctx context.Context, c *Client, ns string, parts Part) (*Objects, error) {
-	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}, NodesRead: true, AllPods: true}
+	o := &Objects{PriorityClasses: map[string]*schedulingv1.PriorityClass{}}
 	tolerant := parts&Scheduling != 0
 	if err := o.readNodesAndPods(ctx, c, ns, tolerant); err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func (o *Objects) readNodesAndPods(ctx context.Context, c *Client, ns string, to
 		return items(l, err, func(l *corev1.NodeList) ([]corev1.Node, string) { return l.Items, l.Continue })
 	})
 	if tolerant && err != nil {
-		o.NodesRead = false
+		o.NodesForbidden = true
 		err = o.forbidden(err, "list nodes", ": whether the GPUs a pod asks are free is unknown")
 	}
 	if err != nil {
@@ -117,7 +118,7 @@ func (o *Objects) readNodesAndPods(ctx context.Context, c *Client, ns string, to
 	}
 	err = listPods(metav1.NamespaceAll)
 	if tolerant && ns != "" && err != nil && apierrors.IsForbidden(errors.Unwrap(err)) {
-		o.AllPods = false
+		o.PodsOnly = ns
 		o.Unreadable = append(o.Unreadable, "list pods at the cluster scope: forbidden (RBAC): only namespace "+ns+"'s are read, so what other namespaces hold on the nodes is unknown")
 		err = listPods(ns)
 	}

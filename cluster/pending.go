@@ -103,10 +103,7 @@ func (o *Objects) index() *index {
 func (o *Objects) buildIndex() *index {
 	ix := &index{nodes: o.GPUNodes(), quotas: map[string][]Quota{}, workloads: map[types.UID]Workload{}, podGroups: map[string]PodGroup{},
 		claims: map[string]ResourceClaim{}, taints: map[string][]corev1.Taint{}, prio: map[string]int32{}, localQueues: map[string]string{}, clusterQueues: map[string]ClusterQueue{}}
-	ix.nodesRead = o.NodesRead
-	if !o.AllPods && len(o.Pods) > 0 {
-		ix.allPods = o.Pods[0].Namespace
-	}
+	ix.nodesRead, ix.allPods = !o.NodesForbidden, o.PodsOnly
 	for _, n := range o.Nodes {
 		ix.taints[n.Name] = n.Spec.Taints
 	}

@@ -70,7 +70,7 @@ func TestReadWithNamespaceAccessOnly(t *testing.T) {
 		t.Fatalf("a reader without ResourceSlices: %v", err)
 	}
 	contains(t, "what the wide reader could not read", strings.Join(o.Unreadable, "\n"), "list resourceslices.resource.k8s.io: forbidden (RBAC): served but not read")
-	if len(o.GPUNodes()) != 1 || !o.NodesRead || !o.AllPods {
+	if len(o.GPUNodes()) != 1 || o.NodesForbidden || o.PodsOnly != "" {
 		t.Errorf("the wide reader's nodes: %+v", o.GPUNodes())
 	}
 	contains(t, "big's why for the wide reader", o.Pending("ml")[0].Why, "Only 4 nvidia.com/gpu are free in the whole cluster")

@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpulab/gpulab/probes/sim/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -100,10 +102,38 @@ func (t *toolCall) sealedProbe(f *os.File, size int64) (*os.File, error) {
 // probeArgs are what the simulation adds to the probe's own arguments.
 func (t *toolCall) probeArgs() []string {
 	a := []string{"--mock", "dgxa100"}
-	if len(t.h.faults) > 0 {
-		a = append(a, "--mock-faults", string(t.h.faults))
+	if f := t.h.probeFaults(); len(f) > 0 {
+		a = append(a, "--mock-faults", string(f))
 	}
 	return a
+}
+
+// probeFaults are the host's faults with what runs on its GPUs now: the
+// simulated cluster's pods bound to it, and the sick host's stray process
+// (dgx.Cluster.Workload), so that a reconciliation of the simulated fleet
+// finds GPUs busy, idle and used without an allocation. A workload the
+// probe's simulator would refuse is left out rather than break the probe.
+func (h *host) probeFaults() []byte {
+	if h.fleet == nil || h.fleet.cluster == nil {
+		return h.faults
+	}
+	procs, util := h.fleet.cluster.Workload(h.name)
+	if len(procs) == 0 && len(util) == 0 {
+		return h.faults
+	}
+	var f spec.Faults
+	if len(h.faults) > 0 && json.Unmarshal(h.faults, &f) != nil {
+		return h.faults
+	}
+	f.Processes, f.Utilization = procs, util
+	if f.Validate() != nil {
+		return h.faults
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return h.faults
+	}
+	return b
 }
 
 func (t *toolCall) runProbe(f *os.File, args []string) int {
