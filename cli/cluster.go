@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -35,8 +36,9 @@ access is enough.`,
 	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
 	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns), newClusterQuotasCmd(o, &src, &ns, &all),
 		newClusterFragmentationCmd(o, &src, &ns), newClusterReconcileCmd(o, &src))
-	cmd.AddCommand(&cobra.Command{
-		Use:   "nodes",
+	var wide bool
+	nodesCmd := &cobra.Command{
+		Use:   "nodes [--wide]",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
 		Long: `Lists the nodes that have a GPU resource (nvidia.com/gpu, nvidia.com/mig-*,
 nvidia.com/gpu.shared, HAMi's gpumem and gpucores, or any extended resource
@@ -65,20 +67,26 @@ non-terminated pods bound to it request, and what is left.`,
 				}
 				return writeJSON(c.OutOrStdout(), nodes)
 			}
-			return printGPUNodes(c, ctxName, nodes)
+			return printGPUNodes(c, ctxName, nodes, wide)
 		},
-	})
+	}
+	nodesCmd.Flags().BoolVar(&wide, "wide", false, "also each node's GPU product and MIG strategy (GPU feature discovery's labels), kubelet, runtime and OS")
+	cmd.AddCommand(nodesCmd)
 	return cmd
 }
 
-func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode) error {
+func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wide bool) error {
 	w := c.OutOrStdout()
 	if len(nodes) == 0 {
 		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATUS\tRESOURCE\tALLOCATED\tALLOCATABLE\tFREE\tTAINTS")
+	fmt.Fprint(tw, "NODE\tSTATUS\tRESOURCE\tALLOCATED\tALLOCATABLE\tFREE\tTAINTS")
+	if wide {
+		fmt.Fprint(tw, "\tPRODUCT\tMIG STRATEGY\tKUBELET\tRUNTIME\tOS")
+	}
+	fmt.Fprintln(tw)
 	for _, n := range nodes {
 		status := "Ready"
 		if !n.Ready {
@@ -97,7 +105,12 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode) er
 			if i > 0 {
 				name, status, taints = "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", name, status, visible.String(r), n.Allocated[r], n.Allocatable[r], n.Free(r), visible.String(taints))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s", name, status, visible.String(r), n.Allocated[r], n.Allocatable[r], n.Free(r), visible.String(taints))
+			if wide && i == 0 {
+				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s", visible.String(cmp.Or(n.Product, "-")), visible.String(cmp.Or(n.MIGStrategy, "-")),
+					visible.String(n.Kubelet), visible.String(n.Runtime), visible.String(n.OS))
+			}
+			fmt.Fprintln(tw)
 		}
 	}
 	return tw.Flush()
