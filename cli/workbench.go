@@ -35,11 +35,14 @@ var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `g
 // ~/.config/gpulab/inventory.toml), on a simulated fleet, as gpulab demo.
 // A --inventory or $GPULAB_INVENTORY that names no file is a configuration
 // error (loadInventory's), not "no inventory": no demo then.
-func runWorkbench(cmd *cobra.Command, o *options) error {
+//
+// -H opens it on the hosts it selects, inventory hosts or not (names
+// ~/.ssh/config or -F knows, addresses): no inventory is needed then.
+func runWorkbench(cmd *cobra.Command, o *options, wf *sshFlags) error {
 	if !o.env.IsTerminal {
 		return errNeedsTerminal
 	}
-	if o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
+	if wf.hosts == "" && o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
 		if _, err := inventory.Locate(o.getenv); errors.Is(err, inventory.ErrNotFound) {
 			return runDemo(cmd, o, demoFlags{hosts: defaultDemoHosts})
 		}
@@ -49,7 +52,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	// the workbench quits once it has.
 	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stopLife()
-	return openWorkbench(cmd, o, life, &workbench{})
+	return openWorkbench(cmd, o, life, &workbench{ssh: wf})
 }
 
 // workbench is what a demo adds to the workbench: the hosts are
@@ -68,6 +71,34 @@ type workbench struct {
 	// cluster, when set, is the demo's simulated cluster for the Cluster
 	// tab, served until ctx ends (set by hosts).
 	cluster func(ctx context.Context) (*cluster.Client, error)
+	// ssh is the workbench's -H, -F and --known-hosts (nil: every
+	// inventory host, as the inventory says to reach it).
+	ssh *sshFlags
+}
+
+// fleet returns the inventory the workbench shows and the runner for its
+// hosts: with -H, the hosts it selects (ad-hoc ones too); else every
+// inventory host (no runner when there is none).
+func (w *workbench) fleet(o *options, inv *inventory.Inventory) (*inventory.Inventory, *runner, error) {
+	sel := sshFlags{hosts: "*"}
+	if w.ssh != nil {
+		sel.sshConfig, sel.knownHosts = w.ssh.sshConfig, w.ssh.knownHosts
+		if w.ssh.hosts != "" {
+			hs, err := inv.Select(w.ssh.hosts)
+			if err != nil {
+				return nil, nil, usageErr("-H: %v", err)
+			}
+			if len(hs) == 0 {
+				return nil, nil, usageErr("-H %q selects no host", w.ssh.hosts)
+			}
+			inv = inv.Only(hs)
+		}
+	}
+	if len(inv.Hosts) == 0 {
+		return inv, nil, nil
+	}
+	r, err := o.runnerOn(inv, &sel)
+	return inv, r, err
 }
 
 // openWorkbench runs the workbench on the inventory until it quits or
@@ -94,6 +125,10 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if err != nil {
 		return err
 	}
+	inv, r, err := w.fleet(o, inv)
+	if err != nil {
+		return err
+	}
 	results := w.results
 	if results == "" {
 		results = o.resultsDir()
@@ -117,11 +152,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	clusters, stopClusters := workbenchClusters(o, life, w, inv)
 	defer stopClusters()
 	opts.Clusters = clusters
-	if len(inv.Hosts) > 0 {
-		r, err := o.newRunner(&sshFlags{hosts: "*"})
-		if err != nil {
-			return err
-		}
+	if r != nil {
 		defer r.keys.Close()
 		r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
