@@ -254,6 +254,14 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	r.expect(t, 0, "", "── step 3/3 · observe · topo: topo\n   $ nvidia-smi topo -m\n   measures gpus, non_nvlink_pairs for mesh")
 	r.expect(t, 0, "", "gpu01  run          work           skipped: skipped by the operator (guided run)")
 	r.expect(t, 0, "", `"x": answer with enter, s or q`)
+	// Two hosts: each question comes after both hosts' lines of the step
+	// before, and no progress line starts after a prompt on its line.
+	r = runInput(t, env, "\n\n\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", t.TempDir(), "--step")
+	checkGuidedOrder(t, r.stderr, []string{
+		"gpu01  prerequisite nvidia-smi-lists-gpus ok", "gpu02  prerequisite nvidia-smi-lists-gpus ok", "── step 1/3",
+		"gpu01  setup        prepare        ok", "gpu02  setup        prepare        ok", "── step 2/3",
+		"gpu01  run          work           ok", "gpu02  run          work           ok", "── step 3/3",
+	})
 	// The end of input stops the run before the next step; cleanup runs.
 	r = runInput(t, env, "\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
 	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: the lab stopped before step topo: stopped by the operator before step work", "(end of input: stopping)")
@@ -454,5 +462,33 @@ func TestLabWithParameterAsCodeRefused(t *testing.T) {
 		r := run(t, noEnv(t), "lab", "check", f)
 		r.expect(t, 1, "", "a value there would be run as a command or as code")
 		r.expect(t, 1, "", fmt.Sprintf("c%02d.toml:15:1", i))
+	}
+}
+
+// checkGuidedOrder checks that each of a guided run's questions comes
+// after the lines before it in want (in any order among them), and that
+// every prompt ends its line.
+func checkGuidedOrder(t *testing.T, stderr string, want []string) {
+	t.Helper()
+	pos := func(s string) int {
+		i := strings.Index(stderr, s)
+		if i < 0 {
+			t.Errorf("no %q in:\n%s", s, stderr)
+		}
+		return i
+	}
+	last := 0
+	for _, w := range want {
+		p := pos(w)
+		if strings.HasPrefix(w, "── step") && p < last {
+			t.Errorf("%q comes before a line of the step before it:\n%s", w, stderr)
+		}
+		last = max(last, p)
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		const prompt = "(cleanup runs) > "
+		if i := strings.Index(l, prompt); i >= 0 && strings.TrimSpace(l[i+len(prompt):]) != "" {
+			t.Errorf("a line follows a prompt on its line: %q", l)
+		}
 	}
 }
