@@ -225,6 +225,11 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	if len(mds) != 1 {
 		t.Fatalf("records: %v", mds)
 	}
+	// Another run needs what this one read: the ssh_config, the lab file.
+	labFile, _ := filepath.Abs("../labs/testdata/e2e.toml")
+	if md, _ := os.ReadFile(mds[0]); !strings.Contains(string(md), "- Reproduce: `gpulab lab run e2e -H 'gpu[01-02]' -F "+cfg+" --labs "+labFile+"`\n") {
+		t.Errorf("record.md's Reproduce line lacks -F and --labs:\n%s", md)
+	}
 	for _, name := range []string{"record.json", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(mds[0]), name)); err != nil {
 			t.Error(err)
@@ -303,7 +308,9 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	if r = run(t, env, "results", "list", "--results", results, "--last", "1", "--json"); strings.Count(r.stdout, `"dir":`) != 1 {
 		t.Errorf("--last 1 --json: %s", r.stdout)
 	}
-	run(t, env, "results", "list", "--results", results, "--since", "2100-01-01").expect(t, 0, "no lab records in ", "")
+	// Records exist, none matches: not "no lab records".
+	run(t, env, "results", "list", "--results", results, "--since", "2100-01-01").expect(t, 0, "no lab record in "+results+" matches the query (", "")
+	run(t, env, "results", "list", "--results", results).expect(t, 0, "\nA RUN with [ ] needs quotes in a shell (gpulab results show 'e2e/", "")
 	run(t, env, "results", "list", "--results", results, "--since", "yesterday").expect(t, 2, "", `--since "yesterday": want a duration back from now (90m, 36h, 7d) or a date`)
 	run(t, env, "results", "list", "--results", results, "--status", "green").expect(t, 2, "", `--status "green": want one of passed, failed, incomplete`)
 	runs, _ := filepath.Glob(filepath.Join(results, "e2e", "*"))
@@ -314,6 +321,20 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 		run(t, env, "results", "show", filepath.Base(r), "--results", results).expect(t, 0, "- Conclusion: **", "")
 	}
 	run(t, env, "results", "compare", runs[0], runs[1], "--results", results).expect(t, 0, "(baseline)", "")
+	// A run by its start, no brackets: found when no other run shares it,
+	// else an error naming the runs that do.
+	alone := t.TempDir()
+	two := filepath.Join(alone, "e2e", filepath.Base(runs[0])+"-copy")
+	if err := os.CopyFS(filepath.Join(alone, "e2e", filepath.Base(runs[0])), os.DirFS(runs[0])); err != nil {
+		t.Fatal(err)
+	}
+	start := filepath.Base(runs[0])[:len("20060102-150405")]
+	run(t, env, "results", "show", "e2e/"+start, "--results", alone).expect(t, 0, "- Conclusion: **", "")
+	run(t, env, "results", "show", start, "--results", alone).expect(t, 0, "- Conclusion: **", "")
+	if err := os.CopyFS(two, os.DirFS(runs[0])); err != nil {
+		t.Fatal(err)
+	}
+	run(t, env, "results", "show", start, "--results", alone).expect(t, 2, "", fmt.Sprintf("%q names 2 runs: e2e/", start))
 	run(t, env, "results", "show", "nope", "--results", results).expect(t, 2, "", `no record "nope"`)
 	run(t, env, "results", "list", "--results", t.TempDir()).expect(t, 0, "no lab records in ", "")
 }

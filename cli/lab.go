@@ -200,7 +200,7 @@ after Ctrl-C.`,
 			}
 			kube, kubeProblem := o.labCluster(r, r.targets)
 			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
-				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon,
+				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(&f, set),
 					Cluster: kube, ClusterProblem: kubeProblem,
 					OnEvent: func(ev labs.Event) {
 						if o.json || ev.Kind != labs.StepFinished {
@@ -368,6 +368,38 @@ func (p *progressLines) done() {
 		io.WriteString(p.w, s)
 	}
 	p.held = nil
+}
+
+// reproduce are the arguments a lab run's record gives for running it
+// again, after the lab and -H: the files it read (absolute, as another
+// directory needs them) and the parameters set.
+func (o *options) reproduce(f *sshFlags, set []string) []string {
+	var out []string
+	file := func(flag, path string) {
+		if path != "" {
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			out = append(out, flag, path)
+		}
+	}
+	file("--inventory", o.inventory)
+	file("-F", f.sshConfig)
+	file("--known-hosts", f.knownHosts)
+	file("-i", f.identity)
+	if f.user != "" {
+		out = append(out, "-l", f.user)
+	}
+	if f.port != 0 {
+		out = append(out, "-p", fmt.Sprint(f.port))
+	}
+	for _, l := range o.labs {
+		file("--labs", l)
+	}
+	for _, s := range set {
+		out = append(out, "--set", s)
+	}
+	return out
 }
 
 // readsTerminal says whether r is a terminal.

@@ -48,6 +48,8 @@ type RunOptions struct {
 	// first host to reach the step asks; the others wait for the answer),
 	// whether to run it, skip it or stop. It must return when ctx ends.
 	Guide func(ctx context.Context, g GuideStep) GuideAnswer
+	// Reproduce goes into the record (Record.Reproduce).
+	Reproduce []string
 	// Probe, when set, is installed on each host for the run: it fills
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
