@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -37,7 +38,11 @@ func (o *options) findLab(id string) (*labs.Lab, error) {
 	}
 	l, ok := labs.Find(ls, id)
 	if !ok {
-		return nil, usageErr("no lab %q (gpulab lab list)", id)
+		var ids []string
+		for _, l := range ls {
+			ids = append(ids, l.ID)
+		}
+		return nil, usageErr("no lab %q%s (gpulab lab list)", id, suggest.Hint(id, ids))
 	}
 	return l, nil
 }
