@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -164,7 +166,11 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+		sel := sshFlags{}
+		if w.ssh != nil {
+			sel = *w.ssh
+		}
+		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: o.reproduce(&sel, nil), kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -210,6 +216,9 @@ type fleetRunner struct {
 	r       *runner
 	results string         // where lab records go
 	probe   *remote.Prober // installed by lab runs
+	// reproduce are the files a lab run read (options.reproduce), for
+	// its record; the parameters are added per run.
+	reproduce []string
 	// kube finds the cluster a lab's hosts belong to (labCluster).
 	kube func([]orchestrator.Target) (*cluster.Client, string)
 }
@@ -292,6 +301,15 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	}
 }
 
+// setArgs are params as --set name=value arguments, by name.
+func setArgs(params map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		out = append(out, "--set", k+"="+params[k])
+	}
+	return out
+}
+
 func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui.LabRunOptions, events chan<- tui.LabUpdate) {
 	defer close(events)
 	targets, failed := f.reachable(hosts)
@@ -306,7 +324,8 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 	}
 	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
 		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
-			Cluster: kube, ClusterProblem: kubeProblem,
+			Reproduce: append(slices.Clip(f.reproduce), setArgs(o.Params)...),
+			Cluster:   kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {
