@@ -205,7 +205,7 @@ after Ctrl-C.`,
 			}
 			kube, kubeProblem := o.labCluster(r, r.targets)
 			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
-				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(&f, set),
+				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.inv.File, &f, set),
 					Cluster: kube, ClusterProblem: kubeProblem,
 					OnEvent: func(ev labs.Event) {
 						if o.json || ev.Kind != labs.StepFinished {
@@ -377,8 +377,9 @@ func (p *progressLines) done() {
 
 // reproduce are the arguments a lab run's record gives for running it
 // again, after the lab and -H: the files it read (absolute, as another
-// directory needs them) and the parameters set.
-func (o *options) reproduce(f *sshFlags, set []string) []string {
+// directory needs them: the inventory wherever it was found) and the
+// parameters set.
+func (o *options) reproduce(inventory string, f *sshFlags, set []string) []string {
 	var out []string
 	file := func(flag, path string) {
 		if path != "" {
@@ -388,7 +389,7 @@ func (o *options) reproduce(f *sshFlags, set []string) []string {
 			out = append(out, flag, path)
 		}
 	}
-	file("--inventory", o.inventory)
+	file("--inventory", inventory)
 	file("-F", f.sshConfig)
 	file("--known-hosts", f.knownHosts)
 	file("-i", f.identity)

@@ -170,7 +170,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		if w.ssh != nil {
 			sel = *w.ssh
 		}
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: o.reproduce(&sel, nil), kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: o.reproduce(inv.File, &sel, nil), kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {

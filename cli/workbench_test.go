@@ -70,3 +70,17 @@ func TestWorkbenchAdhocHosts(t *testing.T) {
 	r2 := run(t, noEnv(t), "-H", "gpu01")
 	r2.expect(t, 2, "", "the workbench needs a terminal")
 }
+
+// A record's Reproduce arguments: the files the run read (absolute), the
+// connection flags given, the parameters set.
+func TestReproduceArgs(t *testing.T) {
+	o := &options{labs: []string{"/l/lab.toml"}}
+	got := o.reproduce("/i/inventory.toml", &sshFlags{sshConfig: "/c/ssh_config", knownHosts: "/k/known_hosts", user: "ops", port: 2222}, []string{"image=x:1"})
+	want := "[--inventory /i/inventory.toml -F /c/ssh_config --known-hosts /k/known_hosts -l ops -p 2222 --labs /l/lab.toml --set image=x:1]"
+	if fmt.Sprint(got) != want {
+		t.Errorf("reproduce = %v, want %s", got, want)
+	}
+	if got := setArgs(map[string]string{"b": "2", "a": "1"}); fmt.Sprint(got) != "[--set a=1 --set b=2]" {
+		t.Errorf("setArgs = %v", got)
+	}
+}
