@@ -362,13 +362,22 @@ func allFailed(rs []probeResult) bool {
 
 // printProbes prints one line per kind of host (its hardware in a
 // phrase, under its node set), then the GPUs: folded, or every host's.
+//
+// Hosts without a snapshot fold by their class (auth, refused, ...), as
+// exec folds them, each host's error under them (errors name addresses).
 func printProbes(w io.Writer, results []probeResult, fold bool) error {
 	groups := map[string][]string{}
+	errs := map[string][]string{}
 	var order []string
 	for _, r := range results {
 		key := report.Hardware(r.Snapshot)
 		if r.Snapshot == nil {
-			key = r.Class + ": " + r.Error
+			key = r.Class
+			if fold {
+				errs[key] = append(errs[key], fmt.Sprintf("  %s: %s", r.Host, r.Error))
+			} else {
+				key += ": " + r.Error
+			}
 		}
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
@@ -378,6 +387,9 @@ func printProbes(w io.Writer, results []probeResult, fold bool) error {
 	sort.SliceStable(order, func(a, b int) bool { return len(groups[order[a]]) > len(groups[order[b]]) })
 	for _, k := range order {
 		fmt.Fprintf(w, "%s: %s\n", inventory.FoldNames(groups[k]), k)
+		for _, e := range errs[k] {
+			fmt.Fprintln(w, e)
+		}
 	}
 	if fold {
 		return printProbesFolded(w, results)

@@ -42,6 +42,9 @@ func TestProbeFoldOutliers(t *testing.T) {
 		s.Topology = topo
 	})
 	results[3].Snapshot = snap(func(s *report.Snapshot) { s.DriverVersion = "550.54.15" })
+	// Hosts that gave no snapshot fold by class, their errors under them.
+	results = append(results, probeResult{Host: "n6", Class: "auth", Error: "dial 10.0.0.6:22: authentication as ops failed"},
+		probeResult{Host: "n7", Class: "auth", Error: "dial 10.0.0.7:22: authentication as ops failed"})
 	var out bytes.Buffer
 	if err := printProbes(&out, results, true); err != nil {
 		t.Fatal(err)
@@ -53,6 +56,7 @@ func TestProbeFoldOutliers(t *testing.T) {
 		"\n---------------- n2 (1 host): differs from n[1,3,5]\n",
 		"\n---------------- n4 (1 host): differs from n[1,3,5]\n",
 		"\n+driver 550.54.15, ",
+		"\nn[6-7]: auth\n  n6: dial 10.0.0.6:22: authentication as ops failed\n  n7: dial 10.0.0.7:22: authentication as ops failed\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("folded output lacks %q", want)
