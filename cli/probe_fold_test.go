@@ -3,6 +3,8 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -69,5 +71,34 @@ func TestProbeFoldOutliers(t *testing.T) {
 	n4 := got[strings.Index(got, "n4 (1 host)"):]
 	if strings.Count(n4, "\n-") != 1 || strings.Count(n4, "\n+") != 1 {
 		t.Errorf("n4's diff should change the driver line only:\n%s", n4)
+	}
+}
+
+// BenchmarkProbeFold1000 folds 1,000 hosts' snapshots, ten of them with an
+// NVLink down (one group of outliers, one diff).
+func BenchmarkProbeFold1000(b *testing.B) {
+	var env = map[string]string{"HOME": b.TempDir()}
+	var out, errOut bytes.Buffer
+	if code := Main([]string{"probe", "--local", "--mock", "dgxa100", "--json"}, Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}); code != 0 {
+		b.Fatalf("probe --local: exit %d: %s", code, errOut.String())
+	}
+	var base []probeResult
+	if err := json.Unmarshal(out.Bytes(), &base); err != nil {
+		b.Fatal(err)
+	}
+	results := make([]probeResult, 1000)
+	for i := range results {
+		var s report.Snapshot
+		data, _ := json.Marshal(base[0].Snapshot)
+		json.Unmarshal(data, &s)
+		if i%100 == 7 {
+			s.GPUs[0].NVLinks[0].Active = false
+		}
+		results[i] = probeResult{Host: fmt.Sprintf("gpu%04d", i+1), Class: "ok", Snapshot: &s}
+	}
+	for b.Loop() {
+		if err := printProbes(io.Discard, results, true); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
