@@ -139,6 +139,7 @@ func indentJoined(msg string) string {
 }
 
 func newRoot(o *options) *cobra.Command {
+	var wf sshFlags // the workbench's -H, -F, --known-hosts
 	root := &cobra.Command{
 		Use:   "gpulab",
 		Short: "Terminal workbench and agentless SSH lab orchestrator for GPU clusters",
@@ -152,6 +153,7 @@ table, or as JSON with --json, for scripts.
 
 ` + exitCodes,
 		Example: `  gpulab                                 # open the workbench
+  gpulab -H 'node[001-004]' -F ~/.ssh/lab_config   # on these hosts, no inventory needed
   gpulab exec -H 'gpu[01-08]' -- nvidia-smi -L    # run on many hosts over SSH
   gpulab matrix --filter isolation=strong   # the Matrix, filtered, as text
   gpulab matrix --json | jq '.projects[].name'
@@ -165,9 +167,10 @@ table, or as JSON with --json, for scripts.
 			if o.json {
 				return usageErr("--json applies to a command (gpulab map --json, gpulab matrix --json, ...); the workbench itself draws on a terminal")
 			}
-			return runWorkbench(cmd, o)
+			return runWorkbench(cmd, o, &wf)
 		},
 	}
+	wf.registerWorkbench(root)
 	root.Version = Version
 	pf := root.PersistentFlags()
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of text (stable keys, for scripts)")

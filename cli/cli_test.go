@@ -208,6 +208,10 @@ func TestLabCommands(t *testing.T) {
 	run(t, env, "lab", "list").expect(t, 0, "topology-sanity     data      draft     10   3+0", "")
 	run(t, env, "lab", "show", "health-gate").expect(t, 0, "[critical]  remap", "")
 	run(t, env, "lab", "show", "nope").expect(t, 2, "", `no lab "nope" (gpulab lab list)`)
+	// A near miss names what was probably meant.
+	run(t, env, "lab", "show", "topology-sanit").expect(t, 2, "", `no lab "topology-sanit": did you mean "topology-sanity"? (gpulab lab list)`)
+	run(t, env, "runbook", "show", "topolgy").expect(t, 2, "", `no runbook "topolgy": did you mean "topology"? (gpulab runbook list)`)
+	run(t, env, "parse", "nvidia-smi-topo-m").expect(t, 2, "", `no parser "nvidia-smi-topo-m": did you mean "nvidia-smi-topo"? (kinds: `)
 	r := run(t, env, "lab", "show", "topology-sanity", "--json")
 	var l struct {
 		ID       string `json:"id"`

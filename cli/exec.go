@@ -59,6 +59,17 @@ func (f *sshFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.concurrency, "concurrency", 0, "hosts worked on at once, a sliding window (default 64)")
 }
 
+// registerWorkbench registers the flags the workbench takes of exec's:
+// which hosts, and how to reach them (the rest comes from ssh_config and
+// the inventory's defaults).
+func (f *sshFlags) registerWorkbench(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	f.cmd = cmd
+	fl.StringVarP(&f.hosts, "hosts", "H", "", "open the workbench on these hosts: a host `EXPR`ession as exec takes (no inventory needed)")
+	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "OpenSSH client config `FILE` (default ~/.ssh/config), like ssh -F")
+	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts `FILE` (default ~/.ssh/known_hosts)")
+}
+
 // check refuses, as a usage error, a flag given a value that the same key
 // in an inventory may not have: a port outside 1-65535, a concurrency
 // outside 1-inventory.MaxConcurrency, a timeout shorter than
@@ -117,6 +128,11 @@ func (o *options) newRunner(f *sshFlags) (*runner, error) {
 	if err != nil {
 		return nil, err
 	}
+	return o.runnerOn(inv, f)
+}
+
+// runnerOn builds the runner for the hosts f.hosts selects in inv.
+func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*runner, error) {
 	hosts, err := inv.Select(f.hosts)
 	if err != nil {
 		return nil, usageErr("%v", err)

@@ -225,6 +225,11 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	if len(mds) != 1 {
 		t.Fatalf("records: %v", mds)
 	}
+	// Another run needs what this one read: the ssh_config, the lab file.
+	labFile, _ := filepath.Abs("../labs/testdata/e2e.toml")
+	if md, _ := os.ReadFile(mds[0]); !strings.Contains(string(md), "- Reproduce: `gpulab lab run e2e -H 'gpu[01-02]' -F "+cfg+" --labs "+labFile+"`\n") {
+		t.Errorf("record.md's Reproduce line lacks -F and --labs:\n%s", md)
+	}
 	for _, name := range []string{"record.json", "junit.xml"} {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(mds[0]), name)); err != nil {
 			t.Error(err)
@@ -254,6 +259,14 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	r.expect(t, 0, "", "── step 3/3 · observe · topo: topo\n   $ nvidia-smi topo -m\n   measures gpus, non_nvlink_pairs for mesh")
 	r.expect(t, 0, "", "gpu01  run          work           skipped: skipped by the operator (guided run)")
 	r.expect(t, 0, "", `"x": answer with enter, s or q`)
+	// Two hosts: each question comes after both hosts' lines of the step
+	// before, and no progress line starts after a prompt on its line.
+	r = runInput(t, env, "\n\n\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", t.TempDir(), "--step")
+	checkGuidedOrder(t, r.stderr, []string{
+		"gpu01  prerequisite nvidia-smi-lists-gpus ok", "gpu02  prerequisite nvidia-smi-lists-gpus ok", "── step 1/3",
+		"gpu01  setup        prepare        ok", "gpu02  setup        prepare        ok", "── step 2/3",
+		"gpu01  run          work           ok", "gpu02  run          work           ok", "── step 3/3",
+	})
 	// The end of input stops the run before the next step; cleanup runs.
 	r = runInput(t, env, "\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
 	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: the lab stopped before step topo: stopped by the operator before step work", "(end of input: stopping)")
@@ -295,7 +308,9 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	if r = run(t, env, "results", "list", "--results", results, "--last", "1", "--json"); strings.Count(r.stdout, `"dir":`) != 1 {
 		t.Errorf("--last 1 --json: %s", r.stdout)
 	}
-	run(t, env, "results", "list", "--results", results, "--since", "2100-01-01").expect(t, 0, "no lab records in ", "")
+	// Records exist, none matches: not "no lab records".
+	run(t, env, "results", "list", "--results", results, "--since", "2100-01-01").expect(t, 0, "no lab record in "+results+" matches the query (", "")
+	run(t, env, "results", "list", "--results", results).expect(t, 0, "\nA RUN with [ ] needs quotes in a shell (gpulab results show 'e2e/", "")
 	run(t, env, "results", "list", "--results", results, "--since", "yesterday").expect(t, 2, "", `--since "yesterday": want a duration back from now (90m, 36h, 7d) or a date`)
 	run(t, env, "results", "list", "--results", results, "--status", "green").expect(t, 2, "", `--status "green": want one of passed, failed, incomplete`)
 	runs, _ := filepath.Glob(filepath.Join(results, "e2e", "*"))
@@ -306,6 +321,20 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 		run(t, env, "results", "show", filepath.Base(r), "--results", results).expect(t, 0, "- Conclusion: **", "")
 	}
 	run(t, env, "results", "compare", runs[0], runs[1], "--results", results).expect(t, 0, "(baseline)", "")
+	// A run by its start, no brackets: found when no other run shares it,
+	// else an error naming the runs that do.
+	alone := t.TempDir()
+	two := filepath.Join(alone, "e2e", filepath.Base(runs[0])+"-copy")
+	if err := os.CopyFS(filepath.Join(alone, "e2e", filepath.Base(runs[0])), os.DirFS(runs[0])); err != nil {
+		t.Fatal(err)
+	}
+	start := filepath.Base(runs[0])[:len("20060102-150405")]
+	run(t, env, "results", "show", "e2e/"+start, "--results", alone).expect(t, 0, "- Conclusion: **", "")
+	run(t, env, "results", "show", start, "--results", alone).expect(t, 0, "- Conclusion: **", "")
+	if err := os.CopyFS(two, os.DirFS(runs[0])); err != nil {
+		t.Fatal(err)
+	}
+	run(t, env, "results", "show", start, "--results", alone).expect(t, 2, "", fmt.Sprintf("%q names 2 runs: e2e/", start))
 	run(t, env, "results", "show", "nope", "--results", results).expect(t, 2, "", `no record "nope"`)
 	run(t, env, "results", "list", "--results", t.TempDir()).expect(t, 0, "no lab records in ", "")
 }
@@ -454,5 +483,33 @@ func TestLabWithParameterAsCodeRefused(t *testing.T) {
 		r := run(t, noEnv(t), "lab", "check", f)
 		r.expect(t, 1, "", "a value there would be run as a command or as code")
 		r.expect(t, 1, "", fmt.Sprintf("c%02d.toml:15:1", i))
+	}
+}
+
+// checkGuidedOrder checks that each of a guided run's questions comes
+// after the lines before it in want (in any order among them), and that
+// every prompt ends its line.
+func checkGuidedOrder(t *testing.T, stderr string, want []string) {
+	t.Helper()
+	pos := func(s string) int {
+		i := strings.Index(stderr, s)
+		if i < 0 {
+			t.Errorf("no %q in:\n%s", s, stderr)
+		}
+		return i
+	}
+	last := 0
+	for _, w := range want {
+		p := pos(w)
+		if strings.HasPrefix(w, "── step") && p < last {
+			t.Errorf("%q comes before a line of the step before it:\n%s", w, stderr)
+		}
+		last = max(last, p)
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		const prompt = "(cleanup runs) > "
+		if i := strings.Index(l, prompt); i >= 0 && strings.TrimSpace(l[i+len(prompt):]) != "" {
+			t.Errorf("a line follows a prompt on its line: %q", l)
+		}
 	}
 }

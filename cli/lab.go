@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,7 +14,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
+	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -35,7 +38,11 @@ func (o *options) findLab(id string) (*labs.Lab, error) {
 	}
 	l, ok := labs.Find(ls, id)
 	if !ok {
-		return nil, usageErr("no lab %q (gpulab lab list)", id)
+		var ids []string
+		for _, l := range ls {
+			ids = append(ids, l.ID)
+		}
+		return nil, usageErr("no lab %q%s (gpulab lab list)", id, suggest.Hint(id, ids))
 	}
 	return l, nil
 }
@@ -186,11 +193,11 @@ after Ctrl-C.`,
 			ctx, abandon, stop := interruptibleCleanup(c.ErrOrStderr(), "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
 			defer stop()
 			w, errw := c.OutOrStdout(), c.ErrOrStderr()
-			var mu sync.Mutex
+			progress := &progressLines{w: errw}
 			start := time.Now()
 			var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
 			if guided {
-				guide = stepper(c.InOrStdin(), errw, &mu)
+				guide = stepper(c.InOrStdin(), progress, !readsTerminal(c.InOrStdin()))
 			}
 			var unreached []labs.HostRecord
 			for _, h := range r.failed {
@@ -198,16 +205,14 @@ after Ctrl-C.`,
 			}
 			kube, kubeProblem := o.labCluster(r, r.targets)
 			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
-				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon,
+				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.inv.File, &f, set),
 					Cluster: kube, ClusterProblem: kubeProblem,
 					OnEvent: func(ev labs.Event) {
 						if o.json || ev.Kind != labs.StepFinished {
 							return
 						}
-						mu.Lock()
-						defer mu.Unlock()
 						s := ev.Step
-						fmt.Fprintf(errw, "%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, s.Outcome(), s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes))
+						progress.line(fmt.Sprintf("%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, s.Outcome(), s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes)))
 					}}})
 			rec := out.Record
 			// The verdicts are printed whatever the disk did.
@@ -331,11 +336,92 @@ func eta(elapsed time.Duration, estimateMinutes int) string {
 	return s
 }
 
+// progressLines prints a run's progress lines; while a guided run asks
+// (asking), the question owns the terminal and the lines that come
+// meanwhile are held, then printed after the answer.
+type progressLines struct {
+	mu     sync.Mutex
+	w      io.Writer
+	asking bool
+	held   []string
+}
+
+func (p *progressLines) line(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asking {
+		p.held = append(p.held, s)
+		return
+	}
+	io.WriteString(p.w, s)
+}
+
+// ask prints a question (printf-style) and holds progress lines until done.
+func (p *progressLines) ask(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asking = true
+	fmt.Fprintf(p.w, format, args...)
+}
+
+// done ends a question: the held lines are printed.
+func (p *progressLines) done() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asking = false
+	for _, s := range p.held {
+		io.WriteString(p.w, s)
+	}
+	p.held = nil
+}
+
+// reproduce are the arguments a lab run's record gives for running it
+// again, after the lab and -H: the files it read (absolute, as another
+// directory needs them: the inventory wherever it was found) and the
+// parameters set.
+func (o *options) reproduce(inventory string, f *sshFlags, set []string) []string {
+	var out []string
+	file := func(flag, path string) {
+		if path != "" {
+			if abs, err := filepath.Abs(path); err == nil {
+				path = abs
+			}
+			out = append(out, flag, path)
+		}
+	}
+	file("--inventory", inventory)
+	file("-F", f.sshConfig)
+	file("--known-hosts", f.knownHosts)
+	file("-i", f.identity)
+	if f.user != "" {
+		out = append(out, "-l", f.user)
+	}
+	if f.port != 0 {
+		out = append(out, "-p", fmt.Sprint(f.port))
+	}
+	for _, l := range o.labs {
+		file("--labs", l)
+	}
+	for _, s := range set {
+		out = append(out, "--set", s)
+	}
+	return out
+}
+
+// readsTerminal says whether r is a terminal.
+func readsTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
 // stepper asks on out before each step of a guided run and reads the
 // answer, a line, from in: empty or r runs the step, s skips it, q stops
-// (cleanup runs). The end of input stops too. mu keeps the question apart
-// from the live step lines.
-func stepper(in io.Reader, out io.Writer, mu *sync.Mutex) func(context.Context, labs.GuideStep) labs.GuideAnswer {
+// (cleanup runs). The end of input stops too. The labs runner asks once
+// every host is done with the step before; progress lines that come while
+// it asks (cleanup on a host that stopped) wait for the answer. With echo
+// (the answers are not typed on a terminal, which would echo them), the
+// answer is printed after the prompt, so that the next line starts a line.
+func stepper(in io.Reader, out *progressLines, echo bool) func(context.Context, labs.GuideStep) labs.GuideAnswer {
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
@@ -345,31 +431,33 @@ func stepper(in io.Reader, out io.Writer, mu *sync.Mutex) func(context.Context, 
 		}
 	}()
 	return func(ctx context.Context, g labs.GuideStep) labs.GuideAnswer {
-		mu.Lock()
+		defer out.done()
 		title := g.Step.Title
 		if title == "" {
 			title = g.Step.ID
 		}
-		fmt.Fprintf(out, "\n── step %d/%d · %s · %s: %s\n   $ %s\n", g.N, g.Of, g.Phase, g.Step.ID, title, g.Command)
+		var q strings.Builder
+		fmt.Fprintf(&q, "\n── step %d/%d · %s · %s: %s\n   $ %s\n", g.N, g.Of, g.Phase, g.Step.ID, title, g.Command)
 		if len(g.Measures) > 0 {
-			fmt.Fprintf(out, "   measures %s", strings.Join(g.Measures, ", "))
+			fmt.Fprintf(&q, "   measures %s", strings.Join(g.Measures, ", "))
 			if len(g.Criteria) > 0 {
-				fmt.Fprintf(out, " for %s", strings.Join(g.Criteria, ", "))
+				fmt.Fprintf(&q, " for %s", strings.Join(g.Criteria, ", "))
 			}
-			fmt.Fprintln(out)
+			q.WriteString("\n")
 		}
-		mu.Unlock()
+		out.ask("%s", q.String())
 		for {
-			mu.Lock()
-			fmt.Fprint(out, "   [enter] run · s skip · q stop (cleanup runs) > ")
-			mu.Unlock()
+			out.ask("   [enter] run · s skip · q stop (cleanup runs) > ")
 			select {
 			case <-ctx.Done():
 				return labs.GuideStop
 			case l, ok := <-lines:
+				if ok && echo {
+					out.ask("%s\n", l)
+				}
 				switch {
 				case !ok:
-					fmt.Fprintln(out, "(end of input: stopping)")
+					out.ask("(end of input: stopping)\n")
 					return labs.GuideStop
 				case l == "" || l == "r":
 					return labs.GuideRun
@@ -378,7 +466,7 @@ func stepper(in io.Reader, out io.Writer, mu *sync.Mutex) func(context.Context, 
 				case l == "q":
 					return labs.GuideStop
 				}
-				fmt.Fprintf(out, "   %q: answer with enter, s or q\n", l)
+				out.ask("   %q: answer with enter, s or q\n", l)
 			}
 		}
 	}

@@ -37,7 +37,7 @@ status 1. Run 'gpulab parse list' to see every KIND and the command it reads.`,
 				for _, k := range parse.Kinds() {
 					names = append(names, k.Name)
 				}
-				return usageErr("no parser %q (kinds: %s)", args[0], strings.Join(names, ", "))
+				return usageErr("no parser %q%s (kinds: %s)", args[0], parse.Hint(args[0]), strings.Join(names, ", "))
 			}
 			name := "standard input"
 			var data []byte

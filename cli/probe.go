@@ -58,11 +58,13 @@ func (p probeResult) ok() bool {
 
 func newProbeCmd(o *options) *cobra.Command {
 	var (
-		f  sshFlags
-		pf probeFlags
+		f          sshFlags
+		pf         probeFlags
+		faultsFile string
+		noFold     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "probe (-H EXPR | --local) [--mock dgxa100]",
+		Use:   "probe (-H EXPR | --local) [--mock dgxa100 [--mock-faults FILE]]",
 		Short: "Push the NVML probe to hosts, run it, and read one JSON snapshot per host",
 		Long: `Push gpulab's NVML probe (a small binary; nothing is installed) to each host,
 run it and read back one snapshot: every GPU with identity, PCIe link,
@@ -75,18 +77,32 @@ The probe goes to the host's private cache directory under its sha256, so a
 second run sends no bytes; it is removed after the run unless --keep. A host
 without the NVIDIA driver answers with a clean report that says why.
 --mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
-marked "simulated": true; --local runs it on this machine.
+marked "simulated": true; --mock-faults FILE gives each host's simulated
+machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
+remap_pending, xids, mig, processes, utilization); --local runs it on this
+machine.
+
+Hosts whose hardware reads the same (GPUs, memory, ECC and MIG modes, NUMA
+nodes, NVLinks, topology, driver, findings) are printed once under their
+node set, as exec folds outputs; every other group is a diff against the
+largest, so a GPU missing, a link down or another driver stands out. Each
+group ends with the range of what changes by the second (utilisation,
+temperature, power, memory in use). --no-fold prints every host's table.
 
 Exit status: 0 when every host gave a snapshot with NVML available, 1 when
 any did not, 2 for usage or configuration errors.`,
 		Example: `  gpulab probe -H 'gpu[01-08]'
   gpulab probe -H @a100 --json | jq '.[] | {host, gpus: [.snapshot.gpus[].name]}'
   gpulab probe -H gpu03 --kmsg --xid-wait 30s
+  gpulab probe -H 'gpu[01-06]' --mock dgxa100 --mock-faults faults.json   # {"gpu04": {"nvlink_down": [[0,1]]}}
   gpulab probe --local --mock dgxa100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if pf.mock != "" && pf.mock != "dgxa100" {
 				return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
+			}
+			if faultsFile != "" && (pf.mock == "" || pf.local) {
+				return usageErr("--mock-faults needs --mock dgxa100 and -H")
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
@@ -106,6 +122,9 @@ any did not, 2 for usage or configuration errors.`,
 					return err
 				}
 				defer r.keys.Close()
+				if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
+					return err
+				}
 				results, err = runRemoteProbes(ctx, r, pf, nil)
 				if err != nil {
 					return err
@@ -116,7 +135,7 @@ any did not, 2 for usage or configuration errors.`,
 				if err := writeJSON(w, results); err != nil {
 					return err
 				}
-			} else if err := printProbes(w, results); err != nil {
+			} else if err := printProbes(w, results, !noFold); err != nil {
 				return err
 			}
 			if ctx.Err() != nil {
@@ -138,6 +157,8 @@ any did not, 2 for usage or configuration errors.`,
 	fl.BoolVar(&pf.kmsg, "kmsg", false, "also read recent NVRM Xid lines from the kernel log")
 	fl.DurationVar(&pf.xidWait, "xid-wait", 0, "listen for NVML Xid events this long")
 	fl.StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
+	fl.StringVar(&faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
+	fl.BoolVar(&noFold, "no-fold", false, "print every host's GPU table instead of folding identical hardware")
 	return cmd
 }
 
@@ -339,13 +360,24 @@ func allFailed(rs []probeResult) bool {
 	return true
 }
 
-func printProbes(w io.Writer, results []probeResult) error {
+// printProbes prints one line per kind of host (its hardware in a
+// phrase, under its node set), then the GPUs: folded, or every host's.
+//
+// Hosts without a snapshot fold by their class (auth, refused, ...), as
+// exec folds them, each host's error under them (errors name addresses).
+func printProbes(w io.Writer, results []probeResult, fold bool) error {
 	groups := map[string][]string{}
+	errs := map[string][]string{}
 	var order []string
 	for _, r := range results {
 		key := report.Hardware(r.Snapshot)
 		if r.Snapshot == nil {
-			key = r.Class + ": " + r.Error
+			key = r.Class
+			if fold {
+				errs[key] = append(errs[key], fmt.Sprintf("  %s: %s", r.Host, r.Error))
+			} else {
+				key += ": " + r.Error
+			}
 		}
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
@@ -355,7 +387,19 @@ func printProbes(w io.Writer, results []probeResult) error {
 	sort.SliceStable(order, func(a, b int) bool { return len(groups[order[a]]) > len(groups[order[b]]) })
 	for _, k := range order {
 		fmt.Fprintf(w, "%s: %s\n", inventory.FoldNames(groups[k]), k)
+		for _, e := range errs[k] {
+			fmt.Fprintln(w, e)
+		}
 	}
+	if fold {
+		return printProbesFolded(w, results)
+	}
+	printProbeTables(w, results)
+	return nil
+}
+
+// printProbeTables prints each host's GPU table (--no-fold).
+func printProbeTables(w io.Writer, results []probeResult) {
 	for _, r := range results {
 		if r.Snapshot == nil || len(r.Snapshot.GPUs) == 0 {
 			continue
@@ -377,7 +421,6 @@ func printProbes(w io.Writer, results []probeResult) error {
 			fmt.Fprintf(w, "  %d fields NVML did not give (--json lists them)\n", n)
 		}
 	}
-	return nil
 }
 
 func xidText(x report.XIDEvent) string {

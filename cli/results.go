@@ -16,6 +16,7 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 func newResultsCmd(o *options) *cobra.Command {
@@ -39,14 +40,15 @@ func newResultsCmd(o *options) *cobra.Command {
 				return labs.RecordRef{}, configErr(err)
 			}
 		}
-		if m, _ := filepath.Glob(filepath.Join(labs.GlobEscape(dir()), "*", labs.GlobEscape(arg), "record.json")); len(m) == 1 {
-			r, err := labs.ReadRecord(filepath.Dir(m[0]))
-			if err != nil {
-				return labs.RecordRef{}, configErr(err)
-			}
-			return labs.RecordRef{Dir: filepath.Dir(m[0]), Record: r}, nil
+		d, err := findRun(dir(), arg)
+		if err != nil {
+			return labs.RecordRef{}, err
 		}
-		return labs.RecordRef{}, usageErr("no record %q (gpulab results list shows them; a directory, LAB/RUN or RUN)", arg)
+		r, err := labs.ReadRecord(d)
+		if err != nil {
+			return labs.RecordRef{}, configErr(err)
+		}
+		return labs.RecordRef{Dir: d, Record: r}, nil
 	}
 	cmd := &cobra.Command{
 		Use:   "results",
@@ -104,17 +106,32 @@ results.csv. These commands read them back.`,
 				}
 				return writeJSON(c.OutOrStdout(), keep)
 			}
-			if len(keep) == 0 {
+			switch {
+			case len(keep) == 0 && len(refs) == 0:
 				fmt.Fprintf(c.OutOrStdout(), "no lab records in %s (gpulab lab run ID -H EXPR writes them)\n", dir())
+				return nil
+			case len(keep) == 0:
+				fmt.Fprintf(c.OutOrStdout(), "no lab record in %s matches the query (%s there; gpulab results list shows them all)\n", dir(), plural(len(refs), "record is", "records are"))
 				return nil
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "STARTED\tLAB\tHOSTS\tRESULT\tRUN")
+			glob := ""
 			for _, r := range keep { // records are anyone's files: their names are escaped
+				run := relTo(dir(), r.Dir)
+				if strings.ContainsAny(run, "[]*?") && glob == "" {
+					glob = run
+				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
-					visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(relTo(dir(), r.Dir)))
+					visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(run))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil || glob == "" {
+				return err
+			}
+			// A shell reads [001-006] as a pattern (zsh refuses it).
+			fmt.Fprintf(c.OutOrStdout(), "\nA RUN with [ ] needs quotes in a shell (gpulab results show %s), or give its start alone if no other run shares it (gpulab results show %s).\n",
+				visible.String(orchestrator.Quote(glob)), visible.String(orchestrator.Quote(runStart(glob))))
+			return nil
 		},
 	}
 	list.Flags().StringVar(&lab, "lab", "", "only the records of lab `ID`")
@@ -272,4 +289,39 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 			visible.String(r.Mode), visible.String(tp), f(r.P50), f(r.P99), f(r.ThroughputRatio), coef, res)
 	}
 	tw.Flush()
+}
+
+// runStart is a run directory's time, the start of its name
+// (20261129-104700 of e2e/20261129-104700-gpu[01-02]).
+func runStart(run string) string {
+	base := filepath.Base(run)
+	if len(base) >= len("20060102-150405") {
+		return base[:len("20060102-150405")]
+	}
+	return base
+}
+
+// findRun finds a record's directory under dir by LAB/RUN or RUN, whole
+// or its start (the time alone: no brackets to quote in a shell). More
+// than one run starting so is an error naming them.
+func findRun(dir, arg string) (string, error) {
+	esc := labs.GlobEscape(arg)
+	for _, pattern := range []string{
+		filepath.Join(labs.GlobEscape(dir), "*", esc, "record.json"),
+		filepath.Join(labs.GlobEscape(dir), esc+"*", "record.json"),
+		filepath.Join(labs.GlobEscape(dir), "*", esc+"*", "record.json"),
+	} {
+		m, _ := filepath.Glob(pattern)
+		switch {
+		case len(m) == 1:
+			return filepath.Dir(m[0]), nil
+		case len(m) > 1 && arg != "":
+			var runs []string
+			for _, f := range m {
+				runs = append(runs, relTo(dir, filepath.Dir(f)))
+			}
+			return "", usageErr("%q names %d runs: %s", arg, len(m), strings.Join(runs, ", "))
+		}
+	}
+	return "", usageErr("no record %q (gpulab results list shows them; a directory, LAB/RUN or RUN, or its start: LAB/20261129-104700; quote a RUN with [ ] in a shell)", arg)
 }

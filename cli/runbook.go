@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/runbooks"
 )
 
@@ -20,7 +21,11 @@ func (o *options) findRunbook(id string) (runbooks.Runbook, error) {
 	}
 	rb, ok := runbooks.Find(rbs, id)
 	if !ok {
-		return rb, usageErr("no runbook %q (gpulab runbook list)", id)
+		var ids []string
+		for _, r := range rbs {
+			ids = append(ids, r.ID)
+		}
+		return rb, usageErr("no runbook %q%s (gpulab runbook list)", id, suggest.Hint(id, ids))
 	}
 	return rb, nil
 }

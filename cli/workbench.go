@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -35,11 +37,14 @@ var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `g
 // ~/.config/gpulab/inventory.toml), on a simulated fleet, as gpulab demo.
 // A --inventory or $GPULAB_INVENTORY that names no file is a configuration
 // error (loadInventory's), not "no inventory": no demo then.
-func runWorkbench(cmd *cobra.Command, o *options) error {
+//
+// -H opens it on the hosts it selects, inventory hosts or not (names
+// ~/.ssh/config or -F knows, addresses): no inventory is needed then.
+func runWorkbench(cmd *cobra.Command, o *options, wf *sshFlags) error {
 	if !o.env.IsTerminal {
 		return errNeedsTerminal
 	}
-	if o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
+	if wf.hosts == "" && o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
 		if _, err := inventory.Locate(o.getenv); errors.Is(err, inventory.ErrNotFound) {
 			return runDemo(cmd, o, demoFlags{hosts: defaultDemoHosts})
 		}
@@ -49,7 +54,7 @@ func runWorkbench(cmd *cobra.Command, o *options) error {
 	// the workbench quits once it has.
 	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stopLife()
-	return openWorkbench(cmd, o, life, &workbench{})
+	return openWorkbench(cmd, o, life, &workbench{ssh: wf})
 }
 
 // workbench is what a demo adds to the workbench: the hosts are
@@ -68,6 +73,34 @@ type workbench struct {
 	// cluster, when set, is the demo's simulated cluster for the Cluster
 	// tab, served until ctx ends (set by hosts).
 	cluster func(ctx context.Context) (*cluster.Client, error)
+	// ssh is the workbench's -H, -F and --known-hosts (nil: every
+	// inventory host, as the inventory says to reach it).
+	ssh *sshFlags
+}
+
+// fleet returns the inventory the workbench shows and the runner for its
+// hosts: with -H, the hosts it selects (ad-hoc ones too); else every
+// inventory host (no runner when there is none).
+func (w *workbench) fleet(o *options, inv *inventory.Inventory) (*inventory.Inventory, *runner, error) {
+	sel := sshFlags{hosts: "*"}
+	if w.ssh != nil {
+		sel.sshConfig, sel.knownHosts = w.ssh.sshConfig, w.ssh.knownHosts
+		if w.ssh.hosts != "" {
+			hs, err := inv.Select(w.ssh.hosts)
+			if err != nil {
+				return nil, nil, usageErr("-H: %v", err)
+			}
+			if len(hs) == 0 {
+				return nil, nil, usageErr("-H %q selects no host", w.ssh.hosts)
+			}
+			inv = inv.Only(hs)
+		}
+	}
+	if len(inv.Hosts) == 0 {
+		return inv, nil, nil
+	}
+	r, err := o.runnerOn(inv, &sel)
+	return inv, r, err
 }
 
 // openWorkbench runs the workbench on the inventory until it quits or
@@ -94,6 +127,10 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if err != nil {
 		return err
 	}
+	inv, r, err := w.fleet(o, inv)
+	if err != nil {
+		return err
+	}
 	results := w.results
 	if results == "" {
 		results = o.resultsDir()
@@ -117,11 +154,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	clusters, stopClusters := workbenchClusters(o, life, w, inv)
 	defer stopClusters()
 	opts.Clusters = clusters
-	if len(inv.Hosts) > 0 {
-		r, err := o.newRunner(&sshFlags{hosts: "*"})
-		if err != nil {
-			return err
-		}
+	if r != nil {
 		defer r.keys.Close()
 		r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
@@ -133,7 +166,11 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		opts.Fleet = fleetRunner{r: r}
 		opts.RunbookRunner = fleetRunner{r: r}
 		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+		sel := sshFlags{}
+		if w.ssh != nil {
+			sel = *w.ssh
+		}
+		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: o.reproduce(inv.File, &sel, nil), kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -179,6 +216,9 @@ type fleetRunner struct {
 	r       *runner
 	results string         // where lab records go
 	probe   *remote.Prober // installed by lab runs
+	// reproduce are the files a lab run read (options.reproduce), for
+	// its record; the parameters are added per run.
+	reproduce []string
 	// kube finds the cluster a lab's hosts belong to (labCluster).
 	kube func([]orchestrator.Target) (*cluster.Client, string)
 }
@@ -261,6 +301,15 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	}
 }
 
+// setArgs are params as --set name=value arguments, by name.
+func setArgs(params map[string]string) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(params)) {
+		out = append(out, "--set", k+"="+params[k])
+	}
+	return out
+}
+
 func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui.LabRunOptions, events chan<- tui.LabUpdate) {
 	defer close(events)
 	targets, failed := f.reachable(hosts)
@@ -275,7 +324,8 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 	}
 	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
 		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
-			Cluster: kube, ClusterProblem: kubeProblem,
+			Reproduce: append(slices.Clip(f.reproduce), setArgs(o.Params)...),
+			Cluster:   kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {

@@ -129,6 +129,35 @@ func (d *Defaults) applyBuiltins() {
 	}
 }
 
+// Only returns a copy of inv whose hosts are hosts (as Select returns
+// them: inventory hosts and ad-hoc ones, which become hosts of the copy),
+// its groups cut down to them. File, Defaults and Kube are inv's. The
+// workbench opened with -H works on such a copy.
+func (inv *Inventory) Only(hosts []Host) *Inventory {
+	out := &Inventory{File: inv.File, Simulated: inv.Simulated, Defaults: inv.Defaults, Kube: inv.Kube,
+		Groups: map[string][]string{}, byName: map[string]int{}}
+	for _, h := range hosts {
+		if _, dup := out.byName[h.Name]; dup {
+			continue
+		}
+		out.byName[h.Name] = len(out.Hosts)
+		out.Hosts = append(out.Hosts, h)
+	}
+	for g, members := range inv.Groups {
+		var keep []string
+		for _, m := range members {
+			if _, ok := out.byName[m]; ok {
+				keep = append(keep, m)
+			}
+		}
+		if len(keep) > 0 {
+			out.Groups[g] = keep
+		}
+	}
+	out.indexLabels()
+	return out
+}
+
 // Host returns the host called name, if the inventory has it.
 func (inv *Inventory) Host(name string) (Host, bool) {
 	i, ok := inv.byName[name]

@@ -486,3 +486,34 @@ address = "[2001:db8::1]"
 		t.Errorf("gpu02 = %+v", h)
 	}
 }
+
+// Only keeps the hosts given (ad-hoc ones become hosts), groups and
+// labels cut down to them: the workbench opened with -H works on it.
+func TestOnly(t *testing.T) {
+	inv, err := Parse("inv.toml", []byte(`
+[[host]]
+name = "gpu[01-04]"
+groups = ["train"]
+labels = { rack = "r1" }
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := inv.Select("gpu[02-03],login7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	only := inv.Only(hs)
+	if got := fmt.Sprint(Names(only.Hosts)); got != "[gpu02 gpu03 login7]" {
+		t.Errorf("Only(...).Hosts = %s", got)
+	}
+	for expr, want := range map[string]string{"*": "[gpu02 gpu03 login7]", "@train": "[gpu02 gpu03]", "@rack=r1": "[gpu02 gpu03]", "login7": "[login7]"} {
+		got, err := only.Select(expr)
+		if err != nil || fmt.Sprint(Names(got)) != want {
+			t.Errorf("Only(...).Select(%q) = %v, %v; want %s", expr, Names(got), err, want)
+		}
+	}
+	if len(inv.Hosts) != 4 {
+		t.Errorf("Only changed the inventory it was called on: %d hosts", len(inv.Hosts))
+	}
+}

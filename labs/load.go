@@ -163,7 +163,7 @@ func (c *labCheck) command(path []any, what, command string) {
 func (c *labCheck) parser(path []any, p string) {
 	if p != "" {
 		if _, ok := parse.Lookup(p); !ok {
-			c.bad(path, "no parser %q (gpulab parse list)", p)
+			c.bad(path, "no parser %q%s (gpulab parse list)", p, parse.Hint(p))
 		}
 	}
 }

@@ -39,9 +39,13 @@ type Record struct {
 	Params      map[string]string `json:"params,omitempty"`
 	// Guided runs asked the operator before each step; Solved runs used
 	// the lab's solve commands (a demo fast-forward, not a measurement).
-	Guided bool         `json:"guided,omitempty"`
-	Solved bool         `json:"solved,omitempty"`
-	Hosts  []HostRecord `json:"hosts"`
+	Guided bool `json:"guided,omitempty"`
+	Solved bool `json:"solved,omitempty"`
+	// Reproduce are the arguments, after the lab and -H, that the run was
+	// started with and another run of it needs: the inventory, ssh_config
+	// and known_hosts files, the lab files, the parameters set.
+	Reproduce []string     `json:"reproduce,omitempty"`
+	Hosts     []HostRecord `json:"hosts"`
 	// Kubernetes is the cluster side of the environment, for labs that
 	// run kubectl.
 	Kubernetes *KubeEnvironment `json:"kubernetes,omitempty"`

@@ -110,7 +110,8 @@ func (r *Record) Markdown() string {
 		b.WriteString("- Mode: guided (the operator chose, step by step, what ran; skipped steps are in the evidence)\n")
 	}
 	fmt.Fprintf(&b, "- Conclusion: **%s**\n", verdict)
-	fmt.Fprintf(&b, "- Reproduce: `gpulab lab run %s -H '%s'`\n", r.Lab, inventory.FoldNames(names))
+	repro := append([]string{"gpulab", "lab", "run", r.Lab, "-H", inventory.FoldNames(names)}, r.Reproduce...)
+	fmt.Fprintf(&b, "- Reproduce: `%s`\n", orchestrator.QuoteArgs(repro))
 
 	b.WriteString("\n## Environment\n\n")
 	for _, h := range r.Hosts {

@@ -48,6 +48,8 @@ type RunOptions struct {
 	// first host to reach the step asks; the others wait for the answer),
 	// whether to run it, skip it or stop. It must return when ctx ends.
 	Guide func(ctx context.Context, g GuideStep) GuideAnswer
+	// Reproduce goes into the record (Record.Reproduce).
+	Reproduce []string
 	// Probe, when set, is installed on each host for the run: it fills
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
@@ -122,7 +124,10 @@ func (l *Lab) HasSolve() bool {
 
 // guide returns the run's step gate: without o.Guide every step runs;
 // with it, the operator is asked once per step for the whole run.
-func (l *Lab) guide(o RunOptions) func(context.Context, Step) GuideAnswer {
+//
+// With w, the question about a step waits until every host in the walk
+// has reached it (see walk).
+func (l *Lab) guide(o RunOptions, w *walk) func(context.Context, Step) GuideAnswer {
 	if o.Guide == nil {
 		return func(context.Context, Step) GuideAnswer { return GuideRun }
 	}
@@ -144,6 +149,9 @@ func (l *Lab) guide(o RunOptions) func(context.Context, Step) GuideAnswer {
 	}
 	return func(ctx context.Context, s Step) GuideAnswer {
 		d := decisions[s.ID]
+		if w != nil && !w.arrive(ctx, s.ID) {
+			return GuideStop
+		}
 		d.once.Do(func() {
 			g := GuideStep{Of: len(main), Phase: s.Phase, Step: s}
 			for k, m := range main {

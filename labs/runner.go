@@ -23,11 +23,15 @@ import (
 // Each host's criteria are scored live as its metrics arrive. The record
 // keeps every step's output, so evidence is captured before cleanup.
 func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Target, l *Lab, o RunOptions) *Record {
-	r := newRun(ctx, l, o, targets)
+	r := newRun(ctx, e, l, o, targets)
 	if o.OnStart != nil {
 		o.OnStart(r.rec)
 	}
-	results := e.ForEach(ctx, targets, nil, func(i int, t orchestrator.Target, conn *orchestrator.Conn, _ *orchestrator.HostResult) {
+	var follow func(orchestrator.Event)
+	if r.walk != nil {
+		follow = r.walk.events
+	}
+	results := e.ForEach(ctx, targets, follow, func(i int, t orchestrator.Target, conn *orchestrator.Conn, _ *orchestrator.HostResult) {
 		x := &hostRun{labRun: r, i: i, t: t, conn: conn, h: &r.rec.Hosts[i]}
 		x.work()
 	})
@@ -49,19 +53,29 @@ type labRun struct {
 	rec   *Record
 	now   func() time.Time
 	guide func(context.Context, Step) GuideAnswer
+	walk  *walk // a guided run's hosts in step (nil unguided)
 	hosts int
 
 	mu     sync.Mutex     // guards shared
 	shared map[string]any // metrics of steps that run on the first host only
 }
 
-func newRun(ctx context.Context, l *Lab, o RunOptions, targets []orchestrator.Target) *labRun {
-	r := &labRun{ctx: ctx, lab: l, o: o, now: o.Now, guide: l.guide(o), hosts: len(targets), shared: map[string]any{}}
+func newRun(ctx context.Context, e *orchestrator.Engine, l *Lab, o RunOptions, targets []orchestrator.Target) *labRun {
+	r := &labRun{ctx: ctx, lab: l, o: o, now: o.Now, hosts: len(targets), shared: map[string]any{}}
+	if o.Guide != nil {
+		window := e.Concurrency
+		if window <= 0 {
+			window = 64 // the engine's default
+		}
+		r.walk = newWalk(window, len(targets))
+	}
+	r.guide = l.guide(o, r.walk)
 	if r.now == nil {
 		r.now = time.Now
 	}
 	r.rec = newRecord(l, r.now())
 	r.rec.Params = o.Params
+	r.rec.Reproduce = o.Reproduce
 	if o.Simulated {
 		r.rec.Simulated, r.rec.Maturity = true, "draft"
 	}
@@ -104,6 +118,9 @@ func (x *hostRun) work() {
 	defer x.cleanup(before)
 	if x.prerequisites() {
 		x.mainPhases()
+	}
+	if x.walk != nil {
+		x.walk.leave(x.i) // before cleanup: the next question waits no more for this host
 	}
 }
 
@@ -304,12 +321,13 @@ func (x *hostRun) measure(s Step, sr *StepRecord) {
 // prerequisites checks and records every prerequisite; it reports whether
 // the host may go on to the main phases.
 func (x *hostRun) prerequisites() bool {
+	ids := prerequisiteIDs(x.lab.Prerequisites)
 	for k, p := range x.lab.Prerequisites {
 		if p.Command == "" {
 			x.h.Prerequisites = append(x.h.Prerequisites, PrereqRecord{Description: p.Description, Status: "confirm"})
 			continue
 		}
-		sr := x.runStep(x.ctx, Step{ID: fmt.Sprintf("prerequisite-%d", k+1), Command: p.Command, Timeout: inventory.Duration{Duration: time.Minute}}, "prerequisite")
+		sr := x.runStep(x.ctx, Step{ID: ids[k], Command: p.Command, Timeout: inventory.Duration{Duration: time.Minute}}, "prerequisite")
 		pr := PrereqRecord{Description: p.Description, Command: p.Command, Status: "ok"}
 		switch {
 		case sr.Problem != "":

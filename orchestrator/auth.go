@@ -302,7 +302,7 @@ func (k *Keyring) signers(ids []*identity, identitiesOnly bool, socket string, l
 			}
 		}
 		if !matched && !identitiesOnly {
-			others = append(others, &offered{as, log, "agent"})
+			others = append(others, &offered{as, log, agentLabel(as)})
 		}
 	}
 	out = append(out, others...)
@@ -334,6 +334,20 @@ func (k *Keyring) signers(ids []*identity, identitiesOnly bool, socket string, l
 		}
 	}
 	return out
+}
+
+// agentLabel names an agent's key in the log by its comment (ssh-add -l
+// shows it: usually user@host or the key's file), never its material.
+func agentLabel(s ssh.Signer) string {
+	k, ok := s.PublicKey().(*agent.Key)
+	if !ok || strings.TrimSpace(k.Comment) == "" {
+		return "agent"
+	}
+	c := strings.TrimSpace(k.Comment)
+	if len(c) > 64 {
+		c = c[:64] + "…"
+	}
+	return "agent: " + c
 }
 
 // offered wraps a signer to record that its key was offered.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/crypto/ssh"
@@ -25,15 +27,39 @@ type HostKeyError struct {
 	Fingerprint string   // offered key's SHA256 fingerprint
 	Changed     bool     // known_hosts has other keys for the host
 	Known       []string // "file:line fingerprint" of the keys on record
+	// Files are the known_hosts files that hold the keys on record.
+	Files []string
 }
 
 func (e *HostKeyError) Error() string {
 	if e.Changed {
-		return fmt.Sprintf("WARNING: HOST KEY CHANGED for %s: it offered %s %s, but %v is on record. Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect; once the new key is checked, remove the old entry (ssh-keygen -R %s)",
-			e.Host, e.KeyType, e.Fingerprint, e.Known, Quote(e.Host))
+		return fmt.Sprintf("WARNING: HOST KEY CHANGED for %s: it offered %s %s, but %v is on record. Someone may be intercepting the connection, or the host was reinstalled. Refusing to connect; once the new key is checked, remove the old entry (%s)",
+			e.Host, e.KeyType, e.Fingerprint, e.Known, e.removal())
 	}
 	return fmt.Sprintf("host key for %s is not known: %s %s. Check the fingerprint, then trust it with --accept-new-host-keys (or add it to known_hosts)",
 		e.Host, e.KeyType, e.Fingerprint)
+}
+
+// removal is the ssh-keygen command that removes the host's entries:
+// with -f FILE for each file that is not ssh's default (~/.ssh/known_hosts),
+// where ssh-keygen -R alone would look.
+func (e *HostKeyError) removal() string {
+	def := ""
+	if home, err := os.UserHomeDir(); err == nil {
+		def = filepath.Join(home, ".ssh", "known_hosts")
+	}
+	var cmds []string
+	for _, f := range e.Files {
+		if f == def {
+			cmds = append(cmds, "ssh-keygen -R "+Quote(e.Host))
+		} else {
+			cmds = append(cmds, "ssh-keygen -f "+Quote(f)+" -R "+Quote(e.Host))
+		}
+	}
+	if len(cmds) == 0 {
+		return "ssh-keygen -R " + Quote(e.Host)
+	}
+	return strings.Join(cmds, "; ")
 }
 
 // HostKeys verifies host keys against OpenSSH known_hosts files (hashed
@@ -149,13 +175,16 @@ func (h *HostKeys) Callback() ssh.HostKeyCallback {
 			return nil
 		case errors.As(err, &re):
 			return &HostKeyError{Host: knownhosts.Normalize(hostname), KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), Changed: true,
-				Known: []string{fmt.Sprintf("%s:%d @revoked", re.Revoked.Filename, re.Revoked.Line)}}
+				Known: []string{fmt.Sprintf("%s:%d @revoked", re.Revoked.Filename, re.Revoked.Line)}, Files: []string{re.Revoked.Filename}}
 		case errors.As(err, &ke) && len(ke.Want) > 0:
-			var known []string
+			var known, files []string
 			for _, w := range ke.Want {
 				known = append(known, fmt.Sprintf("%s:%d %s", w.Filename, w.Line, ssh.FingerprintSHA256(w.Key)))
+				if !slices.Contains(files, w.Filename) {
+					files = append(files, w.Filename)
+				}
 			}
-			return &HostKeyError{Host: knownhosts.Normalize(hostname), KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), Changed: true, Known: known}
+			return &HostKeyError{Host: knownhosts.Normalize(hostname), KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key), Changed: true, Known: known, Files: files}
 		case errors.As(err, &ke):
 			if !h.acceptNew {
 				return &HostKeyError{Host: knownhosts.Normalize(hostname), KeyType: key.Type(), Fingerprint: ssh.FingerprintSHA256(key)}

@@ -217,7 +217,7 @@ func TestAuthFailureNamesUserAndKeys(t *testing.T) {
 	// Seven agent keys and an encrypted file nobody can unlock: sshd gives
 	// up after six; still auth, with the keys offered and the one left out.
 	r = gpulabLogin(t, f.SSHConfig(t, "IdentityFile "+k.encFile), "h01", keys)
-	if r.Class != orchestrator.Auth || !strings.Contains(r.Err, "(agent)") || !strings.Contains(r.Err, "not offered: "+k.encFile+" (encrypted") {
+	if r.Class != orchestrator.Auth || !strings.Contains(r.Err, "(agent: "+filepath.Base(k.noise[0])+")") || !strings.Contains(r.Err, "not offered: "+k.encFile+" (encrypted") {
 		t.Errorf("too many keys: %s %q; want auth naming the agent's keys and the encrypted file left out", r.Class, r.Err)
 	}
 }

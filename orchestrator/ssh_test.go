@@ -180,7 +180,9 @@ func TestConnectFaults(t *testing.T) {
 	for _, r := range results {
 		byHost[r.Host] = r
 	}
-	if msg := byHost["h03"].Err; !strings.Contains(msg, "HOST KEY CHANGED") || !strings.Contains(msg, "ssh-keygen -R") {
+	// The known_hosts in use is the test's, not ~/.ssh/known_hosts: the
+	// advice names it, as ssh-keygen -R alone would edit another file.
+	if msg := byHost["h03"].Err; !strings.Contains(msg, "HOST KEY CHANGED") || !strings.Contains(msg, "ssh-keygen -f "+orchestrator.Quote(ts[2].KnownHosts[0])+" -R ") {
 		t.Errorf("changed key error is not loud and helpful: %q", msg)
 	}
 	if msg := byHost["h02"].Err; !strings.Contains(msg, "SHA256:") || !strings.Contains(msg, "--accept-new-host-keys") {

@@ -155,7 +155,7 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 		}
 		if s.Parser != "" {
 			if _, ok := parse.Lookup(s.Parser); !ok {
-				bad([]any{"step", i, "parser"}, "step %q: no parser %q (gpulab parse list)", s.ID, s.Parser)
+				bad([]any{"step", i, "parser"}, "step %q: no parser %q%s (gpulab parse list)", s.ID, s.Parser, parse.Hint(s.Parser))
 			}
 		}
 		if s.Hosts != "" && s.Hosts != "all" && s.Hosts != "first" {

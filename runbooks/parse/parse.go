@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/suggest"
+
 	"github.com/gpulab/gpulab/internal/clip"
 )
 
@@ -87,6 +89,16 @@ func register(k Kind) { kinds[k.Name] = k }
 func Lookup(name string) (Kind, bool) {
 	k, ok := kinds[name]
 	return k, ok
+}
+
+// Hint is what an unknown kind name was probably meant to be, as a
+// message's tail (`: did you mean "nvidia-smi-topo"?`), or "".
+func Hint(name string) string {
+	names := make([]string, 0, len(kinds))
+	for _, k := range Kinds() {
+		names = append(names, k.Name)
+	}
+	return suggest.Hint(name, names)
 }
 
 // Kinds lists every parser, by name.
