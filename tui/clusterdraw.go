@@ -4,13 +4,17 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // Drawing the Cluster tab. View draws only the rows on screen, from what
 // refresh computed: a cluster of thousands of nodes costs no more than a
-// screenful.
+// screenful. Whatever the cluster says (names, reasons, messages, errors)
+// is escaped (visible.String) before it is measured or drawn: the waiting
+// list's and quotas' texts when they are computed, the rest here.
 
 // barWidth is the cells of a bar between its brackets.
 const barWidth = 16
@@ -35,7 +39,7 @@ func (v *clusterView) View() string {
 func (v *clusterView) titleLine() string {
 	st := v.styles
 	src := v.sources[v.current]
-	line := st.CardTitle.Render("Cluster") + " " + st.CardLabel.Render("context "+src.Name)
+	line := st.CardTitle.Render("Cluster") + " " + st.CardLabel.Render("context "+visible.String(src.Name))
 	if src.Simulated {
 		line += " " + st.Badge.Render(" SIMULATED ")
 	}
@@ -55,18 +59,18 @@ func (v *clusterView) statusLine() string {
 	src := v.sources[v.current]
 	switch {
 	case src.Live == nil:
-		return st.Error.Render("not connected: " + src.Err)
+		return st.Error.Render("not connected: " + visible.String(src.Err))
 	case v.status.State == cluster.Lost:
-		return st.Error.Render(v.status.String())
+		return st.Error.Render(visible.String(v.status.String()))
 	case v.status.State == cluster.Waiting:
-		return st.Hint.Render(v.status.String())
+		return st.Hint.Render(visible.String(v.status.String()))
 	}
-	line := st.CardMuted.Render(v.status.String())
+	line := st.CardMuted.Render(visible.String(v.status.String()))
 	if src.Simulated {
 		line = st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")
 	}
 	if v.status.Warning != "" {
-		line += "  " + st.Error.Render("warning: "+v.status.Warning)
+		line += "  " + st.Error.Render("warning: "+visible.String(v.status.Warning))
 	}
 	return line
 }
@@ -74,7 +78,7 @@ func (v *clusterView) statusLine() string {
 func (v *clusterView) nameWidth() int {
 	w := 4
 	for _, n := range v.nodes {
-		w = max(w, len(n.Name))
+		w = max(w, utf8.RuneCountInString(visible.String(n.Name)))
 	}
 	return min(w, 28)
 }
@@ -82,7 +86,7 @@ func (v *clusterView) nameWidth() int {
 func (v *clusterView) resWidth() int {
 	w := 8
 	for _, r := range v.rows {
-		w = max(w, len(r.res))
+		w = max(w, utf8.RuneCountInString(visible.String(r.res)))
 	}
 	return min(w, 26)
 }
@@ -110,7 +114,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	n := v.nodes[r.node]
 	name, status := "", ""
 	if r.first {
-		name, status = n.Name, "Ready"
+		name, status = visible.String(n.Name), "Ready"
 		if !n.Ready {
 			status = "NotReady"
 		}
@@ -120,7 +124,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
-	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(r.res, rw), bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa), used)
+	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(visible.String(r.res), rw), bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa), used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
 }
 
@@ -143,11 +147,14 @@ func bar(alloc, allocatable, capacity int64) string {
 	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, barWidth-a-f)) + "]"
 }
 
+// clipText is s in at most w characters (fmt pads by characters): cut
+// between two, never inside one.
 func clipText(s string, w int) string {
-	if len(s) <= w {
+	if utf8.RuneCountInString(s) <= w {
 		return s
 	}
-	return s[:max(0, w-1)] + "…"
+	r := []rune(s)
+	return string(r[:max(0, w-1)]) + "…"
 }
 
 func (v *clusterView) waitLines() []string {
@@ -158,7 +165,7 @@ func (v *clusterView) waitLines() []string {
 	}
 	nw := 8
 	for _, it := range v.waiting {
-		nw = max(nw, len(it.ns)+1+len(it.name))
+		nw = max(nw, utf8.RuneCountInString(it.ns)+1+utf8.RuneCountInString(it.name))
 	}
 	nw = min(nw, 44)
 	for i := v.waitOffset; i < len(v.waiting) && i < v.waitOffset+v.waitHeight(); i++ {

@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // LiveCluster is a cluster the Cluster tab follows: cluster.Live is one.
@@ -90,7 +91,9 @@ type nodeRow struct {
 }
 
 // waitItem is one entry of the waiting list: a pod the scheduler has not
-// placed, or a workload with no pod (cluster.Blocked).
+// placed, or a workload with no pod (cluster.Blocked). Its texts are the
+// cluster's, escaped (visible.String): a name or an event's message may
+// hold control characters that would act on the terminal.
 type waitItem struct {
 	ns, name, kind string
 	asks           string // "8 nvidia.com/gpu"; "" for a workload with no pod
@@ -99,7 +102,7 @@ type waitItem struct {
 	evidence       []string
 }
 
-// quotaRow is one GPU resource of one ResourceQuota.
+// quotaRow is one GPU resource of one ResourceQuota; its texts escaped.
 type quotaRow struct {
 	ns, name, res      string
 	used, hard         int64
@@ -164,9 +167,9 @@ func (v *clusterView) Status() string {
 	}
 	src := v.sources[v.current]
 	if src.Live == nil {
-		return src.Name + ": not connected"
+		return visible.String(src.Name) + ": not connected"
 	}
-	return fmt.Sprintf("%s: %s, %d GPU nodes, %d waiting", src.Name, v.status.State, len(v.nodes), len(v.waiting))
+	return fmt.Sprintf("%s: %s, %d GPU nodes, %d waiting", visible.String(src.Name), v.status.State, len(v.nodes), len(v.waiting))
 }
 
 // Init implements Component: it waits for each source's changes.
@@ -309,16 +312,29 @@ func waitItems(o *cluster.Objects) []waitItem {
 	var out []waitItem
 	for _, p := range o.Pending("") {
 		out = append(out, waitItem{ns: p.Namespace, name: p.Name, kind: "Pod", asks: resourceList(p.GPUs),
-			reason: p.Reason, why: p.Why, evidence: p.Evidence})
+			reason: p.Reason, why: p.Why, evidence: p.Evidence}.escaped())
 	}
 	for _, b := range o.Blocked("") {
 		it := waitItem{ns: b.Namespace, name: b.Name, kind: b.Kind, reason: "held by " + b.By, why: b.Why, evidence: b.Evidence}
 		if b.Count > 1 {
 			it.reason += fmt.Sprintf(" (×%d)", b.Count)
 		}
-		out = append(out, it)
+		out = append(out, it.escaped())
 	}
 	return out
+}
+
+// escaped is it with every text escaped, each as one line (a message's
+// line break would break the layout as well).
+func (it waitItem) escaped() waitItem {
+	it.ns, it.name, it.kind, it.asks = visible.String(it.ns), visible.String(it.name), visible.String(it.kind), visible.String(it.asks)
+	it.reason, it.why = visible.String(it.reason), visible.String(it.why)
+	ev := make([]string, len(it.evidence))
+	for i, e := range it.evidence {
+		ev[i] = visible.String(e)
+	}
+	it.evidence = ev
+	return it
 }
 
 func resourceList(m map[string]int64) string {
@@ -337,7 +353,8 @@ func quotaRows(qs []cluster.Quota) []quotaRow {
 			if !r.GPU {
 				continue
 			}
-			row := quotaRow{ns: q.Namespace, name: q.Name, res: r.Name, hardText: r.Hard, usedText: r.Used, full: r.Full}
+			row := quotaRow{ns: visible.String(q.Namespace), name: visible.String(q.Name), res: visible.String(r.Name),
+				hardText: visible.String(r.Hard), usedText: visible.String(r.Used), full: r.Full}
 			// GPU quotas count devices: whole numbers ("16"); the
 			// text is drawn as the quota says it.
 			row.hard, _ = strconv.ParseInt(r.Hard, 10, 64)
