@@ -95,6 +95,7 @@ type nodeRow struct {
 // cluster's, escaped (visible.String): a name or an event's message may
 // hold control characters that would act on the terminal.
 type waitItem struct {
+	key            string // namespace/kind/name as the cluster says them: the selection follows it
 	ns, name, kind string
 	asks           string // "8 nvidia.com/gpu"; "" for a workload with no pod
 	reason         string
@@ -208,8 +209,7 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
 	case clusterChangedMsg:
 		if msg.source == v.current {
-			v.clusterData = msg.data
-			v.scroll()
+			v.show(msg.data)
 		}
 		if !msg.open {
 			return v, nil
@@ -217,8 +217,7 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, v.wait(msg.source)
 	case clusterComputedMsg:
 		if msg.source == v.current {
-			v.clusterData = msg.data
-			v.scroll()
+			v.show(msg.data)
 		}
 	case FleetProbedMsg:
 		v.probes.set(msg)
@@ -256,6 +255,33 @@ func (v *clusterView) handleKey(km tea.KeyMsg) {
 		v.refresh()
 	}
 	v.scroll()
+}
+
+// show replaces what the tab shows with d, the selections kept on the
+// same waiting item and node row (by key, not by place: a pod deleted
+// above the selected one does not move the selection to another).
+func (v *clusterView) show(d clusterData) {
+	waitKey, nodeKey := "", ""
+	if v.waitCursor < len(v.waiting) {
+		waitKey = v.waiting[v.waitCursor].key
+	}
+	if v.nodeCursor < len(v.rows) {
+		nodeKey = v.rowKey(v.rows[v.nodeCursor])
+	}
+	v.clusterData = d
+	if i := slices.IndexFunc(v.waiting, func(it waitItem) bool { return it.key == waitKey }); i >= 0 {
+		v.waitCursor = i
+	}
+	if i := slices.IndexFunc(v.rows, func(r nodeRow) bool { return v.rowKey(r) == nodeKey }); i >= 0 {
+		v.nodeCursor = i
+	}
+	v.scroll()
+}
+
+// rowKey is r by its node's name and resource, which stay when nodes
+// come and go.
+func (v *clusterView) rowKey(r nodeRow) string {
+	return v.nodes[r.node].Name + "\x00" + r.res
 }
 
 // refresh recomputes what the tab shows from the current source, on the
@@ -327,6 +353,7 @@ func waitItems(o *cluster.Objects) []waitItem {
 // escaped is it with every text escaped, each as one line (a message's
 // line break would break the layout as well).
 func (it waitItem) escaped() waitItem {
+	it.key = it.ns + "/" + it.kind + "/" + it.name
 	it.ns, it.name, it.kind, it.asks = visible.String(it.ns), visible.String(it.name), visible.String(it.kind), visible.String(it.asks)
 	it.reason, it.why = visible.String(it.reason), visible.String(it.why)
 	ev := make([]string, len(it.evidence))

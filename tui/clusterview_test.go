@@ -313,3 +313,24 @@ func TestClusterViewFitsTheTerminal(t *testing.T) {
 		t.Errorf("the broken context is not shown with why:\n%s", v)
 	}
 }
+
+// The selection follows its pod, not its place: a pod deleted above the
+// selected one leaves the selection, and the why, on the same pod.
+func TestClusterViewKeepsTheSelectionByKey(t *testing.T) {
+	o := clusterFixture()
+	o.Pods = append(o.Pods, gpuPod("research", "aaa-first", "", 8), gpuPod("research", "zzz-last", "", 8))
+	live := newFakeLive(o)
+	m := newClusterModel(t, 120, 40, ClusterSource{Name: "prod", Live: live})
+	cmd := m.Init()
+	m, _ = press(t, m, "down")
+	if v := m.View(); !strings.Contains(v, "why: research/llm-finetune-8gpu-x2k4d") {
+		t.Fatalf("↓ did not select llm-finetune:\n%s", v)
+	}
+	gone := clusterFixture()
+	gone.Pods = append(gone.Pods, gpuPod("research", "zzz-last", "", 8)) // aaa-first deleted
+	live.set(gone, live.Status())
+	m = runUntil(t, m, cmd, func(m Model) bool { return !strings.Contains(m.View(), "aaa-first") })
+	if v := m.View(); !strings.Contains(v, "why: research/llm-finetune-8gpu-x2k4d") || !strings.Contains(v, "▶ research/llm-finetune") {
+		t.Errorf("deleting the pod above moved the selection:\n%s", v)
+	}
+}
