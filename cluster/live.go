@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +35,10 @@ const (
 	// Lost: the API server stopped answering; the caches hold what it
 	// said last, and the informers retry on their own.
 	Lost
+	// Refused: the API server answers but refuses the credentials (401
+	// Unauthorized, or 403 for every request): a token that expired or
+	// was revoked, a client certificate it does not trust.
+	Refused
 )
 
 func (s LiveState) String() string {
@@ -41,6 +47,8 @@ func (s LiveState) String() string {
 		return "synced"
 	case Lost:
 		return "lost"
+	case Refused:
+		return "refused"
 	}
 	return "waiting"
 }
@@ -54,12 +62,23 @@ type LiveStatus struct {
 	// Since is when the state began: for Lost, the first failed list or
 	// watch.
 	Since time.Time
-	// Err is the latest error while Lost.
+	// Err is the latest error while Lost; while Refused, the refusal
+	// ("Unauthorized").
 	Err string
-	// Warning is the latest list or watch error that is not the server
-	// being gone (forbidden, a kind it does not serve); "" when none.
+	// Denied are the kinds the server refuses to list ("nodes", "pods",
+	// "resourcequotas", "priorityclasses", "events"), in that order: the
+	// view's lists of them are empty because they are unknown, not
+	// because there are none.
+	Denied []string
+	// Warning says what is denied and what it leaves unknown ("cannot
+	// list pods at the cluster scope (RBAC): allocation and pending
+	// unknown"), then the latest other list or watch error that is not
+	// the server being gone (a kind it does not serve); "" when none.
 	Warning string
 }
+
+// Denies reports whether the server refuses to list kind (Denied).
+func (s LiveStatus) Denies(kind string) bool { return slices.Contains(s.Denied, kind) }
 
 // String says it in a line: "API server 127.0.0.1:6443 unreachable since
 // 19:22:05 (dial tcp …: connection refused)".
@@ -73,6 +92,8 @@ func (s LiveStatus) String() string {
 		return server + ": synced"
 	case Lost:
 		return fmt.Sprintf("%s unreachable since %s (%s); showing what it said last, retrying", server, s.Since.Format("15:04:05"), s.Err)
+	case Refused:
+		return fmt.Sprintf("%s refused: %s (the credentials) since %s; showing what it said last, retrying", server, s.Err, s.Since.Format("15:04:05"))
 	}
 	return server + ": listing…"
 }
@@ -112,6 +133,7 @@ type Live struct {
 
 	nodes, pods, quotas, prios cache.SharedIndexInformer
 	events                     []eventInformer
+	listers                    []*lister // all of them, in Denied's order
 
 	dirty   chan struct{} // a watch event or a state change, not yet told
 	changes chan struct{} // told, at most once per Interval; closed at the end
@@ -120,6 +142,17 @@ type Live struct {
 	mu     sync.Mutex
 	status LiveStatus
 	queues Queues // read every Queues
+	// denied are the informers whose list the server forbids, and other
+	// the latest other warning: status.Denied and Warning are made of them.
+	denied map[*lister]string
+	other  string
+}
+
+// lister is one of the view's informers, with the kind it lists and what
+// its being denied leaves unknown.
+type lister struct {
+	kind, scope, unknown string
+	informer             cache.SharedIndexInformer
 }
 
 // eventInformer is the informer of one reason's events (each has its
@@ -146,7 +179,7 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Live{client: c, opts: opts, dirty: make(chan struct{}, 1), changes: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &Live{client: c, opts: opts, dirty: make(chan struct{}, 1), changes: make(chan struct{}, 1), done: make(chan struct{}), denied: map[*lister]string{}}
 	l.status = LiveStatus{State: Waiting, Server: serverOf(c.Kube), Since: opts.Now()}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTransform(Trim))
 	l.nodes = factory.Core().V1().Nodes().Informer()
@@ -164,8 +197,10 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 		_ = inf.SetTransform(Trim) // only fails once started
 		l.events = append(l.events, eventInformer{reason, inf})
 	}
-	for _, inf := range l.informers() {
-		_ = inf.SetWatchErrorHandlerWithContext(l.watchError) // only fails once started
+	l.listers = l.describe()
+	for _, ls := range l.listers {
+		inf := ls.informer
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) { l.watchError(ctx, ls, err) }) // only fails once started
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { l.poke() },
 			UpdateFunc: func(any, any) { l.poke() },
@@ -189,10 +224,21 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 	return l
 }
 
-func (l *Live) informers() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{l.nodes, l.pods, l.quotas, l.prios}
+// describe names each informer's kind, scope and what is unknown when
+// the server forbids listing it.
+func (l *Live) describe() []*lister {
+	eventScope := "at the cluster scope"
+	if l.opts.Namespace != "" {
+		eventScope = "in namespace " + l.opts.Namespace
+	}
+	out := []*lister{
+		{"nodes", "at the cluster scope", "GPU nodes unknown", l.nodes},
+		{"pods", "at the cluster scope", "allocation and pending unknown", l.pods},
+		{"resourcequotas", "at the cluster scope", "quotas unknown", l.quotas},
+		{"priorityclasses", "at the cluster scope", "priorities unknown", l.prios},
+	}
 	for _, e := range l.events {
-		out = append(out, e.informer)
+		out = append(out, &lister{"events", eventScope, "the scheduler's and controllers' events (" + e.reason + ") unknown", e.informer})
 	}
 	return out
 }
@@ -307,21 +353,25 @@ func (l *Live) notify(ctx context.Context) {
 	}
 }
 
-// synced reports whether every informer has listed once.
+// synced reports whether every informer has listed once or is denied;
+// called under the lock.
 func (l *Live) synced() bool {
-	for _, inf := range l.informers() {
-		if !inf.HasSynced() {
+	for _, ls := range l.listers {
+		if _, denied := l.denied[ls]; !denied && !ls.informer.HasSynced() {
 			return false
 		}
 	}
 	return true
 }
 
-// waitSynced turns Waiting into Synced once every informer has listed.
+// waitSynced turns Waiting into Synced once every informer has listed or
+// been forbidden to.
 func (l *Live) waitSynced(ctx context.Context) {
-	syncs := make([]cache.InformerSynced, 0, 6)
-	for _, inf := range l.informers() {
-		syncs = append(syncs, inf.HasSynced)
+	syncs := make([]cache.InformerSynced, 0, len(l.listers))
+	for _, ls := range l.listers {
+		// A kind the server forbids will not list: what it leaves
+		// unknown is said (Warning), and the rest is synced.
+		syncs = append(syncs, func() bool { return ls.informer.HasSynced() || l.isDenied(ls) })
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return
@@ -335,20 +385,93 @@ func (l *Live) waitSynced(ctx context.Context) {
 	})
 }
 
-// watchError is every informer's watch error handler. A network error
-// makes the view Lost at once (check says when the server is back); any
-// other error but a watch's normal end is kept as a Warning.
-func (l *Live) watchError(ctx context.Context, _ *cache.Reflector, err error) {
+// watchError is every informer's watch error handler (ls's). A network
+// error makes the view Lost at once (check says when the server is
+// back), refused credentials Refused; a list the server forbids marks
+// its kind Denied; any other error but a watch's normal end is kept as
+// a Warning.
+func (l *Live) watchError(ctx context.Context, ls *lister, err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || ctx.Err() != nil {
 		return // a watch that ended as watches do: the reflector lists again
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) {
+	switch {
+	case errors.As(err, &ne) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err):
 		l.lost(err)
-		return
+	case apierrors.IsUnauthorized(err):
+		l.refused(err)
+	case apierrors.IsForbidden(err):
+		l.deny(ls, "cannot list "+ls.kind+" "+ls.scope+" (RBAC): "+ls.unknown)
+	default:
+		l.mu.Lock()
+		l.other = err.Error()
+		l.mu.Unlock()
+		l.setState(l.warnings)
 	}
+}
+
+// deny marks ls's kind Denied with why.
+func (l *Live) deny(ls *lister, why string) {
+	l.mu.Lock()
+	l.denied[ls] = why
+	l.mu.Unlock()
+	l.setState(l.warnings)
+}
+
+func (l *Live) isDenied(ls *lister) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.denied[ls]
+	return ok
+}
+
+// allowed forgets the denials of the informers that have listed since
+// (RBAC granted meanwhile).
+func (l *Live) allowed() {
+	l.mu.Lock()
+	n := len(l.denied)
+	for ls := range l.denied {
+		if ls.informer.HasSynced() {
+			delete(l.denied, ls)
+		}
+	}
+	changed := len(l.denied) != n
+	l.mu.Unlock()
+	if changed {
+		l.setState(l.warnings)
+	}
+}
+
+// warnings makes the status's Denied and Warning of the denials and the
+// other warning; called under the lock.
+func (l *Live) warnings(s *LiveStatus) bool {
+	s.Denied = nil
+	var parts []string
+	for _, ls := range l.listers {
+		if why, ok := l.denied[ls]; ok {
+			if !slices.Contains(s.Denied, ls.kind) {
+				s.Denied = append(s.Denied, ls.kind)
+			}
+			parts = append(parts, why)
+		}
+	}
+	if l.other != "" {
+		parts = append(parts, l.other)
+	}
+	s.Warning = strings.Join(parts, "; ")
+	return true
+}
+
+// refused marks the view Refused because of err (since the first).
+func (l *Live) refused(err error) {
 	l.setState(func(s *LiveStatus) bool {
-		s.Warning = err.Error()
+		s.Err = string(apierrors.ReasonForError(err))
+		if s.Err == "" {
+			s.Err = err.Error()
+		}
+		if s.State != Refused {
+			s.State, s.Since = Refused, l.opts.Now()
+		}
 		return true
 	})
 }
@@ -382,15 +505,22 @@ func (l *Live) check(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		switch {
+		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+			l.refused(err)
+			continue
+		case err != nil:
 			l.lost(err)
 			continue
 		}
+		l.allowed()
 		l.setState(func(s *LiveStatus) bool {
-			if s.State != Lost {
+			if s.State != Lost && s.State != Refused {
 				return false
 			}
-			s.State, s.Since, s.Err, s.Warning = Synced, l.opts.Now(), "", ""
+			l.other = ""
+			l.warnings(s)
+			s.State, s.Since, s.Err = Synced, l.opts.Now(), ""
 			if !l.synced() {
 				s.State = Waiting // back, and still listing for the first time
 			}

@@ -26,7 +26,7 @@ func (v *clusterView) View() string {
 		return strings.Join([]string{st.CardTitle.Render("Cluster"), "",
 			st.Hint.Render("No Kubernetes context in the inventory ([[kube]] tables name kubeconfig and context).")}, "\n")
 	}
-	lines := []string{v.titleLine(), v.statusLine(), ""}
+	lines := []string{v.titleLine(), v.statusLine(), v.warningLine()}
 	lines = append(lines, v.nodeLines()...)
 	lines = append(lines, "")
 	lines = append(lines, v.waitLines()...)
@@ -47,9 +47,27 @@ func (v *clusterView) titleLine() string {
 		line += st.CardMuted.Render(fmt.Sprintf("  (%d of %d: c for the next)", v.current+1, len(v.sources)))
 	}
 	if src.Live != nil {
-		line += st.CardMuted.Render(fmt.Sprintf("  %d GPU nodes · %d pods · %d waiting", len(v.nodes), v.pods, len(v.waiting)))
+		line += st.CardMuted.Render(fmt.Sprintf("  %s GPU nodes · %s pods · %s waiting", v.count("nodes", len(v.nodes)), v.count("pods", v.pods), v.count("pods", len(v.waiting))))
 	}
 	return line
+}
+
+// count is n, or "?" when it counts what the server refuses to list
+// (kind): zero would be a false fact.
+func (v *clusterView) count(kind string, n int) string {
+	if v.status.Denies(kind) {
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+// unknownLine is the line that stands for a list the server refuses
+// (kind); "" when it does not.
+func (v *clusterView) unknownLine(kind, what string) string {
+	if !v.status.Denies(kind) {
+		return ""
+	}
+	return v.styles.Error.Render("  unknown: the server refuses to list " + kind + " (" + what + ")")
 }
 
 // statusLine is the connection: an error is drawn as one, the tab goes on
@@ -60,19 +78,24 @@ func (v *clusterView) statusLine() string {
 	switch {
 	case src.Live == nil:
 		return st.Error.Render("not connected: " + visible.String(src.Err))
-	case v.status.State == cluster.Lost:
+	case v.status.State == cluster.Lost || v.status.State == cluster.Refused:
 		return st.Error.Render(visible.String(v.status.String()))
 	case v.status.State == cluster.Waiting:
 		return st.Hint.Render(visible.String(v.status.String()))
+	case src.Simulated:
+		return st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")
 	}
-	line := st.CardMuted.Render(visible.String(v.status.String()))
-	if src.Simulated {
-		line = st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")
+	return st.CardMuted.Render(visible.String(v.status.String()))
+}
+
+// warningLine is what the server refuses to list and what that leaves
+// unknown, in every state, on a line of its own (a lost server's status
+// line is long); "" when nothing is refused.
+func (v *clusterView) warningLine() string {
+	if v.sources[v.current].Live == nil || v.status.Warning == "" {
+		return ""
 	}
-	if v.status.Warning != "" {
-		line += "  " + st.Error.Render("warning: "+visible.String(v.status.Warning))
-	}
-	return line
+	return v.styles.Error.Render(visible.String(v.status.Warning))
 }
 
 func (v *clusterView) nameWidth() int {
@@ -97,7 +120,9 @@ func (v *clusterView) nodeLines() []string {
 	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%d)", len(v.nodes))),
 		st.TableHeader.Render(fmt.Sprintf("  %-*s %-9s %-*s %-*s %-14s %s", nw, "NODE", "STATUS", rw, "RESOURCE", barWidth+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
 	n := v.nodeHeight()
-	if len(v.rows) == 0 {
+	if u := v.unknownLine("nodes", "GPU nodes unknown"); u != "" && len(v.rows) == 0 {
+		lines = append(lines, u)
+	} else if len(v.rows) == 0 {
 		lines = append(lines, st.Hint.Render("  no node has a GPU resource"))
 	}
 	for i := v.nodeOffset; i < len(v.rows) && i < v.nodeOffset+n; i++ {
@@ -124,7 +149,11 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
-	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(visible.String(r.res), rw), bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa), used)
+	allocBar, figures := bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa)
+	if v.status.Denies("pods") { // what pods hold is unknown, not none
+		allocBar, figures = "["+fmt.Sprintf("%-*s", barWidth, "? pods denied")+"]", fmt.Sprintf("?/%d/%d", able, capa)
+	}
+	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(visible.String(r.res), rw), allocBar, figures, used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
 }
 
@@ -159,7 +188,10 @@ func clipText(s string, w int) string {
 
 func (v *clusterView) waitLines() []string {
 	st := v.styles
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%d): pods the scheduler has not placed, and workloads with no pod", len(v.waiting)))}
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%s): pods the scheduler has not placed, and workloads with no pod", v.count("pods", len(v.waiting))))}
+	if u := v.unknownLine("pods", "what waits unknown"); u != "" && len(v.waiting) == 0 {
+		return append(lines, u)
+	}
 	if len(v.waiting) == 0 {
 		return append(lines, st.Hint.Render("  nothing waits"))
 	}
@@ -210,7 +242,10 @@ func (v *clusterView) maxWhy() int {
 
 func (v *clusterView) quotaLines() []string {
 	st := v.styles
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("Quotas (%d GPU limits)", len(v.quotas)))}
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Quotas (%s GPU limits)", v.count("resourcequotas", len(v.quotas))))}
+	if u := v.unknownLine("resourcequotas", "quotas unknown"); u != "" && len(v.quotas) == 0 {
+		return append(lines, u)
+	}
 	if len(v.quotas) == 0 {
 		return append(lines, st.Hint.Render("  no ResourceQuota limits a GPU resource"))
 	}
@@ -262,6 +297,9 @@ func (v *clusterView) firstMIGRow(r nodeRow) bool {
 func (v *clusterView) reconcileLine() string {
 	st := v.styles
 	label := st.CardLabel.Render("Reconciliation") + " "
+	if v.status.Denies("pods") || v.status.Denies("nodes") {
+		return label + st.Error.Render("unknown: the server refuses to list nodes or pods")
+	}
 	if v.rec == nil {
 		return label + st.Hint.Render("not read yet: probe the hosts (Fleet, p) to join what pods hold with what runs on the GPUs")
 	}

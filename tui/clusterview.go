@@ -170,7 +170,7 @@ func (v *clusterView) Status() string {
 	if src.Live == nil {
 		return visible.String(src.Name) + ": not connected"
 	}
-	return fmt.Sprintf("%s: %s, %d GPU nodes, %d waiting", visible.String(src.Name), v.status.State, len(v.nodes), len(v.waiting))
+	return fmt.Sprintf("%s: %s, %s GPU nodes, %s waiting", visible.String(src.Name), v.status.State, v.count("nodes", len(v.nodes)), v.count("pods", len(v.waiting)))
 }
 
 // Init implements Component: it waits for each source's changes.

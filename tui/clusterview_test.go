@@ -334,3 +334,34 @@ func TestClusterViewKeepsTheSelectionByKey(t *testing.T) {
 		t.Errorf("deleting the pod above moved the selection:\n%s", v)
 	}
 }
+
+// A reader the server refuses the pods: the tab says so in every state
+// and draws what depends on the pods as unknown, never as none (0
+// allocated, nothing waits); refused credentials are said as such.
+func TestClusterViewSaysWhatIsDenied(t *testing.T) {
+	o := clusterFixture()
+	o.Pods, o.Events = nil, nil // the server would not list them
+	warning := "cannot list pods at the cluster scope (RBAC): allocation and pending unknown"
+	for _, state := range []cluster.LiveState{cluster.Waiting, cluster.Synced, cluster.Lost} {
+		live := newFakeLive(o)
+		live.status = cluster.LiveStatus{State: state, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "connect: connection refused", Denied: []string{"pods"}, Warning: warning}
+		m := newClusterModel(t, 140, 40, ClusterSource{Name: "prod", Live: live})
+		view := m.View()
+		for _, want := range []string{warning, "? pods · ? waiting", "?/8/8", "Waiting (?)", "unknown: the server refuses to list pods", "prod: " + state.String() + ", 3 GPU nodes, ? waiting"} {
+			if !strings.Contains(view, want) {
+				t.Errorf("%s: the tab lacks %q:\n%s", state, want, view)
+			}
+		}
+		for _, lie := range []string{"0/8/8", "nothing waits", "0 pods", "0 waiting"} {
+			if strings.Contains(view, lie) {
+				t.Errorf("%s: the tab says %q although the pods are denied:\n%s", state, lie, view)
+			}
+		}
+	}
+	live := newFakeLive(o)
+	live.status = cluster.LiveStatus{State: cluster.Refused, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "Unauthorized"}
+	view := newClusterModel(t, 140, 40, ClusterSource{Name: "prod", Live: live}).View()
+	if !strings.Contains(view, "API server 127.0.0.1:6443 refused: Unauthorized (the credentials)") || strings.Contains(view, "unreachable") {
+		t.Errorf("refused credentials are not said as such:\n%s", view)
+	}
+}
