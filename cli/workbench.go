@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
@@ -114,26 +115,19 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if len(w.present) > 0 {
 		opts.Styles = tui.PresenterStyles()
 	}
+	// Nothing writes on the terminal behind Bubble Tea's back, from
+	// here (the clusters' credential plugins run from now on) to the end.
+	errLog, restoreStderr := o.quietStderr()
+	defer restoreStderr()
 	clusters, stopClusters := workbenchClusters(o, life, w, inv)
 	defer stopClusters()
 	opts.Clusters = clusters
 	if len(inv.Hosts) > 0 {
-		r, err := o.newRunner(&sshFlags{hosts: "*"})
+		closeFleet, err := o.fleetOptions(&opts, inv, results)
 		if err != nil {
 			return err
 		}
-		defer r.keys.Close()
-		r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
-		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
-		// Connections stay open between the workbench's runs (keepalive,
-		// closed after 10 minutes unused and on quit): the second command
-		// on the same hosts pays no handshake.
-		r.engine.Pool = &orchestrator.Pool{Dialer: r.engine.Dialer}
-		defer r.engine.Pool.Close()
-		opts.Fleet = fleetRunner{r: r}
-		opts.RunbookRunner = fleetRunner{r: r}
-		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+		defer closeFleet()
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -142,9 +136,56 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	// The terminal itself: the workbench draws with escape sequences.
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(o.env.Stdout), tea.WithoutSignalHandler())
 	if _, err := p.Run(); err != nil {
+		if errors.Is(err, tea.ErrProgramPanic) && errLog != nil {
+			return fmt.Errorf("workbench: %w (its stack is in %s)", err, errLog.path)
+		}
 		return fmt.Errorf("workbench: %w", err)
 	}
 	return nil
+}
+
+// fleetOptions sets the workbench's runners on the inventory's hosts;
+// the returned function closes their keys and connections.
+func (o *options) fleetOptions(opts *tui.Options, inv *inventory.Inventory, results string) (func(), error) {
+	r, err := o.newRunner(&sshFlags{hosts: "*"})
+	if err != nil {
+		return nil, err
+	}
+	r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
+	r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
+	// Connections stay open between the workbench's runs (keepalive,
+	// closed after 10 minutes unused and on quit): the second command
+	// on the same hosts pays no handshake.
+	r.engine.Pool = &orchestrator.Pool{Dialer: r.engine.Dialer}
+	opts.Fleet = fleetRunner{r: r}
+	opts.RunbookRunner = fleetRunner{r: r}
+	probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
+	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+	return func() { r.engine.Pool.Close(); r.keys.Close() }, nil
+}
+
+// quietStderr points the process's stderr at a log (stderrLog) until the
+// returned function is called, when the workbench's stderr is the
+// process's; that function restores it and names the log if anything
+// was written there. The log is nil when stderr is left as it is.
+func (o *options) quietStderr() (*stderrLog, func()) {
+	if f, ok := o.env.Stderr.(*os.File); !ok || f.Fd() != 2 {
+		return nil, func() {}
+	}
+	l, err := openStderrLog(o.getenv)
+	if err != nil {
+		return nil, func() {}
+	}
+	if err := l.divert(); err != nil {
+		l.close()
+		return nil, func() {}
+	}
+	return l, func() {
+		l.restore()
+		if l.close() {
+			fmt.Fprintf(o.env.Stderr, "gpulab: what was written to stderr while the workbench ran (a credential plugin's messages, a panic's stack) is in %s\n", l.path)
+		}
+	}
 }
 
 func newVersionCmd(o *options) *cobra.Command {
