@@ -67,7 +67,7 @@ type workbench struct {
 	// and before the inventory is: a demo's fleet starts meanwhile.
 	hosts func() error
 	// cluster, when set, is the demo's simulated cluster for the Cluster
-	// tab, served until ctx ends (set by hosts).
+	// tab and the labs' cluster steps (set by hosts).
 	cluster func(ctx context.Context) (*cluster.Client, error)
 }
 
@@ -123,7 +123,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	defer stopClusters()
 	opts.Clusters = clusters
 	if len(inv.Hosts) > 0 {
-		closeFleet, err := o.fleetOptions(&opts, inv, results)
+		closeFleet, err := o.fleetOptions(&opts, inv, results, w.labKube(life))
 		if err != nil {
 			return err
 		}
@@ -144,9 +144,11 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	return nil
 }
 
-// fleetOptions sets the workbench's runners on the inventory's hosts;
-// the returned function closes their keys and connections.
-func (o *options) fleetOptions(opts *tui.Options, inv *inventory.Inventory, results string) (func(), error) {
+// fleetOptions sets the workbench's runners on the inventory's hosts, a
+// lab's cluster found by kube (nil: the inventory's [[kube]] table of its
+// hosts, labCluster); the returned function closes their keys and
+// connections.
+func (o *options) fleetOptions(opts *tui.Options, inv *inventory.Inventory, results string, kube func([]orchestrator.Target) (*cluster.Client, string)) (func(), error) {
 	r, err := o.newRunner(&sshFlags{hosts: "*"})
 	if err != nil {
 		return nil, err
@@ -160,8 +162,26 @@ func (o *options) fleetOptions(opts *tui.Options, inv *inventory.Inventory, resu
 	opts.Fleet = fleetRunner{r: r}
 	opts.RunbookRunner = fleetRunner{r: r}
 	probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+	if kube == nil {
+		kube = func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }
+	}
+	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, kube: kube}
 	return func() { r.engine.Pool.Close(); r.keys.Close() }, nil
+}
+
+// labKube is the cluster of a lab's hosts in the demo: its simulated
+// cluster, whose nodes they are; nil elsewhere (the inventory says).
+func (w *workbench) labKube(life context.Context) func([]orchestrator.Target) (*cluster.Client, string) {
+	if w.cluster == nil {
+		return nil
+	}
+	return func([]orchestrator.Target) (*cluster.Client, string) {
+		c, err := w.cluster(life)
+		if err != nil {
+			return nil, "the simulated cluster: " + err.Error()
+		}
+		return c, ""
+	}
 }
 
 // quietStderr points the process's stderr at a log (stderrLog) until the
