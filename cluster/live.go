@@ -15,10 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -39,6 +37,11 @@ const (
 	// Unauthorized, or 403 for every request): a token that expired or
 	// was revoked, a client certificate it does not trust.
 	Refused
+	// Reconnecting: the API server answers again after it was Lost or
+	// Refused, and some informers have delivered nothing since (their
+	// reflectors retry with a backoff of up to 30 s): the caches may
+	// still hold what changed meanwhile.
+	Reconnecting
 )
 
 func (s LiveState) String() string {
@@ -49,6 +52,8 @@ func (s LiveState) String() string {
 		return "lost"
 	case Refused:
 		return "refused"
+	case Reconnecting:
+		return "reconnecting"
 	}
 	return "waiting"
 }
@@ -94,6 +99,8 @@ func (s LiveStatus) String() string {
 		return fmt.Sprintf("%s unreachable since %s (%s); showing what it said last, retrying", server, s.Since.Format("15:04:05"), s.Err)
 	case Refused:
 		return fmt.Sprintf("%s refused: %s (the credentials) since %s; showing what it said last, retrying", server, s.Err, s.Since.Format("15:04:05"))
+	case Reconnecting:
+		return server + ": reconnecting (back since " + s.Since.Format("15:04:05") + "; the watches have not all delivered yet: showing what it said before)"
 	}
 	return server + ": listing…"
 }
@@ -117,6 +124,9 @@ type LiveOptions struct {
 	Queues time.Duration
 	// Now reads the clock for LiveStatus.Since (nil: time.Now).
 	Now func() time.Time
+	// OnStatus, when set, is called with every new status, in order (a
+	// log of the connection); it must not block.
+	OnStatus func(LiveStatus)
 }
 
 // Live is a cluster's Objects kept current by shared informers (nodes,
@@ -146,6 +156,10 @@ type Live struct {
 	// the latest other warning: status.Denied and Warning are made of them.
 	denied map[*lister]string
 	other  string
+	// outage is each informer's last resource version when the server
+	// was lost or refused (nil when it is not): it has delivered again
+	// once that changed or a list or watch call succeeded (reached).
+	outage map[*lister]string
 }
 
 // lister is one of the view's informers, with the kind it lists and what
@@ -153,6 +167,9 @@ type Live struct {
 type lister struct {
 	kind, scope, unknown string
 	informer             cache.SharedIndexInformer
+	// reached: a list or watch call of the informer has succeeded since
+	// the last outage began (under Live.mu).
+	reached bool
 }
 
 // eventInformer is the informer of one reason's events (each has its
@@ -182,22 +199,7 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 	l := &Live{client: c, opts: opts, dirty: make(chan struct{}, 1), changes: make(chan struct{}, 1), done: make(chan struct{}), denied: map[*lister]string{}}
 	l.status = LiveStatus{State: Waiting, Server: serverOf(c.Kube), Since: opts.Now()}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTransform(Trim))
-	l.nodes = factory.Core().V1().Nodes().Informer()
-	l.pods = factory.InformerFor(&corev1.Pod{}, func(k kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewFilteredPodInformer(k, metav1.NamespaceAll, resync, cache.Indexers{}, func(lo *metav1.ListOptions) {
-			lo.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
-		})
-	})
-	l.quotas = factory.Core().V1().ResourceQuotas().Informer()
-	l.prios = factory.Scheduling().V1().PriorityClasses().Informer()
-	for _, reason := range []string{"FailedScheduling", "FailedCreate"} {
-		inf := coreinformers.NewFilteredEventInformer(c.Kube, opts.Namespace, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
-			lo.FieldSelector = "reason=" + reason
-		})
-		_ = inf.SetTransform(Trim) // only fails once started
-		l.events = append(l.events, eventInformer{reason, inf})
-	}
-	l.listers = l.describe()
+	l.makeInformers(factory)
 	for _, ls := range l.listers {
 		inf := ls.informer
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) { l.watchError(ctx, ls, err) }) // only fails once started
@@ -222,25 +224,6 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 		close(l.done)
 	}()
 	return l
-}
-
-// describe names each informer's kind, scope and what is unknown when
-// the server forbids listing it.
-func (l *Live) describe() []*lister {
-	eventScope := "at the cluster scope"
-	if l.opts.Namespace != "" {
-		eventScope = "in namespace " + l.opts.Namespace
-	}
-	out := []*lister{
-		{"nodes", "at the cluster scope", "GPU nodes unknown", l.nodes},
-		{"pods", "at the cluster scope", "allocation and pending unknown", l.pods},
-		{"resourcequotas", "at the cluster scope", "quotas unknown", l.quotas},
-		{"priorityclasses", "at the cluster scope", "priorities unknown", l.prios},
-	}
-	for _, e := range l.events {
-		out = append(out, &lister{"events", eventScope, "the scheduler's and controllers' events (" + e.reason + ") unknown", e.informer})
-	}
-	return out
 }
 
 // serverOf is the API server's host:port, when the client talks REST.
@@ -470,6 +453,7 @@ func (l *Live) refused(err error) {
 			s.Err = err.Error()
 		}
 		if s.State != Refused {
+			l.outageBegins()
 			s.State, s.Since = Refused, l.opts.Now()
 		}
 		return true
@@ -481,15 +465,86 @@ func (l *Live) lost(err error) {
 	l.setState(func(s *LiveStatus) bool {
 		s.Err = err.Error()
 		if s.State != Lost {
+			l.outageBegins()
 			s.State, s.Since = Lost, l.opts.Now()
 		}
 		return true
 	})
 }
 
+// outageBegins notes each informer's resource version, once per outage;
+// called under the lock.
+func (l *Live) outageBegins() {
+	if l.outage != nil {
+		return
+	}
+	l.outage = map[*lister]string{}
+	for _, ls := range l.listers {
+		l.outage[ls], ls.reached = ls.informer.LastSyncResourceVersion(), false
+	}
+}
+
+// back is the server answering again: a view Lost or Refused is
+// Reconnecting until every informer has delivered since (Waiting if the
+// caches never listed).
+func (l *Live) back() {
+	l.setState(func(s *LiveStatus) bool {
+		if s.State != Lost && s.State != Refused {
+			return false
+		}
+		l.other = ""
+		l.warnings(s)
+		s.State, s.Since, s.Err = Reconnecting, l.opts.Now(), ""
+		if !l.synced() {
+			s.State, l.outage = Waiting, nil // back, and still listing for the first time
+		}
+		return true
+	})
+	l.reconnected()
+}
+
+// reconnected makes a Reconnecting view Synced once every informer has
+// delivered again.
+func (l *Live) reconnected() {
+	l.setState(func(s *LiveStatus) bool {
+		if s.State != Reconnecting || !l.delivered() {
+			return false
+		}
+		s.State, s.Since, l.outage = Synced, l.opts.Now(), nil
+		return true
+	})
+}
+
+// reach notes that a list or watch call of ls's informer succeeded.
+func (l *Live) reach(ls *lister) {
+	l.mu.Lock()
+	was := ls.reached
+	ls.reached = true
+	l.mu.Unlock()
+	if !was {
+		l.reconnected()
+	}
+}
+
+// delivered reports whether every informer the server lets list has
+// listed or had a watch event (or bookmark) since the outage began;
+// called under the lock.
+func (l *Live) delivered() bool {
+	for _, ls := range l.listers {
+		if _, denied := l.denied[ls]; denied {
+			continue
+		}
+		if rv := ls.informer.LastSyncResourceVersion(); !ls.reached && (rv == "" || rv == l.outage[ls]) {
+			return false
+		}
+	}
+	return true
+}
+
 // check asks the API server for its version every Check: no answer makes
-// the view Lost; an answer after that makes it Synced again (Waiting if
-// the caches never listed), the reflectors listing again by themselves.
+// the view Lost, refused credentials Refused; an answer after that makes
+// it Reconnecting, then Synced once every informer has delivered again
+// (back), the reflectors listing or watching again by themselves.
 func (l *Live) check(ctx context.Context) {
 	t := time.NewTicker(l.opts.Check)
 	defer t.Stop()
@@ -514,18 +569,7 @@ func (l *Live) check(ctx context.Context) {
 			continue
 		}
 		l.allowed()
-		l.setState(func(s *LiveStatus) bool {
-			if s.State != Lost && s.State != Refused {
-				return false
-			}
-			l.other = ""
-			l.warnings(s)
-			s.State, s.Since, s.Err = Synced, l.opts.Now(), ""
-			if !l.synced() {
-				s.State = Waiting // back, and still listing for the first time
-			}
-			return true
-		})
+		l.back()
 	}
 }
 
@@ -559,6 +603,10 @@ func (l *Live) readQueues(ctx context.Context) {
 func (l *Live) setState(change func(*LiveStatus) bool) {
 	l.mu.Lock()
 	changed := change(&l.status)
+	st := l.status
+	if changed && l.opts.OnStatus != nil {
+		l.opts.OnStatus(st) // under the lock: in order
+	}
 	l.mu.Unlock()
 	if changed {
 		l.poke()

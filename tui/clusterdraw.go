@@ -80,7 +80,7 @@ func (v *clusterView) statusLine() string {
 		return st.Error.Render("not connected: " + visible.String(src.Err))
 	case v.status.State == cluster.Lost || v.status.State == cluster.Refused:
 		return st.Error.Render(visible.String(v.status.String()))
-	case v.status.State == cluster.Waiting:
+	case v.status.State == cluster.Waiting || v.status.State == cluster.Reconnecting:
 		return st.Hint.Render(visible.String(v.status.String()))
 	case src.Simulated:
 		return st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")

@@ -365,3 +365,14 @@ func TestClusterViewSaysWhatIsDenied(t *testing.T) {
 		t.Errorf("refused credentials are not said as such:\n%s", view)
 	}
 }
+
+// Back from an outage, the tab says it is reconnecting until the
+// informers have delivered again, not synced.
+func TestClusterViewSaysReconnecting(t *testing.T) {
+	live := newFakeLive(clusterFixture())
+	live.status = cluster.LiveStatus{State: cluster.Reconnecting, Server: "127.0.0.1:6443", Since: epoch.Time}
+	view := newClusterModel(t, 160, 40, ClusterSource{Name: "prod", Live: live}).View()
+	if !strings.Contains(view, "API server 127.0.0.1:6443: reconnecting (back since 12:00:00") || strings.Contains(view, "synced") {
+		t.Errorf("the tab does not say it is reconnecting:\n%s", view)
+	}
+}
