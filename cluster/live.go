@@ -75,6 +75,9 @@ type LiveStatus struct {
 	// view's lists of them are empty because they are unknown, not
 	// because there are none.
 	Denied []string
+	// Listing are the kinds not listed yet (nor denied), in Denied's
+	// order: their lists are empty because they are not known yet.
+	Listing []string
 	// Warning says what is denied and what it leaves unknown ("cannot
 	// list pods at the cluster scope (RBAC): allocation and pending
 	// unknown"), then the latest other list or watch error that is not
@@ -84,6 +87,12 @@ type LiveStatus struct {
 
 // Denies reports whether the server refuses to list kind (Denied).
 func (s LiveStatus) Denies(kind string) bool { return slices.Contains(s.Denied, kind) }
+
+// Knows reports whether the view's list of kind is the server's: listed,
+// neither denied nor still listing.
+func (s LiveStatus) Knows(kind string) bool {
+	return !s.Denies(kind) && !slices.Contains(s.Listing, kind)
+}
 
 // String says it in a line: "API server 127.0.0.1:6443 unreachable since
 // 19:22:05 (dial tcp …: connection refused)".
@@ -263,7 +272,14 @@ func (l *Live) Client() *Client { return l.client }
 func (l *Live) Status() LiveStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.status
+	st := l.status
+	st.Listing = nil
+	for _, ls := range l.listers {
+		if _, denied := l.denied[ls]; !denied && !ls.informer.HasSynced() && !slices.Contains(st.Listing, ls.kind) {
+			st.Listing = append(st.Listing, ls.kind)
+		}
+	}
+	return st
 }
 
 // Snapshot is the cluster as the caches hold it now, cheap enough to

@@ -74,8 +74,8 @@ func TestLiveSaysWhatRBACDenies(t *testing.T) {
 	waitLive(t, l, "synced view denied the pods", func(o *cluster.Objects, st cluster.LiveStatus) bool {
 		return st.State == cluster.Synced && st.Denies("pods") && len(o.GPUNodes()) == 1
 	})
-	if st := l.Status(); st.Warning != want || len(st.Denied) != 1 {
-		t.Errorf("warning = %q (denied %v), want %q", st.Warning, st.Denied, want)
+	if st := l.Status(); st.Warning != want || len(st.Denied) != 1 || len(st.Listing) != 0 || st.Knows("pods") || !st.Knows("nodes") {
+		t.Errorf("warning = %q (denied %v, listing %v), want %q", st.Warning, st.Denied, st.Listing, want)
 	}
 	grant(t, cp, "nodes-only", "pods")
 	waitLive(t, l, "the pods allowed", func(_ *cluster.Objects, st cluster.LiveStatus) bool {

@@ -164,6 +164,9 @@ func TestLiveUnreachableFromTheStart(t *testing.T) {
 	if st := l.Status(); st.Server != addr || !strings.Contains(st.String(), "API server "+addr+" unreachable since ") || !strings.Contains(st.Err, "connection refused") {
 		t.Errorf("status = %q (err %q), want %s unreachable, connection refused", st, st.Err, addr)
 	}
+	if st := l.Status(); !slices.Equal(st.Listing, []string{"nodes", "pods", "resourcequotas", "priorityclasses", "events"}) || st.Knows("pods") {
+		t.Errorf("listing = %v, want every kind: none was ever listed", st.Listing)
+	}
 	cancel()
 	select {
 	case <-l.Done():

@@ -53,21 +53,24 @@ func (v *clusterView) titleLine() string {
 }
 
 // count is n, or "?" when it counts what the server refuses to list
-// (kind): zero would be a false fact.
+// (kind) or has not listed yet: zero would be a false fact.
 func (v *clusterView) count(kind string, n int) string {
-	if v.status.Denies(kind) {
+	if !v.status.Knows(kind) {
 		return "?"
 	}
 	return fmt.Sprint(n)
 }
 
 // unknownLine is the line that stands for a list the server refuses
-// (kind); "" when it does not.
+// (kind), or that is not listed yet; "" when it is known.
 func (v *clusterView) unknownLine(kind, what string) string {
-	if !v.status.Denies(kind) {
-		return ""
+	switch {
+	case v.status.Denies(kind):
+		return v.styles.Error.Render("  unknown: the server refuses to list " + kind + " (" + what + ")")
+	case !v.status.Knows(kind):
+		return v.styles.Hint.Render("  unknown: " + kind + " not listed yet")
 	}
-	return v.styles.Error.Render("  unknown: the server refuses to list " + kind + " (" + what + ")")
+	return ""
 }
 
 // statusLine is the connection: an error is drawn as one, the tab goes on
@@ -117,7 +120,7 @@ func (v *clusterView) resWidth() int {
 func (v *clusterView) nodeLines() []string {
 	st := v.styles
 	nw, rw := v.nameWidth(), v.resWidth()
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%d)", len(v.nodes))),
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%s)", v.count("nodes", len(v.nodes)))),
 		st.TableHeader.Render(fmt.Sprintf("  %-*s %-9s %-*s %-*s %-14s %s", nw, "NODE", "STATUS", rw, "RESOURCE", barWidth+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
 	n := v.nodeHeight()
 	if u := v.unknownLine("nodes", "GPU nodes unknown"); u != "" && len(v.rows) == 0 {
@@ -150,8 +153,8 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
 	allocBar, figures := bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa)
-	if v.status.Denies("pods") { // what pods hold is unknown, not none
-		allocBar, figures = "["+fmt.Sprintf("%-*s", barWidth, "? pods denied")+"]", fmt.Sprintf("?/%d/%d", able, capa)
+	if !v.status.Knows("pods") { // what pods hold is unknown, not none
+		allocBar, figures = "["+fmt.Sprintf("%-*s", barWidth, "? pods unknown")+"]", fmt.Sprintf("?/%d/%d", able, capa)
 	}
 	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(visible.String(r.res), rw), allocBar, figures, used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
@@ -299,6 +302,9 @@ func (v *clusterView) reconcileLine() string {
 	label := st.CardLabel.Render("Reconciliation") + " "
 	if v.status.Denies("pods") || v.status.Denies("nodes") {
 		return label + st.Error.Render("unknown: the server refuses to list nodes or pods")
+	}
+	if !v.status.Knows("pods") || !v.status.Knows("nodes") {
+		return label + st.Hint.Render("unknown: nodes or pods not listed yet")
 	}
 	if v.rec == nil {
 		return label + st.Hint.Render("not read yet: probe the hosts (Fleet, p) to join what pods hold with what runs on the GPUs")

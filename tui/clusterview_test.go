@@ -376,3 +376,22 @@ func TestClusterViewSaysReconnecting(t *testing.T) {
 		t.Errorf("the tab does not say it is reconnecting:\n%s", view)
 	}
 }
+
+// Before the first list (the server unreachable from the start), the
+// counts are unknown, not zero.
+func TestClusterViewSaysWhatIsNotListedYet(t *testing.T) {
+	live := newFakeLive(&cluster.Objects{})
+	live.status = cluster.LiveStatus{State: cluster.Lost, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "connection refused",
+		Listing: []string{"nodes", "pods", "resourcequotas", "priorityclasses", "events"}}
+	view := newClusterModel(t, 160, 40, ClusterSource{Name: "prod", Live: live}).View()
+	for _, want := range []string{"? GPU nodes · ? pods · ? waiting", "GPU nodes (?)", "unknown: nodes not listed yet", "unknown: pods not listed yet", "unknown: resourcequotas not listed yet"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the tab lacks %q:\n%s", want, view)
+		}
+	}
+	for _, lie := range []string{"0 pods", "nothing waits", "no node has a GPU resource", "no ResourceQuota"} {
+		if strings.Contains(view, lie) {
+			t.Errorf("the tab says %q before anything was listed:\n%s", lie, view)
+		}
+	}
+}
