@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/sim"
 	"github.com/gpulab/gpulab/tui"
@@ -124,13 +125,22 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 		}
 		o.inventory = files.Inventory
 		w.kill = s.f.Kill
-		w.cluster = s.f.KubeClient
+		w.cluster = demoCluster(life, s.f)
 		if d.present {
 			w.present = presentSteps(s.f.Hosts())
 		}
 		return nil
 	}
 	return openWorkbench(cmd, o, life, w)
+}
+
+// demoCluster is the demo's simulated cluster (a client-go fake the
+// fleet feeds, context "simulated"), made once and served until life
+// ends: the Cluster tab follows it and the labs' cluster steps read the
+// same one, whose nodes are the demo's hosts.
+func demoCluster(life context.Context, f *sim.Fleet) func(context.Context) (*cluster.Client, error) {
+	once := sync.OnceValues(func() (*cluster.Client, error) { return f.KubeClient(life) })
+	return func(context.Context) (*cluster.Client, error) { return once() }
 }
 
 // presentSteps is the presenter's walkthrough of the demo fleet: the Map,

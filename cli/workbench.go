@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
@@ -71,7 +72,7 @@ type workbench struct {
 	// and before the inventory is: a demo's fleet starts meanwhile.
 	hosts func() error
 	// cluster, when set, is the demo's simulated cluster for the Cluster
-	// tab, served until ctx ends (set by hosts).
+	// tab and the labs' cluster steps (set by hosts).
 	cluster func(ctx context.Context) (*cluster.Client, error)
 	// ssh is the workbench's -H, -F and --known-hosts (nil: every
 	// inventory host, as the inventory says to reach it).
@@ -151,26 +152,20 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if len(w.present) > 0 {
 		opts.Styles = tui.PresenterStyles()
 	}
+	// Nothing writes on the terminal behind Bubble Tea's back, from
+	// here (the clusters' credential plugins run from now on) to the end.
+	errLog, restoreStderr := o.quietStderr()
+	defer restoreStderr()
 	clusters, stopClusters := workbenchClusters(o, life, w, inv)
 	defer stopClusters()
 	opts.Clusters = clusters
 	if r != nil {
-		defer r.keys.Close()
-		r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
-		r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
-		// Connections stay open between the workbench's runs (keepalive,
-		// closed after 10 minutes unused and on quit): the second command
-		// on the same hosts pays no handshake.
-		r.engine.Pool = &orchestrator.Pool{Dialer: r.engine.Dialer}
-		defer r.engine.Pool.Close()
-		opts.Fleet = fleetRunner{r: r}
-		opts.RunbookRunner = fleetRunner{r: r}
-		probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
 		sel := sshFlags{}
 		if w.ssh != nil {
 			sel = *w.ssh
 		}
-		opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: o.reproduce(inv.File, &sel, nil), kube: func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }}
+		closeFleet := o.fleetOptions(&opts, r, inv, results, o.reproduce(inv.File, &sel, nil), w.labKube(life))
+		defer closeFleet()
 	}
 	var model tea.Model = tui.New(opts)
 	if o.getenv(EnvFirstFrameExit) != "" {
@@ -179,9 +174,72 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	// The terminal itself: the workbench draws with escape sequences.
 	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(o.env.Stdout), tea.WithoutSignalHandler())
 	if _, err := p.Run(); err != nil {
+		if errors.Is(err, tea.ErrProgramPanic) && errLog != nil {
+			return fmt.Errorf("workbench: %w (its stack is in %s)", err, errLog.path)
+		}
 		return fmt.Errorf("workbench: %w", err)
 	}
 	return nil
+}
+
+// fleetOptions sets the workbench's runners on runner r's hosts, a lab's
+// cluster found by kube (nil: the inventory's [[kube]] table of its hosts,
+// labCluster), and the files a lab run read (reproduce); the returned
+// function closes their keys and connections.
+func (o *options) fleetOptions(opts *tui.Options, r *runner, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string)) func() {
+	r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
+	r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
+	// Connections stay open between the workbench's runs (keepalive,
+	// closed after 10 minutes unused and on quit): the second command
+	// on the same hosts pays no handshake.
+	r.engine.Pool = &orchestrator.Pool{Dialer: r.engine.Dialer}
+	opts.Fleet = fleetRunner{r: r}
+	opts.RunbookRunner = fleetRunner{r: r}
+	probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
+	if kube == nil {
+		kube = func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }
+	}
+	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: reproduce, kube: kube}
+	return func() { r.engine.Pool.Close(); r.keys.Close() }
+}
+
+// labKube is the cluster of a lab's hosts in the demo: its simulated
+// cluster, whose nodes they are; nil elsewhere (the inventory says).
+func (w *workbench) labKube(life context.Context) func([]orchestrator.Target) (*cluster.Client, string) {
+	if w.cluster == nil {
+		return nil
+	}
+	return func([]orchestrator.Target) (*cluster.Client, string) {
+		c, err := w.cluster(life)
+		if err != nil {
+			return nil, "the simulated cluster: " + err.Error()
+		}
+		return c, ""
+	}
+}
+
+// quietStderr points the process's stderr at a log (stderrLog) until the
+// returned function is called, when the workbench's stderr is the
+// process's; that function restores it and names the log if anything
+// was written there. The log is nil when stderr is left as it is.
+func (o *options) quietStderr() (*stderrLog, func()) {
+	if f, ok := o.env.Stderr.(*os.File); !ok || f.Fd() != 2 {
+		return nil, func() {}
+	}
+	l, err := openStderrLog(o.getenv)
+	if err != nil {
+		return nil, func() {}
+	}
+	if err := l.divert(); err != nil {
+		l.close()
+		return nil, func() {}
+	}
+	return l, func() {
+		l.restore()
+		if l.close() {
+			fmt.Fprintf(o.env.Stderr, "gpulab: what was written to stderr while the workbench ran (a credential plugin's messages, a panic's stack) is in %s\n", l.path)
+		}
+	}
 }
 
 func newVersionCmd(o *options) *cobra.Command {

@@ -7,16 +7,16 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -33,6 +33,15 @@ const (
 	// Lost: the API server stopped answering; the caches hold what it
 	// said last, and the informers retry on their own.
 	Lost
+	// Refused: the API server answers but refuses the credentials (401
+	// Unauthorized, or 403 for every request): a token that expired or
+	// was revoked, a client certificate it does not trust.
+	Refused
+	// Reconnecting: the API server answers again after it was Lost or
+	// Refused, and some informers have delivered nothing since (their
+	// reflectors retry with a backoff of up to 30 s): the caches may
+	// still hold what changed meanwhile.
+	Reconnecting
 )
 
 func (s LiveState) String() string {
@@ -41,6 +50,10 @@ func (s LiveState) String() string {
 		return "synced"
 	case Lost:
 		return "lost"
+	case Refused:
+		return "refused"
+	case Reconnecting:
+		return "reconnecting"
 	}
 	return "waiting"
 }
@@ -54,11 +67,31 @@ type LiveStatus struct {
 	// Since is when the state began: for Lost, the first failed list or
 	// watch.
 	Since time.Time
-	// Err is the latest error while Lost.
+	// Err is the latest error while Lost; while Refused, the refusal
+	// ("Unauthorized").
 	Err string
-	// Warning is the latest list or watch error that is not the server
-	// being gone (forbidden, a kind it does not serve); "" when none.
+	// Denied are the kinds the server refuses to list ("nodes", "pods",
+	// "resourcequotas", "priorityclasses", "events"), in that order: the
+	// view's lists of them are empty because they are unknown, not
+	// because there are none.
+	Denied []string
+	// Listing are the kinds not listed yet (nor denied), in Denied's
+	// order: their lists are empty because they are not known yet.
+	Listing []string
+	// Warning says what is denied and what it leaves unknown ("cannot
+	// list pods at the cluster scope (RBAC): allocation and pending
+	// unknown"), then the latest other list or watch error that is not
+	// the server being gone (a kind it does not serve); "" when none.
 	Warning string
+}
+
+// Denies reports whether the server refuses to list kind (Denied).
+func (s LiveStatus) Denies(kind string) bool { return slices.Contains(s.Denied, kind) }
+
+// Knows reports whether the view's list of kind is the server's: listed,
+// neither denied nor still listing.
+func (s LiveStatus) Knows(kind string) bool {
+	return !s.Denies(kind) && !slices.Contains(s.Listing, kind)
 }
 
 // String says it in a line: "API server 127.0.0.1:6443 unreachable since
@@ -73,6 +106,10 @@ func (s LiveStatus) String() string {
 		return server + ": synced"
 	case Lost:
 		return fmt.Sprintf("%s unreachable since %s (%s); showing what it said last, retrying", server, s.Since.Format("15:04:05"), s.Err)
+	case Refused:
+		return fmt.Sprintf("%s refused: %s (the credentials) since %s; showing what it said last, retrying", server, s.Err, s.Since.Format("15:04:05"))
+	case Reconnecting:
+		return server + ": reconnecting (back since " + s.Since.Format("15:04:05") + "; the watches have not all delivered yet: showing what it said before)"
 	}
 	return server + ": listing…"
 }
@@ -96,6 +133,9 @@ type LiveOptions struct {
 	Queues time.Duration
 	// Now reads the clock for LiveStatus.Since (nil: time.Now).
 	Now func() time.Time
+	// OnStatus, when set, is called with every new status, in order (a
+	// log of the connection); it must not block.
+	OnStatus func(LiveStatus)
 }
 
 // Live is a cluster's Objects kept current by shared informers (nodes,
@@ -112,6 +152,7 @@ type Live struct {
 
 	nodes, pods, quotas, prios cache.SharedIndexInformer
 	events                     []eventInformer
+	listers                    []*lister // all of them, in Denied's order
 
 	dirty   chan struct{} // a watch event or a state change, not yet told
 	changes chan struct{} // told, at most once per Interval; closed at the end
@@ -120,6 +161,24 @@ type Live struct {
 	mu     sync.Mutex
 	status LiveStatus
 	queues Queues // read every Queues
+	// denied are the informers whose list the server forbids, and other
+	// the latest other warning: status.Denied and Warning are made of them.
+	denied map[*lister]string
+	other  string
+	// outage is each informer's last resource version when the server
+	// was lost or refused (nil when it is not): it has delivered again
+	// once that changed or a list or watch call succeeded (reached).
+	outage map[*lister]string
+}
+
+// lister is one of the view's informers, with the kind it lists and what
+// its being denied leaves unknown.
+type lister struct {
+	kind, scope, unknown string
+	informer             cache.SharedIndexInformer
+	// reached: a list or watch call of the informer has succeeded since
+	// the last outage began (under Live.mu).
+	reached bool
 }
 
 // eventInformer is the informer of one reason's events (each has its
@@ -146,26 +205,13 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Live{client: c, opts: opts, dirty: make(chan struct{}, 1), changes: make(chan struct{}, 1), done: make(chan struct{})}
+	l := &Live{client: c, opts: opts, dirty: make(chan struct{}, 1), changes: make(chan struct{}, 1), done: make(chan struct{}), denied: map[*lister]string{}}
 	l.status = LiveStatus{State: Waiting, Server: serverOf(c.Kube), Since: opts.Now()}
 	factory := informers.NewSharedInformerFactoryWithOptions(c.Kube, 0, informers.WithTransform(Trim))
-	l.nodes = factory.Core().V1().Nodes().Informer()
-	l.pods = factory.InformerFor(&corev1.Pod{}, func(k kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
-		return coreinformers.NewFilteredPodInformer(k, metav1.NamespaceAll, resync, cache.Indexers{}, func(lo *metav1.ListOptions) {
-			lo.FieldSelector = "status.phase!=Succeeded,status.phase!=Failed"
-		})
-	})
-	l.quotas = factory.Core().V1().ResourceQuotas().Informer()
-	l.prios = factory.Scheduling().V1().PriorityClasses().Informer()
-	for _, reason := range []string{"FailedScheduling", "FailedCreate"} {
-		inf := coreinformers.NewFilteredEventInformer(c.Kube, opts.Namespace, 0, cache.Indexers{}, func(lo *metav1.ListOptions) {
-			lo.FieldSelector = "reason=" + reason
-		})
-		_ = inf.SetTransform(Trim) // only fails once started
-		l.events = append(l.events, eventInformer{reason, inf})
-	}
-	for _, inf := range l.informers() {
-		_ = inf.SetWatchErrorHandlerWithContext(l.watchError) // only fails once started
+	l.makeInformers(factory)
+	for _, ls := range l.listers {
+		inf := ls.informer
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, _ *cache.Reflector, err error) { l.watchError(ctx, ls, err) }) // only fails once started
 		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(any) { l.poke() },
 			UpdateFunc: func(any, any) { l.poke() },
@@ -187,14 +233,6 @@ func StartLive(ctx context.Context, c *Client, opts LiveOptions) *Live {
 		close(l.done)
 	}()
 	return l
-}
-
-func (l *Live) informers() []cache.SharedIndexInformer {
-	out := []cache.SharedIndexInformer{l.nodes, l.pods, l.quotas, l.prios}
-	for _, e := range l.events {
-		out = append(out, e.informer)
-	}
-	return out
 }
 
 // serverOf is the API server's host:port, when the client talks REST.
@@ -234,7 +272,14 @@ func (l *Live) Client() *Client { return l.client }
 func (l *Live) Status() LiveStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.status
+	st := l.status
+	st.Listing = nil
+	for _, ls := range l.listers {
+		if _, denied := l.denied[ls]; !denied && !ls.informer.HasSynced() && !slices.Contains(st.Listing, ls.kind) {
+			st.Listing = append(st.Listing, ls.kind)
+		}
+	}
+	return st
 }
 
 // Snapshot is the cluster as the caches hold it now, cheap enough to
@@ -307,21 +352,25 @@ func (l *Live) notify(ctx context.Context) {
 	}
 }
 
-// synced reports whether every informer has listed once.
+// synced reports whether every informer has listed once or is denied;
+// called under the lock.
 func (l *Live) synced() bool {
-	for _, inf := range l.informers() {
-		if !inf.HasSynced() {
+	for _, ls := range l.listers {
+		if _, denied := l.denied[ls]; !denied && !ls.informer.HasSynced() {
 			return false
 		}
 	}
 	return true
 }
 
-// waitSynced turns Waiting into Synced once every informer has listed.
+// waitSynced turns Waiting into Synced once every informer has listed or
+// been forbidden to.
 func (l *Live) waitSynced(ctx context.Context) {
-	syncs := make([]cache.InformerSynced, 0, 6)
-	for _, inf := range l.informers() {
-		syncs = append(syncs, inf.HasSynced)
+	syncs := make([]cache.InformerSynced, 0, len(l.listers))
+	for _, ls := range l.listers {
+		// A kind the server forbids will not list: what it leaves
+		// unknown is said (Warning), and the rest is synced.
+		syncs = append(syncs, func() bool { return ls.informer.HasSynced() || l.isDenied(ls) })
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), syncs...) {
 		return
@@ -335,20 +384,94 @@ func (l *Live) waitSynced(ctx context.Context) {
 	})
 }
 
-// watchError is every informer's watch error handler. A network error
-// makes the view Lost at once (check says when the server is back); any
-// other error but a watch's normal end is kept as a Warning.
-func (l *Live) watchError(ctx context.Context, _ *cache.Reflector, err error) {
+// watchError is every informer's watch error handler (ls's). A network
+// error makes the view Lost at once (check says when the server is
+// back), refused credentials Refused; a list the server forbids marks
+// its kind Denied; any other error but a watch's normal end is kept as
+// a Warning.
+func (l *Live) watchError(ctx context.Context, ls *lister, err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || apierrors.IsResourceExpired(err) || apierrors.IsGone(err) || ctx.Err() != nil {
 		return // a watch that ended as watches do: the reflector lists again
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) {
+	switch {
+	case errors.As(err, &ne) || utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err):
 		l.lost(err)
-		return
+	case apierrors.IsUnauthorized(err):
+		l.refused(err)
+	case apierrors.IsForbidden(err):
+		l.deny(ls, "cannot list "+ls.kind+" "+ls.scope+" (RBAC): "+ls.unknown)
+	default:
+		l.mu.Lock()
+		l.other = err.Error()
+		l.mu.Unlock()
+		l.setState(l.warnings)
 	}
+}
+
+// deny marks ls's kind Denied with why.
+func (l *Live) deny(ls *lister, why string) {
+	l.mu.Lock()
+	l.denied[ls] = why
+	l.mu.Unlock()
+	l.setState(l.warnings)
+}
+
+func (l *Live) isDenied(ls *lister) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.denied[ls]
+	return ok
+}
+
+// allowed forgets the denials of the informers that have listed since
+// (RBAC granted meanwhile).
+func (l *Live) allowed() {
+	l.mu.Lock()
+	n := len(l.denied)
+	for ls := range l.denied {
+		if ls.informer.HasSynced() {
+			delete(l.denied, ls)
+		}
+	}
+	changed := len(l.denied) != n
+	l.mu.Unlock()
+	if changed {
+		l.setState(l.warnings)
+	}
+}
+
+// warnings makes the status's Denied and Warning of the denials and the
+// other warning; called under the lock.
+func (l *Live) warnings(s *LiveStatus) bool {
+	s.Denied = nil
+	var parts []string
+	for _, ls := range l.listers {
+		if why, ok := l.denied[ls]; ok {
+			if !slices.Contains(s.Denied, ls.kind) {
+				s.Denied = append(s.Denied, ls.kind)
+			}
+			parts = append(parts, why)
+		}
+	}
+	if l.other != "" {
+		parts = append(parts, l.other)
+	}
+	s.Warning = strings.Join(parts, "; ")
+	return true
+}
+
+// refused marks the view Refused because of err (since the first).
+func (l *Live) refused(err error) {
 	l.setState(func(s *LiveStatus) bool {
-		s.Warning = err.Error()
+		s.Err = string(apierrors.ReasonForError(err))
+		if s.Err == "" {
+			s.Err = err.Error()
+		}
+		if s.State != Refused {
+			l.outageBegins()
+			s.State, s.Since = Refused, l.opts.Now()
+		}
 		return true
 	})
 }
@@ -358,15 +481,86 @@ func (l *Live) lost(err error) {
 	l.setState(func(s *LiveStatus) bool {
 		s.Err = err.Error()
 		if s.State != Lost {
+			l.outageBegins()
 			s.State, s.Since = Lost, l.opts.Now()
 		}
 		return true
 	})
 }
 
+// outageBegins notes each informer's resource version, once per outage;
+// called under the lock.
+func (l *Live) outageBegins() {
+	if l.outage != nil {
+		return
+	}
+	l.outage = map[*lister]string{}
+	for _, ls := range l.listers {
+		l.outage[ls], ls.reached = ls.informer.LastSyncResourceVersion(), false
+	}
+}
+
+// back is the server answering again: a view Lost or Refused is
+// Reconnecting until every informer has delivered since (Waiting if the
+// caches never listed).
+func (l *Live) back() {
+	l.setState(func(s *LiveStatus) bool {
+		if s.State != Lost && s.State != Refused {
+			return false
+		}
+		l.other = ""
+		l.warnings(s)
+		s.State, s.Since, s.Err = Reconnecting, l.opts.Now(), ""
+		if !l.synced() {
+			s.State, l.outage = Waiting, nil // back, and still listing for the first time
+		}
+		return true
+	})
+	l.reconnected()
+}
+
+// reconnected makes a Reconnecting view Synced once every informer has
+// delivered again.
+func (l *Live) reconnected() {
+	l.setState(func(s *LiveStatus) bool {
+		if s.State != Reconnecting || !l.delivered() {
+			return false
+		}
+		s.State, s.Since, l.outage = Synced, l.opts.Now(), nil
+		return true
+	})
+}
+
+// reach notes that a list or watch call of ls's informer succeeded.
+func (l *Live) reach(ls *lister) {
+	l.mu.Lock()
+	was := ls.reached
+	ls.reached = true
+	l.mu.Unlock()
+	if !was {
+		l.reconnected()
+	}
+}
+
+// delivered reports whether every informer the server lets list has
+// listed or had a watch event (or bookmark) since the outage began;
+// called under the lock.
+func (l *Live) delivered() bool {
+	for _, ls := range l.listers {
+		if _, denied := l.denied[ls]; denied {
+			continue
+		}
+		if rv := ls.informer.LastSyncResourceVersion(); !ls.reached && (rv == "" || rv == l.outage[ls]) {
+			return false
+		}
+	}
+	return true
+}
+
 // check asks the API server for its version every Check: no answer makes
-// the view Lost; an answer after that makes it Synced again (Waiting if
-// the caches never listed), the reflectors listing again by themselves.
+// the view Lost, refused credentials Refused; an answer after that makes
+// it Reconnecting, then Synced once every informer has delivered again
+// (back), the reflectors listing or watching again by themselves.
 func (l *Live) check(ctx context.Context) {
 	t := time.NewTicker(l.opts.Check)
 	defer t.Stop()
@@ -382,20 +576,16 @@ func (l *Live) check(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		switch {
+		case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+			l.refused(err)
+			continue
+		case err != nil:
 			l.lost(err)
 			continue
 		}
-		l.setState(func(s *LiveStatus) bool {
-			if s.State != Lost {
-				return false
-			}
-			s.State, s.Since, s.Err, s.Warning = Synced, l.opts.Now(), "", ""
-			if !l.synced() {
-				s.State = Waiting // back, and still listing for the first time
-			}
-			return true
-		})
+		l.allowed()
+		l.back()
 	}
 }
 
@@ -429,6 +619,10 @@ func (l *Live) readQueues(ctx context.Context) {
 func (l *Live) setState(change func(*LiveStatus) bool) {
 	l.mu.Lock()
 	changed := change(&l.status)
+	st := l.status
+	if changed && l.opts.OnStatus != nil {
+		l.opts.OnStatus(st) // under the lock: in order
+	}
 	l.mu.Unlock()
 	if changed {
 		l.poke()

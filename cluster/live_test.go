@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,6 +46,32 @@ func waitLive(t *testing.T, l *cluster.Live, what string, ok func(*cluster.Objec
 	}
 }
 
+// stateLog is the states a view went through (LiveOptions.OnStatus).
+type stateLog struct {
+	mu     sync.Mutex
+	states []cluster.LiveState
+}
+
+func (s *stateLog) add(st cluster.LiveStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.states); n == 0 || s.states[n-1] != st.State {
+		s.states = append(s.states, st.State)
+	}
+}
+
+// since is the states from the last time the view was in first.
+func (s *stateLog) since(first cluster.LiveState) []cluster.LiveState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.states) - 1; i >= 0; i-- {
+		if s.states[i] == first {
+			return slices.Clone(s.states[i:])
+		}
+	}
+	return nil
+}
+
 func hasPod(o *cluster.Objects, name string, bound bool) bool {
 	return slices.ContainsFunc(o.Pods, func(p *corev1.Pod) bool { return p.Name == name && (p.Spec.NodeName != "") == bound })
 }
@@ -58,7 +85,8 @@ func TestLiveFollowsARealAPIServer(t *testing.T) {
 	cp.AddNode(t, kubetest.GPUNode("gpu-a", 8))
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	l := cluster.StartLive(ctx, kubetestClient(t, cp), cluster.LiveOptions{Interval: 20 * time.Millisecond, Check: 100 * time.Millisecond})
+	var states stateLog
+	l := cluster.StartLive(ctx, kubetestClient(t, cp), cluster.LiveOptions{Interval: 20 * time.Millisecond, Check: 100 * time.Millisecond, OnStatus: states.add})
 	waitLive(t, l, "synced view with gpu-a", func(o *cluster.Objects, st cluster.LiveStatus) bool {
 		return st.State == cluster.Synced && len(o.GPUNodes()) == 1
 	})
@@ -91,7 +119,16 @@ func TestLiveFollowsARealAPIServer(t *testing.T) {
 	}
 
 	cp.StartAPIServer(t)
+	// The pod deleted right after the restart: the view is reconnecting,
+	// not synced, until its informers have delivered again.
+	if err := pods.Delete(ctx, "small", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
 	waitLive(t, l, "recovered view", func(_ *cluster.Objects, st cluster.LiveStatus) bool { return st.State == cluster.Synced })
+	if got := states.since(cluster.Lost); !slices.Equal(got, []cluster.LiveState{cluster.Lost, cluster.Reconnecting, cluster.Synced}) {
+		t.Errorf("states after the server was lost: %v, want lost, reconnecting, synced", got)
+	}
+	waitLive(t, l, "the pod deleted after the restart gone", func(o *cluster.Objects, _ cluster.LiveStatus) bool { return !hasPod(o, "small", true) })
 	if _, err := pods.Create(ctx, pod("after", "nvidia.com/gpu", 1, ""), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +163,9 @@ func TestLiveUnreachableFromTheStart(t *testing.T) {
 	waitLive(t, l, "lost status", func(_ *cluster.Objects, st cluster.LiveStatus) bool { return st.State == cluster.Lost })
 	if st := l.Status(); st.Server != addr || !strings.Contains(st.String(), "API server "+addr+" unreachable since ") || !strings.Contains(st.Err, "connection refused") {
 		t.Errorf("status = %q (err %q), want %s unreachable, connection refused", st, st.Err, addr)
+	}
+	if st := l.Status(); !slices.Equal(st.Listing, []string{"nodes", "pods", "resourcequotas", "priorityclasses", "events"}) || st.Knows("pods") {
+		t.Errorf("listing = %v, want every kind: none was ever listed", st.Listing)
 	}
 	cancel()
 	select {

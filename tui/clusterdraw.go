@@ -4,13 +4,17 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // Drawing the Cluster tab. View draws only the rows on screen, from what
 // refresh computed: a cluster of thousands of nodes costs no more than a
-// screenful.
+// screenful. Whatever the cluster says (names, reasons, messages, errors)
+// is escaped (visible.String) before it is measured or drawn: the waiting
+// list's and quotas' texts when they are computed, the rest here.
 
 // barWidth is the cells of a bar between its brackets.
 const barWidth = 16
@@ -22,7 +26,7 @@ func (v *clusterView) View() string {
 		return strings.Join([]string{st.CardTitle.Render("Cluster"), "",
 			st.Hint.Render("No Kubernetes context in the inventory ([[kube]] tables name kubeconfig and context).")}, "\n")
 	}
-	lines := []string{v.titleLine(), v.statusLine(), ""}
+	lines := []string{v.titleLine(), v.statusLine(), v.warningLine()}
 	lines = append(lines, v.nodeLines()...)
 	lines = append(lines, "")
 	lines = append(lines, v.waitLines()...)
@@ -35,7 +39,7 @@ func (v *clusterView) View() string {
 func (v *clusterView) titleLine() string {
 	st := v.styles
 	src := v.sources[v.current]
-	line := st.CardTitle.Render("Cluster") + " " + st.CardLabel.Render("context "+src.Name)
+	line := st.CardTitle.Render("Cluster") + " " + st.CardLabel.Render("context "+visible.String(src.Name))
 	if src.Simulated {
 		line += " " + st.Badge.Render(" SIMULATED ")
 	}
@@ -43,9 +47,30 @@ func (v *clusterView) titleLine() string {
 		line += st.CardMuted.Render(fmt.Sprintf("  (%d of %d: c for the next)", v.current+1, len(v.sources)))
 	}
 	if src.Live != nil {
-		line += st.CardMuted.Render(fmt.Sprintf("  %d GPU nodes · %d pods · %d waiting", len(v.nodes), v.pods, len(v.waiting)))
+		line += st.CardMuted.Render(fmt.Sprintf("  %s GPU nodes · %s pods · %s waiting", v.count("nodes", len(v.nodes)), v.count("pods", v.pods), v.count("pods", len(v.waiting))))
 	}
 	return line
+}
+
+// count is n, or "?" when it counts what the server refuses to list
+// (kind) or has not listed yet: zero would be a false fact.
+func (v *clusterView) count(kind string, n int) string {
+	if !v.status.Knows(kind) {
+		return "?"
+	}
+	return fmt.Sprint(n)
+}
+
+// unknownLine is the line that stands for a list the server refuses
+// (kind), or that is not listed yet; "" when it is known.
+func (v *clusterView) unknownLine(kind, what string) string {
+	switch {
+	case v.status.Denies(kind):
+		return v.styles.Error.Render("  unknown: the server refuses to list " + kind + " (" + what + ")")
+	case !v.status.Knows(kind):
+		return v.styles.Hint.Render("  unknown: " + kind + " not listed yet")
+	}
+	return ""
 }
 
 // statusLine is the connection: an error is drawn as one, the tab goes on
@@ -55,26 +80,31 @@ func (v *clusterView) statusLine() string {
 	src := v.sources[v.current]
 	switch {
 	case src.Live == nil:
-		return st.Error.Render("not connected: " + src.Err)
-	case v.status.State == cluster.Lost:
-		return st.Error.Render(v.status.String())
-	case v.status.State == cluster.Waiting:
-		return st.Hint.Render(v.status.String())
+		return st.Error.Render("not connected: " + visible.String(src.Err))
+	case v.status.State == cluster.Lost || v.status.State == cluster.Refused:
+		return st.Error.Render(visible.String(v.status.String()))
+	case v.status.State == cluster.Waiting || v.status.State == cluster.Reconnecting:
+		return st.Hint.Render(visible.String(v.status.String()))
+	case src.Simulated:
+		return st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")
 	}
-	line := st.CardMuted.Render(v.status.String())
-	if src.Simulated {
-		line = st.CardMuted.Render("simulated API server (a client-go fake fed by the fleet): synced")
+	return st.CardMuted.Render(visible.String(v.status.String()))
+}
+
+// warningLine is what the server refuses to list and what that leaves
+// unknown, in every state, on a line of its own (a lost server's status
+// line is long); "" when nothing is refused.
+func (v *clusterView) warningLine() string {
+	if v.sources[v.current].Live == nil || v.status.Warning == "" {
+		return ""
 	}
-	if v.status.Warning != "" {
-		line += "  " + st.Error.Render("warning: "+v.status.Warning)
-	}
-	return line
+	return v.styles.Error.Render(visible.String(v.status.Warning))
 }
 
 func (v *clusterView) nameWidth() int {
 	w := 4
 	for _, n := range v.nodes {
-		w = max(w, len(n.Name))
+		w = max(w, utf8.RuneCountInString(visible.String(n.Name)))
 	}
 	return min(w, 28)
 }
@@ -82,7 +112,7 @@ func (v *clusterView) nameWidth() int {
 func (v *clusterView) resWidth() int {
 	w := 8
 	for _, r := range v.rows {
-		w = max(w, len(r.res))
+		w = max(w, utf8.RuneCountInString(visible.String(r.res)))
 	}
 	return min(w, 26)
 }
@@ -90,10 +120,12 @@ func (v *clusterView) resWidth() int {
 func (v *clusterView) nodeLines() []string {
 	st := v.styles
 	nw, rw := v.nameWidth(), v.resWidth()
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%d)", len(v.nodes))),
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%s)", v.count("nodes", len(v.nodes)))),
 		st.TableHeader.Render(fmt.Sprintf("  %-*s %-9s %-*s %-*s %-14s %s", nw, "NODE", "STATUS", rw, "RESOURCE", barWidth+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
 	n := v.nodeHeight()
-	if len(v.rows) == 0 {
+	if u := v.unknownLine("nodes", "GPU nodes unknown"); u != "" && len(v.rows) == 0 {
+		lines = append(lines, u)
+	} else if len(v.rows) == 0 {
 		lines = append(lines, st.Hint.Render("  no node has a GPU resource"))
 	}
 	for i := v.nodeOffset; i < len(v.rows) && i < v.nodeOffset+n; i++ {
@@ -110,7 +142,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	n := v.nodes[r.node]
 	name, status := "", ""
 	if r.first {
-		name, status = n.Name, "Ready"
+		name, status = visible.String(n.Name), "Ready"
 		if !n.Ready {
 			status = "NotReady"
 		}
@@ -120,7 +152,11 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
-	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(r.res, rw), bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa), used)
+	allocBar, figures := bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa)
+	if !v.status.Knows("pods") { // what pods hold is unknown, not none
+		allocBar, figures = "["+fmt.Sprintf("%-*s", barWidth, "? pods unknown")+"]", fmt.Sprintf("?/%d/%d", able, capa)
+	}
+	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(visible.String(r.res), rw), allocBar, figures, used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
 }
 
@@ -143,22 +179,28 @@ func bar(alloc, allocatable, capacity int64) string {
 	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, barWidth-a-f)) + "]"
 }
 
+// clipText is s in at most w characters (fmt pads by characters): cut
+// between two, never inside one.
 func clipText(s string, w int) string {
-	if len(s) <= w {
+	if utf8.RuneCountInString(s) <= w {
 		return s
 	}
-	return s[:max(0, w-1)] + "…"
+	r := []rune(s)
+	return string(r[:max(0, w-1)]) + "…"
 }
 
 func (v *clusterView) waitLines() []string {
 	st := v.styles
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%d): pods the scheduler has not placed, and workloads with no pod", len(v.waiting)))}
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%s): pods the scheduler has not placed, and workloads with no pod", v.count("pods", len(v.waiting))))}
+	if u := v.unknownLine("pods", "what waits unknown"); u != "" && len(v.waiting) == 0 {
+		return append(lines, u)
+	}
 	if len(v.waiting) == 0 {
 		return append(lines, st.Hint.Render("  nothing waits"))
 	}
 	nw := 8
 	for _, it := range v.waiting {
-		nw = max(nw, len(it.ns)+1+len(it.name))
+		nw = max(nw, utf8.RuneCountInString(it.ns)+1+utf8.RuneCountInString(it.name))
 	}
 	nw = min(nw, 44)
 	for i := v.waitOffset; i < len(v.waiting) && i < v.waitOffset+v.waitHeight(); i++ {
@@ -203,7 +245,10 @@ func (v *clusterView) maxWhy() int {
 
 func (v *clusterView) quotaLines() []string {
 	st := v.styles
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("Quotas (%d GPU limits)", len(v.quotas)))}
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("Quotas (%s GPU limits)", v.count("resourcequotas", len(v.quotas))))}
+	if u := v.unknownLine("resourcequotas", "quotas unknown"); u != "" && len(v.quotas) == 0 {
+		return append(lines, u)
+	}
 	if len(v.quotas) == 0 {
 		return append(lines, st.Hint.Render("  no ResourceQuota limits a GPU resource"))
 	}
@@ -255,6 +300,12 @@ func (v *clusterView) firstMIGRow(r nodeRow) bool {
 func (v *clusterView) reconcileLine() string {
 	st := v.styles
 	label := st.CardLabel.Render("Reconciliation") + " "
+	if v.status.Denies("pods") || v.status.Denies("nodes") {
+		return label + st.Error.Render("unknown: the server refuses to list nodes or pods")
+	}
+	if !v.status.Knows("pods") || !v.status.Knows("nodes") {
+		return label + st.Hint.Render("unknown: nodes or pods not listed yet")
+	}
 	if v.rec == nil {
 		return label + st.Hint.Render("not read yet: probe the hosts (Fleet, p) to join what pods hold with what runs on the GPUs")
 	}

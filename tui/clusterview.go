@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // LiveCluster is a cluster the Cluster tab follows: cluster.Live is one.
@@ -90,8 +91,11 @@ type nodeRow struct {
 }
 
 // waitItem is one entry of the waiting list: a pod the scheduler has not
-// placed, or a workload with no pod (cluster.Blocked).
+// placed, or a workload with no pod (cluster.Blocked). Its texts are the
+// cluster's, escaped (visible.String): a name or an event's message may
+// hold control characters that would act on the terminal.
 type waitItem struct {
+	key            string // namespace/kind/name as the cluster says them: the selection follows it
 	ns, name, kind string
 	asks           string // "8 nvidia.com/gpu"; "" for a workload with no pod
 	reason         string
@@ -99,7 +103,7 @@ type waitItem struct {
 	evidence       []string
 }
 
-// quotaRow is one GPU resource of one ResourceQuota.
+// quotaRow is one GPU resource of one ResourceQuota; its texts escaped.
 type quotaRow struct {
 	ns, name, res      string
 	used, hard         int64
@@ -164,9 +168,9 @@ func (v *clusterView) Status() string {
 	}
 	src := v.sources[v.current]
 	if src.Live == nil {
-		return src.Name + ": not connected"
+		return visible.String(src.Name) + ": not connected"
 	}
-	return fmt.Sprintf("%s: %s, %d GPU nodes, %d waiting", src.Name, v.status.State, len(v.nodes), len(v.waiting))
+	return fmt.Sprintf("%s: %s, %s GPU nodes, %s waiting", visible.String(src.Name), v.status.State, v.count("nodes", len(v.nodes)), v.count("pods", len(v.waiting)))
 }
 
 // Init implements Component: it waits for each source's changes.
@@ -205,8 +209,7 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
 	case clusterChangedMsg:
 		if msg.source == v.current {
-			v.clusterData = msg.data
-			v.scroll()
+			v.show(msg.data)
 		}
 		if !msg.open {
 			return v, nil
@@ -214,8 +217,7 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, v.wait(msg.source)
 	case clusterComputedMsg:
 		if msg.source == v.current {
-			v.clusterData = msg.data
-			v.scroll()
+			v.show(msg.data)
 		}
 	case FleetProbedMsg:
 		v.probes.set(msg)
@@ -253,6 +255,33 @@ func (v *clusterView) handleKey(km tea.KeyMsg) {
 		v.refresh()
 	}
 	v.scroll()
+}
+
+// show replaces what the tab shows with d, the selections kept on the
+// same waiting item and node row (by key, not by place: a pod deleted
+// above the selected one does not move the selection to another).
+func (v *clusterView) show(d clusterData) {
+	waitKey, nodeKey := "", ""
+	if v.waitCursor < len(v.waiting) {
+		waitKey = v.waiting[v.waitCursor].key
+	}
+	if v.nodeCursor < len(v.rows) {
+		nodeKey = v.rowKey(v.rows[v.nodeCursor])
+	}
+	v.clusterData = d
+	if i := slices.IndexFunc(v.waiting, func(it waitItem) bool { return it.key == waitKey }); i >= 0 {
+		v.waitCursor = i
+	}
+	if i := slices.IndexFunc(v.rows, func(r nodeRow) bool { return v.rowKey(r) == nodeKey }); i >= 0 {
+		v.nodeCursor = i
+	}
+	v.scroll()
+}
+
+// rowKey is r by its node's name and resource, which stay when nodes
+// come and go.
+func (v *clusterView) rowKey(r nodeRow) string {
+	return v.nodes[r.node].Name + "\x00" + r.res
 }
 
 // refresh recomputes what the tab shows from the current source, on the
@@ -309,16 +338,30 @@ func waitItems(o *cluster.Objects) []waitItem {
 	var out []waitItem
 	for _, p := range o.Pending("") {
 		out = append(out, waitItem{ns: p.Namespace, name: p.Name, kind: "Pod", asks: resourceList(p.GPUs),
-			reason: p.Reason, why: p.Why, evidence: p.Evidence})
+			reason: p.Reason, why: p.Why, evidence: p.Evidence}.escaped())
 	}
 	for _, b := range o.Blocked("") {
 		it := waitItem{ns: b.Namespace, name: b.Name, kind: b.Kind, reason: "held by " + b.By, why: b.Why, evidence: b.Evidence}
 		if b.Count > 1 {
 			it.reason += fmt.Sprintf(" (×%d)", b.Count)
 		}
-		out = append(out, it)
+		out = append(out, it.escaped())
 	}
 	return out
+}
+
+// escaped is it with every text escaped, each as one line (a message's
+// line break would break the layout as well).
+func (it waitItem) escaped() waitItem {
+	it.key = it.ns + "/" + it.kind + "/" + it.name
+	it.ns, it.name, it.kind, it.asks = visible.String(it.ns), visible.String(it.name), visible.String(it.kind), visible.String(it.asks)
+	it.reason, it.why = visible.String(it.reason), visible.String(it.why)
+	ev := make([]string, len(it.evidence))
+	for i, e := range it.evidence {
+		ev[i] = visible.String(e)
+	}
+	it.evidence = ev
+	return it
 }
 
 func resourceList(m map[string]int64) string {
@@ -337,7 +380,8 @@ func quotaRows(qs []cluster.Quota) []quotaRow {
 			if !r.GPU {
 				continue
 			}
-			row := quotaRow{ns: q.Namespace, name: q.Name, res: r.Name, hardText: r.Hard, usedText: r.Used, full: r.Full}
+			row := quotaRow{ns: visible.String(q.Namespace), name: visible.String(q.Name), res: visible.String(r.Name),
+				hardText: visible.String(r.Hard), usedText: visible.String(r.Used), full: r.Full}
 			// GPU quotas count devices: whole numbers ("16"); the
 			// text is drawn as the quota says it.
 			row.hard, _ = strconv.ParseInt(r.Hard, 10, 64)

@@ -313,3 +313,85 @@ func TestClusterViewFitsTheTerminal(t *testing.T) {
 		t.Errorf("the broken context is not shown with why:\n%s", v)
 	}
 }
+
+// The selection follows its pod, not its place: a pod deleted above the
+// selected one leaves the selection, and the why, on the same pod.
+func TestClusterViewKeepsTheSelectionByKey(t *testing.T) {
+	o := clusterFixture()
+	o.Pods = append(o.Pods, gpuPod("research", "aaa-first", "", 8), gpuPod("research", "zzz-last", "", 8))
+	live := newFakeLive(o)
+	m := newClusterModel(t, 120, 40, ClusterSource{Name: "prod", Live: live})
+	cmd := m.Init()
+	m, _ = press(t, m, "down")
+	if v := m.View(); !strings.Contains(v, "why: research/llm-finetune-8gpu-x2k4d") {
+		t.Fatalf("↓ did not select llm-finetune:\n%s", v)
+	}
+	gone := clusterFixture()
+	gone.Pods = append(gone.Pods, gpuPod("research", "zzz-last", "", 8)) // aaa-first deleted
+	live.set(gone, live.Status())
+	m = runUntil(t, m, cmd, func(m Model) bool { return !strings.Contains(m.View(), "aaa-first") })
+	if v := m.View(); !strings.Contains(v, "why: research/llm-finetune-8gpu-x2k4d") || !strings.Contains(v, "▶ research/llm-finetune") {
+		t.Errorf("deleting the pod above moved the selection:\n%s", v)
+	}
+}
+
+// A reader the server refuses the pods: the tab says so in every state
+// and draws what depends on the pods as unknown, never as none (0
+// allocated, nothing waits); refused credentials are said as such.
+func TestClusterViewSaysWhatIsDenied(t *testing.T) {
+	o := clusterFixture()
+	o.Pods, o.Events = nil, nil // the server would not list them
+	warning := "cannot list pods at the cluster scope (RBAC): allocation and pending unknown"
+	for _, state := range []cluster.LiveState{cluster.Waiting, cluster.Synced, cluster.Lost} {
+		live := newFakeLive(o)
+		live.status = cluster.LiveStatus{State: state, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "connect: connection refused", Denied: []string{"pods"}, Warning: warning}
+		m := newClusterModel(t, 140, 40, ClusterSource{Name: "prod", Live: live})
+		view := m.View()
+		for _, want := range []string{warning, "? pods · ? waiting", "?/8/8", "Waiting (?)", "unknown: the server refuses to list pods", "prod: " + state.String() + ", 3 GPU nodes, ? waiting"} {
+			if !strings.Contains(view, want) {
+				t.Errorf("%s: the tab lacks %q:\n%s", state, want, view)
+			}
+		}
+		for _, lie := range []string{"0/8/8", "nothing waits", "0 pods", "0 waiting"} {
+			if strings.Contains(view, lie) {
+				t.Errorf("%s: the tab says %q although the pods are denied:\n%s", state, lie, view)
+			}
+		}
+	}
+	live := newFakeLive(o)
+	live.status = cluster.LiveStatus{State: cluster.Refused, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "Unauthorized"}
+	view := newClusterModel(t, 140, 40, ClusterSource{Name: "prod", Live: live}).View()
+	if !strings.Contains(view, "API server 127.0.0.1:6443 refused: Unauthorized (the credentials)") || strings.Contains(view, "unreachable") {
+		t.Errorf("refused credentials are not said as such:\n%s", view)
+	}
+}
+
+// Back from an outage, the tab says it is reconnecting until the
+// informers have delivered again, not synced.
+func TestClusterViewSaysReconnecting(t *testing.T) {
+	live := newFakeLive(clusterFixture())
+	live.status = cluster.LiveStatus{State: cluster.Reconnecting, Server: "127.0.0.1:6443", Since: epoch.Time}
+	view := newClusterModel(t, 160, 40, ClusterSource{Name: "prod", Live: live}).View()
+	if !strings.Contains(view, "API server 127.0.0.1:6443: reconnecting (back since 12:00:00") || strings.Contains(view, "synced") {
+		t.Errorf("the tab does not say it is reconnecting:\n%s", view)
+	}
+}
+
+// Before the first list (the server unreachable from the start), the
+// counts are unknown, not zero.
+func TestClusterViewSaysWhatIsNotListedYet(t *testing.T) {
+	live := newFakeLive(&cluster.Objects{})
+	live.status = cluster.LiveStatus{State: cluster.Lost, Server: "127.0.0.1:6443", Since: epoch.Time, Err: "connection refused",
+		Listing: []string{"nodes", "pods", "resourcequotas", "priorityclasses", "events"}}
+	view := newClusterModel(t, 160, 40, ClusterSource{Name: "prod", Live: live}).View()
+	for _, want := range []string{"? GPU nodes · ? pods · ? waiting", "GPU nodes (?)", "unknown: nodes not listed yet", "unknown: pods not listed yet", "unknown: resourcequotas not listed yet"} {
+		if !strings.Contains(view, want) {
+			t.Errorf("the tab lacks %q:\n%s", want, view)
+		}
+	}
+	for _, lie := range []string{"0 pods", "nothing waits", "no node has a GPU resource", "no ResourceQuota"} {
+		if strings.Contains(view, lie) {
+			t.Errorf("the tab says %q before anything was listed:\n%s", lie, view)
+		}
+	}
+}
