@@ -61,6 +61,10 @@ func press(t testing.TB, m Model, keys ...string) (Model, tea.Cmd) {
 			msg = tea.KeyMsg{Type: tea.KeyEnd}
 		case "home":
 			msg = tea.KeyMsg{Type: tea.KeyHome}
+		case "pgdown":
+			msg = tea.KeyMsg{Type: tea.KeyPgDown}
+		case "pgup":
+			msg = tea.KeyMsg{Type: tea.KeyPgUp}
 		case "ctrl+c":
 			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
 		default:
