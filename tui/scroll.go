@@ -121,11 +121,11 @@ func (s scroller) render(lines []string, height int, st Styles) []string {
 func moreMarker(above, below int) string {
 	switch {
 	case above == 0:
-		return fmt.Sprintf("↓ %d more line%s below · pgdn, end", below, plural(below))
+		return fmt.Sprintf("↓ %d more line%s below · pgdn", below, plural(below))
 	case below == 0:
-		return fmt.Sprintf("↑ %d line%s above · pgup, home · end of output", above, plural(above))
+		return fmt.Sprintf("↑ %d line%s above · pgup · end of output", above, plural(above))
 	}
-	return fmt.Sprintf("↑ %d above · ↓ %d more below · pgup, pgdn, home, end", above, below)
+	return fmt.Sprintf("↑ %d above · ↓ %d more below · pgup/pgdn", above, below)
 }
 
 // textPage is a whole view of text (a host's GPUs, a record): the
