@@ -57,6 +57,8 @@ type labKeys struct {
 	MoveKeys
 	Run, Guided, Solve, Hosts, Params key.Binding
 	Skip                              key.Binding
+	// Scroll moves a run's criteria and steps.
+	Scroll ScrollKeys
 }
 
 // labsView lists the labs (maturity, estimate) and runs one: the current
@@ -85,6 +87,7 @@ type labsView struct {
 	solve   map[string]bool         // lab → run its fast-forward
 	guided  bool
 	pending *GuideRequest // the step a guided run waits at
+	scroll  scroller      // a run's criteria and steps
 	log     []logEntry
 	rec     *labs.Record
 	dir     string
@@ -106,7 +109,7 @@ type logEntry struct {
 }
 
 func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, st Styles) *labsView {
-	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: labKeys{
+	v := &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: labKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
@@ -114,7 +117,10 @@ func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, s
 		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
+		Scroll:   DefaultScrollKeys(),
 	}}
+	v.keys.Scroll.PageDown.SetHelp("pgdn", "more")
+	return v
 }
 
 // Running is how many hosts the lab run in flight works on (0: none).
@@ -152,13 +158,43 @@ func (v *labsView) Status() string {
 }
 
 func (v *labsView) ShortHelp() []key.Binding {
-	if v.pending != nil {
-		return []key.Binding{v.keys.Run, v.keys.Skip, v.keys.Back}
+	var keys []key.Binding
+	switch {
+	case v.pending != nil:
+		keys = []key.Binding{v.keys.Run, v.keys.Skip, v.keys.Back}
+	case v.active != nil:
+		keys = []key.Binding{v.keys.Back}
+	default:
+		return v.listHelp()
 	}
-	if v.active != nil {
-		return []key.Binding{v.keys.Back}
+	if len(v.runBody()) > v.bodyHeight() {
+		keys = append(keys, v.keys.Scroll.PageDown)
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params}
+	return keys
+}
+
+// listHelp offers the keys that do something on the selected lab: no
+// hosts, no run; no fast-forward or parameters, no key for them.
+func (v *labsView) listHelp() []key.Binding {
+	keys := []key.Binding{v.keys.Up, v.keys.Down}
+	if v.canRun() {
+		keys = append(keys, v.keys.Run, v.keys.Guided)
+	}
+	if len(v.list) > 0 && v.list[v.sel].HasSolve() {
+		keys = append(keys, v.keys.Solve)
+	}
+	if v.setup.canChoose() {
+		keys = append(keys, v.keys.Hosts)
+	}
+	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+		keys = append(keys, v.keys.Params)
+	}
+	return keys
+}
+
+// canRun says whether enter runs the selected lab.
+func (v *labsView) canRun() bool {
+	return len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0
 }
 
 func (v *labsView) FullHelp() [][]key.Binding {
@@ -188,6 +224,10 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, v.setup.update(msg)
 		}
 		return v, v.handleKey(msg)
+	case tea.MouseMsg:
+		if v.active != nil {
+			v.scroll.handle(msg, v.keys.Scroll, len(v.runBody()), v.bodyHeight())
+		}
 	}
 	return v, nil
 }
@@ -249,6 +289,9 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if v.active != nil {
+		if v.scroll.handle(km, k.Scroll, len(v.runBody()), v.bodyHeight()) {
+			return nil
+		}
 		if key.Matches(km, k.Back) {
 			if v.running {
 				v.stream.stop() // cleanup still runs; the record says interrupted
@@ -268,7 +311,7 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.End):
 		v.sel = max(0, len(v.list)-1)
 	case key.Matches(km, k.Run), key.Matches(km, k.Guided):
-		if len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0 {
+		if v.canRun() {
 			return v.start(v.list[v.sel], key.Matches(km, k.Guided))
 		}
 	case key.Matches(km, k.Solve):
@@ -314,6 +357,7 @@ func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
 	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
 	v.names = v.setup.names()
+	v.scroll.home()
 	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
 	abandonCtx, abandon := context.WithCancel(context.WithoutCancel(v.base))
 	v.abandon, o.Abandon = abandon, abandonCtx
@@ -370,9 +414,18 @@ func (v *labsView) View() string {
 	if v.active == nil {
 		return v.listView()
 	}
+	head := v.runHead()
+	return strings.Join(append(head, v.scroll.render(v.runBody(), v.bodyHeight(), v.styles)...), "\n")
+}
+
+// bodyHeight is the room under a run's two head lines.
+func (v *labsView) bodyHeight() int { return max(1, v.height-2) }
+
+// runHead is a run's title and where it stands; they stay in view while
+// the rest scrolls.
+func (v *labsView) runHead() []string {
 	st := v.styles
 	l := v.active
-	names := v.names
 	state := "running"
 	switch {
 	case v.rec != nil && v.rec.Interrupted:
@@ -392,29 +445,21 @@ func (v *labsView) View() string {
 	if v.guided {
 		state += " · step by step"
 	}
-	lines := []string{
-		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(names)) + hostBadge(st, v.simulated, false),
+	return []string{
+		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) + hostBadge(st, v.simulated, false),
 		st.CardMuted.Render(v.timer()+" · "+v.phases()) + "  " + st.CardLabel.Render(state),
 	}
+}
+
+// runBody is a run's samples, the step it waits at, its criteria (each
+// whole: the measured value before the expression) and its steps.
+func (v *labsView) runBody() []string {
+	st := v.styles
+	var lines []string
 	if line := v.sampleLine(); line != "" {
-		lines = append(lines, st.CardMuted.Render(line))
+		lines = append(lines, wrap(st.CardMuted.Render(line), v.width-2)...)
 	}
-	if g := v.pending; g != nil {
-		title := g.Step.Step.Title
-		if title == "" {
-			title = g.Step.Step.ID
-		}
-		lines = append(lines, "", st.CardLabel.Render(fmt.Sprintf("Next: step %d/%d · %s · %s", g.Step.N, g.Step.Of, g.Step.Phase, g.Step.Step.ID))+" "+title)
-		lines = append(lines, wrap("  $ "+g.Step.Command, v.width-2)...)
-		if len(g.Step.Measures) > 0 {
-			what := "  measures " + strings.Join(g.Step.Measures, ", ")
-			if len(g.Step.Criteria) > 0 {
-				what += " for " + strings.Join(g.Step.Criteria, ", ")
-			}
-			lines = append(lines, st.CardMuted.Render(what))
-		}
-		lines = append(lines, st.Hint.Render("  enter runs it · s skips it · esc stops here (cleanup runs)"))
-	}
+	lines = append(lines, v.guideLines()...)
 	lines = append(lines, "", st.CardLabel.Render("Criteria"))
 	for _, g := range v.checklist() {
 		mark := map[labs.Status]string{"PASS": "✓", "FAIL": "✗", "WARN": "!", "UNKNOWN": "?", "SKIPPED": "-", labs.Pending: "…"}[g.Status]
@@ -422,26 +467,59 @@ func (v *labsView) View() string {
 		if g.Counter {
 			kind = " (counterexample)"
 		}
-		lines = append(lines, statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status))+" "+g.ID+kind+" "+st.CardMuted.Render(g.Hosts)+
-			hostBadge(st, v.simulated && g.Status != labs.Pending, false)+st.CardMuted.Render(": "+g.Summary))
+		line := statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status)) + " " + g.ID + kind + " " + st.CardMuted.Render(g.Hosts) +
+			hostBadge(st, v.simulated && g.Status != labs.Pending, false) + st.CardMuted.Render(": "+g.Summary)
+		lines = append(lines, hanging(line, v.width-1, 11)...)
 	}
 	lines = append(lines, "", st.CardLabel.Render("Steps"))
-	room := max(1, v.height-len(lines)-2)
-	log := make([]string, 0, len(v.log))
 	for _, e := range v.log {
-		log = append(log, "  "+inventory.FoldNames(e.hosts)+hostBadge(st, v.simulated, false)+"  "+e.key)
+		lines = append(lines, "  "+inventory.FoldNames(e.hosts)+hostBadge(st, v.simulated, false)+"  "+e.key)
 	}
-	if len(log) > room {
-		log = log[len(log)-room:]
-	}
-	lines = append(lines, log...)
 	if v.dir != "" {
 		lines = append(lines, "", st.CardMuted.Render("record: "+v.dir+"/record.md"))
 	}
 	if v.err != "" {
 		lines = append(lines, st.Error.Render(v.err))
 	}
-	return strings.Join(lines, "\n")
+	return lines
+}
+
+// guideLines are the step a guided run waits at: what it runs and
+// measures, and the keys that answer.
+func (v *labsView) guideLines() []string {
+	g := v.pending
+	if g == nil {
+		return nil
+	}
+	st := v.styles
+	title := g.Step.Step.Title
+	if title == "" {
+		title = g.Step.Step.ID
+	}
+	lines := []string{"", st.CardLabel.Render(fmt.Sprintf("Next: step %d/%d · %s · %s", g.Step.N, g.Step.Of, g.Step.Phase, g.Step.Step.ID)) + " " + title}
+	lines = append(lines, wrap("  $ "+g.Step.Command, v.width-2)...)
+	if len(g.Step.Measures) > 0 {
+		what := "  measures " + strings.Join(g.Step.Measures, ", ")
+		if len(g.Step.Criteria) > 0 {
+			what += " for " + strings.Join(g.Step.Criteria, ", ")
+		}
+		lines = append(lines, st.CardMuted.Render(what))
+	}
+	return append(lines, st.Hint.Render("  enter runs it · s skips it · esc stops here (cleanup runs)"))
+}
+
+// hanging wraps s to width, its later lines indented by indent.
+func hanging(s string, width, indent int) []string {
+	lines := wrap(s, width)
+	if len(lines) == 1 {
+		return lines
+	}
+	rest := strings.Join(lines[1:], " ")
+	out := []string{lines[0]}
+	for _, l := range wrap(rest, max(10, width-indent)) {
+		out = append(out, strings.Repeat(" ", indent)+l)
+	}
+	return out
 }
 
 // sampleLine sums up the probe's samples: how many, and the latest on the
@@ -520,7 +598,7 @@ func (v *labsView) listView() string {
 	case v.setup.typing():
 		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
-		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), "")
+		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), v.width-2), "")
 	default:
 		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	}
