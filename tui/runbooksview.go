@@ -115,7 +115,7 @@ func (v *runbooksView) Status() string {
 
 func (v *runbooksView) ShortHelp() []key.Binding {
 	if v.active != nil {
-		if v.evidence {
+		if v.evidence && len(v.evidencePane()) > v.evidenceHeight()-1 {
 			return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Scroll.PageDown, v.keys.Evidence, v.keys.Back}
 		}
 		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Evidence, v.keys.Back}
@@ -375,7 +375,8 @@ func (v *runbooksView) verdictLines() ([]string, int) {
 			if idx == v.cursor {
 				marker, at = "▶ ", len(body)
 			}
-			body = append(body, marker+statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status))+" "+g.Hosts+hostBadge(st, v.simulated, false)+": "+g.Summary)
+			line := marker + statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status)) + " " + g.Hosts + hostBadge(st, v.simulated, false) + ": " + g.Summary
+			body = append(body, hanging(line, v.width-1, 10)...) // whole: a verdict is read to its end
 			idx++
 		}
 	}
@@ -430,7 +431,8 @@ func (v *runbooksView) listView() string {
 		if len(rb.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, rb.ID, rb.Params, "s"))
 		}
-		lines = append(lines, "", st.CardMuted.Render(rb.Symptom))
+		lines = append(lines, "")
+		lines = append(lines, wrap(st.CardMuted.Render(rb.Symptom), v.width-2)...)
 	}
 	return strings.Join(lines, "\n")
 }
