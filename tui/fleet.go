@@ -584,10 +584,14 @@ func (v *fleetView) headline() string {
 		return st.Error.Render(v.notice)
 	}
 	if len(v.rows) == 0 {
-		return st.Hint.Render("No hosts: pass --inventory FILE, or -H with names from ~/.ssh/config.")
+		return st.Hint.Render("No hosts: pass --inventory FILE, or -H names from ~/.ssh/config.")
 	}
 	if v.command == "" {
-		return st.Hint.Render(fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, p to probe their GPUs.", len(v.rows), v.nodeSet()))
+		line := fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, p to probe their GPUs.", len(v.rows), v.nodeSet())
+		if lipgloss.Width(line) > v.width {
+			line = fmt.Sprintf("%d hosts: %s. : runs a command on all, p probes GPUs.", len(v.rows), v.nodeSet())
+		}
+		return st.Hint.Render(line)
 	}
 	pct := float64(v.finished) / float64(len(v.rows))
 	state := "done"

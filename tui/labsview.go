@@ -88,10 +88,13 @@ type labsView struct {
 	guided  bool
 	pending *GuideRequest // the step a guided run waits at
 	scroll  scroller      // a run's criteria and steps
-	log     []logEntry
-	rec     *labs.Record
-	dir     string
-	err     string
+	// listScroll is the list's, when the selected lab's criteria run
+	// past the screen.
+	listScroll scroller
+	log        []logEntry
+	rec        *labs.Record
+	dir        string
+	err        string
 	// simulated puts a SIM badge on the hosts.
 	simulated bool
 
@@ -177,6 +180,9 @@ func (v *labsView) ShortHelp() []key.Binding {
 // hosts, no run; no fast-forward or parameters, no key for them.
 func (v *labsView) listHelp() []key.Binding {
 	keys := []key.Binding{v.keys.Up, v.keys.Down}
+	if len(v.listLines()) > v.height {
+		keys = append(keys, v.keys.Scroll.PageDown)
+	}
 	if v.canRun() {
 		keys = append(keys, v.keys.Run, v.keys.Guided)
 	}
@@ -227,6 +233,8 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case tea.MouseMsg:
 		if v.active != nil {
 			v.scroll.handle(msg, v.keys.Scroll, len(v.runBody()), v.bodyHeight())
+		} else {
+			v.listScroll.handle(msg, v.keys.Scroll, len(v.listLines()), v.height)
 		}
 	}
 	return v, nil
@@ -301,6 +309,16 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if (key.Matches(km, k.Scroll.PageUp) || key.Matches(km, k.Scroll.PageDown)) &&
+		v.listScroll.handle(km, k.Scroll, len(v.listLines()), v.height) {
+		return nil
+	}
+	sel := v.sel
+	defer func() {
+		if v.sel != sel {
+			v.listScroll.home()
+		}
+	}()
 	switch {
 	case key.Matches(km, k.Up):
 		v.sel = max(0, v.sel-1)
@@ -418,8 +436,8 @@ func (v *labsView) View() string {
 	return strings.Join(append(head, v.scroll.render(v.runBody(), v.bodyHeight(), v.styles)...), "\n")
 }
 
-// bodyHeight is the room under a run's two head lines.
-func (v *labsView) bodyHeight() int { return max(1, v.height-2) }
+// bodyHeight is the room under a run's head lines.
+func (v *labsView) bodyHeight() int { return max(1, v.height-len(v.runHead())) }
 
 // runHead is a run's title and where it stands; they stay in view while
 // the rest scrolls.
@@ -445,10 +463,8 @@ func (v *labsView) runHead() []string {
 	if v.guided {
 		state += " · step by step"
 	}
-	return []string{
-		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) + hostBadge(st, v.simulated, false),
-		st.CardMuted.Render(v.timer()+" · "+v.phases()) + "  " + st.CardLabel.Render(state),
-	}
+	title := st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) + hostBadge(st, v.simulated, false)
+	return append(wrap(title, v.width-1), st.CardMuted.Render(v.timer()+" · "+v.phases())+"  "+st.CardLabel.Render(state))
 }
 
 // runBody is a run's samples, the step it waits at, its criteria (each
@@ -592,6 +608,11 @@ func (v *labsView) checklist() []labs.ScoreGroup {
 }
 
 func (v *labsView) listView() string {
+	return strings.Join(v.listScroll.render(v.listLines(), v.height, v.styles), "\n")
+}
+
+// listLines are the labs and the selected one's goal and criteria.
+func (v *labsView) listLines() []string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
 	switch {
@@ -614,10 +635,10 @@ func (v *labsView) listView() string {
 		lines = append(lines, "")
 		lines = append(lines, wrap(st.CardLabel.Render("Goal: ")+l.Goal, v.width-2)...)
 		for _, c := range l.Criteria {
-			lines = append(lines, st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description)
+			lines = append(lines, hanging(st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description, v.width-1, 4)...)
 		}
 		for _, c := range l.Counter {
-			lines = append(lines, st.CardMuted.Render("  [counterexample] ")+c.Description)
+			lines = append(lines, hanging(st.CardMuted.Render("  [counterexample] ")+c.Description, v.width-1, 4)...)
 		}
 		if len(l.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, "s"))
@@ -629,7 +650,9 @@ func (v *labsView) listView() string {
 			}
 			lines = append(lines, st.CardMuted.Render("fast-forward (f): "+state))
 		}
-		lines = append(lines, st.Hint.Render("enter runs the lab · t runs it step by step"))
+		if v.canRun() {
+			lines = append(lines, st.Hint.Render("enter runs the lab · t runs it step by step"))
+		}
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
