@@ -137,3 +137,33 @@ func TestGoldenScreens(t *testing.T) {
 		}
 	}
 }
+
+// The plane filter keeps the projects that act in the plane, and each
+// says so in its Plane column: those whose primary plane is another carry
+// "+ctrl" (GPU Operator, HAMi, KServe, llm-d under Control plane).
+func TestMatrixPlaneFilterAgreesWithPlaneColumn(t *testing.T) {
+	m := newTestModel(t, 80, 48)
+	m, _ = press(t, m, "tab", "p")
+	v := m.View()
+	if !strings.Contains(v, "plane: Control plane") {
+		t.Fatalf("p does not filter the control plane:\n%s", v)
+	}
+	rows := 0
+	for _, l := range strings.Split(v, "\n") {
+		if !strings.Contains(l, "●") || strings.Contains(l, " × ") || strings.HasPrefix(l, "──") {
+			continue // not a row
+		}
+		rows++
+		if !strings.Contains(l, "ctrl") {
+			t.Errorf("a row under the control plane filter does not say ctrl: %q", l)
+		}
+	}
+	for _, name := range []string{"NVIDIA GPU …", "HAMi", "KServe", "llm-d"} {
+		if !strings.Contains(v, name) {
+			t.Errorf("%s spans into the control plane and is not listed:\n%s", name, v)
+		}
+	}
+	if rows < 10 {
+		t.Errorf("%d rows under the control plane filter, want the 6 control projects and those spanning into it:\n%s", rows, v)
+	}
+}
