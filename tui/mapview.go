@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
@@ -98,7 +99,7 @@ func (v *mapView) layout() {
 		x := 0
 		started := false
 		for ; i < len(v.order) && v.order[i].Plane == pl.ID; i++ {
-			w := lipgloss.Width(v.order[i].Name) + 2
+			w := lipgloss.Width(chipLabel(v.order[i])) + 2
 			if started && x+w > inner {
 				row++
 				x = 0
@@ -226,16 +227,74 @@ func (v *mapView) bands() string {
 		if row >= 0 {
 			out = append(out, "  "+line.String())
 		}
+		out = append(out, v.alsoHere(pl.ID)...)
+	}
+	legend := v.styles.CardMuted.Render(fit("[selected]  ‹linked to it, another plane›  +ctrl: also acts in that plane", v.bandsWidth, 1))
+	if v.height >= 30 { // a short terminal keeps the card's room
+		out = append(out, "", legend)
 	}
 	return strings.Join(out, "\n")
 }
 
+// alsoHere lists the projects of other planes that also act in plane:
+// a plane's band shows everything the plane filter of the Matrix keeps.
+func (v *mapView) alsoHere(plane string) []string {
+	var names []string
+	for _, p := range v.order {
+		if slices.Contains(p.Spans, plane) {
+			names = append(names, p.Name+" ("+planeAbbrev(p.Plane)+")")
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	line := v.styles.CardMuted.Render("   also acts here: " + strings.Join(names, " · "))
+	if v.height < 30 { // a short terminal keeps the card's room: one line, its end marked cut
+		return []string{fit(line, v.bandsWidth, 1)}
+	}
+	return hanging(line, v.bandsWidth-1, 5)
+}
+
+// chipLabel is a project's name and the other planes it acts in:
+// "HAMi +ctrl".
+func chipLabel(p landscape.Project) string {
+	label := p.Name
+	for _, sp := range p.Spans {
+		label += " +" + planeAbbrev(sp)
+	}
+	return label
+}
+
 func (v *mapView) chip(i int) string {
-	name := v.order[i].Name
-	if i == v.sel {
+	name := chipLabel(v.order[i])
+	switch {
+	case i == v.sel:
 		return v.styles.ChipSelected.Render("[" + name + "]")
+	case v.linked(i):
+		return v.styles.FilterOn.Render("‹" + name + "›")
 	}
 	return v.styles.Chip.Render(" " + name + " ")
+}
+
+// linked says whether order[i] is in another plane than the selected
+// project and linked to it (builds on, alternative to, works with, either
+// way).
+func (v *mapView) linked(i int) bool {
+	sel, p := v.order[v.sel], v.order[i]
+	if p.Plane == sel.Plane {
+		return false
+	}
+	for _, l := range sel.Links() {
+		if l.To == p.ID {
+			return true
+		}
+	}
+	for _, l := range p.Links() {
+		if l.To == sel.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // clip keeps the first height lines of s, ending with more when it cut.

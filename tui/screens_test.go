@@ -167,3 +167,20 @@ func TestMatrixPlaneFilterAgreesWithPlaneColumn(t *testing.T) {
 		t.Errorf("%d rows under the control plane filter, want the 6 control projects and those spanning into it:\n%s", rows, v)
 	}
 }
+
+// The Map shows projects that span planes (+ctrl on their chip, and in
+// the band of the plane they also act in), and selecting a project marks
+// the projects of other planes it is linked to.
+func TestMapSpansAndLinks(t *testing.T) {
+	m := newTestModel(t, 160, 48)
+	v := m.View()
+	for _, want := range []string{"NVIDIA GPU Operator +ctrl", "HAMi +ctrl", "KServe +ctrl", "llm-d +ctrl",
+		"also acts here: NVIDIA GPU Operator (data) · HAMi (data)", "‹NVIDIA device plugin›"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the Map with kube-scheduler selected lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "‹Kueue") {
+		t.Errorf("a project of the selected one's own plane is marked as linked:\n%s", v)
+	}
+}
