@@ -247,6 +247,7 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 		out = append(out, fmt.Sprintf("  %s, %s", r.Workload, r.Mode),
 			fmt.Sprintf("  throughput %s %s (× %s)   P50 %s   P99 %s (interference %s)", f(r.Throughput), r.Unit, f(r.ThroughputRatio), f(r.P50), f(r.P99), f(r.P99Coefficient)), "")
 	}
+	out = append(out, compareBars(rows, v.width)...)
 	out = append(out, "esc goes back")
 	return strings.Join(out, "\n")
 }
