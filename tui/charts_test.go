@@ -1,6 +1,11 @@
 package tui
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/labs"
+)
 
 func TestSparkline(t *testing.T) {
 	for _, tc := range []struct {
@@ -34,6 +39,23 @@ func TestHBar(t *testing.T) {
 	} {
 		if got := hbar(tc.x, tc.top, tc.width); got != tc.want {
 			t.Errorf("hbar(%v, %v, %d) = %q, want %q", tc.x, tc.top, tc.width, got, tc.want)
+		}
+	}
+}
+
+// The Labs tab draws each GPU's utilisation over the probe's samples.
+func TestLabsSparklines(t *testing.T) {
+	v := newLabsView(scriptedLabs{n: 1}, nil, nil, DefaultStyles())
+	v.SetSize(80, 24)
+	v.samples = map[string]sampled{}
+	for _, u := range [][2]uint32{{0, 10}, {50, 10}, {100, 10}} {
+		smp := labs.Sample{GPUs: []labs.SampleGPU{{Index: 0, UtilPct: ptr(u[0])}, {Index: 1, UtilPct: ptr(u[1])}}}
+		v.apply(LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: "gpu001", Sample: &smp}})
+	}
+	got := strings.Join(v.sparkLines(), "\n")
+	for _, want := range []string{"utilisation on gpu001", "GPU0  ▁▅█ 100%", "GPU1  ▂▂▂  10%"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("sparklines lack %q:\n%s", want, got)
 		}
 	}
 }

@@ -104,7 +104,13 @@ type labsView struct {
 type sampled struct {
 	n    int
 	last labs.Sample
+	// util is each GPU's utilisation in the latest samples (sparkKeep at
+	// most), oldest first, by GPU index.
+	util map[int][]float64
 }
+
+// sparkKeep is how many samples a host's sparklines keep.
+const sparkKeep = 60
 
 type logEntry struct {
 	key   string // phase/step/outcome
@@ -267,7 +273,7 @@ func (v *labsView) apply(u LabUpdate) {
 			v.log = append(v.log, logEntry{key: k, hosts: []string{ev.Host}})
 		case labs.Sampled:
 			if ev.Sample != nil {
-				v.samples[ev.Host] = sampled{n: v.samples[ev.Host].n + 1, last: *ev.Sample}
+				v.samples[ev.Host] = v.samples[ev.Host].add(*ev.Sample)
 			}
 		case labs.ScoresChanged, labs.HostFinished:
 			v.scores[ev.Host] = ev.Scores
@@ -474,6 +480,7 @@ func (v *labsView) runBody() []string {
 	var lines []string
 	if line := v.sampleLine(); line != "" {
 		lines = append(lines, wrap(st.CardMuted.Render(line), v.width-2)...)
+		lines = append(lines, v.sparkLines()...)
 	}
 	lines = append(lines, v.guideLines()...)
 	lines = append(lines, "", st.CardLabel.Render("Criteria"))
@@ -563,6 +570,48 @@ func (v *labsView) sampleLine() string {
 		}
 	}
 	return fmt.Sprintf("probe: %d samples on %s; latest on %s: busiest GPU %d%%, %.1f GiB in use", total, inventory.FoldNames(hosts), h, util, float64(mem)/1024)
+}
+
+// add counts a sample and keeps its GPUs' utilisation.
+func (s sampled) add(smp labs.Sample) sampled {
+	util := make(map[int][]float64, len(smp.GPUs))
+	for _, g := range smp.GPUs {
+		if g.UtilPct == nil {
+			continue
+		}
+		hist := append(append([]float64(nil), s.util[g.Index]...), float64(*g.UtilPct))
+		util[g.Index] = hist[max(0, len(hist)-sparkKeep):]
+	}
+	return sampled{n: s.n + 1, last: smp, util: util}
+}
+
+// sparkLines draw, for the host the sample line names, each GPU's
+// utilisation over the latest samples: "GPU0 ▁▃▇█ 97%".
+func (v *labsView) sparkLines() []string {
+	hosts := make([]string, 0, len(v.samples))
+	for h := range v.samples {
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return nil
+	}
+	sort.Strings(hosts)
+	s := v.samples[hosts[0]]
+	gpus := make([]int, 0, len(s.util))
+	for i := range s.util {
+		gpus = append(gpus, i)
+	}
+	sort.Ints(gpus)
+	st := v.styles
+	out := make([]string, 0, len(gpus)+1)
+	if len(gpus) > 0 {
+		out = append(out, st.CardMuted.Render("  utilisation on "+hosts[0]+", latest samples (▁ idle … █ busy):"))
+	}
+	for _, i := range gpus {
+		u := s.util[i]
+		out = append(out, fmt.Sprintf("  GPU%-2d %s %3.0f%%", i, st.CardLabel.Render(sparkline(u, max(8, min(sparkKeep, v.width-20)))), u[len(u)-1]))
+	}
+	return out
 }
 
 // phases says where the hosts are: "run: gpu[01-03] · done: gpu04".
