@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -32,8 +31,8 @@ type mapView struct {
 	width, height int
 	bandsWidth    int
 
-	open  bool // full card shown in a scrollable viewport
-	pager viewport.Model
+	open  bool      // full card shown in a scrollable viewport
+	pager *textPage // the full card, when open
 }
 
 type chipPos struct {
@@ -46,7 +45,6 @@ func newMapView(cat *landscape.Catalog, st Styles) *mapView {
 	for _, p := range cat.Planes {
 		v.order = append(v.order, cat.InPlane(p.ID)...)
 	}
-	v.pager = viewport.New(0, 0)
 	return v
 }
 
@@ -84,9 +82,8 @@ func (v *mapView) SetSize(w, h int) {
 		v.bandsWidth = w * 11 / 20
 	}
 	v.layout()
-	v.pager.Width, v.pager.Height = w, h
 	if v.open {
-		v.pager.SetContent(v.card.full(v.order[v.sel], w-2))
+		v.openCard()
 	}
 }
 
@@ -115,6 +112,9 @@ func (v *mapView) layout() {
 }
 
 func (v *mapView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	if mm, ok := msg.(tea.MouseMsg); ok && v.open {
+		v.pager.update(mm, v.keys.Up, v.keys.Down, pageKeys())
+	}
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return v, nil
@@ -137,8 +137,7 @@ func (v *mapView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		v.sel = len(v.order) - 1
 	case key.Matches(km, v.keys.Open):
 		v.open = true
-		v.pager.SetContent(v.card.full(v.order[v.sel], v.width-2))
-		v.pager.GotoTop()
+		v.openCard()
 	}
 	return v, nil
 }
@@ -148,9 +147,13 @@ func (v *mapView) updateOpen(km tea.KeyMsg) (Component, tea.Cmd) {
 		v.open = false
 		return v, nil
 	}
-	var cmd tea.Cmd
-	v.pager, cmd = v.pager.Update(km)
-	return v, cmd
+	v.pager.update(km, v.keys.Up, v.keys.Down, pageKeys())
+	return v, nil
+}
+
+// openCard shows the selected project's full card in a scrolling page.
+func (v *mapView) openCard() {
+	v.pager = newTextPage(strings.Split(v.card.full(v.order[v.sel], v.width-2), "\n"), v.height)
 }
 
 // moveRow moves the selection to the chip in the next or previous row whose
@@ -183,7 +186,7 @@ func abs(x int) int {
 
 func (v *mapView) View() string {
 	if v.open {
-		return v.pager.View()
+		return v.pager.view(v.styles)
 	}
 	bands := v.bands()
 	if v.width >= wideLayout {

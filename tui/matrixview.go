@@ -9,7 +9,6 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -45,7 +44,7 @@ type matrixView struct {
 	searching bool
 
 	open  bool
-	pager viewport.Model
+	pager *textPage // the full card, when open
 
 	width, height int
 	colW          []int
@@ -58,7 +57,7 @@ func newMatrixView(cat *landscape.Catalog, st Styles) *matrixView {
 	ti.Placeholder = "search name, kind, summary"
 	ti.CharLimit = 64
 	v := &matrixView{cat: cat, card: cardRenderer{cat: cat, styles: st}, styles: st, keys: DefaultMatrixKeys(),
-		sortCol: -1, search: ti, pager: viewport.New(0, 0)}
+		sortCol: -1, search: ti}
 	v.refresh("")
 	return v
 }
@@ -105,7 +104,9 @@ func (v *matrixView) columns() []string {
 
 func (v *matrixView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.pager.Width, v.pager.Height = w, h
+	if v.open {
+		v.openCard()
+	}
 	v.narrow = w < 130
 	v.colW = v.columnWidths(w - 2 - (len(v.columns()) - 1)) // cursor marker, one space between columns
 	v.clampOffset()
@@ -147,6 +148,9 @@ func (v *matrixView) detailHeight() int { return max(4, min(10, v.height/3)) }
 func (v *matrixView) visibleRows() int  { return max(1, v.height-3-v.detailHeight()) }
 
 func (v *matrixView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	if mm, ok := msg.(tea.MouseMsg); ok && v.open {
+		v.pager.update(mm, v.keys.Up, v.keys.Down, pageKeys())
+	}
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return v, nil
@@ -159,9 +163,8 @@ func (v *matrixView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.open = false
 			return v, nil
 		}
-		var cmd tea.Cmd
-		v.pager, cmd = v.pager.Update(km)
-		return v, cmd
+		v.pager.update(km, v.keys.Up, v.keys.Down, pageKeys())
+		return v, nil
 	}
 	v.handleKey(km)
 	return v, nil
@@ -202,11 +205,15 @@ func (v *matrixView) handleKey(km tea.KeyMsg) {
 	case key.Matches(km, k.Open):
 		if len(v.rows) > 0 {
 			v.open = true
-			v.pager.SetContent(v.card.full(v.rows[v.row], v.width-2))
-			v.pager.GotoTop()
+			v.openCard()
 		}
 	}
 	v.clampOffset()
+}
+
+// openCard shows the selected project's full card in a scrolling page.
+func (v *matrixView) openCard() {
+	v.pager = newTextPage(strings.Split(v.card.full(v.rows[v.row], v.width-2), "\n"), v.height)
 }
 
 func (v *matrixView) updateSearch(km tea.KeyMsg) (Component, tea.Cmd) {
@@ -330,7 +337,7 @@ func (v *matrixView) clampOffset() {
 
 func (v *matrixView) View() string {
 	if v.open {
-		return v.pager.View()
+		return v.pager.view(v.styles)
 	}
 	lines := []string{v.filterBar(), v.headerLine()}
 	n := v.visibleRows()
