@@ -48,6 +48,9 @@ func (f fakeFleet) Run(ctx context.Context, command string, events chan<- orches
 		}
 		if f.out != "" {
 			out = f.out
+			if i == f.odd {
+				out += "41\n"
+			}
 		}
 		if f.block {
 			class = orchestrator.Cancelled
@@ -347,5 +350,20 @@ func TestFleetWheelScrolls(t *testing.T) {
 	next, _ := m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
 	if v := next.(Model).View(); !strings.Contains(v, "↑ 3 above") {
 		t.Errorf("a wheel turn down does not scroll 3 lines:\n%s", v)
+	}
+}
+
+// Folded output never drops a group: with gpu008 printing one line more,
+// the end of the pane is its group and its difference.
+func TestFleetFoldedKeepsTheLastGroup(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 8, odd: 7, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "end")
+	v := m.View()
+	for _, want := range []string{"gpu008 (1): ok", "+41", "end of output"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the end of the folded pane lacks %q:\n%s", want, v)
+		}
 	}
 }
