@@ -42,6 +42,9 @@ func plainMarkdown() ansi.StyleConfig {
 // width: headings, lists, emphasis and tables as a terminal shows them.
 // Should glamour fail, the text is shown wrapped as it is.
 func renderMarkdown(md string, width int) []string {
+	if len(md) > maxRendered { // rendering is on the UI's loop: a huge record is shown as it is
+		return plainLines(md, width)
+	}
 	r, err := glamour.NewTermRenderer(markdownStyle(),
 		glamour.WithColorProfile(lipgloss.ColorProfile()), glamour.WithWordWrap(max(20, width-4)))
 	if err == nil {
@@ -50,8 +53,17 @@ func renderMarkdown(md string, width int) []string {
 			return strings.Split(strings.Trim(out, "\n"), "\n")
 		}
 	}
+	return plainLines(md, width)
+}
+
+// maxRendered is the largest record glamour renders (a record of 8 hosts
+// is some 20 KiB).
+const maxRendered = 1 << 20
+
+// plainLines is text wrapped to width, as it is.
+func plainLines(text string, width int) []string {
 	var lines []string
-	for _, l := range strings.Split(md, "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		lines = append(lines, wrap(l, width)...)
 	}
 	return lines

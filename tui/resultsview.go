@@ -213,11 +213,7 @@ func (v *resultsView) open() {
 
 // show opens text (a comparison) in a scrolling page.
 func (v *resultsView) show(text string) {
-	var lines []string
-	for _, l := range strings.Split(v.mask.apply(visible.Text(text)), "\n") {
-		lines = append(lines, wrap(l, v.width)...)
-	}
-	v.page = newTextPage(lines, v.height)
+	v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.height)
 }
 
 func (v *resultsView) compare(rows []labs.CompareRow) string {
