@@ -59,3 +59,18 @@ func TestLabsSparklines(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRenderRecord renders a lab record of 8 hosts with glamour, as
+// enter on the Results tab does.
+func BenchmarkRenderRecord(b *testing.B) {
+	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Complete: true}
+	for i := range 8 {
+		r.Hosts = append(r.Hosts, labs.HostRecord{Host: "gpu00" + string(rune('1'+i)), Scores: []labs.Score{{ID: "nvlink-mesh", Status: "PASS",
+			Expr: `metrics.nvlink == "PASS"`, Summary: `metrics.nvlink = "PASS" against metrics.nvlink == "PASS"`}}})
+	}
+	md := r.Markdown()
+	for b.Loop() {
+		_ = renderMarkdown(md, 160)
+	}
+	b.ReportMetric(float64(len(md)), "md-bytes")
+}
