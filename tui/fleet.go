@@ -438,6 +438,7 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 	}
 	v.running, v.probing, v.command, v.finished, v.results, v.groups = true, probe, command, 0, nil, nil
 	v.scroll.home()
+	v.scroll.follow = true // a running host's output is followed as it comes, as tail -f does
 	v.counts = map[orchestrator.Class]int{}
 	for i := range v.rows {
 		v.rows[i] = hostRow{FleetHost: v.rows[i].FleetHost}
@@ -506,6 +507,7 @@ func (v *fleetView) finish(msg fleetDone) {
 	}
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
+	v.scroll.home() // the results, from their top
 	v.stream.stop()
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = orchestrator.Summary(results)

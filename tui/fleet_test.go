@@ -367,3 +367,21 @@ func TestFleetFoldedKeepsTheLastGroup(t *testing.T) {
 		}
 	}
 }
+
+// While a command runs, the selected host's pane follows its output's
+// end; once the run ends the result is shown from its top.
+func TestFleetFollowsLiveOutput(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter") // start sets the pane to follow
+	v := m.views[2].(*fleetView)
+	v.pane = paneHost
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(seq40())})
+	if got := m.View(); !strings.Contains(got, "\n40 ") || !strings.Contains(got, "lines above") {
+		t.Errorf("the running host's pane does not follow its output:\n%s", got)
+	}
+	m = drain(t, m, cmd)
+	if got := m.View(); !strings.Contains(got, "more lines below") {
+		t.Errorf("the finished run is not shown from its top:\n%s", got)
+	}
+}

@@ -424,7 +424,11 @@ func (v *runbooksView) listView() string {
 		if i == v.sel {
 			marker = "▶ "
 		}
-		lines = append(lines, marker+st.CardLabel.Render(fmt.Sprintf("%-20s", rb.ID))+" "+rb.Title+st.CardMuted.Render(" ("+rb.Plane+" plane, "+strconv.Itoa(len(rb.Checks))+" checks)"))
+		line := marker + st.CardLabel.Render(fmt.Sprintf("%-20s", rb.ID)) + " " + rb.Title
+		if more := st.CardMuted.Render(" (" + rb.Plane + " plane, " + strconv.Itoa(len(rb.Checks)) + " checks)"); lipgloss.Width(line+more) <= v.width {
+			line += more // the title first: a narrow terminal keeps it whole
+		}
+		lines = append(lines, line)
 	}
 	if v.sel < len(v.list) {
 		rb := v.list[v.sel]
