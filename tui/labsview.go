@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -682,6 +683,9 @@ func (v *labsView) listLines() []string {
 	if v.sel < len(v.list) {
 		l := v.list[v.sel]
 		lines = append(lines, "")
+		if lipgloss.Width(l.Name) > v.width-50 { // its row cut the name: here it is whole
+			lines = append(lines, wrap(st.CardTitle.Render(l.Name), v.width-2)...)
+		}
 		lines = append(lines, wrap(st.CardLabel.Render("Goal: ")+l.Goal, v.width-2)...)
 		for _, c := range l.Criteria {
 			lines = append(lines, hanging(st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description, v.width-1, 4)...)
