@@ -211,7 +211,8 @@ func (v *labsView) canRun() bool {
 }
 
 func (v *labsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Scroll.PageUp, v.keys.Scroll.PageDown},
+		{v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params, v.keys.Back}}
 }
 
 func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {

@@ -53,6 +53,7 @@ func newResultsView(dir string, st Styles) *resultsView {
 		Compare:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with baseline")),
 		Page:     pageKeys(),
 	}}
+	v.keys.Open.SetHelp("enter", "open record")
 	return v
 }
 
@@ -143,7 +144,8 @@ func (v *resultsView) ShortHelp() []key.Binding {
 }
 
 func (v *resultsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Page.PageUp, v.keys.Page.PageDown},
+		{v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
 }
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {

@@ -139,7 +139,8 @@ func (v *runbooksView) canRun() bool {
 }
 
 func (v *runbooksView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End}, {v.keys.Scroll.PageUp, v.keys.Scroll.PageDown},
+		{v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
 }
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {

@@ -97,6 +97,9 @@ var screens = []screen{
 	{name: "results_compare", keys: []string{"6", "down", "b", "up", "c"}},
 	{name: "cluster", keys: []string{"7"}},
 	{name: "help_fleet", keys: []string{"3", "?"}},
+	{name: "help_runbooks", keys: []string{"4", "?"}},
+	{name: "help_labs", keys: []string{"5", "?"}},
+	{name: "help_results", keys: []string{"6", "?"}},
 }
 
 // TestGoldenScreens draws every view at 80×24 and 160×48, with 8 hosts
