@@ -235,7 +235,8 @@ impact = "critical"
 	s.waitFor("kernel-known         gpu[01-04]       passed")
 	s.keys("Down")
 	s.keys("Enter")
-	s.waitFor("# Lab record: Topology sanity")
+	s.waitFor("Lab: topology-sanity") // the record, rendered
+	s.waitFor("Conclusion: FAILED")
 	s.keys("Escape")
 	s.waitFor("▶ ")
 	s.keys("q")

@@ -90,6 +90,12 @@ func TestMapAndMatrix(t *testing.T) {
 		t.Errorf("matrix --plane data --sort isolation --desc --json = %d projects starting %q", len(mx.Projects), mx.Projects[0].ID)
 	}
 	run(t, env, "matrix", "--search", "nvlink", "--why").expect(t, 0, "Fragments: Bandwidth depends on NVLink", "")
+	// The reasons are written under their row, not aligned with the table:
+	// PROJECT stays as wide as the longest name.
+	if head, _, _ := strings.Cut(run(t, env, "matrix", "--why").stdout, "\n"); strings.Index(head, "PLANE") > 40 {
+		t.Errorf("matrix --why widens PROJECT: %q", head)
+	}
+	run(t, env, "matrix", "--plane", "control").expect(t, 0, "HAMi                               data +control", "")
 	run(t, env, "matrix", "--search", "zzz").expect(t, 0, "(no project matches)", "")
 	run(t, env, "matrix", "--filter", "isolation=bogus").expect(t, 2, "", "axis isolation has levels: none, soft, strong, verifiable")
 	run(t, env, "matrix", "--filter", "iso").expect(t, 2, "", "want AXIS=LEVEL")

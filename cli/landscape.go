@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -200,26 +201,36 @@ func printMatrix(w io.Writer, c *landscape.Catalog, rows []landscape.Project, wh
 		}
 		return writeJSON(w, m)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	// The table is aligned alone; each row's reasons are written under it
+	// afterwards, so that they do not widen the PROJECT column.
+	var table bytes.Buffer
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	head := []string{"PROJECT", "PLANE"}
 	for _, a := range c.Axes {
 		head = append(head, strings.ToUpper(a.Name))
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, p := range rows {
-		cells := []string{p.Name, p.Plane}
+		cells := []string{p.Name, strings.Join(append([]string{p.Plane}, p.Spans...), " +")}
 		for _, a := range c.Axes {
 			cells = append(cells, c.LevelNames(p, a.ID))
 		}
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-		if why {
-			for _, a := range c.Axes {
-				fmt.Fprintf(tw, "  %s: %s\t\t\t\t\t\n", a.Short, p.Axes[a.ID].Why)
-			}
-		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	lines := strings.SplitAfter(table.String(), "\n")
+	if _, err := io.WriteString(w, lines[0]); err != nil {
+		return err
+	}
+	for i, p := range rows {
+		fmt.Fprint(w, strings.TrimRight(lines[i+1], " \n")+"\n")
+		if why {
+			for _, a := range c.Axes {
+				fmt.Fprintf(w, "  %s: %s\n", a.Short, p.Axes[a.ID].Why)
+			}
+		}
 	}
 	if len(rows) == 0 {
 		fmt.Fprintln(w, "(no project matches)")

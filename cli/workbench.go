@@ -171,8 +171,11 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if o.getenv(EnvFirstFrameExit) != "" {
 		model = tui.QuitAfterFirstFrame(model)
 	}
-	// The terminal itself: the workbench draws with escape sequences.
-	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithInput(cmd.InOrStdin()), tea.WithOutput(o.env.Stdout), tea.WithoutSignalHandler())
+	// The terminal itself: the workbench draws with escape sequences, and
+	// the mouse wheel scrolls its panes (shift+drag still selects text in
+	// most terminals).
+	p := tea.NewProgram(model, tea.WithAltScreen(), tea.WithMouseCellMotion(), tea.WithInput(cmd.InOrStdin()),
+		tea.WithOutput(o.env.Stdout), tea.WithoutSignalHandler())
 	if _, err := p.Run(); err != nil {
 		if errors.Is(err, tea.ErrProgramPanic) && errLog != nil {
 			return fmt.Errorf("workbench: %w (its stack is in %s)", err, errLog.path)

@@ -295,6 +295,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if _, ok := msg.(lifetimeEndedMsg); ok {
 		return m, m.quit()
 	}
+	if _, ok := msg.(tea.MouseMsg); ok { // the wheel scrolls what is shown
+		if m.showHelp || m.quitting > 0 {
+			return m, nil
+		}
+		return m.updateActive(msg)
+	}
 	// Other messages (results of a view's commands) go to every view: a
 	// run started in the Fleet goes on while another tab is shown.
 	var cmds []tea.Cmd

@@ -231,6 +231,9 @@ func (v *clusterView) whyLines() []string {
 			lines = append(lines, "    "+st.CardMuted.Render(l))
 		}
 	}
+	if n := v.maxWhy(); len(lines) > n && n > 1 { // cut, and said to be
+		return append(lines[:n-1], st.Hint.Render(fmt.Sprintf("    … %d more lines of evidence", len(lines)-n+1)))
+	}
 	return clipLines(lines, v.maxWhy())
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/progress"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -105,6 +104,8 @@ const (
 type fleetKeys struct {
 	MoveKeys
 	Command, Cancel, Pane, Probe, Kill key.Binding
+	// Scroll moves the output pane; Page moves a host's page.
+	Scroll, Page ScrollKeys
 }
 
 type fleetView struct {
@@ -124,7 +125,8 @@ type fleetView struct {
 	running  bool
 	base     context.Context // the workbench's lifetime: runs descend from it
 	probing  bool
-	hostView *viewport.Model // the selected host's snapshot, when open
+	hostView *textPage // the selected host's snapshot, when open
+	scroll   scroller  // the output pane's position
 	command  string
 	finished int
 	counts   map[orchestrator.Class]int
@@ -165,6 +167,13 @@ func newFleetView(runner FleetRunner, st Styles) *fleetView {
 			Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "cut the host off (simulated power loss)")),
 		}}
 	v.keys.Open = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "host's GPUs"))
+	// The output pane holds the long text: page up/down, home and end
+	// scroll it; the host list pages with ctrl+u/d and ends with g/G.
+	v.keys.PageUp = key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "hosts page up"))
+	v.keys.PageDown = key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "hosts page down"))
+	v.keys.Home = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "first host"))
+	v.keys.End = key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "last host"))
+	v.keys.Scroll, v.keys.Page = DefaultScrollKeys(), pageKeys()
 	for _, h := range runner.Hosts() {
 		v.rows = append(v.rows, hostRow{FleetHost: h})
 	}
@@ -187,15 +196,26 @@ func (v *fleetView) ShortHelp() []key.Binding {
 		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	}
 	if v.hostView != nil {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Page.PageDown, v.keys.Back}
 	}
-	if v.running {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
+	var keys []key.Binding
+	switch {
+	case v.running:
+		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
+	case len(v.rows) == 0:
+		return nil
+	case v.noCommands != "":
+		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Pane}
+	default:
+		keys = []key.Binding{v.keys.Command, v.keys.Probe, v.keys.Pane}
 	}
-	if v.noCommands != "" {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Pane}
+	if v.rows[v.cursor].probe != nil && v.rows[v.cursor].probe.Snapshot != nil {
+		keys = append(keys, v.keys.Open) // enter opens only a probed host
 	}
-	return []key.Binding{v.keys.Command, v.keys.Probe, v.keys.Open, v.keys.Pane}
+	if len(v.paneLines()) > v.paneHeight() { // first: the status bar drops hints from the end
+		keys = append([]key.Binding{v.keys.Scroll.PageDown}, keys...)
+	}
+	return keys
 }
 
 func (v *fleetView) FullHelp() [][]key.Binding {
@@ -203,9 +223,11 @@ func (v *fleetView) FullHelp() [][]key.Binding {
 	if v.noCommands != "" { // presenter mode: no command prompt; p and page up/down step the walkthrough
 		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}}
 	}
-	keys := [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
+	s := k.Scroll
+	keys := [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {s.PageUp, s.PageDown, s.Top, s.Bottom},
+		{k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
 	if v.killHost != nil {
-		keys[1] = append(keys[1], k.Kill)
+		keys[2] = append(keys[2], k.Kill)
 	}
 	return keys
 }
@@ -215,12 +237,16 @@ func (v *fleetView) SetSize(w, h int) {
 	v.input.Width = max(10, w-4)
 	v.bar.Width = max(10, min(40, w/4))
 	if v.hostView != nil {
-		v.hostView.Width, v.hostView.Height = w, h
+		v.openHost() // drawn again for the new width
 	}
 	v.clamp()
 }
 
-func (v *fleetView) paneHeight() int  { return max(3, v.height/3) }
+// paneHeight is the output pane's: a third of the view, and what the host
+// table does not need of the rest.
+func (v *fleetView) paneHeight() int {
+	return max(3, v.height/3, v.height-3-max(1, len(v.rows)))
+}
 func (v *fleetView) tableHeight() int { return max(1, v.height-3-v.paneHeight()) }
 
 func (v *fleetView) clamp() {
@@ -266,11 +292,19 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 				v.hostView = nil
 				return v, nil
 			}
-			var cmd tea.Cmd
-			*v.hostView, cmd = v.hostView.Update(msg)
-			return v, cmd
+			v.hostView.update(msg, v.keys.Up, v.keys.Down, v.keys.Page)
+			return v, nil
+		}
+		if v.scroll.handle(msg, v.keys.Scroll, len(v.paneLines()), v.paneHeight()) {
+			return v, nil
 		}
 		return v, v.handleKey(msg)
+	case tea.MouseMsg:
+		if v.hostView != nil {
+			v.hostView.update(msg, v.keys.Up, v.keys.Down, v.keys.Page)
+		} else {
+			v.scroll.handle(msg, v.keys.Scroll, len(v.paneLines()), v.paneHeight())
+		}
 	}
 	return v, nil
 }
@@ -278,6 +312,12 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	k := v.keys
 	v.notice = ""
+	cursor, pane := v.cursor, v.pane
+	defer func() {
+		if v.pane != pane || v.pane == paneHost && v.cursor != cursor {
+			v.scroll.home() // another text: from its top
+		}
+	}()
 	switch {
 	case key.Matches(km, k.Up):
 		v.cursor--
@@ -327,9 +367,8 @@ func (v *fleetView) openHost() {
 	if len(v.rows) == 0 || v.rows[v.cursor].probe == nil || v.rows[v.cursor].probe.Snapshot == nil {
 		return
 	}
-	vp := viewport.New(v.width, v.height)
-	vp.SetContent(v.mask.apply(renderHost(v.rows[v.cursor].probe.Snapshot, v.simulated, v.styles, v.width)))
-	v.hostView = &vp
+	text := v.mask.apply(renderHost(v.rows[v.cursor].probe.Snapshot, v.simulated, v.styles, v.width))
+	v.hostView = newTextPage(strings.Split(text, "\n"), v.height)
 }
 
 // present starts the probe ("probe") and, with open, opens the first
@@ -398,6 +437,8 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 		command = "gpulab probe"
 	}
 	v.running, v.probing, v.command, v.finished, v.results, v.groups = true, probe, command, 0, nil, nil
+	v.scroll.home()
+	v.scroll.follow = true // a running host's output is followed as it comes, as tail -f does
 	v.counts = map[orchestrator.Class]int{}
 	for i := range v.rows {
 		v.rows[i] = hostRow{FleetHost: v.rows[i].FleetHost}
@@ -466,6 +507,7 @@ func (v *fleetView) finish(msg fleetDone) {
 	}
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
+	v.scroll.home() // the results, from their top
 	v.stream.stop()
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
@@ -511,7 +553,7 @@ func (v *fleetView) probeResults(probes []ProbeOutcome) []orchestrator.HostResul
 
 func (v *fleetView) View() string {
 	if v.hostView != nil {
-		return v.hostView.View()
+		return v.hostView.view(v.styles)
 	}
 	st := v.styles
 	lines := []string{v.headline(), st.TableHeader.Render(v.rowText("HOST", "ADDRESS", "STATE", "CONNECT", "TIME", "OUTPUT"))}
@@ -524,7 +566,7 @@ func (v *fleetView) View() string {
 	}
 	title := map[pane]string{paneHost: " output of " + v.selectedName() + " ", paneFolded: " folded output ", paneLog: " command log "}[v.pane]
 	lines = append(lines, st.Rule.Render("──"+title+strings.Repeat("─", max(0, v.width-lipgloss.Width(title)-2))))
-	lines = append(lines, clipLines(v.paneLines(), v.paneHeight())...)
+	lines = append(lines, v.scroll.render(v.paneLines(), v.paneHeight(), st)...)
 	return strings.Join(lines, "\n")
 }
 
@@ -544,10 +586,14 @@ func (v *fleetView) headline() string {
 		return st.Error.Render(v.notice)
 	}
 	if len(v.rows) == 0 {
-		return st.Hint.Render("No hosts: pass --inventory FILE, or -H with names from ~/.ssh/config.")
+		return st.Hint.Render("No hosts: pass --inventory FILE, or -H names from ~/.ssh/config.")
 	}
 	if v.command == "" {
-		return st.Hint.Render(fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, p to probe their GPUs.", len(v.rows), v.nodeSet()))
+		line := fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, p to probe their GPUs.", len(v.rows), v.nodeSet())
+		if lipgloss.Width(line) > v.width {
+			line = fmt.Sprintf("%d hosts: %s. : runs a command on all, p probes GPUs.", len(v.rows), v.nodeSet())
+		}
+		return st.Hint.Render(line)
 	}
 	pct := float64(v.finished) / float64(len(v.rows))
 	state := "done"
@@ -574,12 +620,21 @@ func (v *fleetView) headline() string {
 
 var stateNames = map[hostState]string{stateIdle: "-", stateConnecting: "connecting", stateRunning: "running"}
 
+// narrowFleet is the width under which the host table leaves the ADDRESS
+// column out, so that OUTPUT keeps room to be read.
+const narrowFleet = 120
+
 func (v *fleetView) rowText(cells ...string) string {
 	widths := []int{14, 22, 16, 8, 8}
+	if v.width < narrowFleet {
+		widths = []int{14, 0, 13, 7, 7}
+	}
 	var b strings.Builder
 	b.WriteString("  ")
 	for i, c := range cells[:len(cells)-1] {
-		b.WriteString(cell(c, widths[i]) + " ")
+		if widths[i] > 0 {
+			b.WriteString(cell(c, widths[i]) + " ")
+		}
 	}
 	rest := max(4, v.width-lipgloss.Width(b.String()))
 	b.WriteString(cell(cells[len(cells)-1], rest))

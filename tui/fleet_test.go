@@ -22,8 +22,9 @@ import (
 // tests against real sshd are).
 type fakeFleet struct {
 	n     int
-	odd   int  // index of the host whose output differs
-	block bool // wait for cancel before answering
+	odd   int    // index of the host whose output differs
+	block bool   // wait for cancel before answering
+	out   string // what every host prints ("": its GPU's name)
 }
 
 func (f fakeFleet) Hosts() []FleetHost {
@@ -44,6 +45,12 @@ func (f fakeFleet) Run(ctx context.Context, command string, events chan<- orches
 		out, class := "NVIDIA A100-SXM4-80GB\n", orchestrator.OK
 		if i == f.odd {
 			out, class = "NVIDIA A100-SXM4-40GB\n", orchestrator.OK
+		}
+		if f.out != "" {
+			out = f.out
+			if i == f.odd {
+				out += "41\n"
+			}
 		}
 		if f.block {
 			class = orchestrator.Cancelled
@@ -117,7 +124,7 @@ func TestFleetProbeAndHostView(t *testing.T) {
 			t.Errorf("host view lacks %q:\n%s", want, v)
 		}
 	}
-	m, _ = press(t, m, "esc", "end", "enter")
+	m, _ = press(t, m, "esc", "G", "enter") // G: the last host (end scrolls the output pane)
 	if v := m.View(); !strings.Contains(v, "No NVML on this host: libnvidia-ml.so.1") {
 		t.Errorf("host view of a host without NVML:\n%s", v)
 	}
@@ -292,5 +299,89 @@ func TestFleetKillHostInDemo(t *testing.T) {
 		if v := m.View(); (tc.want != nil) != strings.Contains(v, "gpu002 is cut off") {
 			t.Errorf("%s: the notice is wrong:\n%s", tc.name, v)
 		}
+	}
+}
+
+// seq40 is what `seq 1 40` prints.
+func seq40() string {
+	var b strings.Builder
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, "%d\n", i)
+	}
+	return b.String()
+}
+
+// Output longer than the pane scrolls, and the pane says how much is
+// below: `seq 1 40` on 8 hosts folds into one group whose 40 lines are all
+// reached with page down and end, the last one included.
+func TestFleetScrollsLongOutput(t *testing.T) {
+	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}} {
+		suffix := "_" + itoa(sz.w) + "x" + itoa(sz.h)
+		m := newFleetModel(t, fakeFleet{n: 8, odd: -1, out: seq40()}, sz.w, sz.h)
+		m, cmd := press(t, m, "3", ":", "s", "e", "q", " ", "1", " ", "4", "0", "enter")
+		m = drain(t, m, cmd)
+		v := m.View()
+		if !strings.Contains(v, "more lines below · pgdn") || strings.Contains(v, "\n  40 ") {
+			t.Errorf("%s: the folded pane does not say what is below:\n%s", suffix, v)
+		}
+		golden(t, "fleet_seq40"+suffix, v)
+		m, _ = press(t, m, "pgdown")
+		if v := m.View(); !strings.Contains(v, "above ·") {
+			t.Errorf("%s: a page down shows no position:\n%s", suffix, v)
+		}
+		m, _ = press(t, m, "end")
+		v = m.View()
+		if !strings.Contains(v, "  40 ") || !strings.Contains(v, "end of output") {
+			t.Errorf("%s: end does not reach the last line:\n%s", suffix, v)
+		}
+		golden(t, "fleet_seq40_end"+suffix, v)
+		m, _ = press(t, m, "home")
+		if v := m.View(); !strings.Contains(v, "gpu[001-008] (8): ok") {
+			t.Errorf("%s: home does not go back to the top:\n%s", suffix, v)
+		}
+	}
+}
+
+// The mouse wheel scrolls the output pane, and only the shown view's.
+func TestFleetWheelScrolls(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 8, odd: -1, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd)
+	next, _ := m.Update(tea.MouseMsg{Button: tea.MouseButtonWheelDown, Action: tea.MouseActionPress})
+	if v := next.(Model).View(); !strings.Contains(v, "↑ 3 above") {
+		t.Errorf("a wheel turn down does not scroll 3 lines:\n%s", v)
+	}
+}
+
+// Folded output never drops a group: with gpu008 printing one line more,
+// the end of the pane is its group and its difference.
+func TestFleetFoldedKeepsTheLastGroup(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 8, odd: 7, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "end")
+	v := m.View()
+	for _, want := range []string{"gpu008 (1): ok", "+41", "end of output"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("the end of the folded pane lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// While a command runs, the selected host's pane follows its output's
+// end; once the run ends the result is shown from its top.
+func TestFleetFollowsLiveOutput(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter") // start sets the pane to follow
+	v := m.views[2].(*fleetView)
+	v.pane = paneHost
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(seq40())})
+	if got := m.View(); !strings.Contains(got, "\n40 ") || !strings.Contains(got, "lines above") {
+		t.Errorf("the running host's pane does not follow its output:\n%s", got)
+	}
+	m = drain(t, m, cmd)
+	if got := m.View(); !strings.Contains(got, "more lines below") {
+		t.Errorf("the finished run is not shown from its top:\n%s", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -57,6 +58,8 @@ type labKeys struct {
 	MoveKeys
 	Run, Guided, Solve, Hosts, Params key.Binding
 	Skip                              key.Binding
+	// Scroll moves a run's criteria and steps.
+	Scroll ScrollKeys
 }
 
 // labsView lists the labs (maturity, estimate) and runs one: the current
@@ -85,10 +88,14 @@ type labsView struct {
 	solve   map[string]bool         // lab → run its fast-forward
 	guided  bool
 	pending *GuideRequest // the step a guided run waits at
-	log     []logEntry
-	rec     *labs.Record
-	dir     string
-	err     string
+	scroll  scroller      // a run's criteria and steps
+	// listScroll is the list's, when the selected lab's criteria run
+	// past the screen.
+	listScroll scroller
+	log        []logEntry
+	rec        *labs.Record
+	dir        string
+	err        string
 	// simulated puts a SIM badge on the hosts.
 	simulated bool
 
@@ -98,7 +105,13 @@ type labsView struct {
 type sampled struct {
 	n    int
 	last labs.Sample
+	// util is each GPU's utilisation in the latest samples (sparkKeep at
+	// most), oldest first, by GPU index.
+	util map[int][]float64
 }
+
+// sparkKeep is how many samples a host's sparklines keep.
+const sparkKeep = 60
 
 type logEntry struct {
 	key   string // phase/step/outcome
@@ -106,7 +119,7 @@ type logEntry struct {
 }
 
 func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, st Styles) *labsView {
-	return &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: labKeys{
+	v := &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: labKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
@@ -114,7 +127,10 @@ func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, s
 		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
+		Scroll:   DefaultScrollKeys(),
 	}}
+	v.keys.Scroll.PageDown.SetHelp("pgdn", "more")
+	return v
 }
 
 // Running is how many hosts the lab run in flight works on (0: none).
@@ -152,17 +168,51 @@ func (v *labsView) Status() string {
 }
 
 func (v *labsView) ShortHelp() []key.Binding {
-	if v.pending != nil {
-		return []key.Binding{v.keys.Run, v.keys.Skip, v.keys.Back}
+	var keys []key.Binding
+	switch {
+	case v.pending != nil:
+		keys = []key.Binding{v.keys.Run, v.keys.Skip, v.keys.Back}
+	case v.active != nil:
+		keys = []key.Binding{v.keys.Back}
+	default:
+		return v.listHelp()
 	}
-	if v.active != nil {
-		return []key.Binding{v.keys.Back}
+	if len(v.runBody()) > v.bodyHeight() {
+		keys = append(keys, v.keys.Scroll.PageDown)
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params}
+	return keys
+}
+
+// listHelp offers the keys that do something on the selected lab: no
+// hosts, no run; no fast-forward or parameters, no key for them.
+func (v *labsView) listHelp() []key.Binding {
+	keys := []key.Binding{v.keys.Up, v.keys.Down}
+	if len(v.listLines()) > v.height {
+		keys = append(keys, v.keys.Scroll.PageDown)
+	}
+	if v.canRun() {
+		keys = append(keys, v.keys.Run, v.keys.Guided)
+	}
+	if len(v.list) > 0 && v.list[v.sel].HasSolve() {
+		keys = append(keys, v.keys.Solve)
+	}
+	if v.setup.canChoose() {
+		keys = append(keys, v.keys.Hosts)
+	}
+	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+		keys = append(keys, v.keys.Params)
+	}
+	return keys
+}
+
+// canRun says whether enter runs the selected lab.
+func (v *labsView) canRun() bool {
+	return len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0
 }
 
 func (v *labsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Scroll.PageUp, v.keys.Scroll.PageDown},
+		{v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params, v.keys.Back}}
 }
 
 func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -188,6 +238,12 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, v.setup.update(msg)
 		}
 		return v, v.handleKey(msg)
+	case tea.MouseMsg:
+		if v.active != nil {
+			v.scroll.handle(msg, v.keys.Scroll, len(v.runBody()), v.bodyHeight())
+		} else {
+			v.listScroll.handle(msg, v.keys.Scroll, len(v.listLines()), v.height)
+		}
 	}
 	return v, nil
 }
@@ -219,7 +275,7 @@ func (v *labsView) apply(u LabUpdate) {
 			v.log = append(v.log, logEntry{key: k, hosts: []string{ev.Host}})
 		case labs.Sampled:
 			if ev.Sample != nil {
-				v.samples[ev.Host] = sampled{n: v.samples[ev.Host].n + 1, last: *ev.Sample}
+				v.samples[ev.Host] = v.samples[ev.Host].add(*ev.Sample)
 			}
 		case labs.ScoresChanged, labs.HostFinished:
 			v.scores[ev.Host] = ev.Scores
@@ -249,6 +305,9 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		return nil
 	}
 	if v.active != nil {
+		if v.scroll.handle(km, k.Scroll, len(v.runBody()), v.bodyHeight()) {
+			return nil
+		}
 		if key.Matches(km, k.Back) {
 			if v.running {
 				v.stream.stop() // cleanup still runs; the record says interrupted
@@ -258,6 +317,16 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if (key.Matches(km, k.Scroll.PageUp) || key.Matches(km, k.Scroll.PageDown)) &&
+		v.listScroll.handle(km, k.Scroll, len(v.listLines()), v.height) {
+		return nil
+	}
+	sel := v.sel
+	defer func() {
+		if v.sel != sel {
+			v.listScroll.home()
+		}
+	}()
 	switch {
 	case key.Matches(km, k.Up):
 		v.sel = max(0, v.sel-1)
@@ -268,7 +337,7 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.End):
 		v.sel = max(0, len(v.list)-1)
 	case key.Matches(km, k.Run), key.Matches(km, k.Guided):
-		if len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0 {
+		if v.canRun() {
 			return v.start(v.list[v.sel], key.Matches(km, k.Guided))
 		}
 	case key.Matches(km, k.Solve):
@@ -314,6 +383,7 @@ func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
 	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
 	v.names = v.setup.names()
+	v.scroll.home()
 	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
 	abandonCtx, abandon := context.WithCancel(context.WithoutCancel(v.base))
 	v.abandon, o.Abandon = abandon, abandonCtx
@@ -370,9 +440,18 @@ func (v *labsView) View() string {
 	if v.active == nil {
 		return v.listView()
 	}
+	head := v.runHead()
+	return strings.Join(append(head, v.scroll.render(v.runBody(), v.bodyHeight(), v.styles)...), "\n")
+}
+
+// bodyHeight is the room under a run's head lines.
+func (v *labsView) bodyHeight() int { return max(1, v.height-len(v.runHead())) }
+
+// runHead is a run's title and where it stands; they stay in view while
+// the rest scrolls.
+func (v *labsView) runHead() []string {
 	st := v.styles
 	l := v.active
-	names := v.names
 	state := "running"
 	switch {
 	case v.rec != nil && v.rec.Interrupted:
@@ -392,29 +471,20 @@ func (v *labsView) View() string {
 	if v.guided {
 		state += " · step by step"
 	}
-	lines := []string{
-		st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(names)) + hostBadge(st, v.simulated, false),
-		st.CardMuted.Render(v.timer()+" · "+v.phases()) + "  " + st.CardLabel.Render(state),
-	}
+	title := st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) + hostBadge(st, v.simulated, false)
+	return append(wrap(title, v.width-1), st.CardMuted.Render(v.timer()+" · "+v.phases())+"  "+st.CardLabel.Render(state))
+}
+
+// runBody is a run's samples, the step it waits at, its criteria (each
+// whole: the measured value before the expression) and its steps.
+func (v *labsView) runBody() []string {
+	st := v.styles
+	var lines []string
 	if line := v.sampleLine(); line != "" {
-		lines = append(lines, st.CardMuted.Render(line))
+		lines = append(lines, wrap(st.CardMuted.Render(line), v.width-2)...)
+		lines = append(lines, v.sparkLines()...)
 	}
-	if g := v.pending; g != nil {
-		title := g.Step.Step.Title
-		if title == "" {
-			title = g.Step.Step.ID
-		}
-		lines = append(lines, "", st.CardLabel.Render(fmt.Sprintf("Next: step %d/%d · %s · %s", g.Step.N, g.Step.Of, g.Step.Phase, g.Step.Step.ID))+" "+title)
-		lines = append(lines, wrap("  $ "+g.Step.Command, v.width-2)...)
-		if len(g.Step.Measures) > 0 {
-			what := "  measures " + strings.Join(g.Step.Measures, ", ")
-			if len(g.Step.Criteria) > 0 {
-				what += " for " + strings.Join(g.Step.Criteria, ", ")
-			}
-			lines = append(lines, st.CardMuted.Render(what))
-		}
-		lines = append(lines, st.Hint.Render("  enter runs it · s skips it · esc stops here (cleanup runs)"))
-	}
+	lines = append(lines, v.guideLines()...)
 	lines = append(lines, "", st.CardLabel.Render("Criteria"))
 	for _, g := range v.checklist() {
 		mark := map[labs.Status]string{"PASS": "✓", "FAIL": "✗", "WARN": "!", "UNKNOWN": "?", "SKIPPED": "-", labs.Pending: "…"}[g.Status]
@@ -422,26 +492,59 @@ func (v *labsView) View() string {
 		if g.Counter {
 			kind = " (counterexample)"
 		}
-		lines = append(lines, statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status))+" "+g.ID+kind+" "+st.CardMuted.Render(g.Hosts)+
-			hostBadge(st, v.simulated && g.Status != labs.Pending, false)+st.CardMuted.Render(": "+g.Summary))
+		line := statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status)) + " " + g.ID + kind + " " + st.CardMuted.Render(g.Hosts) +
+			hostBadge(st, v.simulated && g.Status != labs.Pending, false) + st.CardMuted.Render(": "+g.Summary)
+		lines = append(lines, hanging(line, v.width-1, 11)...)
 	}
 	lines = append(lines, "", st.CardLabel.Render("Steps"))
-	room := max(1, v.height-len(lines)-2)
-	log := make([]string, 0, len(v.log))
 	for _, e := range v.log {
-		log = append(log, "  "+inventory.FoldNames(e.hosts)+hostBadge(st, v.simulated, false)+"  "+e.key)
+		lines = append(lines, "  "+inventory.FoldNames(e.hosts)+hostBadge(st, v.simulated, false)+"  "+e.key)
 	}
-	if len(log) > room {
-		log = log[len(log)-room:]
-	}
-	lines = append(lines, log...)
 	if v.dir != "" {
 		lines = append(lines, "", st.CardMuted.Render("record: "+v.dir+"/record.md"))
 	}
 	if v.err != "" {
 		lines = append(lines, st.Error.Render(v.err))
 	}
-	return strings.Join(lines, "\n")
+	return lines
+}
+
+// guideLines are the step a guided run waits at: what it runs and
+// measures, and the keys that answer.
+func (v *labsView) guideLines() []string {
+	g := v.pending
+	if g == nil {
+		return nil
+	}
+	st := v.styles
+	title := g.Step.Step.Title
+	if title == "" {
+		title = g.Step.Step.ID
+	}
+	lines := []string{"", st.CardLabel.Render(fmt.Sprintf("Next: step %d/%d · %s · %s", g.Step.N, g.Step.Of, g.Step.Phase, g.Step.Step.ID)) + " " + title}
+	lines = append(lines, wrap("  $ "+g.Step.Command, v.width-2)...)
+	if len(g.Step.Measures) > 0 {
+		what := "  measures " + strings.Join(g.Step.Measures, ", ")
+		if len(g.Step.Criteria) > 0 {
+			what += " for " + strings.Join(g.Step.Criteria, ", ")
+		}
+		lines = append(lines, st.CardMuted.Render(what))
+	}
+	return append(lines, st.Hint.Render("  enter runs it · s skips it · esc stops here (cleanup runs)"))
+}
+
+// hanging wraps s to width, its later lines indented by indent.
+func hanging(s string, width, indent int) []string {
+	lines := wrap(s, width)
+	if len(lines) == 1 {
+		return lines
+	}
+	rest := strings.Join(lines[1:], " ")
+	out := []string{lines[0]}
+	for _, l := range wrap(rest, max(10, width-indent)) {
+		out = append(out, strings.Repeat(" ", indent)+l)
+	}
+	return out
 }
 
 // sampleLine sums up the probe's samples: how many, and the latest on the
@@ -469,6 +572,48 @@ func (v *labsView) sampleLine() string {
 		}
 	}
 	return fmt.Sprintf("probe: %d samples on %s; latest on %s: busiest GPU %d%%, %.1f GiB in use", total, inventory.FoldNames(hosts), h, util, float64(mem)/1024)
+}
+
+// add counts a sample and keeps its GPUs' utilisation.
+func (s sampled) add(smp labs.Sample) sampled {
+	util := make(map[int][]float64, len(smp.GPUs))
+	for _, g := range smp.GPUs {
+		if g.UtilPct == nil {
+			continue
+		}
+		hist := append(append([]float64(nil), s.util[g.Index]...), float64(*g.UtilPct))
+		util[g.Index] = hist[max(0, len(hist)-sparkKeep):]
+	}
+	return sampled{n: s.n + 1, last: smp, util: util}
+}
+
+// sparkLines draw, for the host the sample line names, each GPU's
+// utilisation over the latest samples: "GPU0 ▁▃▇█ 97%".
+func (v *labsView) sparkLines() []string {
+	hosts := make([]string, 0, len(v.samples))
+	for h := range v.samples {
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return nil
+	}
+	sort.Strings(hosts)
+	s := v.samples[hosts[0]]
+	gpus := make([]int, 0, len(s.util))
+	for i := range s.util {
+		gpus = append(gpus, i)
+	}
+	sort.Ints(gpus)
+	st := v.styles
+	out := make([]string, 0, len(gpus)+1)
+	if len(gpus) > 0 {
+		out = append(out, st.CardMuted.Render("  utilisation on "+hosts[0]+", latest samples (▁ idle … █ busy):"))
+	}
+	for _, i := range gpus {
+		u := s.util[i]
+		out = append(out, fmt.Sprintf("  GPU%-2d %s %3.0f%%", i, st.CardLabel.Render(sparkline(u, max(8, min(sparkKeep, v.width-20)))), u[len(u)-1]))
+	}
+	return out
 }
 
 // phases says where the hosts are: "run: gpu[01-03] · done: gpu04".
@@ -514,13 +659,18 @@ func (v *labsView) checklist() []labs.ScoreGroup {
 }
 
 func (v *labsView) listView() string {
+	return strings.Join(v.listScroll.render(v.listLines(), v.height, v.styles), "\n")
+}
+
+// listLines are the labs and the selected one's goal and criteria.
+func (v *labsView) listLines() []string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
 	switch {
 	case v.setup.typing():
 		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
-		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), "")
+		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), v.width-2), "")
 	default:
 		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	}
@@ -534,12 +684,15 @@ func (v *labsView) listView() string {
 	if v.sel < len(v.list) {
 		l := v.list[v.sel]
 		lines = append(lines, "")
+		if lipgloss.Width(l.Name) > v.width-50 { // its row cut the name: here it is whole
+			lines = append(lines, wrap(st.CardTitle.Render(l.Name), v.width-2)...)
+		}
 		lines = append(lines, wrap(st.CardLabel.Render("Goal: ")+l.Goal, v.width-2)...)
 		for _, c := range l.Criteria {
-			lines = append(lines, st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description)
+			lines = append(lines, hanging(st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description, v.width-1, 4)...)
 		}
 		for _, c := range l.Counter {
-			lines = append(lines, st.CardMuted.Render("  [counterexample] ")+c.Description)
+			lines = append(lines, hanging(st.CardMuted.Render("  [counterexample] ")+c.Description, v.width-1, 4)...)
 		}
 		if len(l.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, "s"))
@@ -551,7 +704,9 @@ func (v *labsView) listView() string {
 			}
 			lines = append(lines, st.CardMuted.Render("fast-forward (f): "+state))
 		}
-		lines = append(lines, st.Hint.Render("enter runs the lab · t runs it step by step"))
+		if v.canRun() {
+			lines = append(lines, st.Hint.Render("enter runs the lab · t runs it step by step"))
+		}
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }

@@ -1,11 +1,11 @@
 package tui
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -31,8 +31,8 @@ type mapView struct {
 	width, height int
 	bandsWidth    int
 
-	open  bool // full card shown in a scrollable viewport
-	pager viewport.Model
+	open  bool      // full card shown in a scrollable viewport
+	pager *textPage // the full card, when open
 }
 
 type chipPos struct {
@@ -45,7 +45,6 @@ func newMapView(cat *landscape.Catalog, st Styles) *mapView {
 	for _, p := range cat.Planes {
 		v.order = append(v.order, cat.InPlane(p.ID)...)
 	}
-	v.pager = viewport.New(0, 0)
 	return v
 }
 
@@ -83,9 +82,8 @@ func (v *mapView) SetSize(w, h int) {
 		v.bandsWidth = w * 11 / 20
 	}
 	v.layout()
-	v.pager.Width, v.pager.Height = w, h
 	if v.open {
-		v.pager.SetContent(v.card.full(v.order[v.sel], w-2))
+		v.openCard()
 	}
 }
 
@@ -98,7 +96,7 @@ func (v *mapView) layout() {
 		x := 0
 		started := false
 		for ; i < len(v.order) && v.order[i].Plane == pl.ID; i++ {
-			w := lipgloss.Width(v.order[i].Name) + 2
+			w := lipgloss.Width(chipLabel(v.order[i])) + 2
 			if started && x+w > inner {
 				row++
 				x = 0
@@ -114,6 +112,9 @@ func (v *mapView) layout() {
 }
 
 func (v *mapView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	if mm, ok := msg.(tea.MouseMsg); ok && v.open {
+		v.pager.update(mm, v.keys.Up, v.keys.Down, pageKeys())
+	}
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return v, nil
@@ -136,8 +137,7 @@ func (v *mapView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		v.sel = len(v.order) - 1
 	case key.Matches(km, v.keys.Open):
 		v.open = true
-		v.pager.SetContent(v.card.full(v.order[v.sel], v.width-2))
-		v.pager.GotoTop()
+		v.openCard()
 	}
 	return v, nil
 }
@@ -147,9 +147,13 @@ func (v *mapView) updateOpen(km tea.KeyMsg) (Component, tea.Cmd) {
 		v.open = false
 		return v, nil
 	}
-	var cmd tea.Cmd
-	v.pager, cmd = v.pager.Update(km)
-	return v, cmd
+	v.pager.update(km, v.keys.Up, v.keys.Down, pageKeys())
+	return v, nil
+}
+
+// openCard shows the selected project's full card in a scrolling page.
+func (v *mapView) openCard() {
+	v.pager = newTextPage(strings.Split(v.card.full(v.order[v.sel], v.width-2), "\n"), v.height)
 }
 
 // moveRow moves the selection to the chip in the next or previous row whose
@@ -182,7 +186,7 @@ func abs(x int) int {
 
 func (v *mapView) View() string {
 	if v.open {
-		return v.pager.View()
+		return v.pager.view(v.styles)
 	}
 	bands := v.bands()
 	if v.width >= wideLayout {
@@ -226,16 +230,74 @@ func (v *mapView) bands() string {
 		if row >= 0 {
 			out = append(out, "  "+line.String())
 		}
+		out = append(out, v.alsoHere(pl.ID)...)
+	}
+	legend := v.styles.CardMuted.Render(fit("[selected]  ‹linked to it, another plane›  +ctrl: also acts in that plane", v.bandsWidth, 1))
+	if v.height >= 30 { // a short terminal keeps the card's room
+		out = append(out, "", legend)
 	}
 	return strings.Join(out, "\n")
 }
 
+// alsoHere lists the projects of other planes that also act in plane:
+// a plane's band shows everything the plane filter of the Matrix keeps.
+func (v *mapView) alsoHere(plane string) []string {
+	var names []string
+	for _, p := range v.order {
+		if slices.Contains(p.Spans, plane) {
+			names = append(names, p.Name+" ("+planeAbbrev(p.Plane)+")")
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	line := v.styles.CardMuted.Render("   also acts here: " + strings.Join(names, " · "))
+	if v.height < 30 { // a short terminal keeps the card's room: one line, its end marked cut
+		return []string{fit(line, v.bandsWidth, 1)}
+	}
+	return hanging(line, v.bandsWidth-1, 5)
+}
+
+// chipLabel is a project's name and the other planes it acts in:
+// "HAMi +ctrl".
+func chipLabel(p landscape.Project) string {
+	label := p.Name
+	for _, sp := range p.Spans {
+		label += " +" + planeAbbrev(sp)
+	}
+	return label
+}
+
 func (v *mapView) chip(i int) string {
-	name := v.order[i].Name
-	if i == v.sel {
+	name := chipLabel(v.order[i])
+	switch {
+	case i == v.sel:
 		return v.styles.ChipSelected.Render("[" + name + "]")
+	case v.linked(i):
+		return v.styles.FilterOn.Render("‹" + name + "›")
 	}
 	return v.styles.Chip.Render(" " + name + " ")
+}
+
+// linked says whether order[i] is in another plane than the selected
+// project and linked to it (builds on, alternative to, works with, either
+// way).
+func (v *mapView) linked(i int) bool {
+	sel, p := v.order[v.sel], v.order[i]
+	if p.Plane == sel.Plane {
+		return false
+	}
+	for _, l := range sel.Links() {
+		if l.To == p.ID {
+			return true
+		}
+	}
+	for _, l := range p.Links() {
+		if l.To == sel.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // clip keeps the first height lines of s, ending with more when it cut.

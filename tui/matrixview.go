@@ -2,13 +2,13 @@ package tui
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
@@ -44,7 +44,7 @@ type matrixView struct {
 	searching bool
 
 	open  bool
-	pager viewport.Model
+	pager *textPage // the full card, when open
 
 	width, height int
 	colW          []int
@@ -57,7 +57,7 @@ func newMatrixView(cat *landscape.Catalog, st Styles) *matrixView {
 	ti.Placeholder = "search name, kind, summary"
 	ti.CharLimit = 64
 	v := &matrixView{cat: cat, card: cardRenderer{cat: cat, styles: st}, styles: st, keys: DefaultMatrixKeys(),
-		sortCol: -1, search: ti, pager: viewport.New(0, 0)}
+		sortCol: -1, search: ti}
 	v.refresh("")
 	return v
 }
@@ -104,25 +104,43 @@ func (v *matrixView) columns() []string {
 
 func (v *matrixView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	v.pager.Width, v.pager.Height = w, h
-	nameW := 0
-	for _, p := range v.cat.Projects {
-		nameW = max(nameW, lipgloss.Width(p.Name))
+	if v.open {
+		v.openCard()
 	}
-	ncols := 2 + len(v.cat.Axes)
-	avail := w - 2 - (ncols - 1) // cursor marker, one space between columns
 	v.narrow = w < 130
-	planeW := 8
-	if v.narrow {
-		planeW = 5
-		nameW = min(nameW, 16)
-	}
-	axisW := max(8, (avail-nameW-planeW)/max(1, len(v.cat.Axes)))
-	v.colW = []int{nameW, planeW}
-	for range v.cat.Axes {
-		v.colW = append(v.colW, axisW)
-	}
+	v.colW = v.columnWidths(w - 2 - (len(v.columns()) - 1)) // cursor marker, one space between columns
 	v.clampOffset()
+}
+
+// columnWidths sizes the columns from what they hold (every project's
+// cell, not only the shown ones, so that filtering does not move them);
+// when they do not fit in avail, the widest give way first.
+func (v *matrixView) columnWidths(avail int) []int {
+	cols := v.columns()
+	w := make([]int, len(cols))
+	for c, title := range cols {
+		w[c] = lipgloss.Width(title) + 4 // room for [ ] and a sort arrow
+		for _, p := range v.cat.Projects {
+			w[c] = max(w[c], lipgloss.Width(v.cellText(p, c)))
+		}
+	}
+	total := 0
+	for _, x := range w {
+		total += x
+	}
+	for ; total > avail; total-- {
+		widest := 0
+		for c := range w {
+			if w[c] > w[widest] {
+				widest = c
+			}
+		}
+		if w[widest] <= 6 {
+			break
+		}
+		w[widest]--
+	}
+	return w
 }
 
 // Layout: filter bar, header, rows, rule, detail.
@@ -130,6 +148,9 @@ func (v *matrixView) detailHeight() int { return max(4, min(10, v.height/3)) }
 func (v *matrixView) visibleRows() int  { return max(1, v.height-3-v.detailHeight()) }
 
 func (v *matrixView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	if mm, ok := msg.(tea.MouseMsg); ok && v.open {
+		v.pager.update(mm, v.keys.Up, v.keys.Down, pageKeys())
+	}
 	km, ok := msg.(tea.KeyMsg)
 	if !ok {
 		return v, nil
@@ -142,9 +163,8 @@ func (v *matrixView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.open = false
 			return v, nil
 		}
-		var cmd tea.Cmd
-		v.pager, cmd = v.pager.Update(km)
-		return v, cmd
+		v.pager.update(km, v.keys.Up, v.keys.Down, pageKeys())
+		return v, nil
 	}
 	v.handleKey(km)
 	return v, nil
@@ -185,11 +205,15 @@ func (v *matrixView) handleKey(km tea.KeyMsg) {
 	case key.Matches(km, k.Open):
 		if len(v.rows) > 0 {
 			v.open = true
-			v.pager.SetContent(v.card.full(v.rows[v.row], v.width-2))
-			v.pager.GotoTop()
+			v.openCard()
 		}
 	}
 	v.clampOffset()
+}
+
+// openCard shows the selected project's full card in a scrolling page.
+func (v *matrixView) openCard() {
+	v.pager = newTextPage(strings.Split(v.card.full(v.rows[v.row], v.width-2), "\n"), v.height)
 }
 
 func (v *matrixView) updateSearch(km tea.KeyMsg) (Component, tea.Cmd) {
@@ -313,7 +337,7 @@ func (v *matrixView) clampOffset() {
 
 func (v *matrixView) View() string {
 	if v.open {
-		return v.pager.View()
+		return v.pager.view(v.styles)
 	}
 	lines := []string{v.filterBar(), v.headerLine()}
 	n := v.visibleRows()
@@ -330,7 +354,11 @@ func (v *matrixView) View() string {
 	if len(v.rows) > n {
 		more = " " + strconv.Itoa(v.offset+1) + "-" + strconv.Itoa(min(len(v.rows), v.offset+n)) + " of " + strconv.Itoa(len(v.rows)) + " "
 	}
-	lines = append(lines, v.styles.Rule.Render(strings.Repeat("─", max(0, v.width-len(more)))+more))
+	legend := " " + scaleOn + " holds the level  " + scaleOff + " does not (levels in the axis's order) "
+	if lipgloss.Width(legend)+lipgloss.Width(more)+4 > v.width {
+		legend = " " + scaleOn + " holds  " + scaleOff + " not "
+	}
+	lines = append(lines, v.styles.Rule.Render("──"+legend+strings.Repeat("─", max(0, v.width-2-lipgloss.Width(legend)-lipgloss.Width(more)))+more))
 	lines = append(lines, v.detail()...)
 	return strings.Join(lines, "\n")
 }
@@ -361,7 +389,11 @@ func (v *matrixView) filterBar() string {
 		parts = append(parts, "sort: "+st.FilterOn.Render(v.columns()[v.sortCol]+" "+dir))
 	}
 	if len(parts) == 0 {
-		return st.Hint.Render("All projects. s sorts by the column, p filters a plane, f a level of the column's axis, / searches.")
+		hint := "All projects. s sorts by the column, p filters a plane, f a level of the column's axis, / searches."
+		if lipgloss.Width(hint) > v.width {
+			hint = "All projects. s sort · p plane · f column's level · / search · enter card"
+		}
+		return st.Hint.Render(hint)
 	}
 	return strings.Join(parts, st.CardMuted.Render("  ·  ")) + st.Hint.Render("   (esc clears)")
 }
@@ -389,12 +421,46 @@ func (v *matrixView) cellText(p landscape.Project, col int) string {
 	case colProject:
 		return p.Name
 	case colPlane:
-		if v.narrow {
-			return planeAbbrev(p.Plane)
-		}
-		return p.Plane
+		return planeLabel(p, v.narrow)
 	}
-	return v.cat.LevelLabels(p, v.cat.Axes[col-firstAxisCol].ID, v.narrow)
+	a := v.cat.Axes[col-firstAxisCol]
+	return scale(a, p.Axes[a.ID].Levels) + " " + v.cat.LevelLabels(p, a.ID, v.narrow)
+}
+
+// planeLabel is a project's plane and, after a +, the others it acts in:
+// "data +ctrl".
+func planeLabel(p landscape.Project, short bool) string {
+	name := func(id string) string {
+		if short {
+			return planeAbbrev(id)
+		}
+		return id
+	}
+	out := name(p.Plane)
+	for _, sp := range p.Spans {
+		out += " +" + name(sp)
+	}
+	return out
+}
+
+// Marks of a scale: a level the project holds, and one it does not.
+const (
+	scaleOn  = "●"
+	scaleOff = "○"
+)
+
+// scale draws an axis's ordered levels as marks, filled where the
+// project holds the level: "○●●○" is the second and third of four.
+func scale(a landscape.Axis, held []string) string {
+	var b strings.Builder
+	for _, l := range a.Levels {
+		if slices.Contains(held, l.ID) {
+			b.WriteString(scaleOn)
+		} else {
+			b.WriteString(scaleOff)
+		}
+	}
+	return b.String()
 }
 
 func (v *matrixView) rowLine(i int) string {
@@ -446,22 +512,38 @@ func (v *matrixView) detail() []string {
 	case colPlane:
 		pl, _ := v.cat.Plane(p.Plane)
 		out = append(out, st.CardTitle.Render(p.Name)+st.CardMuted.Render(" lives in the ")+st.planeTitle(pl.ID).Render(pl.Name))
-		if len(p.Spans) > 0 {
-			out = append(out, st.CardText.Render("and also acts in: "+strings.Join(p.Spans, ", ")))
+		for _, sp := range p.Spans {
+			if o, ok := v.cat.Plane(sp); ok {
+				out = append(out, st.CardText.Render("and also acts in the ")+st.planeTitle(o.ID).Render(o.Name))
+			}
 		}
 		out = append(out, wrap(st.CardMuted.Render(pl.Question+" "+pl.Summary), w)...)
 	default:
-		a := v.cat.Axes[v.col-firstAxisCol]
-		pl := p.Axes[a.ID]
-		out = append(out, wrap(st.CardTitle.Render(p.Name)+st.CardMuted.Render(" × "+a.Name+" ("+a.Question+"): ")+st.FilterOn.Render(v.cat.LevelNames(p, a.ID)), w)...)
-		out = append(out, wrap(st.CardLabel.Render("Why: ")+st.CardText.Render(pl.Why), w)...)
-		for _, id := range pl.Levels {
-			if l, _, ok := a.Level(id); ok {
-				out = append(out, wrap(st.CardMuted.Render(l.Name+": "+l.Description), w)...)
-			}
+		out = v.axisDetail(p, w)
+	}
+	if n := v.detailHeight(); len(out) > n {
+		out = append(out[:n-1], st.Hint.Render(fmt.Sprintf("… %d more lines: enter opens the whole card", len(out)-n+1)))
+	}
+	return out
+}
+
+// axisDetail is the selected axis cell in full: the levels held, why,
+// and the axis's scale level by level (its legend).
+func (v *matrixView) axisDetail(p landscape.Project, w int) []string {
+	st := v.styles
+	a := v.cat.Axes[v.col-firstAxisCol]
+	pl := p.Axes[a.ID]
+	out := wrap(st.CardTitle.Render(p.Name)+st.CardMuted.Render(" × "+a.Name+" ("+a.Question+"): ")+
+		st.FilterOn.Render(scale(a, pl.Levels)+" "+v.cat.LevelNames(p, a.ID)), w)
+	out = append(out, wrap(st.CardLabel.Render("Why: ")+st.CardText.Render(pl.Why), w)...)
+	for _, l := range a.Levels {
+		if slices.Contains(pl.Levels, l.ID) {
+			out = append(out, wrap(st.CardText.Render(scaleOn+" "+l.Name+": ")+st.CardMuted.Render(l.Description), w)...)
+		} else {
+			out = append(out, st.CardMuted.Render(scaleOff+" "+l.Name))
 		}
 	}
-	return clipLines(out, v.detailHeight())
+	return out
 }
 
 func clipLines(lines []string, n int) []string {

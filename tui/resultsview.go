@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
@@ -19,6 +18,8 @@ import (
 type resultsKeys struct {
 	MoveKeys
 	Refresh, Baseline, Compare key.Binding
+	// Page moves an open record or comparison.
+	Page ScrollKeys
 }
 
 // resultsView lists the lab records in the results directory (newest
@@ -34,7 +35,7 @@ type resultsView struct {
 	sel     int
 	base    string // the baseline's record directory; "" when none is marked
 	loading bool
-	page    *viewport.Model
+	page    *textPage
 	// openNewest opens the newest record once one is listed (a
 	// presenter's step); mask hides host names in a page before it is
 	// wrapped (nil: shown).
@@ -50,7 +51,9 @@ func newResultsView(dir string, st Styles) *resultsView {
 		Refresh:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
 		Baseline: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "mark baseline")),
 		Compare:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with baseline")),
+		Page:     pageKeys(),
 	}}
+	v.keys.Open.SetHelp("enter", "open record")
 	return v
 }
 
@@ -123,21 +126,26 @@ func (v *resultsView) Capturing() bool { return false }
 func (v *resultsView) SetSize(w, h int) {
 	v.width, v.height = w, h
 	if v.page != nil {
-		v.page.Width, v.page.Height = w, h
+		v.page.height = h
 	}
 }
 
-func (v *resultsView) Status() string { return fmt.Sprintf("%d records in %s", len(v.refs), v.dir) }
+func (v *resultsView) Status() string { return fmt.Sprintf("%d records", len(v.refs)) }
 
 func (v *resultsView) ShortHelp() []key.Binding {
 	if v.page != nil {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+		keys := []key.Binding{v.keys.Up, v.keys.Down}
+		if len(v.page.lines) > v.page.height {
+			keys = append(keys, v.keys.Page.PageDown)
+		}
+		return append(keys, v.keys.Back)
 	}
 	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Baseline, v.keys.Compare, v.keys.Refresh}
 }
 
 func (v *resultsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Page.PageUp, v.keys.Page.PageDown},
+		{v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
 }
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -146,6 +154,10 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	}
 	if m, ok := msg.(recordsMsg); ok {
 		v.loaded(m)
+		return v, nil
+	}
+	if mm, ok := msg.(tea.MouseMsg); ok && v.page != nil {
+		v.page.update(mm, v.keys.Up, v.keys.Down, v.keys.Page)
 		return v, nil
 	}
 	km, ok := msg.(tea.KeyMsg)
@@ -158,10 +170,8 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.page = nil
 			return v, nil
 		}
-		var cmd tea.Cmd
-		p, cmd := v.page.Update(msg)
-		v.page = &p
-		return v, cmd
+		v.page.update(msg, k.Up, k.Down, k.Page)
+		return v, nil
 	}
 	switch {
 	case key.Matches(km, k.Up):
@@ -198,19 +208,14 @@ func (v *resultsView) open() {
 	if err != nil {
 		md = err.Error() + "\n\nThe record, from record.json:\n\n" + ref.Record.Markdown()
 	}
-	v.show(md)
+	// A record is anyone's file: its control characters are escaped
+	// before it is rendered.
+	v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(md)), v.width), v.height)
 }
 
-// show opens text (a record, which is anyone's file: its control
-// characters are escaped) in a scrolling page.
+// show opens text (a comparison) in a scrolling page.
 func (v *resultsView) show(text string) {
-	vp := viewport.New(v.width, v.height)
-	var lines []string
-	for _, l := range strings.Split(v.mask.apply(visible.Text(text)), "\n") {
-		lines = append(lines, wrap(l, v.width)...)
-	}
-	vp.SetContent(strings.Join(lines, "\n"))
-	v.page = &vp
+	v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.height)
 }
 
 func (v *resultsView) compare(rows []labs.CompareRow) string {
@@ -240,6 +245,7 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 		out = append(out, fmt.Sprintf("  %s, %s", r.Workload, r.Mode),
 			fmt.Sprintf("  throughput %s %s (× %s)   P50 %s   P99 %s (interference %s)", f(r.Throughput), r.Unit, f(r.ThroughputRatio), f(r.P50), f(r.P99), f(r.P99Coefficient)), "")
 	}
+	out = append(out, compareBars(rows, v.width)...)
 	out = append(out, "esc goes back")
 	return strings.Join(out, "\n")
 }
@@ -249,7 +255,7 @@ func simMark(st Styles) string { return st.Badge.Render("SIM") + " " }
 
 func (v *resultsView) View() string {
 	if v.page != nil {
-		return v.page.View()
+		return v.page.view(v.styles)
 	}
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Results") + st.CardMuted.Render("  lab records in "+visible.String(v.dir)), ""}
@@ -270,39 +276,67 @@ func (v *resultsView) View() string {
 	if simCol {
 		noSim = strings.Repeat(" ", lipgloss.Width(simMark(st)))
 	}
-	lines = append(lines, st.TableHeader.Render(fmt.Sprintf("  %s%-19s %-20s %-16s %-12s %s", noSim, "STARTED", "LAB", "HOSTS", "RESULT", "RUN")))
+	runW := v.width - 2 - lipgloss.Width(noSim) - lipgloss.Width(v.rowText("", "", "", "", "", ""))
+	head := ""
+	if runW >= 10 {
+		head = "RUN"
+	}
+	lines = append(lines, st.TableHeader.Render("  "+noSim+v.rowText("STARTED", "LAB", "HOSTS", "RESULT", "BASE", head)))
 	room := max(1, v.height-len(lines))
 	top := 0
 	if v.sel >= room {
 		top = v.sel - room + 1
 	}
 	for i := top; i < len(v.refs) && i < top+room; i++ {
-		r := v.refs[i].Record
-		marker := "  "
-		if i == v.sel {
-			marker = "▶ "
-		}
-		res := "failed"
-		switch {
-		case !r.Complete:
-			res = "incomplete"
-		case r.Passed:
-			res = "passed"
-		}
-		if v.refs[i].Dir == v.base {
-			res += " (base)"
-		}
-		names := make([]string, len(r.Hosts))
-		for j, h := range r.Hosts {
-			names[j] = h.Host
-		}
-		if r.Simulated {
-			marker += simMark(st)
-		} else {
-			marker += noSim
-		}
-		lines = append(lines, marker+fmt.Sprintf("%-19s %-20s %-16s %-12s %s", r.Started.Local().Format(time.DateTime), cut(visible.String(r.Lab), 20),
-			cut(visible.String(inventory.FoldNames(names)), 16), res, visible.String(filepath.Base(v.refs[i].Dir))))
+		lines = append(lines, v.recordRow(i, noSim, runW))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// rowText lays a row of the record list out in its columns, each as wide
+// whatever it holds (a baseline is a column of its own, not a longer
+// RESULT), so that the list stays aligned whatever is marked.
+func (v *resultsView) rowText(started, lab, hosts, result, base, run string) string {
+	s := fmt.Sprintf("%-19s %-20s %-16s %-10s %-4s ", started, cut(lab, 20), cut(hosts, 16), result, base)
+	if run == "" {
+		return s
+	}
+	return s + run
+}
+
+// recordRow is the i-th record's row; runW is what is left for RUN (under
+// 10 columns it is left out).
+func (v *resultsView) recordRow(i int, noSim string, runW int) string {
+	st := v.styles
+	r := v.refs[i].Record
+	marker := "  "
+	if i == v.sel {
+		marker = "▶ "
+	}
+	res := "failed"
+	switch {
+	case !r.Complete:
+		res = "incomplete"
+	case r.Passed:
+		res = "passed"
+	}
+	base := ""
+	if v.refs[i].Dir == v.base {
+		base = "base"
+	}
+	names := make([]string, len(r.Hosts))
+	for j, h := range r.Hosts {
+		names[j] = h.Host
+	}
+	if r.Simulated {
+		marker += simMark(st)
+	} else {
+		marker += noSim
+	}
+	run := ""
+	if runW >= 10 {
+		run = cell(visible.String(filepath.Base(v.refs[i].Dir)), runW)
+	}
+	return marker + v.rowText(r.Started.Local().Format(time.DateTime), visible.String(r.Lab),
+		visible.String(inventory.FoldNames(names)), res, base, run)
 }

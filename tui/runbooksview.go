@@ -33,6 +33,8 @@ type RunbookHost struct {
 type runbookKeys struct {
 	MoveKeys
 	Run, Evidence, Hosts, Params key.Binding
+	// Scroll moves the evidence pane (home and end move the cursor).
+	Scroll ScrollKeys
 }
 
 // runbooksView lists the runbooks, runs one on the fleet, and shows its
@@ -59,6 +61,7 @@ type runbooksView struct {
 	folded   []runbooks.Folded
 	cursor   int // over verdict groups
 	evidence bool
+	evScroll scroller // the evidence pane's position
 	// focusFail keeps the cursor on the first FAIL as verdicts arrive (a
 	// presenter's step that opens the evidence).
 	focusFail bool
@@ -74,7 +77,9 @@ func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runb
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
-		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
+		Scroll: ScrollKeys{PageUp: key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "evidence up")),
+			PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more evidence"))},
+		Params: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
 	}}
 }
 
@@ -110,16 +115,32 @@ func (v *runbooksView) Status() string {
 
 func (v *runbooksView) ShortHelp() []key.Binding {
 	if v.active != nil {
+		if v.evidence && len(v.evidencePane()) > v.evidenceHeight()-1 {
+			return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Scroll.PageDown, v.keys.Evidence, v.keys.Back}
+		}
 		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Evidence, v.keys.Back}
 	}
-	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts, v.keys.Params}
+	keys := []key.Binding{v.keys.Up, v.keys.Down}
+	if v.canRun() { // no key is offered that does nothing
+		keys = append(keys, v.keys.Run)
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Run, v.keys.Hosts}
+	if v.setup.canChoose() {
+		keys = append(keys, v.keys.Hosts)
+	}
+	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+		keys = append(keys, v.keys.Params)
+	}
+	return keys
+}
+
+// canRun says whether enter runs the selected runbook.
+func (v *runbooksView) canRun() bool {
+	return len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0
 }
 
 func (v *runbooksView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down}, {v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End}, {v.keys.Scroll.PageUp, v.keys.Scroll.PageDown},
+		{v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
 }
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -148,6 +169,10 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, v.setup.update(msg)
 		}
 		return v, v.handleKey(msg)
+	case tea.MouseMsg:
+		if v.active != nil && v.evidence {
+			v.evScroll.handle(msg, v.keys.Scroll, len(v.evidencePane()), v.evidenceHeight()-1)
+		}
 	}
 	return v, nil
 }
@@ -165,7 +190,7 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		case key.Matches(km, k.End):
 			v.sel = max(0, len(v.list)-1)
 		case key.Matches(km, k.Run):
-			if len(v.list) > 0 && v.runner != nil && v.setup.hostCount() > 0 {
+			if v.canRun() {
 				return v.start(v.list[v.sel])
 			}
 		case key.Matches(km, k.Params):
@@ -179,6 +204,15 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if v.evidence && v.evScroll.handle(km, k.Scroll, len(v.evidencePane()), v.evidenceHeight()-1) {
+		return nil
+	}
+	cursor := v.cursor
+	defer func() {
+		if v.cursor != cursor {
+			v.evScroll.home() // another group's evidence: from its top
+		}
+	}()
 	switch {
 	case key.Matches(km, k.Up):
 		v.cursor = max(0, v.cursor-1)
@@ -284,6 +318,44 @@ func (v *runbooksView) View() string {
 	}
 	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) +
 		hostBadge(st, v.simulated, false) + st.CardMuted.Render(fmt.Sprintf("  %s %d/%d", state, v.finished, len(v.runs)))
+	body, at := v.verdictLines()
+	room := max(1, v.height-1)
+	var pane []string
+	if _, g := v.selected(); g != nil && v.evidence {
+		ph := v.evidenceHeight()
+		room = max(1, v.height-1-ph)
+		pane = append([]string{st.Rule.Render("── evidence " + strings.Repeat("─", max(0, v.width-12)))},
+			v.evScroll.render(v.evidencePane(), ph-1, st)...)
+	}
+	lines := append([]string{head}, cursorWindow(body, at, room, st)...)
+	if pane != nil {
+		for len(lines) < 1+room {
+			lines = append(lines, "")
+		}
+		lines = append(lines, pane...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// cursorWindow shows room lines of body around line at (the cursor's),
+// the last of them saying what is above and below when not all fit.
+func cursorWindow(body []string, at, room int, st Styles) []string {
+	if len(body) <= room {
+		return body
+	}
+	n := max(1, room-1)
+	top := min(max(0, at-n/2), len(body)-n)
+	out := append(make([]string, 0, room), body[top:top+n]...)
+	if room > 1 {
+		out = append(out, st.Hint.Render(fmt.Sprintf("↑ %d above · ↓ %d below · ↑/↓ move", top, len(body)-top-n)))
+	}
+	return out
+}
+
+// verdictLines are the run's verdict groups under their checks, and the
+// line the cursor is on.
+func (v *runbooksView) verdictLines() ([]string, int) {
+	st := v.styles
 	var body []string
 	if v.running {
 		var waiting []string
@@ -296,44 +368,45 @@ func (v *runbooksView) View() string {
 			body = append(body, st.Hint.Render("waiting on "+inventory.FoldNames(waiting)))
 		}
 	}
-	at := 0 // body line of the cursor
-	idx := 0
-	var selGroup *runbooks.FoldedGroup
-	var selCheck string
-	for fi, f := range v.folded {
+	at, idx := 0, 0
+	for _, f := range v.folded {
 		body = append(body, st.CardLabel.Render(f.Title))
-		for gi := range f.Groups {
-			g := &v.folded[fi].Groups[gi]
+		for _, g := range f.Groups {
 			marker := "  "
 			if idx == v.cursor {
-				marker, selGroup, selCheck, at = "▶ ", g, f.Check, len(body)
+				marker, at = "▶ ", len(body)
 			}
-			body = append(body, marker+statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status))+" "+g.Hosts+hostBadge(st, v.simulated, false)+": "+g.Summary)
+			line := marker + statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status)) + " " + g.Hosts + hostBadge(st, v.simulated, false) + ": " + g.Summary
+			body = append(body, hanging(line, v.width-1, 10)...) // whole: a verdict is read to its end
 			idx++
 		}
 	}
-	room := max(1, v.height-1)
-	var pane []string
-	if selGroup != nil && v.evidence {
-		ph := max(4, v.height/2)
-		room = max(1, v.height-1-ph)
-		pane = append([]string{st.Rule.Render("── evidence " + strings.Repeat("─", max(0, v.width-12)))},
-			clipLines(v.evidenceLines(selCheck, selGroup), ph-1)...)
-	}
-	// Keep the cursor, and the check title above it, in view.
-	top := 0
-	if len(body) > room {
-		top = min(max(0, at-room/2), len(body)-room)
-	}
-	body = body[top:min(len(body), top+room)]
-	lines := append([]string{head}, body...)
-	if pane != nil {
-		for len(lines) < 1+room {
-			lines = append(lines, "")
+	return body, at
+}
+
+// selected is the verdict group under the cursor and its check.
+func (v *runbooksView) selected() (string, *runbooks.FoldedGroup) {
+	idx := 0
+	for fi, f := range v.folded {
+		for gi := range f.Groups {
+			if idx == v.cursor {
+				return f.Check, &v.folded[fi].Groups[gi]
+			}
+			idx++
 		}
-		lines = append(lines, pane...)
 	}
-	return strings.Join(lines, "\n")
+	return "", nil
+}
+
+func (v *runbooksView) evidenceHeight() int { return max(4, v.height/2) }
+
+// evidencePane is the selected group's evidence (nil: none selected).
+func (v *runbooksView) evidencePane() []string {
+	check, g := v.selected()
+	if g == nil {
+		return nil
+	}
+	return v.evidenceLines(check, g)
 }
 
 func (v *runbooksView) listView() string {
@@ -343,7 +416,7 @@ func (v *runbooksView) listView() string {
 	case v.setup.typing():
 		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
-		lines = append(lines, st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), "")
+		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), v.width-2), "")
 	default:
 		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
 	}
@@ -352,14 +425,19 @@ func (v *runbooksView) listView() string {
 		if i == v.sel {
 			marker = "▶ "
 		}
-		lines = append(lines, marker+st.CardLabel.Render(fmt.Sprintf("%-20s", rb.ID))+" "+rb.Title+st.CardMuted.Render(" ("+rb.Plane+" plane, "+strconv.Itoa(len(rb.Checks))+" checks)"))
+		line := marker + st.CardLabel.Render(fmt.Sprintf("%-20s", rb.ID)) + " " + rb.Title
+		if more := st.CardMuted.Render(" (" + rb.Plane + " plane, " + strconv.Itoa(len(rb.Checks)) + " checks)"); lipgloss.Width(line+more) <= v.width {
+			line += more // the title first: a narrow terminal keeps it whole
+		}
+		lines = append(lines, line)
 	}
 	if v.sel < len(v.list) {
 		rb := v.list[v.sel]
 		if len(rb.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, rb.ID, rb.Params, "s"))
 		}
-		lines = append(lines, "", st.CardMuted.Render(rb.Symptom))
+		lines = append(lines, "")
+		lines = append(lines, wrap(st.CardMuted.Render(rb.Symptom), v.width-2)...)
 	}
 	return strings.Join(lines, "\n")
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
@@ -30,6 +31,7 @@ type runSetup struct {
 	pdefs   []runbooks.Param
 	param   int
 	params  map[string]map[string]string // by runbook or lab id
+	width   int                          // the view's
 }
 
 // hostLister is what runs on the fleet's hosts (a RunbookRunner, a
@@ -51,7 +53,7 @@ func newRunSetup(inv *inventory.Inventory, runner hostLister) *runSetup {
 }
 
 func (s *runSetup) typing() bool    { return s.editing != "" }
-func (s *runSetup) setWidth(w int)  { s.input.Width = max(10, w-len(s.input.Prompt)-2) }
+func (s *runSetup) setWidth(w int)  { s.width = w; s.fitInput() }
 func (s *runSetup) hostCount() int  { return len(s.idx) }
 func (s *runSetup) indices() []int  { return append([]int(nil), s.idx...) }
 func (s *runSetup) canChoose() bool { return len(s.hosts()) > 0 }
@@ -69,9 +71,16 @@ func (s *runSetup) names() []string {
 func (s *runSetup) editHosts() tea.Cmd {
 	s.editing = "hosts"
 	s.input.Prompt, s.input.Placeholder = "hosts: ", hostsPlaceholder
+	s.fitInput()
 	s.input.SetValue(s.expr)
 	s.input.CursorEnd()
 	return s.input.Focus()
+}
+
+// fitInput sizes the field to the view less its prompt: a field wider
+// than the line is cut at its far end.
+func (s *runSetup) fitInput() {
+	s.input.Width = max(10, s.width-lipgloss.Width(s.input.Prompt)-2)
 }
 
 // editParams opens the first of id's parameters.
@@ -89,6 +98,7 @@ func (s *runSetup) editParam(id string, i int) tea.Cmd {
 	p := s.pdefs[i]
 	s.editing, s.param = id, i
 	s.input.Prompt, s.input.Placeholder = p.Name+": ", "enter sets, esc cancels"
+	s.fitInput()
 	val, ok := s.params[id][p.Name]
 	if !ok {
 		val = p.Default

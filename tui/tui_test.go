@@ -61,6 +61,10 @@ func press(t testing.TB, m Model, keys ...string) (Model, tea.Cmd) {
 			msg = tea.KeyMsg{Type: tea.KeyEnd}
 		case "home":
 			msg = tea.KeyMsg{Type: tea.KeyHome}
+		case "pgdown":
+			msg = tea.KeyMsg{Type: tea.KeyPgDown}
+		case "pgup":
+			msg = tea.KeyMsg{Type: tea.KeyPgUp}
 		case "ctrl+c":
 			msg = tea.KeyMsg{Type: tea.KeyCtrlC}
 		default:
@@ -194,7 +198,7 @@ func TestMapNavigation(t *testing.T) {
 		{"left", "kube-scheduler"}, // stays at the first
 		{"down", "quota-priority"}, // second row of the control band
 		{"down", "nvidia-device-plugin"},
-		{"down", "mig"},
+		{"down", "container-toolkit"}, // the data band's second row (GPU Operator +ctrl fills the first)
 		{"up", "nvidia-device-plugin"},
 		{"end", "leaderworkerset"},
 		{"down", "leaderworkerset"}, // no row below
@@ -208,7 +212,7 @@ func TestMapNavigation(t *testing.T) {
 	}
 	m, _ = press(t, m, "right", "right", "right", "right", "right", "right", "right", "right", "right", "right", "right", "right")
 	view := m.View()
-	for _, want := range []string{"[HAMi]", "HAMi · Heterogeneous device virtualization middleware", "Isolation: Soft", "Evidence: hami-sharing"} {
+	for _, want := range []string{"[HAMi +ctrl]", "HAMi · Heterogeneous device virtualization middleware", "Isolation: Soft", "Evidence: hami-sharing"} {
 		if !strings.Contains(view, want) {
 			t.Errorf("Map with HAMi selected lacks %q:\n%s", want, view)
 		}
