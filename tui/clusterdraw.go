@@ -213,7 +213,8 @@ func (v *clusterView) waitLines() []string {
 
 // whyLines is the selected waiting item's paragraph and evidence, masked
 // before it is wrapped (so that no host name is split where the mask
-// cannot see it), at most maxWhyLines.
+// cannot see it), in maxWhy lines: what does not fit scrolls ([ and ], the
+// wheel), its last line saying how much is above and below.
 func (v *clusterView) whyLines() []string {
 	if len(v.waiting) == 0 {
 		return nil
@@ -222,7 +223,44 @@ func (v *clusterView) whyLines() []string {
 	it := v.waiting[v.waitCursor]
 	title := " why: " + it.ns + "/" + it.name + " "
 	lines := []string{st.Rule.Render("──" + title + strings.Repeat("─", max(0, v.width-len([]rune(title))-2)))}
+	body, n := v.whyBody(), v.maxWhy()-1
+	if n < 1 {
+		return clipLines(lines, v.maxWhy())
+	}
+	if len(body) <= n {
+		return append(lines, body...)
+	}
+	top := v.why.position(len(body), n)
+	shown := room(len(body), n)
+	lines = append(lines, body[top:top+shown]...)
+	return append(lines, st.Hint.Render("    "+whyMarker(top, len(body)-top-shown)))
+}
+
+// whyMarker says how much of the why is above and below, and the keys.
+func whyMarker(above, below int) string {
+	switch {
+	case above == 0:
+		return fmt.Sprintf("↓ %d more line%s of why and evidence · ] (or the wheel)", below, plural(below))
+	case below == 0:
+		return fmt.Sprintf("↑ %d line%s above · [ · end of the evidence", above, plural(above))
+	}
+	return fmt.Sprintf("↑ %d above · ↓ %d more below · [ / ]", above, below)
+}
+
+// whyBody is the selected item's why and evidence, wrapped; the pane
+// starts at its top again when the selection moves to another item.
+func (v *clusterView) whyBody() []string {
+	if len(v.waiting) == 0 {
+		return nil
+	}
+	st := v.styles
+	it := v.waiting[v.waitCursor]
+	if it.key != v.whyOf {
+		v.why.home()
+		v.whyOf = it.key
+	}
 	w := max(20, v.width-4)
+	var lines []string
 	for _, l := range wrap(v.mask.apply(it.why), w) {
 		lines = append(lines, "  "+st.CardText.Render(l))
 	}
@@ -231,10 +269,7 @@ func (v *clusterView) whyLines() []string {
 			lines = append(lines, "    "+st.CardMuted.Render(l))
 		}
 	}
-	if n := v.maxWhy(); len(lines) > n && n > 1 { // cut, and said to be
-		return append(lines[:n-1], st.Hint.Render(fmt.Sprintf("    … %d more lines of evidence", len(lines)-n+1)))
-	}
-	return clipLines(lines, v.maxWhy())
+	return lines
 }
 
 // maxWhy is the why's lines: fewer on a short terminal, so that the

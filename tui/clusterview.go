@@ -72,6 +72,9 @@ type clusterData struct {
 type clusterKeys struct {
 	MoveKeys
 	Focus, Context key.Binding
+	// WhyUp and WhyDown scroll the selected item's why and evidence (the
+	// mouse wheel too).
+	WhyUp, WhyDown key.Binding
 }
 
 // clusterFocus is the list the cursor moves in.
@@ -135,6 +138,10 @@ type clusterView struct {
 	nodeOffset int
 	waitCursor int
 	waitOffset int
+	// why is where the selected item's why pane is scrolled to, for the
+	// item whyOf (another item's why starts at its top).
+	why   scroller
+	whyOf string
 
 	width, height int
 }
@@ -145,6 +152,8 @@ func newClusterView(sources []ClusterSource, st Styles) *clusterView {
 		MoveKeys: m,
 		Focus:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "nodes / waiting")),
 		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "next context")),
+		WhyUp:    key.NewBinding(key.WithKeys("["), key.WithHelp("[/]", "scroll the why")),
+		WhyDown:  key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "scroll the why")),
 	}}
 	v.refresh()
 	return v
@@ -158,7 +167,7 @@ func (v *clusterView) ShortHelp() []key.Binding {
 }
 func (v *clusterView) FullHelp() [][]key.Binding {
 	k := v.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Focus, k.Context}}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Focus, k.Context, k.WhyUp}}
 }
 
 // Status implements Component: the context, its state and counts.
@@ -223,9 +232,21 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		v.probes.set(msg)
 		return v, v.recompute()
 	case tea.KeyMsg:
-		v.handleKey(msg)
+		if !v.scrollWhy(msg) {
+			v.handleKey(msg)
+		}
+	case tea.MouseMsg:
+		v.scrollWhy(msg)
 	}
 	return v, nil
+}
+
+// scrollWhy moves the why pane for [ and ] or the wheel; it reports
+// whether msg was one of those.
+func (v *clusterView) scrollWhy(msg tea.Msg) bool {
+	body, height := len(v.whyBody()), v.maxWhy()-1
+	keys := ScrollKeys{PageUp: v.keys.WhyUp, PageDown: v.keys.WhyDown}
+	return v.why.handle(msg, keys, body, height)
 }
 
 func (v *clusterView) handleKey(km tea.KeyMsg) {

@@ -395,3 +395,26 @@ func TestClusterViewSaysWhatIsNotListedYet(t *testing.T) {
 		}
 	}
 }
+
+// At 80×24 the why pane holds a few lines: ] scrolls it to the end of the
+// evidence (the last evidence line shows, the marker says what is above),
+// [ back; another item's why starts at its top.
+func TestClusterViewScrollsTheWhy(t *testing.T) {
+	m := newClusterModel(t, 80, 24, ClusterSource{Name: "simulated", Simulated: true, Live: newFakeLive(clusterFixture())})
+	if v := m.View(); !strings.Contains(v, "more lines of why and evidence · ]") || strings.Contains(v, "event FailedScheduling") {
+		t.Fatalf("at 80x24 the why is expected cut, with a marker:\n%s", v)
+	}
+	m, _ = press(t, m, "]", "]", "]", "]")
+	v := m.View()
+	if !strings.Contains(v, "event FailedScheduling") || !strings.Contains(v, "end of the evidence") {
+		t.Errorf("] did not reach the end of the evidence:\n%s", v)
+	}
+	m, _ = press(t, m, "[", "[", "[", "[")
+	if v := m.View(); !strings.Contains(v, "waits for a node for 8 nvidia.com/gpu") || strings.Contains(v, "end of the evidence") {
+		t.Errorf("[ did not come back to the top:\n%s", v)
+	}
+	m, _ = press(t, m, "]", "down")
+	if v := m.View(); !strings.Contains(v, "why: ml-team/eval-sweep") || strings.Contains(v, "↑") && strings.Contains(v, "above · [") {
+		t.Errorf("another item's why does not start at its top:\n%s", v)
+	}
+}
