@@ -50,6 +50,12 @@ type probeResult struct {
 	Snapshot *report.Snapshot `json:"snapshot,omitempty"`
 	// Simulated: the host is in a simulated fleet (gpulab sim).
 	Simulated bool `json:"simulated,omitempty"`
+	// HardwareGroup is the host's group when hosts are folded by what
+	// their hardware reads (0: the largest group, as the text shows them
+	// first), HardwareHosts that group's node set; absent without a
+	// snapshot.
+	HardwareGroup *int   `json:"hardware_group,omitempty"`
+	HardwareHosts string `json:"hardware_hosts,omitempty"`
 }
 
 func (p probeResult) ok() bool {
@@ -132,6 +138,7 @@ any did not, 2 for usage or configuration errors.`,
 			}
 			w := cmd.OutOrStdout()
 			if o.json {
+				markHardwareGroups(results)
 				if err := writeJSON(w, results); err != nil {
 					return err
 				}

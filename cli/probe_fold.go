@@ -19,21 +19,7 @@ import (
 // changes from second to second (utilisation, temperature, power, memory
 // in use) is not compared; each group's range of it closes the group.
 func printProbesFolded(w io.Writer, results []probeResult) error {
-	var hrs []orchestrator.HostResult
-	snaps := map[string]*report.Snapshot{}
-	widths := hardwareWidths(results)
-	for _, r := range results {
-		if r.Snapshot == nil || !r.Snapshot.NVML.Available {
-			continue // the summary lines above say why
-		}
-		snaps[r.Host] = r.Snapshot
-		text := hardwareText(r.Snapshot, widths)
-		hrs = append(hrs, orchestrator.HostResult{Host: r.Host, Steps: []orchestrator.Result{{Stdout: []byte(text)}}})
-	}
-	if len(hrs) == 0 {
-		return nil
-	}
-	groups := orchestrator.Fold(hrs, 0)
+	groups, snaps := hardwareGroups(results)
 	for i, g := range groups {
 		noun := "hosts"
 		if len(g.Hosts) == 1 {
@@ -54,6 +40,44 @@ func printProbesFolded(w io.Writer, results []probeResult) error {
 		fmt.Fprintln(w, liveRanges(gs))
 	}
 	return nil
+}
+
+// hardwareGroups folds the hosts that answered by their hardware (the
+// largest group first), and gives their snapshots by host.
+func hardwareGroups(results []probeResult) ([]orchestrator.Group, map[string]*report.Snapshot) {
+	var hrs []orchestrator.HostResult
+	snaps := map[string]*report.Snapshot{}
+	widths := hardwareWidths(results)
+	for _, r := range results {
+		if r.Snapshot == nil || !r.Snapshot.NVML.Available {
+			continue // the summary lines say why
+		}
+		snaps[r.Host] = r.Snapshot
+		text := hardwareText(r.Snapshot, widths)
+		hrs = append(hrs, orchestrator.HostResult{Host: r.Host, Steps: []orchestrator.Result{{Stdout: []byte(text)}}})
+	}
+	if len(hrs) == 0 {
+		return nil, snaps
+	}
+	return orchestrator.Fold(hrs, 0), snaps
+}
+
+// markHardwareGroups tells each result, for --json, which hardware group
+// it is in (0: the largest, as the text folds them) and that group's node
+// set; a host without a snapshot is in none.
+func markHardwareGroups(results []probeResult) {
+	groups, _ := hardwareGroups(results)
+	byHost := map[string]int{}
+	for i, g := range groups {
+		for _, h := range g.Hosts {
+			byHost[h] = i
+		}
+	}
+	for i := range results {
+		if g, ok := byHost[results[i].Host]; ok {
+			results[i].HardwareGroup, results[i].HardwareHosts = &g, groups[g].NodeSet
+		}
+	}
 }
 
 // hardwareColumns are the folded table's columns; their widths are the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,22 @@ func TestProbeFoldsIdenticalHardware(t *testing.T) {
 	for _, gpu := range []string{"\n-2 ", "\n+2 ", "\n-4 ", "\n+7 "} {
 		if strings.Contains(diff, gpu) {
 			t.Errorf("gpu04's diff changes a healthy GPU's row (%q):\n%s", gpu, diff)
+		}
+	}
+
+	// --json says the same: gpu04 alone in group 1, the others in 0.
+	r = run(t, env, append(args, "--json")...)
+	var res []probeResult
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 6 {
+		t.Fatalf("--json: %v\n%s", err, r.stdout)
+	}
+	for _, p := range res {
+		want, set := 0, "gpu[01-03,05-06]"
+		if p.Host == "gpu04" {
+			want, set = 1, "gpu04"
+		}
+		if p.HardwareGroup == nil || *p.HardwareGroup != want || p.HardwareHosts != set {
+			t.Errorf("--json %s: hardware group %v %q, want %d %q", p.Host, p.HardwareGroup, p.HardwareHosts, want, set)
 		}
 	}
 
