@@ -43,7 +43,9 @@ func TestHBar(t *testing.T) {
 	}
 }
 
-// The Labs tab draws each GPU's utilisation over the probe's samples.
+// The Labs tab draws each GPU's utilisation over the probe's samples: one
+// host's GPU by GPU; several hosts a line each, hosts that read the same
+// folded.
 func TestLabsSparklines(t *testing.T) {
 	v := newLabsView(scriptedLabs{n: 1}, nil, nil, DefaultStyles())
 	v.SetSize(80, 24)
@@ -53,14 +55,24 @@ func TestLabsSparklines(t *testing.T) {
 		v.apply(LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: "gpu001", Sample: &smp}})
 	}
 	got := strings.Join(v.sparkLines(), "\n")
-	for _, want := range []string{"utilisation on gpu001", "GPU0  ▁▅█ 100%", "GPU1  ▂▂▂  10%"} {
+	for _, want := range []string{"gpu001, latest samples", "GPU0  ▁▅█ 100%", "GPU1  ▂▂▂  10%"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("sparklines lack %q:\n%s", want, got)
 		}
 	}
+	for _, h := range []string{"gpu002", "gpu003"} {
+		for _, u := range []uint32{0, 50, 100} {
+			smp := labs.Sample{GPUs: []labs.SampleGPU{{Index: 0, UtilPct: ptr(u)}, {Index: 1, UtilPct: ptr(uint32(10))}}}
+			v.apply(LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: h, Sample: &smp}})
+		}
+	}
+	got = strings.Join(v.sparkLines(), "\n")
+	if !strings.Contains(got, "utilisation per GPU") || !strings.Contains(got, "gpu[001-003]") || strings.Count(got, "\n") != 1 {
+		t.Errorf("three hosts that read the same are not one folded line:\n%s", got)
+	}
 }
 
-// BenchmarkRenderRecord renders a lab record of 8 hosts with glamour, as
+// BenchmarkRenderRecord renders a lab record of 8 hosts, as
 // enter on the Results tab does.
 func BenchmarkRenderRecord(b *testing.B) {
 	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Complete: true}

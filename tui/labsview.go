@@ -11,6 +11,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 )
@@ -105,9 +106,10 @@ type labsView struct {
 type sampled struct {
 	n    int
 	last labs.Sample
-	// util is each GPU's utilisation in the latest samples (sparkKeep at
-	// most), oldest first, by GPU index.
-	util map[int][]float64
+	// util and mem are each GPU's utilisation and memory used (percent of
+	// its total) in the latest samples (sparkKeep at most), oldest first,
+	// by GPU index.
+	util, mem map[int][]float64
 }
 
 // sparkKeep is how many samples a host's sparklines keep.
@@ -577,43 +579,100 @@ func (v *labsView) sampleLine() string {
 // add counts a sample and keeps its GPUs' utilisation.
 func (s sampled) add(smp labs.Sample) sampled {
 	util := make(map[int][]float64, len(smp.GPUs))
-	for _, g := range smp.GPUs {
-		if g.UtilPct == nil {
-			continue
-		}
-		hist := append(append([]float64(nil), s.util[g.Index]...), float64(*g.UtilPct))
-		util[g.Index] = hist[max(0, len(hist)-sparkKeep):]
+	mem := make(map[int][]float64, len(smp.GPUs))
+	keep := func(old []float64, v float64) []float64 {
+		hist := append(append([]float64(nil), old...), v)
+		return hist[max(0, len(hist)-sparkKeep):]
 	}
-	return sampled{n: s.n + 1, last: smp, util: util}
+	for _, g := range smp.GPUs {
+		if g.UtilPct != nil {
+			util[g.Index] = keep(s.util[g.Index], float64(*g.UtilPct))
+		}
+		if g.MemUsedMiB != nil && g.MemTotalMiB != nil && *g.MemTotalMiB > 0 {
+			mem[g.Index] = keep(s.mem[g.Index], 100*float64(*g.MemUsedMiB)/float64(*g.MemTotalMiB))
+		}
+	}
+	return sampled{n: s.n + 1, last: smp, util: util, mem: mem}
 }
 
-// sparkLines draw, for the host the sample line names, each GPU's
-// utilisation over the latest samples: "GPU0 ▁▃▇█ 97%".
+// sparkLines draw the probe's latest samples. With one host sampled, each
+// GPU's utilisation and memory over them: "GPU0 ▁▃▇█ 97%  mem ▂▂▅▅ 81%".
+// With several, a line per host, a short utilisation sparkline per GPU,
+// so that an idle GPU in a busy run shows at a glance.
 func (v *labsView) sparkLines() []string {
 	hosts := make([]string, 0, len(v.samples))
-	for h := range v.samples {
-		hosts = append(hosts, h)
+	for h, s := range v.samples {
+		if len(s.util) > 0 {
+			hosts = append(hosts, h)
+		}
 	}
 	if len(hosts) == 0 {
 		return nil
 	}
 	sort.Strings(hosts)
+	st := v.styles
+	if len(hosts) > 1 {
+		return v.hostSparks(hosts)
+	}
 	s := v.samples[hosts[0]]
-	gpus := make([]int, 0, len(s.util))
-	for i := range s.util {
+	out := []string{st.CardMuted.Render("  " + visible.String(hosts[0]) + ", latest samples (▁ idle … █ busy):")}
+	w := max(8, min(sparkKeep, (v.width-34)/2))
+	for _, i := range sortedGPUs(s.util) {
+		u := s.util[i]
+		line := fmt.Sprintf("  GPU%-2d %s %3.0f%%", i, st.CardLabel.Render(sparkline(u, w)), u[len(u)-1])
+		if m := s.mem[i]; len(m) > 0 {
+			line += fmt.Sprintf("  mem %s %3.0f%%", st.CardLabel.Render(sparkline(m, w)), m[len(m)-1])
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// hostSparks is a line per host, hosts whose lines read the same folded
+// under their node set: its GPUs' utilisation, each a short sparkline of
+// the latest samples; maxSparkHosts lines at most, the rest counted.
+func (v *labsView) hostSparks(hosts []string) []string {
+	st := v.styles
+	gpus := 0
+	for _, h := range hosts {
+		gpus = max(gpus, len(v.samples[h].util))
+	}
+	w := max(3, min(12, (v.width-24)/max(1, gpus)-1))
+	var order []string
+	same := map[string][]string{}
+	for _, h := range hosts {
+		s := v.samples[h]
+		parts := make([]string, 0, len(s.util))
+		for _, i := range sortedGPUs(s.util) {
+			parts = append(parts, sparkline(s.util[i], w))
+		}
+		line := strings.Join(parts, " ")
+		if _, ok := same[line]; !ok {
+			order = append(order, line)
+		}
+		same[line] = append(same[line], h)
+	}
+	out := []string{st.CardMuted.Render("  utilisation per GPU, latest samples (▁ idle … █ busy):")}
+	for i, line := range order {
+		if i == maxSparkHosts {
+			out = append(out, st.Hint.Render(fmt.Sprintf("  … %d more hosts read otherwise", len(order)-i)))
+			break
+		}
+		out = append(out, fmt.Sprintf("  %s %s", st.CardLabel.Render(line), visible.String(inventory.FoldNames(same[line]))))
+	}
+	return out
+}
+
+// maxSparkHosts is how many lines of hosts' sparklines a run shows.
+const maxSparkHosts = 4
+
+func sortedGPUs(m map[int][]float64) []int {
+	gpus := make([]int, 0, len(m))
+	for i := range m {
 		gpus = append(gpus, i)
 	}
 	sort.Ints(gpus)
-	st := v.styles
-	out := make([]string, 0, len(gpus)+1)
-	if len(gpus) > 0 {
-		out = append(out, st.CardMuted.Render("  utilisation on "+hosts[0]+", latest samples (▁ idle … █ busy):"))
-	}
-	for _, i := range gpus {
-		u := s.util[i]
-		out = append(out, fmt.Sprintf("  GPU%-2d %s %3.0f%%", i, st.CardLabel.Render(sparkline(u, max(8, min(sparkKeep, v.width-20)))), u[len(u)-1]))
-	}
-	return out
+	return gpus
 }
 
 // phases says where the hosts are: "run: gpu[01-03] · done: gpu04".
