@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
@@ -649,13 +651,13 @@ func (v *fleetView) row(i int) string {
 		state = r.class.String()
 		if r.result != nil && len(r.result.Steps) > 0 {
 			s := r.result.Steps[0]
-			out = firstLine(string(s.Stdout))
+			out = termLine(firstLine(string(s.Stdout)))
 			if out == "" {
-				out = firstLine(string(s.Stderr))
+				out = termLine(firstLine(string(s.Stderr)))
 			}
 		}
 		if out == "" && r.result != nil {
-			out = r.result.Err
+			out = termLine(r.result.Err)
 		}
 	} else if len(r.live) > 0 {
 		out = lastLine(string(r.live))
@@ -741,9 +743,12 @@ func (v *fleetView) paneLines() []string {
 				body += e + "\n"
 				break
 			}
+			if v.truncated(g.Hosts) {
+				body += "[output cut at the limit: the rest was not kept; the host view (enter) says how much came]\n"
+			}
 			for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
 				if l != "" {
-					out = append(out, "  "+l)
+					out = append(out, "  "+termLine(l))
 				}
 			}
 		}
@@ -754,22 +759,80 @@ func (v *fleetView) paneLines() []string {
 	}
 	r := v.rows[v.cursor]
 	if r.result == nil && len(r.live) > 0 {
-		return append([]string{st.Hint.Render("running; its output so far:")}, strings.Split(strings.TrimRight(string(r.live), "\n"), "\n")...)
+		return append([]string{st.Hint.Render("running; its output so far:")}, termLines(string(r.live))...)
 	}
 	if r.result == nil {
 		return []string{st.Hint.Render("no output yet")}
 	}
 	var out []string
 	if r.result.Err != "" {
-		out = append(out, st.Error.Render(r.result.Err))
+		out = append(out, st.Error.Render(termLine(r.result.Err)))
 	}
 	for _, s := range r.result.Steps {
-		for _, l := range strings.Split(strings.TrimRight(string(s.Stdout), "\n"), "\n") {
-			out = append(out, l)
-		}
+		out = append(out, termLines(string(s.Stdout))...)
 		if len(s.Stderr) > 0 {
-			out = append(out, st.CardMuted.Render("stderr: ")+strings.TrimRight(string(s.Stderr), "\n"))
+			errs := termLines(string(s.Stderr))
+			out = append(out, st.CardMuted.Render("stderr: ")+errs[0])
+			out = append(out, errs[1:]...)
+		}
+		if s.Truncated {
+			out = append(out, st.Error.Render(fmt.Sprintf("[output cut: %d bytes of stdout and %d of stderr came, the first %d and %d were kept]",
+				s.StdoutBytes, s.StderrBytes, len(s.Stdout), len(s.Stderr))))
 		}
 	}
 	return out
+}
+
+// truncated says whether a command's output was cut on any of hosts.
+func (v *fleetView) truncated(hosts []string) bool {
+	for _, r := range v.rows {
+		if r.result == nil || !slices.Contains(hosts, r.Name) {
+			continue
+		}
+		for _, s := range r.result.Steps {
+			if s.Truncated {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// termLines are a host's output as lines a terminal would show, each
+// through termLine.
+func termLines(s string) []string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = termLine(l)
+	}
+	return lines
+}
+
+// termLine is one line of a host's output as the workbench may draw it:
+// what a terminal shows after a carriage return (the text after the last
+// one: a progress bar's final state), tabs expanded to 8-column stops,
+// and every other control character, escape sequences included, escaped
+// (internal/visible): a host's output never moves the cursor, clears the
+// screen or retitles the operator's terminal.
+func termLine(l string) string {
+	l = strings.TrimSuffix(l, "\r")
+	if i := strings.LastIndexByte(l, '\r'); i >= 0 {
+		l = l[i+1:]
+	}
+	if strings.ContainsRune(l, '\t') {
+		var b strings.Builder
+		col := 0
+		for _, r := range l {
+			if r == '\t' {
+				n := 8 - col%8
+				b.WriteString(strings.Repeat(" ", n))
+				col += n
+				continue
+			}
+			b.WriteRune(r)
+			col++
+		}
+		l = b.String()
+	}
+	return visible.String(l)
 }

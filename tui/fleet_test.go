@@ -10,6 +10,8 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
@@ -383,5 +385,49 @@ func TestFleetFollowsLiveOutput(t *testing.T) {
 	m = drain(t, m, cmd)
 	if got := m.View(); !strings.Contains(got, "more lines below") {
 		t.Errorf("the finished run is not shown from its top:\n%s", got)
+	}
+}
+
+// A host's output cannot drive the operator's terminal: an escape
+// sequence (clear the screen, retitle), a bell and a C1 CSI are shown
+// escaped; a carriage return shows what a terminal would (the text after
+// it); tabs become spaces, in the host table, the folded pane and the
+// host's own output.
+func TestFleetEscapesHostOutput(t *testing.T) {
+	lipgloss.SetColorProfile(termenv.Ascii)
+	hostile := "x\x1b[2Jafter\x1b]0;PWNED\x07 \u009b31m\tcol\r\n10%\r55%\r100% done\n"
+	m := newFleetModel(t, fakeFleet{n: 3, odd: -1, out: hostile}, 120, 32)
+	m, _ = press(t, m, "3", ":", "x")
+	m, cmd := press(t, m, "enter")
+	m = drain(t, m, cmd)
+	for _, view := range []string{m.View(), func() string { m, _ = press(t, m, "o", "o"); return m.View() }()} { // folded, then the host's
+		if strings.ContainsAny(view, "\x1b\x07\r\t\u009b") {
+			t.Fatalf("a host's control characters reach the screen:\n%q", view)
+		}
+		for _, want := range []string{`x\x1b[2Jafter\x1b]0;PWNED\a \u009b31m       col`, "100% done"} {
+			if !strings.Contains(view, want) {
+				t.Errorf("the view lacks %q:\n%s", want, view)
+			}
+		}
+		if strings.Contains(view, "55%") {
+			t.Errorf("text a carriage return overwrote is shown:\n%s", view)
+		}
+	}
+	if !strings.Contains(m.View(), "output of gpu001") {
+		t.Errorf("o o did not show the host's own output:\n%s", m.View())
+	}
+}
+
+// Output cut at the limit says so, in the host's output and in the
+// folded pane.
+func TestFleetSaysOutputWasCut(t *testing.T) {
+	v := newFleetView(fakeFleet{n: 1}, DefaultStyles())
+	v.SetSize(120, 32)
+	v.rows = []hostRow{{FleetHost: FleetHost{Name: "gpu001"}, state: stateDone, result: &orchestrator.HostResult{Host: "gpu001",
+		Steps: []orchestrator.Result{{Stdout: []byte("1\n2\n"), Truncated: true, StdoutBytes: 2000008}}}}}
+	v.pane = paneHost
+	got := strings.Join(v.paneLines(), "\n")
+	if !strings.Contains(got, "[output cut: 2000008 bytes of stdout and 0 of stderr came, the first 4 and 0 were kept]") {
+		t.Errorf("the host's output does not say it was cut:\n%s", got)
 	}
 }
