@@ -570,6 +570,21 @@ func writePrefixed(w, raw io.Writer, prefix string, text []byte) {
 func printFolded(w, raw io.Writer, results []orchestrator.HostResult) error {
 	groups := orchestrator.Fold(results, 0)
 	majority := groups[0]
+	cut := map[string]bool{} // hosts whose output was cut at the limit
+	for _, r := range results {
+		cut[r.Host] = len(r.Steps) > 0 && r.Steps[0].Truncated
+	}
+	defer func() {
+		var hosts []string
+		for h, c := range cut {
+			if c {
+				hosts = append(hosts, h)
+			}
+		}
+		if len(hosts) > 0 {
+			fmt.Fprintf(w, "[output cut at the limit on %s: the rest was not kept (--json says how much came)]\n", inventory.FoldNames(hosts))
+		}
+	}()
 	for i, g := range groups {
 		noun := "hosts"
 		if len(g.Hosts) == 1 {
