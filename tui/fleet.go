@@ -119,6 +119,8 @@ type fleetView struct {
 	cursor int
 	offset int
 	pane   pane
+	// lastCommand is the command the last run ran, for ↑ in the field.
+	lastCommand string
 
 	input    textinput.Model
 	typing   bool
@@ -343,7 +345,13 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 		v.notice = v.noCommands
 	case key.Matches(km, k.Command):
 		if !v.running && len(v.rows) > 0 {
+			// Empty each time, the last command in the placeholder (↑
+			// brings it back): typing after it ran "seq 1 40seq 1 9".
 			v.typing = true
+			if v.lastCommand != "" {
+				v.input.Placeholder = v.lastCommand + "  (↑ to edit it again)"
+			}
+			v.input.SetValue("")
 			return v.input.Focus()
 		}
 	case key.Matches(km, k.Probe):
@@ -410,7 +418,14 @@ func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 		if cmd == "" {
 			return v, nil
 		}
+		v.lastCommand = cmd
 		return v, v.start(cmd, false)
+	case tea.KeyUp:
+		if v.input.Value() == "" && v.lastCommand != "" {
+			v.input.SetValue(v.lastCommand)
+			v.input.CursorEnd()
+			return v, nil
+		}
 	}
 	var c tea.Cmd
 	v.input, c = v.input.Update(km)

@@ -431,3 +431,20 @@ func TestFleetSaysOutputWasCut(t *testing.T) {
 		t.Errorf("the host's output does not say it was cut:\n%s", got)
 	}
 }
+
+// A second command replaces the first in the field instead of being
+// appended to it; ↑ on the empty field brings the last one back.
+func TestFleetCommandFieldStartsEmpty(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1}, 120, 32)
+	m, _ = press(t, m, "3", ":", "a")
+	m, cmd := press(t, m, "enter")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, ":", "b")
+	if v := m.View(); !strings.Contains(v, "$ b") || strings.Contains(v, "$ ab") {
+		t.Errorf("the second command is not typed alone:\n%s", v)
+	}
+	m, _ = press(t, m, "backspace", "up")
+	if v := m.View(); !strings.Contains(v, "$ a") {
+		t.Errorf("↑ on the empty field does not bring the last command back:\n%s", v)
+	}
+}

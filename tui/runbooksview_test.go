@@ -170,6 +170,13 @@ func TestRunbooksTab(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "hosts: gpu00[4-6]!gpu005 → gpu[004,006] (2)") {
 		t.Errorf("chosen hosts:\n%s", v)
 	}
+	// Opened again, the field is empty (the choice in its placeholder):
+	// what is typed replaces the choice; esc keeps it.
+	m, _ = press(t, m, "h", "g", "p", "u")
+	if v := m.View(); !strings.Contains(v, "hosts: gpu") || strings.Contains(v, "!gpu005gpu") {
+		t.Errorf("typing in the reopened field appends to the old choice:\n%s", v)
+	}
+	m, _ = press(t, m, "esc")
 	m, cmd = press(t, m, "enter")
 	m = drain(t, m, cmd)
 	if v := m.View(); !strings.Contains(v, "on gpu[004,006]  done 2/2") || !strings.Contains(v, "SKIPPED gpu006") || strings.Contains(v, "gpu001") {

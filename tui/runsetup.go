@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -70,10 +71,15 @@ func (s *runSetup) names() []string {
 
 func (s *runSetup) editHosts() tea.Cmd {
 	s.editing = "hosts"
+	// The field opens empty, the selection in its placeholder: what is
+	// typed replaces it (appended to it, "*dgx01" was a parse error and
+	// "…!dgx02dgx01" silently every host); ↑ brings it back to edit.
 	s.input.Prompt, s.input.Placeholder = "hosts: ", hostsPlaceholder
+	if s.expr != "" && s.expr != "*" {
+		s.input.Placeholder = s.expr + "  (type to replace, ↑ to edit, enter keeps it)"
+	}
 	s.fitInput()
-	s.input.SetValue(s.expr)
-	s.input.CursorEnd()
+	s.input.SetValue("")
 	return s.input.Focus()
 }
 
@@ -134,7 +140,7 @@ func (s *runSetup) update(km tea.KeyMsg) tea.Cmd {
 		}
 		expr := strings.TrimSpace(s.input.Value())
 		if expr == "" {
-			expr = "*"
+			expr = cmp.Or(s.expr, "*") // enter on the empty field keeps the selection
 		}
 		idx, err := s.selectHosts(expr)
 		if err != nil {
@@ -143,6 +149,11 @@ func (s *runSetup) update(km tea.KeyMsg) tea.Cmd {
 		}
 		s.expr, s.idx, s.err, s.editing = expr, idx, "", ""
 		s.input.Blur()
+		return nil
+	}
+	if km.Type == tea.KeyUp && s.editing == "hosts" && s.input.Value() == "" {
+		s.input.SetValue(s.expr)
+		s.input.CursorEnd()
 		return nil
 	}
 	var c tea.Cmd
