@@ -9,6 +9,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -223,8 +224,22 @@ func TestResultsTab(t *testing.T) {
 		t.Errorf("comparison against the marked baseline:\n%s", v)
 	}
 	m, _ = press(t, m, "esc", "enter")
-	if v := m.View(); !strings.Contains(v, "LAB RECORD: MIG-ISOLATION") || strings.Contains(v, "| Host |") {
+	if v := m.View(); !strings.Contains(v, "Lab record: mig-isolation") || strings.Contains(v, "| Host |") {
 		t.Errorf("enter opens the record, rendered:\n%s", v)
+	}
+	// A resize draws the open record again for the new width.
+	longest := func(v string) int {
+		n := 0
+		for _, l := range strings.Split(v, "\n") {
+			n = max(n, lipgloss.Width(strings.TrimRight(ansi.Strip(l), " ")))
+		}
+		return n
+	}
+	narrow := longest(m.View())
+	mm, _ := m.Update(tea.WindowSizeMsg{Width: 200, Height: 40})
+	m = mm.(Model)
+	if wide := longest(m.View()); wide <= narrow {
+		t.Errorf("the record was not drawn again wider: %d columns at most, %d before", wide, narrow)
 	}
 }
 

@@ -282,7 +282,7 @@ func TestPresentMasked(t *testing.T) {
 						t.Errorf("step 7 did not score the lab:\n%s", v)
 					}
 				case 8:
-					if !strings.Contains(v, "LAB RECORD: TOPOLOGY SANITY") {
+					if !strings.Contains(v, "Lab record: Topology sanity") {
 						t.Errorf("step 8 did not open the record:\n%s", v)
 					}
 				}

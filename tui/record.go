@@ -59,6 +59,18 @@ func plainLines(text string, width int) []string {
 	return lines
 }
 
+// maxNest is how deep lists and quotes indent: deeper ones stay at that
+// depth, so that a hostile record's 200 levels do not push the text out of
+// the pane.
+const maxNest = 24
+
+func nest(prefix string) string {
+	if ansi.StringWidth(prefix) > maxNest {
+		return ansi.Truncate(prefix, maxNest, "")
+	}
+	return prefix
+}
+
 type mdRenderer struct {
 	src   []byte
 	width int
@@ -99,11 +111,15 @@ func (r *mdRenderer) block(n ast.Node, prefix string) {
 	case *ast.Heading:
 		r.blank()
 		t := r.inline(b)
+		// Never upper-cased: ids and host names keep their case, and an
+		// escaped control character its (\x1b, not \X1B).
 		switch b.Level {
 		case 1:
-			r.para(mdH1.Render(strings.ToUpper(t)), prefix, prefix)
+			r.para(mdH1.Render(t), prefix, prefix)
+			r.out = append(r.out, prefix+mdFaint.Render(strings.Repeat("═", min(ansi.StringWidth(t), r.width))))
 		case 2:
-			r.para(mdH2.Render(strings.ToUpper(t)), prefix, prefix)
+			r.para(mdH2.Render(t), prefix, prefix)
+			r.out = append(r.out, prefix+mdFaint.Render(strings.Repeat("─", min(ansi.StringWidth(t), r.width))))
 		default:
 			r.para(mdH2.Render("▸ "+t), prefix, prefix)
 		}
@@ -114,10 +130,10 @@ func (r *mdRenderer) block(n ast.Node, prefix string) {
 			r.out = append(r.out, prefix)
 		}
 	case *ast.List:
-		r.list(b, prefix)
+		r.list(b, nest(prefix))
 		r.blank()
 	case *ast.Blockquote:
-		r.blocks(b, prefix+"│ ")
+		r.blocks(b, nest(prefix)+"│ ")
 		r.blank()
 	case *ast.FencedCodeBlock, *ast.CodeBlock:
 		lines := n.Lines()

@@ -29,6 +29,8 @@ type resultsView struct {
 	dir    string
 	styles Styles
 	keys   resultsKeys
+	// redraw draws the open page again (a record at a new width).
+	redraw func()
 
 	refs    []labs.RecordRef
 	err     string
@@ -124,13 +126,25 @@ func (v *resultsView) Init() tea.Cmd   { return v.load() }
 func (v *resultsView) Title() string   { return "Results" }
 func (v *resultsView) Capturing() bool { return false }
 func (v *resultsView) SetSize(w, h int) {
+	resized := w != v.width
 	v.width, v.height = w, h
-	if v.page != nil {
-		v.page.height = h
+	if v.page == nil {
+		return
+	}
+	v.page.height = h
+	if resized && v.redraw != nil { // drawn again for the new width, where the reader was
+		top := v.page.s.top
+		v.redraw()
+		v.page.s.top = top
 	}
 }
 
-func (v *resultsView) Status() string { return fmt.Sprintf("%d records", len(v.refs)) }
+func (v *resultsView) Status() string {
+	if len(v.refs) == 1 {
+		return "1 record"
+	}
+	return fmt.Sprintf("%d records", len(v.refs))
+}
 
 func (v *resultsView) ShortHelp() []key.Binding {
 	if v.page != nil {
@@ -210,12 +224,14 @@ func (v *resultsView) open() {
 	}
 	// A record is anyone's file: its control characters are escaped
 	// before it is rendered.
-	v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(md)), v.width), v.height)
+	v.redraw = func() { v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(md)), v.width), v.height) }
+	v.redraw()
 }
 
 // show opens text (a comparison) in a scrolling page.
 func (v *resultsView) show(text string) {
-	v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.height)
+	v.redraw = func() { v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.height) }
+	v.redraw()
 }
 
 func (v *resultsView) compare(rows []labs.CompareRow) string {
