@@ -239,7 +239,11 @@ func printHosts(w io.Writer, expr string, hosts []inventory.Host, fold, asJSON b
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d hosts: %s\n", len(hosts), folded)
+	noun := "hosts"
+	if len(hosts) == 1 {
+		noun = "host"
+	}
+	_, err := fmt.Fprintf(w, "%d %s: %s\n", len(hosts), noun, folded)
 	return err
 }
 

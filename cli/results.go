@@ -191,16 +191,19 @@ line per run that ran nccl-tests).`,
 				refs = append(refs, ref)
 			}
 			rows := labs.Compare(refs)
-			if svg != "" {
-				paths, err := labs.WriteCharts(svg, labs.CompareCharts(refs, rows))
-				for _, p := range paths {
-					fmt.Fprintln(c.ErrOrStderr(), "chart:", p)
+			if svg != "" { // drawn first: a directory that cannot be written is said before any table
+				charts := labs.CompareCharts(refs, rows)
+				if len(charts) == 0 {
+					fmt.Fprintln(c.ErrOrStderr(), "no chart: these records have no latency figures and no nccl-tests output (nothing written to --svg "+svg+")")
 				}
-				if err != nil {
-					return &exitError{code: ExitFailed, err: err}
-				}
-				if len(paths) == 0 {
-					fmt.Fprintln(c.ErrOrStderr(), "no chart: these records have no latency figures and no nccl-tests output")
+				if len(charts) > 0 {
+					paths, err := labs.WriteCharts(svg, charts)
+					for _, p := range paths {
+						fmt.Fprintln(c.ErrOrStderr(), "chart:", p)
+					}
+					if err != nil {
+						return &exitError{code: ExitFailed, err: fmt.Errorf("--svg %s: %w", svg, err)}
+					}
 				}
 			}
 			if o.json {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -42,6 +43,9 @@ var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `g
 // -H opens it on the hosts it selects, inventory hosts or not (names
 // ~/.ssh/config or -F knows, addresses): no inventory is needed then.
 func runWorkbench(cmd *cobra.Command, o *options, wf *sshFlags) error {
+	if cmd.Flags().Changed("hosts") && strings.TrimSpace(wf.hosts) == "" {
+		return usageErr("-H is empty: which hosts? (e.g. -H 'gpu[01-08]', -H @a100, -H '*')")
+	}
 	if !o.env.IsTerminal {
 		return errNeedsTerminal
 	}

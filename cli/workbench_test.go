@@ -84,3 +84,9 @@ func TestReproduceArgs(t *testing.T) {
 		t.Errorf("setArgs = %v", got)
 	}
 }
+
+// An empty -H is a usage error, not the demo.
+func TestWorkbenchEmptyHosts(t *testing.T) {
+	run(t, noEnv(t), "-H", "").expect(t, 2, "", "-H is empty: which hosts?")
+	run(t, noEnv(t), "-H", "  ").expect(t, 2, "", "-H is empty")
+}
