@@ -163,11 +163,22 @@ func (v *clusterView) Title() string    { return "Cluster" }
 func (v *clusterView) Capturing() bool  { return false }
 func (v *clusterView) SetSize(w, h int) { v.width, v.height = w, h; v.scroll() }
 func (v *clusterView) ShortHelp() []key.Binding {
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Focus, v.keys.Context}
+	keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Focus}
+	if len(v.sources) > 1 { // c with one context does nothing
+		keys = append(keys, v.keys.Context)
+	}
+	if len(v.whyBody()) > v.maxWhy()-1 {
+		keys = append(keys, v.keys.WhyDown)
+	}
+	return keys
 }
 func (v *clusterView) FullHelp() [][]key.Binding {
 	k := v.keys
-	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {k.Focus, k.Context, k.WhyUp}}
+	second := []key.Binding{k.Focus, k.WhyUp}
+	if len(v.sources) > 1 {
+		second = append(second, k.Context)
+	}
+	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, second}
 }
 
 // Status implements Component: the context, its state and counts.

@@ -216,7 +216,9 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.rows[v.cursor].probe != nil && v.rows[v.cursor].probe.Snapshot != nil {
 		keys = append(keys, v.keys.Open) // enter opens only a probed host
 	}
-	if len(v.paneLines()) > v.paneHeight() { // first: the status bar drops hints from the end
+	if total, h := len(v.paneLines()), v.paneHeight(); total > h && v.scroll.position(total, h) < v.scroll.maxTop(total, h) {
+		// first: the status bar drops hints from the end; not at the
+		// output's end, where pgdn does nothing
 		keys = append([]key.Binding{v.keys.Scroll.PageDown}, keys...)
 	}
 	return keys

@@ -170,6 +170,9 @@ func (v *labsView) Status() string {
 }
 
 func (v *labsView) ShortHelp() []key.Binding {
+	if v.setup.typing() { // a field is open: its keys, not the list's
+		return fieldHelp()
+	}
 	var keys []key.Binding
 	switch {
 	case v.pending != nil:
@@ -195,7 +198,7 @@ func (v *labsView) listHelp() []key.Binding {
 	if v.canRun() {
 		keys = append(keys, v.keys.Run, v.keys.Guided)
 	}
-	if len(v.list) > 0 && v.list[v.sel].HasSolve() {
+	if len(v.list) > 0 && v.list[v.sel].HasSolve() && v.canRun() { // fast-forward of a run that cannot start: nothing
 		keys = append(keys, v.keys.Solve)
 	}
 	if v.setup.canChoose() {

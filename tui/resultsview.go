@@ -154,7 +154,14 @@ func (v *resultsView) ShortHelp() []key.Binding {
 		}
 		return append(keys, v.keys.Back)
 	}
-	return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Baseline, v.keys.Compare, v.keys.Refresh}
+	if len(v.refs) == 0 { // nothing to move to, open, mark or compare
+		return []key.Binding{v.keys.Refresh}
+	}
+	keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Baseline}
+	if len(v.refs) > 1 {
+		keys = append(keys, v.keys.Compare)
+	}
+	return append(keys, v.keys.Refresh)
 }
 
 func (v *resultsView) FullHelp() [][]key.Binding {

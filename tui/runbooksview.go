@@ -114,6 +114,9 @@ func (v *runbooksView) Status() string {
 }
 
 func (v *runbooksView) ShortHelp() []key.Binding {
+	if v.setup.typing() { // a field is open: its keys, not the list's
+		return fieldHelp()
+	}
 	if v.active != nil {
 		if v.evidence && len(v.evidencePane()) > v.evidenceHeight()-1 {
 			return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Scroll.PageDown, v.keys.Evidence, v.keys.Back}

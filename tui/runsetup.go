@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -233,4 +234,9 @@ func (s *runSetup) paramLine(st Styles, id string, defs []runbooks.Param, key st
 		parts = append(parts, p.Name+" = "+val)
 	}
 	return st.CardMuted.Render("parameters (" + key + " sets): " + strings.Join(parts, ", "))
+}
+
+// fieldHelp is the status bar while a field is open.
+func fieldHelp() []key.Binding {
+	return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "set")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 }
