@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -741,7 +742,8 @@ func (v *labsView) listLines() []string {
 		if i == v.sel {
 			marker = "▶ "
 		}
-		lines = append(lines, marker+st.CardLabel.Render(fmt.Sprintf("%-20s", l.ID))+st.CardMuted.Render(fmt.Sprintf(" %-17s %3d min  ", l.Maturity, l.EstimateMinutes))+l.Name)
+		row := marker + st.CardLabel.Render(fmt.Sprintf("%-20s", l.ID)) + st.CardMuted.Render(fmt.Sprintf(" %-17s %3d min  ", l.Maturity, l.EstimateMinutes))
+		lines = append(lines, row+ansi.Truncate(l.Name, max(0, v.width-lipgloss.Width(row)), "…")) // whole under the list when selected
 	}
 	if v.sel < len(v.list) {
 		l := v.list[v.sel]

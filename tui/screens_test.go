@@ -6,6 +6,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -131,6 +132,18 @@ func TestGoldenScreens(t *testing.T) {
 				frame := m.View()
 				if msg := fits(frame, sz.w, sz.h); msg != "" {
 					t.Errorf("%s does not fit: %s", name, msg)
+				}
+				// The frame is cut to the screen by the root model, so the
+				// view's own lines are what must fit: a line wider than the
+				// screen would lose its end to that cut, unsaid.
+				own := m.views[m.active].View()
+				for i, l := range strings.Split(own, "\n") {
+					if lw := lipgloss.Width(l); lw > sz.w {
+						t.Errorf("%s: the view's line %d is %d wide, more than %d: %q", name, i+1, lw, sz.w, l)
+					}
+				}
+				if n := strings.Count(own, "\n") + 1; n > sz.h {
+					t.Errorf("%s: the view draws %d lines on a screen of %d", name, n, sz.h)
 				}
 				// The results directory is a new one each run: the golden
 				// names it $RESULTS, padded to keep the line's width.
