@@ -459,7 +459,7 @@ func stepper(in io.Reader, out *progressLines, echo bool) func(context.Context, 
 				case !ok:
 					out.ask("(end of input: stopping)\n")
 					return labs.GuideStop
-				case l == "" || l == "r":
+				case l == "" || l == "r" || l == "y" || l == "yes":
 					return labs.GuideRun
 				case l == "s":
 					return labs.GuideSkip

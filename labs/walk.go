@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -100,7 +102,7 @@ func prerequisiteIDs(ps []Prerequisite) []string {
 	ids := make([]string, len(ps))
 	seen := map[string]bool{}
 	for k, p := range ps {
-		id := slug(p.Description, 48)
+		id := slug(checked(p.Description), 40)
 		switch {
 		case id == "":
 			id = fmt.Sprintf("prerequisite-%d", k+1)
@@ -113,13 +115,27 @@ func prerequisiteIDs(ps []Prerequisite) []string {
 	return ids
 }
 
-// slug is s in lower case, each run of other characters than ASCII
-// letters and digits one "-", at most n bytes, cut at a "-" when it can.
+// checked is what a prerequisite's description says it checks, without
+// the remedy it may go on to give: "numactl is installed (apt-get install
+// numactl)" and "numactl is installed: apt-get install numactl" are
+// "numactl is installed".
+func checked(desc string) string {
+	for _, sep := range []string{" (", ": ", " — ", " - ", "; "} {
+		if i := strings.Index(desc, sep); i > 0 {
+			desc = desc[:i]
+		}
+	}
+	return desc
+}
+
+// slug is s in lower case, each run of other characters than letters and
+// digits (of any script) one "-", at most n bytes, cut at a "-" when it
+// can, never inside a character.
 func slug(s string, n int) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(s) {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
 			if dash && b.Len() > 0 {
 				b.WriteByte('-')
 			}
@@ -131,6 +147,9 @@ func slug(s string, n int) string {
 	}
 	out := b.String()
 	if len(out) > n {
+		for n > 0 && !utf8.RuneStart(out[n]) {
+			n--
+		}
 		out = out[:n]
 		if i := strings.LastIndexByte(out, '-'); i > n/2 {
 			out = out[:i]
