@@ -584,6 +584,9 @@ func (v *fleetView) View() string {
 		lines = append(lines, "")
 	}
 	title := map[pane]string{paneHost: " output of " + v.selectedName() + " ", paneFolded: " folded output ", paneLog: " command log "}[v.pane]
+	if len(v.rows) > n { // the table shows some of the hosts: the rule says which
+		title = fmt.Sprintf(" hosts %d-%d of %d (↑/↓) ─%s", v.offset+1, min(len(v.rows), v.offset+n), len(v.rows), title)
+	}
 	lines = append(lines, st.Rule.Render("──"+title+strings.Repeat("─", max(0, v.width-lipgloss.Width(title)-2))))
 	lines = append(lines, v.scroll.render(v.paneLines(), v.paneHeight(), st)...)
 	return strings.Join(lines, "\n")
