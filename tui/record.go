@@ -87,7 +87,7 @@ func (r *mdRenderer) blank() {
 // with first instead of prefix (a list bullet).
 func (r *mdRenderer) para(s, first, prefix string) {
 	w := max(10, r.width-ansi.StringWidth(prefix))
-	for i, l := range strings.Split(ansi.Wordwrap(s, w, " -/"), "\n") {
+	for i, l := range strings.Split(ansi.Wordwrap(s, w, ""), "\n") { // at spaces only: a path or a flag is never split
 		l = ansi.Hardwrap(l, w, true)
 		for j, part := range strings.Split(l, "\n") {
 			p := prefix
