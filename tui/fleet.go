@@ -229,11 +229,13 @@ func (v *fleetView) FullHelp() [][]key.Binding {
 	if v.noCommands != "" { // presenter mode: no command prompt; p and page up/down step the walkthrough
 		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}}
 	}
+	// The actions first: a narrow help panel cuts columns from the
+	// right, and at 80 columns the third went (:, p, enter hidden).
 	s := k.Scroll
-	keys := [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, {s.PageUp, s.PageDown, s.Top, s.Bottom},
-		{k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}}
+	keys := [][]key.Binding{{k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}, {k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End},
+		{s.PageUp, s.PageDown, s.Top, s.Bottom}}
 	if v.killHost != nil {
-		keys[2] = append(keys[2], k.Kill)
+		keys[0] = append(keys[0], k.Kill)
 	}
 	return keys
 }
