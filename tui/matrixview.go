@@ -354,10 +354,7 @@ func (v *matrixView) View() string {
 	if len(v.rows) > n {
 		more = " " + strconv.Itoa(v.offset+1) + "-" + strconv.Itoa(min(len(v.rows), v.offset+n)) + " of " + strconv.Itoa(len(v.rows)) + " "
 	}
-	legend := " " + scaleOn + " holds the level  " + scaleOff + " does not (levels in the axis's order) "
-	if lipgloss.Width(legend)+lipgloss.Width(more)+4 > v.width {
-		legend = " " + scaleOn + " holds  " + scaleOff + " not "
-	}
+	legend := v.legend(lipgloss.Width(more))
 	lines = append(lines, v.styles.Rule.Render("──"+legend+strings.Repeat("─", max(0, v.width-2-lipgloss.Width(legend)-lipgloss.Width(more)))+more))
 	lines = append(lines, v.detail()...)
 	return strings.Join(lines, "\n")
@@ -525,6 +522,30 @@ func (v *matrixView) detail() []string {
 		out = append(out[:n-1], st.Hint.Render(fmt.Sprintf("… %d more lines: enter opens the whole card", len(out)-n+1)))
 	}
 	return out
+}
+
+// legend says what the scales' marks are and, for the axis column the
+// cursor is on, its levels in order ("Isolation: none · soft · hard ·
+// physical"), as much as the rule has room for beside more.
+func (v *matrixView) legend(more int) string {
+	room := v.width - more - 4
+	marks := " " + scaleOn + " holds  " + scaleOff + " not "
+	if v.col >= firstAxisCol && v.col-firstAxisCol < len(v.cat.Axes) {
+		a := v.cat.Axes[v.col-firstAxisCol]
+		names := make([]string, len(a.Levels))
+		for i, l := range a.Levels {
+			names[i] = l.Name
+		}
+		full := marks + "· " + a.Name + ", in order: " + strings.Join(names, " · ") + " "
+		if lipgloss.Width(full) <= room {
+			return full
+		}
+		return ansi.Truncate(full, max(room, lipgloss.Width(marks)), "… ")
+	}
+	if long := " " + scaleOn + " holds the level  " + scaleOff + " does not (levels in the axis's order; move to an axis column for its levels) "; lipgloss.Width(long) <= room {
+		return long
+	}
+	return marks
 }
 
 // axisDetail is the selected axis cell in full: the levels held, why,
