@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
@@ -201,8 +202,11 @@ func maskedHosts(opts Options, inv *inventory.Inventory) []FleetHost {
 }
 
 func fleetHint(inv *inventory.Inventory) string {
-	if len(inv.Hosts) == 0 {
-		return "No hosts: gpulab is on its built-in default. Pass --inventory FILE (see inventory.toml) to list your fleet."
+	switch {
+	case len(inv.Hosts) == 0 && inv.File != "":
+		return "No hosts in " + visible.String(inv.File) + ": add [[host]] tables to it (see inventory.toml), or open gpulab -H EXPR on hosts ~/.ssh/config knows."
+	case len(inv.Hosts) == 0:
+		return "No hosts: pass --inventory FILE (see inventory.toml) to list your fleet, or gpulab -H EXPR for hosts ~/.ssh/config knows."
 	}
 	return "Inventory " + inv.File + ": " + inventory.FoldNames(inventory.Names(inv.Hosts)) + "."
 }
