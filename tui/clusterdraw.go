@@ -4,8 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
 )
@@ -104,7 +105,7 @@ func (v *clusterView) warningLine() string {
 func (v *clusterView) nameWidth() int {
 	w := 4
 	for _, n := range v.nodes {
-		w = max(w, utf8.RuneCountInString(visible.String(n.Name)))
+		w = max(w, lipgloss.Width(visible.String(n.Name)))
 	}
 	return min(w, 28)
 }
@@ -112,7 +113,7 @@ func (v *clusterView) nameWidth() int {
 func (v *clusterView) resWidth() int {
 	w := 8
 	for _, r := range v.rows {
-		w = max(w, utf8.RuneCountInString(visible.String(r.res)))
+		w = max(w, lipgloss.Width(visible.String(r.res)))
 	}
 	return min(w, 26)
 }
@@ -156,7 +157,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	if !v.status.Knows("pods") { // what pods hold is unknown, not none
 		allocBar, figures = "["+fmt.Sprintf("%-*s", barWidth, "? pods unknown")+"]", fmt.Sprintf("?/%d/%d", able, capa)
 	}
-	text := fmt.Sprintf("%-*s %-9s %-*s %s %-14s %s", nw, clipText(name, nw), status, rw, clipText(visible.String(r.res), rw), allocBar, figures, used)
+	text := fmt.Sprintf("%s %-9s %s %s %-14s %s", cell(name, nw), status, cell(visible.String(r.res), rw), allocBar, figures, used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
 }
 
@@ -182,11 +183,10 @@ func bar(alloc, allocatable, capacity int64) string {
 // clipText is s in at most w characters (fmt pads by characters): cut
 // between two, never inside one.
 func clipText(s string, w int) string {
-	if utf8.RuneCountInString(s) <= w {
+	if lipgloss.Width(s) <= w { // columns, not runes: a wide character takes two
 		return s
 	}
-	r := []rune(s)
-	return string(r[:max(0, w-1)]) + "…"
+	return ansi.Truncate(s, w, "…")
 }
 
 func (v *clusterView) waitLines() []string {
@@ -200,12 +200,12 @@ func (v *clusterView) waitLines() []string {
 	}
 	nw := 8
 	for _, it := range v.waiting {
-		nw = max(nw, utf8.RuneCountInString(it.ns)+1+utf8.RuneCountInString(it.name))
+		nw = max(nw, lipgloss.Width(it.ns+"/"+it.name))
 	}
 	nw = min(nw, 44)
 	for i := v.waitOffset; i < len(v.waiting) && i < v.waitOffset+v.waitHeight(); i++ {
 		it := v.waiting[i]
-		text := fmt.Sprintf("%-*s %-4s %-18s %s", nw, clipText(it.ns+"/"+it.name, nw), it.kind, it.asks, it.reason)
+		text := fmt.Sprintf("%s %-4s %s %s", cell(it.ns+"/"+it.name, nw), it.kind, cell(it.asks, 18), it.reason)
 		lines = append(lines, v.cursorLine(text, v.focus == focusWaiting && i == v.waitCursor))
 	}
 	return lines
@@ -299,7 +299,7 @@ func (v *clusterView) quotaLines() []string {
 		if q.full {
 			full = "  FULL"
 		}
-		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %-28s %-26s %s %s/%s used%s", clipText(q.ns+"/"+q.name, 28), q.res, bar(q.used, q.hard, q.hard), used, q.hardText, full)))
+		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %s %s %s %s/%s used%s", cell(q.ns+"/"+q.name, 28), cell(q.res, 26), bar(q.used, q.hard, q.hard), used, q.hardText, full)))
 	}
 	return lines
 }

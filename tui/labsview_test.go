@@ -368,3 +368,17 @@ func TestResultsTabMarksSimulated(t *testing.T) {
 		t.Errorf("the comparison does not say which run was simulated:\n%s", v)
 	}
 }
+
+// Rows keep their columns with wide characters: a lab named in CJK takes
+// the same columns as one in ASCII.
+func TestResultsRowsWithWideCharacters(t *testing.T) {
+	v := &resultsView{}
+	a := v.rowText("2026-11-29 10:00:00", "宽字符的实验名字很长很长", "gpu[01-02]", "passed", "", "run")
+	b := v.rowText("2026-11-29 10:00:00", "topology-sanity", "gpu[01-02]", "passed", "", "run")
+	if lipgloss.Width(a) != lipgloss.Width(b) || strings.Index(a, "gpu[01-02]") < 0 {
+		t.Errorf("rows misaligned: %d and %d columns\n%s\n%s", lipgloss.Width(a), lipgloss.Width(b), a, b)
+	}
+	if got := clipText("宽字符的名字", 7); lipgloss.Width(got) > 7 {
+		t.Errorf("clipText cut to %d columns, want 7 at most: %q", lipgloss.Width(got), got)
+	}
+}

@@ -487,7 +487,7 @@ func (v *matrixView) rowLine(i int) string {
 // cell pads or cuts s to width columns.
 func cell(s string, width int) string {
 	if lipgloss.Width(s) > width {
-		return ansi.Truncate(s, width, "…")
+		s = ansi.Truncate(s, width, "…") // a wide character cut leaves a column: padded below
 	}
 	return pad(s, width)
 }

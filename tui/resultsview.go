@@ -320,7 +320,9 @@ func (v *resultsView) View() string {
 // whatever it holds (a baseline is a column of its own, not a longer
 // RESULT), so that the list stays aligned whatever is marked.
 func (v *resultsView) rowText(started, lab, hosts, result, base, run string) string {
-	s := fmt.Sprintf("%-19s %-20s %-16s %-10s %-4s ", started, cut(lab, 20), cut(hosts, 16), result, base)
+	// cell pads and cuts by columns: a wide character's two kept the rows
+	// in line no more than fmt's padding by runes did.
+	s := fmt.Sprintf("%-19s %s %s %-10s %-4s ", started, cell(lab, 20), cell(hosts, 16), result, base)
 	if run == "" {
 		return s
 	}

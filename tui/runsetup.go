@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
 )
@@ -209,8 +210,10 @@ func (s *runSetup) lines(st Styles, paramsKey string, simulated bool) []string {
 			out = append(out, st.CardMuted.Render(s.pdefs[s.param].Help))
 		}
 		out = append(out, s.input.View())
-		if s.err != "" {
-			out = append(out, st.Error.Render(s.err))
+		if s.err != "" { // wrapped: the reason is at the end of the error
+			for _, l := range wrap(visible.String(s.err), max(20, s.width-2)) {
+				out = append(out, st.Error.Render(l))
+			}
 		}
 		return append(out, "")
 	}
