@@ -139,7 +139,7 @@ func TestDemoInTmux(t *testing.T) {
 	s.keys("Escape")
 	screenWait(t, s, nil, "▶ topology-sanity ")
 	s.keys("t")
-	screenWait(t, s, nil, "Next: step 1/2", "waiting for you · step by step")
+	screenWait(t, s, nil, "Next: step 1/2", "waiting for you at step 1/2 (", ") · step by step")
 	s.keys("Enter")
 	screenWait(t, s, nil, "Next: step 2/2", "✗ FAIL    nvlink-mesh "+sick+" SIM: ")
 	s.keys("Enter")

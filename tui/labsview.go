@@ -468,8 +468,9 @@ func (v *labsView) runHead() []string {
 		state = "FAILED"
 	case !v.running:
 		state = "ended"
-	case v.pending != nil:
-		state = "waiting for you"
+	case v.pending != nil: // the step it waits at, not the phase the hosts left
+		g := v.pending.Step
+		state = fmt.Sprintf("waiting for you at step %d/%d (%s · %s)", g.N, g.Of, g.Phase, g.Step.ID)
 	}
 	if v.solve[l.ID] {
 		state += " · fast-forward (solve)"

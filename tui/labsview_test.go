@@ -155,7 +155,7 @@ func TestLabsTabGuided(t *testing.T) {
 	next, wait := m.Update(onlyUpdates(cmd)())
 	m = next.(Model)
 	v := m.View()
-	for _, want := range []string{"waiting for you · step by step", "Next: step 1/1 · observe · topo Read the topology", "$ nvidia-smi topo -m",
+	for _, want := range []string{"waiting for you at step 1/1 (observe · topo) · step by step", "Next: step 1/1 · observe · topo Read the topology", "$ nvidia-smi topo -m",
 		"measures gpus, nvlink for nvlink-mesh", "enter runs it · s skips it · esc stops here (cleanup runs)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("a guided run waiting at its step lacks %q:\n%s", want, v)
