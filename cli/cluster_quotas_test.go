@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,14 +56,8 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 		t.Errorf("quotas --json: %v %+v\n%s", err, qr, r.stdout)
 	}
 
-	deadline := time.Now().Add(time.Minute)
-	for {
-		r = run(t, env, "cluster", "pending", "-n", "ml")
-		if strings.Contains(r.stdout, "The scheduler:") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API for the scheduler's event
-	}
+	cp.WaitScheduled(t, "ml", "wide")
+	r = run(t, env, "cluster", "pending", "-n", "ml")
 	r.expect(t, 1, "ml/wide waits for a node for 4 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). "+
 		"6 nvidia.com/gpu are free in the cluster but at most 3 on one node (gpu-a): fragmentation.", "")
 	r.expect(t, 1, "ml/sweep (Job) cannot create its pods: quota gpu refuses them (asks requests.nvidia.com/gpu=2, the namespace uses requests.nvidia.com/gpu=14 of requests.nvidia.com/gpu=14).", "")

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,14 +75,8 @@ func TestClusterNodes(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r = run(t, env, "cluster", "why", "big", "-n", "default", "--kubeconfig", cp.Kubeconfig)
-		if strings.Contains(r.stdout, "The scheduler:") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API for the scheduler's event
-	}
+	cp.WaitScheduled(t, metav1.NamespaceDefault, "big")
+	r = run(t, env, "cluster", "why", "big", "-n", "default", "--kubeconfig", cp.Kubeconfig)
 	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). Only 9 nvidia.com/gpu are free in the whole cluster", "")
 	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig, "--json").expect(t, 1, `"name": "big"`, "")
 	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `nothing named "nope" waits`)

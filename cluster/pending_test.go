@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,23 +29,11 @@ func TestPendingExplainsFragmentation(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Wait for the scheduler's word on both pods (an event), and for the
-	// pod that fits to be bound.
-	var pending []cluster.PendingPod
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var err error
-		pending, err = cluster.Pending(context.Background(), kubetestClient(t, cp), "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(pending) == 2 && pending[0].Scheduling != nil && pending[1].Scheduling != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pending never settled: %+v", pending)
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API for the scheduler's event
+	// The scheduler's word on the three pods it is given (events).
+	cp.WaitScheduled(t, metav1.NamespaceDefault, "wide", "huge", "fits")
+	pending, err := cluster.Pending(context.Background(), kubetestClient(t, cp), "")
+	if err != nil || len(pending) != 2 || pending[0].Scheduling == nil || pending[1].Scheduling == nil {
+		t.Fatalf("pending: %v %+v", err, pending)
 	}
 	huge, wide := pending[0], pending[1]
 	if huge.Name != "huge" || wide.Name != "wide" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,18 +33,13 @@ func TestReadWithNamespaceAccessOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o *cluster.Objects
-	for deadline := time.Now().Add(time.Minute); ; {
-		if o, err = cluster.Read(context.Background(), narrow, "ml", cluster.Scheduling); err != nil {
-			t.Fatalf("a namespace reader: %v", err)
-		}
-		if p := o.Pending("ml"); len(p) == 1 && p[0].Scheduling != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the scheduler's word never came: %+v", o.Pending("ml"))
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API server for the scheduler's event
+	cp.WaitScheduled(t, "ml", "big")
+	o, err := cluster.Read(context.Background(), narrow, "ml", cluster.Scheduling)
+	if err != nil {
+		t.Fatalf("a namespace reader: %v", err)
+	}
+	if p := o.Pending("ml"); len(p) != 1 || p[0].Scheduling == nil {
+		t.Fatalf("the namespace reader's pending: %+v", p)
 	}
 	notes := strings.Join(o.Unreadable, "\n")
 	contains(t, "what the namespace reader could not read", notes, "list nodes: forbidden (RBAC)", "list pods at the cluster scope: forbidden (RBAC): only namespace ml's are read",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,20 +72,7 @@ func TestLabReadsTheClusterWithClientGo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(time.Minute)
-	for { // the scheduler's word on the pod that waits
-		o, err := cluster.Read(t.Context(), c, "default", cluster.Scheduling)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p := o.Pending("default"); len(p) == 1 && p[0].Scheduling != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the scheduler never said why wide waits")
-		}
-		time.Sleep(50 * time.Millisecond) // polling the API server for the scheduler's event
-	}
+	cp.WaitScheduled(t, "default", "wide")
 
 	l, err := labs.Parse("why.toml", []byte(clusterLab))
 	if err != nil {
