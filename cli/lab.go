@@ -119,16 +119,24 @@ file is over gpulab's limits (larger than 8 MiB, or nested more than 64 levels).
 			})
 		},
 	})
-	var (
-		f       sshFlags
-		yes     bool
-		solve   bool
-		results string
-		set     []string
-		pf      probeFlags
-		noProbe bool
-		guided  bool
-	)
+	cmd.AddCommand(newLabRunCmd(o))
+	return cmd
+}
+
+// labRunFlags are gpulab lab run's flags.
+type labRunFlags struct {
+	f       sshFlags
+	yes     bool
+	solve   bool
+	results string
+	set     []string
+	pf      probeFlags
+	noProbe bool
+	guided  bool
+}
+
+func newLabRunCmd(o *options) *cobra.Command {
+	lr := &labRunFlags{}
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
 		Short: "Run a lab on hosts, score each criterion live, write the lab record",
@@ -168,85 +176,88 @@ after Ctrl-C.`,
   gpulab lab run mig-isolation -H gpu07 --set model=Qwen/Qwen2-7B --set mig_b=MIG-5c1e... --results ./results
   gpulab lab run nccl-allreduce -H gpu07 --set image=registry/nccl-tests:2.19 --step --solve`,
 		Args: exactArgs(1, "a lab id (gpulab lab list)"),
-		RunE: func(c *cobra.Command, args []string) error {
-			l, err := o.findLab(args[0])
-			if err != nil {
-				return err
-			}
-			params, err := l.Bind(set)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if results == "" {
-				results = o.resultsDir()
-			}
-			r, err := o.newRunner(&f)
-			if err != nil {
-				return err
-			}
-			defer r.keys.Close()
-			prober, err := pf.prober(noProbe, r.simulated)
-			if err != nil {
-				return err
-			}
-			abandonNote := "abandoning cleanup: the record lists what was left on each host (Ctrl-C again to quit now)"
-			ctx, abandon, stop := interruptibleCleanup(c.ErrOrStderr(), "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
-			defer stop()
-			w, errw := c.OutOrStdout(), c.ErrOrStderr()
-			progress := &progressLines{w: errw}
-			start := time.Now()
-			var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
-			if guided {
-				guide = stepper(c.InOrStdin(), progress, !readsTerminal(c.InOrStdin()))
-			}
-			var unreached []labs.HostRecord
-			for _, h := range r.failed {
-				unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
-			}
-			kube, kubeProblem := o.labCluster(r, r.targets)
-			out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: results, Unreached: unreached,
-				Options: labs.RunOptions{Simulated: r.simulated, Yes: yes, Solve: solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.inv.File, &f, set),
-					Cluster: kube, ClusterProblem: kubeProblem,
-					OnEvent: func(ev labs.Event) {
-						if o.json || ev.Kind != labs.StepFinished {
-							return
-						}
-						s := ev.Step
-						progress.line(fmt.Sprintf("%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, s.Outcome(), s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes)))
-					}}})
-			rec := out.Record
-			// The verdicts are printed whatever the disk did.
-			if o.json {
-				err = writeJSON(w, rec)
-			} else {
-				err = printAcceptance(w, rec, out.Dir, simulatedRun(r))
-			}
-			if err != nil {
-				return err
-			}
-			if out.WriteErr != nil {
-				return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but its record was not saved: %w", out.WriteErr)}
-			}
-			if rec.Interrupted {
-				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
-			}
-			if !rec.Passed {
-				return errSilentFailure
-			}
-			return nil
-		},
+		RunE: func(c *cobra.Command, args []string) error { return o.runLab(c, args[0], lr) },
 	}
-	f.register(run)
-	run.Flags().StringVar(&results, "results", "", "write the lab record under `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
-	run.Flags().StringArrayVar(&set, "set", nil, "give the lab's parameter `name=value` (gpulab lab show ID lists them); repeatable")
-	run.Flags().BoolVar(&yes, "yes", false, "confirm the steps that change hosts")
-	run.Flags().BoolVar(&solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
-	run.Flags().BoolVar(&guided, "step", false, "guided: before each step show what it runs and measures, then wait for enter (run), s (skip) or q (stop; cleanup runs)")
-	run.Flags().BoolVar(&noProbe, "no-probe", false, "do not install the NVML probe: the environment comes from nvidia-smi and sampling steps get no samples")
-	run.Flags().StringVar(&pf.mock, "mock", "", "probe a simulated DGX A100 instead of NVML (demos; the record says SIMULATED): dgxa100")
-	run.Flags().StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
-	cmd.AddCommand(run)
-	return cmd
+	lr.f.register(run)
+	run.Flags().StringVar(&lr.results, "results", "", "write the lab record under `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
+	run.Flags().StringArrayVar(&lr.set, "set", nil, "give the lab's parameter `name=value` (gpulab lab show ID lists them); repeatable")
+	run.Flags().BoolVar(&lr.yes, "yes", false, "confirm the steps that change hosts")
+	run.Flags().BoolVar(&lr.solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
+	run.Flags().BoolVar(&lr.guided, "step", false, "guided: before each step show what it runs and measures, then wait for enter (run), s (skip) or q (stop; cleanup runs)")
+	run.Flags().BoolVar(&lr.noProbe, "no-probe", false, "do not install the NVML probe: the environment comes from nvidia-smi and sampling steps get no samples")
+	run.Flags().StringVar(&lr.pf.mock, "mock", "", "probe a simulated DGX A100 instead of NVML (demos; the record says SIMULATED): dgxa100")
+	run.Flags().StringVar(&lr.pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
+	return run
+}
+
+// runLab runs lab id as gpulab lab run does: the verdicts printed, the
+// record written, the exit status from them.
+func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
+	l, err := o.findLab(id)
+	if err != nil {
+		return err
+	}
+	params, err := l.Bind(lr.set)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if lr.results == "" {
+		lr.results = o.resultsDir()
+	}
+	r, err := o.newRunner(&lr.f)
+	if err != nil {
+		return err
+	}
+	defer r.keys.Close()
+	prober, err := lr.pf.prober(lr.noProbe, r.simulated)
+	if err != nil {
+		return err
+	}
+	abandonNote := "abandoning cleanup: the record lists what was left on each host (Ctrl-C again to quit now)"
+	ctx, abandon, stop := interruptibleCleanup(c.ErrOrStderr(), "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
+	defer stop()
+	w, errw := c.OutOrStdout(), c.ErrOrStderr()
+	progress := &progressLines{w: errw}
+	start := time.Now()
+	var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
+	if lr.guided {
+		guide = stepper(c.InOrStdin(), progress, !readsTerminal(c.InOrStdin()))
+	}
+	var unreached []labs.HostRecord
+	for _, h := range r.failed {
+		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
+	}
+	kube, kubeProblem := o.labCluster(r, r.targets)
+	out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: lr.results, Unreached: unreached,
+		Options: labs.RunOptions{Simulated: r.simulated, Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.inv.File, &lr.f, lr.set),
+			Cluster: kube, ClusterProblem: kubeProblem,
+			OnEvent: func(ev labs.Event) {
+				if o.json || ev.Kind != labs.StepFinished {
+					return
+				}
+				s := ev.Step
+				progress.line(fmt.Sprintf("%s  %-12s %-14s %s (%s)  [%s]\n", ev.Host, s.Phase, s.ID, s.Outcome(), s.Finished.Sub(s.Started).Round(time.Millisecond), eta(time.Since(start), l.EstimateMinutes)))
+			}}})
+	rec := out.Record
+	// The verdicts are printed whatever the disk did.
+	if o.json {
+		err = writeJSON(w, rec)
+	} else {
+		err = printAcceptance(w, rec, out.Dir, simulatedRun(r))
+	}
+	if err != nil {
+		return err
+	}
+	if out.WriteErr != nil {
+		return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but its record was not saved: %w", out.WriteErr)}
+	}
+	if rec.Interrupted {
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+	}
+	if !rec.Passed {
+		return errSilentFailure
+	}
+	return nil
 }
 
 // resultsDir is where lab records go by default.
