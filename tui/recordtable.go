@@ -7,9 +7,12 @@ import (
 	east "github.com/yuin/goldmark/extension/ast"
 )
 
-// table draws a Markdown table: columns as wide as their content, the
-// widest giving way first when the row is wider than the width (cells cut
-// with …), the header bold over a rule.
+// table draws a Markdown table so that no cell is ever cut: columns as
+// wide as their content when the row fits; otherwise the widest columns
+// give way, down to their header's width, and their cells wrap onto more
+// lines; and when even the headers do not fit side by side (a result
+// table of twelve columns at 80), each row is drawn as a block of
+// "header  value" lines, as psql's expanded display does.
 func (r *mdRenderer) table(t *east.Table, prefix string) {
 	var rows [][]string
 	var head int
@@ -23,25 +26,14 @@ func (r *mdRenderer) table(t *east.Table, prefix string) {
 		}
 		rows = append(rows, cells)
 	}
-	widths := columnWidths(rows, r.width-ansi.StringWidth(prefix))
+	room := r.width - ansi.StringWidth(prefix)
+	widths, ok := columnWidths(rows, head, room)
+	if !ok {
+		r.expanded(rows, head, prefix, room)
+		return
+	}
 	for i, cells := range rows {
-		var b strings.Builder
-		b.WriteString(prefix)
-		for j, w := range widths {
-			cell := ""
-			if j < len(cells) {
-				cell = cells[j]
-			}
-			cell = ansi.Truncate(cell, w, "…")
-			if i < head {
-				cell = mdTableHead.Render(ansi.Strip(cell))
-			}
-			b.WriteString(cell + strings.Repeat(" ", w-ansi.StringWidth(cell)))
-			if j < len(widths)-1 {
-				b.WriteString("  ")
-			}
-		}
-		r.out = append(r.out, strings.TrimRight(b.String(), " "))
+		r.tableRow(cells, widths, prefix, i < head)
 		if i == head-1 {
 			total := 0
 			for _, w := range widths {
@@ -52,36 +44,122 @@ func (r *mdRenderer) table(t *east.Table, prefix string) {
 	}
 }
 
-// columnWidths are the columns' content widths, the widest cut first
-// until the row, with two spaces between columns, fits width.
-func columnWidths(rows [][]string, width int) []int {
-	var widths []int
-	for _, cells := range rows {
+// tableRow draws one row whose cells wrap within their columns: as many
+// lines as its tallest cell.
+func (r *mdRenderer) tableRow(cells []string, widths []int, prefix string, header bool) {
+	cols := make([][]string, len(widths))
+	height := 1
+	for j, w := range widths {
+		cell := ""
+		if j < len(cells) {
+			cell = cells[j]
+		}
+		if header {
+			cell = mdTableHead.Render(ansi.Strip(cell))
+		}
+		cols[j] = strings.Split(ansi.Wrap(cell, w, ""), "\n")
+		height = max(height, len(cols[j]))
+	}
+	for k := range height {
+		var b strings.Builder
+		b.WriteString(prefix)
+		for j, w := range widths {
+			part := ""
+			if k < len(cols[j]) {
+				part = cols[j][k]
+			}
+			b.WriteString(part + strings.Repeat(" ", max(0, w-ansi.StringWidth(part))))
+			if j < len(widths)-1 {
+				b.WriteString("  ")
+			}
+		}
+		r.out = append(r.out, strings.TrimRight(b.String(), " "))
+	}
+}
+
+// expanded draws each body row as a block: its first cell as the block's
+// title, then one "header  value" line per other column, values wrapped
+// under themselves.
+func (r *mdRenderer) expanded(rows [][]string, head int, prefix string, room int) {
+	var headers []string
+	if head > 0 {
+		headers = rows[head-1]
+	}
+	label := 0
+	for _, h := range headers {
+		label = max(label, ansi.StringWidth(ansi.Strip(h)))
+	}
+	label = min(label, max(room/3, 8))
+	valueRoom := max(room-label-2, 10)
+	for i, cells := range rows[head:] {
+		if i > 0 {
+			r.out = append(r.out, "")
+		}
+		for j, cell := range cells {
+			name := ""
+			if j < len(headers) {
+				name = ansi.Strip(headers[j])
+			}
+			if j == 0 {
+				r.out = append(r.out, prefix+mdFaint.Render("── ")+mdTableHead.Render(strings.TrimSpace(name+" "+cell)))
+				continue
+			}
+			names := strings.Split(ansi.Wrap(name, label, ""), "\n")
+			values := strings.Split(ansi.Wrap(cell, valueRoom, ""), "\n")
+			for k := range max(len(names), len(values)) {
+				n, v := "", ""
+				if k < len(names) {
+					n = names[k]
+				}
+				if k < len(values) {
+					v = values[k]
+				}
+				line := prefix + mdTableHead.Render(n) + strings.Repeat(" ", label-ansi.StringWidth(n)+2) + v
+				r.out = append(r.out, strings.TrimRight(line, " "))
+			}
+		}
+	}
+}
+
+// columnWidths are the columns' content widths, the widest narrowed first
+// until the row, with two spaces between columns, fits width. No column
+// is narrowed below its header's width (nor below 8 columns when its
+// content is wider): when the row cannot fit that way, ok is false and
+// the table is better drawn expanded.
+func columnWidths(rows [][]string, head, width int) (widths []int, ok bool) {
+	var floors []int
+	for i, cells := range rows {
 		for j, c := range cells {
 			if j >= len(widths) {
 				widths = append(widths, 0)
+				floors = append(floors, 0)
 			}
-			widths[j] = max(widths[j], ansi.StringWidth(c))
+			w := ansi.StringWidth(c)
+			widths[j] = max(widths[j], w)
+			if i < head {
+				floors[j] = max(floors[j], w)
+			}
 		}
 	}
-	total := func() int {
-		t := 2 * max(len(widths)-1, 0)
-		for _, w := range widths {
-			t += w
-		}
-		return t
+	for j := range floors {
+		floors[j] = min(widths[j], max(floors[j], 8))
 	}
-	for total() > width {
-		widest := 0
+	total := 2 * max(len(widths)-1, 0)
+	for _, w := range widths {
+		total += w
+	}
+	for total > width {
+		widest := -1
 		for j, w := range widths {
-			if w > widths[widest] {
+			if w > floors[j] && (widest < 0 || w > widths[widest]) {
 				widest = j
 			}
 		}
-		if widths[widest] <= 4 {
-			break
+		if widest < 0 {
+			return widths, false
 		}
 		widths[widest]--
+		total--
 	}
-	return widths
+	return widths, true
 }
