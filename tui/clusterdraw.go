@@ -17,8 +17,21 @@ import (
 // is escaped (visible.String) before it is measured or drawn: the waiting
 // list's and quotas' texts when they are computed, the rest here.
 
-// barWidth is the cells of a bar between its brackets.
-const barWidth = 16
+// barWidth is the cells of a bar between its brackets; narrowBar on a
+// terminal under narrowCluster columns, so that the figures after it keep
+// their room.
+const (
+	barWidth      = 16
+	narrowBar     = 8
+	narrowCluster = 100
+)
+
+func (v *clusterView) barCells() int {
+	if v.width < narrowCluster {
+		return narrowBar
+	}
+	return barWidth
+}
 
 // View implements Component.
 func (v *clusterView) View() string {
@@ -33,7 +46,7 @@ func (v *clusterView) View() string {
 	lines = append(lines, v.waitLines()...)
 	lines = append(lines, v.whyLines()...)
 	lines = append(lines, v.quotaLines()...)
-	lines = append(lines, v.reconcileLine())
+	lines = append(lines, v.reconcileLines()...)
 	return strings.Join(lines, "\n")
 }
 
@@ -122,7 +135,7 @@ func (v *clusterView) nodeLines() []string {
 	st := v.styles
 	nw, rw := v.nameWidth(), v.resWidth()
 	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%s)", v.count("nodes", len(v.nodes)))),
-		st.TableHeader.Render(fmt.Sprintf("  %-*s %-9s %-*s %-*s %-14s %s", nw, "NODE", "STATUS", rw, "RESOURCE", barWidth+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
+		st.TableHeader.Render(fmt.Sprintf("  %-*s %-*s %-*s %-*s %-14s %s", nw, "NODE", v.statusWidth(), "STATUS", rw, "RESOURCE", v.barCells()+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
 	n := v.nodeHeight()
 	if u := v.unknownLine("nodes", "GPU nodes unknown"); u != "" && len(v.rows) == 0 {
 		lines = append(lines, u)
@@ -143,22 +156,37 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	n := v.nodes[r.node]
 	name, status := "", ""
 	if r.first {
-		name, status = visible.String(n.Name), "Ready"
-		if !n.Ready {
-			status = "NotReady"
-		}
-		if n.Unschedulable {
-			status = "Cordoned"
-		}
+		name, status = visible.String(n.Name), nodeStatus(n)
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
-	allocBar, figures := bar(alloc, able, capa), fmt.Sprintf("%d/%d/%d", alloc, able, capa)
+	bw := v.barCells()
+	allocBar, figures := bar(alloc, able, capa, bw), fmt.Sprintf("%d/%d/%d", alloc, able, capa)
 	if !v.status.Knows("pods") { // what pods hold is unknown, not none
-		allocBar, figures = "["+fmt.Sprintf("%-*s", barWidth, "? pods unknown")+"]", fmt.Sprintf("?/%d/%d", able, capa)
+		allocBar, figures = "["+cell("? pods unknown", bw)+"]", fmt.Sprintf("?/%d/%d", able, capa)
 	}
-	text := fmt.Sprintf("%s %-9s %s %s %-14s %s", cell(name, nw), status, cell(visible.String(r.res), rw), allocBar, figures, used)
+	text := fmt.Sprintf("%s %s %s %s %-14s %s", cell(name, nw), cell(status, v.statusWidth()), cell(visible.String(r.res), rw), allocBar, figures, used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
+}
+
+// nodeStatus is a node's STATUS cell: Ready, NotReady or Cordoned.
+func nodeStatus(n cluster.GPUNode) string {
+	switch {
+	case n.Unschedulable:
+		return "Cordoned"
+	case !n.Ready:
+		return "NotReady"
+	}
+	return "Ready"
+}
+
+// statusWidth is the STATUS column: as wide as its widest cell.
+func (v *clusterView) statusWidth() int {
+	w := len("STATUS")
+	for _, n := range v.nodes {
+		w = max(w, len(nodeStatus(n)))
+	}
+	return w
 }
 
 // cursorLine marks the selected row with ▶ (so that it shows without
@@ -171,13 +199,13 @@ func (v *clusterView) cursorLine(text string, selected bool) string {
 }
 
 // bar draws allocated (█), free allocatable (░) and capacity the device
-// plugin does not offer (×, unhealthy GPUs) in barWidth cells.
-func bar(alloc, allocatable, capacity int64) string {
+// plugin does not offer (×, unhealthy GPUs) in width cells.
+func bar(alloc, allocatable, capacity int64, width int) string {
 	total := max(capacity, allocatable, 1)
-	cells := func(n int64) int { return int((min(max(n, 0), total)*barWidth + total/2) / total) }
+	cells := func(n int64) int { return int((min(max(n, 0), total)*int64(width) + total/2) / total) }
 	a := cells(alloc)
 	f := max(0, cells(allocatable)-a)
-	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, barWidth-a-f)) + "]"
+	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, width-a-f)) + "]"
 }
 
 // clipText is s in at most w characters (fmt pads by characters): cut
@@ -290,6 +318,11 @@ func (v *clusterView) quotaLines() []string {
 	if len(v.quotas) == 0 {
 		return append(lines, st.Hint.Render("  no ResourceQuota limits a GPU resource"))
 	}
+	qw, rw := 8, 8 // columns as wide as the rows shown need, at most 28 and 26
+	for _, q := range v.quotas[:min(len(v.quotas), maxQuotaRows)] {
+		qw, rw = max(qw, lipgloss.Width(q.ns+"/"+q.name)), max(rw, lipgloss.Width(q.res))
+	}
+	qw, rw = min(qw, 28), min(rw, 26)
 	for i, q := range v.quotas {
 		if i == maxQuotaRows {
 			break
@@ -299,7 +332,7 @@ func (v *clusterView) quotaLines() []string {
 		if q.full {
 			full = "  FULL"
 		}
-		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %s %s %s %s/%s used%s", cell(q.ns+"/"+q.name, 28), cell(q.res, 26), bar(q.used, q.hard, q.hard), used, q.hardText, full)))
+		lines = append(lines, st.TableRow.Render(fmt.Sprintf("  %s %s %s %s/%s used%s", cell(q.ns+"/"+q.name, qw), cell(q.res, rw), bar(q.used, q.hard, q.hard, v.barCells()), used, q.hardText, full)))
 	}
 	return lines
 }
@@ -317,6 +350,8 @@ func (v *clusterView) usedCell(node string, r nodeRow) string {
 		return "not probed"
 	case !strings.HasPrefix(r.res, "nvidia.com/mig-"):
 		return fmt.Sprintf("%d busy, %d idle", nu.Usage.Busy.GPUs, nu.Usage.Idle.GPUs)
+	case v.firstMIGRow(r) && v.width < narrowCluster: // the row's resource says they are slices
+		return fmt.Sprintf("%d busy, %d idle", nu.Usage.Busy.MIGSlices, nu.Usage.Idle.MIGSlices)
 	case v.firstMIGRow(r):
 		return fmt.Sprintf("%d busy, %d idle slices", nu.Usage.Busy.MIGSlices, nu.Usage.Idle.MIGSlices)
 	}
@@ -355,4 +390,15 @@ func (v *clusterView) reconcileLine() string {
 		line += fmt.Sprintf(" · %d MIG slices stranded", t.StrandedMIG)
 	}
 	return label + st.CardMuted.Render(line)
+}
+
+// reconcileLines is the reconciliation line wrapped to the tab's width,
+// its own lines indented under the label; not read yet, it has a short
+// form for a narrow terminal.
+func (v *clusterView) reconcileLines() []string {
+	line := v.reconcileLine()
+	if v.rec == nil && lipgloss.Width(line) > v.width {
+		line = v.styles.CardLabel.Render("Reconciliation") + " " + v.styles.Hint.Render("not read yet: probe the hosts first (Fleet, p)")
+	}
+	return hanging(line, max(v.width-1, 20), 2)
 }

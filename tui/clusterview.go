@@ -440,7 +440,7 @@ func (v *clusterView) quotaHeight() int { return min(max(len(v.quotas), 1), maxQ
 // waiting list with its header, the why, the quotas with their header
 // and the reconciliation line; no more than there are rows.
 func (v *clusterView) nodeHeight() int {
-	fixed := 3 + 3 + 1 + v.waitHeight() + len(v.whyLines()) + 1 + v.quotaHeight() + 1
+	fixed := 3 + 3 + 1 + v.waitHeight() + len(v.whyLines()) + 1 + v.quotaHeight() + len(v.reconcileLines())
 	return min(max(len(v.rows), 1), max(3, v.height-fixed))
 }
 

@@ -152,30 +152,37 @@ func TestClusterViewExplainsTheSelectedWait(t *testing.T) {
 // reconciliation line sums it; a node no host probed says so, and a host
 // that is no node is left out.
 func TestClusterViewReconcilesAProbeRun(t *testing.T) {
-	m := newClusterModel(t, 160, 40, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
-	if v := m.View(); !strings.Contains(v, "Reconciliation not read yet: probe the hosts (Fleet, p)") {
-		t.Errorf("before a probe run:\n%s", v)
-	}
-	gpus := make([]report.GPU, 8)
-	for i := range gpus {
-		gpus[i] = report.GPU{Index: i, Memory: &report.Memory{TotalMiB: 40960, UsedMiB: 4}, Utilization: &report.Utilization{}, MIG: report.MIG{Current: "disabled"}}
-	}
-	gpus[0].Utilization.GPUPercent, gpus[0].Memory.UsedMiB = 97, 30000
-	snap := &report.Snapshot{Schema: 1, Host: "dgx01", NVML: report.NVMLState{Available: true}, GPUs: gpus,
-		Processes: []report.Process{{GPU: 0, PID: 4242, Name: "python", Type: "compute", UsedMiB: 30000, PodUID: "uid-ml-team-pretrain-0"}}}
-	probed := FleetProbedMsg{Hosts: []string{"dgx01", "dgx02", "login01"},
-		Outcomes: []ProbeOutcome{{Snapshot: snap}, {Err: "dial tcp 10.0.0.12:22: connect: connection refused"}, {Err: "no NVML"}}}
-	next, cmd := m.Update(probed)
-	m = runUntil(t, next.(Model), cmd, func(m Model) bool { return !strings.Contains(m.View(), "not read yet") })
-	v := m.View()
-	for _, want := range []string{"4/8/8          4 busy, 0 idle", "5/8/8          not probed", "2/4/6          not probed",
-		"1 of 3 nodes probed · pods hold 11 GPUs: 4 busy, 0 idle, 0 starting, 7 unknown · 0 processes with no allocation"} {
-		if !strings.Contains(v, want) {
-			t.Errorf("after the probe run, the tab lacks %q:\n%s", want, v)
+	for _, sz := range []struct{ w, h int }{{160, 40}, {80, 24}} {
+		m := newClusterModel(t, sz.w, sz.h, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
+		if v := m.View(); !strings.Contains(v, "Reconciliation not read yet: probe the hosts") || strings.Contains(v, "…") && sz.w == 160 {
+			t.Errorf("%dx%d before a probe run:\n%s", sz.w, sz.h, v)
 		}
-	}
-	if strings.Contains(v, "login01") {
-		t.Errorf("a host that is no node is shown:\n%s", v)
+		gpus := make([]report.GPU, 8)
+		for i := range gpus {
+			gpus[i] = report.GPU{Index: i, Memory: &report.Memory{TotalMiB: 40960, UsedMiB: 4}, Utilization: &report.Utilization{}, MIG: report.MIG{Current: "disabled"}}
+		}
+		gpus[0].Utilization.GPUPercent, gpus[0].Memory.UsedMiB = 97, 30000
+		snap := &report.Snapshot{Schema: 1, Host: "dgx01", NVML: report.NVMLState{Available: true}, GPUs: gpus,
+			Processes: []report.Process{{GPU: 0, PID: 4242, Name: "python", Type: "compute", UsedMiB: 30000, PodUID: "uid-ml-team-pretrain-0"}}}
+		probed := FleetProbedMsg{Hosts: []string{"dgx01", "dgx02", "login01"},
+			Outcomes: []ProbeOutcome{{Snapshot: snap}, {Err: "dial tcp 10.0.0.12:22: connect: connection refused"}, {Err: "no NVML"}}}
+		next, cmd := m.Update(probed)
+		m = runUntil(t, next.(Model), cmd, func(m Model) bool { return !strings.Contains(m.View(), "not read yet") })
+		v := m.View()
+		// The reconciliation wraps at 80 columns: its words are read in a row.
+		flat := strings.Join(strings.Fields(v), " ")
+		for _, want := range []string{"4/8/8 4 busy, 0 idle", "5/8/8 not probed", "2/4/6 not probed",
+			"1 of 3 nodes probed · pods hold 11 GPUs: 4 busy, 0 idle, 0 starting, 7 unknown · 0 processes with no allocation"} {
+			if !strings.Contains(flat, want) {
+				t.Errorf("%dx%d after the probe run, the tab lacks %q:\n%s", sz.w, sz.h, want, v)
+			}
+		}
+		if strings.Contains(v, "login01") {
+			t.Errorf("a host that is no node is shown:\n%s", v)
+		}
+		if sz.w == 80 {
+			golden(t, "cluster_reconciled_80x24", v)
+		}
 	}
 }
 

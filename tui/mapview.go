@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,12 +209,12 @@ func (v *mapView) bands() string {
 	var out []string
 	i := 0
 	for n, pl := range v.cat.Planes {
-		if n > 0 && v.height >= 20 {
+		if n > 0 && v.height >= 30 { // a short terminal spends its lines on words, not spacing
 			out = append(out, "")
 		}
 		title := st.planeTitle(pl.ID).Render("▌" + strings.ToUpper(pl.Name))
 		question := st.PlaneText.Render("  " + pl.Question)
-		out = append(out, fit(title+question, v.bandsWidth, 1))
+		out = append(out, hanging(title+question, v.bandsWidth-1, 2)...)
 		var line strings.Builder
 		row := -1
 		for ; i < len(v.order) && v.order[i].Plane == pl.ID; i++ {
@@ -251,11 +252,11 @@ func (v *mapView) alsoHere(plane string) []string {
 	if len(names) == 0 {
 		return nil
 	}
-	line := v.styles.CardMuted.Render("   also acts here: " + strings.Join(names, " · "))
-	if v.height < 30 { // a short terminal keeps the card's room: one line, its end marked cut
-		return []string{fit(line, v.bandsWidth, 1)}
+	line := "   also acts here: " + strings.Join(names, " · ")
+	if v.height < 30 { // a short terminal keeps the card's room: the chips of the other bands say it too
+		line = fmt.Sprintf("   also acts here: the %d project%s marked +%s in the other planes", len(names), plural(len(names)), planeAbbrev(plane))
 	}
-	return hanging(line, v.bandsWidth-1, 5)
+	return hanging(v.styles.CardMuted.Render(line), v.bandsWidth-1, 5)
 }
 
 // chipLabel is a project's name and the other planes it acts in:
