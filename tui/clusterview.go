@@ -138,6 +138,11 @@ type clusterView struct {
 	nodeOffset int
 	waitCursor int
 	waitOffset int
+	// chosen says the operator has moved a list's cursor: from then on
+	// the selection stays on its item as the list changes; before, it
+	// stays on the list's first row (what arrives first is a matter of
+	// timing, not a choice).
+	nodeChosen, waitChosen bool
 	// why is where the selected item's why pane is scrolled to, for the
 	// item whyOf (another item's why starts at its top).
 	why   scroller
@@ -262,9 +267,12 @@ func (v *clusterView) scrollWhy(msg tea.Msg) bool {
 
 func (v *clusterView) handleKey(km tea.KeyMsg) {
 	k := v.keys
-	cur := &v.waitCursor
+	cur, chosen := &v.waitCursor, &v.waitChosen
 	if v.focus == focusNodes {
-		cur = &v.nodeCursor
+		cur, chosen = &v.nodeCursor, &v.nodeChosen
+	}
+	if key.Matches(km, k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End) {
+		*chosen = true
 	}
 	switch {
 	case key.Matches(km, k.Up):
@@ -284,20 +292,22 @@ func (v *clusterView) handleKey(km tea.KeyMsg) {
 	case key.Matches(km, k.Context) && len(v.sources) > 1:
 		v.current = (v.current + 1) % len(v.sources)
 		v.nodeCursor, v.waitCursor = 0, 0
+		v.nodeChosen, v.waitChosen = false, false
 		v.refresh()
 	}
 	v.scroll()
 }
 
-// show replaces what the tab shows with d, the selections kept on the
-// same waiting item and node row (by key, not by place: a pod deleted
-// above the selected one does not move the selection to another).
+// show replaces what the tab shows with d, the selections the operator
+// made kept on the same waiting item and node row (by key, not by place:
+// a pod deleted above the selected one does not move the selection to
+// another). A list whose cursor was never moved keeps its first row.
 func (v *clusterView) show(d clusterData) {
 	waitKey, nodeKey := "", ""
-	if v.waitCursor < len(v.waiting) {
+	if v.waitChosen && v.waitCursor < len(v.waiting) {
 		waitKey = v.waiting[v.waitCursor].key
 	}
-	if v.nodeCursor < len(v.rows) {
+	if v.nodeChosen && v.nodeCursor < len(v.rows) {
 		nodeKey = v.rowKey(v.rows[v.nodeCursor])
 	}
 	v.clusterData = d

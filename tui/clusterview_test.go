@@ -342,6 +342,32 @@ func TestClusterViewKeepsTheSelectionByKey(t *testing.T) {
 	}
 }
 
+// Until the operator moves the cursor, the selection is the list's first
+// row, whatever arrived first: a Job refused by its quota listed before
+// the pending pod (it was, on a busy machine) does not keep the cursor
+// when the pod arrives above it.
+func TestClusterViewFirstRowUntilChosen(t *testing.T) {
+	early := clusterFixture()
+	var pods []*corev1.Pod
+	for _, p := range early.Pods {
+		if p.Name != "llm-finetune-8gpu-x2k4d" {
+			pods = append(pods, p)
+		}
+	}
+	early.Pods = pods
+	live := newFakeLive(early)
+	m := newClusterModel(t, 120, 40, ClusterSource{Name: "prod", Live: live})
+	cmd := m.Init()
+	if v := m.View(); !strings.Contains(v, "▶ ml-team/eval-sweep") {
+		t.Fatalf("the only waiting item is not selected:\n%s", v)
+	}
+	live.set(clusterFixture(), live.Status())
+	m = runUntil(t, m, cmd, func(m Model) bool { return strings.Contains(m.View(), "llm-finetune-8gpu-x2k4d") })
+	if v := m.View(); !strings.Contains(v, "▶ research/llm-finetune-8gpu-x2k4d") || !strings.Contains(v, "why: research/llm-finetune-8gpu-x2k4d") {
+		t.Errorf("the pod that arrived above the untouched selection is not selected:\n%s", v)
+	}
+}
+
 // A reader the server refuses the pods: the tab says so in every state
 // and draws what depends on the pods as unknown, never as none (0
 // allocated, nothing waits); refused credentials are said as such.
