@@ -48,7 +48,8 @@ type matrixView struct {
 
 	width, height int
 	colW          []int
-	narrow        bool // short labels: level labels, axis short names, plane abbreviations
+	narrow        bool   // short labels: level labels, axis short names, plane abbreviations
+	short         []bool // columns that show short labels on a wide terminal, where the full ones do not fit
 }
 
 func newMatrixView(cat *landscape.Catalog, st Styles) *matrixView {
@@ -108,8 +109,54 @@ func (v *matrixView) SetSize(w, h int) {
 		v.openCard()
 	}
 	v.narrow = w < 130
-	v.colW = v.columnWidths(w - 2 - (len(v.columns()) - 1)) // cursor marker, one space between columns
+	avail := w - 2 - (len(v.columns()) - 1) // cursor marker, one space between columns
+	v.chooseLabels(avail)
+	v.colW = v.columnWidths(avail)
 	v.clampOffset()
+}
+
+// chooseLabels picks, column by column, short labels where the full ones
+// do not fit: the column that saves the most goes short first, so that a
+// wide terminal keeps whole words wherever there is room and cuts none.
+func (v *matrixView) chooseLabels(avail int) {
+	v.short = make([]bool, len(v.columns()))
+	total := func() int {
+		t := 0
+		for c := range v.short {
+			t += v.naturalWidth(c, v.short[c])
+		}
+		return t
+	}
+	for total() > avail {
+		best, gain := -1, 0
+		for c := colPlane; c < len(v.short); c++ {
+			if g := v.naturalWidth(c, false) - v.naturalWidth(c, true); !v.short[c] && g > gain {
+				best, gain = c, g
+			}
+		}
+		if best < 0 {
+			return
+		}
+		v.short[best] = true
+	}
+	for c := range v.short { // a column the last choices made room for goes back to whole words
+		if v.short[c] {
+			v.short[c] = false
+			if total() > avail {
+				v.short[c] = true
+			}
+		}
+	}
+}
+
+// naturalWidth is what column c needs to show every project's cell
+// whole, with full or short labels.
+func (v *matrixView) naturalWidth(c int, short bool) int {
+	w := lipgloss.Width(v.columns()[c]) + 4 // room for [ ] and a sort arrow
+	for _, p := range v.cat.Projects {
+		w = max(w, lipgloss.Width(v.cellLabel(p, c, short)))
+	}
+	return w
 }
 
 // columnWidths sizes the columns from what they hold (every project's
@@ -414,14 +461,18 @@ func (v *matrixView) headerLine() string {
 }
 
 func (v *matrixView) cellText(p landscape.Project, col int) string {
+	return v.cellLabel(p, col, v.narrow || col < len(v.short) && v.short[col])
+}
+
+func (v *matrixView) cellLabel(p landscape.Project, col int, short bool) string {
 	switch col {
 	case colProject:
 		return p.Name
 	case colPlane:
-		return planeLabel(p, v.narrow)
+		return planeLabel(p, short)
 	}
 	a := v.cat.Axes[col-firstAxisCol]
-	return scale(a, p.Axes[a.ID].Levels) + " " + v.cat.LevelLabels(p, a.ID, v.narrow)
+	return scale(a, p.Axes[a.ID].Levels) + " " + v.cat.LevelLabels(p, a.ID, short)
 }
 
 // planeLabel is a project's plane and, after a +, the others it acts in:

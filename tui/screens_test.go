@@ -200,3 +200,23 @@ func TestMapSpansAndLinks(t *testing.T) {
 		t.Errorf("a project of the selected one's own plane is marked as linked:\n%s", v)
 	}
 }
+
+// The Matrix cuts no cell at 160 columns and above: a column whose full
+// labels do not fit shows its short ones, and the others keep whole
+// words (at 160 the Isolation column keeps "None (inherits)").
+func TestMatrixCutsNoCellWhenWide(t *testing.T) {
+	for _, w := range []int{160, 200} {
+		m := newTestModel(t, w, 48)
+		m, _ = press(t, m, "2")
+		v := m.View()
+		rows := strings.Split(v, "\n")[3:28]
+		for _, r := range rows {
+			if strings.Contains(r, "…") {
+				t.Errorf("%d columns: a cell is cut: %q", w, r)
+			}
+		}
+		if !strings.Contains(v, "None (inherits)") {
+			t.Errorf("%d columns: no column kept its whole words:\n%s", w, v)
+		}
+	}
+}
