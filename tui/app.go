@@ -139,9 +139,9 @@ func New(opts Options) Model {
 		fleet = fv
 	}
 	rbv := newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st)
-	rbv.base, rbv.simulated = base, opts.Simulated
+	rbv.base, rbv.simulated, rbv.mask = base, opts.Simulated, mask
 	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
-	lv.base, lv.simulated = base, opts.Simulated
+	lv.base, lv.simulated, lv.mask = base, opts.Simulated, mask
 	if opts.Simulated {
 		// A newcomer's first enter runs what works on simulated hosts
 		// alone and shows the sick one (the first lab, exclusive-baseline,
