@@ -46,9 +46,10 @@ The fleet's keys, inventory and lab records live in one private temporary
 directory, removed with the fleet when the workbench quits, on SIGTERM and
 on SIGHUP ($GPULAB_RESULTS keeps the records elsewhere).
 
---present is a scripted walkthrough for a projector: n (or page down) goes
-to the next step, p (or page up) back; each step shows its tab, starts what
-it shows (the probe, the topology runbook, the topology-sanity lab) and says
+--present is a scripted walkthrough for a projector: n goes to the next
+step, p back; page down and page up (a presenter's clicker) first scroll
+the pane in view to its end or top, then step. Each step shows its tab,
+starts what it shows (the probe, the topology runbook, the topology-sanity lab) and says
 in one line what to look at, in bold high-contrast styles. Running arbitrary
 commands (the Fleet's :) is off. --mask hides host names and addresses on
 screen: dgx01 reads host-1, 127.0.0.1:PORT reads masked.`,

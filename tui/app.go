@@ -139,9 +139,9 @@ func New(opts Options) Model {
 		fleet = fv
 	}
 	rbv := newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st)
-	rbv.base, rbv.simulated = base, opts.Simulated
+	rbv.base, rbv.simulated, rbv.mask = base, opts.Simulated, mask
 	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
-	lv.base, lv.simulated = base, opts.Simulated
+	lv.base, lv.simulated, lv.mask = base, opts.Simulated, mask
 	if opts.Simulated {
 		// A newcomer's first enter runs what works on simulated hosts
 		// alone and shows the sick one (the first lab, exclusive-baseline,
@@ -405,7 +405,7 @@ func (m Model) View() string {
 		for range m.styles.Spacing {
 			parts = append(parts, m.fit("", 1))
 		}
-		parts = append(parts, m.fit(m.styles.Caption.Render(" "+m.present.caption()+" "), 1))
+		parts = append(parts, m.fit(m.styles.Caption.Render(" "+m.present.caption(m.width)+" "), 1))
 		for range m.styles.Spacing {
 			parts = append(parts, m.fit("", 1))
 		}
@@ -497,7 +497,8 @@ func (m Model) helpView() string {
 	k := m.keys
 	global := [][]key.Binding{{k.NextTab, k.PrevTab, k.GoTab}, {k.Help, k.Quit}}
 	if m.present != nil {
-		global = append([][]key.Binding{{m.present.keys.Next, m.present.keys.Prev}}, global...)
+		p := m.present.keys
+		global = append([][]key.Binding{{p.Next, p.Prev, p.Down, p.Up}}, global...)
 	}
 	parts := []string{m.styles.CardTitle.Render("Keys: " + v.Title()), ""}
 	if groups := v.FullHelp(); len(groups) > 0 {

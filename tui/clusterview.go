@@ -260,9 +260,10 @@ func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
 // scrollWhy moves the why pane for [ and ] or the wheel; it reports
 // whether msg was one of those.
 func (v *clusterView) scrollWhy(msg tea.Msg) bool {
-	body, height := len(v.whyBody()), v.maxWhy()-1
+	lines, height := v.whyBody(), v.maxWhy()-1
+	// No sideways keys: the why is wrapped to the pane's width.
 	keys := ScrollKeys{PageUp: v.keys.WhyUp, PageDown: v.keys.WhyDown}
-	return v.why.handle(msg, keys, body, height)
+	return v.why.handle(msg, keys, lines, v.width, height)
 }
 
 func (v *clusterView) handleKey(km tea.KeyMsg) {

@@ -200,7 +200,8 @@ func (v *fleetView) ShortHelp() []key.Binding {
 		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	}
 	if v.hostView != nil {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Page.PageDown, v.keys.Back}
+		keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Page.PageDown}
+		return append(append(keys, v.hostView.sideKeys(v.keys.Page)...), v.keys.Back)
 	}
 	var keys []key.Binding
 	switch {
@@ -216,24 +217,27 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.rows[v.cursor].probe != nil && v.rows[v.cursor].probe.Snapshot != nil {
 		keys = append(keys, v.keys.Open) // enter opens only a probed host
 	}
-	if total, h := len(v.paneLines()), v.paneHeight(); total > h && v.scroll.position(total, h) < v.scroll.maxTop(total, h) {
-		// first: the status bar drops hints from the end; not at the
-		// output's end, where pgdn does nothing
-		keys = append([]key.Binding{v.keys.Scroll.PageDown}, keys...)
+	// First: the status bar drops hints from the end. Page down not at
+	// the output's end, where it does nothing; < and > only for lines
+	// wider than the pane.
+	lines := v.outputLines()
+	first := v.scroll.sideKeys(v.keys.Scroll, lines, v.width)
+	if v.scroll.more(true, len(lines), v.paneHeight()) {
+		first = append([]key.Binding{v.keys.Scroll.PageDown}, first...)
 	}
-	return keys
+	return append(first, keys...)
 }
 
 func (v *fleetView) FullHelp() [][]key.Binding {
 	k := v.keys
-	if v.noCommands != "" { // presenter mode: no command prompt; p and page up/down step the walkthrough
-		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}}
+	if v.noCommands != "" { // presenter mode: no command prompt; p steps the walkthrough, page up/down scroll the pane first
+		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}, {k.Scroll.Left, k.Scroll.Right}}
 	}
 	// The actions first: a narrow help panel cuts columns from the
 	// right, and at 80 columns the third went (:, p, enter hidden).
 	s := k.Scroll
 	keys := [][]key.Binding{{k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}, {k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End},
-		{s.PageUp, s.PageDown, s.Top, s.Bottom}}
+		{s.PageUp, s.PageDown, s.Top, s.Bottom, s.Left, s.Right}}
 	if v.killHost != nil {
 		keys[0] = append(keys[0], k.Kill)
 	}
@@ -303,7 +307,7 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.hostView.update(msg, v.keys.Up, v.keys.Down, v.keys.Page)
 			return v, nil
 		}
-		if v.scroll.handle(msg, v.keys.Scroll, len(v.paneLines()), v.paneHeight()) {
+		if v.scroll.handle(msg, v.keys.Scroll, v.outputLines(), v.width, v.paneHeight()) {
 			return v, nil
 		}
 		return v, v.handleKey(msg)
@@ -311,7 +315,7 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		if v.hostView != nil {
 			v.hostView.update(msg, v.keys.Up, v.keys.Down, v.keys.Page)
 		} else {
-			v.scroll.handle(msg, v.keys.Scroll, len(v.paneLines()), v.paneHeight())
+			v.scroll.handle(msg, v.keys.Scroll, v.outputLines(), v.width, v.paneHeight())
 		}
 	}
 	return v, nil
@@ -382,7 +386,7 @@ func (v *fleetView) openHost() {
 		return
 	}
 	text := v.mask.apply(renderHost(v.rows[v.cursor].probe.Snapshot, v.simulated, v.styles, v.width))
-	v.hostView = newTextPage(strings.Split(text, "\n"), v.height)
+	v.hostView = newTextPage(strings.Split(text, "\n"), v.width, v.height)
 }
 
 // present starts the probe ("probe") and, with open, opens the first
@@ -590,7 +594,7 @@ func (v *fleetView) View() string {
 		title = fmt.Sprintf(" hosts %d-%d of %d (↑/↓) ─%s", v.offset+1, min(len(v.rows), v.offset+n), len(v.rows), title)
 	}
 	lines = append(lines, st.Rule.Render("──"+title+strings.Repeat("─", max(0, v.width-lipgloss.Width(title)-2))))
-	lines = append(lines, v.scroll.render(v.paneLines(), v.paneHeight(), st)...)
+	lines = append(lines, v.scroll.render(v.outputLines(), v.width, v.paneHeight(), st)...)
 	return strings.Join(lines, "\n")
 }
 
@@ -724,6 +728,22 @@ func lastLine(s string) string {
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimLeft(s, "\n"), "\n")
 	return s
+}
+
+// outputLines are the output pane's lines as it shows them: host names
+// masked before the pane cuts them to its width.
+func (v *fleetView) outputLines() []string { return v.mask.lines(v.paneLines()) }
+
+// canScroll says whether a page down (down) or up moves what the Fleet
+// shows: the host's page when it is open, else the output pane.
+func (v *fleetView) canScroll(down bool) bool {
+	if v.typing {
+		return false
+	}
+	if v.hostView != nil {
+		return v.hostView.canScroll(down)
+	}
+	return v.scroll.more(down, len(v.outputLines()), v.paneHeight())
 }
 
 func (v *fleetView) paneLines() []string {

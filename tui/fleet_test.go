@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -446,5 +447,105 @@ func TestFleetCommandFieldStartsEmpty(t *testing.T) {
 	m, _ = press(t, m, "backspace", "up")
 	if v := m.View(); !strings.Contains(v, "$ a") {
 		t.Errorf("↑ on the empty field does not bring the last command back:\n%s", v)
+	}
+}
+
+// longLine is a host's output line of 200 characters, its end marked.
+var longLine = "begin " + strings.Repeat("0123456789", 19) + " END"
+
+// pressUntil presses k until the view is as done wants, at most limit
+// times; it returns the model and how many presses it took (0: never).
+func pressUntil(t *testing.T, m Model, k string, done func(view string) bool, limit int) (Model, int) {
+	t.Helper()
+	for i := 1; i <= limit; i++ {
+		m, _ = press(t, m, k)
+		if done(m.View()) {
+			return m, i
+		}
+	}
+	return m, 0
+}
+
+// At 80 columns a line of 200 in the output pane is cut with "…", and >
+// shows the rest, a step at a time, to its end and no further; < comes
+// back. The status bar and the pane's marker offer only the keys that
+// move it.
+func TestFleetScrollsSideways(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 8, odd: -1, out: longLine + "\n" + seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd)
+	start := m.View()
+	if !regexp.MustCompile(`(?m)^  begin [0-9]+…$`).MatchString(start) || strings.Contains(start, "END") {
+		t.Fatalf("the long line is not cut at the edge:\n%s", start)
+	}
+	if !strings.Contains(start, "below · pgdn · > sideways") || !strings.Contains(start, "> sideways  ") || strings.Contains(start, "< sideways") {
+		t.Errorf("the Fleet does not offer > alone:\n%s", start)
+	}
+	golden(t, "fleet_wide_80x24", start)
+	m, n := pressUntil(t, m, ">", func(v string) bool { return strings.Contains(v, "END") }, 10)
+	if n < 2 {
+		t.Fatalf("> took %d presses to show the end (0: never), want a few steps:\n%s", n, m.View())
+	}
+	end := m.View()
+	if !regexp.MustCompile(`(?m)^…[0-9 ]+END *$`).MatchString(end) || strings.Contains(end, "> sideways") || !strings.Contains(end, "< sideways") {
+		t.Errorf("at its end the line lacks its … on the left, or > is still offered:\n%s", end)
+	}
+	golden(t, "fleet_wide_end_80x24", end)
+	if m, _ = press(t, m, ">"); m.View() != end {
+		t.Errorf("> moved past the end of the widest line:\n%s", m.View())
+	}
+	if m, n = pressUntil(t, m, "<", func(v string) bool { return v == start }, 10); n == 0 {
+		t.Errorf("< does not come back to the start:\n%s", m.View())
+	}
+}
+
+// The host view's GPU table is wider than 80 columns: > shows its ECC
+// and MIG columns.
+func TestFleetHostViewScrollsSideways(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1}, 80, 24)
+	m, cmd := press(t, m, "3", "p")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "enter")
+	if v := m.View(); strings.Contains(v, "MIG\n") || !strings.Contains(v, "> sideways") {
+		t.Fatalf("the host view at 80 columns shows the table whole, or does not offer >:\n%s", v)
+	}
+	m, n := pressUntil(t, m, ">", func(v string) bool { return strings.Contains(v, "ECC       MIG") }, 10)
+	if n == 0 {
+		t.Fatalf("> never shows the GPU table's MIG column:\n%s", m.View())
+	}
+	v := m.View()
+	if !regexp.MustCompile(`(?m)^…[^\n]*/400W ok 0 CE +(on \(2 GI\)|off) *$`).MatchString(v) {
+		t.Errorf("the GPU rows do not show their ECC and MIG shifted:\n%s", v)
+	}
+	golden(t, "fleet_host_wide_80x24", v)
+}
+
+// With names masked, a shifted pane masks a line before cutting it: at
+// no column does a piece of a host's name or address show, where a mask
+// after the cut would no longer know it for one.
+func TestFleetSidewaysMasked(t *testing.T) {
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pane has the name from column 79: two steps of > (column 80)
+	// leave its first two letters behind the pane's left edge.
+	out := strings.Repeat("x", 76) + " gpu003 at 127.0.0.1:2203 " + strings.Repeat("y", 120) + "\n"
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Fleet: loopbackFleet{fakeFleet{n: 4, odd: -1, out: out}}, Styles: DefaultStyles(), Mask: true})
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m, cmd := press(t, next.(Model), "3", ":", "x", "enter")
+	m = drain(t, m, cmd)
+	piece := regexp.MustCompile(`pu0|u00|0\.0\.|\.0\.|27\.0|:22`)
+	seen := false
+	for range 12 {
+		v := m.View()
+		if loc := piece.FindStringIndex(v); loc != nil {
+			t.Errorf("%q of a name or address on screen:\n%s", v[loc[0]:loc[1]], v)
+		}
+		seen = seen || strings.Contains(v, "host-3 at masked")
+		m, _ = press(t, m, ">")
+	}
+	if !seen {
+		t.Errorf("> never showed the masked name and address")
 	}
 }

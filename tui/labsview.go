@@ -98,8 +98,10 @@ type labsView struct {
 	rec        *labs.Record
 	dir        string
 	err        string
-	// simulated puts a SIM badge on the hosts.
+	// simulated puts a SIM badge on the hosts; mask hides host names
+	// before the panes cut their lines to their width (nil: shown).
 	simulated bool
+	mask      *masker
 
 	width, height int
 }
@@ -183,17 +185,19 @@ func (v *labsView) ShortHelp() []key.Binding {
 	default:
 		return v.listHelp()
 	}
-	if len(v.runBody()) > v.bodyHeight() {
+	body := v.runBody()
+	if len(body) > v.bodyHeight() {
 		keys = append(keys, v.keys.Scroll.PageDown)
 	}
-	return keys
+	return append(keys, v.scroll.sideKeys(v.keys.Scroll, body, v.width)...)
 }
 
 // listHelp offers the keys that do something on the selected lab: no
 // hosts, no run; no fast-forward or parameters, no key for them.
 func (v *labsView) listHelp() []key.Binding {
 	keys := []key.Binding{v.keys.Up, v.keys.Down}
-	if len(v.listLines()) > v.height {
+	lines := v.listLines()
+	if len(lines) > v.height {
 		keys = append(keys, v.keys.Scroll.PageDown)
 	}
 	if v.canRun() {
@@ -208,7 +212,9 @@ func (v *labsView) listHelp() []key.Binding {
 	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
 		keys = append(keys, v.keys.Params)
 	}
-	return keys
+	// Last: the status bar drops hints from the end, and a long line of
+	// the list (its parameters) matters less than the keys that run.
+	return append(keys, v.listScroll.sideKeys(v.keys.Scroll, lines, v.width)...)
 }
 
 // canRun says whether enter runs the selected lab.
@@ -217,7 +223,8 @@ func (v *labsView) canRun() bool {
 }
 
 func (v *labsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Scroll.PageUp, v.keys.Scroll.PageDown},
+	s := v.keys.Scroll
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, s.PageUp, s.PageDown, s.Left, s.Right},
 		{v.keys.Run, v.keys.Guided, v.keys.Solve, v.keys.Hosts, v.keys.Params, v.keys.Back}}
 }
 
@@ -246,9 +253,9 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, v.handleKey(msg)
 	case tea.MouseMsg:
 		if v.active != nil {
-			v.scroll.handle(msg, v.keys.Scroll, len(v.runBody()), v.bodyHeight())
+			v.scroll.handle(msg, v.keys.Scroll, v.runBody(), v.width, v.bodyHeight())
 		} else {
-			v.listScroll.handle(msg, v.keys.Scroll, len(v.listLines()), v.height)
+			v.listScroll.handle(msg, v.keys.Scroll, v.listLines(), v.width, v.height)
 		}
 	}
 	return v, nil
@@ -292,6 +299,24 @@ func (v *labsView) apply(u LabUpdate) {
 	}
 }
 
+// listScrolls says whether km is one of the keys that move the list's
+// pane (home and end move the cursor instead).
+func listScrolls(km tea.KeyMsg, k ScrollKeys) bool {
+	return key.Matches(km, k.PageUp) || key.Matches(km, k.PageDown) || key.Matches(km, k.Left) || key.Matches(km, k.Right)
+}
+
+// canScroll says whether a page down (down) or up moves what the tab
+// shows: a run's criteria and steps, or the list.
+func (v *labsView) canScroll(down bool) bool {
+	switch {
+	case v.setup.typing():
+		return false
+	case v.active != nil:
+		return v.scroll.more(down, len(v.runBody()), v.bodyHeight())
+	}
+	return v.listScroll.more(down, len(v.listLines()), v.height)
+}
+
 func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 	k := v.keys
 	if v.pending != nil {
@@ -307,11 +332,15 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		if answer >= 0 {
 			v.pending.reply <- answer // buffered: the run takes it when it can
 			v.pending = nil
+			return nil
 		}
+		// The status bar offers the scroll keys here too: the step's
+		// lines may be below the pane's end, or past its right edge.
+		v.scroll.handle(km, k.Scroll, v.runBody(), v.width, v.bodyHeight())
 		return nil
 	}
 	if v.active != nil {
-		if v.scroll.handle(km, k.Scroll, len(v.runBody()), v.bodyHeight()) {
+		if v.scroll.handle(km, k.Scroll, v.runBody(), v.width, v.bodyHeight()) {
 			return nil
 		}
 		if key.Matches(km, k.Back) {
@@ -323,8 +352,7 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if (key.Matches(km, k.Scroll.PageUp) || key.Matches(km, k.Scroll.PageDown)) &&
-		v.listScroll.handle(km, k.Scroll, len(v.listLines()), v.height) {
+	if listScrolls(km, k.Scroll) && v.listScroll.handle(km, k.Scroll, v.listLines(), v.width, v.height) {
 		return nil
 	}
 	sel := v.sel
@@ -447,7 +475,7 @@ func (v *labsView) View() string {
 		return v.listView()
 	}
 	head := v.runHead()
-	return strings.Join(append(head, v.scroll.render(v.runBody(), v.bodyHeight(), v.styles)...), "\n")
+	return strings.Join(append(head, v.scroll.render(v.runBody(), v.width, v.bodyHeight(), v.styles)...), "\n")
 }
 
 // bodyHeight is the room under a run's head lines.
@@ -483,7 +511,8 @@ func (v *labsView) runHead() []string {
 }
 
 // runBody is a run's samples, the step it waits at, its criteria (each
-// whole: the measured value before the expression) and its steps.
+// whole: the measured value before the expression) and its steps, host
+// names masked.
 func (v *labsView) runBody() []string {
 	st := v.styles
 	var lines []string
@@ -513,7 +542,7 @@ func (v *labsView) runBody() []string {
 	if v.err != "" {
 		lines = append(lines, st.Error.Render(v.err))
 	}
-	return lines
+	return v.mask.lines(lines)
 }
 
 // guideLines are the step a guided run waits at: what it runs and
@@ -723,10 +752,11 @@ func (v *labsView) checklist() []labs.ScoreGroup {
 }
 
 func (v *labsView) listView() string {
-	return strings.Join(v.listScroll.render(v.listLines(), v.height, v.styles), "\n")
+	return strings.Join(v.listScroll.render(v.listLines(), v.width, v.height, v.styles), "\n")
 }
 
-// listLines are the labs and the selected one's goal and criteria.
+// listLines are the labs and the selected one's goal and criteria, host
+// names masked.
 func (v *labsView) listLines() []string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
@@ -773,5 +803,5 @@ func (v *labsView) listLines() []string {
 			lines = append(lines, st.Hint.Render("enter runs the lab · t runs it step by step"))
 		}
 	}
-	return lines
+	return v.mask.lines(lines)
 }

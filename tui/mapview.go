@@ -61,17 +61,25 @@ func (v *mapView) Status() string {
 
 func (v *mapView) ShortHelp() []key.Binding {
 	if v.open {
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+		return append(append([]key.Binding{v.keys.Up, v.keys.Down}, v.pager.sideKeys(pageKeys())...), v.keys.Back)
 	}
 	return []key.Binding{moveHint, v.keys.Open}
 }
 
 func (v *mapView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{
+	keys := [][]key.Binding{
 		{v.keys.Up, v.keys.Down, v.keys.Left, v.keys.Right},
 		{v.keys.Home, v.keys.End, v.keys.Open, v.keys.Back},
 	}
+	if v.open { // the card's page scrolls
+		pk := pageKeys()
+		keys = append(keys, []key.Binding{pk.PageUp, pk.PageDown, pk.Left, pk.Right})
+	}
+	return keys
 }
+
+// canScroll says whether a page down (down) or up moves the open card.
+func (v *mapView) canScroll(down bool) bool { return v.open && v.pager.canScroll(down) }
 
 // moveHint stands for the four arrows in the status bar.
 var moveHint = key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("←↑↓→", "move"))
@@ -154,7 +162,7 @@ func (v *mapView) updateOpen(km tea.KeyMsg) (Component, tea.Cmd) {
 
 // openCard shows the selected project's full card in a scrolling page.
 func (v *mapView) openCard() {
-	v.pager = newTextPage(strings.Split(v.card.full(v.order[v.sel], v.width-2), "\n"), v.height)
+	v.pager = newTextPage(strings.Split(v.card.full(v.order[v.sel], v.width-2), "\n"), v.width, v.height)
 }
 
 // moveRow moves the selection to the chip in the next or previous row whose

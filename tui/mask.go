@@ -116,6 +116,20 @@ func (m *masker) apply(s string) string {
 	return s
 }
 
+// lines masks each of ls (a nil masker returns ls). A pane that cuts its
+// lines to its width, from a column when it is shifted sideways, masks
+// them first: a name cut at either edge is one the mask cannot see.
+func (m *masker) lines(ls []string) []string {
+	if m == nil {
+		return ls
+	}
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = m.apply(l)
+	}
+	return out
+}
+
 // name masks one name or node set.
 func (m *masker) name(match string) string {
 	names := []string{match}

@@ -76,18 +76,28 @@ func (v *matrixView) ShortHelp() []key.Binding {
 	case v.searching:
 		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	case v.open:
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Back}
+		return append(append([]key.Binding{v.keys.Up, v.keys.Down}, v.pager.sideKeys(pageKeys())...), v.keys.Back)
 	}
 	return []key.Binding{moveHint, v.keys.Sort, v.keys.Plane, v.keys.Level, v.keys.Search}
 }
 
 func (v *matrixView) FullHelp() [][]key.Binding {
 	k := v.keys
-	return [][]key.Binding{
+	keys := [][]key.Binding{
 		{k.Up, k.Down, k.Left, k.Right},
 		{k.PageUp, k.PageDown, k.Home, k.End},
 		{k.Sort, k.Plane, k.Level, k.Search, k.Clear, k.Open},
 	}
+	if v.open { // the card's page scrolls sideways too
+		pk := pageKeys()
+		keys = append(keys, []key.Binding{pk.Left, pk.Right})
+	}
+	return keys
+}
+
+// canScroll says whether a page down (down) or up moves the open card.
+func (v *matrixView) canScroll(down bool) bool {
+	return v.open && !v.searching && v.pager.canScroll(down)
 }
 
 // columns returns the column titles.
@@ -260,7 +270,7 @@ func (v *matrixView) handleKey(km tea.KeyMsg) {
 
 // openCard shows the selected project's full card in a scrolling page.
 func (v *matrixView) openCard() {
-	v.pager = newTextPage(strings.Split(v.card.full(v.rows[v.row], v.width-2), "\n"), v.height)
+	v.pager = newTextPage(strings.Split(v.card.full(v.rows[v.row], v.width-2), "\n"), v.width, v.height)
 }
 
 func (v *matrixView) updateSearch(km tea.KeyMsg) (Component, tea.Cmd) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // PresentStep is one step of a presenter's scripted walkthrough (gpulab
@@ -32,16 +33,31 @@ type presentable interface {
 	present(run string, open bool) tea.Cmd
 }
 
-// presentKeys step through a walkthrough; they take n and p from the views.
+// scrollable is a view whose pane in view page down and page up scroll:
+// a presenter's clicker pages it before it steps the walkthrough.
+type scrollable interface {
+	// canScroll says whether page down (down) or page up would move the
+	// pane in view: it has more below, or is scrolled down.
+	canScroll(down bool) bool
+}
+
+// The views with a pane that page down scrolls.
+var _ = []scrollable{(*fleetView)(nil), (*runbooksView)(nil), (*labsView)(nil), (*resultsView)(nil), (*mapView)(nil), (*matrixView)(nil)}
+
+// presentKeys step through a walkthrough; they take n and p from the
+// views. Down and Up are a presenter's clicker (it sends page down and
+// page up): they scroll the pane in view while it has more that way, and
+// step when it has none.
 type presentKeys struct {
-	Next, Prev key.Binding
+	Next, Prev, Down, Up key.Binding
 }
 
 func defaultPresentKeys() presentKeys {
 	return presentKeys{
-		// A presenter's clicker sends page down and page up.
-		Next: key.NewBinding(key.WithKeys("n", "pgdown"), key.WithHelp("n", "next step")),
-		Prev: key.NewBinding(key.WithKeys("p", "pgup"), key.WithHelp("p", "previous step")),
+		Next: key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "next step")),
+		Prev: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "previous step")),
+		Down: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "scroll, then next step")),
+		Up:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "scroll up, then step back")),
 	}
 }
 
@@ -59,9 +75,14 @@ func newPresenter(steps []PresentStep) *presenter {
 	return &presenter{steps: steps, at: -1, started: map[int]bool{}, keys: defaultPresentKeys()}
 }
 
-// caption is the line above the view: the step, its caption, and the keys.
-func (p *presenter) caption() string {
+// caption is the line above the view: the step, its caption, and the
+// keys; the clicker's too where the width has room for them.
+func (p *presenter) caption(width int) string {
 	if p.at < 0 {
+		long := fmt.Sprintf("Presenter mode: %d steps. n next step · p previous step · pgdn/pgup scroll, then step · q quit", len(p.steps))
+		if ansi.StringWidth(long)+2 <= width {
+			return long
+		}
 		return fmt.Sprintf("Presenter mode: %d steps. n next step · p previous step · q quit", len(p.steps))
 	}
 	return fmt.Sprintf("%d/%d  %s", p.at+1, len(p.steps), p.steps[p.at].Caption)
@@ -91,16 +112,28 @@ func (m *Model) goTo(i int) tea.Cmd {
 	return nil
 }
 
-// handlePresentKey steps through the walkthrough.
-func (m *Model) handlePresentKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+// handlePresentKey steps through the walkthrough: n and p always, page
+// down and up once the pane in view has nothing more that way (until
+// then the key is the view's, and scrolls it: handled is false).
+func (m *Model) handlePresentKey(msg tea.KeyMsg) (cmd tea.Cmd, handled bool) {
+	k := m.present.keys
 	switch {
-	case key.Matches(msg, m.present.keys.Next):
+	case key.Matches(msg, k.Down) && m.paneScrolls(true), key.Matches(msg, k.Up) && m.paneScrolls(false):
+		return nil, false
+	case key.Matches(msg, k.Next), key.Matches(msg, k.Down):
 		return m.goTo(m.present.at + 1), true
-	case key.Matches(msg, m.present.keys.Prev):
+	case key.Matches(msg, k.Prev), key.Matches(msg, k.Up):
 		if m.present.at <= 0 {
 			return nil, true
 		}
 		return m.goTo(m.present.at - 1), true
 	}
 	return nil, false
+}
+
+// paneScrolls says whether the view in front has a pane that page down
+// (down) or page up would move; not under the help panel, which hides it.
+func (m *Model) paneScrolls(down bool) bool {
+	s, ok := m.views[m.active].(scrollable)
+	return ok && !m.showHelp && s.canScroll(down)
 }

@@ -343,3 +343,77 @@ func BenchmarkMaskedFleetView(b *testing.B) {
 		_ = m.View()
 	}
 }
+
+// TestPresentClickerScrollsFirst: a presenter's clicker (page down, page
+// up) scrolls the pane in view to its end before it steps on, and back to
+// its top before it steps back; n and p always step.
+func TestPresentClickerScrollsFirst(t *testing.T) {
+	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 80, 24)
+	step := func(m Model, keys ...string) Model {
+		t.Helper()
+		for _, k := range keys {
+			var cmd tea.Cmd
+			m, cmd = press(t, m, k)
+			m = drain(t, m, cmd)
+		}
+		return m
+	}
+	m = step(m, "n", "n", "n", "n") // step 4: the flagged host's GPUs, longer than the screen
+	if v := m.View(); m.present.at != 3 || !strings.Contains(v, "more lines below · pgdn") {
+		t.Fatalf("step 4 does not show a host view with more below:\n%s", v)
+	}
+	pages := 0
+	for !strings.Contains(m.View(), "end of output") {
+		before := m.View()
+		m = step(m, "pgdown")
+		pages++
+		if m.present.at != 3 {
+			t.Fatalf("page down %d stepped to step %d before the pane's end:\n%s", pages, m.present.at+1, before)
+		}
+		if m.View() == before || pages > 20 {
+			t.Fatalf("page down %d did not scroll the pane:\n%s", pages, before)
+		}
+	}
+	if m = step(m, "pgdown"); m.present.at != 4 || m.Active() != "Runbooks" {
+		t.Fatalf("page down at the pane's end: step %d in %s, want step 5 in Runbooks", m.present.at+1, m.Active())
+	}
+	// Back: the Runbooks step has nothing scrolled, so page up steps back
+	// to the host view, still at its end; page up scrolls it to its top,
+	// as many pages as it went down, then steps back.
+	m = step(m, "pgup")
+	ups := 0
+	for m.present.at == 3 && ups <= 20 {
+		m = step(m, "pgup")
+		ups++
+	}
+	if m.present.at != 2 || ups != pages+1 {
+		t.Errorf("page up left step 4 after %d presses (at step %d), want %d pages and then step 3", ups, m.present.at+1, pages+1)
+	}
+	// n and p step whatever the pane has below.
+	if !strings.Contains(m.View(), "more lines below") {
+		t.Fatalf("step 3 does not show the host view at its top:\n%s", m.View())
+	}
+	if m = step(m, "n"); m.present.at != 3 {
+		t.Errorf("n with more below went to step %d, want 4", m.present.at+1)
+	}
+	if m = step(m, "n"); m.present.at != 4 {
+		t.Errorf("n with more below went to step %d, want 5", m.present.at+1)
+	}
+	if m = step(m, "p"); m.present.at != 3 {
+		t.Errorf("p went to step %d, want 4", m.present.at+1)
+	}
+}
+
+// TestPresentCaptionNamesTheClicker: before the first step the caption
+// says what page down and page up do, where the width has room for it.
+func TestPresentCaptionNamesTheClicker(t *testing.T) {
+	for _, tc := range []struct {
+		w    int
+		want string
+	}{{120, "n next step · p previous step · pgdn/pgup scroll, then step · q quit"}, {80, "n next step · p previous step · q quit"}} {
+		m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, tc.w, 24)
+		if v := m.View(); !strings.Contains(v, tc.want) {
+			t.Errorf("at %d columns the caption lacks %q:\n%s", tc.w, tc.want, v)
+		}
+	}
+}

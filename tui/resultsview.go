@@ -133,9 +133,9 @@ func (v *resultsView) SetSize(w, h int) {
 	}
 	v.page.height = h
 	if resized && v.redraw != nil { // drawn again for the new width, where the reader was
-		top := v.page.s.top
+		s := v.page.s
 		v.redraw()
-		v.page.s.top = top
+		v.page.s = s
 	}
 }
 
@@ -152,6 +152,7 @@ func (v *resultsView) ShortHelp() []key.Binding {
 		if len(v.page.lines) > v.page.height {
 			keys = append(keys, v.keys.Page.PageDown)
 		}
+		keys = append(keys, v.page.sideKeys(v.keys.Page)...)
 		return append(keys, v.keys.Back)
 	}
 	if len(v.refs) == 0 { // nothing to move to, open, mark or compare
@@ -164,8 +165,11 @@ func (v *resultsView) ShortHelp() []key.Binding {
 	return append(keys, v.keys.Refresh)
 }
 
+// canScroll says whether a page down (down) or up moves the open page.
+func (v *resultsView) canScroll(down bool) bool { return v.page != nil && v.page.canScroll(down) }
+
 func (v *resultsView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Page.PageUp, v.keys.Page.PageDown},
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End, v.keys.Open}, {v.keys.Page.PageUp, v.keys.Page.PageDown, v.keys.Page.Left, v.keys.Page.Right},
 		{v.keys.Baseline, v.keys.Compare, v.keys.Refresh, v.keys.Back}}
 }
 
@@ -231,13 +235,15 @@ func (v *resultsView) open() {
 	}
 	// A record is anyone's file: its control characters are escaped
 	// before it is rendered.
-	v.redraw = func() { v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(md)), v.width), v.height) }
+	v.redraw = func() {
+		v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(md)), v.width), v.width, v.height)
+	}
 	v.redraw()
 }
 
 // show opens text (a comparison) in a scrolling page.
 func (v *resultsView) show(text string) {
-	v.redraw = func() { v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.height) }
+	v.redraw = func() { v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.width, v.height) }
 	v.redraw()
 }
 

@@ -62,6 +62,9 @@ type runbooksView struct {
 	cursor   int // over verdict groups
 	evidence bool
 	evScroll scroller // the evidence pane's position
+	// mask hides host names in the evidence before the pane cuts it to
+	// its width (nil: shown).
+	mask *masker
 	// focusFail keeps the cursor on the first FAIL as verdicts arrive (a
 	// presenter's step that opens the evidence).
 	focusFail bool
@@ -72,13 +75,15 @@ type runbooksView struct {
 }
 
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
+	side := DefaultScrollKeys()
 	return &runbooksView{runner: runner, inv: inv, list: list, styles: st, setup: newRunSetup(inv, runner), keys: runbookKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
 		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
 		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
 		Scroll: ScrollKeys{PageUp: key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "evidence up")),
-			PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more evidence"))},
+			PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more evidence")),
+			Left:     side.Left, Right: side.Right},
 		Params: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
 	}}
 }
@@ -118,10 +123,15 @@ func (v *runbooksView) ShortHelp() []key.Binding {
 		return fieldHelp()
 	}
 	if v.active != nil {
-		if v.evidence && len(v.evidencePane()) > v.evidenceHeight()-1 {
-			return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Scroll.PageDown, v.keys.Evidence, v.keys.Back}
+		keys := []key.Binding{v.keys.Up, v.keys.Down}
+		if v.evidence {
+			pane := v.evidencePane()
+			if len(pane) > v.evidenceHeight()-1 {
+				keys = append(keys, v.keys.Scroll.PageDown)
+			}
+			keys = append(keys, v.evScroll.sideKeys(v.keys.Scroll, pane, v.width)...)
 		}
-		return []key.Binding{v.keys.Up, v.keys.Down, v.keys.Evidence, v.keys.Back}
+		return append(keys, v.keys.Evidence, v.keys.Back)
 	}
 	keys := []key.Binding{v.keys.Up, v.keys.Down}
 	if v.canRun() { // no key is offered that does nothing
@@ -142,7 +152,7 @@ func (v *runbooksView) canRun() bool {
 }
 
 func (v *runbooksView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End}, {v.keys.Scroll.PageUp, v.keys.Scroll.PageDown},
+	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End}, {v.keys.Scroll.PageUp, v.keys.Scroll.PageDown, v.keys.Scroll.Left, v.keys.Scroll.Right},
 		{v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
 }
 
@@ -174,7 +184,7 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, v.handleKey(msg)
 	case tea.MouseMsg:
 		if v.active != nil && v.evidence {
-			v.evScroll.handle(msg, v.keys.Scroll, len(v.evidencePane()), v.evidenceHeight()-1)
+			v.evScroll.handle(msg, v.keys.Scroll, v.evidencePane(), v.width, v.evidenceHeight()-1)
 		}
 	}
 	return v, nil
@@ -207,7 +217,7 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 		return nil
 	}
-	if v.evidence && v.evScroll.handle(km, k.Scroll, len(v.evidencePane()), v.evidenceHeight()-1) {
+	if v.evidence && v.evScroll.handle(km, k.Scroll, v.evidencePane(), v.width, v.evidenceHeight()-1) {
 		return nil
 	}
 	cursor := v.cursor
@@ -328,7 +338,7 @@ func (v *runbooksView) View() string {
 		ph := v.evidenceHeight()
 		room = max(1, v.height-1-ph)
 		pane = append([]string{st.Rule.Render("── evidence " + strings.Repeat("─", max(0, v.width-12)))},
-			v.evScroll.render(v.evidencePane(), ph-1, st)...)
+			v.evScroll.render(v.evidencePane(), v.width, ph-1, st)...)
 	}
 	lines := append([]string{head}, cursorWindow(body, at, room, st)...)
 	if pane != nil {
@@ -403,13 +413,20 @@ func (v *runbooksView) selected() (string, *runbooks.FoldedGroup) {
 
 func (v *runbooksView) evidenceHeight() int { return max(4, v.height/2) }
 
-// evidencePane is the selected group's evidence (nil: none selected).
+// evidencePane is the selected group's evidence (nil: none selected),
+// host names masked.
 func (v *runbooksView) evidencePane() []string {
 	check, g := v.selected()
 	if g == nil {
 		return nil
 	}
-	return v.evidenceLines(check, g)
+	return v.mask.lines(v.evidenceLines(check, g))
+}
+
+// canScroll says whether a page down (down) or up moves the evidence
+// pane: it is open and has more below (above).
+func (v *runbooksView) canScroll(down bool) bool {
+	return v.active != nil && v.evidence && v.evScroll.more(down, len(v.evidencePane()), v.evidenceHeight()-1)
 }
 
 func (v *runbooksView) listView() string {

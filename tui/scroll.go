@@ -6,20 +6,29 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 )
 
-// ScrollKeys move a pane of text taller than its room.
+// ScrollKeys move a pane of text taller or wider than its room.
 type ScrollKeys struct {
 	PageUp, PageDown, Top, Bottom key.Binding
+	// Left and Right move the pane sideways, for lines wider than it;
+	// a pane without them (zero bindings) cuts such lines.
+	Left, Right key.Binding
 }
 
-// DefaultScrollKeys returns page up/down and home/end.
+// DefaultScrollKeys returns page up/down, home/end, and < and > (or
+// shift and an arrow) sideways.
 func DefaultScrollKeys() ScrollKeys {
 	return ScrollKeys{
 		PageUp:   key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "output up")),
 		PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more output")),
 		Top:      key.NewBinding(key.WithKeys("home"), key.WithHelp("home", "output's top")),
 		Bottom:   key.NewBinding(key.WithKeys("end"), key.WithHelp("end", "output's end")),
+		// The help names < and > alone: a column of help as wide as
+		// shift+← would not fit beside the others at 80 columns.
+		Left:  key.NewBinding(key.WithKeys("<", "shift+left"), key.WithHelp("<", "scroll left")),
+		Right: key.NewBinding(key.WithKeys(">", "shift+right"), key.WithHelp(">", "scroll right")),
 	}
 }
 
@@ -27,12 +36,19 @@ func DefaultScrollKeys() ScrollKeys {
 const wheelLines = 3
 
 // scroller is the position of a pane of text in its room: the first line
-// shown, and whether it follows the end as lines arrive. A pane whose text
-// does not fit gives its last line to a marker that says how much is above
-// and below, so that nothing is ever cut silently.
+// shown, whether it follows the end as lines arrive, and the first column
+// shown. A pane whose text does not fit gives its last line to a marker
+// that says how much is above and below, and a line cut at an edge ends
+// in "…" there, so that nothing is ever cut silently.
+//
+// The column stays where < and > put it: the top, the end and another
+// text in the pane (another host's output) keep it, so that columns read
+// across hosts stay in place; it is never further right than the widest
+// line of the text in the pane needs.
 type scroller struct {
 	top    int
 	follow bool
+	col    int
 }
 
 // room is how many of the pane's height lines show text.
@@ -68,9 +84,48 @@ func (s scroller) position(total, height int) int {
 	return min(s.top, last)
 }
 
-// handle moves the pane for a scroll key or a wheel turn; it reports
-// whether msg was one.
-func (s *scroller) handle(msg tea.Msg, k ScrollKeys, total, height int) bool {
+// more says whether the pane has lines below its view (down) or above it:
+// whether a page down (up) would move it.
+func (s scroller) more(down bool, total, height int) bool {
+	if total <= height {
+		return false
+	}
+	if down {
+		return s.position(total, height) < s.maxTop(total, height)
+	}
+	return s.position(total, height) > 0
+}
+
+// widest is the width of the widest of lines, in cells.
+func widest(lines []string) int {
+	w := 0
+	for _, l := range lines {
+		w = max(w, ansi.StringWidth(l))
+	}
+	return w
+}
+
+// maxCol is the column that shows the end of the widest line (wide
+// cells) in a pane width cells wide: further right shows nothing more.
+func maxCol(wide, width int) int { return max(0, wide-width) }
+
+// column is the first column shown of lines whose widest is wide.
+func (s scroller) column(wide, width int) int { return min(s.col, maxCol(wide, width)) }
+
+// sideStep is how far < and > move a pane width cells wide: half of it,
+// so that what was at one edge is still in view, 8 columns at least.
+func sideStep(width int) int { return max(8, width/2) }
+
+// side moves the pane a step left (dir < 0) or right over lines.
+func (s *scroller) side(dir int, lines []string, width int) {
+	wide := widest(lines)
+	s.col = max(0, min(maxCol(wide, width), s.column(wide, width)+dir*sideStep(width)))
+}
+
+// handle moves the pane of lines, width×height, for a scroll key or a
+// wheel turn; it reports whether msg was one.
+func (s *scroller) handle(msg tea.Msg, k ScrollKeys, lines []string, width, height int) bool {
+	total := len(lines)
 	page := max(1, room(total, height)-1)
 	switch msg := msg.(type) {
 	case tea.MouseMsg:
@@ -92,6 +147,10 @@ func (s *scroller) handle(msg tea.Msg, k ScrollKeys, total, height int) bool {
 			s.home()
 		case key.Matches(msg, k.Bottom):
 			s.end(total, height)
+		case key.Matches(msg, k.Left):
+			s.side(-1, lines, width)
+		case key.Matches(msg, k.Right):
+			s.side(1, lines, width)
 		default:
 			return false
 		}
@@ -101,19 +160,54 @@ func (s *scroller) handle(msg tea.Msg, k ScrollKeys, total, height int) bool {
 	return true
 }
 
-// render shows lines in height lines at most: those in view, and, when
-// they do not all fit, a marker of what is above and below.
-func (s scroller) render(lines []string, height int, st Styles) []string {
+// render shows lines in a pane width×height: those in view, each cut to
+// the width from the pane's column, and, when they do not all fit, a
+// marker of what is above and below (and aside).
+func (s scroller) render(lines []string, width, height int, st Styles) []string {
 	if height <= 0 {
 		return nil
 	}
-	if len(lines) <= height {
-		return lines
+	wide := widest(lines)
+	col := s.column(wide, width)
+	top, n := 0, len(lines)
+	if len(lines) > height {
+		top, n = s.position(len(lines), height), room(len(lines), height)
 	}
-	top := s.position(len(lines), height)
-	n := room(len(lines), height)
-	out := append(make([]string, 0, height), lines[top:top+n]...)
-	return append(out, st.Hint.Render(moreMarker(top, len(lines)-top-n)))
+	out := make([]string, 0, height)
+	for _, l := range lines[top : top+n] {
+		out = append(out, cutSideways(l, col, width))
+	}
+	if len(lines) <= height {
+		return out
+	}
+	marker := moreMarker(top, len(lines)-top-n)
+	if aside := sideMarker(col, maxCol(wide, width)); aside != "" && ansi.StringWidth(marker+" · "+aside) <= width {
+		marker += " · " + aside
+	}
+	return append(out, st.Hint.Render(marker))
+}
+
+// cutSideways is what a pane width cells wide shows of line l from column
+// col: a "…" at its left edge when something is hidden to the left (the
+// column under the "…" included), and at its right edge when the line
+// goes on past it. Styles are kept; a wide character cut in half shows
+// its visible half as a space.
+func cutSideways(l string, col, width int) string {
+	if col <= 0 || width < 2 {
+		return ansi.Truncate(l, width, "…")
+	}
+	lw := ansi.StringWidth(l)
+	switch {
+	case lw == 0:
+		return l
+	case lw <= col+1: // all of it is left of the view
+		return "…"
+	}
+	rest, half := ansi.TruncateLeft(l, col+1, ""), ""
+	if ansi.StringWidth(rest) > lw-col-1 { // a wide character across the edge
+		rest, half = ansi.TruncateLeft(l, col+2, ""), " "
+	}
+	return ansi.Truncate("…"+half+rest, width, "…")
 }
 
 // moreMarker says how many lines are above and below the view, and which
@@ -128,17 +222,55 @@ func moreMarker(above, below int) string {
 	return fmt.Sprintf("↑ %d above · ↓ %d more below · pgup/pgdn", above, below)
 }
 
-// textPage is a whole view of text (a host's GPUs, a record): the
-// arrows move it a line, the scroll keys a page, and its last line says
-// what is above and below.
-type textPage struct {
-	lines  []string
-	s      scroller
-	height int
+// sideMarker says which of < and > move a pane shifted to column col of
+// last; "" when every line fits.
+func sideMarker(col, last int) string {
+	switch {
+	case last == 0:
+		return ""
+	case col == 0:
+		return "> sideways"
+	case col == last:
+		return "< sideways"
+	}
+	return "</> sideways"
 }
 
-func newTextPage(lines []string, height int) *textPage {
-	return &textPage{lines: lines, height: height}
+// sideKeys is what a status bar offers to move the pane of lines, width
+// cells wide, sideways: > while lines go on past its right edge, < while
+// it is shifted, nothing when every line fits (or the pane has no such
+// keys), so that no key is offered that does nothing.
+func (s scroller) sideKeys(k ScrollKeys, lines []string, width int) []key.Binding {
+	if len(k.Left.Keys()) == 0 || len(k.Right.Keys()) == 0 {
+		return nil
+	}
+	wide := widest(lines)
+	last := maxCol(wide, width)
+	col := s.column(wide, width)
+	left, right := k.Left.Keys()[0], k.Right.Keys()[0]
+	switch {
+	case last == 0:
+		return nil
+	case col == 0:
+		return []key.Binding{key.NewBinding(key.WithKeys(k.Right.Keys()...), key.WithHelp(right, "sideways"))}
+	case col == last:
+		return []key.Binding{key.NewBinding(key.WithKeys(k.Left.Keys()...), key.WithHelp(left, "sideways"))}
+	}
+	both := append(append([]string(nil), k.Left.Keys()...), k.Right.Keys()...)
+	return []key.Binding{key.NewBinding(key.WithKeys(both...), key.WithHelp(left+"/"+right, "sideways"))}
+}
+
+// textPage is a whole view of text (a host's GPUs, a record): the
+// arrows move it a line, the scroll keys a page (or sideways), and its
+// last line says what is above and below.
+type textPage struct {
+	lines         []string
+	s             scroller
+	width, height int
+}
+
+func newTextPage(lines []string, width, height int) *textPage {
+	return &textPage{lines: lines, width: width, height: height}
 }
 
 // update moves the page; it reports whether msg did.
@@ -153,12 +285,19 @@ func (p *textPage) update(msg tea.Msg, up, down key.Binding, k ScrollKeys) bool 
 			return true
 		}
 	}
-	return p.s.handle(msg, k, len(p.lines), p.height)
+	return p.s.handle(msg, k, p.lines, p.width, p.height)
 }
 
 func (p *textPage) view(st Styles) string {
-	return strings.Join(p.s.render(p.lines, p.height, st), "\n")
+	return strings.Join(p.s.render(p.lines, p.width, p.height, st), "\n")
 }
+
+// canScroll says whether a page down (down) or up moves the page.
+func (p *textPage) canScroll(down bool) bool { return p.s.more(down, len(p.lines), p.height) }
+
+// sideKeys are the sideways keys that move the page now (see
+// scroller.sideKeys).
+func (p *textPage) sideKeys(k ScrollKeys) []key.Binding { return p.s.sideKeys(k, p.lines, p.width) }
 
 // pageKeys are a page's scroll keys: also g and G for its ends.
 func pageKeys() ScrollKeys {
