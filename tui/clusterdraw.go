@@ -134,7 +134,8 @@ func (v *clusterView) resWidth() int {
 func (v *clusterView) nodeLines() []string {
 	st := v.styles
 	nw, rw := v.nameWidth(), v.resWidth()
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%s)", v.count("nodes", len(v.nodes)))),
+	lines := []string{st.CardLabel.Render(fmt.Sprintf("GPU nodes (%s)", v.count("nodes", len(v.nodes)))) +
+		v.shownRows(v.nodeOffset, v.nodeHeight(), len(v.rows), focusNodes),
 		st.TableHeader.Render(fmt.Sprintf("  %-*s %-*s %-*s %-*s %-14s %s", nw, "NODE", v.statusWidth(), "STATUS", rw, "RESOURCE", v.barCells()+2, "ALLOCATED", "ALLOC/ABLE/CAP", "USED"))}
 	n := v.nodeHeight()
 	if u := v.unknownLine("nodes", "GPU nodes unknown"); u != "" && len(v.rows) == 0 {
@@ -167,6 +168,19 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	}
 	text := fmt.Sprintf("%s %s %s %s %-14s %s", cell(name, nw), cell(status, v.statusWidth()), cell(visible.String(r.res), rw), allocBar, figures, used)
 	return v.cursorLine(text, v.focus == focusNodes && i == v.nodeCursor)
+}
+
+// shownRows says which rows of a list a screen shows when it cannot show
+// them all, and how to reach the others: nothing is hidden silently.
+func (v *clusterView) shownRows(offset, shown, total int, list clusterFocus) string {
+	if total <= shown {
+		return ""
+	}
+	keys := "↑/↓"
+	if v.focus != list {
+		keys = "←/→ then ↑/↓"
+	}
+	return v.styles.Hint.Render(fmt.Sprintf("  rows %d-%d of %d · %s", offset+1, min(total, offset+shown), total, keys))
 }
 
 // nodeStatus is a node's STATUS cell: Ready, NotReady or Cordoned.
@@ -219,7 +233,13 @@ func clipText(s string, w int) string {
 
 func (v *clusterView) waitLines() []string {
 	st := v.styles
-	lines := []string{st.CardLabel.Render(fmt.Sprintf("Waiting (%s): pods the scheduler has not placed, and workloads with no pod", v.count("pods", len(v.waiting))))}
+	head := st.CardLabel.Render(fmt.Sprintf("Waiting (%s)", v.count("pods", len(v.waiting))))
+	if more := v.shownRows(v.waitOffset, v.waitHeight(), len(v.waiting), focusWaiting); more != "" {
+		head += more
+	} else {
+		head += st.CardLabel.Render(": pods the scheduler has not placed, and workloads with no pod")
+	}
+	lines := []string{head}
 	if u := v.unknownLine("pods", "what waits unknown"); u != "" && len(v.waiting) == 0 {
 		return append(lines, u)
 	}

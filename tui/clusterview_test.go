@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -449,5 +450,26 @@ func TestClusterViewScrollsTheWhy(t *testing.T) {
 	m, _ = press(t, m, "]", "down")
 	if v := m.View(); !strings.Contains(v, "why: ml-team/eval-sweep") || strings.Contains(v, "↑") && strings.Contains(v, "above · [") {
 		t.Errorf("another item's why does not start at its top:\n%s", v)
+	}
+}
+
+// A screen too short for every node row says which rows it shows and how
+// to reach the others, and the cursor reaches the last node: at 80x24
+// and 60x16 a cluster of six GPU nodes hid some without a word.
+func TestClusterViewSaysHiddenNodeRows(t *testing.T) {
+	o := clusterFixture()
+	for _, n := range []string{"dgx04", "dgx05", "dgx06"} {
+		o.Nodes = append(o.Nodes, gpuNode(n, map[string]int64{"nvidia.com/gpu": 8}, map[string]int64{"nvidia.com/gpu": 8}))
+	}
+	for _, sz := range []struct{ w, h int }{{80, 24}, {60, 16}} {
+		m := newClusterModel(t, sz.w, sz.h, ClusterSource{Name: "prod", Live: newFakeLive(o)})
+		if v := m.View(); !regexp.MustCompile(`GPU nodes \(6\)  rows 1-\d of 7 · ←/→ then ↑/↓`).MatchString(v) {
+			t.Errorf("%dx%d: the hidden node rows are not said:\n%s", sz.w, sz.h, v)
+		}
+		m, _ = press(t, m, "left", "down", "down", "down", "down", "down", "down")
+		v := m.View()
+		if !strings.Contains(v, "▶ dgx06") || !regexp.MustCompile(`rows \d-7 of 7 · ↑/↓`).MatchString(v) {
+			t.Errorf("%dx%d: the cursor does not reach the last node, or the rows shown are not said:\n%s", sz.w, sz.h, v)
+		}
 	}
 }
