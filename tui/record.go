@@ -37,13 +37,41 @@ func renderMarkdown(md string, width int) []string {
 	if len(md) > maxRendered { // rendering is on the UI's loop: a huge record is shown as it is
 		return plainLines(md, width)
 	}
-	src := []byte(md)
+	src := []byte(expandTabs(md, 4))
 	r := &mdRenderer{src: src, width: max(20, width-2)}
 	r.blocks(mdParser.Parse(text.NewReader(src)), "")
 	for len(r.out) > 0 && strings.TrimSpace(r.out[len(r.out)-1]) == "" {
 		r.out = r.out[:len(r.out)-1]
 	}
 	return r.out
+}
+
+// expandTabs replaces each tab with the spaces to the next multiple of
+// stop columns: a tab that reached the terminal would move its cursor to
+// the terminal's own tab stop and misplace the rest of the frame.
+// CommonMark reads a tab as spaces to a stop of 4 where indentation
+// matters, so expanding with 4 keeps the document's structure.
+func expandTabs(s string, stop int) string {
+	if !strings.Contains(s, "\t") {
+		return s
+	}
+	var b strings.Builder
+	col := 0
+	for _, r := range s {
+		switch r {
+		case '\t':
+			n := stop - col%stop
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+		case '\n':
+			b.WriteRune(r)
+			col = 0
+		default:
+			b.WriteRune(r)
+			col += ansi.StringWidth(string(r))
+		}
+	}
+	return b.String()
 }
 
 // maxRendered is the largest record rendered (a record of 8 hosts is some
@@ -53,7 +81,7 @@ const maxRendered = 1 << 20
 // plainLines is text wrapped to width, as it is.
 func plainLines(text string, width int) []string {
 	var lines []string
-	for _, l := range strings.Split(text, "\n") {
+	for _, l := range strings.Split(expandTabs(text, 8), "\n") {
 		lines = append(lines, wrap(l, width)...)
 	}
 	return lines

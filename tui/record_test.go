@@ -112,3 +112,24 @@ func TestRecordTableWideCharacters(t *testing.T) {
 		t.Errorf("the GPUs column is out of line:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// A tab in a record reaches the screen as spaces to the next stop, in a
+// paragraph, a list, a table and a code block: a raw tab made the
+// terminal move its cursor and broke the frame.
+func TestRecordExpandsTabs(t *testing.T) {
+	md := "Tabs:\tcol1\tcol2\n\n- item\twith tab\n\n| a\tb | c |\n|---|---|\n| 1\t2 | 3 |\n\n```\nx\ty\n```\n"
+	for _, l := range renderMarkdown(md, 80) {
+		if strings.Contains(l, "\t") {
+			t.Errorf("a tab is left: %q", l)
+		}
+	}
+	if got := ansi.Strip(renderMarkdown("Tabs:\tcol1\tcol2", 80)[0]); got != "Tabs:   col1    col2" {
+		t.Errorf("paragraph: %q", got)
+	}
+	if got := plainLines("a\tb", 80)[0]; got != "a       b" {
+		t.Errorf("plain text: %q", got)
+	}
+	if got := expandTabs("日本\tx\n\ty", 4); got != "日本    x\n    y" {
+		t.Errorf("expandTabs counts columns, not runes: %q", got)
+	}
+}
