@@ -133,3 +133,22 @@ func TestRecordExpandsTabs(t *testing.T) {
 		t.Errorf("expandTabs counts columns, not runes: %q", got)
 	}
 }
+
+// A table whose cells would wrap to a word a line (the environment table
+// of four DGX hosts at 80 columns, each with eight GPUs named) is drawn a
+// block per row when that takes fewer lines: it took some 120 lines.
+func TestRecordTablePicksTheShorterForm(t *testing.T) {
+	gpus := strings.TrimSuffix(strings.Repeat("NVIDIA A100-SXM4-40GB; ", 8), "; ")
+	md := "| Host | Kernel | Driver | CUDA | GPUs | Source |\n|---|---|---|---|---|---|\n"
+	for _, h := range []string{"dgx01", "dgx02", "dgx03", "dgx04"} {
+		md += "| " + h + " | 5.15.0-91-generic | 535.129.03 | 12.2 | " + gpus + " | probe 2ee5810 (nvml), SIMULATED |\n"
+	}
+	lines := renderPlain(t, md, 80)
+	if !strings.HasPrefix(lines[0], "── Host dgx01") || len(lines) > 4*12 {
+		t.Errorf("%d lines, want a block per host:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	wide := renderPlain(t, md, 300)
+	if len(wide) != 6 || !strings.HasPrefix(wide[0], "Host ") {
+		t.Errorf("at 300 columns the table is not drawn whole:\n%s", strings.Join(wide, "\n"))
+	}
+}

@@ -32,6 +32,24 @@ func (r *mdRenderer) table(t *east.Table, prefix string) {
 		r.expanded(rows, head, prefix, room)
 		return
 	}
+	start := len(r.out)
+	r.grid(rows, head, widths, prefix)
+	if len(r.out)-start <= len(rows)+1 { // no cell wrapped
+		return
+	}
+	// Cells wrapped: when one block per row takes fewer lines (narrow
+	// columns wrap a long cell to a word a line), draw that instead.
+	grid := append([]string(nil), r.out[start:]...)
+	r.out = r.out[:start]
+	r.expanded(rows, head, prefix, room)
+	if len(r.out)-start >= len(grid) {
+		r.out = append(r.out[:start], grid...)
+	}
+}
+
+// grid draws the table as rows of columns of widths, the header over a
+// rule.
+func (r *mdRenderer) grid(rows [][]string, head int, widths []int, prefix string) {
 	for i, cells := range rows {
 		r.tableRow(cells, widths, prefix, i < head)
 		if i == head-1 {
