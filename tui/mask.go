@@ -34,8 +34,9 @@ func newMasker(hosts []FleetHost) *masker {
 	m := &masker{index: map[string]int{}}
 	addrSet := map[string]bool{}
 	for _, h := range hosts {
-		if h.Name != "" && m.index[h.Name] == 0 {
-			m.index[h.Name] = len(m.index) + 1
+		// Host names are case-insensitive (DNS): DGX01 on screen is dgx01.
+		if n := strings.ToLower(h.Name); n != "" && m.index[n] == 0 {
+			m.index[n] = len(m.index) + 1
 		}
 		if a := hostOf(h.Address); a != "" {
 			addrSet[a] = true
@@ -62,10 +63,10 @@ func newMasker(hosts []FleetHost) *masker {
 		}
 	}
 	if len(addrs) > 0 {
-		m.addrs = regexp.MustCompile(`(?m)` + lead + alternation(addrs))
+		m.addrs = regexp.MustCompile(`(?mi)` + lead + alternation(addrs))
 	}
 	if len(names) > 0 {
-		m.names = regexp.MustCompile(`(?m)` + lead + alternation(names))
+		m.names = regexp.MustCompile(`(?mi)` + lead + alternation(names))
 	}
 	if m.addrs == nil && m.names == nil {
 		return nil
@@ -142,7 +143,7 @@ func (m *masker) name(match string) string {
 	}
 	out := make([]string, len(names))
 	for i, n := range names {
-		if k := m.index[n]; k > 0 {
+		if k := m.index[strings.ToLower(n)]; k > 0 {
 			out[i] = "host-" + strconv.Itoa(k)
 		} else {
 			out[i] = "host-?" // a sibling the fleet does not have, or a cut name

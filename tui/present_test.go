@@ -214,6 +214,9 @@ func TestMasker(t *testing.T) {
 		// next gap, a shorter address gives its width back there.
 		{"  dgx01 SIM      127.0.0.1:41805        ok", "  host-1 SIM     masked                 ok"},
 		{"dgx01  driver", "host-1 driver"},
+		// Host names are case-insensitive: `hostname | tr a-z A-Z` showed DGX01.
+		{"DGX01 and Dgx[02-03]", "host-1 and host-[2-3]"},
+		{"HEAD", "host-5"},
 	} {
 		if got := m.apply(tc.in); got != tc.want {
 			t.Errorf("mask(%q) = %q, want %q", tc.in, got, tc.want)
