@@ -61,7 +61,7 @@ func DefaultMatrixKeys() MatrixKeys {
 	return MatrixKeys{
 		MoveKeys: DefaultMoveKeys(),
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort by column")),
-		Plane:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "filter plane")),
+		Plane:    key.NewBinding(key.WithKeys("p", "P"), key.WithHelp("p", "filter plane")),
 		Level:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "filter column's level")),
 		Search:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
 		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filters")),

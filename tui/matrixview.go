@@ -100,6 +100,12 @@ func (v *matrixView) canScroll(down bool) bool {
 	return v.open && !v.searching && v.pager.canScroll(down)
 }
 
+// presenting gives the plane filter to P alone: in presenter mode p
+// steps the walkthrough back.
+func (v *matrixView) presenting() {
+	v.keys.Plane = key.NewBinding(key.WithKeys("P"), key.WithHelp("P", "filter plane"))
+}
+
 // columns returns the column titles.
 func (v *matrixView) columns() []string {
 	cols := []string{"Project", "Plane"}
@@ -443,9 +449,10 @@ func (v *matrixView) filterBar() string {
 		parts = append(parts, "sort: "+st.FilterOn.Render(v.columns()[v.sortCol]+" "+dir))
 	}
 	if len(parts) == 0 {
-		hint := "All projects. s sorts by the column, p filters a plane, f a level of the column's axis, / searches."
+		p := v.keys.Plane.Help().Key
+		hint := "All projects. s sorts by the column, " + p + " filters a plane, f a level of the column's axis, / searches."
 		if lipgloss.Width(hint) > v.width {
-			hint = "All projects. s sort · p plane · f column's level · / search · enter card"
+			hint = "All projects. s sort · " + p + " plane · f column's level · / search · enter card"
 		}
 		return st.Hint.Render(hint)
 	}

@@ -420,3 +420,18 @@ func TestPresentCaptionNamesTheClicker(t *testing.T) {
 		}
 	}
 }
+
+// TestPresentMatrixPlaneKey: in presenter mode p steps back, so the
+// Matrix offers its plane filter on P, and its guidance says P (it said
+// "p plane").
+func TestPresentMatrixPlaneKey(t *testing.T) {
+	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 80, 24)
+	m, _ = press(t, m, "2")
+	if v := m.View(); !strings.Contains(v, "P plane") || strings.Contains(v, "p plane") {
+		t.Fatalf("the Matrix's guidance in presenter mode:\n%s", v)
+	}
+	m, _ = press(t, m, "P")
+	if v := m.View(); !strings.Contains(v, "plane: ") {
+		t.Errorf("P did not filter a plane:\n%s", v)
+	}
+}
