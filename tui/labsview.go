@@ -762,11 +762,11 @@ func (v *labsView) listLines() []string {
 	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
 	switch {
 	case v.setup.typing():
-		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
+		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), v.width-2), "")
 	default:
-		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
+		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
 	}
 	for i, l := range v.list {
 		marker := "  "
@@ -804,4 +804,13 @@ func (v *labsView) listLines() []string {
 		}
 	}
 	return v.mask.lines(lines)
+}
+
+// paramsKey is the key that sets the selected item's parameters, "" when
+// it has none (the guidance offers no key that does nothing).
+func (v *labsView) paramsKey() string {
+	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+		return v.keys.Params.Help().Key
+	}
+	return ""
 }

@@ -114,10 +114,14 @@ func TestLabsTab(t *testing.T) {
 	// h chooses the hosts, s sets the parameters (here the baseline's).
 	m, _ = press(t, m, "h")
 	m = typeLine(t, m, "gpu00[2-3]")
-	if v := m.View(); !strings.Contains(v, "hosts: gpu00[2-3] → gpu[002-003] (2); h chooses, s sets parameters") {
-		t.Errorf("chosen hosts:\n%s", v)
+	if v := m.View(); !strings.Contains(v, "hosts: gpu00[2-3] → gpu[002-003] (2); h chooses, enter runs") {
+		t.Errorf("chosen hosts, topology-sanity (no parameters) selected:\n%s", v)
 	}
-	m, _ = press(t, m, "home", "s")
+	m, _ = press(t, m, "home")
+	if v := m.View(); !strings.Contains(v, "(2); h chooses, s sets parameters, enter runs") {
+		t.Errorf("a lab with parameters selected, s is not offered:\n%s", v)
+	}
+	m, _ = press(t, m, "s")
 	if v := m.View(); !strings.Contains(v, "the vLLM server under test") || !strings.Contains(v, "base_url: ") {
 		t.Errorf("the first parameter's field:\n%s", v)
 	}

@@ -434,11 +434,11 @@ func (v *runbooksView) listView() string {
 	lines := []string{st.CardTitle.Render("Runbooks"), ""}
 	switch {
 	case v.setup.typing():
-		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
+		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
 	case v.runner == nil || len(v.runner.Hosts()) == 0:
 		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), v.width-2), "")
 	default:
-		lines = append(lines, v.setup.lines(st, "s", v.simulated)...)
+		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
 	}
 	for i, rb := range v.list {
 		marker := "  "
@@ -571,4 +571,13 @@ func parseTopoGrid(t *parse.Topo, st Styles) []string {
 		lines = append(lines, row)
 	}
 	return lines
+}
+
+// paramsKey is the key that sets the selected item's parameters, "" when
+// it has none (the guidance offers no key that does nothing).
+func (v *runbooksView) paramsKey() string {
+	if len(v.list) > 0 && len(v.list[v.sel].Params) > 0 {
+		return v.keys.Params.Help().Key
+	}
+	return ""
 }

@@ -272,6 +272,25 @@ func TestRunbooksTabParameters(t *testing.T) {
 	}
 }
 
+// At 80 columns a parameter's help wraps whole above its field (it was
+// cut: "…NCCL_DEBUG=INFO (its stderr); w…"), and a runbook without
+// parameters offers no s.
+func TestRunbooksTabParameterHelpAt80(t *testing.T) {
+	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1}, 80, 24)
+	m, _ = press(t, m, "4")
+	if v := m.View(); strings.Contains(v, "sets parameters") {
+		t.Errorf("the first runbook has no parameters, but s is offered:\n%s", v)
+	}
+	for i := 0; i < 10 && !strings.Contains(m.View(), "▶ nccl-slow"); i++ {
+		m, _ = press(t, m, "down")
+	}
+	m, _ = press(t, m, "s")
+	flat := strings.Join(strings.Fields(m.View()), " ")
+	if !strings.Contains(flat, "without it the NCCL checks are skipped") {
+		t.Errorf("the parameter's help is cut:\n%s", m.View())
+	}
+}
+
 // TestSimulatedDefaults: on a simulated fleet the cursor starts on what
 // works on simulated hosts alone, the topology runbook and the
 // topology-sanity lab (the first lab, exclusive-baseline, needs a vLLM

@@ -206,8 +206,10 @@ func (s *runSetup) values(id string, defs []runbooks.Param) map[string]string {
 func (s *runSetup) lines(st Styles, paramsKey string, simulated bool) []string {
 	if s.typing() {
 		var out []string
-		if s.editing != "hosts" {
-			out = append(out, st.CardMuted.Render(s.pdefs[s.param].Help))
+		if s.editing != "hosts" { // wrapped: a parameter's help is a sentence or two
+			for _, l := range wrap(visible.String(s.pdefs[s.param].Help), max(20, s.width-2)) {
+				out = append(out, st.CardMuted.Render(l))
+			}
 		}
 		out = append(out, s.input.View())
 		if s.err != "" { // wrapped: the reason is at the end of the error
