@@ -200,8 +200,7 @@ func (v *fleetView) ShortHelp() []key.Binding {
 		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	}
 	if v.hostView != nil {
-		keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Page.PageDown}
-		return append(append(keys, v.hostView.sideKeys(v.keys.Page)...), v.keys.Back)
+		return append(v.hostView.keysNow(v.keys.Up, v.keys.Down, v.keys.Page), v.keys.Back)
 	}
 	var keys []key.Binding
 	switch {

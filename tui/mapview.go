@@ -61,7 +61,7 @@ func (v *mapView) Status() string {
 
 func (v *mapView) ShortHelp() []key.Binding {
 	if v.open {
-		return append(append([]key.Binding{v.keys.Up, v.keys.Down}, v.pager.sideKeys(pageKeys())...), v.keys.Back)
+		return append(v.pager.keysNow(v.keys.Up, v.keys.Down, pageKeys()), v.keys.Back)
 	}
 	return []key.Binding{moveHint, v.keys.Open}
 }

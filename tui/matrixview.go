@@ -76,7 +76,7 @@ func (v *matrixView) ShortHelp() []key.Binding {
 	case v.searching:
 		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
 	case v.open:
-		return append(append([]key.Binding{v.keys.Up, v.keys.Down}, v.pager.sideKeys(pageKeys())...), v.keys.Back)
+		return append(v.pager.keysNow(v.keys.Up, v.keys.Down, pageKeys()), v.keys.Back)
 	}
 	return []key.Binding{moveHint, v.keys.Sort, v.keys.Plane, v.keys.Level, v.keys.Search}
 }

@@ -148,12 +148,7 @@ func (v *resultsView) Status() string {
 
 func (v *resultsView) ShortHelp() []key.Binding {
 	if v.page != nil {
-		keys := []key.Binding{v.keys.Up, v.keys.Down}
-		if len(v.page.lines) > v.page.height {
-			keys = append(keys, v.keys.Page.PageDown)
-		}
-		keys = append(keys, v.page.sideKeys(v.keys.Page)...)
-		return append(keys, v.keys.Back)
+		return append(v.page.keysNow(v.keys.Up, v.keys.Down, v.keys.Page), v.keys.Back)
 	}
 	if len(v.refs) == 0 { // nothing to move to, open, mark or compare
 		return []key.Binding{v.keys.Refresh}

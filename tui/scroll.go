@@ -295,6 +295,21 @@ func (p *textPage) view(st Styles) string {
 // canScroll says whether a page down (down) or up moves the page.
 func (p *textPage) canScroll(down bool) bool { return p.s.more(down, len(p.lines), p.height) }
 
+// keysNow are the page's keys that move it now, for a status bar: up
+// (and k's page up) when something is above, down and page down when
+// something is below, and the sideways keys that move it (a status bar
+// offers no key that does nothing).
+func (p *textPage) keysNow(up, down key.Binding, k ScrollKeys) []key.Binding {
+	var keys []key.Binding
+	if p.canScroll(false) {
+		keys = append(keys, up)
+	}
+	if p.canScroll(true) {
+		keys = append(keys, down, k.PageDown)
+	}
+	return append(keys, p.sideKeys(k)...)
+}
+
 // sideKeys are the sideways keys that move the page now (see
 // scroller.sideKeys).
 func (p *textPage) sideKeys(k ScrollKeys) []key.Binding { return p.s.sideKeys(k, p.lines, p.width) }

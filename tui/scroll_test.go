@@ -168,3 +168,31 @@ func TestScrollerMarkerSideways(t *testing.T) {
 		t.Errorf("lines that fit: the marker says %q", out[len(out)-1])
 	}
 }
+
+// TestTextPageKeysNow: a page's status bar offers up only with something
+// above, down and page down only with something below, and neither on a
+// page that fits (the comparison offered ↑/↓ that did nothing, a record
+// at its end pgdn).
+func TestTextPageKeysNow(t *testing.T) {
+	up := key.NewBinding(key.WithKeys("up"), key.WithHelp("↑", "up"))
+	down := key.NewBinding(key.WithKeys("down"), key.WithHelp("↓", "down"))
+	names := func(p *textPage) string {
+		var out []string
+		for _, k := range p.keysNow(up, down, pageKeys()) {
+			out = append(out, k.Help().Key)
+		}
+		return strings.Join(out, " ")
+	}
+	lines := make([]string, 20)
+	p := newTextPage(lines, 80, 5)
+	if got := names(p); got != "↓ pgdn" {
+		t.Errorf("at the top: %q", got)
+	}
+	p.s.end(len(lines), 5)
+	if got := names(p); got != "↑" {
+		t.Errorf("at the end: %q", got)
+	}
+	if got := names(newTextPage(lines[:3], 80, 5)); got != "" {
+		t.Errorf("a page that fits: %q", got)
+	}
+}
