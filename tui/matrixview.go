@@ -600,15 +600,21 @@ func (v *matrixView) legend(more int) string {
 	marks := " " + scaleOn + " holds  " + scaleOff + " not "
 	if v.col >= firstAxisCol && v.col-firstAxisCol < len(v.cat.Axes) {
 		a := v.cat.Axes[v.col-firstAxisCol]
-		names := make([]string, len(a.Levels))
-		for i, l := range a.Levels {
-			names[i] = l.Name
+		// Full names, then short labels, with the axis's name, its short
+		// form or none: a narrow rule still names every level.
+		for _, short := range []bool{false, true} {
+			names := make([]string, len(a.Levels))
+			for i, l := range a.Levels {
+				names[i] = l.Label(short)
+			}
+			for _, form := range []string{a.Name + ", in order: ", a.Short + ": ", ""} { // "": the header's [column] names the axis
+				full := marks + "· " + form + strings.Join(names, " · ") + " "
+				if lipgloss.Width(full) <= room {
+					return full
+				}
+			}
 		}
-		full := marks + "· " + a.Name + ", in order: " + strings.Join(names, " · ") + " "
-		if lipgloss.Width(full) <= room {
-			return full
-		}
-		return ansi.Truncate(full, max(room, lipgloss.Width(marks)), "… ")
+		return marks + "· " + a.Short + " "
 	}
 	if long := " " + scaleOn + " holds the level  " + scaleOff + " does not (levels in the axis's order; move to an axis column for its levels) "; lipgloss.Width(long) <= room {
 		return long

@@ -220,3 +220,29 @@ func TestMatrixCutsNoCellWhenWide(t *testing.T) {
 		}
 	}
 }
+
+// The Matrix's legend names every level of the axis under the cursor at
+// 80 columns, with short labels when the names do not fit (it was cut:
+// "Whole GPU · MIG sli…").
+func TestMatrixLegendNamesEveryLevelAt80(t *testing.T) {
+	c, _ := landscape.Builtin()
+	m := newTestModel(t, 80, 24)
+	m, _ = press(t, m, "2", "right")
+	for _, a := range c.Axes {
+		m, _ = press(t, m, "right")
+		rule := ""
+		for _, l := range strings.Split(m.View(), "\n") {
+			if strings.HasPrefix(l, "── ● holds") {
+				rule = l
+			}
+		}
+		if strings.Contains(rule, "…") {
+			t.Errorf("%s: the legend is cut: %q", a.ID, rule)
+		}
+		for _, lv := range a.Levels {
+			if !strings.Contains(rule, lv.Label(true)) && !strings.Contains(rule, lv.Name) {
+				t.Errorf("%s: the legend lacks level %q: %q", a.ID, lv.ID, rule)
+			}
+		}
+	}
+}
