@@ -247,8 +247,10 @@ func (v *fleetView) SetSize(w, h int) {
 	v.width, v.height = w, h
 	v.input.Width = max(10, w-4)
 	v.bar.Width = max(10, min(40, w/4))
-	if v.hostView != nil {
-		v.openHost() // drawn again for the new width
+	if v.hostView != nil { // drawn again for the new width, where the reader was
+		old := v.hostView
+		v.openHost()
+		v.hostView.keepPlace(old)
 	}
 	v.clamp()
 }

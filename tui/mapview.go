@@ -91,8 +91,10 @@ func (v *mapView) SetSize(w, h int) {
 		v.bandsWidth = w * 11 / 20
 	}
 	v.layout()
-	if v.open {
+	if v.open { // drawn again for the new width, where the reader was
+		old := v.pager
 		v.openCard()
+		v.pager.keepPlace(old)
 	}
 }
 

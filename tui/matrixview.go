@@ -121,8 +121,10 @@ func (v *matrixView) columns() []string {
 
 func (v *matrixView) SetSize(w, h int) {
 	v.width, v.height = w, h
-	if v.open {
+	if v.open { // drawn again for the new width, where the reader was
+		old := v.pager
 		v.openCard()
+		v.pager.keepPlace(old)
 	}
 	v.narrow = w < 130
 	avail := w - 2 - (len(v.columns()) - 1) // cursor marker, one space between columns

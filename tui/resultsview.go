@@ -133,9 +133,9 @@ func (v *resultsView) SetSize(w, h int) {
 	}
 	v.page.height = h
 	if resized && v.redraw != nil { // drawn again for the new width, where the reader was
-		s := v.page.s
+		old := v.page
 		v.redraw()
-		v.page.s = s
+		v.page.keepPlace(old)
 	}
 }
 

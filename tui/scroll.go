@@ -273,6 +273,23 @@ func newTextPage(lines []string, width, height int) *textPage {
 	return &textPage{lines: lines, width: width, height: height}
 }
 
+// keepPlace puts p, a page drawn again for a new size, where old was:
+// at its end if old was, else at the same share of the text (a wrapped
+// line count changes with the width), and at old's column.
+func (p *textPage) keepPlace(old *textPage) {
+	if p == nil || old == nil {
+		return
+	}
+	top := old.s.position(len(old.lines), old.height)
+	p.s = scroller{follow: old.s.follow, col: old.s.col}
+	if len(old.lines) > 0 {
+		p.s.top = top * len(p.lines) / len(old.lines)
+	}
+	if last := old.s.maxTop(len(old.lines), old.height); top > 0 && top >= last {
+		p.s.end(len(p.lines), p.height)
+	}
+}
+
 // update moves the page; it reports whether msg did.
 func (p *textPage) update(msg tea.Msg, up, down key.Binding, k ScrollKeys) bool {
 	if km, ok := msg.(tea.KeyMsg); ok {

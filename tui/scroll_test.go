@@ -196,3 +196,25 @@ func TestTextPageKeysNow(t *testing.T) {
 		t.Errorf("a page that fits: %q", got)
 	}
 }
+
+// TestCardKeepsItsPlaceOnResize: a Map card scrolled to its end stays at
+// its end when the terminal is resized, and one scrolled partway stays
+// partway (both jumped back to the top).
+func TestCardKeepsItsPlaceOnResize(t *testing.T) {
+	m := newTestModel(t, 100, 20)
+	m, _ = press(t, m, "enter", "G")
+	if v := m.View(); !strings.Contains(v, "end of output") {
+		t.Fatalf("G did not reach the card's end:\n%s", v)
+	}
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 80, Height: 18})
+	m = next.(Model)
+	if v := m.View(); !strings.Contains(v, "end of output") {
+		t.Errorf("after a resize the card left its end:\n%s", v)
+	}
+	m, _ = press(t, m, "g", "pgdown")
+	next, _ = m.Update(tea.WindowSizeMsg{Width: 120, Height: 20})
+	m = next.(Model)
+	if v := m.View(); !strings.Contains(v, " above") {
+		t.Errorf("after a resize the card went back to its top:\n%s", v)
+	}
+}
