@@ -336,16 +336,13 @@ func (v *runbooksView) View() string {
 	var pane []string
 	if _, g := v.selected(); g != nil && v.evidence {
 		ph := v.evidenceHeight()
-		room = max(1, v.height-1-ph)
+		room = max(1, v.height-2-ph) // the head, and a blank line between the panes
 		pane = append([]string{st.Rule.Render("── evidence " + strings.Repeat("─", max(0, v.width-12)))},
 			v.evScroll.render(v.evidencePane(), v.width, ph-1, st)...)
 	}
 	lines := append([]string{head}, cursorWindow(body, at, room, st)...)
-	if pane != nil {
-		for len(lines) < 1+room {
-			lines = append(lines, "")
-		}
-		lines = append(lines, pane...)
+	if pane != nil { // right under the verdicts: the room left is below it
+		lines = append(append(lines, ""), pane...)
 	}
 	return strings.Join(lines, "\n")
 }
@@ -360,7 +357,15 @@ func cursorWindow(body []string, at, room int, st Styles) []string {
 	top := min(max(0, at-n/2), len(body)-n)
 	out := append(make([]string, 0, room), body[top:top+n]...)
 	if room > 1 {
-		out = append(out, st.Hint.Render(fmt.Sprintf("↑ %d above · ↓ %d below · ↑/↓ move", top, len(body)-top-n)))
+		above, below := top, len(body)-top-n
+		marker := fmt.Sprintf("↑ %d above · ↓ %d below · ↑/↓ move", above, below)
+		switch {
+		case above == 0:
+			marker = fmt.Sprintf("↓ %d more below · ↑/↓ move", below)
+		case below == 0:
+			marker = fmt.Sprintf("↑ %d above · ↑/↓ move", above)
+		}
+		out = append(out, st.Hint.Render(marker))
 	}
 	return out
 }
@@ -411,7 +416,15 @@ func (v *runbooksView) selected() (string, *runbooks.FoldedGroup) {
 	return "", nil
 }
 
-func (v *runbooksView) evidenceHeight() int { return max(4, v.height/2) }
+// evidenceHeight is the evidence pane's lines, its rule included: what
+// it needs, leaving the verdicts what they need up to half the view, so
+// that neither pane sits half empty while the other scrolls.
+func (v *runbooksView) evidenceHeight() int {
+	body, _ := v.verdictLines()
+	avail := v.height - 1               // below the run's head
+	keep := min(len(body), avail/2) + 1 // and a blank line between them
+	return max(4, min(len(v.evidencePane())+1, avail-keep))
+}
 
 // evidencePane is the selected group's evidence (nil: none selected),
 // host names masked.

@@ -142,8 +142,8 @@ func TestGoldenScreens(t *testing.T) {
 						t.Errorf("%s: the view's line %d is %d wide, more than %d: %q", name, i+1, lw, sz.w, l)
 					}
 				}
-				if n := strings.Count(own, "\n") + 1; n > sz.h {
-					t.Errorf("%s: the view draws %d lines on a screen of %d", name, n, sz.h)
+				if n := strings.Count(own, "\n") + 1; n > m.bodyHeight() {
+					t.Errorf("%s: the view draws %d lines in a room of %d", name, n, m.bodyHeight())
 				}
 				// The results directory is a new one each run: the golden
 				// names it $RESULTS, padded to keep the line's width.
