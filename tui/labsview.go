@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -85,6 +87,7 @@ type labsView struct {
 	abandon context.CancelFunc      // stops cleanup (quitting twice)
 	base    context.Context         // the workbench's lifetime: runs descend from it
 	phase   map[string]string       // host → current phase
+	current map[string]string       // host → the step it runs now ("observe topo"), until it ends
 	scores  map[string][]labs.Score // host → latest scores
 	samples map[string]sampled      // host → the probe's samples so far
 	solve   map[string]bool         // lab → run its fast-forward
@@ -275,7 +278,11 @@ func (v *labsView) apply(u LabUpdate) {
 		switch ev.Kind {
 		case labs.StepStarted:
 			v.phase[ev.Host] = ev.Phase
+			if ev.Step != nil {
+				v.current[ev.Host] = ev.Phase + " " + ev.Step.ID
+			}
 		case labs.StepFinished:
+			delete(v.current, ev.Host)
 			s := ev.Step
 			out := s.Outcome()
 			k := ev.Phase + " " + s.ID + ": " + out
@@ -416,6 +423,7 @@ func (v *labsView) present(run string, _ bool) tea.Cmd {
 func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.active, v.running, v.started, v.rec, v.dir, v.err, v.log = l, true, v.now(), nil, "", "", nil
 	v.phase, v.scores, v.samples, v.guided, v.pending = map[string]string{}, map[string][]labs.Score{}, map[string]sampled{}, guided, nil
+	v.current = map[string]string{}
 	v.names = v.setup.names()
 	v.scroll.home()
 	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
@@ -463,7 +471,10 @@ func (v *labsView) timer() string {
 	}
 	el := end.Sub(v.started).Round(time.Second)
 	est := time.Duration(v.active.EstimateMinutes) * time.Minute
-	s := fmt.Sprintf("%s of about %s", el, est)
+	s := fmt.Sprintf("%s of about %d min", el, v.active.EstimateMinutes)
+	if !v.running && !v.ended.IsZero() {
+		s = fmt.Sprintf("took %s (about %d min estimated)", el, v.active.EstimateMinutes)
+	}
 	if el > est {
 		s += " (over the estimate)"
 	}
@@ -536,6 +547,7 @@ func (v *labsView) runBody() []string {
 	for _, e := range v.log {
 		lines = append(lines, "  "+inventory.FoldNames(e.hosts)+hostBadge(st, v.simulated, false)+"  "+e.key)
 	}
+	lines = append(lines, v.runningSteps()...)
 	if v.dir != "" {
 		lines = append(lines, "", st.CardMuted.Render("record: "+v.dir+"/record.md"))
 	}
@@ -543,6 +555,21 @@ func (v *labsView) runBody() []string {
 		lines = append(lines, st.Error.Render(v.err))
 	}
 	return v.mask.lines(lines)
+}
+
+// runningSteps are the steps hosts run now, hosts on the same step
+// folded: the Steps list showed only the finished ones while a long step
+// ran.
+func (v *labsView) runningSteps() []string {
+	byStep := map[string][]string{}
+	for h, step := range v.current {
+		byStep[step] = append(byStep[step], h)
+	}
+	var out []string
+	for _, step := range slices.Sorted(maps.Keys(byStep)) {
+		out = append(out, "  "+inventory.FoldNames(byStep[step])+hostBadge(v.styles, v.simulated, false)+"  "+step+": "+v.styles.Hint.Render("running…"))
+	}
+	return out
 }
 
 // guideLines are the step a guided run waits at: what it runs and

@@ -386,3 +386,24 @@ func TestResultsRowsWithWideCharacters(t *testing.T) {
 		t.Errorf("clipText cut to %d columns, want 7 at most: %q", lipgloss.Width(got), got)
 	}
 }
+
+// TestLabsStepsShowTheRunningStep: the Steps list says which step each
+// host runs now, hosts on the same step folded; a finished step leaves
+// it (the list showed only finished steps while a long one ran).
+func TestLabsStepsShowTheRunningStep(t *testing.T) {
+	v := newLabsView(scriptedLabs{n: 1}, nil, nil, DefaultStyles())
+	v.phase, v.current = map[string]string{}, map[string]string{}
+	for _, h := range []string{"gpu001", "gpu002", "gpu003"} {
+		v.apply(LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Host: h, Phase: "observe", Step: &labs.StepRecord{ID: "topo"}}})
+	}
+	if got := strings.Join(v.runningSteps(), "\n"); got != "  gpu[001-003]  observe topo: running…" {
+		t.Errorf("three hosts on one step: %q", got)
+	}
+	v.apply(LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Host: "gpu002", Phase: "observe", Step: &labs.StepRecord{ID: "topo", ExitCode: 0}}})
+	if got := strings.Join(v.runningSteps(), "\n"); got != "  gpu[001,003]  observe topo: running…" {
+		t.Errorf("one host finished: %q", got)
+	}
+	if len(v.log) != 1 || v.log[0].hosts[0] != "gpu002" {
+		t.Errorf("the finished step is not logged: %+v", v.log)
+	}
+}
