@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/sim/spec"
 	"golang.org/x/sys/unix"
 )
@@ -66,37 +68,67 @@ const maxProbe = 64 << 20
 
 var errNotProbe = errors.New("a simulated host runs no program but gpulab's simulator probe (this file's sha256 is not that build's)")
 
-// sealedProbe reads the file once, checks the sha256 of exactly the bytes
-// read, and puts those bytes in a private, sealed, read-only memory file:
-// what runs is what was checked, whatever happens to the host's file
-// afterwards (rewritten in place, its time set back, swapped).
+// sealedProbe checks the sha256 of the host's file, read once as a
+// stream, against the simulator build's, and returns a read-only
+// descriptor of the fleet's sealed memory copy of that build: what runs
+// has exactly the bytes checked, whatever happens to the host's file
+// afterwards (rewritten in place, its time set back, swapped). One copy
+// serves every host: 300 hosts starting the probe at once each held their
+// own 5 MB read of it, and the heap passed the watchdog's limit.
 func (t *toolCall) sealedProbe(f *os.File, size int64) (*os.File, error) {
 	want, _ := t.h.fleet.probe()
 	if want == "" || size <= 0 || size > maxProbe {
 		return nil, errNotProbe
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxProbe+1))
-	if err != nil {
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, maxProbe+1)); err != nil {
 		return nil, err
 	}
-	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
+	if hex.EncodeToString(h.Sum(nil)) != want {
 		return nil, errNotProbe
 	}
-	fd, err := unix.MemfdCreate("gpulab-sim-probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	mem, err := t.h.fleet.sealedProbe(want)
 	if err != nil {
 		return nil, err
 	}
-	mem := os.NewFile(uintptr(fd), "gpulab-sim-probe")
-	defer mem.Close()
-	if _, err := mem.Write(data); err != nil {
-		return nil, err
-	}
-	if _, err := unix.FcntlInt(mem.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
-		return nil, err
-	}
-	// A read-only descriptor of the same memory file: the kernel refuses to
+	// A read-only descriptor of the memory file: the kernel refuses to
 	// execute a file open for writing (ETXTBSY).
 	return os.Open(fmt.Sprintf("/proc/self/fd/%d", mem.Fd()))
+}
+
+// sealedProbe is the embedded simulator probe in a private memory file,
+// sealed against any change, made once for the fleet; its sha256 is
+// checked to be want.
+func (f *Fleet) sealedProbe(want string) (*os.File, error) {
+	f.memOnce.Do(func() {
+		data, _, err := bundle.Probe(runtime.GOARCH, true)
+		if err != nil {
+			f.memErr = err
+			return
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != want {
+			f.memErr = errNotProbe
+			return
+		}
+		fd, err := unix.MemfdCreate("gpulab-sim-probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+		if err != nil {
+			f.memErr = err
+			return
+		}
+		mem := os.NewFile(uintptr(fd), "gpulab-sim-probe")
+		if _, err := mem.Write(data); err != nil {
+			mem.Close()
+			f.memErr = err
+			return
+		}
+		if _, err := unix.FcntlInt(mem.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+			mem.Close()
+			f.memErr = err
+			return
+		}
+		f.probeMem = mem
+	})
+	return f.probeMem, f.memErr
 }
 
 // probeArgs are what the simulation adds to the probe's own arguments.

@@ -216,3 +216,72 @@ func TestRewrittenProbeIsCheckedAgain(t *testing.T) {
 		t.Errorf("a binary rewritten in place ran or was not refused: exit %v, stdout %q, stderr %q", err, out, stderr)
 	}
 }
+
+// TestProbeCheckHoldsNoCopy: checking a host's probe streams the file
+// through sha256 and runs the fleet's one sealed copy, so that starting
+// the probe on many hosts at once holds no copy per host (300 hosts each
+// held a 5 MB read, and the heap passed the watchdog's limit). What runs
+// is still what was checked: every host gets the same sealed file.
+func TestProbeCheckHoldsNoCopy(t *testing.T) {
+	probe := simulatorProbe(t)
+	f, _ := startFleet(t, Config{Hosts: 2, Seed: 1})
+	path := filepath.Join(t.TempDir(), "nvmlprobe")
+	if err := os.WriteFile(path, probe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	check := func(h *host) os.FileInfo {
+		t.Helper()
+		file, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer file.Close()
+		tc := &toolCall{ctx: context.Background(), h: h}
+		mem, err := tc.sealedProbe(file, int64(len(probe)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		fi, err := mem.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi
+	}
+	first := check(f.hosts[0]) // makes the fleet's sealed copy
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 8
+	for i := range n {
+		if fi := check(f.hosts[i%2]); !os.SameFile(fi, first) {
+			t.Fatalf("check %d returned another file than the fleet's sealed copy", i)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(probe)) {
+		t.Errorf("%d checks allocated %d bytes, more than one probe (%d bytes): a copy is read per check", n, alloc, len(probe))
+	}
+}
+
+// TestNoclobberAndPushWithoutSFTP: set -C works on a simulated host as in
+// sh (> refuses an existing file, >> appends, set +C lifts it), so that
+// gpulab's push through a session, its fallback when SFTP fails, lands
+// (it failed with "set: invalid option: -C").
+func TestNoclobberAndPushWithoutSFTP(t *testing.T) {
+	f, files := startFleet(t, Config{Hosts: 1, Seed: 1})
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	name := f.Hosts()[0].Name
+	r := g.run(t, name, `set -C; echo a > f; echo b > f; echo "rc=$?"; echo c >> f; cat f; set +C; echo d > f; cat f; set -eC -o pipefail; echo x > f`)
+	out, errOut := string(r.Stdout), string(r.Stderr)
+	if out != "rc=1\na\nc\nd\n" || !strings.Contains(errOut, "cannot overwrite existing file") {
+		t.Errorf("set -C: stdout %q, stderr %q", out, errOut)
+	}
+	data := []byte("#!/bin/sh\necho pushed\n")
+	res := g.dial(t, name).Push(context.Background(), orchestrator.PushSpec{Name: "hello.sh", Data: data, Mode: 0o755, NoSFTP: true})
+	if res.Class != orchestrator.OK || res.Method != "session" {
+		t.Fatalf("push through a session: %s %s (method %q)", res.Class, res.Err, res.Method)
+	}
+	if r := g.run(t, name, res.Path); strings.TrimSpace(string(r.Stdout)) != "pushed" {
+		t.Errorf("the pushed file: %q %q", r.Stdout, r.Stderr)
+	}
+}

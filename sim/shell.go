@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -34,6 +36,9 @@ type call struct {
 	stdin  io.Reader
 	stdout io.Writer
 	stderr io.Writer
+	// noclobber is set -C: a redirection > does not overwrite an existing
+	// file (the interpreter has no such option: see noclobberArgs).
+	noclobber atomic.Bool
 }
 
 // errKilled is how a command stopped by a signal ends: the session then
@@ -109,7 +114,7 @@ func (c *call) runner(params []string) (r *interp.Runner, done func(), err error
 		interp.Env(env),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return c.exec }),
 		interp.CallHandler(c.callHook),
-		interp.OpenHandler(h.fs.open),
+		interp.OpenHandler(c.open),
 		interp.StatHandler(h.fs.stat),
 		interp.ReadDirHandler2(h.fs.readDir),
 		interp.AccessHandler(h.fs.access),
@@ -228,8 +233,7 @@ func (c *call) runWrapped(ctx context.Context, command string, watch io.Reader) 
 		_, _ = io.Copy(io.Discard, watch)
 		cancel()
 	}()
-	inner := *c
-	inner.stdin = devNull{}
+	inner := &call{h: c.h, env: c.env, stdin: devNull{}, stdout: c.stdout, stderr: c.stderr}
 	return inner.runLine(ctx, command)
 }
 
@@ -290,6 +294,8 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 		if slices.Contains(args[1:], "-P") {
 			return []string{"\x00pwd-P"}, nil
 		}
+	case "set":
+		return c.noclobberArgs(args), nil
 	case "cd":
 		var rest []string
 		physical := false
@@ -314,6 +320,48 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 		return append([]string{"cd"}, rest...), nil
 	}
 	return args, nil
+}
+
+// noclobberArgs takes set's -C and +C (also in a group, -eC, and as -o
+// noclobber) for the shell itself, which the interpreter would refuse
+// ("set: invalid option"), and passes the rest on. gpulab's push creates
+// its temporary file under set -C.
+func (c *call) noclobberArgs(args []string) []string {
+	out := []string{args[0]}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case (a == "-o" || a == "+o") && i+1 < len(args) && args[i+1] == "noclobber":
+			c.noclobber.Store(a == "-o")
+			i++
+			continue
+		case len(a) > 1 && (a[0] == '-' || a[0] == '+') && strings.Contains(a[1:], "C") && !strings.ContainsAny(a[1:], "-o"):
+			c.noclobber.Store(a[0] == '-')
+			if a = strings.ReplaceAll(a, "C", ""); len(a) == 1 {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	if len(out) == 1 && len(args) > 1 { // only -C: a bare set would print every variable
+		return []string{":"}
+	}
+	return out
+}
+
+// open is the host's open, with set -C: a redirection that would truncate
+// an existing file fails instead, as sh's does.
+func (c *call) open(ctx context.Context, name string, flag int, perm fs.FileMode) (io.ReadWriteCloser, error) {
+	if c.noclobber.Load() && flag&os.O_CREATE != 0 && flag&os.O_TRUNC != 0 {
+		f, err := c.h.fs.open(ctx, name, flag|os.O_EXCL, perm)
+		if errors.Is(err, fs.ErrExist) {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("cannot overwrite existing file")}
+		}
+		return f, err
+	}
+	return c.h.fs.open(ctx, name, flag, perm)
 }
 
 // environ lists the exported variables of a shell's environment.

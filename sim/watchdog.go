@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -60,6 +61,14 @@ func (w *watchdog) run(ctx context.Context, every time.Duration) {
 		if sample[0].Value.Kind() != metrics.KindUint64 {
 			return
 		}
+		if sample[0].Value.Uint64() <= maxHeap {
+			continue
+		}
+		// Over the limit: what is garbage does not count (many hosts
+		// moving data at once leave much of it between collections), so
+		// collect and look again.
+		runtime.GC()
+		metrics.Read(sample)
 		if heap := sample[0].Value.Uint64(); heap > maxHeap {
 			w.stopAll(heap)
 		}
