@@ -127,7 +127,7 @@ if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\
 printf '%s\000' "$(stat -c %a . 2>/dev/null)"`
 	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
 	if r.Class != OK {
-		return fail(r.Class, "push: prepare %s: %s%s", displayDest(spec), strings.TrimSpace(string(r.Stderr)), r.Err)
+		return fail(r.Class, "push: prepare %s: %s", displayDest(spec), failure(r))
 	}
 	f := strings.Split(string(r.Stdout), "\x00")
 	if len(f) < 8 {
@@ -206,7 +206,7 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 			res.Method = "session+gzip"
 		}
 		if r.Class != OK {
-			return fail(r.Class, "push: upload %s: %s%s", res.Path, strings.TrimSpace(string(r.Stderr)), r.Err)
+			return fail(r.Class, "push: upload %s: %s", res.Path, failure(r))
 		}
 		res.Class, res.Duration = OK, time.Since(start)
 		return res
@@ -214,7 +214,7 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 	res.Sent = sent.Load()
 	fr := c.Run(ctx, "push: verify", finalize, RunOptions{Timeout: c.Target.CommandTimeout})
 	if fr.Class != OK {
-		return fail(fr.Class, "push: verify %s: %s%s", res.Path, strings.TrimSpace(string(fr.Stderr)), fr.Err)
+		return fail(fr.Class, "push: verify %s: %s", res.Path, failure(fr))
 	}
 	res.Class, res.Duration = OK, time.Since(start)
 	return res
@@ -351,4 +351,18 @@ func (e *Engine) PushAll(ctx context.Context, targets []Target, spec PushSpec) (
 		}
 	}
 	return hosts, pushes
+}
+
+// failure is what a failed step said: its standard error and its own
+// error, apart ("…was stopped; killed by signal TERM", where they ran
+// together).
+func failure(r Result) string {
+	parts := []string{}
+	if e := strings.TrimSpace(string(r.Stderr)); e != "" {
+		parts = append(parts, e)
+	}
+	if r.Err != "" {
+		parts = append(parts, r.Err)
+	}
+	return strings.Join(parts, "; ")
 }

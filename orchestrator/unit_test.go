@@ -105,3 +105,21 @@ func TestCaptureAllocates(t *testing.T) {
 		t.Errorf("capture kept %d of %d bytes", len(c.buf), c.total)
 	}
 }
+
+// TestPushFailureKeepsBothApart: a failed push step's standard error and
+// its own error are joined with "; " (they ran together:
+// "…was stoppedkilled by signal TERM").
+func TestPushFailureKeepsBothApart(t *testing.T) {
+	for _, tc := range []struct {
+		r    Result
+		want string
+	}{
+		{Result{Stderr: []byte("gpulab sim: dgx01: stopped\n"), Err: "killed by signal TERM"}, "gpulab sim: dgx01: stopped; killed by signal TERM"},
+		{Result{Stderr: []byte("  \n"), Err: "killed by signal TERM"}, "killed by signal TERM"},
+		{Result{Stderr: []byte("checksum mismatch\n")}, "checksum mismatch"},
+	} {
+		if got := failure(tc.r); got != tc.want {
+			t.Errorf("failure(%q, %q) = %q, want %q", tc.r.Stderr, tc.r.Err, got, tc.want)
+		}
+	}
+}
