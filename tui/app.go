@@ -510,13 +510,17 @@ func (m Model) helpView() string {
 }
 
 // fit pads or cuts s to exactly width columns and height lines, so that a
-// view can never push the status bar off screen.
+// view can never push the status bar off screen. Every line of every
+// frame passes here: each is made uniform first (no tab, no character a
+// terminal counts wider or narrower than lipgloss does), so that what is
+// measured is what the terminal draws.
 func fit(s string, width, height int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > height {
 		lines = lines[:height]
 	}
 	for i, l := range lines {
+		l = uniform(l)
 		if w := lipgloss.Width(l); w > width {
 			l = ansi.Truncate(l, width, "…")
 			w = lipgloss.Width(l)

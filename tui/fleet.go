@@ -852,29 +852,16 @@ func termLines(s string) []string {
 
 // termLine is one line of a host's output as the workbench may draw it:
 // what a terminal shows after a carriage return (the text after the last
-// one: a progress bar's final state), tabs expanded to 8-column stops,
-// and every other control character, escape sequences included, escaped
-// (internal/visible): a host's output never moves the cursor, clears the
-// screen or retitles the operator's terminal.
+// one: a progress bar's final state), every other control character,
+// escape sequences included, escaped (internal/visible): a host's output
+// never moves the cursor, clears the screen or retitles the operator's
+// terminal. Then it is made uniform: tabs expanded to 8-column stops of
+// the text as shown, and emoji a terminal would count otherwise taken
+// apart, so that the Fleet's columns are measured on what is drawn.
 func termLine(l string) string {
 	l = strings.TrimSuffix(l, "\r")
 	if i := strings.LastIndexByte(l, '\r'); i >= 0 {
 		l = l[i+1:]
 	}
-	if strings.ContainsRune(l, '\t') {
-		var b strings.Builder
-		col := 0
-		for _, r := range l {
-			if r == '\t' {
-				n := 8 - col%8
-				b.WriteString(strings.Repeat(" ", n))
-				col += n
-				continue
-			}
-			b.WriteRune(r)
-			col++
-		}
-		l = b.String()
-	}
-	return visible.String(l)
+	return uniform(visible.Text(l))
 }

@@ -392,7 +392,8 @@ func TestFleetFollowsLiveOutput(t *testing.T) {
 // A host's output cannot drive the operator's terminal: an escape
 // sequence (clear the screen, retitle), a bell and a C1 CSI are shown
 // escaped; a carriage return shows what a terminal would (the text after
-// it); tabs become spaces, in the host table, the folded pane and the
+// it); tabs become spaces to the next 8-column stop of the text as shown
+// (the escapes included), in the host table, the folded pane and the
 // host's own output.
 func TestFleetEscapesHostOutput(t *testing.T) {
 	lipgloss.SetColorProfile(termenv.Ascii)
@@ -405,7 +406,7 @@ func TestFleetEscapesHostOutput(t *testing.T) {
 		if strings.ContainsAny(view, "\x1b\x07\r\t\u009b") {
 			t.Fatalf("a host's control characters reach the screen:\n%q", view)
 		}
-		for _, want := range []string{`x\x1b[2Jafter\x1b]0;PWNED\a \u009b31m       col`, "100% done"} {
+		for _, want := range []string{`x\x1b[2Jafter\x1b]0;PWNED\a \u009b31m   col`, "100% done"} {
 			if !strings.Contains(view, want) {
 				t.Errorf("the view lacks %q:\n%s", want, view)
 			}
