@@ -686,7 +686,7 @@ func (v *fleetView) row(i int) string {
 			out = termLine(r.result.Err)
 		}
 	} else if len(r.live) > 0 {
-		out = lastLine(string(r.live))
+		out = termLine(lastLine(string(r.live))) // what a host sends mid-run is escaped too
 	} else if r.Err != "" {
 		state, out = orchestrator.Error.String(), r.Err // it cannot be reached: never run
 	}

@@ -420,6 +420,18 @@ func TestFleetEscapesHostOutput(t *testing.T) {
 	}
 }
 
+// A running host's row shows its last line escaped, as its result will
+// be: a retitle sent mid-run does not reach the terminal.
+func TestFleetEscapesLiveOutput(t *testing.T) {
+	v := newFleetView(fakeFleet{n: 1, odd: -1}, DefaultStyles())
+	v.SetSize(160, 40)
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte("\x1b]0;PWNED\x07 50%\tx\n")})
+	if row := v.row(0); strings.ContainsAny(row, "\x1b\x07\t") || !strings.Contains(row, `\x1b]0;PWNED\a 50%      x`) {
+		t.Errorf("the running row is not escaped: %q", row)
+	}
+}
+
 // Output cut at the limit says so, in the host's output and in the
 // folded pane.
 func TestFleetSaysOutputWasCut(t *testing.T) {
