@@ -131,12 +131,15 @@ type fleetView struct {
 	probing  bool
 	hostView *textPage // the selected host's snapshot, when open
 	scroll   scroller  // the output pane's position
-	command  string
-	finished int
-	counts   map[orchestrator.Class]int
-	results  []orchestrator.HostResult
-	groups   []orchestrator.Group // results folded, once per run
-	log      []runLog
+	// paneChosen says the operator picked the pane (o) since the run
+	// started: when it ends, that pane and its position are kept.
+	paneChosen bool
+	command    string
+	finished   int
+	counts     map[orchestrator.Class]int
+	results    []orchestrator.HostResult
+	groups     []orchestrator.Group // results folded, once per run
+	log        []runLog
 
 	// simulated puts a SIM badge on every host. noCommands, when set, is
 	// why the command prompt is off (presenter mode); notice is the last
@@ -327,8 +330,13 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	cursor, pane := v.cursor, v.pane
 	defer func() {
 		if v.pane != pane || v.pane == paneHost && v.cursor != cursor {
-			v.scroll.home() // another text: from its top
+			// Another text: from its top; while a run goes, from its
+			// end, following what arrives, as a pane chosen before the
+			// run does.
+			v.scroll.home()
+			v.scroll.follow = v.running
 		}
+		v.paneChosen = v.paneChosen || v.running && v.pane != pane
 	}()
 	switch {
 	case key.Matches(km, k.Up):
@@ -462,6 +470,7 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 		command = "gpulab probe"
 	}
 	v.running, v.probing, v.command, v.finished, v.results, v.groups = true, probe, command, 0, nil, nil
+	v.paneChosen = false
 	v.scroll.home()
 	v.scroll.follow = true // a running host's output is followed as it comes, as tail -f does
 	v.counts = map[orchestrator.Class]int{}
@@ -532,13 +541,17 @@ func (v *fleetView) finish(msg fleetDone) {
 	}
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
-	v.scroll.home() // the results, from their top
 	v.stream.stop()
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
 	}
-	if v.pane == paneHost && len(results) > 1 {
-		v.pane = paneFolded
+	// The results, from their top, folded when there are several; but a
+	// pane the operator chose during the run stays, where they are in it.
+	if !v.paneChosen {
+		v.scroll.home()
+		if v.pane == paneHost && len(results) > 1 {
+			v.pane = paneFolded
+		}
 	}
 	if v.openFlagged {
 		v.openFirstFlagged()

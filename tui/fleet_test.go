@@ -389,6 +389,42 @@ func TestFleetFollowsLiveOutput(t *testing.T) {
 	}
 }
 
+// A pane switched to during a run (o, until the host's own output) starts
+// at its end and follows the lines that arrive, as one chosen before the
+// run does; when the run ends, the pane the operator chose stays, and so
+// does their place in it.
+func TestFleetPaneChosenMidRunFollows(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd) // two hosts: the first run ends on the folded pane
+	m, cmd = press(t, m, ":", "y", "enter")
+	v := m.views[2].(*fleetView)
+	if v.pane != paneFolded || !v.running {
+		t.Fatalf("the second run does not start on the folded pane: pane %d, running %v", v.pane, v.running)
+	}
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(seq40())})
+	m, _ = press(t, m, "o", "o") // the log, then the host's output
+	if got := m.View(); !strings.Contains(got, "output of gpu001") || !strings.Contains(got, "\n40 ") || !strings.Contains(got, "lines above") {
+		t.Errorf("the host's pane chosen mid-run does not start at its end:\n%s", got)
+	}
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte("41\n42\n")})
+	if got := m.View(); !strings.Contains(got, "\n42 ") {
+		t.Errorf("the host's pane chosen mid-run does not follow its output:\n%s", got)
+	}
+	m, _ = press(t, m, "pgup")
+	before := m.View()
+	m = drain(t, m, cmd)
+	after := m.View()
+	if !strings.Contains(after, "output of gpu001") || strings.Contains(after, "folded output") {
+		t.Fatalf("the run's end left the pane the operator chose:\n%s", after)
+	}
+	above := regexp.MustCompile(`↑ \d+ above`)
+	if a, b := above.FindString(before), above.FindString(after); a == "" || a != b {
+		t.Errorf("the run's end moved the operator's place in the pane (%q, then %q):\n%s\n---\n%s", a, b, before, after)
+	}
+}
+
 // A host's output cannot drive the operator's terminal: an escape
 // sequence (clear the screen, retitle), a bell and a C1 CSI are shown
 // escaped; a carriage return shows what a terminal would (the text after
