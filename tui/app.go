@@ -88,6 +88,11 @@ type Model struct {
 	// 1 stops the runs and waits for their cleanup, 2 abandons cleanup,
 	// 3 quits at once.
 	quitting int
+	// askQuit is the key (q, ctrl+c) that asked to quit while a run was
+	// going: the status bar asks, the same key again quits, any other
+	// key stays ("": not asking). A q typed for a command never meant
+	// to stop a run an hour in.
+	askQuit string
 }
 
 // The runbook and the lab the cursor starts on when the fleet is
@@ -319,9 +324,26 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
+// requestQuit is a quit key: it quits (m.quit) at once when nothing runs
+// or cleanup is already under way; while a run goes, it first asks.
+func (m *Model) requestQuit(k tea.KeyMsg) tea.Cmd {
+	if m.quitting > 0 || m.running() == 0 {
+		return m.quit()
+	}
+	m.askQuit = k.String()
+	return nil
+}
+
 func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	if m.askQuit != "" {
+		m.askQuit = ""
+		if key.Matches(msg, m.keys.Quit) {
+			return m.quit(), true
+		}
+		return nil, true // any other key stays, and does nothing else
+	}
 	if msg.Type == tea.KeyCtrlC || m.quitting > 0 && key.Matches(msg, m.keys.Quit) {
-		return m.quit(), true
+		return m.requestQuit(msg), true
 	}
 	if m.quitting > 0 {
 		return nil, true // while cleanup runs, only quitting again is heard
@@ -336,7 +358,7 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
-		return m.quit(), true
+		return m.requestQuit(msg), true
 	case key.Matches(msg, m.keys.Help):
 		m.showHelp = !m.showHelp
 		return nil, true
@@ -472,6 +494,9 @@ func (m Model) header() string {
 }
 
 func (m Model) statusBar() string {
+	if m.askQuit != "" {
+		return m.styles.Error.Render(fmt.Sprintf("a run is going: %s again quits (cleanup runs), any other key stays", m.askQuit))
+	}
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())
 	keys := append(v.ShortHelp(), m.keys.Help, m.keys.Quit)
@@ -505,7 +530,8 @@ func (m Model) helpView() string {
 		parts = append(parts, m.help.FullHelpView(groups), "")
 	}
 	parts = append(parts, m.styles.CardTitle.Render("Everywhere"), "", m.help.FullHelpView(global), "",
-		m.styles.Hint.Render("esc or ? closes help. Every view has a command-line twin: gpulab --help."))
+		m.styles.Hint.Render("esc or ? closes help. Every view has a command-line twin: gpulab --help."),
+		m.styles.Hint.Render("While a run goes, q and ctrl+c ask first: the same key again quits."))
 	return m.styles.HelpPanel.Render(lipgloss.JoinVertical(lipgloss.Left, parts...))
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -360,7 +361,10 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.Command) && v.noCommands != "":
 		v.notice = v.noCommands
 	case key.Matches(km, k.Command):
-		if !v.running && len(v.rows) > 0 {
+		// Also while a run goes: a command typed right away must land in
+		// the field, not run key by key as shortcuts (q, K). Enter waits
+		// for the run to end.
+		if len(v.rows) > 0 {
 			// Empty each time, the last command in the placeholder (↑
 			// brings it back): typing after it ran "seq 1 40seq 1 9".
 			v.typing = true
@@ -421,15 +425,22 @@ func (v *fleetView) openFirstFlagged() {
 	}
 }
 
+// runGoing is what enter in the command field says while a run goes.
+const runGoing = "a run is going: c cancels it (esc first)"
+
 func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 	switch km.Type {
 	case tea.KeyEsc:
-		v.typing = false
+		v.typing, v.notice = false, ""
 		v.input.Blur()
 		return v, nil
 	case tea.KeyEnter:
 		cmd := strings.TrimSpace(v.input.Value())
-		v.typing = false
+		if v.running && cmd != "" { // one run at a time: the text stays for when it ends
+			v.notice = runGoing
+			return v, nil
+		}
+		v.typing, v.notice = false, ""
 		v.input.Blur()
 		if cmd == "" {
 			return v, nil
@@ -620,6 +631,10 @@ func (v *fleetView) selectedName() string {
 
 func (v *fleetView) headline() string {
 	st := v.styles
+	if v.typing && v.running && v.notice == runGoing { // the field gives way to it: it pads to its width
+		note := st.Error.Render(runGoing)
+		return ansi.Truncate(v.input.View(), max(10, v.width-lipgloss.Width(note)-2), "") + "  " + note
+	}
 	if v.typing {
 		return v.input.View()
 	}

@@ -499,6 +499,41 @@ func TestFleetCommandFieldStartsEmpty(t *testing.T) {
 	}
 }
 
+// During a run, : opens the command field as before one: a command typed
+// right away lands in it instead of running key by key as shortcuts (the
+// q of seq quit the workbench). Enter does not start a second run: it
+// says why and keeps the text, which enter runs once the run has ended.
+func TestFleetCommandFieldDuringRun(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 3, odd: -1}, 100, 30)
+	m, first := press(t, m, "3", ":", "x", "enter")
+	m, cmd := press(t, m, ":", "s", "e", "q", " ", "3")
+	if _, quit := msgOf(cmd).(tea.QuitMsg); quit || strings.Contains(m.View(), "again quits") || !strings.Contains(m.View(), "$ seq 3") {
+		t.Fatalf("a command typed during a run does not go to the field (quit %v):\n%s", quit, m.View())
+	}
+	m, _ = press(t, m, "enter")
+	v := m.views[2].(*fleetView)
+	if got := m.View(); !strings.Contains(got, "$ seq 3") || !strings.Contains(got, "a run is going: c cancels it") || v.command != "x" || !v.typing {
+		t.Fatalf("enter during a run started another, or lost the text (running %q):\n%s", v.command, got)
+	}
+	m = drain(t, m, first)
+	if got := m.View(); !strings.Contains(got, "$ seq 3") || strings.Contains(got, "a run is going") {
+		t.Fatalf("after the run the field lost its text, or still says a run is going:\n%s", got)
+	}
+	m, cmd = press(t, m, "enter")
+	m = drain(t, m, cmd)
+	if got := m.View(); !strings.Contains(got, "$ seq 3 done") {
+		t.Errorf("enter after the run does not run the command kept:\n%s", got)
+	}
+}
+
+// msgOf is what cmd sends (nil: none).
+func msgOf(cmd tea.Cmd) tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	return cmd()
+}
+
 // longLine is a host's output line of 200 characters, its end marked.
 var longLine = "begin " + strings.Repeat("0123456789", 19) + " END"
 

@@ -187,6 +187,49 @@ func TestQuit(t *testing.T) {
 	}
 }
 
+// While a run goes (a Fleet command, the probe, a runbook, a lab), q and
+// ctrl+c ask before quitting: the same key again quits (the runs stop and
+// their cleanup runs), any other key stays and does nothing else. A user
+// mashing ctrl+c still gets out: the fourth quits at once.
+func TestQuitAsksWhileARunGoes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		keys []string
+	}{
+		{"fleet command", []string{"3", ":", "x", "enter"}},
+		{"probe", []string{"3", "p"}},
+		{"runbook", []string{"4", "enter"}},
+		{"lab", []string{"5", "end", "enter"}},
+	} {
+		for _, k := range []string{"q", "ctrl+c"} {
+			m, _ := press(t, newDemoModel(t, Options{}, 120, 32), c.keys...)
+			if m.running() == 0 {
+				t.Fatalf("%s: %v started no run", c.name, c.keys)
+			}
+			tab := m.Active()
+			m, cmd := press(t, m, k)
+			ask := "a run is going: " + k + " again quits (cleanup runs), any other key stays"
+			if msgOf(cmd) != nil || m.quitting != 0 || !strings.Contains(m.View(), ask) {
+				t.Fatalf("%s, %s: quit without asking, or the status bar does not ask:\n%s", c.name, k, m.View())
+			}
+			m, cmd = press(t, m, "x") // in the Fleet, x opens the command field
+			if msgOf(cmd) != nil || m.quitting != 0 || strings.Contains(m.View(), ask) || m.Active() != tab || m.views[m.active].Capturing() {
+				t.Fatalf("%s, %s: another key did not just stay:\n%s", c.name, k, m.View())
+			}
+			m, _ = press(t, m, k, k)
+			if m.quitting != 1 || !strings.Contains(m.View(), "Cleaning up on") {
+				t.Fatalf("%s, %s: the key asked again does not stop the runs for cleanup:\n%s", c.name, k, m.View())
+			}
+			if k == "ctrl+c" {
+				m, _ = press(t, m, k)
+				if _, quit := msgOf(func() tea.Cmd { _, c := press(t, m, k); return c }()).(tea.QuitMsg); !quit {
+					t.Errorf("%s: the fourth ctrl+c does not quit", c.name)
+				}
+			}
+		}
+	}
+}
+
 func TestMapNavigation(t *testing.T) {
 	m := newTestModel(t, 80, 24)
 	mv := m.views[0].(*mapView)
