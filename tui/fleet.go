@@ -237,8 +237,8 @@ func (v *fleetView) FullHelp() [][]key.Binding {
 	if v.noCommands != "" { // presenter mode: no command prompt; p steps the walkthrough, page up/down scroll the pane first
 		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}, {k.Scroll.Left, k.Scroll.Right}}
 	}
-	// The actions first: a narrow help panel cuts columns from the
-	// right, and at 80 columns the third went (:, p, enter hidden).
+	// The actions first: a narrow help panel puts the columns that do
+	// not fit beside them on rows below.
 	s := k.Scroll
 	keys := [][]key.Binding{{k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}, {k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End},
 		{s.PageUp, s.PageDown, s.Top, s.Bottom, s.Left, s.Right}}

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -346,6 +347,54 @@ func TestHelp(t *testing.T) {
 	m, _ = press(t, m, "?")
 	if strings.Contains(m.View(), "Keys: Matrix") {
 		t.Errorf("? did not close help")
+	}
+}
+
+// helpText is every line the help panel shows, scrolled through with
+// page down to its end.
+func helpText(t *testing.T, m Model) string {
+	t.Helper()
+	m, _ = press(t, m, "?")
+	seen := []string{m.View()}
+	for range 20 {
+		m, _ = press(t, m, "pgdown")
+		if v := m.View(); v != seen[len(seen)-1] {
+			seen = append(seen, v)
+			continue
+		}
+		return strings.Join(seen, "\n")
+	}
+	t.Fatalf("the help panel still scrolls after 20 pages:\n%s", seen[len(seen)-1])
+	return ""
+}
+
+// Every key the help lists at 160 columns is in it at 80×24 too, on every
+// tab, the demo's K and a presenter's keys included: a narrow help panel
+// puts its columns on more rows (and scrolls) instead of dropping one
+// for a "…".
+func TestHelpKeepsEveryKeyAt80Columns(t *testing.T) {
+	kill := func(string) error { return nil }
+	for _, opts := range []Options{{KillHost: kill, Simulated: true}, {Present: demoSteps, Simulated: true}} {
+		for tab := 1; tab <= 7; tab++ {
+			wide, _ := press(t, newDemoModel(t, opts, 160, 48), itoa(tab))
+			narrow, _ := press(t, newDemoModel(t, opts, 80, 24), itoa(tab))
+			view, global := narrow.helpBindings()
+			texts := map[int]string{160: helpText(t, wide), 80: helpText(t, narrow)}
+			for _, g := range append(view, global...) {
+				for _, b := range g {
+					if !b.Enabled() {
+						continue
+					}
+					h := b.Help()
+					re := regexp.MustCompile(regexp.QuoteMeta(h.Key) + " +" + regexp.QuoteMeta(h.Desc))
+					for _, w := range []int{160, 80} {
+						if !re.MatchString(texts[w]) {
+							t.Errorf("%s (presenting %v) at %d columns: the help lacks %q %q:\n%s", narrow.Active(), opts.Present != nil, w, h.Key, h.Desc, texts[w])
+						}
+					}
+				}
+			}
+		}
 	}
 }
 
