@@ -207,10 +207,13 @@ func (v *fleetView) ShortHelp() []key.Binding {
 		keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Page.PageDown}
 		return append(append(keys, v.hostView.sideKeys(v.keys.Page)...), v.keys.Back)
 	}
-	var keys []key.Binding
+	var lead, keys []key.Binding
 	switch {
 	case v.running:
-		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
+		// c first of all: a narrow status bar drops hints from the end,
+		// and during a long run, when pgdn is offered, it dropped c.
+		lead = []key.Binding{v.keys.Cancel}
+		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Pane}
 	case len(v.rows) == 0:
 		return nil
 	case v.noCommands != "":
@@ -229,7 +232,7 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.scroll.more(true, len(lines), v.paneHeight()) {
 		first = append([]key.Binding{v.keys.Scroll.PageDown}, first...)
 	}
-	return append(first, keys...)
+	return append(append(lead, first...), keys...)
 }
 
 func (v *fleetView) FullHelp() [][]key.Binding {

@@ -526,6 +526,21 @@ func TestFleetCommandFieldDuringRun(t *testing.T) {
 	}
 }
 
+// At 80 columns, during a run whose output pane offers pgdn, the status
+// bar still offers c: the hint that stops a run is the last to go.
+func TestFleetStatusBarKeepsCancel(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1}, 80, 24)
+	m, _ = press(t, m, "3", ":", "x", "enter")
+	v := m.views[2].(*fleetView)
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(longLine + "\n" + seq40())})
+	m, _ = press(t, m, "pgup")
+	lines := strings.Split(m.View(), "\n")
+	if bar := lines[len(lines)-1]; !strings.Contains(bar, "pgdn more output") || !strings.Contains(bar, "c cancel the run") {
+		t.Errorf("during a run the status bar does not offer both pgdn and c: %q", bar)
+	}
+}
+
 // msgOf is what cmd sends (nil: none).
 func msgOf(cmd tea.Cmd) tea.Msg {
 	if cmd == nil {
