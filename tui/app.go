@@ -472,9 +472,24 @@ func plural(n int) string {
 	return "s"
 }
 
+// simulatedHosts is a view that learns which hosts are simulated as it
+// connects to them (the Fleet).
+type simulatedHosts interface{ anySimulated() bool }
+
+// anySimulated says whether the hosts are a simulated fleet, as the
+// options said or a connection showed.
+func (m Model) anySimulated() bool {
+	for _, v := range m.views {
+		if s, ok := v.(simulatedHosts); ok && s.anySimulated() {
+			return true
+		}
+	}
+	return m.simulated
+}
+
 func (m Model) header() string {
 	brand := m.styles.Brand.Render("gpulab")
-	if m.simulated {
+	if m.anySimulated() {
 		brand += " " + m.styles.Badge.Render(" SIMULATED ")
 	}
 	parts := []string{brand, " "}

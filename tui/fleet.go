@@ -43,6 +43,10 @@ type FleetHost struct {
 	// Err says why the host cannot be reached at all (its name did not
 	// resolve): it is listed, counted and shown with this, never run.
 	Err string
+	// Simulated: the host is one of gpulab's simulated hosts, as a
+	// connection to it showed (its SSH handshake says so), whatever
+	// route reached it (an ssh_config, -H): it carries a SIM badge.
+	Simulated bool
 }
 
 // hostState is a host's live state during and after a run.
@@ -400,7 +404,8 @@ func (v *fleetView) openHost() {
 	if len(v.rows) == 0 || v.rows[v.cursor].probe == nil || v.rows[v.cursor].probe.Snapshot == nil {
 		return
 	}
-	text := v.mask.apply(renderHost(v.rows[v.cursor].probe.Snapshot, v.simulated, v.styles, v.width))
+	r := v.rows[v.cursor]
+	text := v.mask.apply(renderHost(r.probe.Snapshot, v.simulated || r.Simulated, v.styles, v.width))
 	v.hostView = newTextPage(strings.Split(text, "\n"), v.width, v.height)
 }
 
@@ -460,6 +465,17 @@ func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 	var c tea.Cmd
 	v.input, c = v.input.Update(km)
 	return v, c
+}
+
+// anySimulated says whether a connection showed a host to be simulated:
+// the header then says SIMULATED.
+func (v *fleetView) anySimulated() bool {
+	for _, r := range v.rows {
+		if r.Simulated {
+			return true
+		}
+	}
+	return false
 }
 
 // Running is how many hosts the run in flight works on (0: none).
@@ -532,6 +548,7 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 		r.state, r.started = stateConnecting, ev.Time
 	case orchestrator.HostConnected:
 		r.state, r.connect = stateRunning, ev.Time.Sub(r.started)
+		r.Simulated = r.Simulated || ev.Simulated
 	case orchestrator.StepOutput:
 		r.live = append(r.live, ev.Output...)
 		if len(r.live) > liveTail {
@@ -542,6 +559,7 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 			r.live = nil
 			r.state, r.class, r.total, r.result = stateDone, ev.Done.Class, ev.Done.Total, ev.Done
 			r.connect = ev.Done.Connect
+			r.Simulated = r.Simulated || ev.Done.Simulated
 			v.counts[ev.Done.Class]++
 			v.finished++
 		}
@@ -727,7 +745,7 @@ func (v *fleetView) row(i int) string {
 	// A row drawn in one style carries its badge as plain text: a styled
 	// badge inside would end the row's style.
 	plain := i == v.cursor || r.state == stateDone && r.class != orchestrator.OK || r.Err != "" || len(r.flags) > 0
-	line := v.rowText(r.Name+hostBadge(v.styles, v.simulated, plain), r.Address, state, dur(r.connect), dur(r.total), out)
+	line := v.rowText(r.Name+hostBadge(v.styles, v.simulated || r.Simulated, plain), r.Address, state, dur(r.connect), dur(r.total), out)
 	switch {
 	case i == v.cursor:
 		return v.styles.TableCursor.Render("▶ " + strings.TrimPrefix(line, "  "))

@@ -541,6 +541,33 @@ func TestFleetStatusBarKeepsCancel(t *testing.T) {
 	}
 }
 
+// A host reached by a route that does not say it is simulated (-H and an
+// ssh_config) is marked SIM as soon as a connection shows it is (its
+// handshake), and the header says SIMULATED; the mark stays for the
+// runs after.
+func TestFleetMarksSimulatedOnConnect(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 3, odd: -1}, 120, 32)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	if v := m.View(); strings.Contains(v, "SIM") {
+		t.Fatalf("a fleet not known to be simulated says SIM:\n%s", v)
+	}
+	fv := m.views[2].(*fleetView)
+	fv.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 1, Host: "gpu002", Time: time.Now()})
+	fv.apply(orchestrator.Event{Kind: orchestrator.HostConnected, Index: 1, Host: "gpu002", Time: time.Now(), Simulated: true})
+	for _, when := range []string{"connected", "done", "the next run"} {
+		switch when {
+		case "done":
+			m = drain(t, m, cmd)
+		case "the next run":
+			m, _ = press(t, m, ":", "y", "enter")
+		}
+		v := m.View()
+		if !strings.HasPrefix(v, "gpulab  SIMULATED ") || !regexp.MustCompile(`(?m)^  gpu002 SIM `).MatchString(v) || strings.Contains(v, "gpu001 SIM") {
+			t.Errorf("%s: the header or gpu002 alone does not say it is simulated:\n%s", when, v)
+		}
+	}
+}
+
 // msgOf is what cmd sends (nil: none).
 func msgOf(cmd tea.Cmd) tea.Msg {
 	if cmd == nil {
