@@ -578,12 +578,16 @@ func (v *fleetView) finish(msg fleetDone) {
 		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
 	}
 	// The results, from their top, folded when there are several; but a
-	// pane the operator chose during the run stays, where they are in it.
-	if !v.paneChosen {
+	// pane the operator chose during the run stays, where they are in it
+	// (the folded pane had nothing to show until now: from its top).
+	switch {
+	case !v.paneChosen:
 		v.scroll.home()
 		if v.pane == paneHost && len(results) > 1 {
 			v.pane = paneFolded
 		}
+	case v.pane == paneFolded:
+		v.scroll.home()
 	}
 	if v.openFlagged {
 		v.openFirstFlagged()

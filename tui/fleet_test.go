@@ -423,6 +423,17 @@ func TestFleetPaneChosenMidRunFollows(t *testing.T) {
 	if a, b := above.FindString(before), above.FindString(after); a == "" || a != b {
 		t.Errorf("the run's end moved the operator's place in the pane (%q, then %q):\n%s\n---\n%s", a, b, before, after)
 	}
+	// The folded pane chosen during a run has nothing to follow until it
+	// ends: then its groups show from their top.
+	m, cmd = press(t, m, ":", "z", "enter")
+	m, _ = press(t, m, "o")
+	if v.pane != paneFolded || !v.running {
+		t.Fatalf("o from the host's pane during a run is not the folded pane: %d", v.pane)
+	}
+	m = drain(t, m, cmd)
+	if got := m.View(); !strings.Contains(got, "gpu[001-002] (2): ok") || !strings.Contains(got, "more lines below") {
+		t.Errorf("the folded pane chosen during the run does not show the results from their top:\n%s", got)
+	}
 }
 
 // A host's output cannot drive the operator's terminal: an escape
