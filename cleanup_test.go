@@ -268,8 +268,9 @@ func TestLabRunSecondInterruptAbandonsCleanup(t *testing.T) {
 	}
 }
 
-// Quitting the workbench during a lab run stops the run, shows that
-// cleanup is running, and quits once it has run on every host.
+// Quitting the workbench during a lab run asks first; q again stops the
+// run, shows that cleanup is running, and quits once it has run on every
+// host.
 func TestWorkbenchQuitMidRunCleansUp(t *testing.T) {
 	tmux := testreq.Tool(t, "tmux", "the workbench is driven in tmux (apt-get install tmux)")
 	h := startHoldFleet(t, 4)
@@ -281,6 +282,8 @@ func TestWorkbenchQuitMidRunCleansUp(t *testing.T) {
 	s.waitFor("▶ zz-hold")
 	s.keys("Enter")
 	h.waitMarkers(t, "holding")
+	s.keys("q")
+	s.waitFor("a run is going: q again quits (cleanup runs), any other key stays")
 	s.keys("q")
 	s.waitFor("Cleaning up on 4 hosts before gpulab quits")
 	h.waitMarkers(t, "releasing")

@@ -78,6 +78,10 @@ type Event struct {
 	Stream int
 	Result *Result     // StepDone
 	Done   *HostResult // HostDone
+	// Simulated (HostConnected): the host said in its handshake that it
+	// is one of gpulab's simulated hosts (SimulatedServerVersion), however
+	// it was reached; a view can say so before the host is done.
+	Simulated bool
 }
 
 // Run works the plan and returns one result per target, in plan order.
@@ -174,7 +178,7 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 					hr.Class = de.Class
 				}
 			} else {
-				emit(Event{Kind: HostConnected, Index: i, Host: t.Name})
+				emit(Event{Kind: HostConnected, Index: i, Host: t.Name, Simulated: hr.Simulated})
 				work(i, t, conn, hr)
 				e.release(conn)
 			}

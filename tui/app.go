@@ -73,6 +73,8 @@ type Model struct {
 	keys     GlobalKeys
 	help     help.Model
 	showHelp bool
+	// helpAt is the help panel's position: on a short terminal it scrolls.
+	helpAt   scroller
 	styles   Styles
 	width    int
 	height   int
@@ -88,6 +90,11 @@ type Model struct {
 	// 1 stops the runs and waits for their cleanup, 2 abandons cleanup,
 	// 3 quits at once.
 	quitting int
+	// askQuit is the key (q, ctrl+c) that asked to quit while a run was
+	// going: the status bar asks, the same key again quits, any other
+	// key stays ("": not asking). A q typed for a command never meant
+	// to stop a run an hour in.
+	askQuit string
 }
 
 // The runbook and the lab the cursor starts on when the fleet is
@@ -301,6 +308,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.quit()
 	}
 	if _, ok := msg.(tea.MouseMsg); ok { // the wheel scrolls what is shown
+		if m.showHelp && m.quitting == 0 {
+			m.scrollHelp(msg)
+		}
 		if m.showHelp || m.quitting > 0 {
 			return m, nil
 		}
@@ -320,9 +330,26 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, tea.Batch(cmds...)
 }
 
+// requestQuit is a quit key: it quits (m.quit) at once when nothing runs
+// or cleanup is already under way; while a run goes, it first asks.
+func (m *Model) requestQuit(k tea.KeyMsg) tea.Cmd {
+	if m.quitting > 0 || m.running() == 0 {
+		return m.quit()
+	}
+	m.askQuit = k.String()
+	return nil
+}
+
 func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
+	if m.askQuit != "" {
+		m.askQuit = ""
+		if key.Matches(msg, m.keys.Quit) {
+			return m.quit(), true
+		}
+		return nil, true // any other key stays, and does nothing else
+	}
 	if msg.Type == tea.KeyCtrlC || m.quitting > 0 && key.Matches(msg, m.keys.Quit) {
-		return m.quit(), true
+		return m.requestQuit(msg), true
 	}
 	if m.quitting > 0 {
 		return nil, true // while cleanup runs, only quitting again is heard
@@ -337,12 +364,15 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
-		return m.quit(), true
+		return m.requestQuit(msg), true
 	case key.Matches(msg, m.keys.Help):
 		m.showHelp = !m.showHelp
+		m.helpAt.home()
 		return nil, true
 	case m.showHelp && msg.Type == tea.KeyEsc:
 		m.showHelp = false
+		return nil, true
+	case m.showHelp && m.scrollHelp(msg):
 		return nil, true
 	case key.Matches(msg, m.keys.NextTab):
 		m.selectTab(m.active + 1)
@@ -394,7 +424,7 @@ func (m Model) Active() string { return m.views[m.active].Title() }
 func (m Model) View() string {
 	body := m.views[m.active].View()
 	if m.showHelp {
-		body = m.helpView()
+		body = m.helpPage().view(m.styles)
 	}
 	if m.quitting > 0 {
 		body = m.quittingView()
@@ -443,9 +473,24 @@ func plural(n int) string {
 	return "s"
 }
 
+// simulatedHosts is a view that learns which hosts are simulated as it
+// connects to them (the Fleet).
+type simulatedHosts interface{ anySimulated() bool }
+
+// anySimulated says whether the hosts are a simulated fleet, as the
+// options said or a connection showed.
+func (m Model) anySimulated() bool {
+	for _, v := range m.views {
+		if s, ok := v.(simulatedHosts); ok && s.anySimulated() {
+			return true
+		}
+	}
+	return m.simulated
+}
+
 func (m Model) header() string {
 	brand := m.styles.Brand.Render("gpulab")
-	if m.simulated {
+	if m.anySimulated() {
 		brand += " " + m.styles.Badge.Render(" SIMULATED ")
 	}
 	parts := []string{brand, " "}
@@ -473,6 +518,9 @@ func (m Model) header() string {
 }
 
 func (m Model) statusBar() string {
+	if m.askQuit != "" {
+		return m.styles.Error.Render(fmt.Sprintf("a run is going: %s again quits (cleanup runs), any other key stays", m.askQuit))
+	}
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())
 	keys := append(v.ShortHelp(), m.keys.Help, m.keys.Quit)
@@ -493,31 +541,95 @@ func (m Model) statusBar() string {
 	return left + strings.Repeat(" ", gap) + right
 }
 
-func (m Model) helpView() string {
-	v := m.views[m.active]
+// helpPage is the help panel as a page in the body's room: on a short
+// terminal it scrolls (arrows, page up/down, home/end, the wheel).
+func (m Model) helpPage() *textPage {
+	p := newTextPage(strings.Split(m.helpView(), "\n"), m.width, m.bodyHeight())
+	p.s = m.helpAt
+	return p
+}
+
+// scrollHelp moves the help panel for a scroll key or a wheel turn; it
+// reports whether msg was one.
+func (m *Model) scrollHelp(msg tea.Msg) bool {
+	p := m.helpPage()
+	mk := DefaultMoveKeys()
+	if !p.update(msg, mk.Up, mk.Down, pageKeys()) {
+		return false
+	}
+	m.helpAt = p.s
+	return true
+}
+
+// helpBindings are the view's groups of keys and the global ones.
+func (m Model) helpBindings() (view, global [][]key.Binding) {
 	k := m.keys
-	global := [][]key.Binding{{k.NextTab, k.PrevTab, k.GoTab}, {k.Help, k.Quit}}
+	global = [][]key.Binding{{k.NextTab, k.PrevTab, k.GoTab}, {k.Help, k.Quit}}
 	if m.present != nil {
 		p := m.present.keys
 		global = append([][]key.Binding{{p.Next, p.Prev, p.Down, p.Up}}, global...)
 	}
-	parts := []string{m.styles.CardTitle.Render("Keys: " + v.Title()), ""}
-	if groups := v.FullHelp(); len(groups) > 0 {
-		parts = append(parts, m.help.FullHelpView(groups), "")
+	return m.views[m.active].FullHelp(), global
+}
+
+func (m Model) helpView() string {
+	view, global := m.helpBindings()
+	parts := []string{m.styles.CardTitle.Render("Keys: " + m.views[m.active].Title()), ""}
+	if len(view) > 0 {
+		parts = append(parts, m.helpColumns(view), "")
 	}
-	parts = append(parts, m.styles.CardTitle.Render("Everywhere"), "", m.help.FullHelpView(global), "",
-		m.styles.Hint.Render("esc or ? closes help. Every view has a command-line twin: gpulab --help."))
+	parts = append(parts, m.styles.CardTitle.Render("Everywhere"), "", m.helpColumns(global), "")
+	for _, h := range []string{"esc or ? closes help. Every view has a command-line twin: gpulab --help.",
+		"While a run goes, q and ctrl+c ask first: the same key again quits."} {
+		for _, l := range wrap(h, m.help.Width) {
+			parts = append(parts, m.styles.Hint.Render(l))
+		}
+	}
 	return m.styles.HelpPanel.Render(lipgloss.JoinVertical(lipgloss.Left, parts...))
 }
 
+// helpColumns lays groups of keys out as columns, as many side by side as
+// the panel's width holds and the others in rows below: a narrow terminal
+// gets more rows, never a column dropped for a "…" (the help model's own
+// way).
+func (m Model) helpColumns(groups [][]key.Binding) string {
+	h := m.help
+	h.Width = 0 // each row is made to fit here
+	sep := lipgloss.Width(h.FullSeparator)
+	var rows []string
+	var row [][]key.Binding
+	used := 0
+	for _, g := range groups {
+		w := lipgloss.Width(h.FullHelpView([][]key.Binding{g}))
+		if w == 0 {
+			continue // nothing enabled
+		}
+		if len(row) > 0 && used+sep+w > m.help.Width {
+			rows, row, used = append(rows, h.FullHelpView(row)), nil, 0
+		}
+		if len(row) > 0 {
+			used += sep
+		}
+		row, used = append(row, g), used+w
+	}
+	if len(row) > 0 {
+		rows = append(rows, h.FullHelpView(row))
+	}
+	return strings.Join(rows, "\n\n")
+}
+
 // fit pads or cuts s to exactly width columns and height lines, so that a
-// view can never push the status bar off screen.
+// view can never push the status bar off screen. Every line of every
+// frame passes here: each is made uniform first (no tab, no character a
+// terminal counts wider or narrower than lipgloss does), so that what is
+// measured is what the terminal draws.
 func fit(s string, width, height int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > height {
 		lines = lines[:height]
 	}
 	for i, l := range lines {
+		l = uniform(l)
 		if w := lipgloss.Width(l); w > width {
 			l = ansi.Truncate(l, width, "…")
 			w = lipgloss.Width(l)

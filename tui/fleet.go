@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -42,6 +43,10 @@ type FleetHost struct {
 	// Err says why the host cannot be reached at all (its name did not
 	// resolve): it is listed, counted and shown with this, never run.
 	Err string
+	// Simulated: the host is one of gpulab's simulated hosts, as a
+	// connection to it showed (its SSH handshake says so), whatever
+	// route reached it (an ssh_config, -H): it carries a SIM badge.
+	Simulated bool
 }
 
 // hostState is a host's live state during and after a run.
@@ -131,12 +136,15 @@ type fleetView struct {
 	probing  bool
 	hostView *textPage // the selected host's snapshot, when open
 	scroll   scroller  // the output pane's position
-	command  string
-	finished int
-	counts   map[orchestrator.Class]int
-	results  []orchestrator.HostResult
-	groups   []orchestrator.Group // results folded, once per run
-	log      []runLog
+	// paneChosen says the operator picked the pane (o) since the run
+	// started: when it ends, that pane and its position are kept.
+	paneChosen bool
+	command    string
+	finished   int
+	counts     map[orchestrator.Class]int
+	results    []orchestrator.HostResult
+	groups     []orchestrator.Group // results folded, once per run
+	log        []runLog
 
 	// simulated puts a SIM badge on every host. noCommands, when set, is
 	// why the command prompt is off (presenter mode); notice is the last
@@ -202,10 +210,13 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.hostView != nil {
 		return append(v.hostView.keysNow(v.keys.Up, v.keys.Down, v.keys.Page), v.keys.Back)
 	}
-	var keys []key.Binding
+	var lead, keys []key.Binding
 	switch {
 	case v.running:
-		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Cancel, v.keys.Pane}
+		// c first of all: a narrow status bar drops hints from the end,
+		// and during a long run, when pgdn is offered, it dropped c.
+		lead = []key.Binding{v.keys.Cancel}
+		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Pane}
 	case len(v.rows) == 0:
 		return nil
 	case v.noCommands != "":
@@ -224,7 +235,7 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	if v.scroll.more(true, len(lines), v.paneHeight()) {
 		first = append([]key.Binding{v.keys.Scroll.PageDown}, first...)
 	}
-	return append(first, keys...)
+	return append(append(lead, first...), keys...)
 }
 
 func (v *fleetView) FullHelp() [][]key.Binding {
@@ -232,8 +243,8 @@ func (v *fleetView) FullHelp() [][]key.Binding {
 	if v.noCommands != "" { // presenter mode: no command prompt; p steps the walkthrough, page up/down scroll the pane first
 		return [][]key.Binding{{k.Up, k.Down, k.Home, k.End}, {k.Cancel, k.Pane, k.Open, k.Back}, {k.Scroll.Left, k.Scroll.Right}}
 	}
-	// The actions first: a narrow help panel cuts columns from the
-	// right, and at 80 columns the third went (:, p, enter hidden).
+	// The actions first: a narrow help panel puts the columns that do
+	// not fit beside them on rows below.
 	s := k.Scroll
 	keys := [][]key.Binding{{k.Command, k.Probe, k.Cancel, k.Pane, k.Open, k.Back}, {k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End},
 		{s.PageUp, s.PageDown, s.Top, s.Bottom, s.Left, s.Right}}
@@ -328,8 +339,13 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	cursor, pane := v.cursor, v.pane
 	defer func() {
 		if v.pane != pane || v.pane == paneHost && v.cursor != cursor {
-			v.scroll.home() // another text: from its top
+			// Another text: from its top; while a run goes, from its
+			// end, following what arrives, as a pane chosen before the
+			// run does.
+			v.scroll.home()
+			v.scroll.follow = v.running
 		}
+		v.paneChosen = v.paneChosen || v.running && v.pane != pane
 	}()
 	switch {
 	case key.Matches(km, k.Up):
@@ -353,7 +369,10 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 	case key.Matches(km, k.Command) && v.noCommands != "":
 		v.notice = v.noCommands
 	case key.Matches(km, k.Command):
-		if !v.running && len(v.rows) > 0 {
+		// Also while a run goes: a command typed right away must land in
+		// the field, not run key by key as shortcuts (q, K). Enter waits
+		// for the run to end.
+		if len(v.rows) > 0 {
 			// Empty each time, the last command in the placeholder (↑
 			// brings it back): typing after it ran "seq 1 40seq 1 9".
 			v.typing = true
@@ -386,7 +405,8 @@ func (v *fleetView) openHost() {
 	if len(v.rows) == 0 || v.rows[v.cursor].probe == nil || v.rows[v.cursor].probe.Snapshot == nil {
 		return
 	}
-	text := v.mask.apply(renderHost(v.rows[v.cursor].probe.Snapshot, v.simulated, v.styles, v.width))
+	r := v.rows[v.cursor]
+	text := v.mask.apply(renderHost(r.probe.Snapshot, v.simulated || r.Simulated, v.styles, v.width))
 	v.hostView = newTextPage(strings.Split(text, "\n"), v.width, v.height)
 }
 
@@ -414,15 +434,22 @@ func (v *fleetView) openFirstFlagged() {
 	}
 }
 
+// runGoing is what enter in the command field says while a run goes.
+const runGoing = "a run is going: c cancels it (esc first)"
+
 func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 	switch km.Type {
 	case tea.KeyEsc:
-		v.typing = false
+		v.typing, v.notice = false, ""
 		v.input.Blur()
 		return v, nil
 	case tea.KeyEnter:
 		cmd := strings.TrimSpace(v.input.Value())
-		v.typing = false
+		if v.running && cmd != "" { // one run at a time: the text stays for when it ends
+			v.notice = runGoing
+			return v, nil
+		}
+		v.typing, v.notice = false, ""
 		v.input.Blur()
 		if cmd == "" {
 			return v, nil
@@ -439,6 +466,17 @@ func (v *fleetView) updateInput(km tea.KeyMsg) (Component, tea.Cmd) {
 	var c tea.Cmd
 	v.input, c = v.input.Update(km)
 	return v, c
+}
+
+// anySimulated says whether a connection showed a host to be simulated:
+// the header then says SIMULATED.
+func (v *fleetView) anySimulated() bool {
+	for _, r := range v.rows {
+		if r.Simulated {
+			return true
+		}
+	}
+	return false
 }
 
 // Running is how many hosts the run in flight works on (0: none).
@@ -463,6 +501,7 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 		command = "gpulab probe"
 	}
 	v.running, v.probing, v.command, v.finished, v.results, v.groups = true, probe, command, 0, nil, nil
+	v.paneChosen = false
 	v.scroll.home()
 	v.scroll.follow = true // a running host's output is followed as it comes, as tail -f does
 	v.counts = map[orchestrator.Class]int{}
@@ -510,6 +549,7 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 		r.state, r.started = stateConnecting, ev.Time
 	case orchestrator.HostConnected:
 		r.state, r.connect = stateRunning, ev.Time.Sub(r.started)
+		r.Simulated = r.Simulated || ev.Simulated
 	case orchestrator.StepOutput:
 		r.live = append(r.live, ev.Output...)
 		if len(r.live) > liveTail {
@@ -520,6 +560,7 @@ func (v *fleetView) apply(ev orchestrator.Event) {
 			r.live = nil
 			r.state, r.class, r.total, r.result = stateDone, ev.Done.Class, ev.Done.Total, ev.Done
 			r.connect = ev.Done.Connect
+			r.Simulated = r.Simulated || ev.Done.Simulated
 			v.counts[ev.Done.Class]++
 			v.finished++
 		}
@@ -533,13 +574,21 @@ func (v *fleetView) finish(msg fleetDone) {
 	}
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
-	v.scroll.home() // the results, from their top
 	v.stream.stop()
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
 	}
-	if v.pane == paneHost && len(results) > 1 {
-		v.pane = paneFolded
+	// The results, from their top, folded when there are several; but a
+	// pane the operator chose during the run stays, where they are in it
+	// (the folded pane had nothing to show until now: from its top).
+	switch {
+	case !v.paneChosen:
+		v.scroll.home()
+		if v.pane == paneHost && len(results) > 1 {
+			v.pane = paneFolded
+		}
+	case v.pane == paneFolded:
+		v.scroll.home()
 	}
 	if v.openFlagged {
 		v.openFirstFlagged()
@@ -608,6 +657,10 @@ func (v *fleetView) selectedName() string {
 
 func (v *fleetView) headline() string {
 	st := v.styles
+	if v.typing && v.running && v.notice == runGoing { // the field gives way to it: it pads to its width
+		note := st.Error.Render(runGoing)
+		return ansi.Truncate(v.input.View(), max(10, v.width-lipgloss.Width(note)-2), "") + "  " + note
+	}
 	if v.typing {
 		return v.input.View()
 	}
@@ -687,7 +740,7 @@ func (v *fleetView) row(i int) string {
 			out = termLine(r.result.Err)
 		}
 	} else if len(r.live) > 0 {
-		out = lastLine(string(r.live))
+		out = termLine(lastLine(string(r.live))) // what a host sends mid-run is escaped too
 	} else if r.Err != "" {
 		state, out = orchestrator.Error.String(), r.Err // it cannot be reached: never run
 	}
@@ -697,7 +750,7 @@ func (v *fleetView) row(i int) string {
 	// A row drawn in one style carries its badge as plain text: a styled
 	// badge inside would end the row's style.
 	plain := i == v.cursor || r.state == stateDone && r.class != orchestrator.OK || r.Err != "" || len(r.flags) > 0
-	line := v.rowText(r.Name+hostBadge(v.styles, v.simulated, plain), r.Address, state, dur(r.connect), dur(r.total), out)
+	line := v.rowText(r.Name+hostBadge(v.styles, v.simulated || r.Simulated, plain), r.Address, state, dur(r.connect), dur(r.total), out)
 	switch {
 	case i == v.cursor:
 		return v.styles.TableCursor.Render("▶ " + strings.TrimPrefix(line, "  "))
@@ -853,29 +906,16 @@ func termLines(s string) []string {
 
 // termLine is one line of a host's output as the workbench may draw it:
 // what a terminal shows after a carriage return (the text after the last
-// one: a progress bar's final state), tabs expanded to 8-column stops,
-// and every other control character, escape sequences included, escaped
-// (internal/visible): a host's output never moves the cursor, clears the
-// screen or retitles the operator's terminal.
+// one: a progress bar's final state), every other control character,
+// escape sequences included, escaped (internal/visible): a host's output
+// never moves the cursor, clears the screen or retitles the operator's
+// terminal. Then it is made uniform: tabs expanded to 8-column stops of
+// the text as shown, and emoji a terminal would count otherwise taken
+// apart, so that the Fleet's columns are measured on what is drawn.
 func termLine(l string) string {
 	l = strings.TrimSuffix(l, "\r")
 	if i := strings.LastIndexByte(l, '\r'); i >= 0 {
 		l = l[i+1:]
 	}
-	if strings.ContainsRune(l, '\t') {
-		var b strings.Builder
-		col := 0
-		for _, r := range l {
-			if r == '\t' {
-				n := 8 - col%8
-				b.WriteString(strings.Repeat(" ", n))
-				col += n
-				continue
-			}
-			b.WriteRune(r)
-			col++
-		}
-		l = b.String()
-	}
-	return visible.String(l)
+	return uniform(visible.Text(l))
 }

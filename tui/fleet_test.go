@@ -389,10 +389,58 @@ func TestFleetFollowsLiveOutput(t *testing.T) {
 	}
 }
 
+// A pane switched to during a run (o, until the host's own output) starts
+// at its end and follows the lines that arrive, as one chosen before the
+// run does; when the run ends, the pane the operator chose stays, and so
+// does their place in it.
+func TestFleetPaneChosenMidRunFollows(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1, out: seq40()}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd) // two hosts: the first run ends on the folded pane
+	m, cmd = press(t, m, ":", "y", "enter")
+	v := m.views[2].(*fleetView)
+	if v.pane != paneFolded || !v.running {
+		t.Fatalf("the second run does not start on the folded pane: pane %d, running %v", v.pane, v.running)
+	}
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(seq40())})
+	m, _ = press(t, m, "o", "o") // the log, then the host's output
+	if got := m.View(); !strings.Contains(got, "output of gpu001") || !strings.Contains(got, "\n40 ") || !strings.Contains(got, "lines above") {
+		t.Errorf("the host's pane chosen mid-run does not start at its end:\n%s", got)
+	}
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte("41\n42\n")})
+	if got := m.View(); !strings.Contains(got, "\n42 ") {
+		t.Errorf("the host's pane chosen mid-run does not follow its output:\n%s", got)
+	}
+	m, _ = press(t, m, "pgup")
+	before := m.View()
+	m = drain(t, m, cmd)
+	after := m.View()
+	if !strings.Contains(after, "output of gpu001") || strings.Contains(after, "folded output") {
+		t.Fatalf("the run's end left the pane the operator chose:\n%s", after)
+	}
+	above := regexp.MustCompile(`↑ \d+ above`)
+	if a, b := above.FindString(before), above.FindString(after); a == "" || a != b {
+		t.Errorf("the run's end moved the operator's place in the pane (%q, then %q):\n%s\n---\n%s", a, b, before, after)
+	}
+	// The folded pane chosen during a run has nothing to follow until it
+	// ends: then its groups show from their top.
+	m, cmd = press(t, m, ":", "z", "enter")
+	m, _ = press(t, m, "o")
+	if v.pane != paneFolded || !v.running {
+		t.Fatalf("o from the host's pane during a run is not the folded pane: %d", v.pane)
+	}
+	m = drain(t, m, cmd)
+	if got := m.View(); !strings.Contains(got, "gpu[001-002] (2): ok") || !strings.Contains(got, "more lines below") {
+		t.Errorf("the folded pane chosen during the run does not show the results from their top:\n%s", got)
+	}
+}
+
 // A host's output cannot drive the operator's terminal: an escape
 // sequence (clear the screen, retitle), a bell and a C1 CSI are shown
 // escaped; a carriage return shows what a terminal would (the text after
-// it); tabs become spaces, in the host table, the folded pane and the
+// it); tabs become spaces to the next 8-column stop of the text as shown
+// (the escapes included), in the host table, the folded pane and the
 // host's own output.
 func TestFleetEscapesHostOutput(t *testing.T) {
 	lipgloss.SetColorProfile(termenv.Ascii)
@@ -405,7 +453,7 @@ func TestFleetEscapesHostOutput(t *testing.T) {
 		if strings.ContainsAny(view, "\x1b\x07\r\t\u009b") {
 			t.Fatalf("a host's control characters reach the screen:\n%q", view)
 		}
-		for _, want := range []string{`x\x1b[2Jafter\x1b]0;PWNED\a \u009b31m       col`, "100% done"} {
+		for _, want := range []string{`x\x1b[2Jafter\x1b]0;PWNED\a \u009b31m   col`, "100% done"} {
 			if !strings.Contains(view, want) {
 				t.Errorf("the view lacks %q:\n%s", want, view)
 			}
@@ -416,6 +464,18 @@ func TestFleetEscapesHostOutput(t *testing.T) {
 	}
 	if !strings.Contains(m.View(), "output of gpu001") {
 		t.Errorf("o o did not show the host's own output:\n%s", m.View())
+	}
+}
+
+// A running host's row shows its last line escaped, as its result will
+// be: a retitle sent mid-run does not reach the terminal.
+func TestFleetEscapesLiveOutput(t *testing.T) {
+	v := newFleetView(fakeFleet{n: 1, odd: -1}, DefaultStyles())
+	v.SetSize(160, 40)
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte("\x1b]0;PWNED\x07 50%\tx\n")})
+	if row := v.row(0); strings.ContainsAny(row, "\x1b\x07\t") || !strings.Contains(row, `\x1b]0;PWNED\a 50%      x`) {
+		t.Errorf("the running row is not escaped: %q", row)
 	}
 }
 
@@ -448,6 +508,83 @@ func TestFleetCommandFieldStartsEmpty(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "$ a") {
 		t.Errorf("↑ on the empty field does not bring the last command back:\n%s", v)
 	}
+}
+
+// During a run, : opens the command field as before one: a command typed
+// right away lands in it instead of running key by key as shortcuts (the
+// q of seq quit the workbench). Enter does not start a second run: it
+// says why and keeps the text, which enter runs once the run has ended.
+func TestFleetCommandFieldDuringRun(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 3, odd: -1}, 100, 30)
+	m, first := press(t, m, "3", ":", "x", "enter")
+	m, cmd := press(t, m, ":", "s", "e", "q", " ", "3")
+	if _, quit := msgOf(cmd).(tea.QuitMsg); quit || strings.Contains(m.View(), "again quits") || !strings.Contains(m.View(), "$ seq 3") {
+		t.Fatalf("a command typed during a run does not go to the field (quit %v):\n%s", quit, m.View())
+	}
+	m, _ = press(t, m, "enter")
+	v := m.views[2].(*fleetView)
+	if got := m.View(); !strings.Contains(got, "$ seq 3") || !strings.Contains(got, "a run is going: c cancels it") || v.command != "x" || !v.typing {
+		t.Fatalf("enter during a run started another, or lost the text (running %q):\n%s", v.command, got)
+	}
+	m = drain(t, m, first)
+	if got := m.View(); !strings.Contains(got, "$ seq 3") || strings.Contains(got, "a run is going") {
+		t.Fatalf("after the run the field lost its text, or still says a run is going:\n%s", got)
+	}
+	m, cmd = press(t, m, "enter")
+	m = drain(t, m, cmd)
+	if got := m.View(); !strings.Contains(got, "$ seq 3 done") {
+		t.Errorf("enter after the run does not run the command kept:\n%s", got)
+	}
+}
+
+// At 80 columns, during a run whose output pane offers pgdn, the status
+// bar still offers c: the hint that stops a run is the last to go.
+func TestFleetStatusBarKeepsCancel(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 2, odd: -1}, 80, 24)
+	m, _ = press(t, m, "3", ":", "x", "enter")
+	v := m.views[2].(*fleetView)
+	v.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 0, Host: "gpu001", Time: time.Now()})
+	v.apply(orchestrator.Event{Kind: orchestrator.StepOutput, Index: 0, Host: "gpu001", Stream: 1, Output: []byte(longLine + "\n" + seq40())})
+	m, _ = press(t, m, "pgup")
+	lines := strings.Split(m.View(), "\n")
+	if bar := lines[len(lines)-1]; !strings.Contains(bar, "pgdn more output") || !strings.Contains(bar, "c cancel the run") {
+		t.Errorf("during a run the status bar does not offer both pgdn and c: %q", bar)
+	}
+}
+
+// A host reached by a route that does not say it is simulated (-H and an
+// ssh_config) is marked SIM as soon as a connection shows it is (its
+// handshake), and the header says SIMULATED; the mark stays for the
+// runs after.
+func TestFleetMarksSimulatedOnConnect(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 3, odd: -1}, 120, 32)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	if v := m.View(); strings.Contains(v, "SIM") {
+		t.Fatalf("a fleet not known to be simulated says SIM:\n%s", v)
+	}
+	fv := m.views[2].(*fleetView)
+	fv.apply(orchestrator.Event{Kind: orchestrator.HostConnecting, Index: 1, Host: "gpu002", Time: time.Now()})
+	fv.apply(orchestrator.Event{Kind: orchestrator.HostConnected, Index: 1, Host: "gpu002", Time: time.Now(), Simulated: true})
+	for _, when := range []string{"connected", "done", "the next run"} {
+		switch when {
+		case "done":
+			m = drain(t, m, cmd)
+		case "the next run":
+			m, _ = press(t, m, ":", "y", "enter")
+		}
+		v := m.View()
+		if !strings.HasPrefix(v, "gpulab  SIMULATED ") || !regexp.MustCompile(`(?m)^  gpu002 SIM `).MatchString(v) || strings.Contains(v, "gpu001 SIM") {
+			t.Errorf("%s: the header or gpu002 alone does not say it is simulated:\n%s", when, v)
+		}
+	}
+}
+
+// msgOf is what cmd sends (nil: none).
+func msgOf(cmd tea.Cmd) tea.Msg {
+	if cmd == nil {
+		return nil
+	}
+	return cmd()
 }
 
 // longLine is a host's output line of 200 characters, its end marked.

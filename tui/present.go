@@ -132,8 +132,12 @@ func (m *Model) handlePresentKey(msg tea.KeyMsg) (cmd tea.Cmd, handled bool) {
 }
 
 // paneScrolls says whether the view in front has a pane that page down
-// (down) or page up would move; not under the help panel, which hides it.
+// (down) or page up would move; under the help panel, whether the panel
+// would move (it hides the view).
 func (m *Model) paneScrolls(down bool) bool {
+	if m.showHelp {
+		return m.helpPage().canScroll(down)
+	}
 	s, ok := m.views[m.active].(scrollable)
-	return ok && !m.showHelp && s.canScroll(down)
+	return ok && s.canScroll(down)
 }

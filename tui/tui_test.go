@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -187,6 +188,49 @@ func TestQuit(t *testing.T) {
 	}
 }
 
+// While a run goes (a Fleet command, the probe, a runbook, a lab), q and
+// ctrl+c ask before quitting: the same key again quits (the runs stop and
+// their cleanup runs), any other key stays and does nothing else. A user
+// mashing ctrl+c still gets out: the fourth quits at once.
+func TestQuitAsksWhileARunGoes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		keys []string
+	}{
+		{"fleet command", []string{"3", ":", "x", "enter"}},
+		{"probe", []string{"3", "p"}},
+		{"runbook", []string{"4", "enter"}},
+		{"lab", []string{"5", "end", "enter"}},
+	} {
+		for _, k := range []string{"q", "ctrl+c"} {
+			m, _ := press(t, newDemoModel(t, Options{}, 120, 32), c.keys...)
+			if m.running() == 0 {
+				t.Fatalf("%s: %v started no run", c.name, c.keys)
+			}
+			tab := m.Active()
+			m, cmd := press(t, m, k)
+			ask := "a run is going: " + k + " again quits (cleanup runs), any other key stays"
+			if msgOf(cmd) != nil || m.quitting != 0 || !strings.Contains(m.View(), ask) {
+				t.Fatalf("%s, %s: quit without asking, or the status bar does not ask:\n%s", c.name, k, m.View())
+			}
+			m, cmd = press(t, m, "x") // in the Fleet, x opens the command field
+			if msgOf(cmd) != nil || m.quitting != 0 || strings.Contains(m.View(), ask) || m.Active() != tab || m.views[m.active].Capturing() {
+				t.Fatalf("%s, %s: another key did not just stay:\n%s", c.name, k, m.View())
+			}
+			m, _ = press(t, m, k, k)
+			if m.quitting != 1 || !strings.Contains(m.View(), "Cleaning up on") {
+				t.Fatalf("%s, %s: the key asked again does not stop the runs for cleanup:\n%s", c.name, k, m.View())
+			}
+			if k == "ctrl+c" {
+				m, _ = press(t, m, k)
+				if _, quit := msgOf(func() tea.Cmd { _, c := press(t, m, k); return c }()).(tea.QuitMsg); !quit {
+					t.Errorf("%s: the fourth ctrl+c does not quit", c.name)
+				}
+			}
+		}
+	}
+}
+
 func TestMapNavigation(t *testing.T) {
 	m := newTestModel(t, 80, 24)
 	mv := m.views[0].(*mapView)
@@ -303,6 +347,54 @@ func TestHelp(t *testing.T) {
 	m, _ = press(t, m, "?")
 	if strings.Contains(m.View(), "Keys: Matrix") {
 		t.Errorf("? did not close help")
+	}
+}
+
+// helpText is every line the help panel shows, scrolled through with
+// page down to its end.
+func helpText(t *testing.T, m Model) string {
+	t.Helper()
+	m, _ = press(t, m, "?")
+	seen := []string{m.View()}
+	for range 20 {
+		m, _ = press(t, m, "pgdown")
+		if v := m.View(); v != seen[len(seen)-1] {
+			seen = append(seen, v)
+			continue
+		}
+		return strings.Join(seen, "\n")
+	}
+	t.Fatalf("the help panel still scrolls after 20 pages:\n%s", seen[len(seen)-1])
+	return ""
+}
+
+// Every key the help lists at 160 columns is in it at 80×24 too, on every
+// tab, the demo's K and a presenter's keys included: a narrow help panel
+// puts its columns on more rows (and scrolls) instead of dropping one
+// for a "…".
+func TestHelpKeepsEveryKeyAt80Columns(t *testing.T) {
+	kill := func(string) error { return nil }
+	for _, opts := range []Options{{KillHost: kill, Simulated: true}, {Present: demoSteps, Simulated: true}} {
+		for tab := 1; tab <= 7; tab++ {
+			wide, _ := press(t, newDemoModel(t, opts, 160, 48), itoa(tab))
+			narrow, _ := press(t, newDemoModel(t, opts, 80, 24), itoa(tab))
+			view, global := narrow.helpBindings()
+			texts := map[int]string{160: helpText(t, wide), 80: helpText(t, narrow)}
+			for _, g := range append(view, global...) {
+				for _, b := range g {
+					if !b.Enabled() {
+						continue
+					}
+					h := b.Help()
+					re := regexp.MustCompile(regexp.QuoteMeta(h.Key) + " +" + regexp.QuoteMeta(h.Desc))
+					for _, w := range []int{160, 80} {
+						if !re.MatchString(texts[w]) {
+							t.Errorf("%s (presenting %v) at %d columns: the help lacks %q %q:\n%s", narrow.Active(), opts.Present != nil, w, h.Key, h.Desc, texts[w])
+						}
+					}
+				}
+			}
+		}
 	}
 }
 
