@@ -829,8 +829,9 @@ func (v *fleetView) paneLines() []string {
 		}
 		groups := v.groups
 		for gi, g := range groups {
-			head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), g.Class)
-			out = append(out, st.CardLabel.Render(head))
+			for _, l := range groupHead(g, max(20, v.width-2)) {
+				out = append(out, st.CardLabel.Render(l))
+			}
 			body := g.Stdout + g.Stderr
 			if gi > 0 && groups[0].Class == orchestrator.OK && body != "" {
 				body = orchestrator.Diff(groups[0], g)
@@ -892,6 +893,21 @@ func (v *fleetView) truncated(hosts []string) bool {
 		}
 	}
 	return false
+}
+
+// groupHead is a folded group's head, "dgx[01-04] (4): ok"; a node set
+// too long for the width (hosts failing here and there among hundreds)
+// goes last, after the count and class, and wraps after its commas.
+func groupHead(g orchestrator.Group, width int) []string {
+	head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), g.Class)
+	if lipgloss.Width(head) <= width {
+		return []string{head}
+	}
+	lines := strings.Split(ansi.Wrap(fmt.Sprintf("%d hosts, %s: %s", len(g.Hosts), g.Class, g.NodeSet), width-2, ","), "\n")
+	for i := 1; i < len(lines); i++ {
+		lines[i] = "  " + lines[i]
+	}
+	return lines
 }
 
 // termLines are a host's output as lines a terminal would show, each

@@ -686,3 +686,26 @@ func TestFleetSidewaysMasked(t *testing.T) {
 		t.Errorf("> never showed the masked name and address")
 	}
 }
+
+// A folded group whose node set is longer than the pane (hosts failing
+// here and there among 300) wraps its head: its host count and class are
+// never cut off (they came after a set cut with …).
+func TestFleetFoldedHeadWraps(t *testing.T) {
+	m := newFleetModel(t, fakeFleet{n: 300, odd: -1}, 80, 24)
+	m, cmd := press(t, m, "3", ":", "x", "enter")
+	m = drain(t, m, cmd)
+	v := m.views[2].(*fleetView)
+	var names []string
+	for i := 1; i <= 300; i += 2 {
+		names = append(names, fmt.Sprintf("gpu%03d", i))
+	}
+	v.groups = []orchestrator.Group{{NodeSet: inventory.FoldNames(names), Hosts: names, Class: orchestrator.Killed}}
+	v.pane = paneFolded
+	flat := strings.Join(strings.Fields(m.View()), " ")
+	if !strings.Contains(flat, "150 hosts, killed: gpu[001,003,") {
+		t.Errorf("the group's count and class are cut:\n%s", m.View())
+	}
+	if v := m.View(); !strings.Contains(v, "\n150 hosts, killed: gpu[001,003,") {
+		t.Errorf("the group's head does not start with its count:\n%s", v)
+	}
+}
