@@ -965,3 +965,20 @@ func TestRecordEncodeIsMarshalIndent(t *testing.T) {
 		}
 	}
 }
+
+// TestLabNameIsOneLine: a lab's name with a tab, a newline written as
+// \n, an escape or a bidi override is refused at its line, naming the
+// character and where it is (a tab in a name broke the Labs tab's rows).
+func TestLabNameIsOneLine(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{`Chart lab: 日本語 name\twith tab`, `n.toml:2:1: lab "n": name has the control character U+0009 (character 20)`},
+		{`two\nlines`, `U+000A (character 4)`},
+		{`\u001b[2Jclear`, `U+001B (character 1)`},
+		{`evil\u202Eeman`, `U+202E (character 5)`},
+	} {
+		src := "id = \"n\"\nname = \"" + tc.name + "\"\ngoal = \"g\"\nplane = \"data\"\nmaturity = \"draft\"\nestimate_minutes = 5\n\n[[step]]\nid = \"s\"\nphase = \"observe\"\ncommand = \"true\"\n\n[[criterion]]\nid = \"c\"\ndescription = \"c\"\nexpr = \"true\"\nimpact = \"minor\"\n"
+		if _, err := Parse("n.toml", []byte(src)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("name %s: Parse = %v, want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+}
