@@ -15,8 +15,10 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -134,6 +136,11 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	}
 	if rb.Title == "" {
 		bad(nil, "runbook %q has no title", rb.ID)
+	}
+	// A title is one line of text, drawn in lists and headers.
+	if i := strings.IndexFunc(rb.Title, visible.Unsafe); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(rb.Title[i:])
+		bad([]any{"title"}, "runbook %q: title has the control character %U (character %d): a title is one line of plain text", rb.ID, r, utf8.RuneCountInString(rb.Title[:i])+1)
 	}
 	switch rb.Plane {
 	case "control", "data", "workload":
