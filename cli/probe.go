@@ -107,8 +107,8 @@ any did not, 2 for usage or configuration errors.`,
 			if pf.mock != "" && pf.mock != "dgxa100" {
 				return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
 			}
-			if faultsFile != "" && (pf.mock == "" || pf.local) {
-				return usageErr("--mock-faults needs --mock dgxa100 and -H")
+			if err := checkMockFlags(pf, faultsFile); err != nil {
+				return err
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
@@ -128,6 +128,9 @@ any did not, 2 for usage or configuration errors.`,
 					return err
 				}
 				defer r.keys.Close()
+				if err := mockOnSimulated(r, pf, faultsFile); err != nil {
+					return err
+				}
 				if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 					return err
 				}
