@@ -181,7 +181,7 @@ func TestUsageAndWorkbench(t *testing.T) {
 	run(t, env, "nope").expect(t, 2, "", `unknown command "nope"`)
 	run(t, env).expect(t, 2, "", "the workbench needs a terminal")
 	run(t, env, "--json").expect(t, 2, "", "--json applies to a command")
-	run(t, env, "--help").expect(t, 0, "Exit codes:\n  0    ok\n  1    a check or a host failed\n  2    usage or configuration error", "")
+	run(t, env, "--help").expect(t, 0, "Exit codes:\n  0    ok\n  1    a check or a host failed (probe: or a host is flagged)\n  2    usage or configuration error", "")
 	run(t, env, "matrix", "--help").expect(t, 0, "gpulab matrix --filter isolation=strong", "")
 	r := run(t, env, "version", "--json")
 	var v struct{ Version, Go string }

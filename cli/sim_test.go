@@ -83,10 +83,11 @@ func TestSimFindsTheSickHost(t *testing.T) {
 			}
 
 			// probe: the simulator probe, pushed and run; the sick host's
-			// summary differs (links down) and it has ECC errors.
+			// summary differs (links down) and it has ECC errors: it alone
+			// is flagged, and the probe exits 1.
 			r = run(t, env, append(append([]string{"probe"}, inv...), "--json")...)
 			var probes []probeResult
-			if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 0 || len(probes) != 4 {
+			if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 {
 				t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 			}
 			summaries := map[string]string{}
@@ -101,6 +102,9 @@ func TestSimFindsTheSickHost(t *testing.T) {
 				}
 				if ecc != (p.Host == sick) {
 					t.Errorf("probe %s: uncorrected ECC errors %v, want %v", p.Host, ecc, p.Host == sick)
+				}
+				if flagged := len(p.Flags) > 0; flagged != (p.Host == sick) {
+					t.Errorf("probe %s: flags %q, want some only on %s (and exit 1 for them)", p.Host, p.Flags, sick)
 				}
 			}
 			for _, h := range healthy {
