@@ -280,8 +280,11 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string, simulated bool) 
 	if rec.Passed {
 		verdict = "PASSED"
 	}
-	if rec.Interrupted {
+	switch {
+	case rec.Interrupted:
 		verdict = "INTERRUPTED (cleanup ran; the record is marked incomplete)"
+	case rec.NotRun != "":
+		verdict = "NOT RUN: no step ran, nothing was measured (" + rec.NotRun + "; the record is marked incomplete)"
 	}
 	fmt.Fprintf(w, "%s: %s\n", rec.Lab, rec.Name)
 	if on, note := labSimulated(rec, simulated); on != "" {
@@ -468,8 +471,8 @@ func stepper(in io.Reader, out *progressLines, echo bool) func(context.Context, 
 				}
 				switch {
 				case !ok:
-					out.ask("(end of input: stopping)\n")
-					return labs.GuideStop
+					out.ask("(end of input: the answers ended; stopping, cleanup runs)\n")
+					return labs.GuideEndOfInput
 				case l == "" || l == "r" || l == "y" || l == "yes":
 					return labs.GuideRun
 				case l == "s":

@@ -306,8 +306,11 @@ func hostsOf(r *labs.Record) string {
 
 func outcome(r *labs.Record) string {
 	o := r.Status()
-	if !r.Complete && r.Interrupted {
+	switch {
+	case !r.Complete && r.Interrupted:
 		o = "interrupted"
+	case r.NotRun != "":
+		o = "not run"
 	}
 	if r.Simulated {
 		o += " (SIMULATED)"

@@ -87,6 +87,9 @@ const (
 	GuideRun GuideAnswer = iota
 	GuideSkip
 	GuideStop // end the main phases here; cleanup runs
+	// GuideEndOfInput is GuideStop because the answers ended (the end of
+	// the input they are read from), not because the operator chose it.
+	GuideEndOfInput
 )
 
 // EventKind says what happened.
