@@ -401,8 +401,8 @@ func TestInventoryStringsAreEscaped(t *testing.T) {
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu\\u001b]0;pwned\\u0007\"\n"), 0o644)
 	r := runGpulab(t, nil, []string{"HOME=" + dir}, "inventory", "check", bad)
-	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, bad+":5:") {
-		t.Errorf("gpulab inventory check (a name with ESC): %v\nwant exit 1 and the name's line (%s:5)", r, bad)
+	if r.code != 2 || !strings.Contains(r.stdout+r.stderr, bad+":5:") {
+		t.Errorf("gpulab inventory check (a name with ESC): %v\nwant exit 2 and the name's line (%s:5)", r, bad)
 	}
 	noRawControls(t, "inventory check", r.stdout+r.stderr)
 

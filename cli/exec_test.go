@@ -479,7 +479,7 @@ func TestInventoryCheckResolvesHosts(t *testing.T) {
 	writeFile(t, cfg, "Host gpu02\n  ProxyJump bastion\n  ProxyCommand nc %h %p\n")
 	inv := filepath.Join(dir, "inv.toml")
 	writeFile(t, inv, fmt.Sprintf("[defaults]\nssh_config = %q\n\n[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu02\"\n", cfg))
-	run(t, env, "inventory", "check", inv).expect(t, 1, "", "inv.toml:7:1: host gpu02: ssh_config sets both ProxyJump")
+	run(t, env, "inventory", "check", inv).expect(t, 2, "", "inv.toml:7:1: host gpu02: ssh_config sets both ProxyJump")
 }
 
 // A lab that hands a parameter to the shell, or to an interpreter, as code
@@ -491,8 +491,8 @@ func TestLabWithParameterAsCodeRefused(t *testing.T) {
 		f := filepath.Join(dir, fmt.Sprintf("c%02d.toml", i))
 		writeFile(t, f, lab)
 		r := run(t, noEnv(t), "lab", "check", f)
-		r.expect(t, 1, "", "a value there would be run as a command or as code")
-		r.expect(t, 1, "", fmt.Sprintf("c%02d.toml:15:1", i))
+		r.expect(t, 2, "", "a value there would be run as a command or as code")
+		r.expect(t, 2, "", fmt.Sprintf("c%02d.toml:15:1", i))
 	}
 }
 

@@ -108,8 +108,10 @@ labs/builtin/*.toml).`,
 		Short: "Validate lab files: schema, parsers, CEL expressions, metrics",
 		Long: `Validate lab files: unknown keys, unknown parsers, CEL expressions that do not
 compile or are not bool, and criteria that read a metric no step measures
-are reported with file:line:column. Exit 0 when valid, 1 when not, 2 when a
-file is over gpulab's limits (larger than 8 MiB, or nested more than 64 levels).`,
+are reported with file:line:column. Exit 0 when valid, 2 when not (a
+configuration error, as for any command given invalid --labs), or when a
+file is over gpulab's limits (larger than 8 MiB, or nested more than 64
+levels).`,
 		Example: "  gpulab lab check my-labs/\n  gpulab lab check my-labs/mps.toml --json",
 		Args:    exactArgs(1, "a directory or a .toml file"),
 		RunE: func(c *cobra.Command, args []string) error {
