@@ -52,8 +52,15 @@ type Record struct {
 	// Reproduce are the arguments, after the lab and -H, that the run was
 	// started with and another run of it needs: the inventory, ssh_config
 	// and known_hosts files, the lab files, the parameters set.
-	Reproduce []string     `json:"reproduce,omitempty"`
-	Hosts     []HostRecord `json:"hosts"`
+	Reproduce []string `json:"reproduce,omitempty"`
+	// ReproduceFleet, when set, is the command that brings the run's
+	// hosts back first: they were a simulated fleet that went with the
+	// run, its inventory in a temporary directory (gpulab demo). With
+	// Reproduce, that command serves the same fleet (same seed, same
+	// hosts) for gpulab lab run; without, it opens the workbench the lab
+	// runs in again (a lab that reads the demo's simulated cluster).
+	ReproduceFleet []string     `json:"reproduce_fleet,omitempty"`
+	Hosts          []HostRecord `json:"hosts"`
 	// Kubernetes is the cluster side of the environment, for labs that
 	// run kubectl.
 	Kubernetes *KubeEnvironment `json:"kubernetes,omitempty"`

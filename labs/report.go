@@ -117,8 +117,7 @@ func (r *Record) Markdown() string {
 		conclusion = "**NOT RUN** (no step ran: " + mdCell(r.NotRun) + "; nothing was measured)"
 	}
 	fmt.Fprintf(&b, "- Conclusion: %s\n", conclusion)
-	repro := append([]string{"gpulab", "lab", "run", r.Lab, "-H", inventory.FoldNames(names)}, r.Reproduce...)
-	fmt.Fprintf(&b, "- Reproduce: `%s`\n", orchestrator.QuoteArgs(repro))
+	fmt.Fprintf(&b, "- Reproduce: %s\n", r.reproduceText(inventory.FoldNames(names)))
 
 	b.WriteString("\n## Environment\n\n")
 	for _, h := range r.Hosts {
@@ -267,6 +266,21 @@ func (r *Record) Markdown() string {
 	}
 	b.WriteString("Outputs are in record.json (`jq '.hosts[].steps[] | {id, stdout}'`).\n")
 	return b.String()
+}
+
+// reproduceText is the record's Reproduce line: the command that runs the
+// lab again on hosts, after the one that brings a simulated fleet back
+// when the run's went with it (ReproduceFleet).
+func (r *Record) reproduceText(hosts string) string {
+	run := "`" + orchestrator.QuoteArgs(append([]string{"gpulab", "lab", "run", r.Lab, "-H", hosts}, r.Reproduce...)) + "`"
+	if len(r.ReproduceFleet) == 0 {
+		return run
+	}
+	fleet := "`" + orchestrator.QuoteArgs(r.ReproduceFleet) + "`"
+	if len(r.Reproduce) == 0 {
+		return fmt.Sprintf("%s, then run %s on %s in its Labs tab (the same SIMULATED fleet and cluster: same seed, same hosts; the run's own inventory was temporary)", fleet, r.Lab, hosts)
+	}
+	return fmt.Sprintf("%s (the same SIMULATED fleet: same seed, same hosts; the run's own inventory was temporary), then in another terminal %s", fleet, run)
 }
 
 func metricOr(h HostRecord, name string) string {

@@ -75,7 +75,7 @@ func newRun(ctx context.Context, e *orchestrator.Engine, l *Lab, o RunOptions, t
 	}
 	r.rec = newRecord(l, r.now())
 	r.rec.Params = o.Params
-	r.rec.Reproduce = o.Reproduce
+	r.rec.Reproduce, r.rec.ReproduceFleet = o.Reproduce, o.ReproduceFleet
 	if o.Simulated {
 		r.rec.Simulated, r.rec.Maturity = true, "draft"
 	}
