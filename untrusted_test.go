@@ -375,11 +375,20 @@ func TestNamesFromRecordsAreEscaped(t *testing.T) {
 	}
 	noRawControls(t, "results show (record.md)", r.stdout+r.stderr)
 
-	r = runGpulab(t, nil, env, "results", "compare", run, run)
+	other := filepath.Join(t.TempDir(), "again") // a run is compared with another, never itself
+	if err := os.CopyFS(other, os.DirFS(run)); err != nil {
+		t.Fatal(err)
+	}
+	r = runGpulab(t, nil, env, "results", "compare", run, other)
 	if r.code != 0 || !strings.Contains(r.stdout, "w"+pwnedEscaped) {
 		t.Errorf("gpulab results compare: %v", r)
 	}
 	noRawControls(t, "results compare", r.stdout+r.stderr)
+	r = runGpulab(t, nil, env, "results", "compare", run, run)
+	if r.code != 2 || !strings.Contains(r.stderr, "are the same run") {
+		t.Errorf("gpulab results compare RUN RUN: %v", r)
+	}
+	noRawControls(t, "results compare (refused)", r.stdout+r.stderr)
 
 	r = runGpulab(t, nil, env, "results", "list", "--results", results, "--json")
 	var refs []struct {
