@@ -200,13 +200,13 @@ impact = "critical"
 	s.waitFor("▶ topology")
 	// The Labs tab runs topology-sanity: no nvidia-smi, so the prerequisite
 	// fails on every host, cleanup runs, the criteria end UNKNOWN, and the
-	// record is written.
+	// record is written: the run is NOT RUN (no step ran), not FAILED.
 	s.keys("5")
 	s.waitFor("▶ exclusive-baseline")
 	s.keys("End")
 	s.waitFor("▶ topology-sanity")
 	s.keys("Enter")
-	s.waitFor("FAILED")
+	s.waitFor("NOT RUN: no step ran (every host: prerequisite not met")
 	s.waitFor("? UNKNOWN nvlink-mesh gpu[01-04]: no evidence")
 	s.waitFor("record: ")
 	if recs, _ := filepath.Glob(filepath.Join(dir, ".local", "share", "gpulab", "results", "topology-sanity", "*", "record.md")); len(recs) != 1 {
@@ -231,12 +231,12 @@ impact = "critical"
 	s.waitFor("▶ kernel-known")
 	// The Results tab lists the record just written and opens it.
 	s.keys("6")
-	s.waitFor("topology-sanity      gpu[01-04]       failed")
+	s.waitFor("topology-sanity      gpu[01-04]       incomplete") // no step ran
 	s.waitFor("kernel-known         gpu[01-04]       passed")
 	s.keys("Down")
 	s.keys("Enter")
 	s.waitFor("Lab: topology-sanity") // the record, rendered
-	s.waitFor("Conclusion: FAILED")
+	s.waitFor("Conclusion: NOT RUN (no step ran: every host: prerequisite not met")
 	s.keys("Escape")
 	s.waitFor("▶ ")
 	s.keys("q")

@@ -375,11 +375,20 @@ func TestNamesFromRecordsAreEscaped(t *testing.T) {
 	}
 	noRawControls(t, "results show (record.md)", r.stdout+r.stderr)
 
-	r = runGpulab(t, nil, env, "results", "compare", run, run)
+	other := filepath.Join(t.TempDir(), "again") // a run is compared with another, never itself
+	if err := os.CopyFS(other, os.DirFS(run)); err != nil {
+		t.Fatal(err)
+	}
+	r = runGpulab(t, nil, env, "results", "compare", run, other)
 	if r.code != 0 || !strings.Contains(r.stdout, "w"+pwnedEscaped) {
 		t.Errorf("gpulab results compare: %v", r)
 	}
 	noRawControls(t, "results compare", r.stdout+r.stderr)
+	r = runGpulab(t, nil, env, "results", "compare", run, run)
+	if r.code != 2 || !strings.Contains(r.stderr, "are the same run") {
+		t.Errorf("gpulab results compare RUN RUN: %v", r)
+	}
+	noRawControls(t, "results compare (refused)", r.stdout+r.stderr)
 
 	r = runGpulab(t, nil, env, "results", "list", "--results", results, "--json")
 	var refs []struct {
@@ -401,8 +410,8 @@ func TestInventoryStringsAreEscaped(t *testing.T) {
 	bad := filepath.Join(dir, "bad.toml")
 	os.WriteFile(bad, []byte("[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu\\u001b]0;pwned\\u0007\"\n"), 0o644)
 	r := runGpulab(t, nil, []string{"HOME=" + dir}, "inventory", "check", bad)
-	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, bad+":5:") {
-		t.Errorf("gpulab inventory check (a name with ESC): %v\nwant exit 1 and the name's line (%s:5)", r, bad)
+	if r.code != 2 || !strings.Contains(r.stdout+r.stderr, bad+":5:") {
+		t.Errorf("gpulab inventory check (a name with ESC): %v\nwant exit 2 and the name's line (%s:5)", r, bad)
 	}
 	noRawControls(t, "inventory check", r.stdout+r.stderr)
 

@@ -41,7 +41,7 @@ const (
 // Commands section gives them.
 var exitCodes = fmt.Sprintf(`Exit codes:
   %d    ok
-  %d    a check or a host failed
+  %d    a check or a host failed (probe: or a host is flagged)
   %d    usage or configuration error (a bad flag, an invalid inventory, ...)
   %d    a runbook found nothing wrong but some checks are UNKNOWN
        (--allow-unknown makes that %d)

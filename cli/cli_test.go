@@ -112,14 +112,14 @@ func TestCatalogCommands(t *testing.T) {
 	bad := filepath.Join(dir, "bad.toml")
 	writeFile(t, bad, "[[project]]\nid = \"x\"\nname = \"X\"\nplane = \"control\"\nkind = \"k\"\nsummary = \"s\"\nquestions = [\"q\"]\ncolour = \"red\"\n")
 	r := run(t, env, "catalog", "check", dir)
-	r.expect(t, 1, "", bad+`:8:1: unknown key "colour"`)
+	r.expect(t, 2, "", bad+`:8:1: unknown key "colour"`)
 
 	r = run(t, env, "catalog", "check", bad, "--json")
 	var out struct {
 		OK       bool      `json:"ok"`
 		Problems []Problem `json:"problems"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 1 {
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 2 {
 		t.Fatalf("catalog check --json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
 	if out.OK || len(out.Problems) != 5 || out.Problems[0].Line != 8 || out.Problems[1].Message == "" || out.Problems[0].File != bad {
@@ -149,8 +149,8 @@ func TestInventoryCommands(t *testing.T) {
 	broken := filepath.Join(t.TempDir(), "broken.toml")
 	writeFile(t, broken, "[defaults]\nuser = \"ops\"\nusr = \"x\"\n[[host]]\nname = \"gpu[01-04\"\n")
 	r := run(t, env, "inventory", "check", broken)
-	r.expect(t, 1, "", broken+`:3:1: unknown key "usr"`)
-	r.expect(t, 1, "", broken+`:5:1: node set "gpu[01-04": column 4: '[' is never closed`)
+	r.expect(t, 2, "", broken+`:3:1: unknown key "usr"`)
+	r.expect(t, 2, "", broken+`:5:1: node set "gpu[01-04": column 4: '[' is never closed`)
 
 	inv := []string{"--inventory", "../inventory.toml"}
 	run(t, env, append([]string{"inventory", "list", "-H", "@a100!gpu[002-011]", "--fold"}, inv...)...).expect(t, 0, "gpu[001,012]\n", "")
@@ -181,7 +181,7 @@ func TestUsageAndWorkbench(t *testing.T) {
 	run(t, env, "nope").expect(t, 2, "", `unknown command "nope"`)
 	run(t, env).expect(t, 2, "", "the workbench needs a terminal")
 	run(t, env, "--json").expect(t, 2, "", "--json applies to a command")
-	run(t, env, "--help").expect(t, 0, "Exit codes:\n  0    ok\n  1    a check or a host failed\n  2    usage or configuration error", "")
+	run(t, env, "--help").expect(t, 0, "Exit codes:\n  0    ok\n  1    a check or a host failed (probe: or a host is flagged)\n  2    usage or configuration error", "")
 	run(t, env, "matrix", "--help").expect(t, 0, "gpulab matrix --filter isolation=strong", "")
 	r := run(t, env, "version", "--json")
 	var v struct{ Version, Go string }
@@ -233,7 +233,7 @@ func TestLabCommands(t *testing.T) {
 	run(t, env, "lab", "check", dir).expect(t, 0, dir+": ok (10 labs with the built-in ones)", "")
 	run(t, env, "lab", "list", "--labs", dir).expect(t, 0, "mine ", "")
 	writeFile(t, filepath.Join(dir, "bad.toml"), "id = \"bad\"\nname = \"b\"\ngoal = \"g\"\nplane = \"data\"\nmaturity = \"draft\"\nestimate_minutes = 1\n[[criterion]]\nid = \"c\"\ndescription = \"d\"\nexpr = \"metrics.latency_p99_ms < 200\"\nimpact = \"major\"\n")
-	run(t, env, "lab", "check", dir).expect(t, 1, "", "bad.toml:10:1: criterion \"c\" reads metrics.latency_p99_ms, which no step measures")
+	run(t, env, "lab", "check", dir).expect(t, 2, "", "bad.toml:10:1: criterion \"c\" reads metrics.latency_p99_ms, which no step measures")
 	run(t, env, "lab", "list", "--labs", dir).expect(t, 2, "", "labs: ")
 }
 
@@ -289,7 +289,7 @@ func TestInventoryHostLimit(t *testing.T) {
 	big := filepath.Join(t.TempDir(), "big.toml")
 	writeFile(t, big, "[[host]]\nname = \"n[0-39999]\"\n[[host]]\nname = \"m[0-39999]\"\n[[host]]\nname = \"o[0000000-9999999]\"\n")
 	r := run(t, env, "inventory", "check", big)
-	r.expect(t, 1, "", big+`:4:1: node set "m[0-39999]" names 40000 hosts, which brings the inventory to 80000, more than the 65536 hosts an inventory may hold`)
+	r.expect(t, 2, "", big+`:4:1: node set "m[0-39999]" names 40000 hosts, which brings the inventory to 80000, more than the 65536 hosts an inventory may hold`)
 	if strings.Count(r.stderr, "\n") != 1 {
 		t.Errorf("inventory check: want one problem, got:\n%s", r.stderr)
 	}
@@ -317,8 +317,8 @@ func TestInventoryCheckRefusesShellInNames(t *testing.T) {
 	inv := filepath.Join(dir, "inv.toml")
 	writeFile(t, inv, fmt.Sprintf("[[host]]\nname = \"h1\"\naddress = \"x$(touch %s)\"\n\n[[host]]\nname = \"h2\"\nuser = \"r$(touch %s)\"\njump = \"ops@bastion\"\n", pwnA, pwnU))
 	r := run(t, env, "inventory", "check", inv)
-	r.expect(t, 1, "", fmt.Sprintf(`%s:3:1: host "h1": address "x$(touch %s)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnA))
-	r.expect(t, 1, "", fmt.Sprintf(`%s:7:1: host "h2": user "r$(touch %s)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnU))
+	r.expect(t, 2, "", fmt.Sprintf(`%s:3:1: host "h1": address "x$(touch %s)" holds characters a host name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnA))
+	r.expect(t, 2, "", fmt.Sprintf(`%s:7:1: host "h2": user "r$(touch %s)" holds characters a user name cannot ('$', '(', ' ', '/', ')'): OpenSSH refuses it too`, inv, pwnU))
 	run(t, env, "exec", "--inventory", inv, "-H", "*", "--", "true").expect(t, 2, "", inv+":3:1: host \"h1\": address")
 }
 

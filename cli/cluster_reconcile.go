@@ -15,9 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/cluster"
-	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/probes/sim/spec"
 )
 
 func newClusterReconcileCmd(o *options, src *cluster.Source) *cobra.Command {
@@ -111,14 +109,17 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if pf.mock != "" && pf.mock != "dgxa100" {
 		return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
 	}
-	if faultsFile != "" && pf.mock == "" {
-		return usageErr("--mock-faults needs --mock dgxa100")
+	if err := checkMockFlags(pf, faultsFile); err != nil {
+		return err
 	}
 	r, err := o.newRunner(f)
 	if err != nil {
 		return err
 	}
 	defer r.keys.Close()
+	if err := mockOnSimulated(r, pf, faultsFile); err != nil {
+		return err
+	}
 	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 		return err
 	}
@@ -173,41 +174,6 @@ func (r *runner) targetNames() []string {
 		names = append(names, h.Host)
 	}
 	return names
-}
-
-// readHostFaults reads --mock-faults FILE: a JSON object of host name to
-// faults, each validated, returned as the probe's compact JSON by host.
-func readHostFaults(file string, r *runner) (map[string]string, error) {
-	if file == "" {
-		return nil, nil
-	}
-	data, err := fileio.ReadRegular(file, 1<<20)
-	if err != nil {
-		return nil, usageErr("--mock-faults: %v", err)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, usageErr("--mock-faults %s: %s", file, jsonError(data, err))
-	}
-	selected := r.targetNames()
-	out := map[string]string{}
-	for host, msg := range raw {
-		if !slices.Contains(selected, host) {
-			return nil, usageErr("--mock-faults %s: host %q is not among the hosts -H selects", file, host)
-		}
-		dec := json.NewDecoder(bytes.NewReader(msg))
-		dec.DisallowUnknownFields()
-		var ft spec.Faults
-		if err := dec.Decode(&ft); err != nil {
-			return nil, usageErr("--mock-faults %s: host %q: %v", file, host, err)
-		}
-		if err := ft.Validate(); err != nil {
-			return nil, usageErr("--mock-faults %s: host %q: %v", file, host, err)
-		}
-		compact, _ := json.Marshal(ft)
-		out[host] = string(compact)
-	}
-	return out, nil
 }
 
 // jsonError names the line of a JSON syntax error.

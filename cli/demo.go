@@ -44,7 +44,10 @@ say SIMULATED.
 
 The fleet's keys, inventory and lab records live in one private temporary
 directory, removed with the fleet when the workbench quits, on SIGTERM and
-on SIGHUP ($GPULAB_RESULTS keeps the records elsewhere).
+on SIGHUP ($GPULAB_RESULTS keeps the records elsewhere). A record's
+Reproduce line therefore brings the same fleet back first (gpulab sim serve
+--seed S --hosts N, or gpulab demo for a lab that reads the simulated
+cluster): the same seed and hosts make the same fleet.
 
 --present is a scripted walkthrough for a projector: n goes to the next
 step, p back; page down and page up (a presenter's clicker) first scroll
@@ -114,7 +117,7 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 	if results == "" {
 		results = filepath.Join(dir, "results")
 	}
-	w := &workbench{simulated: true, mask: d.mask, results: results}
+	w := &workbench{simulated: true, mask: d.mask, results: results, demo: &d}
 	w.hosts = func() error {
 		s := fleet()
 		if s.err != nil {

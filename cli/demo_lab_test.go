@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/sim"
 	"github.com/gpulab/gpulab/tui"
 )
@@ -29,7 +31,7 @@ func TestDemoLabsReadTheSimulatedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	closeFleet := o.fleetOptions(&opts, r, inv, t.TempDir(), nil, w.labKube(ctx))
+	closeFleet := o.fleetOptions(&opts, r, inv, t.TempDir(), nil, w.labKube(ctx), nil)
 	defer closeFleet()
 	fr := opts.LabRunner.(fleetRunner)
 	c, problem := fr.kube(fr.r.targets)
@@ -47,5 +49,77 @@ func TestDemoLabsReadTheSimulatedCluster(t *testing.T) {
 		if !slices.ContainsFunc(objs.GPUNodes(), func(n cluster.GPUNode) bool { return n.Name == h.Name }) {
 			t.Errorf("host %s is no node of the labs' cluster", h.Name)
 		}
+	}
+}
+
+// A lab run in the demo, whose inventory is temporary, writes a Reproduce
+// line that works once the demo is gone: gpulab sim serve with the demo's
+// seed and hosts serves the same fleet, and the lab run on its inventory
+// finds the same verdicts. A lab that reads the demo's simulated cluster
+// (which sim serve does not serve) is reproduced in gpulab demo itself.
+func TestDemoRecordReproducesLater(t *testing.T) {
+	const seed = 3
+	env := map[string]string{"HOME": t.TempDir()}
+	demo := &demoFlags{hosts: 2, seed: seed}
+	f, files := simFleet(t, sim.Config{Hosts: demo.hosts, Seed: seed})
+	o := &options{inventory: files.Inventory, env: Env{Getenv: func(k string) string { return env[k] }}}
+	inv, err := o.loadInventory(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := o.newRunner(&sshFlags{hosts: "*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts tui.Options
+	defer o.fleetOptions(&opts, r, inv, t.TempDir(), o.reproduce(inv.File, &sshFlags{}, nil), nil, demo)()
+	ls, err := o.loadLabs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runLab := func(id string) *labs.Record {
+		l, _ := labs.Find(ls, id)
+		events := make(chan tui.LabUpdate)
+		go opts.LabRunner.RunLab(t.Context(), l, []int{0, 1}, tui.LabRunOptions{Params: map[string]string{}}, events)
+		var rec *labs.Record
+		for u := range events {
+			if u.Record != nil {
+				rec = u.Record
+			}
+		}
+		return rec
+	}
+	rec := runLab("topology-sanity")
+	md := rec.Markdown()
+	want := "- Reproduce: `gpulab sim serve --seed 3 --hosts 2 --inventory-out sim-inventory.toml` (the same SIMULATED fleet: same seed, same hosts; the run's own inventory was temporary), then in another terminal `gpulab lab run topology-sanity -H 'dgx[01-02]' --inventory sim-inventory.toml`\n"
+	if !strings.Contains(md, want) || strings.Contains(md, files.Inventory) {
+		t.Fatalf("the record's Reproduce line, want\n%s\nin:\n%s", want, md)
+	}
+	// Reproduced: a fleet as sim serve starts it (another process's, so
+	// other ports and keys), the lab run as the record says.
+	_, later := simFleet(t, sim.Config{Hosts: demo.hosts, Seed: seed})
+	args := append([]string{"-H", "dgx[01-02]"}, rec.Reproduce...)
+	args[slices.Index(args, "sim-inventory.toml")] = later.Inventory
+	again := labScores(t, env, "topology-sanity", args)
+	for _, h := range rec.Hosts {
+		for _, s := range h.Scores {
+			if got := again[h.Host][s.ID]; got != string(s.Status) {
+				t.Errorf("%s %s: %s in the demo, %s reproduced", h.Host, s.ID, s.Status, got)
+			}
+		}
+	}
+	if sick, _ := sickAndHealthy(t, f); again[sick]["nvlink-mesh"] != "FAIL" {
+		t.Errorf("the reproduced run does not find the demo's sick host %s: %v", sick, again)
+	}
+
+	l, _ := labs.Find(ls, "pending-explained")
+	if !l.ReadsCluster() {
+		t.Fatal("pending-explained reads no cluster: pick another lab for this test")
+	}
+	repro, fleet := opts.LabRunner.(fleetRunner).reproduceFor(l, map[string]string{"team": "a"})
+	rec = &labs.Record{Lab: l.ID, Reproduce: repro, ReproduceFleet: fleet, Hosts: []labs.HostRecord{{Host: "dgx01"}}}
+	want = "- Reproduce: `gpulab demo --seed 3 --hosts 2`, then run pending-explained on dgx01 in its Labs tab"
+	if md := rec.Markdown(); !strings.Contains(md, want) {
+		t.Errorf("a lab that reads the demo's cluster: want %q in:\n%s", want, md)
 	}
 }

@@ -269,8 +269,18 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	})
 	// The end of input stops the run before the next step; cleanup runs.
 	r = runInput(t, env, "\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
-	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: the lab stopped before step topo: stopped by the operator before step work", "(end of input: stopping)")
+	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: the lab stopped before step topo: the answers ended (end of input) before step work", "(end of input: the answers ended; stopping, cleanup runs)")
 	r.expect(t, 1, "", "gpu01  cleanup      clean          ok")
+	if r.expect(t, 1, "\nFAILED\n", ""); strings.Contains(r.stdout, "operator") {
+		t.Errorf("the end of input is said to be the operator's choice:\n%s", r.stdout)
+	}
+	// No input at all: no step ran. The run is not run, not failed, in
+	// the verdict and in results list; cleanup runs all the same.
+	notRun := t.TempDir()
+	r = runInput(t, env, "", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", notRun, "--step")
+	r.expect(t, 1, "\nNOT RUN: no step ran, nothing was measured (gpu01: the answers ended (end of input) before step prepare; the record is marked incomplete)\n", "gpu01  cleanup      clean          ok")
+	run(t, env, "results", "list", "--results", notRun).expect(t, 0, "e2e  gpu01  not run  e2e/", "")
+	run(t, env, "results", "list", "--results", notRun, "--status", "incomplete").expect(t, 0, "e2e  gpu01  not run  e2e/", "")
 
 	// The simulated probe declares the environment, and the record says so.
 	r = run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--json",
@@ -412,7 +422,7 @@ func TestLabRunFullResultsDisk(t *testing.T) {
 	f := sshtest.Start(t, 2, sshtest.Options{})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
 	r := run(t, noEnv(t), "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", full, "--no-probe")
-	r.expect(t, 4, "FAILED", "the lab ran, but its record was not saved")
+	r.expect(t, 4, "NOT RUN: no step ran", "the lab ran, but its record was not saved")
 	r.expect(t, 4, "prerequisite", "no space left on device")
 }
 
@@ -469,7 +479,7 @@ func TestInventoryCheckResolvesHosts(t *testing.T) {
 	writeFile(t, cfg, "Host gpu02\n  ProxyJump bastion\n  ProxyCommand nc %h %p\n")
 	inv := filepath.Join(dir, "inv.toml")
 	writeFile(t, inv, fmt.Sprintf("[defaults]\nssh_config = %q\n\n[[host]]\nname = \"gpu01\"\n\n[[host]]\nname = \"gpu02\"\n", cfg))
-	run(t, env, "inventory", "check", inv).expect(t, 1, "", "inv.toml:7:1: host gpu02: ssh_config sets both ProxyJump")
+	run(t, env, "inventory", "check", inv).expect(t, 2, "", "inv.toml:7:1: host gpu02: ssh_config sets both ProxyJump")
 }
 
 // A lab that hands a parameter to the shell, or to an interpreter, as code
@@ -481,8 +491,8 @@ func TestLabWithParameterAsCodeRefused(t *testing.T) {
 		f := filepath.Join(dir, fmt.Sprintf("c%02d.toml", i))
 		writeFile(t, f, lab)
 		r := run(t, noEnv(t), "lab", "check", f)
-		r.expect(t, 1, "", "a value there would be run as a command or as code")
-		r.expect(t, 1, "", fmt.Sprintf("c%02d.toml:15:1", i))
+		r.expect(t, 2, "", "a value there would be run as a command or as code")
+		r.expect(t, 2, "", fmt.Sprintf("c%02d.toml:15:1", i))
 	}
 }
 

@@ -34,8 +34,10 @@ gpu[01-04,07], @group, @label=value, * for all, and the operators ","
 		Short: "Validate an inventory file",
 		Long: `Validate an inventory: syntax, unknown keys, node sets, duplicate hosts, groups
 and their references, kube contexts. Every problem names file:line:column.
-Exit 0 when valid, 1 when not, 2 when there is no file to check or it is over
-gpulab's limits (larger than 8 MiB, or nested more than 64 levels).`,
+Exit 0 when valid; 2 when not (a configuration error, as for every command
+that reads an invalid inventory), when there is no file to check, or when
+it is over gpulab's limits (larger than 8 MiB, or nested more than 64
+levels).`,
 		Example: `  gpulab inventory check inventory.toml
   gpulab inventory check            # $GPULAB_INVENTORY or ~/.config/gpulab/inventory.toml
   gpulab inventory check broken.toml --json`,

@@ -108,8 +108,10 @@ labs/builtin/*.toml).`,
 		Short: "Validate lab files: schema, parsers, CEL expressions, metrics",
 		Long: `Validate lab files: unknown keys, unknown parsers, CEL expressions that do not
 compile or are not bool, and criteria that read a metric no step measures
-are reported with file:line:column. Exit 0 when valid, 1 when not, 2 when a
-file is over gpulab's limits (larger than 8 MiB, or nested more than 64 levels).`,
+are reported with file:line:column. Exit 0 when valid, 2 when not (a
+configuration error, as for any command given invalid --labs), or when a
+file is over gpulab's limits (larger than 8 MiB, or nested more than 64
+levels).`,
 		Example: "  gpulab lab check my-labs/\n  gpulab lab check my-labs/mps.toml --json",
 		Args:    exactArgs(1, "a directory or a .toml file"),
 		RunE: func(c *cobra.Command, args []string) error {
@@ -280,8 +282,11 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string, simulated bool) 
 	if rec.Passed {
 		verdict = "PASSED"
 	}
-	if rec.Interrupted {
+	switch {
+	case rec.Interrupted:
 		verdict = "INTERRUPTED (cleanup ran; the record is marked incomplete)"
+	case rec.NotRun != "":
+		verdict = "NOT RUN: no step ran, nothing was measured (" + rec.NotRun + "; the record is marked incomplete)"
 	}
 	fmt.Fprintf(w, "%s: %s\n", rec.Lab, rec.Name)
 	if on, note := labSimulated(rec, simulated); on != "" {
@@ -468,8 +473,8 @@ func stepper(in io.Reader, out *progressLines, echo bool) func(context.Context, 
 				}
 				switch {
 				case !ok:
-					out.ask("(end of input: stopping)\n")
-					return labs.GuideStop
+					out.ask("(end of input: the answers ended; stopping, cleanup runs)\n")
+					return labs.GuideEndOfInput
 				case l == "" || l == "r" || l == "y" || l == "yes":
 					return labs.GuideRun
 				case l == "s":

@@ -252,8 +252,10 @@ levels, AI-era dimensions, labs and projects. The built-in catalog is embedded;
 		Short: "Validate catalog files on top of the built-in catalog",
 		Long: `Validate a contributor's catalog files against the schema and the built-in
 catalog: unknown keys, missing axes, unknown levels, planes and links are
-reported with file:line:column. Exit 0 when valid, 1 when not, 2 when a file
-is over gpulab's limits (larger than 8 MiB, or nested more than 64 levels).`,
+reported with file:line:column. Exit 0 when valid, 2 when not (a
+configuration error, as for any command that reads an invalid catalog), or
+when a file is over gpulab's limits (larger than 8 MiB, or nested more than
+64 levels).`,
 		Example: `  gpulab catalog check my-projects/
   gpulab catalog check my-projects/scheduler.toml --json`,
 		Args: exactArgs(1, "a directory or a .toml file"),
@@ -311,12 +313,12 @@ func reportCheck(w io.Writer, asJSON bool, subject string, err error, ok func() 
 			return werr
 		}
 		if err != nil {
-			return errSilentFailure
+			return &exitError{code: ExitUsage, err: errors.New("")}
 		}
 		return nil
 	}
 	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
+		return &exitError{code: ExitUsage, err: err}
 	}
 	_, werr := fmt.Fprintln(w, ok())
 	return werr

@@ -56,6 +56,10 @@ type probeResult struct {
 	// snapshot.
 	HardwareGroup *int   `json:"hardware_group,omitempty"`
 	HardwareHosts string `json:"hardware_hosts,omitempty"`
+	// Flags are what the snapshot shows worth a look (report.Flags: an
+	// NVLink down, uncorrected ECC errors, a row remap pending, an Xid):
+	// a flagged host makes the probe exit 1.
+	Flags []string `json:"flags,omitempty"`
 }
 
 func (p probeResult) ok() bool {
@@ -91,12 +95,19 @@ machine.
 Hosts whose hardware reads the same (GPUs, memory, ECC and MIG modes, NUMA
 nodes, NVLinks, topology, driver, findings) are printed once under their
 node set, as exec folds outputs; every other group is a diff against the
-largest, so a GPU missing, a link down or another driver stands out. Each
-group ends with the range of what changes by the second (utilisation,
-temperature, power, memory in use). --no-fold prints every host's table.
+largest (its rows marked "- " and "+ "), so a GPU missing, a link down or
+another driver stands out. Each group ends with the range of what changes
+by the second (utilisation, temperature, power, memory in use).
+--no-fold prints every host's table instead, and nothing folded. A last
+line counts the hosts ok, flagged and failed, and names the others.
 
-Exit status: 0 when every host gave a snapshot with NVML available, 1 when
-any did not, 2 for usage or configuration errors.`,
+A host is flagged for what its snapshot shows worth a look: an NVLink
+down, uncorrected ECC errors, a row remap pending or failed, a downtrained
+PCIe link, an Xid (--json lists them under "flags").
+
+Exit status: 0 when every host gave a snapshot with NVML available and none
+is flagged; 1 when a host is flagged, gave no snapshot or has no NVML; 2 for
+usage or configuration errors; 130 when interrupted.`,
 		Example: `  gpulab probe -H 'gpu[01-08]'
   gpulab probe -H @a100 --json | jq '.[] | {host, gpus: [.snapshot.gpus[].name]}'
   gpulab probe -H gpu03 --kmsg --xid-wait 30s
@@ -107,8 +118,8 @@ any did not, 2 for usage or configuration errors.`,
 			if pf.mock != "" && pf.mock != "dgxa100" {
 				return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
 			}
-			if faultsFile != "" && (pf.mock == "" || pf.local) {
-				return usageErr("--mock-faults needs --mock dgxa100 and -H")
+			if err := checkMockFlags(pf, faultsFile); err != nil {
+				return err
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
@@ -128,6 +139,9 @@ any did not, 2 for usage or configuration errors.`,
 					return err
 				}
 				defer r.keys.Close()
+				if err := mockOnSimulated(r, pf, faultsFile); err != nil {
+					return err
+				}
 				if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 					return err
 				}
@@ -149,7 +163,7 @@ any did not, 2 for usage or configuration errors.`,
 				return &exitError{code: ExitInterrupted, err: errors.New("")}
 			}
 			for _, r := range results {
-				if !r.ok() {
+				if !r.ok() || len(r.Flags) > 0 {
 					return errSilentFailure
 				}
 			}
@@ -165,7 +179,7 @@ any did not, 2 for usage or configuration errors.`,
 	fl.DurationVar(&pf.xidWait, "xid-wait", 0, "listen for NVML Xid events this long")
 	fl.StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
 	fl.StringVar(&faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
-	fl.BoolVar(&noFold, "no-fold", false, "print every host's GPU table instead of folding identical hardware")
+	fl.BoolVar(&noFold, "no-fold", false, "print every host's GPU table, and nothing folded")
 	return cmd
 }
 
@@ -288,6 +302,7 @@ func readSnapshot(r probeResult, stdout []byte, stderr string, runErr error) pro
 	}
 	r.Snapshot = s
 	r.Class = "ok"
+	r.Flags = report.Flags(s)
 	if !s.NVML.Available {
 		r.Class = "no-nvml"
 		r.Error = s.NVML.Error
@@ -368,11 +383,18 @@ func allFailed(rs []probeResult) bool {
 }
 
 // printProbes prints one line per kind of host (its hardware in a
-// phrase, under its node set), then the GPUs: folded, or every host's.
+// phrase, under its node set), then the GPUs folded; or, without fold,
+// every host's table alone. A line that counts the hosts ok, flagged and
+// failed ends both.
 //
 // Hosts without a snapshot fold by their class (auth, refused, ...), as
 // exec folds them, each host's error under them (errors name addresses).
 func printProbes(w io.Writer, results []probeResult, fold bool) error {
+	if !fold {
+		printProbeTables(w, results)
+		fmt.Fprintf(w, "\n%s\n", probeTotal(results))
+		return nil
+	}
 	groups := map[string][]string{}
 	errs := map[string][]string{}
 	var order []string
@@ -380,11 +402,7 @@ func printProbes(w io.Writer, results []probeResult, fold bool) error {
 		key := report.Hardware(r.Snapshot)
 		if r.Snapshot == nil {
 			key = r.Class
-			if fold {
-				errs[key] = append(errs[key], fmt.Sprintf("  %s: %s", r.Host, r.Error))
-			} else {
-				key += ": " + r.Error
-			}
+			errs[key] = append(errs[key], fmt.Sprintf("  %s: %s", r.Host, r.Error))
 		}
 		if _, ok := groups[key]; !ok {
 			order = append(order, key)
@@ -398,33 +416,75 @@ func printProbes(w io.Writer, results []probeResult, fold bool) error {
 			fmt.Fprintln(w, e)
 		}
 	}
-	if fold {
-		return printProbesFolded(w, results)
+	if err := printProbesFolded(w, results); err != nil {
+		return err
 	}
-	printProbeTables(w, results)
+	fmt.Fprintf(w, "\n%s\n", probeTotal(results))
 	return nil
 }
 
-// printProbeTables prints each host's GPU table (--no-fold).
-func printProbeTables(w io.Writer, results []probeResult) {
+// probeTotal counts the hosts: ok, flagged (what the probe found worth a
+// look: report.Flags) and failed (no snapshot, or NVML not available),
+// naming the flagged and failed ones: "4 hosts: 3 ok, 1 flagged (dgx01)".
+func probeTotal(results []probeResult) string {
+	var flagged, failed []string
 	for _, r := range results {
-		if r.Snapshot == nil || len(r.Snapshot.GPUs) == 0 {
+		switch {
+		case !r.ok():
+			failed = append(failed, r.Host)
+		case len(r.Flags) > 0:
+			flagged = append(flagged, r.Host)
+		}
+	}
+	parts := []string{fmt.Sprintf("%d ok", len(results)-len(flagged)-len(failed))}
+	if len(flagged) > 0 {
+		parts = append(parts, fmt.Sprintf("%d flagged (%s)", len(flagged), inventory.FoldNames(flagged)))
+	}
+	if len(failed) > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed (%s)", len(failed), inventory.FoldNames(failed)))
+	}
+	return plural(len(results), "host", "hosts") + ": " + strings.Join(parts, ", ")
+}
+
+// printProbeTables prints each host's GPU table (--no-fold), or why it
+// has none, then what it is flagged for that the table does not show
+// (NVLinks down, Xids).
+func printProbeTables(w io.Writer, results []probeResult) {
+	for i, r := range results {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		s := r.Snapshot
+		switch {
+		case s == nil:
+			fmt.Fprintf(w, "%s: %s: %s\n", r.Host, r.Class, r.Error)
+			continue
+		case !s.NVML.Available:
+			fmt.Fprintf(w, "%s: %s\n", r.Host, report.Hardware(s))
 			continue
 		}
-		fmt.Fprintf(w, "\n%s (probe %s, %.1f ms, CUDA %s)\n", r.Host, r.Snapshot.ProbeVersion, r.Snapshot.DurationMS, r.Snapshot.CUDADriverVersion)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "GPU\tNAME\tBUS\tMEMORY\tUTIL\tTEMP\tPOWER\tECC\tMIG\tNUMA\tFINDINGS")
-		for _, g := range r.Snapshot.GPUs {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Index, g.Name, g.PCIBusID, memText(g.Memory),
-				utilText(g.Utilization), numText(g.TemperatureC, "C"), powerText(g), eccText(g.ECC), migText(g.MIG), intText(g.NUMANode), dash(strings.Join(g.Findings, "; ")))
+		host := r.Host
+		if len(r.Flags) > 0 {
+			host += " (flagged)"
 		}
-		tw.Flush()
-		if n := len(r.Snapshot.XIDs); n > 0 {
-			for _, x := range r.Snapshot.XIDs {
-				fmt.Fprintf(w, "  Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))
+		fmt.Fprintf(w, "%s: %s\nprobe %s, %.1f ms, CUDA %s\n", host, report.Hardware(s), s.ProbeVersion, s.DurationMS, s.CUDADriverVersion)
+		if len(s.GPUs) > 0 {
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "GPU\tNAME\tBUS\tMEMORY\tUTIL\tTEMP\tPOWER\tECC\tMIG\tNUMA\tNVLINK\tFINDINGS")
+			for _, g := range s.GPUs {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Index, g.Name, g.PCIBusID, memText(g.Memory),
+					utilText(g.Utilization), numText(g.TemperatureC, "C"), powerText(g), eccText(g.ECC), migText(g.MIG), intText(g.NUMANode),
+					nvlinkText(g), dash(strings.Join(g.Findings, "; ")))
 			}
+			tw.Flush()
 		}
-		if n := len(r.Snapshot.Errors); n > 0 {
+		for _, l := range report.NVLinksDown(s) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		for _, x := range s.XIDs {
+			fmt.Fprintf(w, "  Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))
+		}
+		if n := len(s.Errors); n > 0 {
 			fmt.Fprintf(w, "  %d fields NVML did not give (--json lists them)\n", n)
 		}
 	}

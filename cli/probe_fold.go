@@ -95,17 +95,21 @@ func hardwareRow(g report.GPU) []string {
 	if g.ECC.Enabled != nil {
 		ecc = map[bool]string{true: "on", false: "off"}[*g.ECC.Enabled]
 	}
-	links := "-"
-	if n := len(g.NVLinks); n > 0 {
-		up := 0
-		for _, l := range g.NVLinks {
-			if l.Active {
-				up++
-			}
-		}
-		links = fmt.Sprintf("%d/%d up", up, n)
+	return []string{fmt.Sprint(g.Index), g.Name, g.PCIBusID, total, ecc, migText(g.MIG), intText(g.NUMANode), nvlinkText(g)}
+}
+
+// nvlinkText is how many of a GPU's NVLinks are up: "10/12 up", or "-".
+func nvlinkText(g report.GPU) string {
+	if len(g.NVLinks) == 0 {
+		return "-"
 	}
-	return []string{fmt.Sprint(g.Index), g.Name, g.PCIBusID, total, ecc, migText(g.MIG), intText(g.NUMANode), links}
+	up := 0
+	for _, l := range g.NVLinks {
+		if l.Active {
+			up++
+		}
+	}
+	return fmt.Sprintf("%d/%d up", up, len(g.NVLinks))
 }
 
 func hardwareWidths(results []probeResult) []int {
@@ -196,8 +200,10 @@ func topologyText(s *report.Snapshot) string {
 
 // lineDiff shows how b's lines differ from a's: the first line of each
 // (the driver) and the table's header as context, then every line only a
-// has (-) and only b has (+), in order, by their longest common
-// subsequence. The texts are a host's hardware, tens of lines.
+// has ("- ") and only b has ("+ "), in order, by their longest common
+// subsequence. The marker is followed by a space, so a GPU row reads
+// "- 0 ..." (grep '^- '), never as a negative index. The texts are a
+// host's hardware, tens of lines.
 func lineDiff(a, b string) string {
 	x, y := strings.SplitAfter(a, "\n"), strings.SplitAfter(b, "\n")
 	lcs := make([][]int, len(x)+1)
@@ -219,14 +225,14 @@ func lineDiff(a, b string) string {
 		switch {
 		case i < len(x) && j < len(y) && x[i] == y[j]:
 			if i < 2 { // the driver line and the table's header
-				out.WriteString(" " + x[i])
+				out.WriteString("  " + x[i])
 			}
 			i, j = i+1, j+1
 		case i < len(x) && (j == len(y) || lcs[i+1][j] >= lcs[i][j+1]):
-			out.WriteString("-" + x[i])
+			out.WriteString("- " + x[i])
 			i++
 		default:
-			out.WriteString("+" + y[j])
+			out.WriteString("+ " + y[j])
 			j++
 		}
 	}

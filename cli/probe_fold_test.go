@@ -57,15 +57,16 @@ func TestProbeFoldOutliers(t *testing.T) {
 		"\n---------------- n[1,3,5] (3 hosts)\ndriver ",
 		"\n---------------- n2 (1 host): differs from n[1,3,5]\n",
 		"\n---------------- n4 (1 host): differs from n[1,3,5]\n",
-		"\n+driver 550.54.15, ",
+		"\n+ driver 550.54.15, ",
 		"\nn[6-7]: auth\n  n6: dial 10.0.0.6:22: authentication as ops failed\n  n7: dial 10.0.0.7:22: authentication as ops failed\n",
+		"\n\n7 hosts: 5 ok, 2 failed (n[6-7])\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("folded output lacks %q", want)
 		}
 	}
 	n2 := got[strings.Index(got, "n2 (1 host)"):strings.Index(got, "n4 (1 host)")]
-	if !strings.Contains(n2, "\n-7 ") || strings.Contains(n2, "\n+") || strings.Contains(n2, "\n-6 ") {
+	if !strings.Contains(n2, "\n- 7 ") || strings.Contains(n2, "\n+") || strings.Contains(n2, "\n- 6 ") {
 		t.Errorf("n2's diff should remove GPU 7's row and add nothing:\n%s", n2)
 	}
 	n4 := got[strings.Index(got, "n4 (1 host)"):]

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -75,6 +77,9 @@ results.csv. These commands read them back.`,
 			}
 			if err != nil {
 				fmt.Fprintf(c.ErrOrStderr(), "gpulab: %v\n", err)
+			}
+			if err := o.checkLabQuery(lab, dir(), refs); err != nil {
+				return err
 			}
 			q.Lab = lab
 			if hostExpr != "" {
@@ -171,24 +176,26 @@ func newResultsCompareCmd(o *options, resolve func(string) (labs.RecordRef, erro
 		Use:   "compare BASELINE RUN...",
 		Short: "Runs side by side, with interference coefficients against the first",
 		Long: `Lay records side by side in the standard result table. The first record
-is the baseline (typically exclusive-baseline): each row's throughput ratio
-and P99 interference coefficient are its figure divided by the baseline's
-(shared ÷ exclusive, the seed's definition).
+is the baseline (typically exclusive-baseline), every row of it marked
+"(baseline)": each row's throughput ratio and P99 interference coefficient
+are its figure divided by the baseline's on the same host (shared ÷
+exclusive, the seed's definition), or by the baseline's first host's for a
+host the baseline did not run on. A run is compared with others, never
+with itself.
+
+Each BASELINE and RUN is a record: its directory, LAB/RUN or RUN as gpulab
+results list prints it, or the run's start alone (LAB/20261129-104700).
 
 --svg DIR draws the comparison as SVG into DIR: compare-latency.svg (P50,
 P95 and P99 of each run, its P99 interference coefficient written above
 it) and compare-nccl-busbw.svg (bus bandwidth against message size, one
 line per run that ran nccl-tests).`,
 		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07\n  gpulab results compare BASE RUN --svg ./charts",
-		Args:    cobra.MinimumNArgs(2),
+		Args:    compareArgs,
 		RunE: func(c *cobra.Command, args []string) error {
-			var refs []labs.RecordRef
-			for _, a := range args {
-				ref, err := resolve(a)
-				if err != nil {
-					return err
-				}
-				refs = append(refs, ref)
+			refs, err := resolveRuns(args, resolve)
+			if err != nil {
+				return err
 			}
 			rows := labs.Compare(refs)
 			if svg != "" { // drawn first: a directory that cannot be written is said before any table
@@ -217,6 +224,78 @@ line per run that ran nccl-tests).`,
 	return c
 }
 
+// checkLabQuery refuses --lab ID when ID is neither a lab gpulab knows
+// (built in, or --labs) nor the lab of a record: a typo, answered with
+// the name it probably meant.
+func (o *options) checkLabQuery(lab, dir string, refs []labs.RecordRef) error {
+	if lab == "" {
+		return nil
+	}
+	var ids, recorded []string
+	for _, r := range refs {
+		if !slices.Contains(recorded, r.Record.Lab) {
+			recorded = append(recorded, r.Record.Lab)
+		}
+	}
+	ls, _ := labs.Load(o.labs) // a broken --labs leaves the records' labs
+	for _, l := range ls {
+		ids = append(ids, l.ID)
+	}
+	if slices.Contains(ids, lab) || slices.Contains(recorded, lab) {
+		return nil
+	}
+	slices.Sort(recorded)
+	ids = append(ids, recorded...)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	if hint := suggest.Hint(lab, ids); hint != "" {
+		return usageErr("--lab %q: no lab has that ID%s (gpulab lab list shows the labs)", lab, visible.String(hint))
+	}
+	return usageErr("--lab %q: no lab has that ID: the labs are %s (gpulab lab list), and the records in %s are of %s", lab,
+		visible.String(strings.Join(ids, ", ")), dir, visible.String(cmp.Or(strings.Join(recorded, ", "), "none yet")))
+}
+
+// compareArgs wants a baseline and at least one run, and says what they
+// are when one is missing.
+func compareArgs(cmd *cobra.Command, args []string) error {
+	if len(args) >= 2 {
+		return nil
+	}
+	got := "no record"
+	if len(args) == 1 {
+		got = fmt.Sprintf("the baseline %s alone, no RUN to compare with it", visible.String(orchestrator.Quote(args[0])))
+	}
+	return usageErr(`%s: want a BASELINE record and at least one RUN to compare with it, got %s
+  each is a record's directory, LAB/RUN or RUN, or the run's start (LAB/20261129-104700)
+  e.g. gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07
+  gpulab results list shows the runs (--lab ID, -H EXPR, --last N narrow it)`, cmd.CommandPath(), got)
+}
+
+// resolveRuns reads the records args name, refusing one named twice (a
+// run compared with itself), however each was written.
+func resolveRuns(args []string, resolve func(string) (labs.RecordRef, error)) ([]labs.RecordRef, error) {
+	var refs []labs.RecordRef
+	var infos []os.FileInfo
+	for i, a := range args {
+		ref, err := resolve(a)
+		if err != nil {
+			return nil, err
+		}
+		info, err := os.Stat(ref.Dir)
+		if err != nil {
+			return nil, configErr(err)
+		}
+		for j, prev := range infos {
+			if os.SameFile(prev, info) {
+				return nil, usageErr("%s (argument %d) and %s (argument %d) are the same run, %s: compare a run with another, not with itself (gpulab results list shows the runs)",
+					visible.String(orchestrator.Quote(args[j])), j+1, visible.String(orchestrator.Quote(a)), i+1, visible.String(ref.Dir))
+			}
+		}
+		refs, infos = append(refs, ref), append(infos, info)
+	}
+	return refs, nil
+}
+
 func hostsOf(r *labs.Record) string {
 	names := make([]string, len(r.Hosts))
 	for i, h := range r.Hosts {
@@ -227,8 +306,11 @@ func hostsOf(r *labs.Record) string {
 
 func outcome(r *labs.Record) string {
 	o := r.Status()
-	if !r.Complete && r.Interrupted {
+	switch {
+	case !r.Complete && r.Interrupted:
 		o = "interrupted"
+	case r.NotRun != "":
+		o = "not run"
 	}
 	if r.Simulated {
 		o += " (SIMULATED)"

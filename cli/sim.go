@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,24 +36,29 @@ func newSimServeCmd(o *options) *cobra.Command {
 	var cfg sim.Config
 	var out string
 	c := &cobra.Command{
-		Use:   "serve --inventory-out FILE [--hosts N] [--seed S] [--latency D] [--drop HOST] [--hang HOST]",
+		Use:   "serve (FILE | --inventory-out FILE) [--hosts N] [--seed S] [--latency D] [--drop HOST] [--hang HOST]",
 		Short: "Keep a simulated fleet up until Ctrl-C, and write its inventory",
 		Long: `Starts the simulated fleet, writes FILE (an inventory with "simulated = true")
 and beside it FILE.key (the client key), FILE.known_hosts (every host's key)
 and FILE.ssh_config (for OpenSSH: ssh -F FILE.ssh_config dgx01), then prints
-one line that says ready and names FILE, and serves until interrupted.
+one line that says ready and names FILE, and serves until interrupted. FILE
+is --inventory-out FILE or the one argument (both only if they agree).
 
 --seed picks which host is sick and which GPUs its faults hit, so a demo is
 repeatable. --drop makes a host refuse connections, --hang makes one accept
 them and never answer, --latency delays every packet every host sends.`,
 		Example: `  gpulab sim serve --inventory-out /tmp/sim/inventory.toml &
+  gpulab sim serve --hosts 8 --seed 3 /tmp/sim/inventory.toml &   # FILE as the argument
   gpulab exec --inventory /tmp/sim/inventory.toml -H @dgx -- nvidia-smi -L
   gpulab runbook run health --inventory /tmp/sim/inventory.toml -H @dgx
   ssh -F /tmp/sim/inventory.toml.ssh_config dgx01 nvidia-smi topo -m`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: simServeArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := inventoryOut(&out, args); err != nil {
+				return err
+			}
 			if out == "" {
-				return usageErr("sim serve: --inventory-out FILE is required (where to write the fleet's inventory)")
+				return usageErr("sim serve: --inventory-out FILE (or FILE as the argument) is required: where to write the fleet's inventory")
 			}
 			// sim.Start takes 0 hosts for its default; here the flag's
 			// default is 4, and an explicit 0 is a mistake.
@@ -87,6 +94,31 @@ them and never answer, --latency delays every packet every host sends.`,
 	fl.StringArrayVar(&cfg.Hang, "hang", nil, "`HOST` accepts connections and never answers (repeatable)")
 	fl.StringVar(&out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")
 	return c
+}
+
+// simServeArgs takes one FILE at most, the inventory to write.
+func simServeArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return usageErr("sim serve: one FILE, the inventory to write, got %d arguments (%s)", len(args), strings.Join(args, " "))
+	}
+	return nil
+}
+
+// inventoryOut takes sim serve's FILE argument as --inventory-out: both
+// may be given only when they name the same file.
+func inventoryOut(out *string, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if *out != "" {
+		a, errA := filepath.Abs(args[0])
+		b, errB := filepath.Abs(*out)
+		if errA != nil || errB != nil || a != b {
+			return usageErr("sim serve: FILE %s and --inventory-out %s name different files: give one of them", args[0], *out)
+		}
+	}
+	*out = args[0]
+	return nil
 }
 
 func printReady(cmd *cobra.Command, o *options, f *sim.Fleet, files sim.Files) error {

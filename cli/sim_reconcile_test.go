@@ -22,7 +22,7 @@ func TestSimReconciles(t *testing.T) {
 	sick, _ := sickAndHealthy(t, f)
 	r := run(t, noEnv(t), "probe", "--inventory", files.Inventory, "-H", "@dgx", "--json")
 	var probes []probeResult
-	if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 0 || len(probes) != 4 {
+	if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 { // 1: the sick host is flagged
 		t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

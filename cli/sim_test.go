@@ -83,10 +83,11 @@ func TestSimFindsTheSickHost(t *testing.T) {
 			}
 
 			// probe: the simulator probe, pushed and run; the sick host's
-			// summary differs (links down) and it has ECC errors.
+			// summary differs (links down) and it has ECC errors: it alone
+			// is flagged, and the probe exits 1.
 			r = run(t, env, append(append([]string{"probe"}, inv...), "--json")...)
 			var probes []probeResult
-			if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 0 || len(probes) != 4 {
+			if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 {
 				t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 			}
 			summaries := map[string]string{}
@@ -101,6 +102,9 @@ func TestSimFindsTheSickHost(t *testing.T) {
 				}
 				if ecc != (p.Host == sick) {
 					t.Errorf("probe %s: uncorrected ECC errors %v, want %v", p.Host, ecc, p.Host == sick)
+				}
+				if flagged := len(p.Flags) > 0; flagged != (p.Host == sick) {
+					t.Errorf("probe %s: flags %q, want some only on %s (and exit 1 for them)", p.Host, p.Flags, sick)
 				}
 			}
 			for _, h := range healthy {
@@ -394,8 +398,9 @@ func TestSimServeCtrlC(t *testing.T) {
 	}
 	run(t, env, "exec", "--inventory", out, "-H", "@dgx", "--", "true").expect(t, 1, "", "3 hosts: 3 refused (dgx[01-03])")
 
-	// --json: the ready object, then SIGTERM.
-	s = startSimServe(t, "--inventory-out", out, "--hosts", "2", "--json")
+	// --json: the ready object, then SIGTERM. FILE as the argument is
+	// --inventory-out FILE.
+	s = startSimServe(t, out, "--hosts", "2", "--json")
 	var ready struct {
 		Ready     bool      `json:"ready"`
 		Simulated bool      `json:"simulated"`
@@ -433,7 +438,7 @@ func TestSimServeCtrlC(t *testing.T) {
 func TestSimServeFaults(t *testing.T) {
 	const latency = 20 * time.Millisecond
 	out := filepath.Join(t.TempDir(), "inventory.toml")
-	s := startSimServe(t, "--inventory-out", out, "--hosts", "4", "--drop", "dgx02", "--hang", "dgx03", "--latency", latency.String())
+	s := startSimServe(t, out, "--inventory-out", out, "--hosts", "4", "--drop", "dgx02", "--hang", "dgx03", "--latency", latency.String()) // the same FILE twice
 	s.line(t)
 	r := run(t, noEnv(t), "exec", "--inventory", out, "-H", "@dgx", "--connect-timeout", "2s", "--json", "--", "hostname")
 	var res struct {
@@ -498,11 +503,12 @@ func TestSimServeUsage(t *testing.T) {
 		{[]string{"--hosts", "10001", "--inventory-out", out}, "--hosts 10001: between 1 and 10000"},
 		{[]string{"--drop", "nosuch", "--inventory-out", out}, `no host "nosuch" in this fleet (hosts are dgx01 to dgx04)`},
 		{[]string{"--hang", "dgx05", "--inventory-out", out}, `no host "dgx05" in this fleet`},
-		{[]string{"--hosts", "2"}, "--inventory-out FILE is required"},
+		{[]string{"--hosts", "2"}, "--inventory-out FILE (or FILE as the argument) is required"},
 		{[]string{"--latency", "-1s", "--inventory-out", out}, "--latency -1s: between 0 and 1m"},
 		{[]string{"--latency", "2m", "--inventory-out", out}, "--latency 2m0s: between 0 and 1m"},
 		{[]string{"--latency", "soon", "--inventory-out", out}, `invalid argument "soon" for "--latency"`},
-		{[]string{"extra", "--inventory-out", out}, `unknown command "extra"`},
+		{[]string{"other.toml", "--inventory-out", out}, "sim serve: FILE other.toml and --inventory-out " + out + " name different files: give one of them"},
+		{[]string{out, "extra"}, "sim serve: one FILE, the inventory to write, got 2 arguments (" + out + " extra)"},
 	} {
 		s := startSimServe(t, tc.args...)
 		code, stdout := s.wait(t)

@@ -81,6 +81,9 @@ type workbench struct {
 	// ssh is the workbench's -H, -F and --known-hosts (nil: every
 	// inventory host, as the inventory says to reach it).
 	ssh *sshFlags
+	// demo is the demo's fleet (nil elsewhere): its inventory is
+	// temporary, so a lab record's Reproduce names the fleet instead.
+	demo *demoFlags
 }
 
 // fleet returns the inventory the workbench shows and the runner for its
@@ -168,7 +171,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		if w.ssh != nil {
 			sel = *w.ssh
 		}
-		closeFleet := o.fleetOptions(&opts, r, inv, results, o.reproduce(inv.File, &sel, nil), w.labKube(life))
+		closeFleet := o.fleetOptions(&opts, r, inv, results, o.reproduce(inv.File, &sel, nil), w.labKube(life), w.demo)
 		defer closeFleet()
 	}
 	var model tea.Model = tui.New(opts)
@@ -191,9 +194,10 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 
 // fleetOptions sets the workbench's runners on runner r's hosts, a lab's
 // cluster found by kube (nil: the inventory's [[kube]] table of its hosts,
-// labCluster), and the files a lab run read (reproduce); the returned
-// function closes their keys and connections.
-func (o *options) fleetOptions(opts *tui.Options, r *runner, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string)) func() {
+// labCluster), the files a lab run read (reproduce) and the demo's fleet
+// (nil elsewhere); the returned function closes their keys and
+// connections.
+func (o *options) fleetOptions(opts *tui.Options, r *runner, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string), demo *demoFlags) func() {
 	r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
 	r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
 	// Connections stay open between the workbench's runs (keepalive,
@@ -206,7 +210,7 @@ func (o *options) fleetOptions(opts *tui.Options, r *runner, inv *inventory.Inve
 	if kube == nil {
 		kube = func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }
 	}
-	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: reproduce, kube: kube}
+	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: reproduce, kube: kube, demo: demo}
 	return func() { r.engine.Pool.Close(); r.keys.Close() }
 }
 
@@ -286,6 +290,8 @@ type fleetRunner struct {
 	reproduce []string
 	// kube finds the cluster a lab's hosts belong to (labCluster).
 	kube func([]orchestrator.Target) (*cluster.Client, string)
+	// demo is the demo's fleet, nil elsewhere (see reproduceFor).
+	demo *demoFlags
 }
 
 // Hosts are the inventory's hosts: those gpulab can reach first (in the
@@ -366,6 +372,24 @@ func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts 
 	}
 }
 
+// reproduceFor is what a lab record's Reproduce line gives: the files
+// the run read and its parameters; in the demo, whose inventory goes with
+// it, the fleet to bring back first: gpulab sim serve with the demo's
+// seed and hosts (the same fleet) and the inventory it writes, or, for a
+// lab that reads the demo's simulated cluster (which sim serve does not
+// serve), gpulab demo again, in whose Labs tab the lab runs.
+func (f fleetRunner) reproduceFor(l *labs.Lab, params map[string]string) (repro, fleet []string) {
+	if f.demo == nil {
+		return append(slices.Clip(f.reproduce), setArgs(params)...), nil
+	}
+	seed, hosts := fmt.Sprint(f.demo.seed), fmt.Sprint(f.demo.hosts)
+	if l.ReadsCluster() {
+		return nil, []string{"gpulab", "demo", "--seed", seed, "--hosts", hosts}
+	}
+	const inv = "sim-inventory.toml"
+	return append([]string{"--inventory", inv}, setArgs(params)...), []string{"gpulab", "sim", "serve", "--seed", seed, "--hosts", hosts, "--inventory-out", inv}
+}
+
 // setArgs are params as --set name=value arguments, by name.
 func setArgs(params map[string]string) []string {
 	var out []string
@@ -387,10 +411,11 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 	if f.kube != nil {
 		kube, kubeProblem = f.kube(targets)
 	}
+	repro, fleet := f.reproduceFor(l, o.Params)
 	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
 		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
-			Reproduce: append(slices.Clip(f.reproduce), setArgs(o.Params)...),
-			Cluster:   kube, ClusterProblem: kubeProblem,
+			Reproduce: repro, ReproduceFleet: fleet,
+			Cluster: kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {

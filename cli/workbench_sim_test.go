@@ -78,7 +78,7 @@ func TestWorkbenchFindsASimulatedFleet(t *testing.T) {
 	}
 	lipgloss.SetColorProfile(termenv.Ascii)
 	opts := tui.Options{Catalog: c, Inventory: inv, Labs: ls, Styles: tui.DefaultStyles()}
-	defer o.fleetOptions(&opts, r, inv, t.TempDir(), nil, nil)()
+	defer o.fleetOptions(&opts, r, inv, t.TempDir(), nil, nil, nil)()
 	var m tea.Model = tui.New(opts)
 	m, _ = m.Update(tea.WindowSizeMsg{Width: 120, Height: 32})
 	for _, k := range []string{"3", ":", "echo hi"} {

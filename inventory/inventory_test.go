@@ -85,6 +85,7 @@ func TestSelectErrors(t *testing.T) {
 		{"@nope", "unknown group @nope (groups: a100, a100-whole, dc2, gpus, infer, lab, train)"},
 		{"!gpu01", "'!' needs a set to remove from"},
 		{"gpu01,,gpu02", `column 7: missing a host or group before ","`},
+		{"@gpu=日本,,gpu02", `column 9: missing a host or group before ","`}, // columns in characters
 		{"gpu[01-", "'[' is never closed"},
 		{"@=x", "want @key=value"},
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxNodeSetSize bounds how many names one node set may expand to, so that a
@@ -52,19 +53,19 @@ func parseNodeSet(pattern string) ([]nodeSegment, error) {
 		case '[':
 			end := strings.IndexByte(pattern[i:], ']')
 			if end < 0 {
-				return nil, fmt.Errorf("node set %q: column %d: '[' is never closed", pattern, i+1)
+				return nil, fmt.Errorf("node set %q: column %d: '[' is never closed", pattern, column(pattern, i))
 			}
 			ranges, err := parseRangeSet(pattern[i+1 : i+end])
 			if err != nil {
-				return nil, fmt.Errorf("node set %q: column %d: %w", pattern, i+2, err)
+				return nil, fmt.Errorf("node set %q: column %d: %w", pattern, column(pattern, i+1), err)
 			}
 			segs = append(segs, nodeSegment{ranges: ranges})
 			i += end + 1
 		case ']':
-			return nil, fmt.Errorf("node set %q: column %d: ']' without '['", pattern, i+1)
+			return nil, fmt.Errorf("node set %q: column %d: ']' without '['", pattern, column(pattern, i))
 		default:
 			if !validNameByte(c) {
-				return nil, fmt.Errorf("node set %q: column %d: %q cannot appear in a host name", pattern, i+1, c)
+				return nil, fmt.Errorf("node set %q: column %d: %s cannot appear in a host name", pattern, column(pattern, i), runeText(pattern[i:]))
 			}
 			j := i
 			for j < len(pattern) && pattern[j] != '[' && pattern[j] != ']' && validNameByte(pattern[j]) {
@@ -187,6 +188,20 @@ func ExpandPattern(pattern string) ([]string, error) {
 			return names, nil
 		}
 	}
+}
+
+// column is the 1-based column, in characters, of byte offset i of s.
+func column(s string, i int) int { return utf8.RuneCountInString(s[:i]) + 1 }
+
+// runeText shows the character at the start of s as a message quotes
+// it: '日', escaped when it would not show as itself ('\u202e', '\x1b'),
+// or the byte when s does not start with UTF-8.
+func runeText(s string) string {
+	r, size := utf8.DecodeRuneInString(s)
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("byte %#x (not UTF-8)", s[0])
+	}
+	return strconv.QuoteRune(r)
 }
 
 func validNameByte(c byte) bool {

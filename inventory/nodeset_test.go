@@ -50,6 +50,14 @@ func TestExpandPatternErrors(t *testing.T) {
 		{"gpu[1-100000000]", `node set "gpu[1-100000000]" expands to 100000000 names, more than 65536`},
 		{"r[1-2000]-g[1-2000]", "expands to 4000000 names, more than 65536"},
 		{"-gpu[1-2]", `node set "-gpu[1-2]": column 1: a host name cannot start with '-'`},
+		// Columns count characters, and the character is shown whole, or
+		// escaped when it would not show (bidi, control); a byte that is
+		// not UTF-8 is named as a byte.
+		{"日本語ホスト名前長い", `node set "日本語ホスト名前長い": column 1: '日' cannot appear in a host name`},
+		{"gpu\u202e01", `node set "gpu\u202e01": column 4: '\u202e' cannot appear in a host name`},
+		{"gpü01", `column 3: 'ü' cannot appear in a host name`},
+		{"gpu\x1b01", `column 4: '\x1b' cannot appear in a host name`},
+		{"gpu\xe201", `column 4: byte 0xe2 (not UTF-8) cannot appear in a host name`},
 	}
 	for _, tt := range tests {
 		_, err := ExpandPattern(tt.in)

@@ -75,7 +75,7 @@ func (inv *Inventory) evaluate(expr string, ref func(string) ([]string, error), 
 	apply := func(end int) error {
 		term := strings.TrimSpace(expr[start:end])
 		if term == "" {
-			return fmt.Errorf("host expression %q: column %d: missing a host or group before %q", expr, end+1, string(byte(op)))
+			return fmt.Errorf("host expression %q: column %d: missing a host or group before %q", expr, column(expr, end), string(byte(op)))
 		}
 		names, err := inv.term(term, ref, strict, budget)
 		if errors.Is(err, errNamesBudget) {

@@ -570,6 +570,30 @@ func TestResultsListAndCompare(t *testing.T) {
 	}
 }
 
+// A baseline run on two hosts: both its rows are the baseline, and each
+// host of the other run is compared with the same host of the baseline
+// (a host the baseline lacks, with the baseline's first).
+func TestCompareMultiHostBaseline(t *testing.T) {
+	rec := func(lab string, p99 map[string]float64, hosts ...string) RecordRef {
+		r := &Record{Lab: lab, Complete: true, Result: ResultRow{P99: "p99"}}
+		for _, h := range hosts {
+			r.Hosts = append(r.Hosts, HostRecord{Host: h, Metrics: map[string]any{"p99": p99[h]}})
+		}
+		return RecordRef{Dir: lab, Record: r}
+	}
+	base := rec("exclusive-baseline", map[string]float64{"gpu01": 100, "gpu02": 200}, "gpu01", "gpu02")
+	run := rec("mig-isolation", map[string]float64{"gpu01": 150, "gpu02": 300, "gpu03": 400}, "gpu01", "gpu02", "gpu03")
+	var got []string
+	for _, r := range Compare([]RecordRef{base, run}) {
+		got = append(got, fmt.Sprintf("%s %s %v %v", r.Lab, r.Host, r.Baseline, *r.P99Coefficient))
+	}
+	want := []string{"exclusive-baseline gpu01 true 1", "exclusive-baseline gpu02 true 1",
+		"mig-isolation gpu01 false 1.5", "mig-isolation gpu02 false 1.5", "mig-isolation gpu03 false 4"}
+	if !slices.Equal(got, want) {
+		t.Errorf("compare:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 // The environment declaration's reader, on the shape nvidia-smi's CSV
 // query prints (index, name, driver, memory, MIG mode).
 func TestParseEnvironment(t *testing.T) {

@@ -64,6 +64,7 @@ func Execute(ctx context.Context, spec RunSpec) Outcome {
 	}
 	rec := Run(ctx, spec.Engine, spec.Targets, spec.Lab, o)
 	rec.Hosts = append(rec.Hosts, spec.Unreached...)
+	rec.markNotRun() // the unreached ran nothing either
 	j.stop()
 	out := Outcome{Record: rec, Dir: j.dir}
 	var errs []error

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpulab/gpulab/orchestrator"
@@ -31,12 +33,18 @@ type Record struct {
 	Source    string    `json:"source"`
 	Started   time.Time `json:"started"`
 	Finished  time.Time `json:"finished"`
-	// Complete is false while the run goes on and after an interrupted
-	// run: such a record is kept, and says so.
-	Complete    bool              `json:"complete"`
-	Interrupted bool              `json:"interrupted,omitempty"`
-	Passed      bool              `json:"passed"`
-	Params      map[string]string `json:"params,omitempty"`
+	// Complete is false while the run goes on, after an interrupted run,
+	// and after a run in which no step ran (NotRun): such a record is
+	// kept, and says so.
+	Complete    bool `json:"complete"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	Passed      bool `json:"passed"`
+	// NotRun says why no step ran on any host (every host stopped at a
+	// prerequisite, was not reached, or was stopped before its first
+	// step): such a run measured nothing, and is not complete (Complete
+	// false, Interrupted false) rather than failed.
+	NotRun string            `json:"not_run,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
 	// Guided runs asked the operator before each step; Solved runs used
 	// the lab's solve commands (a demo fast-forward, not a measurement).
 	Guided bool `json:"guided,omitempty"`
@@ -44,8 +52,15 @@ type Record struct {
 	// Reproduce are the arguments, after the lab and -H, that the run was
 	// started with and another run of it needs: the inventory, ssh_config
 	// and known_hosts files, the lab files, the parameters set.
-	Reproduce []string     `json:"reproduce,omitempty"`
-	Hosts     []HostRecord `json:"hosts"`
+	Reproduce []string `json:"reproduce,omitempty"`
+	// ReproduceFleet, when set, is the command that brings the run's
+	// hosts back first: they were a simulated fleet that went with the
+	// run, its inventory in a temporary directory (gpulab demo). With
+	// Reproduce, that command serves the same fleet (same seed, same
+	// hosts) for gpulab lab run; without, it opens the workbench the lab
+	// runs in again (a lab that reads the demo's simulated cluster).
+	ReproduceFleet []string     `json:"reproduce_fleet,omitempty"`
+	Hosts          []HostRecord `json:"hosts"`
 	// Kubernetes is the cluster side of the environment, for labs that
 	// run kubectl.
 	Kubernetes *KubeEnvironment `json:"kubernetes,omitempty"`
@@ -123,6 +138,42 @@ func (r *Record) finish(end time.Time, interrupted bool) {
 	for _, h := range r.Hosts {
 		r.Passed = r.Passed && h.Passed
 	}
+	r.markNotRun()
+}
+
+// markNotRun marks a run in which no step ran on any host: not complete
+// and not passed, with the hosts' reasons (folded when they agree).
+func (r *Record) markNotRun() {
+	if r.Interrupted || len(r.Hosts) == 0 || slices.ContainsFunc(r.Hosts, HostRecord.RanSteps) {
+		return
+	}
+	var why, reasons []string
+	for _, h := range r.Hosts {
+		reason := h.Stopped
+		switch {
+		case reason == "" && h.Err != "":
+			reason = "host " + h.Class.String() + ": " + h.Err
+		case reason == "":
+			reason = "every step was skipped"
+		}
+		why, reasons = append(why, h.Host+": "+reason), append(reasons, reason)
+	}
+	r.NotRun = strings.Join(why, "; ")
+	if len(slices.Compact(reasons)) == 1 && len(r.Hosts) > 1 {
+		r.NotRun = "every host: " + reasons[0]
+	}
+	r.Complete, r.Passed = false, false
+}
+
+// RanSteps says whether any of the host's setup, run, observe or check
+// steps ran (prerequisites, cleanup and steps skipped do not count).
+func (h HostRecord) RanSteps() bool {
+	for _, s := range h.Steps {
+		if s.Skipped == "" && slices.Contains(Phases[:len(Phases)-1], s.Phase) {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteJSON writes the record into dir as record.json, atomically: a

@@ -90,7 +90,10 @@ func (r *Record) Markdown() string {
 		verdict = "PASSED"
 	}
 	state := "complete"
-	if !r.Complete {
+	switch {
+	case r.NotRun != "":
+		state = "INCOMPLETE (no step ran)"
+	case !r.Complete:
 		state = "INCOMPLETE"
 		if r.Interrupted {
 			state += " (interrupted)"
@@ -109,9 +112,12 @@ func (r *Record) Markdown() string {
 	if r.Guided {
 		b.WriteString("- Mode: guided (the operator chose, step by step, what ran; skipped steps are in the evidence)\n")
 	}
-	fmt.Fprintf(&b, "- Conclusion: **%s**\n", verdict)
-	repro := append([]string{"gpulab", "lab", "run", r.Lab, "-H", inventory.FoldNames(names)}, r.Reproduce...)
-	fmt.Fprintf(&b, "- Reproduce: `%s`\n", orchestrator.QuoteArgs(repro))
+	conclusion := "**" + verdict + "**"
+	if r.NotRun != "" {
+		conclusion = "**NOT RUN** (no step ran: " + mdCell(r.NotRun) + "; nothing was measured)"
+	}
+	fmt.Fprintf(&b, "- Conclusion: %s\n", conclusion)
+	fmt.Fprintf(&b, "- Reproduce: %s\n", r.reproduceText(inventory.FoldNames(names)))
 
 	b.WriteString("\n## Environment\n\n")
 	for _, h := range r.Hosts {
@@ -189,7 +195,7 @@ func (r *Record) Markdown() string {
 		}
 	}
 	b.WriteString("\n## Result\n\n")
-	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability | Notes |\n")
+	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability (new during the run) | Notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, h := range r.Hosts {
 		cell := func(metric string) string {
@@ -262,6 +268,21 @@ func (r *Record) Markdown() string {
 	return b.String()
 }
 
+// reproduceText is the record's Reproduce line: the command that runs the
+// lab again on hosts, after the one that brings a simulated fleet back
+// when the run's went with it (ReproduceFleet).
+func (r *Record) reproduceText(hosts string) string {
+	run := "`" + orchestrator.QuoteArgs(append([]string{"gpulab", "lab", "run", r.Lab, "-H", hosts}, r.Reproduce...)) + "`"
+	if len(r.ReproduceFleet) == 0 {
+		return run
+	}
+	fleet := "`" + orchestrator.QuoteArgs(r.ReproduceFleet) + "`"
+	if len(r.Reproduce) == 0 {
+		return fmt.Sprintf("%s, then run %s on %s in its Labs tab (the same SIMULATED fleet and cluster: same seed, same hosts; the run's own inventory was temporary)", fleet, r.Lab, hosts)
+	}
+	return fmt.Sprintf("%s (the same SIMULATED fleet: same seed, same hosts; the run's own inventory was temporary), then in another terminal %s", fleet, run)
+}
+
 func metricOr(h HostRecord, name string) string {
 	if _, ok := h.Metrics[name]; ok {
 		return name
@@ -270,18 +291,27 @@ func metricOr(h HostRecord, name string) string {
 }
 
 // stability reads the stability metrics a lab measures (oom, xid,
-// gpu_lost), "n/a" when it measures none.
+// gpu_lost: what is new between the run's start and its end, not what
+// the host showed before), "not measured" when the lab measures them and
+// the host has none (no step ran, or the kernel log could not be read),
+// "n/a" when it measures none.
 func stability(h HostRecord) string {
 	var parts []string
+	measured := false
 	for _, m := range []string{"oom", "xid", "gpu_lost"} {
 		if v, ok := h.Metrics[m]; ok {
 			parts = append(parts, m+" "+FormatValue(v))
 		}
+		_, wanted := h.MetricErrors[m]
+		measured = measured || wanted
 	}
-	if len(parts) == 0 {
-		return "n/a"
+	switch {
+	case len(parts) > 0:
+		return strings.Join(parts, ", ")
+	case measured:
+		return "not measured"
 	}
-	return strings.Join(parts, ", ")
+	return "n/a"
 }
 
 func notes(h HostRecord) string {

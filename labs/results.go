@@ -156,15 +156,18 @@ type CompareRow struct {
 	Baseline        bool     `json:"baseline"`
 }
 
-// Compare lays records side by side, one row per host; the first record's
-// first host is the baseline the coefficients divide by.
+// Compare lays records side by side, one row per host. The first record
+// is the baseline: every row of it is marked Baseline, and a row's ratios
+// divide by the baseline's row for the same host (an interference
+// coefficient compares a host with itself), or by the baseline's first
+// row for a host the baseline did not run on.
 func Compare(refs []RecordRef) []CompareRow {
 	var rows []CompareRow
 	for i, ref := range refs {
 		r := ref.Record
-		for j, h := range r.Hosts {
+		for _, h := range r.Hosts {
 			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
-				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Simulated: r.Simulated, Baseline: i == 0 && j == 0,
+				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Simulated: r.Simulated, Baseline: i == 0,
 				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
 				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
 			rows = append(rows, row)
@@ -173,8 +176,17 @@ func Compare(refs []RecordRef) []CompareRow {
 	if len(rows) == 0 {
 		return rows
 	}
-	base := rows[0]
+	byHost := map[string]CompareRow{}
+	for _, r := range rows {
+		if _, seen := byHost[r.Host]; r.Baseline && !seen {
+			byHost[r.Host] = r
+		}
+	}
 	for i := range rows {
+		base, ok := byHost[rows[i].Host]
+		if !ok {
+			base = rows[0]
+		}
 		rows[i].ThroughputRatio = ratio(rows[i].Throughput, base.Throughput)
 		rows[i].P99Coefficient = ratio(rows[i].P99, base.P99)
 	}

@@ -48,8 +48,10 @@ type RunOptions struct {
 	// first host to reach the step asks; the others wait for the answer),
 	// whether to run it, skip it or stop. It must return when ctx ends.
 	Guide func(ctx context.Context, g GuideStep) GuideAnswer
-	// Reproduce goes into the record (Record.Reproduce).
-	Reproduce []string
+	// Reproduce and ReproduceFleet go into the record (Record.Reproduce,
+	// Record.ReproduceFleet).
+	Reproduce      []string
+	ReproduceFleet []string
 	// Probe, when set, is installed on each host for the run: it fills
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
@@ -87,6 +89,9 @@ const (
 	GuideRun GuideAnswer = iota
 	GuideSkip
 	GuideStop // end the main phases here; cleanup runs
+	// GuideEndOfInput is GuideStop because the answers ended (the end of
+	// the input they are read from), not because the operator chose it.
+	GuideEndOfInput
 )
 
 // EventKind says what happened.
@@ -109,6 +114,12 @@ type Event struct {
 	Step   *StepRecord // StepStarted (command only), StepFinished and Sampled
 	Scores []Score     // ScoresChanged and HostFinished
 	Sample *Sample     // Sampled
+}
+
+// ReadsCluster says whether any step reads the run's Kubernetes cluster
+// with client-go (Step.Cluster).
+func (l *Lab) ReadsCluster() bool {
+	return slices.ContainsFunc(l.Steps, func(s Step) bool { return s.Cluster != "" })
 }
 
 // HasSolve says whether any step has a solve command (--solve changes

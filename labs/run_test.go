@@ -432,3 +432,49 @@ func TestSimulatedRecordStaysDraft(t *testing.T) {
 		}
 	}
 }
+
+// Runs in which no step ran (every host's prerequisite failed, or the
+// guided run stopped before its first step, by the operator or because
+// the answers ended) are not run, not failed: the record is incomplete
+// with the reason, its Stability is not measured, and record.md says so.
+func TestLabRunNotRun(t *testing.T) {
+	const topo = "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"
+	_, e, ts, _ := e2eFleet(t, []testHost{{topo: topo, noL: true}, {topo: topo, noL: true}})
+	guide := func(a labs.GuideAnswer) func(context.Context, labs.GuideStep) labs.GuideAnswer {
+		return func(context.Context, labs.GuideStep) labs.GuideAnswer { return a }
+	}
+	_, eOK, tsOK, _ := e2eFleet(t, []testHost{{topo: topo}})
+	for _, tc := range []struct {
+		name    string
+		e       *orchestrator.Engine
+		ts      []orchestrator.Target
+		guide   func(context.Context, labs.GuideStep) labs.GuideAnswer
+		notRun  string
+		stopped string
+	}{
+		{"prerequisite", e, ts, nil, "every host: prerequisite not met: nvidia-smi lists GPUs (exited 9: ", "prerequisite not met: nvidia-smi lists GPUs"},
+		{"operator", eOK, tsOK, guide(labs.GuideStop), "gpu01: stopped by the operator before step prepare", "stopped by the operator before step prepare"},
+		{"end of input", eOK, tsOK, guide(labs.GuideEndOfInput), "gpu01: the answers ended (end of input) before step prepare", "the answers ended (end of input) before step prepare"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := labs.Run(context.Background(), tc.e, tc.ts, e2eLab(t), labs.RunOptions{Params: map[string]string{"marker": "cleaned"}, Yes: true, Guide: tc.guide})
+			if rec.Complete || rec.Passed || rec.Interrupted || !strings.HasPrefix(rec.NotRun, tc.notRun) || rec.Status() != "incomplete" {
+				t.Errorf("complete %v passed %v interrupted %v status %s not run %q, want incomplete, not run %q", rec.Complete, rec.Passed, rec.Interrupted, rec.Status(), rec.NotRun, tc.notRun)
+			}
+			for _, h := range rec.Hosts {
+				if _, ok := h.Metrics["oom"]; ok || !strings.HasPrefix(h.MetricErrors["oom"], "not measured: no step ran on this host") || !strings.HasPrefix(h.Stopped, tc.stopped) {
+					t.Errorf("%s: oom %v (%q), stopped %q: want not measured, stopped %q", h.Host, h.Metrics["oom"], h.MetricErrors["oom"], h.Stopped, tc.stopped)
+				}
+			}
+			md := rec.Markdown()
+			for _, want := range []string{"INCOMPLETE (no step ran)", "- Conclusion: **NOT RUN** (no step ran: " + tc.notRun, "| not measured | stopped: " + tc.stopped} {
+				if !strings.Contains(md, want) {
+					t.Errorf("record.md lacks %q:\n%s", want, md)
+				}
+			}
+			if strings.Contains(md, "FAILED") || strings.Contains(md, "oom 0") {
+				t.Errorf("record.md says FAILED or counts what was not measured:\n%s", md)
+			}
+		})
+	}
+}

@@ -75,7 +75,7 @@ func newRun(ctx context.Context, e *orchestrator.Engine, l *Lab, o RunOptions, t
 	}
 	r.rec = newRecord(l, r.now())
 	r.rec.Params = o.Params
-	r.rec.Reproduce = o.Reproduce
+	r.rec.Reproduce, r.rec.ReproduceFleet = o.Reproduce, o.ReproduceFleet
 	if o.Simulated {
 		r.rec.Simulated, r.rec.Maturity = true, "draft"
 	}
@@ -365,11 +365,14 @@ func (x *hostRun) mainPhases() {
 				x.h.Stopped = "interrupted"
 				return
 			}
-			switch x.guide(x.ctx, s) {
-			case GuideStop:
+			switch answer := x.guide(x.ctx, s); answer {
+			case GuideStop, GuideEndOfInput:
 				x.h.Stopped = "stopped by the operator before step " + s.ID
-				if x.ctx.Err() != nil {
+				switch {
+				case x.ctx.Err() != nil:
 					x.h.Stopped = "interrupted"
+				case answer == GuideEndOfInput:
+					x.h.Stopped = "the answers ended (end of input) before step " + s.ID
 				}
 				return
 			case GuideSkip:
@@ -402,9 +405,10 @@ func (x *hostRun) cleanup(before map[string]int64) {
 	abandoned := func() bool { return x.o.Abandon != nil && x.o.Abandon.Err() != nil }
 	h := x.h
 	// Stability over the run, read before cleanup touches anything; a
-	// lab's own metric of the same name wins.
+	// lab's own metric of the same name wins. A host where no step ran
+	// has nothing to measure it over.
 	for m, v := range stabilityMetrics(before, countStability(cctx, x.conn)) {
-		if x.lab.MetricsFrom[m] == "stability" {
+		if x.lab.MetricsFrom[m] == "stability" && h.RanSteps() {
 			h.Metrics[m] = v
 		}
 	}
@@ -498,6 +502,11 @@ func (r *labRun) explainMissing(h *HostRecord) {
 	for m, step := range r.lab.MetricsFrom {
 		if _, ok := h.Metrics[m]; !ok && h.MetricErrors[m] == "" {
 			switch {
+			case step == "stability" && !h.RanSteps():
+				h.MetricErrors[m] = "not measured: no step ran on this host"
+				if h.Stopped != "" {
+					h.MetricErrors[m] += " (" + h.Stopped + ")"
+				}
 			case step == "stability":
 				h.MetricErrors[m] = "this host's kernel log (dmesg) or the driver's GPU list could not be read before and after the run"
 			case h.Stopped != "":

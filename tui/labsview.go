@@ -501,6 +501,8 @@ func (v *labsView) runHead() []string {
 	switch {
 	case v.rec != nil && v.rec.Interrupted:
 		state = "interrupted: cleanup ran, the record is marked incomplete"
+	case v.rec != nil && v.rec.NotRun != "":
+		state = "NOT RUN: no step ran (" + v.rec.NotRun + ")"
 	case v.rec != nil && v.rec.Passed:
 		state = "PASSED"
 	case v.rec != nil:

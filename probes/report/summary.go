@@ -56,3 +56,54 @@ func Hardware(s *Snapshot) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Flags are what a snapshot shows worth a look, one short phrase each:
+// NVLinks down (NVLinksDown), each GPU's findings (uncorrected ECC errors,
+// row remaps pending or failed, a downtrained PCIe link) and the Xids. A
+// host with none is healthy as far as the probe can tell. The workbench's
+// Fleet tab flags a host's row with the same phrases.
+func Flags(s *Snapshot) []string {
+	if s == nil {
+		return nil
+	}
+	out := NVLinksDown(s)
+	for _, g := range s.GPUs {
+		for _, f := range g.Findings {
+			out = append(out, fmt.Sprintf("GPU%d: %s", g.Index, f))
+		}
+	}
+	for _, x := range s.XIDs {
+		where := x.PCIBusID
+		if x.GPU != nil {
+			where = fmt.Sprintf("GPU%d", *x.GPU)
+		}
+		out = append(out, fmt.Sprintf("Xid %d on %s", x.Code, where))
+	}
+	return out
+}
+
+// NVLinksDown names the GPU pairs whose NVLink is down: in a mesh where
+// the GPUs have NVLink peers, the pairs between GPUs with fewer peers than
+// the most any GPU has, which are not NVLinked (as the topology runbook
+// judges it).
+func NVLinksDown(s *Snapshot) []string {
+	peers := map[int]int{}
+	maxPeers := 0
+	for _, l := range s.Topology {
+		if strings.HasPrefix(l.Level, "NV") {
+			peers[l.A]++
+			peers[l.B]++
+			maxPeers = max(maxPeers, peers[l.A], peers[l.B])
+		}
+	}
+	if maxPeers == 0 {
+		return nil // no NVLink at all: nothing is down
+	}
+	var out []string
+	for _, l := range s.Topology {
+		if !strings.HasPrefix(l.Level, "NV") && peers[l.A] < maxPeers && peers[l.B] < maxPeers {
+			out = append(out, fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", min(l.A, l.B), max(l.A, l.B), l.Level))
+		}
+	}
+	return out
+}

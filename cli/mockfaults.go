@@ -1,0 +1,354 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/suggest"
+	"github.com/gpulab/gpulab/probes/sim/spec"
+)
+
+// faultsExample is a --mock-faults file in one line, for messages.
+const faultsExample = `{"gpu04": {"nvlink_down": [[0, 1]], "ecc": {"3": {"volatile_uncorrected": 2}}}}`
+
+// readHostFaults reads --mock-faults FILE: a JSON object of host name to
+// faults, each validated, returned as the probe's compact JSON by host.
+// A value of the wrong kind is named by its place in the file (line and
+// column), its path (host, key, GPU index, list index) and what it takes.
+func readHostFaults(file string, r *runner) (map[string]string, error) {
+	if file == "" {
+		return nil, nil
+	}
+	data, err := fileio.ReadRegular(file, 1<<20)
+	if err != nil {
+		return nil, usageErr("--mock-faults: %v", err)
+	}
+	hosts, err := faultsByHost(data)
+	if err != nil {
+		return nil, usageErr("--mock-faults %s: %v", file, err)
+	}
+	selected := r.targetNames()
+	out := map[string]string{}
+	for _, h := range hosts {
+		at := "line " + positionIn(data, h.offset)
+		if !slices.Contains(selected, h.name) {
+			return nil, usageErr("--mock-faults %s: %s: host %q is not among the hosts -H selects", file, at, h.name)
+		}
+		ft, err := decodeFaults(data, h)
+		if err != nil {
+			return nil, usageErr("--mock-faults %s: %v", file, err)
+		}
+		if err := ft.Validate(); err != nil {
+			return nil, usageErr("--mock-faults %s: %s: host %q: %v", file, at, h.name, err)
+		}
+		compact, _ := json.Marshal(ft)
+		out[h.name] = string(compact)
+	}
+	return out, nil
+}
+
+// hostFaults is one host's entry in a faults file: its value as written,
+// and where that value starts in the file.
+type hostFaults struct {
+	name   string
+	raw    json.RawMessage
+	offset int64
+}
+
+// faultsByHost splits a faults file into its hosts, in the file's order.
+func faultsByHost(data []byte) ([]hostFaults, error) {
+	if err := json.Unmarshal(data, new(any)); err != nil {
+		return nil, fmt.Errorf("%s (want a JSON object of host name to faults, such as %s)", jsonError(data, err), faultsExample)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if tok, _ := dec.Token(); tok != json.Delim('{') {
+		return nil, fmt.Errorf("line %s: want an object of host name to faults, such as %s, not %s", positionIn(data, 0), faultsExample, tokenText(tok))
+	}
+	var hosts []hostFaults
+	for dec.More() {
+		key, _ := dec.Token()
+		name, _ := key.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		h := hostFaults{name: name, raw: raw, offset: dec.InputOffset() - int64(len(raw))}
+		if slices.ContainsFunc(hosts, func(o hostFaults) bool { return o.name == name }) {
+			return nil, fmt.Errorf("line %s: host %q is named twice", positionIn(data, h.offset), name)
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, nil
+}
+
+// decodeFaults checks one host's value against what spec.Faults takes,
+// then decodes it.
+func decodeFaults(data []byte, h hostFaults) (spec.Faults, error) {
+	dec := json.NewDecoder(bytes.NewReader(h.raw))
+	dec.UseNumber()
+	s := &shapeChecker{dec: dec, raw: h.raw}
+	if err := s.check(reflect.TypeFor[spec.Faults](), ""); err != nil {
+		se := err.(*shapeError)
+		where := fmt.Sprintf("host %q", h.name)
+		if se.path != "" {
+			where += ", " + se.path
+		}
+		return spec.Faults{}, fmt.Errorf("line %s: %s: %s", positionIn(data, h.offset+se.offset), where, se.msg)
+	}
+	var ft spec.Faults
+	dec = json.NewDecoder(bytes.NewReader(h.raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ft); err != nil {
+		return ft, fmt.Errorf("line %s: host %q: %v", positionIn(data, h.offset), h.name, err)
+	}
+	return ft, nil
+}
+
+// positionIn is "LINE, column COL" of a byte offset of data, the column
+// in characters.
+func positionIn(data []byte, off int64) string {
+	off = min(max(off, 0), int64(len(data)))
+	before := data[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := 1 + utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
+	return fmt.Sprintf("%d, column %d", line, col)
+}
+
+// shapeError is a value of the wrong kind: where it starts (a byte offset
+// of the value checked), its path, and what the place takes.
+type shapeError struct {
+	offset int64
+	path   string
+	msg    string
+}
+
+func (e *shapeError) Error() string { return e.path + ": " + e.msg }
+
+// shapeChecker walks a JSON value's tokens along a Go type, as
+// encoding/json would decode it, and stops at the first value that does
+// not fit, with its path in the file's terms: keys, GPU indexes, list
+// indexes, as jq writes them ("xids[1].code", `ecc."3".volatile_uncorrected`).
+type shapeChecker struct {
+	dec *json.Decoder
+	raw []byte
+}
+
+func (s *shapeChecker) check(t reflect.Type, path string) error {
+	start := s.dec.InputOffset()
+	for start < int64(len(s.raw)) && strings.IndexByte(" \t\r\n:,", s.raw[start]) >= 0 {
+		start++
+	}
+	tok, err := s.dec.Token()
+	if err != nil {
+		return &shapeError{start, path, err.Error()}
+	}
+	bad := func(want string) error {
+		return &shapeError{start, path, "want " + want + ", not " + tokenText(tok)}
+	}
+	if t.Kind() == reflect.Pointer {
+		if tok == nil {
+			return nil
+		}
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if tok != json.Delim('{') {
+			return bad(describeType(t))
+		}
+		if t.Kind() == reflect.Struct {
+			return s.object(t, path)
+		}
+		return s.gpuMap(t, path)
+	case reflect.Slice, reflect.Array:
+		if tok != json.Delim('[') {
+			return bad(describeType(t))
+		}
+		return s.list(t, path, start)
+	case reflect.String:
+		if _, ok := tok.(string); !ok {
+			return bad(describeType(t))
+		}
+	case reflect.Bool:
+		if _, ok := tok.(bool); !ok {
+			return bad(describeType(t))
+		}
+	default: // numbers
+		n, ok := tok.(json.Number)
+		if !ok || json.Unmarshal([]byte(n), reflect.New(t).Interface()) != nil {
+			return bad(describeType(t))
+		}
+	}
+	return nil
+}
+
+// object checks a JSON object's keys against a struct's fields.
+func (s *shapeChecker) object(t reflect.Type, path string) error {
+	fields := map[string]reflect.Type{}
+	var names []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		fields[name] = f.Type
+		names = append(names, name)
+	}
+	for s.dec.More() {
+		at := s.dec.InputOffset()
+		key, _ := s.dec.Token()
+		k, _ := key.(string)
+		ft, ok := fields[k]
+		if !ok {
+			for at < int64(len(s.raw)) && strings.IndexByte(" \t\r\n,", s.raw[at]) >= 0 {
+				at++
+			}
+			msg := fmt.Sprintf("unknown key %q", k)
+			if c := suggest.Closest(k, names); c != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", c)
+			}
+			return &shapeError{at, path, msg + "; the keys here are " + strings.Join(names, ", ")}
+		}
+		if err := s.check(ft, joinPath(path, k)); err != nil {
+			return err
+		}
+	}
+	_, err := s.dec.Token() // }
+	return err
+}
+
+// gpuMap checks an object whose keys are GPU indexes ("0" to "7").
+func (s *shapeChecker) gpuMap(t reflect.Type, path string) error {
+	for s.dec.More() {
+		at := s.dec.InputOffset()
+		key, _ := s.dec.Token()
+		k, _ := key.(string)
+		if _, err := strconv.Atoi(k); err != nil {
+			for at < int64(len(s.raw)) && strings.IndexByte(" \t\r\n,", s.raw[at]) >= 0 {
+				at++
+			}
+			return &shapeError{at, path, fmt.Sprintf("key %q is not a GPU index: want %s", k, describeType(t))}
+		}
+		if err := s.check(t.Elem(), joinPath(path, strconv.Quote(k))); err != nil {
+			return err
+		}
+	}
+	_, err := s.dec.Token() // }
+	return err
+}
+
+// list checks a JSON list's elements; a Go array takes exactly its length.
+func (s *shapeChecker) list(t reflect.Type, path string, start int64) error {
+	n := 0
+	for s.dec.More() {
+		if t.Kind() == reflect.Array && n == t.Len() {
+			return &shapeError{start, path, fmt.Sprintf("want %s, not a list of more", describeType(t))}
+		}
+		if err := s.check(t.Elem(), fmt.Sprintf("%s[%d]", path, n)); err != nil {
+			return err
+		}
+		n++
+	}
+	if t.Kind() == reflect.Array && n != t.Len() {
+		return &shapeError{start, path, fmt.Sprintf("want %s, not a list of %d", describeType(t), n)}
+	}
+	_, err := s.dec.Token() // ]
+	return err
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// describeType says what a JSON value must be to decode into t, in the
+// faults file's terms.
+func describeType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return describeType(t.Elem())
+	case reflect.Struct:
+		var names []string
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+		return "an object with keys among " + strings.Join(names, ", ")
+	case reflect.Map:
+		return `an object of GPU index ("0" to "7") to ` + describeType(t.Elem())
+	case reflect.Array:
+		if t.Len() == 2 && t.Elem().Kind() == reflect.Int {
+			return "a pair of GPU indexes such as [0, 1]"
+		}
+		return fmt.Sprintf("a list of %d, each %s", t.Len(), describeType(t.Elem()))
+	case reflect.Slice:
+		return "a list, each " + describeType(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if t.Bits() == 64 {
+			return "a whole number, 0 or more"
+		}
+		return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<t.Bits()-1)
+	}
+	return "a number"
+}
+
+// tokenText names a JSON token as a message shows what was found.
+func tokenText(tok json.Token) string {
+	switch v := tok.(type) {
+	case json.Delim:
+		if v == '{' {
+			return "an object"
+		}
+		return "a list"
+	case string:
+		return fmt.Sprintf("the string %q", v)
+	case json.Number:
+		return "the number " + v.String()
+	case bool:
+		return fmt.Sprint(v)
+	case nil:
+		return "null"
+	}
+	return fmt.Sprint(tok)
+}
+
+// checkMockFlags refuses --mock-faults where it cannot apply, saying
+// which flags it needs and why, before any file is read.
+func checkMockFlags(pf probeFlags, faultsFile string) error {
+	switch {
+	case faultsFile == "":
+		return nil
+	case pf.local:
+		return usageErr("--mock-faults gives each host -H selects its own simulated faults (keyed by host name), so it needs -H HOSTS and --mock dgxa100, not --local; --local --mock dgxa100 probes a healthy simulated DGX A100 on this machine")
+	case pf.mock == "":
+		return usageErr("--mock-faults needs --mock dgxa100: the faults are those of the simulated DGX A100 each host probes (add --mock dgxa100)")
+	}
+	return nil
+}
+
+// mockOnSimulated refuses --mock (and --mock-faults) on a simulated
+// fleet before the faults file is read: its hosts' probe simulates a DGX
+// A100 already, with the faults the fleet gave each host.
+func mockOnSimulated(r *runner, pf probeFlags, faultsFile string) error {
+	if !r.simulated || pf.mock == "" {
+		return nil
+	}
+	flags := "--mock"
+	if faultsFile != "" {
+		flags = "--mock and --mock-faults"
+	}
+	return usageErr("%s: %s is a simulated fleet (gpulab sim): each host's probe simulates a DGX A100 already, with the faults the fleet gave it; run without %s (for other faults, start the fleet with another --seed)", flags, r.inv.File, flags)
+}
