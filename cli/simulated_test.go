@@ -146,3 +146,22 @@ func TestResultsCompareSaysSimulated(t *testing.T) {
 		t.Errorf("results compare --json: %+v, %v; want simulated on dgx02's row only\n%s", rows, err, r.stdout)
 	}
 }
+
+// TestSimulatedWithoutProbe: a lab run on a simulated fleet with no probe
+// (--no-probe; or a probe that did not answer, as on a busy machine)
+// still records each host's environment as simulated: the SSH handshake
+// says so.
+func TestSimulatedWithoutProbe(t *testing.T) {
+	_, files := simFleet(t, sim.Config{Hosts: 2, Seed: 1})
+	env := noEnv(t)
+	r := run(t, env, "lab", "run", "topology-sanity", "--inventory", files.Inventory, "-H", "@dgx", "--no-probe", "--json", "--results", t.TempDir())
+	var rec labs.Record
+	if err := json.Unmarshal([]byte(r.stdout), &rec); err != nil || len(rec.Hosts) != 2 {
+		t.Fatalf("lab run --json: %v\n%s\n%s", err, r.stdout, r.stderr)
+	}
+	for _, h := range rec.Hosts {
+		if !h.Environment.Simulated {
+			t.Errorf("%s: the environment does not say simulated without the probe (%+v)", h.Host, h.Environment)
+		}
+	}
+}

@@ -70,7 +70,7 @@ func (env *Environment) fromProbe(s *report.Snapshot, r orchestrator.Result) {
 		return
 	}
 	env.Source = "probe " + s.ProbeVersion + " (NVML)"
-	env.Simulated = s.Simulated
+	env.Simulated = env.Simulated || s.Simulated
 	env.Driver, env.NVML = s.DriverVersion, s.NVMLVersion
 	if s.CUDADriverVersion != "" {
 		env.CUDA = s.CUDADriverVersion

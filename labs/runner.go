@@ -141,6 +141,10 @@ func (x *hostRun) installProbe() (*remote.Installed, string) {
 // of a lab that uses Kubernetes, the cluster's) for the record.
 func (x *hostRun) declareEnvironment() {
 	x.h.Environment = captureEnvironment(x.ctx, x.conn)
+	// A simulated host says so in its SSH handshake, whether or not its
+	// probe answers (under load it may not, and the record must still say
+	// SIMULATED).
+	x.h.Environment.Simulated = x.conn.Simulated()
 	if x.i == 0 && x.lab.usesKubernetes() {
 		x.declareKubernetes()
 	}
