@@ -199,24 +199,29 @@ func (v *mapView) View() string {
 	if v.open {
 		return v.pager.view(v.styles)
 	}
-	bands := v.bands()
+	bands, at := v.bands()
 	if v.width >= wideLayout {
 		cardW := v.width - v.bandsWidth - 3
 		card := v.card.full(v.order[v.sel], cardW)
 		card = fit(clip(card, v.height, v.styles.Hint.Render("… enter: whole card")), cardW, v.height)
 		sep := strings.TrimSuffix(strings.Repeat(v.styles.Rule.Render("│")+"\n", v.height), "\n")
-		return lipgloss.JoinHorizontal(lipgloss.Top, fit(bands, v.bandsWidth, v.height), " "+sep+" ", card)
+		window := strings.Join(cursorWindow(bands, at, v.height, v.styles), "\n")
+		return lipgloss.JoinHorizontal(lipgloss.Top, fit(window, v.bandsWidth, v.height), " "+sep+" ", card)
 	}
-	used := strings.Count(bands, "\n") + 1
-	rest := v.height - used - 1
+	// A short terminal shows the bands around the selection, saying what
+	// is above and below, and keeps the card at least its title, summary
+	// and keys.
+	room := max(1, v.height-1-min(4, v.height/3))
+	window := cursorWindow(bands, at, room, v.styles)
+	rest := v.height - len(window) - 1
 	rule := v.styles.Rule.Render(strings.Repeat("─", v.width))
-	return bands + "\n" + rule + "\n" + v.card.compact(v.order[v.sel], v.width, max(rest, 1))
+	return strings.Join(window, "\n") + "\n" + rule + "\n" + v.card.compact(v.order[v.sel], v.width, max(rest, 1))
 }
 
-// bands draws the three planes, each a title line and its rows of chips.
-func (v *mapView) bands() string {
+// bands draws the three planes, each a title line and its rows of chips,
+// and says which line holds the selected chip.
+func (v *mapView) bands() (out []string, at int) {
 	st := v.styles
-	var out []string
 	i := 0
 	for n, pl := range v.cat.Planes {
 		if n > 0 && v.height >= 30 { // a short terminal spends its lines on words, not spacing
@@ -236,6 +241,9 @@ func (v *mapView) bands() string {
 				}
 				row = c.row
 			}
+			if i == v.sel {
+				at = len(out)
+			}
 			line.WriteString(v.chip(i))
 		}
 		if row >= 0 {
@@ -247,7 +255,7 @@ func (v *mapView) bands() string {
 	if v.height >= 30 { // a short terminal keeps the card's room
 		out = append(out, "", legend)
 	}
-	return strings.Join(out, "\n")
+	return out, at
 }
 
 // alsoHere lists the projects of other planes that also act in plane:

@@ -218,3 +218,26 @@ func TestCardKeepsItsPlaceOnResize(t *testing.T) {
 		t.Errorf("after a resize the card went back to its top:\n%s", v)
 	}
 }
+
+// TestMapFollowsTheSelectionWhenShort: on a terminal too short for the
+// three bands, the Map shows the bands around the selected project and
+// says what is above and below (at 60x16 the cursor went on into the
+// workload band, out of sight, with nothing said).
+func TestMapFollowsTheSelectionWhenShort(t *testing.T) {
+	for _, sz := range []struct{ w, h int }{{60, 16}, {160, 12}} {
+		m := newTestModel(t, sz.w, sz.h)
+		if v := m.View(); !strings.Contains(v, "more below") {
+			t.Errorf("%dx%d: the bands do not say what is below:\n%s", sz.w, sz.h, v)
+		}
+		for range 12 {
+			m, _ = press(t, m, "down")
+		}
+		sel := m.views[0].(*mapView).order[m.views[0].(*mapView).sel].Name
+		if v := m.View(); !strings.Contains(v, "["+sel) || !strings.Contains(v, "above") {
+			t.Errorf("%dx%d: the selected %q is not in view, or what is above is not said:\n%s", sz.w, sz.h, sel, v)
+		}
+		if got := strings.Count(m.View(), "\n") + 1; got != sz.h {
+			t.Errorf("%dx%d: %d lines", sz.w, sz.h, got)
+		}
+	}
+}
