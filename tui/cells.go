@@ -89,6 +89,7 @@ func uniform(line string) string {
 }
 
 func uniformSlow(line string) string {
+	line = dropJoined(line)
 	if strings.IndexFunc(line, dropped) >= 0 {
 		line = strings.Map(func(r rune) rune {
 			if dropped(r) {
@@ -159,6 +160,13 @@ func writeCluster(b *strings.Builder, cluster string, w int) int {
 		if pw := ansi.StringWidth(piece); pw == termCells(piece) {
 			b.WriteString(piece)
 			width += pw
+		} else if r, n := utf8.DecodeRuneInString(piece); n == len(piece) && r >= 0x1f1e6 && r <= 0x1f1ff {
+			// A regional indicator without its pair: its letter, as wide as
+			// it was measured (an escape was wider, and the line's end was
+			// cut off).
+			l := string(rune('A'+r-0x1f1e6)) + strings.Repeat(" ", max(0, pw-1))
+			b.WriteString(l)
+			width += len(l)
 		} else {
 			e := escapeRunes(piece)
 			b.WriteString(e)
@@ -167,6 +175,31 @@ func writeCluster(b *strings.Builder, cluster string, w int) int {
 		start = i
 	}
 	return width
+}
+
+// dropJoined takes each ZERO WIDTH JOINER out with the character it joins:
+// 👨‍👩‍👧 is measured as one 2-column emoji and is drawn as its first, 👨,
+// whatever the terminal (without the joiner alone, the three would be
+// drawn 6 columns wide, and the line's end cut off).
+func dropJoined(line string) string {
+	const zwj = "\u200d"
+	if !strings.Contains(line, zwj) {
+		return line
+	}
+	var b strings.Builder
+	for i := 0; i < len(line); {
+		if strings.HasPrefix(line[i:], zwj) {
+			i += len(zwj)
+			if i < len(line) && line[i] != 0x1b {
+				_, n := utf8.DecodeRuneInString(line[i:])
+				i += n
+			}
+			continue
+		}
+		b.WriteByte(line[i])
+		i++
+	}
+	return b.String()
 }
 
 // escapeRunes is s in Go's \u escapes: what shows of a character no two

@@ -21,17 +21,17 @@ import (
 func TestUniform(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"ok 👍🏽 done", "ok 👍 done"},          // 2 measured, 4 drawn: the skin tone goes
-		{"👨\u200d👩\u200d👧", "👨👩👧"},           // one cluster of 2, or three emoji of 2: the joiners go
+		{"👨\u200d👩\u200d👧", "👨"},             // one cluster of 2, or three emoji of 2: the first stays, as wide as measured
 		{"❤\ufe0f ☀\ufe0f ©\ufe0f", "❤ ☀ ©"}, // 2 measured, 1 drawn: the emoji selector goes
 		{"☺\ufe0e", "☺"},
 		{"1\ufe0f\u20e3 #\u20e3", "1 #"}, // keycaps
-		{"🏳\ufe0f\u200d🌈", "🏳🌈"},
+		{"🏳\ufe0f\u200d🌈", "🏳"},
 		{"a\u00adb", "ab"}, // the soft hyphen: 0 measured, 1 drawn
 		{"x\ty", "x       y"},
 		{"漢\tz", "漢      z"},                  // the stop is counted in columns, not characters
 		{"क्षि", "क्\u200bष\u200bि"},          // 1 measured, 3 drawn: the spacing vowel alone
 		{"ก่ำ", "ก่\u200bำ"},                  // 1 measured, 2 drawn
-		{"🇩", `\U0001f1e9`},                   // a lone regional indicator: 2 measured, 1 drawn
+		{"🇩", "D "},                           // a lone regional indicator: 2 measured, 1 drawn: its letter, as wide
 		{"\u0600a", `\u0600` + "\u200ba"},     // an Arabic number sign: 0 measured, 1 drawn
 		{"a\rb\x07", `a\rb\a`},                // controls that move the cursor, shown
 		{"gpu\u202e01", `gpu\u202e01`},        // a bidi override, shown
@@ -49,6 +49,9 @@ func TestUniform(t *testing.T) {
 		}
 		if w, cells := ansi.StringWidth(got), termCells(got); w != cells {
 			t.Errorf("uniform(%q) = %q is %d columns measured, %d drawn", c.in, got, w, cells)
+		}
+		if ansi.StringWidth(got) > ansi.StringWidth(c.in) && !strings.ContainsAny(c.in, "\t\r\a\u0600\u202e") && !strings.Contains(c.in, "क") && !strings.Contains(c.in, "ก") {
+			t.Errorf("uniform(%q) = %q is wider than what was measured: a line laid out for it loses its end", c.in, got)
 		}
 		if again := uniform(got); again != got {
 			t.Errorf("uniform is not idempotent on %q: %q", got, again)
@@ -169,5 +172,27 @@ func BenchmarkFleetViewEmoji1000Hosts(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		_ = m.View()
+	}
+}
+
+// TestWrappedEmojiLoseNoText: a heading with a ZWJ family, a flag and a
+// lone regional indicator, wrapped at 80 columns and then fitted to the
+// screen, keeps every word: the normaliser made such lines wider than
+// they were wrapped for, and their ends were cut ("…pa…", then "the
+// screen edge").
+func TestWrappedEmojiLoseNoText(t *testing.T) {
+	md := "# Emoji 👨\u200d👩\u200d👧 lab 🇯🇵 and 🇩 👍🏽 with a very long name that goes on and on past the screen edge and further still\n"
+	var words []string
+	for _, l := range renderMarkdown(md, 80) {
+		words = append(words, strings.Fields(ansi.Strip(fit(l, 80, 1)))...)
+	}
+	got := strings.Join(words, " ")
+	for _, want := range []string{"with a very long name that goes on and on past the screen edge and further still", "lab 🇯🇵 and D"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the wrapped heading lost text: want %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "…") {
+		t.Errorf("a line was cut:\n%s", got)
 	}
 }
