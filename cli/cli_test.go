@@ -99,6 +99,13 @@ func TestMapAndMatrix(t *testing.T) {
 	run(t, env, "matrix", "--search", "zzz").expect(t, 0, "(no project matches)", "")
 	run(t, env, "matrix", "--filter", "isolation=bogus").expect(t, 2, "", "axis isolation has levels: none, soft, strong, verifiable")
 	run(t, env, "matrix", "--filter", "iso").expect(t, 2, "", "want AXIS=LEVEL")
+	// --filter repeated: a project passes each (only the last one counted).
+	both := run(t, env, "matrix", "--filter", "isolation=strong", "--filter", "isolation=soft")
+	if both.code != 0 || !strings.Contains(both.stdout, "NVIDIA device plugin") || strings.Contains(both.stdout, "KAI Scheduler") || strings.Count(both.stdout, "\n") != 2 {
+		t.Errorf("matrix --filter isolation=strong --filter isolation=soft: want only the project that is both:\n%s%s", both.stdout, both.stderr)
+	}
+	run(t, env, "matrix", "--filter", "isolation=soft", "--filter", "isolation=bogus").expect(t, 2, "", "axis isolation has levels")
+	run(t, env, "matrix", "--filter", "plane=workload").expect(t, 2, "", "plane is not an axis: use --plane workload")
 	run(t, env, "matrix", "--sort", "nope").expect(t, 2, "", "--sort \"nope\"")
 }
 

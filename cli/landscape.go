@@ -99,8 +99,9 @@ func printMap(w io.Writer, c *landscape.Catalog, only string, asJSON bool) error
 
 func newMatrixCmd(o *options) *cobra.Command {
 	var (
-		plane, filter, search, sortBy string
-		desc, why                     bool
+		plane, search, sortBy string
+		filters               []string
+		desc, why             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "matrix",
@@ -111,6 +112,7 @@ by an axis (levels are ordered: e.g. isolation none < soft < strong <
 verifiable). --why adds the one-sentence reason under each row.`,
 		Example: `  gpulab matrix
   gpulab matrix --filter isolation=strong
+  gpulab matrix --filter isolation=soft --filter fragmentation=topology   # both
   gpulab matrix --plane data --sort isolation --desc
   gpulab matrix --search nvlink --why
   gpulab matrix --json | jq '.projects[] | select(.axes.isolation.levels | index("strong")) | .name'`,
@@ -126,8 +128,12 @@ verifiable). --why adds the one-sentence reason under each row.`,
 					return usageErr("--plane %q: want one of: %s", plane, planeIDs(c))
 				}
 			}
-			if filter != "" {
+			var levels []landscape.Filter // each --filter, all of them to pass
+			for _, filter := range filters {
 				axis, level, ok := strings.Cut(filter, "=")
+				if axis == "plane" {
+					return usageErr("--filter %q: plane is not an axis: use --plane %s", filter, level)
+				}
 				a, found := c.Axis(axis)
 				if !ok || !found {
 					return usageErr("--filter %q: want AXIS=LEVEL, AXIS one of: %s", filter, axisIDs(c))
@@ -135,7 +141,7 @@ verifiable). --why adds the one-sentence reason under each row.`,
 				if _, _, ok := a.Level(level); !ok {
 					return usageErr("--filter %q: axis %s has levels: %s", filter, axis, levelIDs(a))
 				}
-				f.Axis, f.Level = axis, level
+				levels = append(levels, landscape.Filter{Axis: axis, Level: level})
 			}
 			if sortBy != "" && sortBy != "plane" {
 				if _, ok := c.Axis(sortBy); !ok {
@@ -144,7 +150,7 @@ verifiable). --why adds the one-sentence reason under each row.`,
 			}
 			var rows []landscape.Project
 			for _, p := range c.Projects {
-				if f.Match(p) {
+				if f.Match(p) && !slices.ContainsFunc(levels, func(l landscape.Filter) bool { return !l.Match(p) }) {
 					rows = append(rows, p)
 				}
 			}
@@ -156,7 +162,7 @@ verifiable). --why adds the one-sentence reason under each row.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&plane, "plane", "", "only projects that act in `PLANE`")
-	fl.StringVar(&filter, "filter", "", "only projects at `AXIS=LEVEL` (e.g. isolation=strong)")
+	fl.StringArrayVar(&filters, "filter", nil, "only projects at `AXIS=LEVEL` (e.g. isolation=strong); repeated, a project must pass each")
 	fl.StringVar(&search, "search", "", "only projects whose name, kind or summary contains `TEXT`")
 	fl.StringVar(&sortBy, "sort", "", "sort by `AXIS` (level order) or plane")
 	fl.BoolVar(&desc, "desc", false, "sort descending")
