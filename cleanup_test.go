@@ -283,7 +283,7 @@ func TestWorkbenchQuitMidRunCleansUp(t *testing.T) {
 	s.keys("Enter")
 	h.waitMarkers(t, "holding")
 	s.keys("q")
-	s.waitFor("a run is going: q again quits (cleanup runs), any other key stays")
+	s.waitFor("a run is going: q or ctrl+c again quits (cleanup runs), any other key stays")
 	s.keys("q")
 	s.waitFor("Cleaning up on 4 hosts before gpulab quits")
 	h.waitMarkers(t, "releasing")

@@ -519,7 +519,8 @@ func (m Model) header() string {
 
 func (m Model) statusBar() string {
 	if m.askQuit != "" {
-		return m.styles.Error.Render(fmt.Sprintf("a run is going: %s again quits (cleanup runs), any other key stays", m.askQuit))
+		// Either quit key quits the second time, whichever asked.
+		return m.styles.Error.Render("a run is going: q or ctrl+c again quits (cleanup runs), any other key stays")
 	}
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())

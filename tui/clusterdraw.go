@@ -117,8 +117,8 @@ func (v *clusterView) warningLine() string {
 
 func (v *clusterView) nameWidth() int {
 	w := 4
-	for _, n := range v.nodes {
-		w = max(w, lipgloss.Width(visible.String(n.Name)))
+	for _, n := range v.nodes { // as drawn: a masked name (host-1) is longer than dgx01
+		w = max(w, lipgloss.Width(v.mask.apply(visible.String(n.Name))))
 	}
 	return min(w, 28)
 }

@@ -250,6 +250,20 @@ func TestClusterViewMasksHostNames(t *testing.T) {
 	if strings.Contains(view, "dgx0") || !strings.Contains(view, "host-1") {
 		t.Errorf("host names are not masked:\n%s", view)
 	}
+	// The NODE column is as wide as the masked names: STATUS stays over
+	// Ready (it sat a column left of it).
+	var head, row string
+	for _, l := range strings.Split(view, "\n") {
+		switch {
+		case strings.Contains(l, "NODE") && head == "":
+			head = l
+		case strings.Contains(l, "host-1 ") && row == "":
+			row = l
+		}
+	}
+	if strings.Index(head, "STATUS") != strings.Index(row, "Ready") {
+		t.Errorf("STATUS and Ready are not in one column:\n%s\n%s", head, row)
+	}
 }
 
 // bigCluster is n GPU nodes of 8 GPUs and pods pods of 1 GPU each,

@@ -345,6 +345,9 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 			v.scroll.home()
 			v.scroll.follow = v.running
 		}
+		if v.pane != pane { // another kind of text (the log, the folded output) starts at its left edge
+			v.scroll.col = 0
+		}
 		v.paneChosen = v.paneChosen || v.running && v.pane != pane
 	}()
 	switch {
@@ -377,7 +380,7 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 			// brings it back): typing after it ran "seq 1 40seq 1 9".
 			v.typing = true
 			if v.lastCommand != "" {
-				v.input.Placeholder = v.lastCommand + "  (↑ to edit it again)"
+				v.input.Placeholder = "(↑ edits it) " + v.lastCommand // the hint first: a long command is cut, not the hint
 			}
 			v.input.SetValue("")
 			return v.input.Focus()
@@ -394,6 +397,9 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 			v.notice = err.Error()
 		} else {
 			v.notice = name + " is cut off (a simulated power loss): its commands end lost, and it refuses new connections until the demo restarts"
+			if lipgloss.Width(v.notice) > v.width {
+				v.notice = name + " cut off (simulated power loss) until the demo restarts"
+			}
 		}
 	}
 	v.clamp()
@@ -828,8 +834,25 @@ func (v *fleetView) paneLines() []string {
 			}
 		}
 		groups := v.groups
+		flagged := map[string]bool{}
+		for _, r := range v.rows {
+			flagged[r.Name] = len(r.flags) > 0
+		}
 		for gi, g := range groups {
-			for _, l := range groupHead(g, max(20, v.width-2)) {
+			class := g.Class.String()
+			n := 0
+			for _, h := range g.Hosts {
+				if flagged[h] {
+					n++
+				}
+			}
+			switch { // the probe's findings are above; "ok" alone read as healthy
+			case n > 0 && n == len(g.Hosts):
+				class += ", FLAGGED"
+			case n > 0:
+				class += fmt.Sprintf(", %d flagged", n)
+			}
+			for _, l := range groupHead(g, class, max(20, v.width-2)) {
 				out = append(out, st.CardLabel.Render(l))
 			}
 			body := g.Stdout + g.Stderr
@@ -898,12 +921,12 @@ func (v *fleetView) truncated(hosts []string) bool {
 // groupHead is a folded group's head, "dgx[01-04] (4): ok"; a node set
 // too long for the width (hosts failing here and there among hundreds)
 // goes last, after the count and class, and wraps after its commas.
-func groupHead(g orchestrator.Group, width int) []string {
-	head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), g.Class)
+func groupHead(g orchestrator.Group, class string, width int) []string {
+	head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), class)
 	if lipgloss.Width(head) <= width {
 		return []string{head}
 	}
-	lines := strings.Split(ansi.Wrap(fmt.Sprintf("%d hosts, %s: %s", len(g.Hosts), g.Class, g.NodeSet), width-2, ","), "\n")
+	lines := strings.Split(ansi.Wrap(fmt.Sprintf("%d hosts, %s: %s", len(g.Hosts), class, g.NodeSet), width-2, ","), "\n")
 	for i := 1; i < len(lines); i++ {
 		lines[i] = "  " + lines[i]
 	}

@@ -634,6 +634,16 @@ func TestFleetScrollsSideways(t *testing.T) {
 	if m, n = pressUntil(t, m, "<", func(v string) bool { return v == start }, 10); n == 0 {
 		t.Errorf("< does not come back to the start:\n%s", m.View())
 	}
+	// Another pane (o: the command log, whose long command runs past the
+	// edge) starts at its left edge: the column was carried over and hid
+	// the start of every command.
+	long := "for i in $(seq 1 40); do echo tick $i; sleep 0.25; done # " + strings.Repeat("x", 60)
+	m, cmd = press(t, m, ":", long, "enter")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, ">", ">", ">", "o")
+	if v := m.View(); !strings.Contains(v, "command log") || !regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d  for i in`).MatchString(v) {
+		t.Errorf("the command log does not start at its left edge:\n%s", v)
+	}
 }
 
 // The host view's GPU table is wider than 80 columns: > shows its ECC

@@ -551,7 +551,10 @@ func (v *labsView) runBody() []string {
 	}
 	lines = append(lines, v.runningSteps()...)
 	if v.dir != "" {
-		lines = append(lines, "", st.CardMuted.Render("record: "+v.dir+"/record.md"))
+		lines = append(lines, "")
+		for _, l := range wrap("record: "+v.dir+"/record.md", max(20, v.width-2)) { // a path is long at 80 columns
+			lines = append(lines, st.CardMuted.Render(l))
+		}
 	}
 	if v.err != "" {
 		lines = append(lines, st.Error.Render(v.err))

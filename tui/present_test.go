@@ -162,8 +162,13 @@ func TestFleetFlagsTheSickHost(t *testing.T) {
 			t.Errorf("Fleet lacks %q:\n%s", want, v)
 		}
 	}
-	if strings.Count(v, "FLAGGED") != 1 {
+	if strings.Count(v, "ok FLAGGED") != 1 {
 		t.Errorf("want one flagged host:\n%s", v)
+	}
+	// Its group in the folded output says so too ("ok" alone read as
+	// healthy).
+	if !strings.Contains(v, "gpu[001-003] (3): ok, 1 flagged") {
+		t.Errorf("the flagged host's folded group does not say FLAGGED:\n%s", v)
 	}
 }
 

@@ -209,7 +209,7 @@ func TestQuitAsksWhileARunGoes(t *testing.T) {
 			}
 			tab := m.Active()
 			m, cmd := press(t, m, k)
-			ask := "a run is going: " + k + " again quits (cleanup runs), any other key stays"
+			ask := "a run is going: q or ctrl+c again quits (cleanup runs), any other key stays"
 			if msgOf(cmd) != nil || m.quitting != 0 || !strings.Contains(m.View(), ask) {
 				t.Fatalf("%s, %s: quit without asking, or the status bar does not ask:\n%s", c.name, k, m.View())
 			}
