@@ -525,8 +525,15 @@ func (m Model) statusBar() string {
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())
 	keys := append(v.ShortHelp(), m.keys.Help, m.keys.Quit)
-	if m.present != nil {
-		keys = append([]key.Binding{m.present.keys.Next, m.present.keys.Prev}, keys...)
+	if p := m.present; p != nil { // offered where they step: not n at the last step, not p before the first
+		var step []key.Binding
+		if p.at < len(p.steps)-1 {
+			step = append(step, p.keys.Next)
+		}
+		if p.at > 0 {
+			step = append(step, p.keys.Prev)
+		}
+		keys = append(step, keys...)
 	}
 	hints := make([]string, len(keys))
 	for i, b := range keys {

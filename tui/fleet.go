@@ -205,7 +205,12 @@ func (v *fleetView) Status() string {
 
 func (v *fleetView) ShortHelp() []key.Binding {
 	if v.typing {
-		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))}
+		esc := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))
+		if v.running { // enter runs nothing until the run ends; esc closes the field, it does not cancel the run
+			esc.SetHelp("esc", "close the field")
+			return []key.Binding{esc}
+		}
+		return []key.Binding{key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")), esc}
 	}
 	if v.hostView != nil {
 		return append(v.hostView.keysNow(v.keys.Up, v.keys.Down, v.keys.Page), v.keys.Back)

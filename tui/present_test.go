@@ -440,3 +440,21 @@ func TestPresentMatrixPlaneKey(t *testing.T) {
 		t.Errorf("P did not filter a plane:\n%s", v)
 	}
 }
+
+// TestPresentOffersOnlyStepsThatMove: before the first step the status
+// bar offers n, not p; at the last step p, not n.
+func TestPresentOffersOnlyStepsThatMove(t *testing.T) {
+	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 160, 48)
+	bar := func(m Model) string { l := strings.Split(m.View(), "\n"); return l[len(l)-1] }
+	if b := bar(m); !strings.Contains(b, "n next step") || strings.Contains(b, "p previous step") {
+		t.Errorf("before the first step: %q", b)
+	}
+	for range demoSteps {
+		var cmd tea.Cmd
+		m, cmd = press(t, m, "n")
+		m = drain(t, m, cmd)
+	}
+	if b := bar(m); strings.Contains(b, "n next step") || !strings.Contains(b, "p previous step") {
+		t.Errorf("at the last step: %q", b)
+	}
+}
