@@ -166,6 +166,7 @@ func TestInventoryCommands(t *testing.T) {
 	r.expect(t, 0, "newbox (ad-hoc)", "")
 	r.expect(t, 0, "2 hosts: h200-01,newbox", "")
 	run(t, env, append([]string{"inventory", "list", "-H", "@nope"}, inv...)...).expect(t, 2, "", "unknown group @nope")
+	run(t, env, append([]string{"inventory", "list", "-H", "gpu[001-002]!gpu[001-002]"}, inv...)...).expect(t, 2, "", `-H "gpu[001-002]!gpu[001-002]" selects no host`)
 	var out struct {
 		NodeSet string `json:"nodeset"`
 		Count   int    `json:"count"`

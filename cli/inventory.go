@@ -94,6 +94,9 @@ that are not in the inventory are listed as ad-hoc hosts.`,
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if len(hosts) == 0 && cmd.Flags().Changed("hosts") { // as exec and probe say it
+				return usageErr("-H %q selects no host", expr)
+			}
 			return printHosts(cmd.OutOrStdout(), expr, hosts, fold, o.json)
 		},
 	}
