@@ -269,7 +269,7 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	})
 	// The end of input stops the run before the next step; cleanup runs.
 	r = runInput(t, env, "\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
-	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: the lab stopped before step topo: the answers ended (end of input) before step work", "(end of input: the answers ended; stopping, cleanup runs)")
+	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: step topo did not run: the answers ended (end of input) before step work", "(end of input: the answers ended; stopping, cleanup runs)")
 	r.expect(t, 1, "", "gpu01  cleanup      clean          ok")
 	if r.expect(t, 1, "\nFAILED\n", ""); strings.Contains(r.stdout, "operator") {
 		t.Errorf("the end of input is said to be the operator's choice:\n%s", r.stdout)

@@ -514,7 +514,7 @@ func (r *labRun) explainMissing(h *HostRecord) {
 			case step == "stability":
 				h.MetricErrors[m] = "this host's kernel log (dmesg) or the driver's GPU list could not be read before and after the run"
 			case h.Stopped != "":
-				h.MetricErrors[m] = "the lab stopped before step " + step + ": " + h.Stopped
+				h.MetricErrors[m] = "step " + step + " did not run: " + h.Stopped
 			default:
 				h.MetricErrors[m] = "step " + step + " gave no value"
 			}

@@ -107,7 +107,7 @@ func (r *mdRenderer) expanded(rows [][]string, head int, prefix string, room int
 	for _, h := range headers {
 		label = max(label, ansi.StringWidth(ansi.Strip(h)))
 	}
-	label = min(label, max(room/3, 8))
+	label = min(label, max(room*2/5, 8))
 	valueRoom := max(room-label-2, 10)
 	for i, cells := range rows[head:] {
 		if i > 0 {
