@@ -360,7 +360,10 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		if r.Passed {
 			res = "passed"
 		}
-		if !r.Complete {
+		switch {
+		case r.NotRun:
+			res = "not run"
+		case !r.Complete:
 			res = "incomplete"
 		}
 		if r.Simulated {

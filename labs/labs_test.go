@@ -1006,3 +1006,17 @@ func TestLabNameIsOneLine(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareNotRun: a run in which no step ran reads as not run in a
+// comparison too (results compare said "incomplete" where results list
+// said "not run").
+func TestCompareNotRun(t *testing.T) {
+	refs := []RecordRef{
+		{Dir: "a", Record: &Record{Lab: "l", Complete: true, Hosts: []HostRecord{{Host: "gpu01", Passed: true}}}},
+		{Dir: "b", Record: &Record{Lab: "l", NotRun: "every host: prerequisite not met", Hosts: []HostRecord{{Host: "gpu01"}}}},
+	}
+	rows := Compare(refs)
+	if len(rows) != 2 || rows[0].NotRun || !rows[1].NotRun {
+		t.Errorf("Compare: %+v, want the second row not run", rows)
+	}
+}

@@ -146,6 +146,8 @@ type CompareRow struct {
 	P99        *float64 `json:"p99"`
 	Passed     bool     `json:"passed"`
 	Complete   bool     `json:"complete"`
+	// NotRun: no step ran on any host (Record.NotRun says why).
+	NotRun bool `json:"not_run,omitempty"`
 	// Simulated: the record is of a simulated fleet (Record.Simulated).
 	Simulated bool `json:"simulated,omitempty"`
 	// ThroughputRatio is throughput ÷ the baseline's; P99Coefficient is
@@ -167,7 +169,7 @@ func Compare(refs []RecordRef) []CompareRow {
 		r := ref.Record
 		for _, h := range r.Hosts {
 			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
-				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, Simulated: r.Simulated, Baseline: i == 0,
+				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, NotRun: r.NotRun != "", Simulated: r.Simulated, Baseline: i == 0,
 				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
 				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
 			rows = append(rows, row)

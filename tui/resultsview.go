@@ -253,6 +253,8 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 	for _, r := range rows {
 		verdict := "failed"
 		switch {
+		case r.NotRun:
+			verdict = "not run"
 		case !r.Complete:
 			verdict = "incomplete"
 		case r.Passed:
@@ -341,6 +343,8 @@ func (v *resultsView) recordRow(i int, noSim string, runW int) string {
 	}
 	res := "failed"
 	switch {
+	case r.NotRun != "":
+		res = "not run"
 	case !r.Complete:
 		res = "incomplete"
 	case r.Passed:
