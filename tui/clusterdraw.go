@@ -323,10 +323,15 @@ func (v *clusterView) whyBody() []string {
 // maxWhy is the why's lines: fewer on a short terminal, so that the
 // nodes keep three rows.
 func (v *clusterView) maxWhy() int {
+	most := maxWhyLines
 	if v.height < 30 {
-		return maxWhyLines - 3
+		most = maxWhyLines - 3
 	}
-	return maxWhyLines
+	// What the rest takes with the nodes at three rows: on a short
+	// terminal the why gives way, so that the quotas and the
+	// reconciliation stay on screen (at 60x16 they were cut off).
+	rest := 3 + 2 + min(3, max(len(v.rows), 1)) + 1 + 1 + v.waitHeight() + 1 + v.quotaHeight() + len(v.reconcileLines())
+	return max(3, min(most, v.height-rest)) // its rule, a line, and what is below
 }
 
 func (v *clusterView) quotaLines() []string {

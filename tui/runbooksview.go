@@ -62,6 +62,9 @@ type runbooksView struct {
 	cursor   int // over verdict groups
 	evidence bool
 	evScroll scroller // the evidence pane's position
+	// listScroll is the list's, when the selected runbook's description
+	// runs past a short terminal.
+	listScroll scroller
 	// mask hides host names in the evidence before the pane cuts it to
 	// its width (nil: shown).
 	mask *masker
@@ -183,8 +186,11 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		}
 		return v, v.handleKey(msg)
 	case tea.MouseMsg:
-		if v.active != nil && v.evidence {
+		switch {
+		case v.active != nil && v.evidence:
 			v.evScroll.handle(msg, v.keys.Scroll, v.evidencePane(), v.width, v.evidenceHeight()-1)
+		case v.active == nil:
+			v.listScroll.handle(msg, v.keys.Scroll, v.listLines(), v.width, v.height)
 		}
 	}
 	return v, nil
@@ -193,6 +199,15 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 	k := v.keys
 	if v.active == nil {
+		if listScrolls(km, k.Scroll) && v.listScroll.handle(km, k.Scroll, v.listLines(), v.width, v.height) {
+			return nil
+		}
+		sel := v.sel
+		defer func() {
+			if v.sel != sel {
+				v.listScroll.home() // another runbook's description: from the top
+			}
+		}()
 		switch {
 		case key.Matches(km, k.Up):
 			v.sel = max(0, v.sel-1)
@@ -439,10 +454,19 @@ func (v *runbooksView) evidencePane() []string {
 // canScroll says whether a page down (down) or up moves the evidence
 // pane: it is open and has more below (above).
 func (v *runbooksView) canScroll(down bool) bool {
-	return v.active != nil && v.evidence && v.evScroll.more(down, len(v.evidencePane()), v.evidenceHeight()-1)
+	if v.active == nil {
+		return !v.setup.typing() && v.listScroll.more(down, len(v.listLines()), v.height)
+	}
+	return v.evidence && v.evScroll.more(down, len(v.evidencePane()), v.evidenceHeight()-1)
 }
 
+// listView is the list and the selected runbook's description, scrolled
+// when they run past the screen (its last line then says what is below).
 func (v *runbooksView) listView() string {
+	return strings.Join(v.listScroll.render(v.listLines(), v.width, v.height, v.styles), "\n")
+}
+
+func (v *runbooksView) listLines() []string {
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Runbooks"), ""}
 	switch {
@@ -472,7 +496,7 @@ func (v *runbooksView) listView() string {
 		lines = append(lines, "")
 		lines = append(lines, wrap(st.CardMuted.Render(rb.Symptom), v.width-2)...)
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 func statusStyle(s runbooks.Status, st Styles) lipgloss.Style {

@@ -330,3 +330,29 @@ func TestSimulatedDefaults(t *testing.T) {
 		})
 	}
 }
+
+// On a short terminal the runbook list with the selected runbook's
+// description scrolls: its last line says what is below, and page down
+// shows the end of the description (at 60x16 it was cut mid-sentence).
+func TestRunbooksListScrollsWhenShort(t *testing.T) {
+	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1}, 60, 16)
+	m, _ = press(t, m, "4")
+	if v := m.View(); !strings.Contains(v, "more lines below · pgdn") {
+		t.Fatalf("the cut description is not said:\n%s", v)
+	}
+	rb := m.views[3].(*runbooksView).list[0]
+	last := strings.Fields(rb.Symptom)
+	m, _ = press(t, m, "pgdown", "pgdown", "pgdown")
+	if v := m.View(); !strings.Contains(v, last[len(last)-1]) {
+		t.Errorf("page down does not reach the description's end (%q):\n%s", last[len(last)-1], v)
+	}
+}
+
+// At 80x20 the Cluster tab keeps its quotas and reconciliation on screen:
+// the why pane gives way.
+func TestClusterViewShortKeepsQuotas(t *testing.T) {
+	m := newClusterModel(t, 80, 20, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
+	if v := m.View(); !strings.Contains(v, "ml-team/gpu-quota") || !strings.Contains(v, "Reconciliation") || !strings.Contains(v, "more line") {
+		t.Errorf("80x20 loses the quotas, the reconciliation or the why's marker:\n%s", v)
+	}
+}
