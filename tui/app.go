@@ -91,7 +91,7 @@ type Model struct {
 	// 3 quits at once.
 	quitting int
 	// askQuit is the key (q, ctrl+c) that asked to quit while a run was
-	// going: the status bar asks, the same key again quits, any other
+	// going: the status bar asks, either quit key again quits, any other
 	// key stays ("": not asking). A q typed for a command never meant
 	// to stop a run an hour in.
 	askQuit string
@@ -588,7 +588,7 @@ func (m Model) helpView() string {
 	}
 	parts = append(parts, m.styles.CardTitle.Render("Everywhere"), "", m.helpColumns(global), "")
 	for _, h := range []string{"esc or ? closes help. Every view has a command-line twin: gpulab --help.",
-		"While a run goes, q and ctrl+c ask first: the same key again quits."} {
+		"While a run goes, q and ctrl+c ask first: either again quits."} {
 		for _, l := range wrap(h, m.help.Width) {
 			parts = append(parts, m.styles.Hint.Render(l))
 		}
