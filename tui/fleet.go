@@ -812,73 +812,96 @@ func (v *fleetView) canScroll(down bool) bool {
 }
 
 func (v *fleetView) paneLines() []string {
-	st := v.styles
 	switch v.pane {
 	case paneLog:
-		if len(v.log) == 0 {
-			return []string{st.Hint.Render("nothing ran yet")}
-		}
-		var out []string
-		for i := len(v.log) - 1; i >= 0; i-- {
-			l := v.log[i]
-			sum := l.summary
-			if sum == "" {
-				sum = "running"
-			}
-			out = append(out, fmt.Sprintf("%s  %s  on %s  → %s", l.started.Format("15:04:05"), l.command, l.hosts, sum))
-		}
-		return out
+		return v.logLines()
 	case paneFolded:
-		if v.results == nil {
-			return []string{st.Hint.Render("folded output appears when the run ends")}
-		}
-		var out []string
-		for _, r := range v.rows { // what the probe flagged first: a narrow table cuts it
-			if len(r.flags) > 0 {
-				out = append(out, wrap(st.Error.Render("⚑ "+r.Name+": ")+strings.Join(r.flags, " · "), v.width-2)...)
-			}
-		}
-		groups := v.groups
-		flagged := map[string]bool{}
-		for _, r := range v.rows {
-			flagged[r.Name] = len(r.flags) > 0
-		}
-		for gi, g := range groups {
-			class := g.Class.String()
-			n := 0
-			for _, h := range g.Hosts {
-				if flagged[h] {
-					n++
-				}
-			}
-			switch { // the probe's findings are above; "ok" alone read as healthy
-			case n > 0 && n == len(g.Hosts):
-				class += ", FLAGGED"
-			case n > 0:
-				class += fmt.Sprintf(", %d flagged", n)
-			}
-			for _, l := range groupHead(g, class, max(20, v.width-2)) {
-				out = append(out, st.CardLabel.Render(l))
-			}
-			body := g.Stdout + g.Stderr
-			if gi > 0 && groups[0].Class == orchestrator.OK && body != "" {
-				body = orchestrator.Diff(groups[0], g)
-			}
-			for _, e := range g.Errors {
-				body += e + "\n"
-				break
-			}
-			if v.truncated(g.Hosts) {
-				body += "[output cut at the limit: the rest was not kept; the host view (enter) says how much came]\n"
-			}
-			for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
-				if l != "" {
-					out = append(out, "  "+termLine(l))
-				}
-			}
-		}
-		return out
+		return v.foldedLines()
 	}
+	return v.hostLines()
+}
+
+// logLines are the command log, the newest first.
+func (v *fleetView) logLines() []string {
+	if len(v.log) == 0 {
+		return []string{v.styles.Hint.Render("nothing ran yet")}
+	}
+	var out []string
+	for i := len(v.log) - 1; i >= 0; i-- {
+		l := v.log[i]
+		sum := l.summary
+		if sum == "" {
+			sum = "running"
+		}
+		out = append(out, fmt.Sprintf("%s  %s  on %s  → %s", l.started.Format("15:04:05"), l.command, l.hosts, sum))
+	}
+	return out
+}
+
+// foldedLines are the run's folded output: what the probe flagged, then
+// each group under its head, the others as their difference from the
+// first.
+func (v *fleetView) foldedLines() []string {
+	st := v.styles
+	if v.results == nil {
+		return []string{st.Hint.Render("folded output appears when the run ends")}
+	}
+	var out []string
+	flagged := map[string]bool{}
+	for _, r := range v.rows { // what the probe flagged first: a narrow table cuts it
+		flagged[r.Name] = len(r.flags) > 0
+		if len(r.flags) > 0 {
+			out = append(out, wrap(st.Error.Render("⚑ "+r.Name+": ")+strings.Join(r.flags, " · "), v.width-2)...)
+		}
+	}
+	groups := v.groups
+	for gi, g := range groups {
+		for _, l := range groupHead(g, flaggedClass(g, flagged), max(20, v.width-2)) {
+			out = append(out, st.CardLabel.Render(l))
+		}
+		body := g.Stdout + g.Stderr
+		if gi > 0 && groups[0].Class == orchestrator.OK && body != "" {
+			body = orchestrator.Diff(groups[0], g)
+		}
+		for _, e := range g.Errors {
+			body += e + "\n"
+			break
+		}
+		if v.truncated(g.Hosts) {
+			body += "[output cut at the limit: the rest was not kept; the host view (enter) says how much came]\n"
+		}
+		for _, l := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
+			if l != "" {
+				out = append(out, "  "+termLine(l))
+			}
+		}
+	}
+	return out
+}
+
+// flaggedClass is a group's class and how many of its hosts the probe
+// flagged: its findings are listed above, and "ok" alone read as healthy.
+func flaggedClass(g orchestrator.Group, flagged map[string]bool) string {
+	class := g.Class.String()
+	n := 0
+	for _, h := range g.Hosts {
+		if flagged[h] {
+			n++
+		}
+	}
+	switch {
+	case n > 0 && n == len(g.Hosts):
+		class += ", FLAGGED"
+	case n > 0:
+		class += fmt.Sprintf(", %d flagged", n)
+	}
+	return class
+}
+
+// hostLines are the selected host's output: live while it runs, then its
+// result, its errors and what was cut.
+func (v *fleetView) hostLines() []string {
+	st := v.styles
 	if len(v.rows) == 0 {
 		return nil
 	}
