@@ -113,7 +113,7 @@ func TestDemoInTmux(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^. ` + sick + ` SIM +127\.0\.0\.1:\d+ +ok FLAGGED `).MatchString(screen) {
 		t.Errorf("the sick host's row is not flagged:\n%s", screen)
 	}
-	if n := strings.Count(screen, "FLAGGED"); n != 1 {
+	if n := strings.Count(screen, "ok FLAGGED"); n != 1 {
 		t.Errorf("%d hosts flagged, want 1:\n%s", n, screen)
 	}
 
