@@ -932,18 +932,24 @@ func (v *fleetView) hostLines() []string {
 }
 
 // truncated says whether a command's output was cut on any of hosts.
+// It looks at the cut hosts only, usually none: a group of a thousand
+// hosts was looked up in the rows one by one on every frame.
 func (v *fleetView) truncated(hosts []string) bool {
+	var cut map[string]bool
 	for _, r := range v.rows {
-		if r.result == nil || !slices.Contains(hosts, r.Name) {
+		if r.result == nil {
 			continue
 		}
 		for _, s := range r.result.Steps {
 			if s.Truncated {
-				return true
+				if cut == nil {
+					cut = map[string]bool{}
+				}
+				cut[r.Name] = true
 			}
 		}
 	}
-	return false
+	return cut != nil && slices.ContainsFunc(hosts, func(h string) bool { return cut[h] })
 }
 
 // groupHead is a folded group's head, "dgx[01-04] (4): ok"; a node set
