@@ -168,7 +168,11 @@ func (v *clusterView) Title() string    { return "Cluster" }
 func (v *clusterView) Capturing() bool  { return false }
 func (v *clusterView) SetSize(w, h int) { v.width, v.height = w, h; v.scroll() }
 func (v *clusterView) ShortHelp() []key.Binding {
-	keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Focus}
+	cur, n := v.waitCursor, len(v.waiting)
+	if v.focus == focusNodes {
+		cur, n = v.nodeCursor, len(v.rows)
+	}
+	keys := append(moves(v.keys.Up, v.keys.Down, cur, n), v.keys.Focus)
 	if len(v.sources) > 1 { // c with one context does nothing
 		keys = append(keys, v.keys.Context)
 	}

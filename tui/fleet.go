@@ -221,11 +221,11 @@ func (v *fleetView) ShortHelp() []key.Binding {
 		// c first of all: a narrow status bar drops hints from the end,
 		// and during a long run, when pgdn is offered, it dropped c.
 		lead = []key.Binding{v.keys.Cancel}
-		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Pane}
+		keys = append(moves(v.keys.Up, v.keys.Down, v.cursor, len(v.rows)), v.keys.Pane)
 	case len(v.rows) == 0:
 		return nil
 	case v.noCommands != "":
-		keys = []key.Binding{v.keys.Up, v.keys.Down, v.keys.Pane}
+		keys = append(moves(v.keys.Up, v.keys.Down, v.cursor, len(v.rows)), v.keys.Pane)
 	default:
 		keys = []key.Binding{v.keys.Command, v.keys.Probe, v.keys.Pane}
 	}

@@ -56,6 +56,20 @@ type MatrixKeys struct {
 	Clear  key.Binding
 }
 
+// moves are the up and down keys that move a cursor at i of n rows: no
+// up on the first row, no down on the last (a status bar offers no key
+// that does nothing).
+func moves(up, down key.Binding, i, n int) []key.Binding {
+	var keys []key.Binding
+	if i > 0 {
+		keys = append(keys, up)
+	}
+	if i < n-1 {
+		keys = append(keys, down)
+	}
+	return keys
+}
+
 // DefaultMatrixKeys returns the Matrix bindings.
 func DefaultMatrixKeys() MatrixKeys {
 	return MatrixKeys{

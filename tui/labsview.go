@@ -198,7 +198,7 @@ func (v *labsView) ShortHelp() []key.Binding {
 // listHelp offers the keys that do something on the selected lab: no
 // hosts, no run; no fast-forward or parameters, no key for them.
 func (v *labsView) listHelp() []key.Binding {
-	keys := []key.Binding{v.keys.Up, v.keys.Down}
+	keys := moves(v.keys.Up, v.keys.Down, v.sel, len(v.list))
 	lines := v.listLines()
 	if len(lines) > v.height {
 		keys = append(keys, v.keys.Scroll.PageDown)

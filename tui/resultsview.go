@@ -153,7 +153,7 @@ func (v *resultsView) ShortHelp() []key.Binding {
 	if len(v.refs) == 0 { // nothing to move to, open, mark or compare
 		return []key.Binding{v.keys.Refresh}
 	}
-	keys := []key.Binding{v.keys.Up, v.keys.Down, v.keys.Open, v.keys.Baseline}
+	keys := append(moves(v.keys.Up, v.keys.Down, v.sel, len(v.refs)), v.keys.Open, v.keys.Baseline)
 	if len(v.refs) > 1 {
 		keys = append(keys, v.keys.Compare)
 	}

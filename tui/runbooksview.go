@@ -126,7 +126,7 @@ func (v *runbooksView) ShortHelp() []key.Binding {
 		return fieldHelp()
 	}
 	if v.active != nil {
-		keys := []key.Binding{v.keys.Up, v.keys.Down}
+		keys := moves(v.keys.Up, v.keys.Down, v.cursor, v.groupCount())
 		if v.evidence {
 			pane := v.evidencePane()
 			if len(pane) > v.evidenceHeight()-1 {
@@ -136,7 +136,7 @@ func (v *runbooksView) ShortHelp() []key.Binding {
 		}
 		return append(keys, v.keys.Evidence, v.keys.Back)
 	}
-	keys := []key.Binding{v.keys.Up, v.keys.Down}
+	keys := moves(v.keys.Up, v.keys.Down, v.sel, len(v.list))
 	if v.canRun() { // no key is offered that does nothing
 		keys = append(keys, v.keys.Run)
 	}

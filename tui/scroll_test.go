@@ -241,3 +241,23 @@ func TestMapFollowsTheSelectionWhenShort(t *testing.T) {
 		}
 	}
 }
+
+// TestListsOfferOnlyMovesThatMove: a list's status bar offers ↑ only
+// below its first row and ↓ only above its last (Runbooks, Labs and
+// Results offered both on the first and the last rows).
+func TestListsOfferOnlyMovesThatMove(t *testing.T) {
+	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1}, 160, 48)
+	m, _ = press(t, m, "4", "home")
+	bar := func(m Model) string { l := strings.Split(m.View(), "\n"); return l[len(l)-1] }
+	if b := bar(m); strings.Contains(b, "↑/k up") || !strings.Contains(b, "↓/j down") {
+		t.Errorf("first runbook: %q", b)
+	}
+	m, _ = press(t, m, "end")
+	if b := bar(m); !strings.Contains(b, "↑/k up") || strings.Contains(b, "↓/j down") {
+		t.Errorf("last runbook: %q", b)
+	}
+	m, _ = press(t, m, "up")
+	if b := bar(m); !strings.Contains(b, "↑/k up") || !strings.Contains(b, "↓/j down") {
+		t.Errorf("a runbook in between: %q", b)
+	}
+}
