@@ -63,9 +63,6 @@ func TestUniform(t *testing.T) {
 // unsure) is a cluster of its own next to a letter and as wide as a
 // terminal draws it: no cluster of them can be measured otherwise.
 func TestUniformFastPathIsSafe(t *testing.T) {
-	if testing.Short() {
-		t.Skip("walks every character")
-	}
 	t.Parallel()
 	var bad []string
 	for r := rune(0x80); r <= unicode.MaxRune; r++ {

@@ -619,7 +619,7 @@ func (v *fleetView) probeResults(probes []ProbeOutcome) []orchestrator.HostResul
 			r.probe = &p
 			switch {
 			case p.Snapshot != nil:
-				r.flags = snapshotFlags(p.Snapshot)
+				r.flags = report.Flags(p.Snapshot) // the phrases gpulab probe flags a host with
 				line := report.Hardware(p.Snapshot) + "\n"
 				hr.Steps = []orchestrator.Result{{Step: "probe", Stdout: []byte(line), Class: hr.Class}}
 				if !p.Snapshot.NVML.Available && hr.Class == orchestrator.OK {

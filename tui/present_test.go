@@ -174,7 +174,7 @@ func TestFleetFlagsTheSickHost(t *testing.T) {
 
 func TestNVLinksDown(t *testing.T) {
 	s := dgxSnapshot(t)
-	if got := nvlinksDown(s); got != nil {
+	if got := report.NVLinksDown(s); got != nil {
 		t.Errorf("nvlinksDown(full NV12 mesh) = %q, want none", got)
 	}
 	for i, l := range s.Topology {
@@ -187,13 +187,13 @@ func TestNVLinksDown(t *testing.T) {
 			}
 		}
 	}
-	if got, want := strings.Join(nvlinksDown(s), "; "), "NVLink GPU0–GPU4 down (SYS)"; got != want {
+	if got, want := strings.Join(report.NVLinksDown(s), "; "), "NVLink GPU0–GPU4 down (SYS)"; got != want {
 		t.Errorf("nvlinksDown(GPU0–GPU4 at SYS) = %q, want %q", got, want)
 	}
 	for i := range s.Topology {
 		s.Topology[i].Level = "SYS"
 	}
-	if got := nvlinksDown(s); got != nil {
+	if got := report.NVLinksDown(s); got != nil {
 		t.Errorf("nvlinksDown(no NVLink at all) = %q, want none", got)
 	}
 }
