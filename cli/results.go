@@ -21,37 +21,43 @@ import (
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
-func newResultsCmd(o *options) *cobra.Command {
-	var (
-		results, lab, hostExpr, status, since string
-		q                                     labs.Query
-	)
-	dir := func() string {
-		if results != "" {
-			return results
-		}
-		return o.resultsDir()
+// resultsDir is the results directory a results command reads: --results,
+// else the default (options.resultsDir).
+type resultsDir struct {
+	o       *options
+	results string
+}
+
+func (rd *resultsDir) dir() string {
+	if rd.results != "" {
+		return rd.results
 	}
-	// resolve finds a record by its directory, or by LAB/RUN (or RUN) under
-	// the results directory.
-	resolve := func(arg string) (labs.RecordRef, error) {
-		for _, d := range []string{arg, filepath.Join(dir(), arg)} {
-			if r, err := labs.ReadRecord(d); err == nil {
-				return labs.RecordRef{Dir: d, Record: r}, nil
-			} else if !os.IsNotExist(err) {
-				return labs.RecordRef{}, configErr(err)
-			}
-		}
-		d, err := findRun(dir(), arg)
-		if err != nil {
-			return labs.RecordRef{}, err
-		}
-		r, err := labs.ReadRecord(d)
-		if err != nil {
+	return rd.o.resultsDir()
+}
+
+// resolve finds a record by its directory, or by LAB/RUN (or RUN) under
+// the results directory.
+func (rd *resultsDir) resolve(arg string) (labs.RecordRef, error) {
+	for _, d := range []string{arg, filepath.Join(rd.dir(), arg)} {
+		if r, err := labs.ReadRecord(d); err == nil {
+			return labs.RecordRef{Dir: d, Record: r}, nil
+		} else if !os.IsNotExist(err) {
 			return labs.RecordRef{}, configErr(err)
 		}
-		return labs.RecordRef{Dir: d, Record: r}, nil
 	}
+	d, err := findRun(rd.dir(), arg)
+	if err != nil {
+		return labs.RecordRef{}, err
+	}
+	r, err := labs.ReadRecord(d)
+	if err != nil {
+		return labs.RecordRef{}, configErr(err)
+	}
+	return labs.RecordRef{Dir: d, Record: r}, nil
+}
+
+func newResultsCmd(o *options) *cobra.Command {
+	rd := &resultsDir{o: o}
 	cmd := &cobra.Command{
 		Use:   "results",
 		Short: "Lab records: list them, show one, compare runs side by side",
@@ -61,7 +67,19 @@ LAB/TIME-HOSTS/record.json, record.md and junit.xml, and a row per host in
 results.csv. These commands read them back.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.PersistentFlags().StringVar(&results, "results", "", "the results `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
+	cmd.PersistentFlags().StringVar(&rd.results, "results", "", "the results `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
+	cmd.AddCommand(newResultsListCmd(o, rd), newResultsShowCmd(o, rd), newResultsCompareCmd(o, rd.resolve))
+	return cmd
+}
+
+// resultsQuery is what results list selects by, as its flags give it.
+type resultsQuery struct {
+	lab, hostExpr, status, since string
+	q                            labs.Query
+}
+
+func newResultsListCmd(o *options, rd *resultsDir) *cobra.Command {
+	var f resultsQuery
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List lab records, newest first",
@@ -71,38 +89,19 @@ results.csv. These commands read them back.`,
   gpulab results list --lab exclusive-baseline -H gpu07 --status passed --last 1`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			refs, err := labs.ListRecords(dir())
+			refs, err := labs.ListRecords(rd.dir())
 			if err != nil && len(refs) == 0 {
 				return configErr(err)
 			}
 			if err != nil {
 				fmt.Fprintf(c.ErrOrStderr(), "gpulab: %v\n", err)
 			}
-			if err := o.checkLabQuery(lab, dir(), refs); err != nil {
+			if err := o.checkLabQuery(f.lab, rd.dir(), refs); err != nil {
 				return err
 			}
-			q.Lab = lab
-			if hostExpr != "" {
-				inv, err := o.loadInventory(false)
-				if err != nil {
-					return err
-				}
-				hosts, err := inv.Select(hostExpr)
-				if err != nil {
-					return usageErr("-H %s: %v", hostExpr, err)
-				}
-				for _, h := range hosts {
-					q.Hosts = append(q.Hosts, h.Name)
-				}
-			}
-			if status != "" && !slices.Contains(labs.Statuses, status) {
-				return usageErr("--status %q: want one of %s", status, strings.Join(labs.Statuses, ", "))
-			}
-			q.Status = status
-			if since != "" {
-				if q.Since, err = parseSince(since, time.Now()); err != nil {
-					return usageErr("%v", err)
-				}
+			q, err := f.query(o)
+			if err != nil {
+				return err
 			}
 			keep := q.Select(refs)
 			if o.json {
@@ -111,47 +110,88 @@ results.csv. These commands read them back.`,
 				}
 				return writeJSON(c.OutOrStdout(), keep)
 			}
-			switch {
-			case len(keep) == 0 && len(refs) == 0:
-				fmt.Fprintf(c.OutOrStdout(), "no lab records in %s (gpulab lab run ID -H EXPR writes them)\n", dir())
-				return nil
-			case len(keep) == 0:
-				fmt.Fprintf(c.OutOrStdout(), "no lab record in %s matches the query (%s there; gpulab results list shows them all)\n", dir(), plural(len(refs), "record is", "records are"))
-				return nil
-			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "STARTED\tLAB\tHOSTS\tRESULT\tRUN")
-			glob := ""
-			for _, r := range keep { // records are anyone's files: their names are escaped
-				run := relTo(dir(), r.Dir)
-				if strings.ContainsAny(run, "[]*?") && glob == "" {
-					glob = run
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
-					visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(run))
-			}
-			if err := tw.Flush(); err != nil || glob == "" {
-				return err
-			}
-			// A shell reads [001-006] as a pattern (zsh refuses it).
-			fmt.Fprintf(c.OutOrStdout(), "\nA RUN with [ ] needs quotes in a shell (gpulab results show %s), or give its start alone if no other run shares it (gpulab results show %s).\n",
-				visible.String(orchestrator.Quote(glob)), visible.String(orchestrator.Quote(runStart(glob))))
-			return nil
+			return printRecordList(c.OutOrStdout(), rd.dir(), refs, keep)
 		},
 	}
-	list.Flags().StringVar(&lab, "lab", "", "only the records of lab `ID`")
-	list.Flags().StringVarP(&hostExpr, "hosts", "H", "", "only the records that ran on one of these hosts (a host `EXPR`: gpu[01-04], @group)")
-	list.Flags().StringVar(&status, "status", "", "only passed, failed or incomplete records")
-	list.Flags().StringVar(&since, "since", "", "only the records started since `WHEN`: a duration back (90m, 36h, 7d) or a date (2026-11-01)")
-	list.Flags().IntVar(&q.Last, "last", 0, "only the newest `N` records that match")
-	cmd.AddCommand(list)
-	cmd.AddCommand(&cobra.Command{
+	list.Flags().StringVar(&f.lab, "lab", "", "only the records of lab `ID`")
+	list.Flags().StringVarP(&f.hostExpr, "hosts", "H", "", "only the records that ran on one of these hosts (a host `EXPR`: gpu[01-04], @group)")
+	list.Flags().StringVar(&f.status, "status", "", "only passed, failed or incomplete records")
+	list.Flags().StringVar(&f.since, "since", "", "only the records started since `WHEN`: a duration back (90m, 36h, 7d) or a date (2026-11-01)")
+	list.Flags().IntVar(&f.q.Last, "last", 0, "only the newest `N` records that match")
+	return list
+}
+
+// query checks the flags and makes the query: -H's hosts from the
+// inventory, the status among labs.Statuses, --since as a time.
+func (f resultsQuery) query(o *options) (labs.Query, error) {
+	q := f.q
+	q.Lab = f.lab
+	if f.hostExpr != "" {
+		inv, err := o.loadInventory(false)
+		if err != nil {
+			return q, err
+		}
+		hosts, err := inv.Select(f.hostExpr)
+		if err != nil {
+			return q, usageErr("-H %s: %v", f.hostExpr, err)
+		}
+		for _, h := range hosts {
+			q.Hosts = append(q.Hosts, h.Name)
+		}
+	}
+	if f.status != "" && !slices.Contains(labs.Statuses, f.status) {
+		return q, usageErr("--status %q: want one of %s", f.status, strings.Join(labs.Statuses, ", "))
+	}
+	q.Status = f.status
+	if f.since != "" {
+		since, err := parseSince(f.since, time.Now())
+		if err != nil {
+			return q, usageErr("%v", err)
+		}
+		q.Since = since
+	}
+	return q, nil
+}
+
+// printRecordList prints the records kept of those in dir (refs), or why
+// there are none.
+func printRecordList(w io.Writer, dir string, refs, keep []labs.RecordRef) error {
+	switch {
+	case len(keep) == 0 && len(refs) == 0:
+		fmt.Fprintf(w, "no lab records in %s (gpulab lab run ID -H EXPR writes them)\n", dir)
+		return nil
+	case len(keep) == 0:
+		fmt.Fprintf(w, "no lab record in %s matches the query (%s there; gpulab results list shows them all)\n", dir, plural(len(refs), "record is", "records are"))
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STARTED\tLAB\tHOSTS\tRESULT\tRUN")
+	glob := ""
+	for _, r := range keep { // records are anyone's files: their names are escaped
+		run := relTo(dir, r.Dir)
+		if strings.ContainsAny(run, "[]*?") && glob == "" {
+			glob = run
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
+			visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(run))
+	}
+	if err := tw.Flush(); err != nil || glob == "" {
+		return err
+	}
+	// A shell reads [001-006] as a pattern (zsh refuses it).
+	fmt.Fprintf(w, "\nA RUN with [ ] needs quotes in a shell (gpulab results show %s), or give its start alone if no other run shares it (gpulab results show %s).\n",
+		visible.String(orchestrator.Quote(glob)), visible.String(orchestrator.Quote(runStart(glob))))
+	return nil
+}
+
+func newResultsShowCmd(o *options, rd *resultsDir) *cobra.Command {
+	return &cobra.Command{
 		Use:     "show RUN",
 		Short:   "Print a record (its Markdown; --json for the record itself)",
 		Example: "  gpulab results show mig-isolation/20261129-104700-gpu07\n  gpulab results show 20261129-104700-gpu07 --json | jq '.hosts[].scores'",
 		Args:    exactArgs(1, "a record: its directory, LAB/RUN or RUN"),
 		RunE: func(c *cobra.Command, args []string) error {
-			ref, err := resolve(args[0])
+			ref, err := rd.resolve(args[0])
 			if err != nil {
 				return err
 			}
@@ -165,9 +205,7 @@ results.csv. These commands read them back.`,
 			_, err = io.WriteString(c.OutOrStdout(), md)
 			return err
 		},
-	})
-	cmd.AddCommand(newResultsCompareCmd(o, resolve))
-	return cmd
+	}
 }
 
 func newResultsCompareCmd(o *options, resolve func(string) (labs.RecordRef, error)) *cobra.Command {
