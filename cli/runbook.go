@@ -31,7 +31,6 @@ func (o *options) findRunbook(id string) (runbooks.Runbook, error) {
 }
 
 func newRunbookCmd(o *options) *cobra.Command {
-	load := o.loadRunbooks
 	cmd := &cobra.Command{
 		Use:   "runbook",
 		Short: "Run topology and troubleshooting runbooks on many hosts and read the verdicts",
@@ -45,13 +44,18 @@ Built-in runbooks are embedded; --runbooks DIR adds your own (TOML, same
 schema as runbooks/builtin/*.toml).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newRunbookListCmd(o), newRunbookShowCmd(o), newRunbookRunCmd(o))
+	return cmd
+}
+
+func newRunbookListCmd(o *options) *cobra.Command {
+	return &cobra.Command{
 		Use:     "list",
 		Short:   "List the runbooks",
 		Example: "  gpulab runbook list\n  gpulab runbook list --json | jq -r '.[].id'",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			rbs, err := load()
+			rbs, err := o.loadRunbooks()
 			if err != nil {
 				return err
 			}
@@ -65,8 +69,11 @@ schema as runbooks/builtin/*.toml).`,
 			}
 			return tw.Flush()
 		},
-	})
-	cmd.AddCommand(&cobra.Command{
+	}
+}
+
+func newRunbookShowCmd(o *options) *cobra.Command {
+	return &cobra.Command{
 		Use:     "show ID",
 		Short:   "Show a runbook's steps and checks",
 		Example: "  gpulab runbook show health",
@@ -96,7 +103,10 @@ schema as runbooks/builtin/*.toml).`,
 			}
 			return nil
 		},
-	})
+	}
+}
+
+func newRunbookRunCmd(o *options) *cobra.Command {
 	var (
 		f            sshFlags
 		yes          bool
@@ -173,8 +183,7 @@ errors, 130 after Ctrl-C.`,
 	run.Flags().StringArrayVar(&set, "set", nil, "give the runbook's parameter `name=value` (gpulab runbook show ID lists them); repeatable")
 	run.Flags().BoolVar(&yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
 	run.Flags().BoolVar(&allowUnknown, "allow-unknown", false, "exit 0 when no check failed even if some are UNKNOWN (undecided for want of evidence)")
-	cmd.AddCommand(run)
-	return cmd
+	return run
 }
 
 // printFoldedVerdicts prints a runbook run's verdicts as text; on a

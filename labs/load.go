@@ -9,10 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
-	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
@@ -126,11 +124,10 @@ func (c *labCheck) header() {
 			c.bad(nil, "lab %q has no %s", l.ID, f.key)
 		}
 	}
-	// A name is one line of text, drawn in lists and headers: a tab, a
-	// newline or an escape in it would break them.
-	if i := strings.IndexFunc(l.Name, visible.Unsafe); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(l.Name[i:])
-		c.bad([]any{"name"}, "lab %q: name has the control character %U (character %d): a name is one line of plain text", l.ID, r, utf8.RuneCountInString(l.Name[:i])+1)
+	// A name is drawn in lists and headers: a tab, a newline or an escape
+	// in it would break them.
+	if msg := runbooks.OneLine(l.Name); msg != "" {
+		c.bad([]any{"name"}, "lab %q: name has %s: a name is one line of plain text", l.ID, msg)
 	}
 	switch l.Plane {
 	case "control", "data", "workload":

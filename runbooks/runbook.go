@@ -137,10 +137,8 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	if rb.Title == "" {
 		bad(nil, "runbook %q has no title", rb.ID)
 	}
-	// A title is one line of text, drawn in lists and headers.
-	if i := strings.IndexFunc(rb.Title, visible.Unsafe); i >= 0 {
-		r, _ := utf8.DecodeRuneInString(rb.Title[i:])
-		bad([]any{"title"}, "runbook %q: title has the control character %U (character %d): a title is one line of plain text", rb.ID, r, utf8.RuneCountInString(rb.Title[:i])+1)
+	if msg := OneLine(rb.Title); msg != "" {
+		bad([]any{"title"}, "runbook %q: title has %s: a title is one line of plain text", rb.ID, msg)
 	}
 	switch rb.Plane {
 	case "control", "data", "workload":
@@ -207,4 +205,16 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 		return nil, err
 	}
 	return &rb, nil
+}
+
+// OneLine says what in s is not one line of plain text, drawn in lists
+// and headers as it is: its first control or bidi character and where
+// ("the control character U+0009 (character 4)"), or "" for none.
+func OneLine(s string) string {
+	i := strings.IndexFunc(s, visible.Unsafe)
+	if i < 0 {
+		return ""
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return fmt.Sprintf("the control character %U (character %d)", r, utf8.RuneCountInString(s[:i])+1)
 }
