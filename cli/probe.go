@@ -76,38 +76,7 @@ func newProbeCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe (-H EXPR | --local) [--mock dgxa100 [--mock-faults FILE]]",
 		Short: "Push the NVML probe to hosts, run it, and read one JSON snapshot per host",
-		Long: `Push gpulab's NVML probe (a small binary; nothing is installed) to each host,
-run it and read back one snapshot: every GPU with identity, PCIe link,
-memory, utilisation, temperature, power, clocks, throttle reasons, ECC,
-row remapping, MIG instances, NVLinks; the pairwise topology; NUMA and CPU
-affinity; processes mapped to containers and pods; Xid errors decoded. A
-field NVML refuses is listed in the snapshot's errors, never a failure.
-
-The probe goes to the host's private cache directory under its sha256, so a
-second run sends no bytes; it is removed after the run unless --keep. A host
-without the NVIDIA driver answers with a clean report that says why.
---mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
-marked "simulated": true; --mock-faults FILE gives each host's simulated
-machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
-remap_pending, xids, mig, processes, utilization); --local runs it on this
-machine.
-
-Hosts whose hardware reads the same (GPUs, memory, ECC and MIG modes, NUMA
-nodes, NVLinks, topology, driver, findings) are printed once under their
-node set, as exec folds outputs; every other group is a diff against the
-largest (its rows marked "- " and "+ "), so a GPU missing, a link down or
-another driver stands out. Each group ends with the range of what changes
-by the second (utilisation, temperature, power, memory in use).
---no-fold prints every host's table instead, and nothing folded. A last
-line counts the hosts ok, flagged and failed, and names the others.
-
-A host is flagged for what its snapshot shows worth a look: an NVLink
-down, uncorrected ECC errors, a row remap pending or failed, a downtrained
-PCIe link, an Xid (--json lists them under "flags").
-
-Exit status: 0 when every host gave a snapshot with NVML available and none
-is flagged; 1 when a host is flagged, gave no snapshot or has no NVML; 2 for
-usage or configuration errors; 130 when interrupted.`,
+		Long:  probeLong,
 		Example: `  gpulab probe -H 'gpu[01-08]'
   gpulab probe -H @a100 --json | jq '.[] | {host, gpus: [.snapshot.gpus[].name]}'
   gpulab probe -H gpu03 --kmsg --xid-wait 30s
@@ -123,32 +92,9 @@ usage or configuration errors; 130 when interrupted.`,
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
-			var results []probeResult
-			if pf.local {
-				if f.hosts != "" {
-					return usageErr("--local and -H exclude each other")
-				}
-				r, err := runLocalProbe(ctx, pf)
-				if err != nil {
-					return err
-				}
-				results = []probeResult{r}
-			} else {
-				r, err := o.newRunner(&f)
-				if err != nil {
-					return err
-				}
-				defer r.keys.Close()
-				if err := mockOnSimulated(r, pf, faultsFile); err != nil {
-					return err
-				}
-				if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
-					return err
-				}
-				results, err = runRemoteProbes(ctx, r, pf, nil)
-				if err != nil {
-					return err
-				}
+			results, err := o.probeHosts(ctx, &f, pf, faultsFile)
+			if err != nil {
+				return err
 			}
 			w := cmd.OutOrStdout()
 			if o.json {
@@ -181,6 +127,67 @@ usage or configuration errors; 130 when interrupted.`,
 	fl.StringVar(&faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
 	fl.BoolVar(&noFold, "no-fold", false, "print every host's GPU table, and nothing folded")
 	return cmd
+}
+
+// probeLong is gpulab probe's --help.
+const probeLong = `Push gpulab's NVML probe (a small binary; nothing is installed) to each host,
+run it and read back one snapshot: every GPU with identity, PCIe link,
+memory, utilisation, temperature, power, clocks, throttle reasons, ECC,
+row remapping, MIG instances, NVLinks; the pairwise topology; NUMA and CPU
+affinity; processes mapped to containers and pods; Xid errors decoded. A
+field NVML refuses is listed in the snapshot's errors, never a failure.
+
+The probe goes to the host's private cache directory under its sha256, so a
+second run sends no bytes; it is removed after the run unless --keep. A host
+without the NVIDIA driver answers with a clean report that says why.
+--mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
+marked "simulated": true; --mock-faults FILE gives each host's simulated
+machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
+remap_pending, xids, mig, processes, utilization); --local runs it on this
+machine.
+
+Hosts whose hardware reads the same (GPUs, memory, ECC and MIG modes, NUMA
+nodes, NVLinks, topology, driver, findings) are printed once under their
+node set, as exec folds outputs; every other group is a diff against the
+largest (its rows marked "- " and "+ "), so a GPU missing, a link down or
+another driver stands out. Each group ends with the range of what changes
+by the second (utilisation, temperature, power, memory in use).
+--no-fold prints every host's table instead, and nothing folded. A last
+line counts the hosts ok, flagged and failed, and names the others.
+
+A host is flagged for what its snapshot shows worth a look: an NVLink
+down, uncorrected ECC errors, a row remap pending or failed, a downtrained
+PCIe link, an Xid (--json lists them under "flags").
+
+Exit status: 0 when every host gave a snapshot with NVML available and none
+is flagged; 1 when a host is flagged, gave no snapshot or has no NVML; 2 for
+usage or configuration errors; 130 when interrupted.`
+
+// probeHosts runs the probe on this machine (--local) or on the hosts -H
+// selects, with each host's simulated faults (--mock-faults).
+func (o *options) probeHosts(ctx context.Context, f *sshFlags, pf probeFlags, faultsFile string) ([]probeResult, error) {
+	if pf.local {
+		if f.hosts != "" {
+			return nil, usageErr("--local and -H exclude each other")
+		}
+		r, err := runLocalProbe(ctx, pf)
+		if err != nil {
+			return nil, err
+		}
+		return []probeResult{r}, nil
+	}
+	r, err := o.newRunner(f)
+	if err != nil {
+		return nil, err
+	}
+	defer r.keys.Close()
+	if err := mockOnSimulated(r, pf, faultsFile); err != nil {
+		return nil, err
+	}
+	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
+		return nil, err
+	}
+	return runRemoteProbes(ctx, r, pf, nil)
 }
 
 func (pf probeFlags) args(host string) []string {
