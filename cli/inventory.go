@@ -29,7 +29,12 @@ gpu[01-04,07], @group, @label=value, * for all, and the operators ","
 (union), "!" (minus), "&" (both), "^" (one but not both).`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newInventoryCheckCmd(o), newInventoryListCmd(o), newInventoryShowCmd(o))
+	return cmd
+}
+
+func newInventoryCheckCmd(o *options) *cobra.Command {
+	return &cobra.Command{
 		Use:   "check [FILE]",
 		Short: "Validate an inventory file",
 		Long: `Validate an inventory: syntax, unknown keys, node sets, duplicate hosts, groups
@@ -67,7 +72,10 @@ levels).`,
 				return fmt.Sprintf("%s: ok (%d hosts, %d groups, %d kube contexts)", path, len(inv.Hosts), len(inv.Groups), len(inv.Kube))
 			})
 		},
-	})
+	}
+}
+
+func newInventoryListCmd(o *options) *cobra.Command {
 	var (
 		expr string
 		fold bool
@@ -102,8 +110,7 @@ that are not in the inventory are listed as ad-hoc hosts.`,
 	}
 	list.Flags().StringVarP(&expr, "hosts", "H", "*", "host `EXPR`ession: node set, @group, @label=value, operators , ! & ^")
 	list.Flags().BoolVar(&fold, "fold", false, "print the selection folded into one node set")
-	cmd.AddCommand(list, newInventoryShowCmd(o))
-	return cmd
+	return list
 }
 
 func newInventoryShowCmd(o *options) *cobra.Command {
