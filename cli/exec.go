@@ -234,15 +234,35 @@ func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (
 	return run, abandon, func() { signal.Stop(ch); close(ch); cancel(); cancelCleanup() }
 }
 
-func newExecCmd(o *options) *cobra.Command {
-	var (
-		f            sshFlags
-		fold, noFold bool
-	)
-	cmd := &cobra.Command{
-		Use:   "exec -H EXPR [flags] -- COMMAND [ARG...]",
-		Short: "Run a command on many hosts over SSH and fold identical outputs",
-		Long: `Run a command on every selected host over plain SSH (no agent installed), up to
+// execInOrder runs plan and writes each host as soon as it and the hosts
+// before it are done (as JSON, or its output prefixed with its name), and
+// drops its output then: memory holds the hosts still running, not every
+// host's output.
+func (o *options) execInOrder(ctx context.Context, w io.Writer, r *runner, plan orchestrator.Plan, start time.Time) ([]orchestrator.HostResult, error) {
+	var out hostWriter
+	if o.json {
+		j := newExecJSON(w)
+		j.simulated = r.simulated
+		out = j
+	} else {
+		out = &perHostWriter{w: w, raw: o.env.Stdout, prefix: len(r.targets)+len(r.failed) > 1}
+	}
+	each := func(_ int, hr *orchestrator.HostResult) {
+		out.host(hr)
+		for i := range hr.Steps {
+			hr.Steps[i].Stdout, hr.Steps[i].Stderr = nil, nil
+		}
+	}
+	results := r.engine.RunInOrder(ctx, plan, each)
+	for i := range r.failed {
+		each(0, &r.failed[i])
+	}
+	results = append(results, r.failed...)
+	return results, out.finish(results, time.Since(start))
+}
+
+// execLong is gpulab exec's --help.
+const execLong = `Run a command on every selected host over plain SSH (no agent installed), up to
 --concurrency hosts at once, and print what came back. Identical outputs are
 shown once under the hosts that gave them, folded into node-set form
 (gpu[01-06,08]); hosts that differ are shown as a diff against the majority.
@@ -261,7 +281,17 @@ signal), inactive (silent past --inactivity-timeout), timeout-command,
 lost (connection dropped mid-command), timeout-connect, unreachable,
 refused, auth, hostkey-unknown, hostkey-changed, cancelled, error.
 Exit status: 0 when every host is ok, 1 when any is not, 2 for usage or
-configuration errors, 130 after Ctrl-C (partial results are printed).`,
+configuration errors, 130 after Ctrl-C (partial results are printed).`
+
+func newExecCmd(o *options) *cobra.Command {
+	var (
+		f            sshFlags
+		fold, noFold bool
+	)
+	cmd := &cobra.Command{
+		Use:   "exec -H EXPR [flags] -- COMMAND [ARG...]",
+		Short: "Run a command on many hosts over SSH and fold identical outputs",
+		Long:  execLong,
 		Example: `  gpulab exec -H 'gpu[01-08]' -- nvidia-smi -L
   gpulab exec -H @a100 --timeout 30s -- 'nvidia-smi --query-gpu=driver_version --format=csv,noheader'
   gpulab exec -H gpu01,gpu02 --no-fold -- uptime
@@ -293,29 +323,7 @@ configuration errors, 130 after Ctrl-C (partial results are printed).`,
 			n := len(r.targets) + len(r.failed)
 			var results []orchestrator.HostResult
 			if o.json || noFold || (!fold && n == 1) {
-				// Each host is written as soon as it and the hosts before
-				// it are done, and its output is dropped then: memory
-				// holds the hosts still running, not every host's output.
-				var out hostWriter
-				if o.json {
-					j := newExecJSON(cmd.OutOrStdout())
-					j.simulated = r.simulated
-					out = j
-				} else {
-					out = &perHostWriter{w: cmd.OutOrStdout(), raw: o.env.Stdout, prefix: n > 1}
-				}
-				each := func(_ int, hr *orchestrator.HostResult) {
-					out.host(hr)
-					for i := range hr.Steps {
-						hr.Steps[i].Stdout, hr.Steps[i].Stderr = nil, nil
-					}
-				}
-				results = r.engine.RunInOrder(ctx, plan, each)
-				for i := range r.failed {
-					each(0, &r.failed[i])
-				}
-				results = append(results, r.failed...)
-				err = out.finish(results, time.Since(start))
+				results, err = o.execInOrder(ctx, cmd.OutOrStdout(), r, plan, start)
 			} else {
 				results = append(r.engine.Run(ctx, plan, nil), r.failed...)
 				err = printFolded(cmd.OutOrStdout(), o.env.Stdout, results)

@@ -16,17 +16,32 @@ import (
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
-func newPushCmd(o *options) *cobra.Command {
-	var (
-		f      sshFlags
-		dest   string
-		mode   string
-		noSFTP bool
-	)
-	cmd := &cobra.Command{
-		Use:   "push FILE -H EXPR [--dest PATH]",
-		Short: "Copy a file to many hosts safely: private directory, checksum, atomic rename",
-		Long: `Copy FILE to every selected host. By default it goes to gpulab's private
+// writePushJSON writes a push's result: the file, what was sent, and a
+// row per host.
+func writePushJSON(w io.Writer, file string, size int, sum string, hosts []orchestrator.HostResult, pushes []orchestrator.PushResult, elapsed time.Duration) error {
+	type row struct {
+		Host string `json:"host"`
+		orchestrator.PushResult
+	}
+	rows := make([]row, len(hosts))
+	var sent int64
+	for i, h := range hosts {
+		rows[i] = row{h.Host, pushes[i]}
+		sent += pushes[i].Sent
+	}
+	return writeJSON(w, struct {
+		File    string  `json:"file"`
+		SHA256  string  `json:"sha256"`
+		Bytes   int     `json:"bytes"`
+		Sent    int64   `json:"sent"`
+		Summary string  `json:"summary"`
+		Seconds float64 `json:"seconds"`
+		Hosts   []row   `json:"hosts"`
+	}{file, sum, size, sent, orchestrator.Summary(hosts), elapsed.Seconds(), rows})
+}
+
+// pushLong is gpulab push's --help.
+const pushLong = `Copy FILE to every selected host. By default it goes to gpulab's private
 cache directory on the host, ${XDG_CACHE_HOME:-~/.cache}/gpulab (created
 0700), under its own name; --dest PATH puts it elsewhere. A relative PATH
 is under the remote user's home; a PATH that is a directory (or ends in /)
@@ -41,7 +56,19 @@ flushed to disk, checked by sha256 on the host and renamed into place
 atomically, so a reader never sees half a file and a failed push (disk
 full, read-only filesystem, permission denied) leaves nothing behind. When
 the host already has a file with the same sha256, no bytes are sent. SFTP
-is used where the server offers it, a plain session otherwise.`,
+is used where the server offers it, a plain session otherwise.`
+
+func newPushCmd(o *options) *cobra.Command {
+	var (
+		f      sshFlags
+		dest   string
+		mode   string
+		noSFTP bool
+	)
+	cmd := &cobra.Command{
+		Use:   "push FILE -H EXPR [--dest PATH]",
+		Short: "Copy a file to many hosts safely: private directory, checksum, atomic rename",
+		Long:  pushLong,
 		Example: `  gpulab push dist/nvmlprobe-linux-amd64 -H 'gpu[01-64]'
   gpulab push ./healthcheck.sh -H @a100 --dest bin/ --mode 0755
   gpulab push big.tar -H gpu01 --json`,
@@ -85,25 +112,7 @@ is used where the server offers it, a plain session otherwise.`,
 			elapsed := time.Since(start)
 			w := cmd.OutOrStdout()
 			if o.json {
-				type row struct {
-					Host string `json:"host"`
-					orchestrator.PushResult
-				}
-				rows := make([]row, len(hosts))
-				var sent int64
-				for i, h := range hosts {
-					rows[i] = row{h.Host, pushes[i]}
-					sent += pushes[i].Sent
-				}
-				err = writeJSON(w, struct {
-					File    string  `json:"file"`
-					SHA256  string  `json:"sha256"`
-					Bytes   int     `json:"bytes"`
-					Sent    int64   `json:"sent"`
-					Summary string  `json:"summary"`
-					Seconds float64 `json:"seconds"`
-					Hosts   []row   `json:"hosts"`
-				}{args[0], spec.Sum(), len(data), sent, orchestrator.Summary(hosts), elapsed.Seconds(), rows})
+				err = writePushJSON(w, args[0], len(data), spec.Sum(), hosts, pushes, elapsed)
 			} else {
 				err = printPushes(w, hosts, pushes)
 			}
