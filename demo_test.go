@@ -109,7 +109,7 @@ func TestDemoInTmux(t *testing.T) {
 	s.keys("3")
 	screen := screenWait(t, s, nil, "4 hosts: dgx[01-04]", "127.0.0.1:")
 	s.keys("p")
-	screen = screenWait(t, s, nil, "$ gpulab probe done", "4/4  4 ok, 1 flagged: "+sick, "⚑ "+sick+": NVLink "+pair+" down (SYS)")
+	screen = screenWait(t, s, nil, "$ gpulab probe done", "4/4  3 ok, 1 flagged ("+sick+")", "⚑ "+sick+": NVLink "+pair+" down (SYS)")
 	if !regexp.MustCompile(`(?m)^. ` + sick + ` SIM +127\.0\.0\.1:\d+ +ok FLAGGED `).MatchString(screen) {
 		t.Errorf("the sick host's row is not flagged:\n%s", screen)
 	}
@@ -181,7 +181,7 @@ func TestDemoPresentMaskedInTmux(t *testing.T) {
 	steps := []struct{ caption, shows string }{
 		{"1/8  Three planes: who gets GPUs, how a GPU is shared, what runs on it", "CONTROL PLANE"},
 		{"2/8  Each project on four axes: unit, isolation, fragmentation, governance", "[Matrix]"},
-		{"3/8  " + masked + " is flagged: NVLink " + pair + " is down (SYS)", "1 flagged: " + masked},
+		{"3/8  " + masked + " is flagged: NVLink " + pair + " is down (SYS)", "1 flagged (" + masked + ")"},
 		{"4/8  " + masked + "'s GPUs: " + pair + " at SYS; GPU", "SIMULATED   driver 535"},
 		{"5/8  topology: FAIL on " + masked + " (" + pair + " at SYS), PASS on the other 3", "FAIL    " + masked + " SIM: " + pair + " SYS"},
 		{"6/8  The evidence: nvidia-smi topo -m on " + masked + ", and what to check next", "topology of " + masked},

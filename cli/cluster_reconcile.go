@@ -170,9 +170,6 @@ func (r *runner) targetNames() []string {
 	for _, t := range r.targets {
 		names = append(names, t.Name)
 	}
-	for _, h := range r.failed {
-		names = append(names, h.Host)
-	}
 	return names
 }
 

@@ -92,7 +92,11 @@ func printReconcileFindings(w io.Writer, out reconcileOutput) {
 	}
 	for _, h := range out.Hosts {
 		if h.Unmapped != "" {
-			unmapped = append(unmapped, h.Host+": "+h.Unmapped)
+			line := h.Host + ": " + h.Unmapped
+			if h.Class != "ok" { // and its probe did not answer either: say how it ended
+				line += "; its probe: " + h.Class + ": " + h.Error
+			}
+			unmapped = append(unmapped, line)
 		}
 	}
 	section("Allocated and idle", idle)

@@ -106,9 +106,10 @@ func (f *sshFlags) check() error {
 
 // runner holds what reaching hosts needs, built from flags and inventory.
 type runner struct {
-	engine   *orchestrator.Engine
+	engine *orchestrator.Engine
+	// targets are every selected host, in selection order, resolved or
+	// not (Target.Unresolved): the engine gives each exactly one result.
 	targets  []orchestrator.Target
-	failed   []orchestrator.HostResult // hosts that could not be resolved
 	keys     *orchestrator.Keyring
 	resolver *orchestrator.Resolver
 	// simulated: the inventory is a simulated fleet (gpulab sim): the
@@ -155,14 +156,7 @@ func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*runner, erro
 		return nil, configErr(err)
 	}
 	r := &runner{simulated: inv.Simulated, inv: inv, resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
-	for _, h := range hosts {
-		t, err := res.Resolve(h)
-		if err != nil {
-			r.failed = append(r.failed, orchestrator.HostResult{Host: h.Name, Class: orchestrator.Error, Err: err.Error()})
-			continue
-		}
-		r.targets = append(r.targets, t)
-	}
+	r.targets = res.Targets(hosts)
 	conc := f.concurrency
 	if conc == 0 {
 		conc = inv.Defaults.Concurrency
@@ -245,7 +239,7 @@ func (o *options) execInOrder(ctx context.Context, w io.Writer, r *runner, plan 
 		j.simulated = r.simulated
 		out = j
 	} else {
-		out = &perHostWriter{w: w, raw: o.env.Stdout, prefix: len(r.targets)+len(r.failed) > 1}
+		out = &perHostWriter{w: w, raw: o.env.Stdout, prefix: len(r.targets) > 1}
 	}
 	each := func(_ int, hr *orchestrator.HostResult) {
 		out.host(hr)
@@ -254,10 +248,6 @@ func (o *options) execInOrder(ctx context.Context, w io.Writer, r *runner, plan 
 		}
 	}
 	results := r.engine.RunInOrder(ctx, plan, each)
-	for i := range r.failed {
-		each(0, &r.failed[i])
-	}
-	results = append(results, r.failed...)
 	return results, out.finish(results, time.Since(start))
 }
 
@@ -320,12 +310,12 @@ func newExecCmd(o *options) *cobra.Command {
 			defer stop()
 			start := time.Now()
 			plan := orchestrator.Plan{Targets: r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}
-			n := len(r.targets) + len(r.failed)
+			n := len(r.targets)
 			var results []orchestrator.HostResult
 			if o.json || noFold || (!fold && n == 1) {
 				results, err = o.execInOrder(ctx, cmd.OutOrStdout(), r, plan, start)
 			} else {
-				results = append(r.engine.Run(ctx, plan, nil), r.failed...)
+				results = r.engine.Run(ctx, plan, nil)
 				err = printFolded(cmd.OutOrStdout(), o.env.Stdout, results)
 			}
 			elapsed := time.Since(start)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -399,7 +400,10 @@ func TestRunbookUnknownIsNotSuccess(t *testing.T) {
 	// A host that cannot be reached: UNKNOWN too, with a hint to match.
 	cfgBad := filepath.Join(t.TempDir(), "ssh_config")
 	writeFile(t, cfgBad, fmt.Sprintf("Host gone\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", sshtest.FreePort(t), f.User, f.ClientKey, f.KnownHosts))
-	run(t, env, "runbook", "run", "topology", "-H", "gone", "-F", cfgBad).expect(t, 3, "could not be reached", "")
+	// Not reached is a failure of the run, as for exec: exit 1, whatever
+	// --allow-unknown says.
+	run(t, env, "runbook", "run", "topology", "-H", "gone", "-F", cfgBad).expect(t, 1, "could not be reached", "1 refused (gone)")
+	run(t, env, "runbook", "run", "topology", "-H", "gone", "-F", cfgBad, "--allow-unknown").expect(t, 1, "could not be reached", "")
 }
 
 // A full results filesystem loses no verdict: they are printed, and the
@@ -427,8 +431,8 @@ func TestLabRunFullResultsDisk(t *testing.T) {
 }
 
 // The workbench lists a host whose settings cannot be resolved, with its
-// error, instead of dropping it from its counts; a run ends it at once with
-// that error, after the hosts that ran.
+// error, in its place, instead of dropping it from its counts; a run ends
+// it at once with that error.
 func TestWorkbenchKeepsUnresolvedHosts(t *testing.T) {
 	f := sshtest.Start(t, 1, sshtest.Options{})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
@@ -442,7 +446,9 @@ func TestWorkbenchKeepsUnresolvedHosts(t *testing.T) {
 	}
 	fr := fleetRunner{r: r}
 	hosts := fr.Hosts()
-	if len(hosts) != 2 || hosts[1].Name != "broken" || !strings.Contains(hosts[1].Err, "both ProxyJump") {
+	// The selection's order (-H sorts names it does not find in an
+	// inventory): broken, then gpu01.
+	if len(hosts) != 2 || hosts[0].Name != "broken" || !strings.Contains(hosts[0].Err, "both ProxyJump") || hosts[1].Name != "gpu01" {
 		t.Fatalf("hosts: %+v", hosts)
 	}
 	events := make(chan orchestrator.Event, 16)
@@ -458,10 +464,11 @@ func TestWorkbenchKeepsUnresolvedHosts(t *testing.T) {
 	}()
 	results := fr.Run(context.Background(), "echo ok", events)
 	<-done
-	if len(results) != 2 || results[0].Class != orchestrator.OK || results[1].Class != orchestrator.Error {
+	if len(results) != 2 || results[0].Class != orchestrator.Error || results[1].Class != orchestrator.OK {
 		t.Errorf("results: %+v", results)
 	}
-	if strings.Join(seen, " ") != "0:gpu01:ok 1:broken:error" {
+	slices.Sort(seen) // events come as hosts finish
+	if strings.Join(seen, " ") != "0:broken:error 1:gpu01:ok" {
 		t.Errorf("events: %v", seen)
 	}
 }

@@ -130,11 +130,11 @@ OpenSSH's defaults. Each setting is printed with its source (file:line).`,
 			if err != nil {
 				return err
 			}
-			if len(r.failed) > 0 {
-				return configErr(fmt.Errorf("%s", r.failed[0].Err))
-			}
 			if len(r.targets) != 1 {
 				return usageErr("%q names %d hosts; show takes one", args[0], len(r.targets))
+			}
+			if t := r.targets[0]; !t.Reachable() {
+				return configErr(fmt.Errorf("%s", t.Unresolved))
 			}
 			return printTarget(cmd.OutOrStdout(), r.targets[0], o.json)
 		},

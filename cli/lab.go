@@ -225,12 +225,8 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 	if lr.guided {
 		guide = stepper(c.InOrStdin(), progress, !readsTerminal(c.InOrStdin()))
 	}
-	var unreached []labs.HostRecord
-	for _, h := range r.failed {
-		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
-	}
 	kube, kubeProblem := o.labCluster(r, r.targets)
-	out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: lr.results, Unreached: unreached,
+	out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: lr.results,
 		Options: labs.RunOptions{Simulated: r.simulated, Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.inv.File, &lr.f, lr.set),
 			Cluster: kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
@@ -278,16 +274,7 @@ func (o *options) resultsDir() string {
 // record's, or simulated) or the probe's GPUs (--mock), is said under the
 // title and on the verdict line.
 func printAcceptance(w io.Writer, rec *labs.Record, dir string, simulated bool) error {
-	verdict := "FAILED"
-	if rec.Passed {
-		verdict = "PASSED"
-	}
-	switch {
-	case rec.Interrupted:
-		verdict = "INTERRUPTED (cleanup ran; the record is marked incomplete)"
-	case rec.NotRun != "":
-		verdict = "NOT RUN: no step ran, nothing was measured (" + rec.NotRun + "; the record is marked incomplete)"
-	}
+	verdict := rec.Verdict()
 	fmt.Fprintf(w, "%s: %s\n", rec.Lab, rec.Name)
 	if on, note := labSimulated(rec, simulated); on != "" {
 		fmt.Fprintln(w, note)

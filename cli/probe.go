@@ -359,7 +359,7 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		switch {
 		case run.Class == orchestrator.Cancelled || run.Class == orchestrator.Lost || run.Class == orchestrator.TimeoutCommand:
 			fail(run.Class, run.Err)
-		case res.Snapshot == nil:
+		case res.Snapshot == nil || !res.Snapshot.NVML.Available: // the probe saw no GPU: not an ok host
 			hr.Class, hr.Err = orchestrator.Exit, res.Error
 		}
 	})
@@ -367,9 +367,6 @@ func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan
 		if results[i].Host == "" { // never connected
 			results[i] = probeResult{Host: h.Host, Class: h.Class.String(), Error: h.Err}
 		}
-	}
-	for _, f := range rn.failed {
-		results = append(results, probeResult{Host: f.Host, Class: f.Class.String(), Error: f.Err})
 	}
 	for i := range results {
 		results[i].Simulated = rn.simulated || (results[i].Snapshot != nil && results[i].Snapshot.Simulated)
@@ -434,23 +431,12 @@ func printProbes(w io.Writer, results []probeResult, fold bool) error {
 // look: report.Flags) and failed (no snapshot, or NVML not available),
 // naming the flagged and failed ones: "4 hosts: 3 ok, 1 flagged (dgx01)".
 func probeTotal(results []probeResult) string {
-	var flagged, failed []string
-	for _, r := range results {
-		switch {
-		case !r.ok():
-			failed = append(failed, r.Host)
-		case len(r.Flags) > 0:
-			flagged = append(flagged, r.Host)
-		}
+	hosts := make([]string, len(results))
+	snaps := make([]*report.Snapshot, len(results))
+	for i, r := range results {
+		hosts[i], snaps[i] = r.Host, r.Snapshot
 	}
-	parts := []string{fmt.Sprintf("%d ok", len(results)-len(flagged)-len(failed))}
-	if len(flagged) > 0 {
-		parts = append(parts, fmt.Sprintf("%d flagged (%s)", len(flagged), inventory.FoldNames(flagged)))
-	}
-	if len(failed) > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed (%s)", len(failed), inventory.FoldNames(failed)))
-	}
-	return plural(len(results), "host", "hosts") + ": " + strings.Join(parts, ", ")
+	return report.Total(hosts, snaps)
 }
 
 // printProbeTables prints each host's GPU table (--no-fold), or why it

@@ -105,10 +105,6 @@ func newPushCmd(o *options) *cobra.Command {
 			spec := orchestrator.PushSpec{Name: filepath.Base(args[0]), Data: data, Mode: perm, Dest: dest, NoSFTP: noSFTP}
 			start := time.Now()
 			hosts, pushes := r.engine.PushAll(ctx, r.targets, spec)
-			for _, h := range r.failed {
-				hosts = append(hosts, h)
-				pushes = append(pushes, orchestrator.PushResult{Class: h.Class, Err: h.Err})
-			}
 			elapsed := time.Since(start)
 			w := cmd.OutOrStdout()
 			if o.json {

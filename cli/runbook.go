@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -124,9 +125,15 @@ evidence (a tool not installed, sudo refused, a timeout, a host that could
 not be reached). It is never taken for a PASS, and its hint says how to get
 the evidence.
 
-Exit status: 0 when every check passed or warned, 1 when one failed, 3 when
-none failed but some are UNKNOWN (0 with --allow-unknown), 2 for usage
-errors, 130 after Ctrl-C.`,
+A host that could not be reached (or whose name could not be resolved) is
+listed with its class, its checks UNKNOWN, and counted in the summary line
+on standard error; it is never left out. A run in which no check passed is
+never a PASS (every check SKIPPED: nothing was checked).
+
+Exit status: 0 when every check passed or warned, 1 when one failed or a
+host was not reached, 3 when none failed but some are UNKNOWN (0 with
+--allow-unknown) or every check was SKIPPED, 2 for usage errors, 130 after
+Ctrl-C.`,
 		Example: `  gpulab runbook run topology -H 'gpu[01-08]'
   gpulab runbook run nccl-slow -H @ib --set nccl_log=/scratch/job-4711/rank0.log
   gpulab runbook run health -H @a100 --json | jq '.hosts[] | {host, verdicts: [.verdicts[] | select(.status != "PASS")]}'`,
@@ -148,32 +155,33 @@ errors, 130 after Ctrl-C.`,
 			ctx, stop := interruptible(c.ErrOrStderr())
 			defer stop()
 			runs := runbooks.Run(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
-			for _, h := range r.failed {
-				runs = append(runs, runbooks.HostRun{Host: h.Host, Class: h.Class, Err: h.Err})
-			}
 			folded := runbooks.Fold(rb, runs)
 			w := c.OutOrStdout()
 			if o.json {
 				err = writeJSON(w, struct {
 					Runbook   string             `json:"runbook"`
 					Worst     runbooks.Status    `json:"worst"`
+					Summary   string             `json:"summary"`
 					Simulated bool               `json:"simulated,omitempty"`
 					Folded    []runbooks.Folded  `json:"folded"`
 					Hosts     []runbooks.HostRun `json:"hosts"`
-				}{rb.ID, runbooks.Worst(runs), simulatedRun(r), folded, runs})
+				}{rb.ID, runbooks.Worst(runs), runbooks.Summary(runs), simulatedRun(r), folded, runs})
 			} else {
 				err = printFoldedVerdicts(w, rb, folded, simulatedRun(r))
 			}
 			if err != nil {
 				return err
 			}
+			fmt.Fprintln(c.ErrOrStderr(), runbooks.Summary(runs))
 			if ctx.Err() != nil {
 				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
 			}
-			if runbooks.Worst(runs) == runbooks.Fail {
+			switch worst := runbooks.Worst(runs); {
+			case worst == runbooks.Fail || slices.ContainsFunc(runs, runbooks.HostRun.Unreached):
 				return errSilentFailure
-			}
-			if runbooks.AnyUnknown(runs) && !allowUnknown {
+			case worst == runbooks.Skipped: // nothing was checked: never a pass
+				return &exitError{code: ExitUnknown, err: errors.New("")}
+			case runbooks.AnyUnknown(runs) && !allowUnknown:
 				return &exitError{code: ExitUnknown, err: errors.New("")}
 			}
 			return nil

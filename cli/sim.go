@@ -92,6 +92,8 @@ them and never answer, --latency delays every packet every host sends.`,
 	fl.DurationVar(&cfg.Latency, "latency", 0, "delay added before every packet each host sends")
 	fl.StringArrayVar(&cfg.Drop, "drop", nil, "`HOST` refuses connections (repeatable)")
 	fl.StringArrayVar(&cfg.Hang, "hang", nil, "`HOST` accepts connections and never answers (repeatable)")
+	fl.StringArrayVar(&cfg.Die, "die", nil, "`HOST` logs in, and each connection is cut as a command starts on it, as a power cut would (repeatable)")
+	fl.StringArrayVar(&cfg.Deny, "deny", nil, "`HOST` accepts no key: every login fails (repeatable)")
 	fl.StringVar(&out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")
 	return c
 }

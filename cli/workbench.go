@@ -11,7 +11,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
@@ -294,57 +293,33 @@ type fleetRunner struct {
 	demo *demoFlags
 }
 
-// Hosts are the inventory's hosts: those gpulab can reach first (in the
-// order runs index them), then those that could not be resolved, with
-// their error, so that no host vanishes from the workbench's counts.
+// Hosts are the selected hosts, in selection order, with the error of
+// those that could not be resolved, so that no host vanishes from the
+// workbench's counts.
 func (f fleetRunner) Hosts() []tui.FleetHost {
-	hs := make([]tui.FleetHost, 0, len(f.r.targets)+len(f.r.failed))
+	hs := make([]tui.FleetHost, 0, len(f.r.targets))
 	for _, t := range f.r.targets {
-		hs = append(hs, tui.FleetHost{Name: t.Name, Address: t.HostPort()})
-	}
-	for _, h := range f.r.failed {
-		hs = append(hs, tui.FleetHost{Name: h.Host, Err: h.Err})
+		hs = append(hs, tui.FleetHost{Name: t.Name, Address: t.HostPort(), Err: t.Unresolved})
 	}
 	return hs
 }
 
-// Run runs command on the hosts gpulab can reach; the others end at once
-// with their error, after them.
+// Run runs command on every host: one result each, in order (a host that
+// could not be resolved ends at once with its error).
 func (f fleetRunner) Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult {
 	plan := orchestrator.Plan{Targets: f.r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: command}}}
-	inner := make(chan orchestrator.Event, cap(events))
-	forwarded := make(chan struct{})
-	go func() {
-		for ev := range inner {
-			events <- ev
-		}
-		close(forwarded)
-	}()
-	results := f.r.engine.Run(ctx, plan, inner)
-	<-forwarded
-	for i := range f.r.failed {
-		h := f.r.failed[i]
-		events <- orchestrator.Event{Kind: orchestrator.HostDone, Index: len(f.r.targets) + i, Host: h.Host, Done: &h, Time: time.Now()}
-		results = append(results, h)
-	}
-	close(events)
-	return results
+	return f.r.engine.Run(ctx, plan, events)
 }
 
-// reachable keeps the chosen host indices gpulab can reach and returns the
-// others as results with their error.
-func (f fleetRunner) reachable(hosts []int) ([]orchestrator.Target, []orchestrator.HostResult) {
+// chosen are the targets of the chosen host indices, in their order.
+func (f fleetRunner) chosen(hosts []int) []orchestrator.Target {
 	var targets []orchestrator.Target
-	var failed []orchestrator.HostResult
 	for _, h := range hosts {
-		switch {
-		case h < len(f.r.targets):
+		if h >= 0 && h < len(f.r.targets) {
 			targets = append(targets, f.r.targets[h])
-		case h-len(f.r.targets) < len(f.r.failed):
-			failed = append(failed, f.r.failed[h-len(f.r.targets)])
 		}
 	}
-	return targets, failed
+	return targets
 }
 
 func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event) []tui.ProbeOutcome {
@@ -363,13 +338,9 @@ func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event
 
 func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- tui.RunbookHost) {
 	defer close(done)
-	targets, failed := f.reachable(hosts)
-	runbooks.Run(ctx, f.r.engine, targets, rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
+	runbooks.Run(ctx, f.r.engine, f.chosen(hosts), rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})
-	for k, h := range failed {
-		done <- tui.RunbookHost{Index: len(targets) + k, Run: runbooks.Unreached(rb, h)}
-	}
 }
 
 // reproduceFor is what a lab record's Reproduce line gives: the files
@@ -401,18 +372,14 @@ func setArgs(params map[string]string) []string {
 
 func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui.LabRunOptions, events chan<- tui.LabUpdate) {
 	defer close(events)
-	targets, failed := f.reachable(hosts)
-	var unreached []labs.HostRecord
-	for _, h := range failed {
-		unreached = append(unreached, labs.HostRecord{Host: h.Host, Class: h.Class, Err: h.Err})
-	}
+	targets := f.chosen(hosts)
 	var kube *cluster.Client
 	var kubeProblem string
 	if f.kube != nil {
 		kube, kubeProblem = f.kube(targets)
 	}
 	repro, fleet := f.reproduceFor(l, o.Params)
-	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results, Unreached: unreached,
+	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results,
 		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
 			Reproduce: repro, ReproduceFleet: fleet,
 			Cluster: kube, ClusterProblem: kubeProblem,

@@ -25,9 +25,6 @@ type RunSpec struct {
 	// Results is the results directory: the record's directory is created
 	// in it, and results.csv gets the run's rows.
 	Results string
-	// Unreached are hosts that were selected but could not be resolved:
-	// recorded with their error, after the hosts that ran.
-	Unreached []HostRecord
 }
 
 // Outcome is a finished run: the record, where it is, and what of it could
@@ -63,8 +60,6 @@ func Execute(ctx context.Context, spec RunSpec) Outcome {
 		}
 	}
 	rec := Run(ctx, spec.Engine, spec.Targets, spec.Lab, o)
-	rec.Hosts = append(rec.Hosts, spec.Unreached...)
-	rec.markNotRun() // the unreached ran nothing either
 	j.stop()
 	out := Outcome{Record: rec, Dir: j.dir}
 	var errs []error

@@ -43,8 +43,12 @@ type Record struct {
 	// prerequisite, was not reached, or was stopped before its first
 	// step): such a run measured nothing, and is not complete (Complete
 	// false, Interrupted false) rather than failed.
-	NotRun string            `json:"not_run,omitempty"`
-	Params map[string]string `json:"params,omitempty"`
+	NotRun string `json:"not_run,omitempty"`
+	// Unreached names the hosts that were selected and ran nothing (not
+	// reached, or their name could not be resolved), with why: such a run
+	// is not complete and never passed, however the others did.
+	Unreached []string          `json:"unreached,omitempty"`
+	Params    map[string]string `json:"params,omitempty"`
 	// Guided runs asked the operator before each step; Solved runs used
 	// the lab's solve commands (a demo fast-forward, not a measurement).
 	Guided bool `json:"guided,omitempty"`
@@ -135,10 +139,48 @@ func newRecord(l *Lab, start time.Time) *Record {
 func (r *Record) finish(end time.Time, interrupted bool) {
 	r.Finished, r.Interrupted, r.Complete = end, interrupted, !interrupted
 	r.Passed = !interrupted && len(r.Hosts) > 0
+	r.Unreached = nil
 	for _, h := range r.Hosts {
 		r.Passed = r.Passed && h.Passed
+		if h.Unreached() {
+			r.Unreached = append(r.Unreached, h.Host+": "+h.Class.String()+": "+h.Err)
+		}
+	}
+	if len(r.Unreached) > 0 {
+		r.Complete, r.Passed = false, false
 	}
 	r.markNotRun()
+}
+
+// Unreached reports whether the host ran nothing because it was not
+// reached (or its name could not be resolved): no prerequisite and no
+// step, and a class that says why.
+func (h HostRecord) Unreached() bool {
+	return h.Class != orchestrator.OK && len(h.Steps) == 0 && len(h.Prerequisites) == 0
+}
+
+// Verdict is the run's one-line outcome, as the command line and the
+// workbench both state it: PASSED, FAILED, INTERRUPTED, NOT RUN, or
+// INCOMPLETE when a selected host was not reached.
+func (r *Record) Verdict() string {
+	switch {
+	case r.Interrupted:
+		return "INTERRUPTED (cleanup ran; the record is marked incomplete)"
+	case r.NotRun != "":
+		return "NOT RUN: no step ran, nothing was measured (" + r.NotRun + "; the record is marked incomplete)"
+	case len(r.Unreached) > 0:
+		var ran []orchestrator.HostResult
+		for _, h := range r.Hosts {
+			if h.Unreached() {
+				ran = append(ran, orchestrator.HostResult{Host: h.Host, Class: h.Class})
+			}
+		}
+		_, classes, _ := strings.Cut(orchestrator.Summary(ran), ": ")
+		return "INCOMPLETE: not every host ran: " + classes + "; the lab did not pass, and the record is marked incomplete"
+	case r.Passed:
+		return "PASSED"
+	}
+	return "FAILED"
 }
 
 // markNotRun marks a run in which no step ran on any host: not complete

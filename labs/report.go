@@ -93,6 +93,8 @@ func (r *Record) Markdown() string {
 	switch {
 	case r.NotRun != "":
 		state = "INCOMPLETE (no step ran)"
+	case len(r.Unreached) > 0:
+		state = "INCOMPLETE (not reached: " + strings.Join(r.Unreached, "; ") + ")"
 	case !r.Complete:
 		state = "INCOMPLETE"
 		if r.Interrupted {

@@ -272,20 +272,29 @@ func FormatValue(v any) string {
 	return fmt.Sprint(v)
 }
 
-// Passed reports whether scores let the lab pass: no FAIL, UNKNOWN,
-// SKIPPED or PENDING among the critical and major criteria and
-// counterexamples.
+// Passed reports whether scores let the lab pass: at least one criterion
+// passed on evidence; none is UNKNOWN or PENDING, whatever its impact (a
+// criterion that could not be decided is never a pass); and no critical
+// or major criterion or counterexample FAILED or was SKIPPED (a skipped
+// check verified nothing).
 func Passed(scores []Score) bool {
+	evidence := false
 	for _, s := range scores {
+		switch s.Status {
+		case runbooks.Unknown, Pending:
+			return false
+		case runbooks.Pass:
+			evidence = true
+		}
 		if s.Impact == "minor" {
 			continue
 		}
 		switch s.Status {
-		case runbooks.Fail, runbooks.Unknown, Pending, runbooks.Skipped: // a skipped check verified nothing
+		case runbooks.Fail, runbooks.Skipped:
 			return false
 		}
 	}
-	return true
+	return evidence
 }
 
 // Derive computes the derived metrics whose inputs are all in metrics and

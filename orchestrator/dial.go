@@ -103,6 +103,9 @@ func (d *Dialer) hostKeysFor(files []string) (*HostKeys, error) {
 
 // Dial connects to t through its jump hosts.
 func (d *Dialer) Dial(ctx context.Context, t Target) (*Conn, error) {
+	if !t.Reachable() {
+		return nil, &DialError{Class: Error, Host: t.Name, Err: errors.New(t.Unresolved)}
+	}
 	var via *ssh.Client
 	var jumps []*ssh.Client
 	fail := func(err error) (*Conn, error) {

@@ -136,9 +136,10 @@ func (e *Engine) RunInOrder(ctx context.Context, plan Plan, each func(i int, hr 
 
 // ForEach connects to each target within the sliding window and calls work
 // with the open connection, which work may use for any number of commands
-// and pushes; it fills hr (Class, Err, Steps). Dial failures and hosts never
-// started (ctx cancelled) get their result without calling work. emit may
-// be nil.
+// and pushes; it fills hr (Class, Err, Steps). It returns exactly one
+// result per target, in target order: dial failures, targets that could
+// not be resolved (Target.Unresolved) and hosts never started (ctx
+// cancelled) get theirs without calling work. emit may be nil.
 func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event), work func(i int, t Target, conn *Conn, hr *HostResult)) []HostResult {
 	if emit == nil {
 		emit = func(Event) {}
@@ -157,6 +158,12 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 		}
 		if ctx.Err() != nil {
 			results[i] = HostResult{Host: t.Name, Address: t.HostPort(), Class: Cancelled, Err: "cancelled before this host started", Steps: []Result{}}
+			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
+			continue
+		}
+		if !t.Reachable() {
+			<-sem
+			results[i] = t.unresolvedResult()
 			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
 			continue
 		}

@@ -52,10 +52,20 @@ type Target struct {
 	// Sources says where each setting came from, by field name:
 	// "inventory.toml:12:1", "~/.ssh/config:4", "default", "flag".
 	Sources map[string]string
+
+	// Unresolved, when set, says why this selected host could not be
+	// resolved (Resolver.Targets): it is never dialled, and the engine
+	// gives it an Error result with this reason, in its place.
+	Unresolved string
 }
 
 // HostPort is the address dialled.
-func (t Target) HostPort() string { return joinHostPort(t.HostName, t.Port) }
+func (t Target) HostPort() string {
+	if t.Unresolved != "" {
+		return ""
+	}
+	return joinHostPort(t.HostName, t.Port)
+}
 
 func joinHostPort(h string, p int) string {
 	if strings.Contains(h, ":") {

@@ -1,10 +1,15 @@
 package orchestrator
 
 import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestQuote(t *testing.T) {
@@ -121,5 +126,66 @@ func TestPushFailureKeepsBothApart(t *testing.T) {
 		if got := failure(tc.r); got != tc.want {
 			t.Errorf("failure(%q, %q) = %q, want %q", tc.r.Stderr, tc.r.Err, got, tc.want)
 		}
+	}
+}
+
+// A target that could not be resolved is never dialled, and still gets its
+// one result, in its place: the engine returns exactly one result per
+// target, in target order, whatever happened to each.
+func TestUnresolvedTargetAnswersInPlace(t *testing.T) {
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(kh, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(name string) Target {
+		// A port nobody listens on: bind one, then close it.
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		return Target{Name: name, HostName: "127.0.0.1", Port: port, ConnectTimeout: 5 * time.Second, KnownHosts: []string{kh}}
+	}
+	targets := []Target{refused("a"), {Name: "b", Unresolved: "ssh_config:3: IdentitiesOnly \"perhaps\": want yes or no"}, refused("c")}
+	e := &Engine{Dialer: &Dialer{Keys: &Keyring{}}}
+	var events []Event
+	ch := make(chan Event, 16)
+	done := make(chan []HostResult)
+	go func() {
+		done <- e.Run(context.Background(), Plan{Targets: targets, Steps: []Step{{Name: "x", Command: "true"}}}, ch)
+	}()
+	for ev := range ch {
+		events = append(events, ev)
+	}
+	results := <-done
+	if len(results) != 3 {
+		t.Fatalf("%d results for 3 targets", len(results))
+	}
+	for i, want := range []struct {
+		host  string
+		class Class
+	}{{"a", Refused}, {"b", Error}, {"c", Refused}} {
+		if r := results[i]; r.Host != want.host || r.Class != want.class || r.Err == "" {
+			t.Errorf("result %d: %s %s (%q), want %s %s with its error", i, r.Host, r.Class, r.Err, want.host, want.class)
+		}
+	}
+	if !strings.Contains(results[1].Err, "IdentitiesOnly") || results[1].Address != "" {
+		t.Errorf("the unresolved host's result %+v: want its reason and no address", results[1])
+	}
+	dones := 0
+	for _, ev := range events {
+		if ev.Host == "b" && ev.Kind != HostDone {
+			t.Errorf("the unresolved host got a %v event: it is never dialled", ev.Kind)
+		}
+		if ev.Kind == HostDone {
+			dones++
+		}
+	}
+	if dones != 3 {
+		t.Errorf("%d HostDone events, want one per target", dones)
+	}
+	if _, err := e.Dialer.Dial(context.Background(), targets[1]); err == nil {
+		t.Error("Dial of an unresolved target succeeded")
 	}
 }

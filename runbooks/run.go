@@ -70,11 +70,20 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			sr, in := runStep(ctx, conn, t, s, o)
 			runs[i].Steps = append(runs[i].Steps, sr)
 			inputs[s.ID] = in
+			// The host's class is the worst thing that happened to its
+			// connection (lost, cancelled, a timeout), not a command that
+			// merely exited non-zero.
+			if sr.Class >= orchestrator.Lost && sr.Class > hr.Class {
+				hr.Class = sr.Class
+				if hr.Err == "" {
+					hr.Err = "step " + s.ID + ": " + sr.Problem
+				}
+			}
 		}
 		runs[i].Verdicts = judgeAll(rb, inputs)
 		if o.OnHost != nil {
 			r := runs[i]
-			r.Host, r.Class = t.Name, orchestrator.OK
+			r.Host, r.Class, r.Err = t.Name, hr.Class, hr.Err
 			o.OnHost(i, r)
 		}
 	})
@@ -224,18 +233,83 @@ func Fold(rb Runbook, runs []HostRun) []Folded {
 	return out
 }
 
-// Worst is the most serious status across runs: FAIL, then WARN, UNKNOWN.
+// Worst is the most serious status across runs: FAIL, then WARN, UNKNOWN,
+// PASS. A run in which no check passed is never PASS: SKIPPED when every
+// check was skipped, UNKNOWN when there was no verdict at all (no host, a
+// runbook without checks).
 func Worst(runs []HostRun) Status {
-	rank := map[Status]int{Pass: 0, Skipped: 0, Unknown: 1, Warn: 2, Fail: 3}
-	w := Pass
+	var all []Verdict
 	for _, r := range runs {
-		for _, v := range r.Verdicts {
-			if rank[v.Status] > rank[w] {
-				w = v.Status
-			}
+		all = append(all, r.Verdicts...)
+	}
+	return worstOf(all)
+}
+
+// worstOf is Worst over verdicts.
+func worstOf(vs []Verdict) Status {
+	rank := map[Status]int{Pass: 0, Skipped: 0, Unknown: 1, Warn: 2, Fail: 3}
+	w, passed, skipped := Pass, false, false
+	for _, v := range vs {
+		passed = passed || v.Status == Pass
+		skipped = skipped || v.Status == Skipped
+		if rank[v.Status] > rank[w] {
+			w = v.Status
 		}
 	}
-	return w
+	switch {
+	case w != Pass || passed:
+		return w
+	case skipped:
+		return Skipped
+	}
+	return Unknown
+}
+
+// HostStatus is one host's status, as Worst judges a run: its most
+// serious verdict, never PASS without a check that passed.
+func (r HostRun) HostStatus() Status { return worstOf(r.Verdicts) }
+
+// Unreached reports whether the host ran nothing: it could not be
+// reached, or its name could not be resolved.
+func (r HostRun) Unreached() bool { return r.Class != orchestrator.OK && len(r.Steps) == 0 }
+
+// Summary is the one line that counts a runbook run's hosts by their
+// status, for the command line and the workbench alike, naming the hosts
+// that did not pass and, apart, those that were never reached and why:
+// "4 hosts: 3 PASS, 1 UNKNOWN (dgx05); not reached: 1 error (dgx05)".
+func Summary(runs []HostRun) string {
+	order := []Status{Pass, Warn, Fail, Unknown, Skipped}
+	by := map[Status][]string{}
+	var unreached []orchestrator.HostResult
+	for _, r := range runs {
+		st := r.HostStatus()
+		by[st] = append(by[st], r.Host)
+		if r.Unreached() {
+			unreached = append(unreached, orchestrator.HostResult{Host: r.Host, Class: r.Class})
+		}
+	}
+	var parts []string
+	for _, st := range order {
+		hosts := by[st]
+		if len(hosts) == 0 {
+			continue
+		}
+		p := fmt.Sprintf("%d %s", len(hosts), st)
+		if st != Pass {
+			p += " (" + inventory.FoldNames(hosts) + ")"
+		}
+		parts = append(parts, p)
+	}
+	noun := "hosts"
+	if len(runs) == 1 {
+		noun = "host"
+	}
+	line := fmt.Sprintf("%d %s: %s", len(runs), noun, strings.Join(parts, ", "))
+	if len(unreached) > 0 {
+		_, classes, _ := strings.Cut(orchestrator.Summary(unreached), ": ")
+		line += "; not reached: " + classes
+	}
+	return line
 }
 
 // AnyUnknown reports whether any verdict of any host is UNKNOWN: a check

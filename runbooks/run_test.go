@@ -316,3 +316,40 @@ func TestNCCLSlowRunbook(t *testing.T) {
 		t.Errorf("an unknown parameter: %v", err)
 	}
 }
+
+// A run is never PASS without a check that passed; the summary line
+// counts every host once and names those never reached with their class.
+func TestWorstAndSummary(t *testing.T) {
+	v := func(st ...runbooks.Status) []runbooks.Verdict {
+		out := make([]runbooks.Verdict, len(st))
+		for i, s := range st {
+			out[i] = runbooks.Verdict{Status: s}
+		}
+		return out
+	}
+	runs := []runbooks.HostRun{
+		{Host: "gpu01", Steps: []runbooks.StepRun{{}}, Verdicts: v(runbooks.Pass, runbooks.Pass)},
+		{Host: "gpu02", Steps: []runbooks.StepRun{{}}, Verdicts: v(runbooks.Pass, runbooks.Warn)},
+		{Host: "gpu03", Class: orchestrator.Refused, Err: "connection refused", Steps: []runbooks.StepRun{}, Verdicts: v(runbooks.Unknown, runbooks.Unknown)},
+	}
+	if w := runbooks.Worst(runs); w != runbooks.Warn {
+		t.Errorf("worst %s, want WARN", w)
+	}
+	if got, want := runbooks.Summary(runs), "3 hosts: 1 PASS, 1 WARN (gpu02), 1 UNKNOWN (gpu03); not reached: 1 refused (gpu03)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
+	for _, tc := range []struct {
+		name string
+		vs   []runbooks.Verdict
+		want runbooks.Status
+	}{
+		{"every check skipped", v(runbooks.Skipped, runbooks.Skipped), runbooks.Skipped},
+		{"no verdict", nil, runbooks.Unknown},
+		{"pass and skipped", v(runbooks.Pass, runbooks.Skipped), runbooks.Pass},
+		{"fail", v(runbooks.Pass, runbooks.Fail, runbooks.Unknown), runbooks.Fail},
+	} {
+		if got := runbooks.Worst([]runbooks.HostRun{{Host: "h", Verdicts: tc.vs}}); got != tc.want {
+			t.Errorf("%s: worst %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

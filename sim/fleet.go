@@ -22,6 +22,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -41,6 +42,8 @@ const (
 	Healthy Fault = iota // answers
 	Drop                 // refuses connections
 	Hang                 // accepts them and never answers
+	Die                  // logs in; each connection is cut as its first command starts
+	Deny                 // answers, and accepts no key (every login fails)
 )
 
 // Config says what fleet to simulate.
@@ -50,6 +53,12 @@ type Config struct {
 	Latency time.Duration // added before every packet each host sends
 	Drop    []string      // hosts that refuse connections
 	Hang    []string      // hosts that accept and never answer
+	// Die are hosts that log in and whose connection is cut, as a power
+	// cut would, as soon as a command starts on it: a host lost
+	// mid-command, every time.
+	Die []string
+	// Deny are hosts that accept no key: every login fails (auth).
+	Deny []string
 	// Dir holds the hosts' trees; default a new temporary directory,
 	// removed by Close.
 	Dir string
@@ -101,12 +110,21 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	for i := 0; i < cfg.Hosts; i++ {
 		names[HostName(i, cfg.Hosts)] = true
 	}
-	for _, n := range append(slices.Clone(cfg.Drop), cfg.Hang...) {
+	for _, n := range slices.Concat(cfg.Drop, cfg.Hang, cfg.Die, cfg.Deny) {
 		if !names[n] {
 			return nil, fmt.Errorf("sim: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
 		}
-		if slices.Contains(cfg.Drop, n) && slices.Contains(cfg.Hang, n) {
-			return nil, fmt.Errorf("sim: %s is given both --drop and --hang: a host refuses connections or never answers, not both", n)
+		var given []string
+		for _, g := range []struct {
+			flag  string
+			hosts []string
+		}{{"--drop", cfg.Drop}, {"--hang", cfg.Hang}, {"--die", cfg.Die}, {"--deny", cfg.Deny}} {
+			if slices.Contains(g.hosts, n) {
+				given = append(given, g.flag)
+			}
+		}
+		if len(given) > 1 {
+			return nil, fmt.Errorf("sim: %s is given %s: a host refuses connections, never answers, dies under its commands or refuses every key; one of them", n, strings.Join(given, " and "))
 		}
 	}
 	f := &Fleet{cfg: cfg, dir: cfg.Dir}
@@ -174,6 +192,10 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 		h.mode = Drop
 	case slices.Contains(f.cfg.Hang, name):
 		h.mode = Hang
+	case slices.Contains(f.cfg.Die, name):
+		h.mode = Die
+	case slices.Contains(f.cfg.Deny, name):
+		h.mode = Deny
 	}
 	h.fs = newVFS(filepath.Join(f.dir, name), name, f.empty)
 	h.fs.fleet = &f.disk
@@ -187,7 +209,7 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 	}
 	h.config = &ssh.ServerConfig{
 		PublicKeyCallback: func(c ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
-			if c.User() == User && k.Type() == f.clientPK.Type() && string(k.Marshal()) == string(f.clientPK.Marshal()) {
+			if h.mode != Deny && c.User() == User && k.Type() == f.clientPK.Type() && string(k.Marshal()) == string(f.clientPK.Marshal()) {
 				return nil, nil
 			}
 			return nil, fmt.Errorf("sim: %s: key not authorised for %q", name, c.User())
@@ -265,7 +287,7 @@ type Host struct {
 	Port    int    `json:"port"`
 	HostKey string `json:"host_key"` // authorized_keys format
 	Sick    bool   `json:"sick"`
-	Fault   string `json:"fault,omitempty"` // "drop", "hang"
+	Fault   string `json:"fault,omitempty"` // "drop", "hang", "die", "deny"
 	Faults  string `json:"faults,omitempty"`
 }
 
@@ -274,7 +296,7 @@ func (f *Fleet) Hosts() []Host {
 	out := make([]Host, len(f.hosts))
 	for i, h := range f.hosts {
 		out[i] = Host{Name: h.name, Address: "127.0.0.1", Port: portOf(h.addr), HostKey: string(ssh.MarshalAuthorizedKey(h.signer.PublicKey())),
-			Sick: h.sick, Fault: [...]string{"", "drop", "hang"}[h.mode], Faults: string(h.faults)}
+			Sick: h.sick, Fault: [...]string{"", "drop", "hang", "die", "deny"}[h.mode], Faults: string(h.faults)}
 	}
 	return out
 }

@@ -182,6 +182,13 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 			if started {
 				break
 			}
+			if h.mode == Die && req.Type == "exec" { // the command starts, and the connection is cut under it
+				if req.WantReply {
+					_ = req.Reply(true, nil)
+				}
+				sc.Close()
+				continue
+			}
 			start, ok := h.starter(ctx, ch, req, env, pty)
 			// The reply goes before the command starts: a command that ends
 			// at once closes the channel, and a reply after that is lost.

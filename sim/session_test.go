@@ -188,7 +188,7 @@ func TestWriteInventoryRefusesNonRegularFiles(t *testing.T) {
 	if fi, err := os.Stat("/dev/null"); err != nil || fi.Mode()&os.ModeDevice == 0 {
 		t.Fatalf("/dev/null is no longer a device: %v %v", fi, err)
 	}
-	if _, err := Start(context.Background(), Config{Hosts: 2, Drop: []string{"dgx01"}, Hang: []string{"dgx01"}}); err == nil || !strings.Contains(err.Error(), "both --drop and --hang") {
+	if _, err := Start(context.Background(), Config{Hosts: 2, Drop: []string{"dgx01"}, Hang: []string{"dgx01"}}); err == nil || !strings.Contains(err.Error(), "given --drop and --hang") {
 		t.Errorf("--drop and --hang of one host: %v", err)
 	}
 }

@@ -142,9 +142,13 @@ type fleetView struct {
 	command    string
 	finished   int
 	counts     map[orchestrator.Class]int
-	results    []orchestrator.HostResult
-	groups     []orchestrator.Group // results folded, once per run
-	log        []runLog
+	// summary is the finished run's line, computed from its results
+	// (orchestrator.Summary, or report.Total after a probe: probed).
+	summary string
+	probed  bool
+	results []orchestrator.HostResult
+	groups  []orchestrator.Group // results folded, once per run
+	log     []runLog
 
 	// simulated puts a SIM badge on every host. noCommands, when set, is
 	// why the command prompt is off (presenter mode); notice is the last
@@ -512,7 +516,7 @@ func (v *fleetView) start(command string, probe bool) tea.Cmd {
 		command = "gpulab probe"
 	}
 	v.running, v.probing, v.command, v.finished, v.results, v.groups = true, probe, command, 0, nil, nil
-	v.paneChosen = false
+	v.paneChosen, v.summary, v.probed = false, "", false
 	v.scroll.home()
 	v.scroll.follow = true // a running host's output is followed as it comes, as tail -f does
 	v.counts = map[orchestrator.Class]int{}
@@ -586,8 +590,27 @@ func (v *fleetView) finish(msg fleetDone) {
 	v.running, v.results = false, results
 	v.groups = orchestrator.Fold(results, 0)
 	v.stream.stop()
+	// The counts of the finished run are its results', counted by the
+	// functions the command line counts with: a probe's by what the
+	// probe saw (report.Total), a command's by how each host ended.
+	v.counts = map[orchestrator.Class]int{}
+	for _, r := range results {
+		v.counts[r.Class]++
+	}
+	v.summary, v.probed = orchestrator.Summary(results), msg.probes != nil
+	if msg.probes != nil {
+		names := make([]string, len(v.rows))
+		snaps := make([]*report.Snapshot, len(v.rows))
+		for i, r := range v.rows {
+			names[i] = r.Name
+			if r.probe != nil {
+				snaps[i] = r.probe.Snapshot
+			}
+		}
+		v.summary = report.Total(names, snaps)
+	}
 	if len(v.log) > 0 {
-		v.log[len(v.log)-1].summary = orchestrator.Summary(results)
+		v.log[len(v.log)-1].summary = v.summary
 	}
 	// The results, from their top, folded when there are several; but a
 	// pane the operator chose during the run stays, where they are in it
@@ -694,9 +717,14 @@ func (v *fleetView) headline() string {
 		state = "running"
 	}
 	var parts []string
-	for c := orchestrator.OK; c <= orchestrator.Error; c++ {
-		if n := v.counts[c]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, c))
+	if _, done, ok := strings.Cut(v.summary, ": "); ok && !v.running {
+		// The finished run's line, as the command line counts it.
+		parts = append(parts, done)
+	} else {
+		for c := orchestrator.OK; c <= orchestrator.Error; c++ {
+			if n := v.counts[c]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, c))
+			}
 		}
 	}
 	var flagged []string
@@ -705,7 +733,7 @@ func (v *fleetView) headline() string {
 			flagged = append(flagged, r.Name)
 		}
 	}
-	if len(flagged) > 0 {
+	if len(flagged) > 0 && !v.probed {
 		parts = append(parts, st.Error.Render(fmt.Sprintf("%d flagged: %s", len(flagged), inventory.FoldNames(flagged))))
 	}
 	return fmt.Sprintf("%s %s %s %d/%d  %s", st.CardLabel.Render("$ "+v.command), state, v.bar.ViewAs(pct), v.finished, len(v.rows), strings.Join(parts, ", "))

@@ -503,10 +503,8 @@ func (v *labsView) runHead() []string {
 		state = "interrupted: cleanup ran, the record is marked incomplete"
 	case v.rec != nil && v.rec.NotRun != "":
 		state = "NOT RUN: no step ran (" + v.rec.NotRun + ")"
-	case v.rec != nil && v.rec.Passed:
-		state = "PASSED"
 	case v.rec != nil:
-		state = "FAILED"
+		state = v.rec.Verdict() // PASSED, FAILED, INCOMPLETE: as gpulab lab run says it
 	case !v.running:
 		state = "ended"
 	case v.pending != nil: // the step it waits at, not the phase the hosts left

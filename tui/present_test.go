@@ -157,7 +157,7 @@ func TestFleetFlagsTheSickHost(t *testing.T) {
 	m, cmd := press(t, m, "3", "p")
 	m = drain(t, m, cmd)
 	v := m.View()
-	for _, want := range []string{"1 flagged: gpu001", "ok FLAGGED", "⚑ Xid 79 on GPU1", "⚑ gpu001: Xid 79 on GPU1"} {
+	for _, want := range []string{"4/4  2 ok, 1 flagged (gpu001), 1 failed (gpu004)", "ok FLAGGED", "⚑ Xid 79 on GPU1", "⚑ gpu001: Xid 79 on GPU1"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("Fleet lacks %q:\n%s", want, v)
 		}
@@ -274,7 +274,7 @@ func TestPresentMasked(t *testing.T) {
 				}
 				switch i + 1 {
 				case 3:
-					if !strings.Contains(v, "1 flagged: host-1") {
+					if !strings.Contains(v, "1 flagged (host-1)") {
 						t.Errorf("step 3 did not probe:\n%s", v)
 					}
 				case 4:

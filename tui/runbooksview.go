@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
@@ -314,6 +315,26 @@ func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	})
 }
 
+// summary is the finished run's line, as gpulab runbook run prints it
+// (runbooks.Summary), and the hosts that sent no result, if any.
+func (v *runbooksView) summary() string {
+	var done []runbooks.HostRun
+	var missing []string
+	for i, r := range v.runs {
+		switch {
+		case r != nil:
+			done = append(done, *r)
+		case i < len(v.names):
+			missing = append(missing, v.names[i])
+		}
+	}
+	_, line, _ := strings.Cut(runbooks.Summary(done), ": ")
+	if len(missing) > 0 {
+		line += fmt.Sprintf("; %d with no result (%s)", len(missing), inventory.FoldNames(missing))
+	}
+	return line
+}
+
 func (v *runbooksView) refold() {
 	var done []runbooks.HostRun
 	for _, r := range v.runs {
@@ -344,8 +365,20 @@ func (v *runbooksView) View() string {
 	if !v.running {
 		state = "done"
 	}
-	head := st.CardTitle.Render(v.active.ID+": "+v.active.Title) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) +
-		hostBadge(st, v.simulated, false) + st.CardMuted.Render(fmt.Sprintf("  %s %d/%d", state, v.finished, len(v.runs)))
+	// The finished run's counts, as gpulab runbook run prints them; on a
+	// narrow terminal the title gives way to them, then they are cut.
+	head := ""
+	for _, title := range []string{v.active.ID + ": " + v.active.Title, v.active.ID} {
+		head = st.CardTitle.Render(title) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) +
+			hostBadge(st, v.simulated, false) + st.CardMuted.Render(fmt.Sprintf("  %s %d/%d", state, v.finished, len(v.runs)))
+		if !v.running {
+			head += st.CardMuted.Render("  " + v.summary())
+		}
+		if lipgloss.Width(head) <= v.width {
+			break
+		}
+	}
+	head = ansi.Truncate(head, v.width, "…")
 	body, at := v.verdictLines()
 	room := max(1, v.height-1)
 	var pane []string

@@ -100,3 +100,16 @@ func TestContainerFromCgroup(t *testing.T) {
 		}
 	}
 }
+
+// The one count of a probe run: a host without NVML or without a
+// snapshot failed, a host with findings is flagged, not ok.
+func TestTotal(t *testing.T) {
+	healthy := &Snapshot{NVML: NVMLState{Available: true}}
+	noNVML := &Snapshot{NVML: NVMLState{Available: false, Error: "libnvidia-ml.so.1 not found"}}
+	gpu := 0
+	flagged := &Snapshot{NVML: NVMLState{Available: true}, XIDs: []XIDEvent{{Code: 79, GPU: &gpu}}}
+	got := Total([]string{"a", "b", "c", "d"}, []*Snapshot{healthy, noNVML, flagged, nil})
+	if want := "4 hosts: 1 ok, 1 flagged (c), 2 failed (b,d)"; got != want {
+		t.Errorf("Total = %q, want %q", got, want)
+	}
+}
