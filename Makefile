@@ -47,8 +47,15 @@ $(NATIVE_PROBES): $(PROBE_SRC)
 run: build ## open the workbench on the built-in default: a SIMULATED DGX A100 fleet in this process (no hardware, no inventory)
 	./$(BIN)
 
-test: lint $(NATIVE) ## vet, format check, race-enabled tests including the tmux smoke test and every fuzz target's seed corpus
-	$(GO) test -race -count=1 ./...
+# Each package's test binary gets TEST_TIMEOUT, far past what the slowest
+# takes on a busy 2-core machine: a test that waits has a deadline of its
+# own that says what it waited for; this one only stops a hang.
+TEST_TIMEOUT ?= 40m
+
+test: lint $(NATIVE) ## vet, format check, race-enabled tests including the tmux smoke test and every fuzz target's seed corpus; ends with a line counting the tests skipped for want of a tool
+	@log=$$(mktemp); rc=0; \
+	GPULAB_SKIP_LOG=$$log $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./... || rc=$$?; \
+	tools/skipped.sh $$log; rm -f $$log; exit $$rc
 
 probes: ## portable NVML probes in dist/ (glibc >= 2.28, amd64 + arm64), embedded by the next build
 	probes/build.sh dist

@@ -3,6 +3,8 @@ package labs
 import (
 	"context"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -145,32 +147,93 @@ func parseEnvironment(out string) Environment {
 	return env
 }
 
-// stabilityCommand counts, in one round trip, what the record's Stability
-// column reports as changes over the run: Xid lines and out-of-memory kills
-// in the kernel log, and GPUs the driver lists. A part the host cannot
-// give (dmesg restricted, no driver) is left out.
+// stabilityCommand reads, in one round trip, what the record's Stability
+// column reports as changes over the run: the kernel log's Xid and
+// out-of-memory lines with their timestamps, its first and last lines
+// (where the ring buffer starts and ends), and how many GPUs the driver
+// lists. A part the host cannot give (dmesg restricted, no driver) is left
+// out. The kernel log's lines are matched before its first line is read:
+// a ring that wraps in between can only lose lines older than that first
+// line, never ones the count kept.
 const stabilityCommand = `if dmesg >/dev/null 2>&1; then ` +
-	`echo "xid $(dmesg | grep -c 'NVRM: Xid')"; echo "oom $(dmesg | grep -ci 'out of memory')"; fi; ` +
-	`n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$n" -gt 0 ] && echo "gpus $n"; true`
+	`echo '@xid'; dmesg | grep 'NVRM: Xid' | tail -n 4096; ` +
+	`echo '@oom'; dmesg | grep -i 'out of memory' | tail -n 4096; ` +
+	`echo '@first'; dmesg | head -n 1; echo '@last'; dmesg | tail -n 1; fi; ` +
+	`n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$n" -gt 0 ] && echo "@gpus $n"; true`
 
-// stabilityCounts reads stabilityCommand's output.
-func stabilityCounts(out string) map[string]int64 {
-	c := map[string]int64{}
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		if len(f) != 2 {
-			continue
-		}
-		var n int64
-		if _, err := fmt.Sscan(f[1], &n); err == nil {
-			c[f[0]] = n
-		}
-	}
-	return c
+// stabilityLines is how many of each kind of line stabilityCommand keeps
+// (the newest).
+const stabilityLines = 4096
+
+// kernelState is the kernel log and the GPUs at one moment: what
+// stabilityCommand read.
+type kernelState struct {
+	readable bool // dmesg answered
+	// first and last are the timestamps (seconds since boot) of the log's
+	// first and last lines; ok says both were there and stamped.
+	first, last float64
+	stamped     bool
+	// lines are the Xid and OOM lines' timestamps; unstamped counts those
+	// without one.
+	lines     map[string][]float64
+	unstamped map[string]int
+	gpus      int64 // 0: the driver listed none (or is not there)
 }
 
-func countStability(ctx context.Context, conn *orchestrator.Conn) map[string]int64 {
-	r := conn.Run(ctx, "stability", stabilityCommand, orchestrator.RunOptions{Timeout: 30 * time.Second})
+// stabilityCounts reads stabilityCommand's output.
+func stabilityCounts(out string) kernelState {
+	k := kernelState{lines: map[string][]float64{}, unstamped: map[string]int{}}
+	var section string
+	var firstOK, lastOK bool
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "@gpus "):
+			fmt.Sscan(strings.TrimPrefix(l, "@gpus "), &k.gpus)
+			continue
+		case strings.HasPrefix(l, "@"):
+			section, k.readable = strings.TrimPrefix(strings.TrimSpace(l), "@"), true
+			continue
+		case strings.TrimSpace(l) == "":
+			continue
+		}
+		at, ok := kmsgStamp(l)
+		switch section {
+		case "xid", "oom":
+			if ok {
+				k.lines[section] = append(k.lines[section], at)
+			} else {
+				k.unstamped[section]++
+			}
+		case "first":
+			k.first, firstOK = at, ok
+		case "last":
+			k.last, lastOK = at, ok
+		}
+	}
+	k.stamped = firstOK && lastOK
+	return k
+}
+
+// kmsgStamp reads dmesg's default timestamp, "[ 1234.567890] ": seconds
+// since boot.
+func kmsgStamp(line string) (float64, bool) {
+	rest, ok := strings.CutPrefix(line, "[")
+	if !ok {
+		return 0, false
+	}
+	stamp, _, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(stamp), 64)
+	return v, err == nil
+}
+
+func countStability(ctx context.Context, conn *orchestrator.Conn) kernelState {
+	r := conn.Run(ctx, "stability", stabilityCommand, orchestrator.RunOptions{Timeout: 30 * time.Second, MaxOutput: 4 << 20})
+	if r.Truncated {
+		return kernelState{}
+	}
 	return stabilityCounts(string(r.Stdout))
 }
 
@@ -178,20 +241,45 @@ func countStability(ctx context.Context, conn *orchestrator.Conn) map[string]int
 // new Xid lines, new out-of-memory kills, GPUs the driver no longer lists.
 var StabilityMetrics = []string{"xid", "oom", "gpu_lost"}
 
-// stabilityMetrics are the run's changes: new Xid lines (xid), new OOM
-// kills (oom) and GPUs the driver no longer lists (gpu_lost). A count that
-// went down (the kernel log wrapped) says nothing and is left out.
-func stabilityMetrics(before, after map[string]int64) map[string]any {
-	out := map[string]any{}
+// stabilityMetrics are the run's changes: the Xid lines (xid) and OOM
+// kills (oom) the kernel logged after the run started, counted by their
+// timestamps against the log's last line at the start, and the GPUs the
+// driver no longer lists (gpu_lost). Where the log cannot tell, the metric
+// is left out and why says why: a log without timestamps, one that
+// restarted (a reboot), or one whose ring buffer wrapped past the run's
+// start (its lines from then are gone: a count would miss what they held).
+func stabilityMetrics(before, after kernelState) (map[string]any, map[string]string) {
+	out, why := map[string]any{}, map[string]string{}
 	for _, k := range []string{"xid", "oom"} {
-		b, okb := before[k]
-		a, oka := after[k]
-		if okb && oka && a >= b {
-			out[k] = a - b
+		switch {
+		case !before.readable || !after.readable:
+			continue // the default reason: the kernel log could not be read
+		case !before.stamped || !after.stamped || after.unstamped[k] > 0:
+			why[k] = "the kernel log has lines without timestamps (printk.time off?): gpulab cannot tell the run's lines from older ones"
+			continue
+		case after.last < before.last:
+			why[k] = fmt.Sprintf("the kernel log restarted during the run (its last line is at %.6f s, before the run's start at %.6f s): the host rebooted?", after.last, before.last)
+			continue
+		case after.first > before.last:
+			why[k] = fmt.Sprintf("the kernel log's ring buffer wrapped during the run: it now starts at %.6f s, after the run's start at %.6f s, so lines from the run are gone and new ones cannot all be counted", after.first, before.last)
+			continue
 		}
+		var n int64
+		oldest := math.Inf(1)
+		for _, at := range after.lines[k] {
+			oldest = min(oldest, at)
+			if at > before.last {
+				n++
+			}
+		}
+		if len(after.lines[k]) >= stabilityLines && oldest > before.last {
+			why[k] = fmt.Sprintf("more than %d matching lines since the run started: at least %d", stabilityLines, n)
+			continue
+		}
+		out[k] = n
 	}
-	if b, ok := before["gpus"]; ok {
-		out["gpu_lost"] = max(b-after["gpus"], 0)
+	if before.gpus > 0 {
+		out["gpu_lost"] = max(before.gpus-after.gpus, 0)
 	}
-	return out
+	return out, why
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -181,7 +182,8 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt", m)
 	measure(t, l, "xid", "dmesg-xid/gpud-xid13-sm-exceptions-then-xid43-iso-decode.txt", m)
 	measure(t, l, "dcgm", "workloads/dcgmi-diag/dcgm4.4.2-r2-i0-1xA10G-pass.txt", m)
-	for k, v := range stabilityMetrics(stabilityCounts("xid 12\noom 0\ngpus 8\n"), stabilityCounts("xid 12\noom 0\ngpus 8\n")) {
+	quiet, _ := stabilityMetrics(stabilityCounts(kernelLog(100, 200, nil, 8)), stabilityCounts(kernelLog(100, 230, nil, 8)))
+	for k, v := range quiet {
 		m[k] = v
 	}
 	scores = l.Score(m, nil, nil, 1, true)
@@ -762,16 +764,55 @@ impact = "minor"
 	}
 }
 
-func TestStabilityMetrics(t *testing.T) {
-	before := stabilityCounts("xid 3\noom 0\ngpus 8\n")
-	after := stabilityCounts("xid 5\noom 1\ngpus 7\n")
-	if got := stabilityMetrics(before, after); got["xid"] != int64(2) || got["oom"] != int64(1) || got["gpu_lost"] != int64(1) {
-		t.Errorf("%v", got)
+// kernelLog is what stabilityCommand prints of a kernel log whose ring
+// buffer runs from first to last (seconds since boot), with an Xid line at
+// each of xids (the driver's format, as in testdata/fixtures/dmesg-xid),
+// and gpus GPUs listed by the driver.
+func kernelLog(first, last float64, xids []float64, gpus int) string {
+	var b strings.Builder
+	b.WriteString("@xid\n")
+	for _, at := range xids {
+		fmt.Fprintf(&b, "[%12.6f] NVRM: Xid (PCI:0000:07:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n", at)
 	}
-	// The kernel log wrapped (fewer lines than before): no claim. No
-	// driver at the start: no gpu_lost.
-	if got := stabilityMetrics(stabilityCounts("xid 9\n"), stabilityCounts("xid 2\n")); len(got) != 0 {
-		t.Errorf("%v", got)
+	fmt.Fprintf(&b, "@oom\n@first\n[%12.6f] Linux version 5.15.0-88-generic\n@last\n[%12.6f] eth0: link up\n", first, last)
+	if gpus > 0 {
+		fmt.Fprintf(&b, "@gpus %d\n", gpus)
+	}
+	return b.String()
+}
+
+// New Xids are the kernel log's Xid lines newer than its last line at the
+// run's start, whatever the ring buffer dropped of older ones; where the
+// log cannot tell, the metric is left out, with why.
+func TestStabilityMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after string
+		want          map[string]any
+		why           string // a reason for xid, when it is left out
+	}{
+		{"two new Xids", kernelLog(10, 200, []float64{150}, 8), kernelLog(10, 260, []float64{150, 250, 251}, 7),
+			map[string]any{"xid": int64(2), "oom": int64(0), "gpu_lost": int64(1)}, ""},
+		// The ring was full: two new Xid lines pushed two old ones out, so
+		// the count of lines is the same before and after. Counting lines
+		// said 0; their timestamps say 2.
+		{"a full ring that wrapped a little", kernelLog(10, 200, []float64{20, 30, 150}, 8), kernelLog(40, 260, []float64{150, 250, 251}, 8),
+			map[string]any{"xid": int64(2), "oom": int64(0), "gpu_lost": int64(0)}, ""},
+		{"a ring that wrapped past the start", kernelLog(10, 200, nil, 8), kernelLog(230, 260, nil, 8),
+			map[string]any{"gpu_lost": int64(0)}, "ring buffer wrapped during the run"},
+		{"a reboot", kernelLog(10, 200, nil, 8), kernelLog(0, 30, nil, 8),
+			map[string]any{"gpu_lost": int64(0)}, "restarted during the run"},
+		{"no timestamps", "@xid\nNVRM: Xid (PCI:0000:07:00): 79\n@oom\n@first\nLinux version\n@last\nx\n@gpus 8\n", "@xid\n@oom\n@first\nLinux\n@last\ny\n@gpus 8\n",
+			map[string]any{"gpu_lost": int64(0)}, "without timestamps"},
+		{"dmesg restricted, no driver at the start", "", "", map[string]any{}, ""},
+	} {
+		got, why := stabilityMetrics(stabilityCounts(tc.before), stabilityCounts(tc.after))
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: metrics %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.why != "" && !strings.Contains(why["xid"], tc.why) {
+			t.Errorf("%s: why %q, want it to say %q", tc.name, why["xid"], tc.why)
+		}
 	}
 }
 
@@ -1018,5 +1059,34 @@ func TestCompareNotRun(t *testing.T) {
 	rows := Compare(refs)
 	if len(rows) != 2 || rows[0].NotRun || !rows[1].NotRun {
 		t.Errorf("Compare: %+v, want the second row not run", rows)
+	}
+}
+
+// A criterion that could not be decided is never a pass, whatever its
+// weight, and a lab passes only on evidence: at least one criterion that
+// passed.
+func TestPassedNeedsEvidence(t *testing.T) {
+	sc := func(impact string, st runbooks.Status) Score {
+		return Score{ID: impact + "-" + string(st), Impact: impact, Status: st}
+	}
+	for _, tc := range []struct {
+		name   string
+		scores []Score
+		want   bool
+	}{
+		{"only criterion minor and UNKNOWN", []Score{sc("minor", runbooks.Unknown)}, false},
+		{"major PASS, minor UNKNOWN", []Score{sc("major", runbooks.Pass), sc("minor", runbooks.Unknown)}, false},
+		{"every criterion UNKNOWN", []Score{sc("critical", runbooks.Unknown), sc("major", runbooks.Unknown)}, false},
+		{"minor PENDING", []Score{sc("major", runbooks.Pass), sc("minor", Pending)}, false},
+		{"only SKIPPED", []Score{sc("minor", runbooks.Skipped)}, false},
+		{"only a WARN", []Score{sc("minor", runbooks.Warn)}, false},
+		{"no criterion", nil, false},
+		{"major PASS, minor WARN", []Score{sc("major", runbooks.Pass), sc("minor", runbooks.Warn)}, true},
+		{"minor PASS alone", []Score{sc("minor", runbooks.Pass)}, true},
+		{"critical FAIL", []Score{sc("critical", runbooks.Fail), sc("major", runbooks.Pass)}, false},
+	} {
+		if got := Passed(tc.scores); got != tc.want {
+			t.Errorf("%s: Passed = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

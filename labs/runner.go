@@ -399,7 +399,7 @@ func (x *hostRun) mainPhases() {
 // cleanup runs the lab's cleanup steps on a context a cancel of the run
 // does not end (Abandon's, when set: cancelling it abandons cleanup, and
 // what was not run is recorded), after reading the stability counters.
-func (x *hostRun) cleanup(before map[string]int64) {
+func (x *hostRun) cleanup(before kernelState) {
 	base := context.WithoutCancel(x.ctx)
 	if x.o.Abandon != nil {
 		base = x.o.Abandon
@@ -411,9 +411,15 @@ func (x *hostRun) cleanup(before map[string]int64) {
 	// Stability over the run, read before cleanup touches anything; a
 	// lab's own metric of the same name wins. A host where no step ran
 	// has nothing to measure it over.
-	for m, v := range stabilityMetrics(before, countStability(cctx, x.conn)) {
+	metrics, why := stabilityMetrics(before, countStability(cctx, x.conn))
+	for m, v := range metrics {
 		if x.lab.MetricsFrom[m] == "stability" && h.RanSteps() {
 			h.Metrics[m] = v
+		}
+	}
+	for m, reason := range why {
+		if _, have := h.Metrics[m]; !have && x.lab.MetricsFrom[m] == "stability" && h.RanSteps() {
+			h.MetricErrors[m] = reason
 		}
 	}
 	for _, s := range x.lab.Steps {

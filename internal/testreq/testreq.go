@@ -15,6 +15,7 @@ func Missing(t testing.TB, msg string) {
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg + " (CI must provide it: .ci/run)")
 	}
+	logSkip(t, msg)
 	t.Skip("SKIPPED LOUDLY: " + msg)
 }
 
