@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/sim"
 )
 
@@ -262,4 +264,65 @@ func runLifecycle(t *testing.T, bin string, env []string, args ...string) gpulab
 		t.Fatal(err)
 	}
 	return gpulabRun{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// The workbench counts as the command line does: on a fleet where one
+// host refuses connections, the Fleet's probe line, the Runbooks tab's
+// head and the Labs tab's verdict say what gpulab probe, gpulab runbook
+// run and gpulab lab run say of the same hosts.
+func TestWorkbenchCountsMatchTheCommandLine(t *testing.T) {
+	tmux := testreq.Tool(t, "tmux", "the workbench is driven in it (apt-get install tmux)")
+	bin := gpulabBinary(t)
+	names, sick := fleetPlan(t)
+	bad := ""
+	for _, n := range names {
+		if n != sick {
+			bad = n
+		}
+	}
+	f, err := sim.Start(context.Background(), sim.Config{Hosts: len(names), Seed: lifecycleSeed, Drop: []string{bad}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	dir := t.TempDir()
+	files, err := f.WriteInventory(filepath.Join(dir, "inventory.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + dir, "GPULAB_RESULTS=" + filepath.Join(dir, "results")}
+	sel := []string{"--inventory", files.Inventory, "-H", "@dgx"}
+	counts := func(args ...string) string {
+		t.Helper()
+		r := runLifecycle(t, bin, env, append(args, sel...)...)
+		for _, l := range strings.Split(r.stdout+r.stderr, "\n") {
+			if _, rest, ok := strings.Cut(l, "4 hosts: "); ok && strings.Contains(rest, bad) {
+				return rest
+			}
+		}
+		t.Fatalf("gpulab %s printed no summary naming %s:\n%s\n%s", strings.Join(args, " "), bad, r.stdout, r.stderr)
+		return ""
+	}
+	probe := counts("probe")
+	runbook := counts("runbook", "run", "topology")
+	if !strings.Contains(probe, "failed ("+bad+")") || !strings.Contains(runbook, "not reached: 1 refused ("+bad+")") {
+		t.Fatalf("the command line's counts: probe %q, runbook %q", probe, runbook)
+	}
+
+	s := newTmux(t, tmux, 200, 50, strings.Join(env, " ")+" SSH_AUTH_SOCK= "+bin+" --inventory "+files.Inventory)
+	screenWait(t, s, nil, "CONTROL PLANE")
+	s.keys("3")
+	screenWait(t, s, nil, "4 hosts: dgx[01-04]")
+	s.keys("p")
+	screenWait(t, s, nil, "$ gpulab probe done", "4/4  "+probe)
+	s.keys("4", "End")
+	screenWait(t, s, nil, "▶ topology ")
+	s.keys("Enter")
+	screenWait(t, s, nil, "done 4/4  "+runbook)
+	s.keys("5", "End")
+	screenWait(t, s, nil, "▶ topology-sanity ")
+	s.keys("Enter")
+	screenWait(t, s, regexp.MustCompile(`PASSED`), "INCOMPLETE: not every host ran: 1 refused ("+bad+")", "record: ")
+	s.keys("q")
+	screenWait(t, s, nil, "EXIT=0")
 }

@@ -122,9 +122,11 @@ func newClusterPendingCmd(o *options, src *cluster.Source, ns *string, all *bool
 		Short: "Pods waiting for a node, and workloads with no pod (quota, Kueue), each with why",
 		Long: `Lists the pods the scheduler has not placed, each with one paragraph and
 its evidence: what it asks for, what the scheduler said (its latest
-FailedScheduling event, in parts), whether the GPUs it wants are free on one
-node it tolerates, behind a taint, spread over several nodes (fragmentation)
-or not free at all; its scheduling gates, Kueue Workload and ClusterQueue
+FailedScheduling event, in parts), and what the nodes it may use (its
+nodeSelector, affinity and tolerations against labels, taints and cordons,
+as the scheduler filters them) offer: room on one, none large enough for it
+ever, free units spread over several (fragmentation), or too few; the nodes
+it may not use are named apart, with why; its scheduling gates, Kueue Workload and ClusterQueue
 usage, Volcano PodGroup and DRA ResourceClaims when the cluster serves them;
 its priority class; and whether its namespace's GPU quota is full.
 

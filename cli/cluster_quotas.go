@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -111,15 +112,17 @@ func newClusterFragmentationCmd(o *options, src *cluster.Source, ns *string) *co
 		Long: `For each GPU request shape the pending pods ask (N units of one resource on
 one node: 4 nvidia.com/gpu, 1 nvidia.com/mig-1g.5gb), and for the reference
 shapes 1, 2, 4 and 8 whole GPUs and one slice of each MIG profile when no
-pod waits for that resource: how many ready, schedulable nodes could place
+pod waits for that resource: how many nodes the shape's pods may use (ready,
+not cordoned, their taints tolerated and labels selected, as the scheduler
+judges it; a pod with no toleration or selector for a reference shape) could place
 it, how many units are free in total and on the best node, how many pods of
 that shape fit at once, and the fragmentation rate, the share of free units
 that shape cannot use (free units left on each node after packing whole
 requests, over all free units; the rate the labs compute, DOMAIN.md), and
 its state: fits (a node has room), fragmented (enough free in all, on no
 one node) or short (not enough free in the whole cluster). -n keeps the
-pending shapes of one namespace; every node counts whatever its taints
-and labels.
+pending shapes of one namespace. Free units on nodes a shape's pods may not
+use are listed apart, with why, never counted as placeable.
 
 Exit status 1 when a pending shape fits no node although enough units are
 free in total (fragmentation is what holds it), else 0.`,
@@ -168,5 +171,18 @@ func printShapes(c *cobra.Command, ctxName string, shapes []cluster.Shape) error
 		fmt.Fprintf(tw, "%d %s\t%s\t%d of %d\t%d\t%d\t%d\t%s\t%s\n", s.Count, visible.String(s.Resource), pending, s.NodesThatFit, s.Nodes,
 			s.Free, s.Largest, s.Placeable, fmt.Sprintf("%.0f%%", 100*s.Rate), s.State)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// Capacity a shape's pods may not use is shown apart, never as free.
+	var apart []string
+	for _, s := range shapes {
+		if s.Excluded != "" {
+			apart = append(apart, fmt.Sprintf("  %d %s: %d free on nodes its pods may not use: %s", s.Count, visible.String(s.Resource), s.FreeExcluded, visible.String(s.Excluded)))
+		}
+	}
+	if len(apart) > 0 {
+		fmt.Fprintf(w, "\nNot counted above (FREE and PLACEABLE are what the scheduler could give a pod of the shape):\n%s\n", strings.Join(apart, "\n"))
+	}
+	return nil
 }

@@ -59,7 +59,7 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 	cp.WaitScheduled(t, "ml", "wide")
 	r = run(t, env, "cluster", "pending", "-n", "ml")
 	r.expect(t, 1, "ml/wide waits for a node for 4 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). "+
-		"6 nvidia.com/gpu are free in the cluster but at most 3 on one node (gpu-a): fragmentation.", "")
+		"6 nvidia.com/gpu are free on the 2 nodes it may use but at most 3 on one (gpu-a): fragmentation.", "")
 	r.expect(t, 1, "ml/sweep (Job) cannot create its pods: quota gpu refuses them (asks requests.nvidia.com/gpu=2, the namespace uses requests.nvidia.com/gpu=14 of requests.nvidia.com/gpu=14).", "")
 	r.expect(t, 1, "  - event FailedCreate: Error creating: pods \"sweep-0\" is forbidden: exceeded quota: gpu", "")
 	run(t, env, "cluster", "why", "sweep", "-n", "ml", "--json").expect(t, 1, `"by": "ResourceQuota gpu"`, "")

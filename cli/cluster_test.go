@@ -77,7 +77,7 @@ func TestClusterNodes(t *testing.T) {
 	}
 	cp.WaitScheduled(t, metav1.NamespaceDefault, "big")
 	r = run(t, env, "cluster", "why", "big", "-n", "default", "--kubeconfig", cp.Kubeconfig)
-	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). Only 9 nvidia.com/gpu are free in the whole cluster", "")
+	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). It can never run as asked: the nodes it may use offer at most 8 nvidia.com/gpu (gpu-b: allocatable 8 of capacity 8), fewer than the 12 it asks for one node.", "")
 	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig, "--json").expect(t, 1, `"name": "big"`, "")
 	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `nothing named "nope" waits`)
 	run(t, env, "cluster", "why", "big", "-n", "kube-system", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `a pod of that name waits in default (-n default)`)

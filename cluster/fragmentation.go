@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Shape is one GPU request shape (N units of one resource on one node)
@@ -16,15 +18,24 @@ type Shape struct {
 	// Pending is how many pending pods ask exactly this; 0 for the
 	// reference shapes shown when nothing of the resource waits.
 	Pending int `json:"pending"`
-	// NodesThatFit are the ready, schedulable nodes with Count units free.
+	// NodesThatFit are the nodes a pod of this shape may use (see
+	// Fragmentation) with Count units free.
 	NodesThatFit int `json:"nodes_that_fit"`
-	// Nodes are the ready, schedulable nodes that have the resource.
+	// Nodes are the nodes that have the resource and that a pod of this
+	// shape may use.
 	Nodes int `json:"nodes"`
-	// Free is free units in the cluster; Largest on one node; Placeable
-	// how many pods of this shape fit at once.
+	// Free is free units on those nodes; Largest on one of them;
+	// Placeable how many pods of this shape the scheduler could place
+	// there at once.
 	Free      int64 `json:"free"`
 	Largest   int64 `json:"largest_free_on_one_node"`
 	Placeable int64 `json:"placeable"`
+	// FreeExcluded are the free units on nodes a pod of this shape may
+	// not use (cordoned, not ready, a taint its pods do not tolerate, a
+	// selector that leaves them out), and Excluded which nodes and why:
+	// shown apart, never counted as placeable.
+	FreeExcluded int64  `json:"free_excluded"`
+	Excluded     string `json:"excluded,omitempty"`
 	// Rate is the share of the free units this shape cannot use (the
 	// fragmentation rate of the labs, DOMAIN.md): 0 when none is free.
 	Rate float64 `json:"fragmentation_rate"`
@@ -67,18 +78,30 @@ var referenceCounts = []int64{1, 2, 4, 8}
 // whole GPUs, 1 MIG slice), how many nodes could place it against how
 // many free units exist in total, by resource and count.
 //
-// Taints and selectors are not weighed: a node counts when it is ready and
-// schedulable, whoever may use it.
+// A node counts for a shape when one of the pending pods of that shape may
+// use it, as the scheduler's filters judge (ready, not cordoned, taints
+// tolerated, nodeSelector and required affinity matched: excluded); for a
+// reference shape, when a pod with no toleration and no selector may. The
+// free units of the other nodes are counted apart (FreeExcluded), with
+// why.
 func (o *Objects) Fragmentation(ns string) []Shape {
 	nodes := o.GPUNodes()
+	objs := map[string]*corev1.Node{}
+	for _, n := range o.Nodes {
+		objs[n.Name] = n
+	}
 	shapes := map[[2]string]*Shape{}
-	add := func(res string, n int64, pending int) {
+	pods := map[[2]string][]*corev1.Pod{}
+	add := func(res string, n int64, p *corev1.Pod) {
 		k := [2]string{res, fmt.Sprint(n)}
+		if p != nil {
+			pods[k] = append(pods[k], p)
+		}
 		if s, ok := shapes[k]; ok {
-			s.Pending += pending
+			s.Pending = len(pods[k])
 			return
 		}
-		shapes[k] = &Shape{Resource: res, Count: n, Pending: pending}
+		shapes[k] = &Shape{Resource: res, Count: n, Pending: len(pods[k])}
 	}
 	waiting := map[string]bool{}
 	for _, p := range o.Pods {
@@ -87,7 +110,7 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 		}
 		for res, q := range PodRequests(p) {
 			if GPUResource(res) && q.Value() > 0 {
-				add(string(res), q.Value(), 1)
+				add(string(res), q.Value(), p)
 				waiting[string(res)] = true
 			}
 		}
@@ -101,12 +124,28 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 			counts = []int64{1}
 		}
 		for _, n := range counts {
-			add(res, n, 0)
+			add(res, n, nil)
 		}
 	}
 	out := make([]Shape, 0, len(shapes))
-	for _, s := range shapes {
-		out = append(out, s.measure(nodes))
+	for k, s := range shapes {
+		ps := pods[k]
+		if len(ps) == 0 {
+			ps = []*corev1.Pod{{}} // a pod with no toleration and no selector
+		}
+		out = append(out, s.measure(nodes, func(node string) string {
+			n := objs[node]
+			if n == nil {
+				return ""
+			}
+			why := ""
+			for _, p := range ps {
+				if why = excluded(p, n); why == "" {
+					return ""
+				}
+			}
+			return why
+		}))
 	}
 	slices.SortFunc(out, func(a, b Shape) int {
 		return cmp.Or(strings.Compare(a.Resource, b.Resource), cmp.Compare(a.Count, b.Count))
@@ -136,13 +175,20 @@ func resourcesOf(nodes []GPUNode) []string {
 	return out
 }
 
-func (s Shape) measure(nodes []GPUNode) Shape {
+// measure counts what the nodes a pod of this shape may use offer it;
+// excluded says why such a pod may not use a node ("" when it may).
+func (s Shape) measure(nodes []GPUNode, excluded func(node string) string) Shape {
 	var free []float64
+	why := map[string]string{}
+	var names []string
 	for _, n := range nodes {
-		if n.Unschedulable || !n.Ready {
+		if _, has := n.Allocatable[s.Resource]; !has {
 			continue
 		}
-		if _, has := n.Allocatable[s.Resource]; !has {
+		if r := excluded(n.Name); r != "" {
+			why[n.Name] = r
+			names = append(names, n.Name)
+			s.FreeExcluded += max(n.Free(s.Resource), 0)
 			continue
 		}
 		s.Nodes++
@@ -155,6 +201,7 @@ func (s Shape) measure(nodes []GPUNode) Shape {
 		}
 		s.Placeable += f / s.Count
 	}
+	s.Excluded = exclusions(why, names)
 	s.Rate, _ = FragmentationRate(free, float64(s.Count)) // Count > 0, free ≥ 0
 	switch {
 	case s.NodesThatFit > 0:

@@ -21,7 +21,7 @@ func boundPod(node string, res corev1.ResourceName, n string) *corev1.Pod {
 
 // With nothing pending, the reference shapes: whole GPUs 1, 2, 4, 8 on
 // nodes with 3 and 8 free (and a cordoned node with 8, which does not
-// count), and one slice of each MIG profile.
+// count: it is shown apart), and one slice of each MIG profile.
 func TestFragmentationReferenceShapes(t *testing.T) {
 	gpu := func(n string) corev1.ResourceList {
 		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
@@ -35,10 +35,10 @@ func TestFragmentationReferenceShapes(t *testing.T) {
 	}
 	got := o.Fragmentation("")
 	want := []Shape{
-		{Resource: "nvidia.com/gpu", Count: 1, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 11, Rate: 0, State: "fits"},
-		{Resource: "nvidia.com/gpu", Count: 2, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 5, Rate: 1.0 / 11, State: "fits"},
-		{Resource: "nvidia.com/gpu", Count: 4, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 2, Rate: 3.0 / 11, State: "fits"},
-		{Resource: "nvidia.com/gpu", Count: 8, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 1, Rate: 3.0 / 11, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 1, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 11, FreeExcluded: 8, Excluded: "c cordoned", Rate: 0, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 2, Nodes: 2, NodesThatFit: 2, Free: 11, Largest: 8, Placeable: 5, FreeExcluded: 8, Excluded: "c cordoned", Rate: 1.0 / 11, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 4, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 2, FreeExcluded: 8, Excluded: "c cordoned", Rate: 3.0 / 11, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 8, Nodes: 2, NodesThatFit: 1, Free: 11, Largest: 8, Placeable: 1, FreeExcluded: 8, Excluded: "c cordoned", Rate: 3.0 / 11, State: "fits"},
 		{Resource: "nvidia.com/mig-1g.5gb", Count: 1, Nodes: 1, NodesThatFit: 1, Free: 4, Largest: 4, Placeable: 4, Rate: 0, State: "fits"},
 	}
 	if len(got) != len(want) {

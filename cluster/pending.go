@@ -82,6 +82,7 @@ type index struct {
 	nodesRead bool                      // false: RBAC forbade listing nodes
 	allPods   string                    // "": every namespace's pods were read; else the only namespace read
 	taints    map[string][]corev1.Taint // by node
+	nodeObjs  map[string]*corev1.Node   // by name: what a pod's eligibility is judged on
 	quotas    map[string][]Quota        // by namespace
 	workloads map[types.UID]Workload    // Kueue's, by the UID of the pod or Job that owns it
 	podGroups map[string]PodGroup       // Volcano's, by namespace/name
@@ -104,8 +105,10 @@ func (o *Objects) buildIndex() *index {
 	ix := &index{nodes: o.GPUNodes(), quotas: map[string][]Quota{}, workloads: map[types.UID]Workload{}, podGroups: map[string]PodGroup{},
 		claims: map[string]ResourceClaim{}, taints: map[string][]corev1.Taint{}, prio: map[string]int32{}, localQueues: map[string]string{}, clusterQueues: map[string]ClusterQueue{}}
 	ix.nodesRead, ix.allPods = !o.NodesForbidden, o.PodsOnly
+	ix.nodeObjs = map[string]*corev1.Node{}
 	for _, n := range o.Nodes {
 		ix.taints[n.Name] = n.Spec.Taints
+		ix.nodeObjs[n.Name] = n
 	}
 	for _, q := range o.Quotas(metav1.NamespaceAll) {
 		ix.quotas[q.Namespace] = append(ix.quotas[q.Namespace], q)
@@ -192,9 +195,13 @@ func scheduler(b *strings.Builder, pp PendingPod) {
 	}
 }
 
-// room says, for one GPU resource the pod asks, whether one node it
-// tolerates could hold it, one it does not tolerate could, or the free
-// units are spread over several (fragmentation).
+// room says, for one GPU resource the pod asks, what the nodes it may use
+// (its tolerations, nodeSelector and required affinity against their
+// taints, labels, cordon and readiness: excluded) offer: one with room
+// (then something else holds it), none whose allocatable is large enough
+// (it can never run as asked), free units spread over several
+// (fragmentation), or too few free. Only free units on nodes it may use
+// are quoted as placeable; the others are named apart, with why.
 func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 	if !ix.nodesRead {
 		fmt.Fprintf(b, " Whether %d %s are free on a node is unknown: these credentials may not list nodes (RBAC).", want, r)
@@ -203,34 +210,86 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 	if ix.allPods != "" {
 		fmt.Fprintf(b, " (Only namespace %s's pods could be read: what other namespaces hold is counted as free.)", ix.allPods)
 	}
-	var total, best, behind int64
-	bestNode, behindNode, taint := "", "", ""
+	var names []string
+	why := map[string]string{}
+	var may []GPUNode
+	var free, best, alloc, freeOut, bestOut int64
+	bestNode, allocNode, bestOutNode := "", "", ""
 	for _, n := range ix.nodes {
-		if n.Unschedulable || !n.Ready {
+		if _, has := n.Allocatable[r]; !has && n.Capacity[r] == 0 {
 			continue
 		}
-		f := n.Free(r)
-		total += max(f, 0)
-		if t := untolerated(p, ix.taints[n.Name]); t != "" {
-			if f > behind {
-				behind, behindNode, taint = f, n.Name, t
+		names = append(names, n.Name)
+		f := max(n.Free(r), 0)
+		if node := ix.nodeObjs[n.Name]; node != nil {
+			why[n.Name] = excluded(p, node)
+		}
+		if why[n.Name] != "" {
+			freeOut += f
+			if f > bestOut {
+				bestOut, bestOutNode = f, n.Name
 			}
 			continue
 		}
+		may = append(may, n)
+		free += f
 		if f > best {
 			best, bestNode = f, n.Name
 		}
+		if a := n.Allocatable[r]; a > alloc {
+			alloc, allocNode = a, n.Name
+		}
+	}
+	out := exclusions(why, names)
+	apart := ""
+	if out != "" {
+		apart = fmt.Sprintf(" Not counted, as it may not use them: %s (%d %s free there).", out, freeOut, r)
+		if bestOut >= want && best < want {
+			apart += fmt.Sprintf(" %s would have room (%d free), and only that keeps it off: %s.", bestOutNode, bestOut, why[bestOutNode])
+		}
 	}
 	switch {
+	case len(names) == 0:
+		fmt.Fprintf(b, " No node has %s at all.", r)
+	case len(may) == 0:
+		fmt.Fprintf(b, " No node with %s may take it: %s.", r, out)
+		if bestOut >= want {
+			fmt.Fprintf(b, " %s has %d %s free: %s is all that keeps it off it.", bestOutNode, bestOut, r, why[bestOutNode])
+		}
 	case best >= want:
-		fmt.Fprintf(b, " %s has %d %s free: the GPUs are there, so look at the other reasons (selectors, affinity, gates, quota).", bestNode, best, r)
-	case behind >= want:
-		fmt.Fprintf(b, " %s has %d %s free, behind a taint %s does not tolerate (%s): a toleration, or the taint removed, would place it.", behindNode, behind, r, p.Name, taint)
-	case total >= want:
-		fmt.Fprintf(b, " %d %s are free in the cluster but at most %d on one node (%s): fragmentation. Packing the running pods, or a request that spans nodes, would place it.", total, r, max(best, behind), cmp.Or(bestNode, behindNode, "none"))
+		fmt.Fprintf(b, " %s, which it may use, has %d %s free: the GPUs are there, so what holds it is the scheduler's other reasons (affinity to other pods, topology spread, ports, volumes, gates, quota).%s", bestNode, best, r, apart)
+	case alloc < want:
+		n := nodeNamed(may, allocNode)
+		fmt.Fprintf(b, " It can never run as asked: the nodes it may use offer at most %d %s (%s: allocatable %d of capacity %d), fewer than the %d it asks for one node.", alloc, r, allocNode, alloc, n.Capacity[r], want)
+		if c := n.Capacity[r]; c > alloc {
+			fmt.Fprintf(b, " %s advertises %d fewer than it has: the device plugin left them out (GPUs it found unhealthy, or a MIG or sharing configuration).", allocNode, c-alloc)
+		}
+		if apart == "" {
+			b.WriteString(" Ask for at most that many on one node, or add nodes that have more.")
+		} else {
+			b.WriteString(" Ask for at most that many on one node, or let it use the nodes it is kept off:" + apart)
+		}
+	case free >= want:
+		fmt.Fprintf(b, " %d %s are free on the %s it may use but at most %d on one (%s): fragmentation. Packing the running pods, or a request that spans nodes, would place it.%s", free, r, nodesWord(len(may)), best, cmp.Or(bestNode, "none"), apart)
 	default:
-		fmt.Fprintf(b, " Only %d %s are free in the whole cluster: it waits for running pods to end, or for more nodes.", total, r)
+		fmt.Fprintf(b, " Only %d %s are free on the %s it may use: it waits for running pods there to end, or for more nodes.%s", free, r, nodesWord(len(may)), apart)
 	}
+}
+
+func nodesWord(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
+}
+
+func nodeNamed(nodes []GPUNode, name string) GPUNode {
+	for _, n := range nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return GPUNode{}
 }
 
 // untolerated is the first NoSchedule or NoExecute taint of a node that

@@ -49,7 +49,7 @@ func TestPendingExplainsFragmentation(t *testing.T) {
 		want []string
 	}{
 		{wide, []string{"default/wide waits for a node for 6 nvidia.com/gpu on one node.", "none of 2 nodes fits (2 Insufficient nvidia.com/gpu)", "fragmentation"}},
-		{huge, []string{"for 12 nvidia.com/gpu", "Only " + itoa(free) + " nvidia.com/gpu are free in the whole cluster"}},
+		{huge, []string{"for 12 nvidia.com/gpu", "It can never run as asked: the nodes it may use offer at most 8 nvidia.com/gpu (gpu-a: allocatable 8 of capacity 8), fewer than the 12 it asks for one node. Ask for at most that many on one node, or add nodes that have more."}},
 	} {
 		for _, w := range c.want {
 			if !strings.Contains(c.p.Why, w) {

@@ -108,10 +108,12 @@ func TestQuotaPriorityAndTaint(t *testing.T) {
 	if big.Priority == nil || *big.Priority != 1000 {
 		t.Errorf("priority of big: %v", big.Priority)
 	}
-	// 1 is free on gpu-a, 8 on the tainted node: the GPUs are there,
-	// behind a taint.
+	// 1 is free on gpu-a, 8 on the tainted node: only gpu-a's count, and
+	// the taint is what keeps it off gpu-t.
 	contains(t, "big's why", big.Why, "team-a/big waits for a node for 5 nvidia.com/gpu on one node.",
-		"untolerated taint", "gpu-t has 8 nvidia.com/gpu free, behind a taint big does not tolerate (nvidia.com/gpu=maintenance:NoSchedule)",
+		"untolerated taint", "Only 1 nvidia.com/gpu are free on the 1 node it may use",
+		"Not counted, as it may not use them: gpu-t taint nvidia.com/gpu=maintenance:NoSchedule not tolerated (8 nvidia.com/gpu free there)",
+		"gpu-t would have room (8 free), and only that keeps it off: taint nvidia.com/gpu=maintenance:NoSchedule not tolerated",
 		"Its priority class train-high is 1000", "Quota gpu-quota of team-a is full (12 of 12 requests.nvidia.com/gpu)")
 	contains(t, "big's evidence", strings.Join(big.Evidence, "\n"), "event FailedScheduling: 0/2 nodes are available", "quota gpu-quota: requests.nvidia.com/gpu 12 of 12 used")
 }
@@ -246,5 +248,73 @@ func createWithStatus(t *testing.T, c *cluster.Client, gvr schema.GroupVersionRe
 		if _, err := r.UpdateStatus(t.Context(), created, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// An explanation reasons from the nodes a pod may use, as the real
+// scheduler filters them (its nodeSelector, its tolerations, cordons),
+// never from a node it may not use:
+//   - pinned asks 7 GPUs on the one node its selector allows, gpu-05,
+//     whose capacity is 8 and allocatable 6: it can never run there, which
+//     is no fragmentation;
+//   - held asks 4 on pool b, whose nodes are cordoned (gpu-c) or tainted
+//     (gpu-t): no node may take it, though gpu-s has 8 free;
+//   - fragmentation counts, per shape, only what the shape's pods may use,
+//     and shows the rest apart.
+func TestPendingReasonsFromEligibleNodes(t *testing.T) {
+	cp := kubetest.Start(t)
+	small := kubetest.GPUNode("gpu-05", 8)
+	small.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("6")
+	small.Labels["pool"] = "a"
+	tainted := kubetest.GPUNode("gpu-t", 8)
+	tainted.Labels["pool"] = "b"
+	tainted.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "inference", Effect: corev1.TaintEffectNoSchedule}}
+	cordoned := kubetest.GPUNode("gpu-c", 8)
+	cordoned.Labels["pool"] = "b"
+	cordoned.Spec.Unschedulable = true
+	spare := kubetest.GPUNode("gpu-s", 8)
+	spare.Labels["pool"] = "c"
+	for _, n := range []*corev1.Node{small, tainted, cordoned, spare} {
+		cp.AddNode(t, n)
+	}
+	cp.Namespace(t, "ml")
+	pinned := pod("pinned", "nvidia.com/gpu", 7, "")
+	pinned.Spec.NodeSelector = map[string]string{"pool": "a"}
+	held := pod("held", "nvidia.com/gpu", 4, "")
+	held.Spec.NodeSelector = map[string]string{"pool": "b"}
+	for _, p := range []*corev1.Pod{pinned, held} {
+		if _, err := cp.Client.CoreV1().Pods("ml").Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := waitFor(t, kubetestClient(t, cp), "ml", func(o *cluster.Objects) bool {
+		p := o.Pending("ml")
+		return len(p) == 2 && p[0].Scheduling != nil && p[1].Scheduling != nil && len(o.GPUNodes()) == 4
+	})
+	byName := map[string]cluster.PendingPod{}
+	for _, p := range o.Pending("ml") {
+		byName[p.Name] = p
+	}
+	why := byName["pinned"].Why
+	contains(t, "pinned's why", why, "It can never run as asked: the nodes it may use offer at most 6 nvidia.com/gpu (gpu-05: allocatable 6 of capacity 8), fewer than the 7 it asks",
+		"gpu-05 advertises 2 fewer than it has", "gpu-c cordoned", "gpu-s does not match its nodeSelector pool=a", "gpu-t taint dedicated=inference:NoSchedule not tolerated")
+	if strings.Contains(why, "fragmentation") {
+		t.Errorf("pinned, which no node it may use can ever hold, is explained as fragmentation:\n%s", why)
+	}
+	why = byName["held"].Why
+	contains(t, "held's why", why, "No node with nvidia.com/gpu may take it:", "gpu-c cordoned", "gpu-t taint dedicated=inference:NoSchedule not tolerated",
+		"does not match its nodeSelector pool=b")
+	if strings.Contains(why, "gpu-s has") || strings.Contains(why, "the GPUs are there") {
+		t.Errorf("held is pointed at free GPUs it may not use:\n%s", why)
+	}
+	shapes := map[int64]cluster.Shape{}
+	for _, s := range o.Fragmentation("ml") {
+		shapes[s.Count] = s
+	}
+	if s := shapes[7]; s.Nodes != 1 || s.Free != 6 || s.Placeable != 0 || s.FreeExcluded != 24 || s.State != "short" {
+		t.Errorf("the 7-GPU shape: %+v, want 6 free on the 1 node its pod may use, 24 apart, short", s)
+	}
+	if s := shapes[4]; s.Nodes != 0 || s.Free != 0 || s.Placeable != 0 || s.FreeExcluded != 30 || !strings.Contains(s.Excluded, "gpu-c cordoned") {
+		t.Errorf("the 4-GPU shape: %+v, want nothing placeable, the 30 free GPUs apart with why", s)
 	}
 }
