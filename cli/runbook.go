@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -154,8 +153,8 @@ Ctrl-C.`,
 			defer r.keys.Close()
 			ctx, stop := interruptible(c.ErrOrStderr())
 			defer stop()
-			runs := runbooks.Run(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
-			folded := runbooks.Fold(rb, runs)
+			out := runbooks.Execute(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
+			runs, folded := out.Runs, out.Folded
 			w := c.OutOrStdout()
 			if o.json {
 				err = writeJSON(w, struct {
@@ -165,19 +164,19 @@ Ctrl-C.`,
 					Simulated bool               `json:"simulated,omitempty"`
 					Folded    []runbooks.Folded  `json:"folded"`
 					Hosts     []runbooks.HostRun `json:"hosts"`
-				}{rb.ID, runbooks.Worst(runs), runbooks.Summary(runs), simulatedRun(r), folded, runs})
+				}{rb.ID, out.Worst, out.Summary, simulatedRun(r), folded, runs})
 			} else {
 				err = printFoldedVerdicts(w, rb, folded, simulatedRun(r))
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(c.ErrOrStderr(), runbooks.Summary(runs))
+			fmt.Fprintln(c.ErrOrStderr(), out.Summary)
 			if ctx.Err() != nil {
 				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
 			}
-			switch worst := runbooks.Worst(runs); {
-			case worst == runbooks.Fail || slices.ContainsFunc(runs, runbooks.HostRun.Unreached):
+			switch worst := out.Worst; {
+			case worst == runbooks.Fail || out.Unreached:
 				return errSilentFailure
 			case worst == runbooks.Skipped: // nothing was checked: never a pass
 				return &exitError{code: ExitUnknown, err: errors.New("")}

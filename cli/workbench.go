@@ -338,7 +338,7 @@ func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event
 
 func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- tui.RunbookHost) {
 	defer close(done)
-	runbooks.Run(ctx, f.r.engine, f.chosen(hosts), rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
+	runbooks.Execute(ctx, f.r.engine, f.chosen(hosts), rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- tui.RunbookHost{Index: i, Run: r}
 	}})
 }

@@ -402,3 +402,29 @@ func MissingParams(missing []string) string {
 	}
 	return "no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
 }
+
+// Outcome is a finished runbook run: every selected host's run, in
+// selection order, the verdicts folded, and the lines that sum it up, each
+// computed here once for whoever shows it (the command line, the
+// workbench).
+type Outcome struct {
+	Runs    []HostRun
+	Folded  []Folded
+	Worst   Status
+	Summary string
+	// Unreached: some host ran nothing (not reached, or its name not
+	// resolved); such a run failed, whatever its checks say.
+	Unreached bool
+}
+
+// Execute runs rb on targets (Run) and sums the run up: the counterpart
+// of labs.Execute, so that a runbook run has one lifecycle whoever starts
+// it.
+func Execute(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Target, rb Runbook, o RunOptions) Outcome {
+	runs := Run(ctx, e, targets, rb, o)
+	out := Outcome{Runs: runs, Folded: Fold(rb, runs), Worst: Worst(runs), Summary: Summary(runs)}
+	for _, r := range runs {
+		out.Unreached = out.Unreached || r.Unreached()
+	}
+	return out
+}
