@@ -10,7 +10,9 @@
 # NVML's entry points must resolve lazily, from the driver's library.
 #
 # Needs (Debian): debootstrap gcc gcc-aarch64-linux-gnu binutils.
-# Usage: probes/build.sh [OUTDIR]   (default dist/; sysroots cached in build/)
+# Usage: probes/build.sh [OUTDIR]   (default dist/; sysroots cached outside
+# the repository, in ${GPULAB_SYSROOT_CACHE:-~/.cache/gpulab-sysroot}, so a
+# fresh clone, CI's, does not make them again)
 # Leaves OUTDIR/nvmlprobe-linux-{amd64,arm64} and OUTDIR/nvmlsim-linux-amd64,
 # and puts them gzipped into probes/bundle/bin/ for gpulab to embed, listed
 # in probes/bundle/bin/.portable (make build then builds no native probe
@@ -22,16 +24,19 @@ mkdir -p "$out" build
 version=${VERSION:-$(git describe --always --dirty 2>/dev/null || echo dev)}
 maxglibc=2.28
 
-sysroot() { # arch -> path of a bullseye sysroot with libc6-dev
-  local arch=$1 sr=build/sysroot-bullseye-$1
+cache=${GPULAB_SYSROOT_CACHE:-${HOME:-/root}/.cache/gpulab-sysroot}
+mkdir -p "$cache"
+
+sysroot() { # arch -> absolute path of a bullseye sysroot with libc6-dev
+  local arch=$1 sr=$cache/bullseye-$1
   if [ ! -f "$sr/.done" ]; then
     rm -rf "$sr"
     local foreign=()
     [ "$arch" = "$(dpkg --print-architecture)" ] || foreign=(--foreign)
     echo "probes: making the Debian 11 sysroot for $arch in $sr (once)" >&2
     debootstrap "${foreign[@]}" --arch="$arch" --variant=minbase --include=libc6-dev,linux-libc-dev \
-      bullseye "$sr" http://deb.debian.org/debian >"build/debootstrap-$arch.log" 2>&1 ||
-      { echo "probes: debootstrap failed, see build/debootstrap-$arch.log" >&2; exit 1; }
+      bullseye "$sr" http://deb.debian.org/debian >"$cache/debootstrap-$arch.log" 2>&1 ||
+      { echo "probes: debootstrap failed, see $cache/debootstrap-$arch.log" >&2; exit 1; }
     if [ ${#foreign[@]} -gt 0 ]; then # second stage cannot run here: unpack the packages by hand
       for deb in "$sr"/var/cache/apt/archives/*.deb; do dpkg-deb -x "$deb" "$sr"; done
     fi
@@ -49,7 +54,7 @@ build() { # goarch debarch triplet cc name tags
   sr=$(sysroot "$debarch")
   bin="$out/$name-linux-$goarch"
   CGO_ENABLED=1 GOOS=linux GOARCH="$goarch" \
-    CC="$cc --sysroot=$PWD/$sr -B$PWD/$sr/usr/lib/$triplet -L$PWD/$sr/usr/lib/$triplet" \
+    CC="$cc --sysroot=$sr -B$sr/usr/lib/$triplet -L$sr/usr/lib/$triplet" \
     CGO_CFLAGS="-O2 -Wno-deprecated-declarations" \
     go build -tags "$tags" -trimpath -ldflags="-s -w -X main.version=$version" -o "$bin" ./probes/nvmlprobe
   check "$bin"

@@ -57,7 +57,7 @@ func TestPortableProbes(t *testing.T) {
 		}
 	}
 	// amd64 inside Debian 11 (glibc 2.31), where make probes left its sysroot.
-	sr := filepath.Join("..", "..", "build", "sysroot-bullseye-amd64")
+	sr := sysroot("amd64")
 	if _, err := os.Stat(filepath.Join(sr, ".done")); err == nil {
 		for _, tc := range []struct {
 			bin  string
@@ -79,18 +79,33 @@ func TestPortableProbes(t *testing.T) {
 			}
 		}
 	} else if os.Getenv("CI") != "" {
-		t.Errorf("no Debian 11 sysroot in build/: make probes makes it")
+		t.Errorf("no Debian 11 sysroot in %s: make probes makes it", sr)
 	}
 	// arm64 under qemu-user: a loud skip without it (the checks above have
 	// run), a failure under CI.
 	qemu := testreq.Tool(t, "qemu-aarch64", "the arm64 probe is run under qemu-user (apt-get install qemu-user); it was checked for symbols only")
-	srArm := filepath.Join("..", "..", "build", "sysroot-bullseye-arm64")
+	srArm := sysroot("arm64")
 	cmd := exec.Command(qemu, "-L", srArm, filepath.Join(dist, "nvmlprobe-linux-arm64"))
 	out, _ := cmd.Output()
 	var s report.Snapshot
 	if err := json.Unmarshal(out, &s); err != nil || cmd.ProcessState.ExitCode() != report.ExitNoNVML || s.NVML.Available {
 		t.Errorf("arm64 probe under qemu: exit %d, %v\n%s", cmd.ProcessState.ExitCode(), err, out)
 	}
+}
+
+// sysroot is where probes/build.sh keeps its Debian 11 sysroot for arch:
+// outside the repository, in $GPULAB_SYSROOT_CACHE or
+// ~/.cache/gpulab-sysroot.
+func sysroot(arch string) string {
+	cache := os.Getenv("GPULAB_SYSROOT_CACHE")
+	if cache == "" {
+		home := os.Getenv("HOME")
+		if home == "" {
+			home = "/root"
+		}
+		cache = filepath.Join(home, ".cache", "gpulab-sysroot")
+	}
+	return filepath.Join(cache, "bullseye-"+arch)
 }
 
 // newer reports whether version a is newer than b ("2.34" > "2.28").
