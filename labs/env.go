@@ -159,7 +159,8 @@ const stabilityCommand = `if dmesg >/dev/null 2>&1; then ` +
 	`echo '@xid'; dmesg | grep 'NVRM: Xid' | tail -n 4096; ` +
 	`echo '@oom'; dmesg | grep -i 'out of memory' | tail -n 4096; ` +
 	`echo '@first'; dmesg | head -n 1; echo '@last'; dmesg | tail -n 1; fi; ` +
-	`n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$n" -gt 0 ] && echo "@gpus $n"; true`
+	`n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$n" -gt 0 ] && echo "@gpus $n"; ` +
+	`echo "@boot $(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"; echo '@end'`
 
 // stabilityLines is how many of each kind of line stabilityCommand keeps
 // (the newest).
@@ -178,17 +179,31 @@ type kernelState struct {
 	lines     map[string][]float64
 	unstamped map[string]int
 	gpus      int64 // 0: the driver listed none (or is not there)
+	// empty: the log was read and held no line at all (cleared with
+	// dmesg -C): every stamped line after it is new.
+	empty bool
+	// boot is the kernel's boot_id ("" where it cannot be read): it
+	// changes when the host reboots. complete says the read ran to its
+	// end (a lost connection, a cut output leave it false).
+	boot     string
+	complete bool
 }
 
 // stabilityCounts reads stabilityCommand's output.
 func stabilityCounts(out string) kernelState {
 	k := kernelState{lines: map[string][]float64{}, unstamped: map[string]int{}}
 	var section string
-	var firstOK, lastOK bool
+	var firstOK, lastOK, firstSeen, lastSeen bool
 	for _, l := range strings.Split(out, "\n") {
 		switch {
 		case strings.HasPrefix(l, "@gpus "):
 			fmt.Sscan(strings.TrimPrefix(l, "@gpus "), &k.gpus)
+			continue
+		case strings.HasPrefix(l, "@boot"):
+			k.boot = strings.TrimSpace(strings.TrimPrefix(l, "@boot"))
+			continue
+		case strings.TrimSpace(l) == "@end":
+			k.complete = true
 			continue
 		case strings.HasPrefix(l, "@"):
 			section, k.readable = strings.TrimPrefix(strings.TrimSpace(l), "@"), true
@@ -205,12 +220,13 @@ func stabilityCounts(out string) kernelState {
 				k.unstamped[section]++
 			}
 		case "first":
-			k.first, firstOK = at, ok
+			k.first, firstOK, firstSeen = at, ok, true
 		case "last":
-			k.last, lastOK = at, ok
+			k.last, lastOK, lastSeen = at, ok, true
 		}
 	}
 	k.stamped = firstOK && lastOK
+	k.empty = k.readable && !firstSeen && !lastSeen
 	return k
 }
 
@@ -231,8 +247,8 @@ func kmsgStamp(line string) (float64, bool) {
 
 func countStability(ctx context.Context, conn *orchestrator.Conn) kernelState {
 	r := conn.Run(ctx, "stability", stabilityCommand, orchestrator.RunOptions{Timeout: 30 * time.Second, MaxOutput: 4 << 20})
-	if r.Truncated {
-		return kernelState{}
+	if r.Truncated || r.Class != orchestrator.OK {
+		return kernelState{} // not complete: nothing is read from it
 	}
 	return stabilityCounts(string(r.Stdout))
 }
@@ -250,17 +266,34 @@ var StabilityMetrics = []string{"xid", "oom", "gpu_lost"}
 // start (its lines from then are gone: a count would miss what they held).
 func stabilityMetrics(before, after kernelState) (map[string]any, map[string]string) {
 	out, why := map[string]any{}, map[string]string{}
+	all := []string{"xid", "oom", "gpu_lost"}
+	switch {
+	case !before.complete || !after.complete:
+		for _, k := range all {
+			why[k] = "the host's kernel log and GPU list could not be read to the end before and after the run (the connection was lost, or the read timed out)"
+		}
+		return out, why
+	case before.boot != "" && after.boot != "" && before.boot != after.boot:
+		for _, k := range all {
+			why[k] = "the host rebooted during the run (its boot_id changed): what the kernel logged before the reboot is gone"
+		}
+		return out, why
+	}
+	start := before.last
+	if before.empty { // a cleared log: everything in it now is new
+		start = math.Inf(-1)
+	}
 	for _, k := range []string{"xid", "oom"} {
 		switch {
 		case !before.readable || !after.readable:
 			continue // the default reason: the kernel log could not be read
-		case !before.stamped || !after.stamped || after.unstamped[k] > 0:
+		case !before.empty && !before.stamped || !after.stamped || after.unstamped[k] > 0:
 			why[k] = "the kernel log has lines without timestamps (printk.time off?): gpulab cannot tell the run's lines from older ones"
 			continue
-		case after.last < before.last:
+		case after.last < start:
 			why[k] = fmt.Sprintf("the kernel log restarted during the run (its last line is at %.6f s, before the run's start at %.6f s): the host rebooted?", after.last, before.last)
 			continue
-		case after.first > before.last:
+		case after.first > start && !before.empty:
 			why[k] = fmt.Sprintf("the kernel log's ring buffer wrapped during the run: it now starts at %.6f s, after the run's start at %.6f s, so lines from the run are gone and new ones cannot all be counted", after.first, before.last)
 			continue
 		}
@@ -268,11 +301,11 @@ func stabilityMetrics(before, after kernelState) (map[string]any, map[string]str
 		oldest := math.Inf(1)
 		for _, at := range after.lines[k] {
 			oldest = min(oldest, at)
-			if at > before.last {
+			if at > start {
 				n++
 			}
 		}
-		if len(after.lines[k]) >= stabilityLines && oldest > before.last {
+		if len(after.lines[k]) >= stabilityLines && oldest > start {
 			why[k] = fmt.Sprintf("more than %d matching lines since the run started: at least %d", stabilityLines, n)
 			continue
 		}

@@ -778,6 +778,7 @@ func kernelLog(first, last float64, xids []float64, gpus int) string {
 	if gpus > 0 {
 		fmt.Fprintf(&b, "@gpus %d\n", gpus)
 	}
+	b.WriteString("@boot 5f1c0a3e-9b1d-4c7e-8a5f-2d6b9e0c1a47\n@end\n")
 	return b.String()
 }
 
@@ -802,9 +803,18 @@ func TestStabilityMetrics(t *testing.T) {
 			map[string]any{"gpu_lost": int64(0)}, "ring buffer wrapped during the run"},
 		{"a reboot", kernelLog(10, 200, nil, 8), kernelLog(0, 30, nil, 8),
 			map[string]any{"gpu_lost": int64(0)}, "restarted during the run"},
-		{"no timestamps", "@xid\nNVRM: Xid (PCI:0000:07:00): 79\n@oom\n@first\nLinux version\n@last\nx\n@gpus 8\n", "@xid\n@oom\n@first\nLinux\n@last\ny\n@gpus 8\n",
+		{"no timestamps", "@xid\nNVRM: Xid (PCI:0000:07:00): 79\n@oom\n@first\nLinux version\n@last\nx\n@gpus 8\n@end\n", "@xid\n@oom\n@first\nLinux\n@last\ny\n@gpus 8\n@end\n",
 			map[string]any{"gpu_lost": int64(0)}, "without timestamps"},
-		{"dmesg restricted, no driver at the start", "", "", map[string]any{}, ""},
+		{"dmesg restricted, no driver at the start", "@end\n", "@end\n", map[string]any{}, ""},
+		// The read after the run never came back (the connection was
+		// lost): no GPU was lost for want of a count.
+		{"the after-read was lost", kernelLog(10, 200, nil, 8), "", map[string]any{}, "could not be read to the end"},
+		// A reboot whose new log has passed the old one's last timestamp.
+		{"a reboot the timestamps hide", kernelLog(10, 100, nil, 8), strings.Replace(kernelLog(0, 400, []float64{50, 300}, 8), "5f1c0a3e", "77777777", 1),
+			map[string]any{}, "rebooted during the run"},
+		// A log cleared before the run (dmesg -C): every line now is new.
+		{"a cleared log", "@xid\n@oom\n@first\n@last\n@gpus 8\n@end\n", kernelLog(300, 400, []float64{350}, 8),
+			map[string]any{"xid": int64(1), "oom": int64(0), "gpu_lost": int64(0)}, ""},
 	} {
 		got, why := stabilityMetrics(stabilityCounts(tc.before), stabilityCounts(tc.after))
 		if !reflect.DeepEqual(got, tc.want) {

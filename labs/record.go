@@ -44,9 +44,10 @@ type Record struct {
 	// step): such a run measured nothing, and is not complete (Complete
 	// false, Interrupted false) rather than failed.
 	NotRun string `json:"not_run,omitempty"`
-	// Unreached names the hosts that were selected and ran nothing (not
-	// reached, or their name could not be resolved), with why: such a run
-	// is not complete and never passed, however the others did.
+	// Unreached names the hosts whose run was cut short, with their class
+	// and why: not reached, their name not resolved, or their connection
+	// lost (or a command timed out) before the end. Such a run is not
+	// complete and never passed, however the others did.
 	Unreached []string          `json:"unreached,omitempty"`
 	Params    map[string]string `json:"params,omitempty"`
 	// Guided runs asked the operator before each step; Solved runs used
@@ -152,11 +153,12 @@ func (r *Record) finish(end time.Time, interrupted bool) {
 	r.markNotRun()
 }
 
-// Unreached reports whether the host ran nothing because it was not
-// reached (or its name could not be resolved): no prerequisite and no
-// step, and a class that says why.
+// Unreached reports whether the host's run was cut short: it was not
+// reached, its name could not be resolved, or its connection was lost
+// (its class is not ok: a command that merely exited non-zero leaves it
+// ok). Its verdicts rest on less than the lab measures.
 func (h HostRecord) Unreached() bool {
-	return h.Class != orchestrator.OK && len(h.Steps) == 0 && len(h.Prerequisites) == 0
+	return h.Class != orchestrator.OK
 }
 
 // Verdict is the run's one-line outcome, as the command line and the
@@ -176,7 +178,7 @@ func (r *Record) Verdict() string {
 			}
 		}
 		_, classes, _ := strings.Cut(orchestrator.Summary(ran), ": ")
-		return "INCOMPLETE: not every host ran: " + classes + "; the lab did not pass, and the record is marked incomplete"
+		return "INCOMPLETE: not every host ran to the end: " + classes + "; the lab did not pass, and the record is marked incomplete"
 	case r.Passed:
 		return "PASSED"
 	}

@@ -94,7 +94,7 @@ func (r *Record) Markdown() string {
 	case r.NotRun != "":
 		state = "INCOMPLETE (no step ran)"
 	case len(r.Unreached) > 0:
-		state = "INCOMPLETE (not reached: " + strings.Join(r.Unreached, "; ") + ")"
+		state = "INCOMPLETE (cut short: " + strings.Join(r.Unreached, "; ") + ")"
 	case !r.Complete:
 		state = "INCOMPLETE"
 		if r.Interrupted {

@@ -113,6 +113,13 @@ type hostRun struct {
 func (x *hostRun) work() {
 	x.h.Host = x.t.Name
 	x.h.Metrics, x.h.MetricErrors = map[string]any{}, map[string]string{}
+	// Last, after cleanup: a connection that died under any command
+	// (the environment, a prerequisite, cleanup) cut the host's run short.
+	defer func() {
+		if !x.conn.Alive() && x.h.Class < orchestrator.Lost {
+			x.h.Class, x.h.Err = orchestrator.Lost, "the connection to the host was lost during the run"
+		}
+	}()
 	x.declareEnvironment()
 	before := countStability(x.ctx, x.conn)
 	defer x.cleanup(before)
@@ -453,7 +460,11 @@ func (x *hostRun) cleanup(before kernelState) {
 // final scores.
 func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
 	h := &r.rec.Hosts[i]
+	seen, seenErr := h.Class, h.Err // what the host's own run saw (a lost connection)
 	h.Host, h.Class, h.Err = hr.Host, hr.Class, hr.Err
+	if seen > h.Class {
+		h.Class, h.Err = seen, seenErr
+	}
 	// The host's class is the worst thing that happened to it: a
 	// connection lost in a step (or the run cancelled) counts, not a
 	// command that merely exited non-zero.
@@ -483,7 +494,9 @@ func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
 	r.explainMissing(h)
 	sort.Strings(h.SkippedMetrics)
 	h.Scores = r.lab.scoreAll(h.Metrics, h.MetricErrors, h.SkippedMetrics, r.o.Params, r.hosts, true)
-	h.Passed = Passed(h.Scores)
+	// A host cut short (lost, not reached) did not pass, whatever the
+	// steps it ran said.
+	h.Passed = Passed(h.Scores) && h.Class == orchestrator.OK
 	r.emit(Event{Kind: HostFinished, Index: i, Host: h.Host, Scores: h.Scores})
 }
 

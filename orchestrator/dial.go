@@ -60,6 +60,11 @@ func (c *Conn) Simulated() bool {
 	return strings.HasPrefix(string(c.client.ServerVersion()), SimulatedServerVersion)
 }
 
+// Alive reports whether the connection's transport is still up: a run
+// that used it can tell that the host was lost under it, whichever
+// command saw it go.
+func (c *Conn) Alive() bool { return c.alive() }
+
 // alive reports whether the connection's transport is still up.
 func (c *Conn) alive() bool {
 	select {

@@ -25,11 +25,15 @@ import (
 )
 
 // target reaches one test server with the fleet's key and known_hosts.
+// target is a healthy host's: its deadlines are long, so that a busy
+// machine (a handshake that waits for a key's bcrypt under -race, next to
+// another test run) never turns it into a timeout; a test of a fault sets
+// its own.
 func target(f *sshtest.Fleet, s *sshtest.Server) orchestrator.Target {
 	return orchestrator.Target{
 		Name: s.Name, HostName: s.Addr, Port: s.Port, User: f.User,
 		IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts},
-		ConnectTimeout: 5 * time.Second, CommandTimeout: 30 * time.Second, InactivityTimeout: 30 * time.Second,
+		ConnectTimeout: time.Minute, CommandTimeout: 2 * time.Minute, InactivityTimeout: 2 * time.Minute,
 	}
 }
 
