@@ -14,25 +14,39 @@ import (
 )
 
 // excluded says why the scheduler may not place pod p on node n, as its
-// filters would (NodeUnschedulable, NodeReady, TaintToleration,
-// NodeAffinity with the pod's nodeSelector); "" when it may. Room is not
-// weighed here: a node the pod may use can still be full.
+// filters would (NodeUnschedulable, TaintToleration with the node
+// controller's not-ready taint, NodeAffinity with the pod's nodeSelector):
+// the first reason, "" when it may. Room is not weighed here: a node the
+// pod may use can still be full.
 func excluded(p *corev1.Pod, n *corev1.Node) string {
-	if n.Spec.Unschedulable && !tolerates(p, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
-		return "cordoned"
+	if r := exclusionsOf(p, n); len(r) > 0 {
+		return r[0]
 	}
-	if !nodeReady(n) {
-		return "not ready"
+	return ""
+}
+
+// exclusionsOf is every reason the scheduler may not place p on n: a node
+// that one thing alone keeps the pod off has one.
+func exclusionsOf(p *corev1.Pod, n *corev1.Node) []string {
+	var out []string
+	if n.Spec.Unschedulable && !tolerates(p, corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}) {
+		out = append(out, "cordoned")
+	}
+	// The scheduler has no readiness filter of its own: a node that is
+	// not ready carries the node controller's not-ready (or unreachable)
+	// taint, which a pod may tolerate.
+	if !nodeReady(n) && !tolerates(p, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}) {
+		out = append(out, "not ready")
 	}
 	if t, bad := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
 		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 	}, true); bad {
-		return "taint " + taintString(t) + " not tolerated"
+		out = append(out, "taint "+taintString(t)+" not tolerated")
 	}
 	if ok, err := nodeaffinity.GetRequiredNodeAffinity(p).Match(n); err != nil || !ok {
-		return "does not match " + selectorOf(p)
+		out = append(out, "does not match "+selectorOf(p))
 	}
-	return ""
+	return out
 }
 
 func tolerates(p *corev1.Pod, t corev1.Taint) bool {

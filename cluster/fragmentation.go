@@ -182,7 +182,7 @@ func (s Shape) measure(nodes []GPUNode, excluded func(node string) string) Shape
 	why := map[string]string{}
 	var names []string
 	for _, n := range nodes {
-		if _, has := n.Allocatable[s.Resource]; !has {
+		if _, has := n.Allocatable[s.Resource]; !has && n.Capacity[s.Resource] == 0 {
 			continue
 		}
 		if r := excluded(n.Name); r != "" {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,5 +69,54 @@ func TestFragmentationRate(t *testing.T) {
 		if (err != nil) != c.err || got != c.want {
 			t.Errorf("FragmentationRate(%v, %v) = %v, %v; want %v (error %v)", c.free, c.request, got, err, c.want, c.err)
 		}
+	}
+}
+
+// Edge cases of reasoning from the nodes a pod may use: GPUs in capacity
+// that the device plugin does not advertise, a not-ready node a pod
+// tolerates, and a large node that only a cordon keeps the pod off (it is
+// not "never").
+func TestRoomEdges(t *testing.T) {
+	gpu := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	}
+	pending := func(name string, n string) *corev1.Pod {
+		p := boundPod("", "nvidia.com/gpu", n)
+		p.Name, p.Namespace, p.Status.Phase = name, "ml", corev1.PodPending
+		return p
+	}
+	why := func(o *Objects) string {
+		t.Helper()
+		p := o.Pending("ml")
+		if len(p) != 1 {
+			t.Fatalf("pending: %+v", p)
+		}
+		return p[0].Why
+	}
+	// Capacity 8, nothing allocatable: the node is named, with its capacity.
+	bare := readyNode("gpu-x", gpu("8"))
+	bare.Status.Allocatable = corev1.ResourceList{}
+	o := &Objects{Nodes: []*corev1.Node{bare}, Pods: []*corev1.Pod{pending("one", "1")}}
+	if w := why(o); !strings.Contains(w, "(gpu-x: allocatable 0 of capacity 8)") || !strings.Contains(w, "gpu-x advertises 8 fewer than it has") {
+		t.Errorf("a node with GPUs in capacity only:\n%s", w)
+	}
+	if s := o.Fragmentation("ml"); len(s) != 1 || s[0].Nodes != 1 || s[0].State != "short" {
+		t.Errorf("its shape: %+v, want the node counted (with nothing free)", s)
+	}
+	// Not ready, and the pod tolerates every taint: it may use the node.
+	sick := readyNode("gpu-n", gpu("8"))
+	sick.Status.Conditions[0].Status = corev1.ConditionFalse
+	tolerant := pending("tolerant", "8")
+	tolerant.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	o = &Objects{Nodes: []*corev1.Node{sick}, Pods: []*corev1.Pod{tolerant}}
+	if w := why(o); strings.Contains(w, "not ready") || !strings.Contains(w, "gpu-n, which it may use, has 8") {
+		t.Errorf("a not-ready node a pod tolerates:\n%s", w)
+	}
+	// The 8-GPU node is cordoned, the ready one has 4: not "never".
+	cordoned := readyNode("gpu-c", gpu("8"))
+	cordoned.Spec.Unschedulable = true
+	o = &Objects{Nodes: []*corev1.Node{cordoned, readyNode("gpu-4", gpu("4"))}, Pods: []*corev1.Pod{pending("big", "8")}}
+	if w := why(o); strings.Contains(w, "never") || !strings.Contains(w, "gpu-c has 8, and only this keeps it off: cordoned") {
+		t.Errorf("a large node behind a cordon:\n%s", w)
 	}
 }

@@ -212,9 +212,10 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 	}
 	var names []string
 	why := map[string]string{}
+	sole := map[string]bool{} // one reason alone keeps the pod off the node
 	var may []GPUNode
-	var free, best, alloc, freeOut, bestOut int64
-	bestNode, allocNode, bestOutNode := "", "", ""
+	var free, best, alloc, freeOut, bestOut, allocOut int64
+	bestNode, allocNode, bestOutNode, allocOutNode := "", "", "", ""
 	for _, n := range ix.nodes {
 		if _, has := n.Allocatable[r]; !has && n.Capacity[r] == 0 {
 			continue
@@ -222,12 +223,20 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 		names = append(names, n.Name)
 		f := max(n.Free(r), 0)
 		if node := ix.nodeObjs[n.Name]; node != nil {
-			why[n.Name] = excluded(p, node)
+			if rs := exclusionsOf(p, node); len(rs) > 0 {
+				why[n.Name], sole[n.Name] = rs[0], len(rs) == 1
+			}
 		}
 		if why[n.Name] != "" {
 			freeOut += f
-			if f > bestOut {
+			if f > bestOut && sole[n.Name] {
 				bestOut, bestOutNode = f, n.Name
+			}
+			// A node the pod's own selection leaves out does not make it
+			// runnable as asked; one a cordon, a taint or readiness
+			// keeps it off does, once that changes.
+			if a := n.Allocatable[r]; sole[n.Name] && !strings.HasPrefix(why[n.Name], "does not match") && (allocOutNode == "" || a > allocOut) {
+				allocOut, allocOutNode = a, n.Name
 			}
 			continue
 		}
@@ -236,7 +245,7 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 		if f > best {
 			best, bestNode = f, n.Name
 		}
-		if a := n.Allocatable[r]; a > alloc {
+		if a := n.Allocatable[r]; allocNode == "" || a > alloc {
 			alloc, allocNode = a, n.Name
 		}
 	}
@@ -258,6 +267,8 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 		}
 	case best >= want:
 		fmt.Fprintf(b, " %s, which it may use, has %d %s free: the GPUs are there, so what holds it is the scheduler's other reasons (affinity to other pods, topology spread, ports, volumes, gates, quota).%s", bestNode, best, r, apart)
+	case alloc < want && allocOut >= want:
+		fmt.Fprintf(b, " None of the %s it may use is large enough (at most %d %s allocatable, on %s); %s has %d, and only this keeps it off: %s.%s", nodesWord(len(may)), alloc, r, allocNode, allocOutNode, allocOut, why[allocOutNode], apart)
 	case alloc < want:
 		n := nodeNamed(may, allocNode)
 		fmt.Fprintf(b, " It can never run as asked: the nodes it may use offer at most %d %s (%s: allocatable %d of capacity %d), fewer than the %d it asks for one node.", alloc, r, allocNode, alloc, n.Capacity[r], want)
