@@ -44,9 +44,9 @@ type LabRunOptions struct {
 type LabUpdate struct {
 	Event  *labs.Event
 	Guide  *GuideRequest
-	Record *labs.Record
-	Dir    string // where the record was written
-	Err    string // the record could not be written
+	Record *labs.Record // the run's last update: the run is over once it comes
+	Dir    string       // where the record was written
+	Err    string       // the record could not be written
 }
 
 // GuideRequest is a guided run waiting for the operator at a step.
@@ -239,9 +239,17 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		}
 		for _, u := range msg.items {
 			v.apply(u)
+			if u.Record != nil && v.running {
+				// The record is the run's last word (cleanup is in it):
+				// the run is over now, not when its channel's close
+				// comes, a frame later on a busy machine.
+				v.running, v.ended = false, v.now()
+			}
 		}
 		if msg.closed {
-			v.running, v.ended = false, v.now()
+			if v.running {
+				v.running, v.ended = false, v.now()
+			}
 			return v, nil
 		}
 		return v, v.stream.wait()

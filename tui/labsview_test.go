@@ -407,3 +407,49 @@ func TestLabsStepsShowTheRunningStep(t *testing.T) {
 		t.Errorf("the finished step is not logged: %+v", v.log)
 	}
 }
+
+// heldLabs sends a run's record, then holds its channel open until
+// release: the moment between the record and the close.
+type heldLabs struct {
+	scriptedLabs
+	release chan struct{}
+}
+
+func (f heldLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate) {
+	inner := make(chan LabUpdate)
+	go f.scriptedLabs.RunLab(ctx, l, hosts, o, inner)
+	for u := range inner {
+		events <- u
+	}
+	<-f.release
+	close(events)
+}
+
+// The record is a lab run's last word: once it is shown, the run is over,
+// and q quits at once (it asked "a run is going" when the record and the
+// channel's close came in two frames: a busy machine's demo hung on it).
+func TestLabRecordEndsTheRun(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	m := newLabsModel(t, heldLabs{scriptedLabs{n: 3}, release}, 140, 40)
+	m, _ = press(t, m, "5", "end")
+	m, cmd := press(t, m, "enter")
+	wait := onlyUpdates(cmd)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		next, c := m.Update(wait())
+		m = next.(Model)
+		if strings.Contains(m.View(), "record: /results/topology-sanity/") {
+			break
+		}
+		if c == nil || time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for the run's record, which never came:\n%s", m.View())
+		}
+		wait = c
+	}
+	if n := m.running(); n != 0 {
+		t.Errorf("the record is shown, and the workbench counts %d hosts still running", n)
+	}
+	if _, quit := msgOf(func() tea.Cmd { _, c := press(t, m, "q"); return c }()).(tea.QuitMsg); !quit {
+		t.Errorf("q after the record did not quit:\n%s", m.View())
+	}
+}

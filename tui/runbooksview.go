@@ -176,6 +176,12 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		if len(msg.items) > 0 {
 			v.refold()
 		}
+		if v.finished >= len(v.names) {
+			// Every host has answered: the run is over now, not when
+			// its channel's close comes, a frame later on a busy machine
+			// (q asked "a run is going" in that moment).
+			v.running = false
+		}
 		if msg.closed {
 			v.running = false
 			return v, nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 
@@ -354,5 +355,48 @@ func TestClusterViewShortKeepsQuotas(t *testing.T) {
 	m := newClusterModel(t, 80, 20, ClusterSource{Name: "prod", Live: newFakeLive(clusterFixture())})
 	if v := m.View(); !strings.Contains(v, "ml-team/gpu-quota") || !strings.Contains(v, "Reconciliation") || !strings.Contains(v, "more line") {
 		t.Errorf("80x20 loses the quotas, the reconciliation or the why's marker:\n%s", v)
+	}
+}
+
+// heldRunbooks sends every host's run, then holds its channel open until
+// release: the moment between the last host and the close.
+type heldRunbooks struct {
+	fakeRunbooks
+	release chan struct{}
+}
+
+func (f heldRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost) {
+	inner := make(chan RunbookHost)
+	go f.fakeRunbooks.RunRunbook(ctx, rb, hosts, params, inner)
+	for h := range inner {
+		done <- h
+	}
+	<-f.release
+	close(done)
+}
+
+// Once every host has answered, the run is over: q quits at once.
+func TestRunbookLastHostEndsTheRun(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	m := newRunbooksModel(t, heldRunbooks{fakeRunbooks{n: 3, unreachable: -1}, release}, 160, 48)
+	m, _ = press(t, m, "4")
+	m, cmd := press(t, m, "enter")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		next, c := m.Update(cmd())
+		m = next.(Model)
+		if rv := m.views[m.active].(*runbooksView); rv.finished == len(rv.names) {
+			break
+		}
+		if c == nil || time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for every host's run:\n%s", m.View())
+		}
+		cmd = c
+	}
+	if n := m.running(); n != 0 {
+		t.Errorf("every host has answered, and the workbench counts %d hosts still running", n)
+	}
+	if _, quit := msgOf(func() tea.Cmd { _, c := press(t, m, "q"); return c }()).(tea.QuitMsg); !quit {
+		t.Errorf("q after the last host did not quit:\n%s", m.View())
 	}
 }
