@@ -122,7 +122,11 @@ requests, over all free units; the rate the labs compute, DOMAIN.md), and
 its state: fits (a node has room), fragmented (enough free in all, on no
 one node) or short (not enough free in the whole cluster). -n keeps the
 pending shapes of one namespace. Free units on nodes a shape's pods may not
-use are listed apart, with why, never counted as placeable.
+use are listed apart, with why, never counted as placeable. Pods of one
+shape that may use different nodes (one selects a zone, one tolerates a
+taint) are a row each, its pods named ("4 nvidia.com/gpu for ml/train-a
++2"; --json lists them all): a row never says fits for a pod that fits
+nowhere.
 
 Exit status 1 when a pending shape fits no node although enough units are
 free in total (fragmentation is what holds it), else 0.`,
@@ -163,12 +167,13 @@ func printShapes(c *cobra.Command, ctxName string, shapes []cluster.Shape) error
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SHAPE\tPENDING\tNODES THAT FIT\tFREE\tBEST NODE\tPLACEABLE\tFRAGMENTATION\tSTATE")
-	for _, s := range shapes {
+	label := shapeLabels(shapes)
+	for i, s := range shapes {
 		pending := fmt.Sprint(s.Pending)
 		if s.Pending == 0 {
 			pending = "-"
 		}
-		fmt.Fprintf(tw, "%d %s\t%s\t%d of %d\t%d\t%d\t%d\t%s\t%s\n", s.Count, visible.String(s.Resource), pending, s.NodesThatFit, s.Nodes,
+		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%d\t%d\t%d\t%s\t%s\n", label[i], pending, s.NodesThatFit, s.Nodes,
 			s.Free, s.Largest, s.Placeable, fmt.Sprintf("%.0f%%", 100*s.Rate), s.State)
 	}
 	if err := tw.Flush(); err != nil {
@@ -176,13 +181,35 @@ func printShapes(c *cobra.Command, ctxName string, shapes []cluster.Shape) error
 	}
 	// Capacity a shape's pods may not use is shown apart, never as free.
 	var apart []string
-	for _, s := range shapes {
+	for i, s := range shapes {
 		if s.Excluded != "" {
-			apart = append(apart, fmt.Sprintf("  %d %s: %d free on nodes its pods may not use: %s", s.Count, visible.String(s.Resource), s.FreeExcluded, visible.String(s.Excluded)))
+			apart = append(apart, fmt.Sprintf("  %s: %d free on nodes its pods may not use: %s", label[i], s.FreeExcluded, visible.String(s.Excluded)))
 		}
 	}
 	if len(apart) > 0 {
 		fmt.Fprintf(w, "\nNot counted above (FREE and PLACEABLE are what the scheduler could give a pod of the shape):\n%s\n", strings.Join(apart, "\n"))
 	}
 	return nil
+}
+
+// shapeLabels name each shape: "4 nvidia.com/gpu"; when pods of one
+// resource and count may use different nodes (a row each), with its pods:
+// "4 nvidia.com/gpu for ml/train-a +2".
+func shapeLabels(shapes []cluster.Shape) []string {
+	rows := map[string]int{}
+	key := func(s cluster.Shape) string { return fmt.Sprintf("%d %s", s.Count, visible.String(s.Resource)) }
+	for _, s := range shapes {
+		rows[key(s)]++
+	}
+	out := make([]string, len(shapes))
+	for i, s := range shapes {
+		out[i] = key(s)
+		if rows[out[i]] > 1 && len(s.Pods) > 0 {
+			out[i] += " for " + visible.String(s.Pods[0])
+			if len(s.Pods) > 1 {
+				out[i] += fmt.Sprintf(" +%d", len(s.Pods)-1)
+			}
+		}
+	}
+	return out
 }

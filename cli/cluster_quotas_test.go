@@ -78,3 +78,43 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 		t.Errorf("a pod over the full quota was admitted: %v", err)
 	}
 }
+
+// Two pending pods of one shape, one that selects zone y (two nodes of 3
+// free GPUs each) and one gated that may use any node (gpu-a has 8 free):
+// a row each, and the picky pod's is fragmented (exit 1), not "fits" for
+// the other pod's node.
+func TestClusterFragmentationSplitsAShapeByItsPodsNodes(t *testing.T) {
+	cp := kubetest.Start(t)
+	for name, zone := range map[string]string{"gpu-a": "x", "gpu-b": "y", "gpu-c": "y"} {
+		n := kubetest.GPUNode(name, 8)
+		n.Labels["zone"] = zone
+		cp.AddNode(t, n)
+	}
+	cp.Namespace(t, "ml")
+	picky := gpuPod("picky", "4", "")
+	picky.Spec.NodeSelector = map[string]string{"zone": "y"}
+	gated := gpuPod("any", "4", "")
+	gated.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+	pods := cp.Client.CoreV1().Pods("ml")
+	for _, p := range []*corev1.Pod{gpuPod("b-0", "5", "gpu-b"), gpuPod("c-0", "5", "gpu-c"), gated, picky} {
+		if _, err := pods.Create(t.Context(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cp.WaitScheduled(t, "ml", "picky")
+	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": cp.Kubeconfig}
+	r := run(t, env, "cluster", "fragmentation", "-n", "ml")
+	r.expect(t, 1, "4 nvidia.com/gpu for ml/any    1        1 of 3          14    8          2          43%            fits\n"+
+		"4 nvidia.com/gpu for ml/picky  1        0 of 2          6     3          0          100%           fragmented\n", "")
+	r.expect(t, 1, "  4 nvidia.com/gpu for ml/picky: 8 free on nodes its pods may not use: gpu-a does not match its nodeSelector zone=y", "")
+	var js struct {
+		Shapes []struct {
+			Pods  []string `json:"pods"`
+			State string   `json:"state"`
+		} `json:"shapes"`
+	}
+	r = run(t, env, "cluster", "fragmentation", "-n", "ml", "--json")
+	if err := json.Unmarshal([]byte(r.stdout), &js); err != nil || len(js.Shapes) != 2 || js.Shapes[1].State != "fragmented" || len(js.Shapes[1].Pods) != 1 || js.Shapes[1].Pods[0] != "ml/picky" {
+		t.Errorf("fragmentation --json: %v %+v\n%s", err, js, r.stdout)
+	}
+}

@@ -15,9 +15,13 @@ import (
 type Shape struct {
 	Resource string `json:"resource"` // nvidia.com/gpu, nvidia.com/mig-1g.5gb ...
 	Count    int64  `json:"count"`    // units one pod asks on one node
-	// Pending is how many pending pods ask exactly this; 0 for the
-	// reference shapes shown when nothing of the resource waits.
-	Pending int `json:"pending"`
+	// Pending is how many pending pods ask exactly this and may use the
+	// same nodes, Pods which (namespace/name, sorted); 0 and none for the
+	// reference shapes shown when nothing of the resource waits. Pods of
+	// one resource and count that may use different nodes are shapes of
+	// their own.
+	Pending int      `json:"pending"`
+	Pods    []string `json:"pods,omitempty"`
 	// NodesThatFit are the nodes a pod of this shape may use (see
 	// Fragmentation) with Count units free.
 	NodesThatFit int `json:"nodes_that_fit"`
@@ -73,15 +77,17 @@ func FragmentationRate(free []float64, request float64) (float64, error) {
 var referenceCounts = []int64{1, 2, 4, 8}
 
 // Fragmentation reports, for each GPU request shape of the pending pods
-// (of namespace ns; "" for all)
-// (and reference shapes of each resource no pod waits for: 1, 2, 4 and 8
-// whole GPUs, 1 MIG slice), how many nodes could place it against how
-// many free units exist in total, by resource and count.
+// (of namespace ns; "" for all) and reference shapes of each resource no
+// pod waits for (1, 2, 4 and 8 whole GPUs, 1 MIG slice), how many nodes
+// could place it against how many free units exist in total, by resource
+// and count.
 //
-// A node counts for a shape when one of the pending pods of that shape may
-// use it, as the scheduler's filters judge (ready, not cordoned, taints
-// tolerated, nodeSelector and required affinity matched: excluded); for a
-// reference shape, when a pod with no toleration and no selector may. The
+// A node counts for a shape when its pods may use it, as the scheduler's
+// filters judge (ready, not cordoned, taints tolerated, nodeSelector and
+// required affinity matched: excluded); for a reference shape, when a pod
+// with no toleration and no selector may. Pods of one resource and count
+// that may use different nodes are different shapes, one row each with
+// its pods named: a row is never "fits" for a pod that fits nowhere. The
 // free units of the other nodes are counted apart (FreeExcluded), with
 // why.
 func (o *Objects) Fragmentation(ns string) []Shape {
@@ -90,20 +96,35 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 	for _, n := range o.Nodes {
 		objs[n.Name] = n
 	}
-	shapes := map[[2]string]*Shape{}
-	pods := map[[2]string][]*corev1.Pod{}
-	add := func(res string, n int64, p *corev1.Pod) {
-		k := [2]string{res, fmt.Sprint(n)}
-		if p != nil {
-			pods[k] = append(pods[k], p)
-		}
-		if s, ok := shapes[k]; ok {
-			s.Pending = len(pods[k])
-			return
-		}
-		shapes[k] = &Shape{Resource: res, Count: n, Pending: len(pods[k])}
+	// A class is the pods of one resource and count that may use the
+	// same nodes (those that have the resource), its key those nodes.
+	type class struct {
+		res  string
+		n    int64
+		pods []*corev1.Pod
 	}
+	var classes []*class
+	byKey := map[string]*class{}
 	waiting := map[string]bool{}
+	add := func(res string, n int64, p *corev1.Pod) {
+		k := res + "\x00" + fmt.Sprint(n)
+		if p != nil {
+			for _, gn := range nodes {
+				if hasResource(gn, res) && objs[gn.Name] != nil && excluded(p, objs[gn.Name]) == "" {
+					k += "\x00" + gn.Name
+				}
+			}
+		}
+		c, ok := byKey[k]
+		if !ok {
+			c = &class{res: res, n: n}
+			byKey[k] = c
+			classes = append(classes, c)
+		}
+		if p != nil {
+			c.pods = append(c.pods, p)
+		}
+	}
 	for _, p := range o.Pods {
 		if p.Spec.NodeName != "" || terminated(p) || (ns != "" && p.Namespace != ns) {
 			continue
@@ -127,30 +148,33 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 			add(res, n, nil)
 		}
 	}
-	out := make([]Shape, 0, len(shapes))
-	for k, s := range shapes {
-		ps := pods[k]
-		if len(ps) == 0 {
-			ps = []*corev1.Pod{{}} // a pod with no toleration and no selector
+	out := make([]Shape, 0, len(classes))
+	for _, c := range classes {
+		s := Shape{Resource: c.res, Count: c.n, Pending: len(c.pods)}
+		p := &corev1.Pod{} // a reference shape's: no toleration, no selector
+		if len(c.pods) > 0 {
+			p = c.pods[0] // its class's nodes are every pod's of it
 		}
+		for _, cp := range c.pods {
+			s.Pods = append(s.Pods, cp.Namespace+"/"+cp.Name)
+		}
+		slices.Sort(s.Pods)
 		out = append(out, s.measure(nodes, func(node string) string {
-			n := objs[node]
-			if n == nil {
-				return ""
+			if n := objs[node]; n != nil {
+				return excluded(p, n)
 			}
-			why := ""
-			for _, p := range ps {
-				if why = excluded(p, n); why == "" {
-					return ""
-				}
-			}
-			return why
+			return ""
 		}))
 	}
-	slices.SortFunc(out, func(a, b Shape) int {
-		return cmp.Or(strings.Compare(a.Resource, b.Resource), cmp.Compare(a.Count, b.Count))
+	slices.SortStableFunc(out, func(a, b Shape) int {
+		return cmp.Or(strings.Compare(a.Resource, b.Resource), cmp.Compare(a.Count, b.Count), slices.Compare(a.Pods, b.Pods))
 	})
 	return out
+}
+
+func hasResource(n GPUNode, res string) bool {
+	_, has := n.Allocatable[res]
+	return has || n.Capacity[res] != 0
 }
 
 // countable says whether a resource is counted in devices (not HAMi's
@@ -182,7 +206,7 @@ func (s Shape) measure(nodes []GPUNode, excluded func(node string) string) Shape
 	why := map[string]string{}
 	var names []string
 	for _, n := range nodes {
-		if _, has := n.Allocatable[s.Resource]; !has && n.Capacity[s.Resource] == 0 {
+		if !hasResource(n, s.Resource) {
 			continue
 		}
 		if r := excluded(n.Name); r != "" {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,7 +47,7 @@ func TestFragmentationReferenceShapes(t *testing.T) {
 		t.Fatalf("shapes:\n%+v\nwant\n%+v", got, want)
 	}
 	for i := range want {
-		if got[i] != want[i] {
+		if !reflect.DeepEqual(got[i], want[i]) {
 			t.Errorf("shape %d: %+v, want %+v", i, got[i], want[i])
 		}
 	}
@@ -118,5 +119,37 @@ func TestRoomEdges(t *testing.T) {
 	o = &Objects{Nodes: []*corev1.Node{cordoned, readyNode("gpu-4", gpu("4"))}, Pods: []*corev1.Pod{pending("big", "8")}}
 	if w := why(o); strings.Contains(w, "never") || !strings.Contains(w, "gpu-c has 8, and only this keeps it off: cordoned") {
 		t.Errorf("a large node behind a cordon:\n%s", w)
+	}
+}
+
+// Pods of one shape that may use different nodes are a row each: a pod
+// that selects the 2-free node is short even though the other pod of its
+// shape fits on the 8-free node (the rows were one, and said fits).
+func TestFragmentationSplitsShapesByEligibleNodes(t *testing.T) {
+	gpu := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	}
+	zoned := func(name, zone string) *corev1.Node {
+		n := readyNode(name, gpu("8"))
+		n.Labels = map[string]string{"zone": zone}
+		return n
+	}
+	pending := func(name string, sel map[string]string) *corev1.Pod {
+		p := boundPod("", "nvidia.com/gpu", "4")
+		p.Name, p.Namespace, p.Status.Phase, p.Spec.NodeSelector = name, "ml", corev1.PodPending, sel
+		return p
+	}
+	o := &Objects{
+		Nodes: []*corev1.Node{zoned("a", "x"), zoned("b", "y")},
+		Pods: []*corev1.Pod{boundPod("b", "nvidia.com/gpu", "6"),
+			pending("picky", map[string]string{"zone": "y"}), pending("any", nil), pending("any-2", nil)},
+	}
+	got := o.Fragmentation("ml")
+	want := []Shape{
+		{Resource: "nvidia.com/gpu", Count: 4, Pending: 2, Pods: []string{"ml/any", "ml/any-2"}, Nodes: 2, NodesThatFit: 1, Free: 10, Largest: 8, Placeable: 2, Rate: 2.0 / 10, State: "fits"},
+		{Resource: "nvidia.com/gpu", Count: 4, Pending: 1, Pods: []string{"ml/picky"}, Nodes: 1, Free: 2, Largest: 2, FreeExcluded: 8, Excluded: "a does not match its nodeSelector zone=y", Rate: 1, State: "short"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("shapes:\n%+v\nwant\n%+v", got, want)
 	}
 }
