@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/sim"
 	"github.com/gpulab/gpulab/tui"
@@ -74,7 +75,7 @@ func routeKlog(path string) func() {
 		cluster.RouteKlog(nil)
 		return func() {}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := fileio.OpenOwned(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		cluster.RouteKlog(nil)
 		return func() {}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/sim"
 )
 
@@ -46,12 +47,17 @@ is --inventory-out FILE or the one argument (both only if they agree).
 
 --seed picks which host is sick and which GPUs its faults hit, so a demo is
 repeatable. --drop makes a host refuse connections, --hang makes one accept
-them and never answer, --latency delays every packet every host sends.`,
-		Example: `  gpulab sim serve --inventory-out /tmp/sim/inventory.toml &
-  gpulab sim serve --hosts 8 --seed 3 /tmp/sim/inventory.toml &   # FILE as the argument
-  gpulab exec --inventory /tmp/sim/inventory.toml -H @dgx -- nvidia-smi -L
-  gpulab runbook run health --inventory /tmp/sim/inventory.toml -H @dgx
-  ssh -F /tmp/sim/inventory.toml.ssh_config dgx01 nvidia-smi topo -m`,
+them and never answer, --latency delays every packet every host sends.
+
+FILE's directory must be yours and closed to other users (not writable by
+them, nor any directory above it without the sticky bit): its ssh_config
+decides what runs as you. Another is refused before a host starts.`,
+		Example: `  mkdir -m 700 ~/sim
+  gpulab sim serve --inventory-out ~/sim/inventory.toml &
+  gpulab sim serve --hosts 8 --seed 3 ~/sim/inventory.toml &   # FILE as the argument
+  gpulab exec --inventory ~/sim/inventory.toml -H @dgx -- nvidia-smi -L
+  gpulab runbook run health --inventory ~/sim/inventory.toml -H @dgx
+  ssh -F ~/sim/inventory.toml.ssh_config dgx01 nvidia-smi topo -m`,
 		Args: simServeArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := inventoryOut(&out, args); err != nil {
@@ -67,6 +73,12 @@ them and never answer, --latency delays every packet every host sends.`,
 			}
 			if cfg.Latency < 0 || cfg.Latency > time.Minute {
 				return usageErr("sim serve: --latency %v: between 0 and 1m", cfg.Latency)
+			}
+			// Before a host starts: the directory must be one that no
+			// other user can write (its ssh_config decides what runs as
+			// the operator).
+			if err := fileio.CheckTrustedDir(filepath.Dir(out)); err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("sim serve: --inventory-out %s: %w", out, err)}
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()

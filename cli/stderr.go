@@ -3,6 +3,8 @@ package cli
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/gpulab/gpulab/internal/fileio"
 )
 
 // stderrLog is where the process's stderr (file descriptor 2) points
@@ -24,7 +26,7 @@ type stderrLog struct {
 // openStderrLog opens the file stderr goes to while the workbench runs.
 func openStderrLog(getenv func(string) string) (*stderrLog, error) {
 	if path := getenv(EnvKlog); path != "" {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		f, err := fileio.OpenOwned(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			return nil, err
 		}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
@@ -84,7 +86,10 @@ func readIdentity(path string, explicit bool) (*identity, error) {
 		id.missing = true // IdentityFile none: no file
 		return id, nil
 	}
-	data, err := fileio.ReadRegular(path, fileio.MaxKey)
+	data, err := fileio.ReadTrusted(path, fileio.MaxKey)
+	if err == nil {
+		err = privateKeyModes(path, data)
+	}
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) && !explicit {
 			id.missing = true
@@ -118,7 +123,7 @@ func readIdentity(path string, explicit bool) (*identity, error) {
 }
 
 func readPub(path string) ssh.PublicKey {
-	data, err := fileio.ReadRegular(path, fileio.MaxKey)
+	data, err := fileio.ReadTrusted(path, fileio.MaxKey)
 	if err != nil {
 		return nil
 	}
@@ -147,7 +152,7 @@ func (k *Keyring) decrypt(id *identity) (ssh.Signer, error) {
 		id.decrErr = fmt.Errorf("identity file %s is encrypted and there is no terminal to ask its passphrase: load it into ssh-agent (ssh-add %s)", id.file, Quote(id.file))
 		return nil, id.decrErr
 	}
-	data, err := fileio.ReadRegular(id.file, fileio.MaxKey)
+	data, err := fileio.ReadTrusted(id.file, fileio.MaxKey)
 	if err != nil {
 		id.decrErr = fmt.Errorf("identity file %s: %w", id.file, err)
 		return nil, id.decrErr
@@ -417,4 +422,21 @@ func keyKind(k ssh.PublicKey) string {
 		return "ECDSA"
 	}
 	return strings.ToUpper(t)
+}
+
+// privateKeyModes refuses, as ssh does ("UNPROTECTED PRIVATE KEY FILE"),
+// a private key of the user's that others can read: whoever read it holds
+// the user's access. A public key (a .pub named as the identity) passes.
+func privateKeyModes(path string, data []byte) error {
+	if !bytes.Contains(data, []byte("PRIVATE KEY-----")) {
+		return nil
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if s, ok := st.Sys().(*syscall.Stat_t); ok && int(s.Uid) == os.Geteuid() && st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s is a private key others can read (mode %s): ssh refuses it too (UNPROTECTED PRIVATE KEY FILE); chmod 600 %s", path, st.Mode(), Quote(path))
+	}
+	return nil
 }

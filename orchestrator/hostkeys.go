@@ -90,7 +90,11 @@ func NewHostKeys(files []string, acceptNew bool) (*HostKeys, error) {
 func (h *HostKeys) reload() error {
 	var existing []string
 	for _, f := range h.files {
-		if err := fileio.CheckRegular(f); err == nil {
+		err := fileio.CheckRegular(f)
+		if err == nil {
+			err = fileio.CheckTrusted(f)
+		}
+		if err == nil {
 			existing = append(existing, f)
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("known_hosts: %w", err)
@@ -199,6 +203,11 @@ func (h *HostKeys) Callback() ssh.HostKeyCallback {
 func (h *HostKeys) appendLocked(hostname string, key ssh.PublicKey) error {
 	path := h.files[0]
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("known_hosts: %w", err)
+	}
+	// As read, so written: through no path another user could change
+	// (a link of the user's own, dotfiles', is followed).
+	if err := fileio.CheckTrusted(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("known_hosts: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)

@@ -113,7 +113,7 @@ func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, ho
 		sshConfigPath = defaultPath
 	}
 	sshConfigPath = r.expandTilde(sshConfigPath)
-	data, err := fileio.ReadRegular(sshConfigPath, fileio.MaxConfig)
+	data, err := fileio.ReadTrusted(sshConfigPath, fileio.MaxConfig)
 	switch {
 	case err == nil:
 		if err := r.vetSSHConfig(sshConfigPath, data, 0); err != nil {
@@ -164,7 +164,7 @@ func (r *Resolver) vetSSHConfig(file string, data []byte, depth int) error {
 					return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
 				}
 				for _, m := range matches {
-					inc, err := fileio.ReadRegular(m, fileio.MaxConfig)
+					inc, err := fileio.ReadTrusted(m, fileio.MaxConfig)
 					if err != nil {
 						return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
 					}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -68,6 +69,11 @@ func (f *Fleet) WriteInventory(inventory string) (Files, error) {
 func checkOut(files Files) error {
 	if strings.ContainsFunc(files.Inventory, func(r rune) bool { return r < 0x20 || r == 0x7f || visible.Unsafe(r) }) {
 		return fmt.Errorf("--inventory-out %q holds a control character: refused", files.Inventory)
+	}
+	// The ssh_config it writes decides what runs as the operator: a
+	// directory another user can write (or rename) is refused.
+	if err := fileio.CheckTrustedDir(filepath.Dir(files.Inventory)); err != nil {
+		return fmt.Errorf("--inventory-out: %w; nothing written", err)
 	}
 	for _, p := range []string{files.Inventory, files.Key, files.Key + ".pub", files.KnownHosts, files.SSHConfig} {
 		fi, err := os.Lstat(p)

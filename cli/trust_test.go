@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/sim"
+)
+
+// anotherUser gives path to uid 65534 (nobody), as another local user
+// would own it; only root can, as CI runs.
+func anotherUser(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Lchown(path, 65534, 65534); err != nil {
+		testreq.Missing(t, fmt.Sprintf("the test gives %s to another user (uid 65534), which needs root: %v", path, err))
+	}
+}
+
+// anotherGroup gives path to group 65534 (nogroup), of which the user is
+// not the only member: its group bits are another user's.
+func anotherGroup(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Lchown(path, -1, 65534); err != nil {
+		testreq.Missing(t, fmt.Sprintf("the test gives %s to another group (gid 65534), which needs root: %v", path, err))
+	}
+}
+
+// Another local user who can write the ssh_config gpulab reads, or the
+// directory it is in, or who owns it, could have their ProxyCommand run
+// as the operator: every such config is refused, with the path and the
+// fix, and the ProxyCommand never runs.
+func TestConfigAnotherUserCanWriteIsRefused(t *testing.T) {
+	_, files := simFleet(t, sim.Config{Hosts: 2})
+	env := noEnv(t)
+	mark := filepath.Join(t.TempDir(), "ran-as-operator")
+	good, err := os.ReadFile(files.SSHConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := "Host *\n  ProxyCommand sh -c 'id > " + mark + "'\n" + string(good)
+	exec := []string{"exec", "--inventory", files.Inventory, "-H", "@dgx", "--", "true"}
+	run(t, env, exec...).expect(t, 0, "", "2 hosts: 2 ok")
+
+	swap := func(mode os.FileMode) {
+		t.Helper()
+		os.Remove(files.SSHConfig)
+		if err := os.WriteFile(files.SSHConfig, []byte(hostile), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(files.SSHConfig, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Dir(files.Inventory)
+	for _, c := range []struct {
+		name  string
+		setup func()
+		want  string
+	}{
+		{"world-writable ssh_config", func() { swap(0o666) }, files.SSHConfig + " is writable by others (mode -rw-rw-rw-)"},
+		{"ssh_config its group can write", func() { swap(0o620); anotherGroup(t, files.SSHConfig) }, "chmod go-w " + files.SSHConfig},
+		{"directory others can write", func() { swap(0o600); os.Chmod(dir, 0o777) }, dir + " is a directory writable by others without the sticky bit"},
+		{"ssh_config another user owns", func() { os.Chmod(dir, 0o700); swap(0o644); anotherUser(t, files.SSHConfig) }, files.SSHConfig + " is owned by uid 65534"},
+		{"directory another user owns", func() { swap(0o600); anotherUser(t, dir) }, dir + " is owned by uid 65534"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			os.Remove(mark)
+			c.setup()
+			r := run(t, env, exec...)
+			r.expect(t, 2, "", c.want)
+			r.expect(t, 2, "", "another local user could change what gpulab reads there and runs as you; refused")
+			if _, err := os.Stat(mark); !errors.Is(err, fs.ErrNotExist) {
+				out, _ := os.ReadFile(mark)
+				t.Fatalf("the other user's ProxyCommand ran as the operator: %s", out)
+			}
+		})
+	}
+	os.Lchown(dir, os.Geteuid(), os.Getegid())
+	os.Chmod(dir, 0o700)
+
+	// The inventory itself, a key, known_hosts: the same rules.
+	swap(0o600)
+	if err := os.WriteFile(files.SSHConfig, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{files.Inventory, files.KnownHosts, files.Key} {
+		if err := os.Chmod(p, 0o646); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, env, exec...)
+		if r.code == 0 || !strings.Contains(r.stdout+r.stderr, p+" is writable by others") {
+			t.Errorf("%s writable by others: exit %d\n%s%s", filepath.Base(p), r.code, r.stdout, r.stderr)
+		}
+		os.Chmod(p, 0o600)
+	}
+	// A private key others can read is refused, as ssh refuses it.
+	os.Chmod(files.Key, 0o644)
+	r := run(t, env, exec...)
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "UNPROTECTED PRIVATE KEY FILE") {
+		t.Errorf("a private key others can read: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	os.Chmod(files.Key, 0o600)
+	run(t, env, exec...).expect(t, 0, "", "2 hosts: 2 ok")
+}
+
+// sim serve writes an ssh_config: into a directory another user can
+// write or owns, it refuses, before any host starts, and writes nothing.
+func TestSimServeRefusesADirectoryOthersCanWrite(t *testing.T) {
+	open := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(open, 0o777)
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(theirs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	anotherUser(t, theirs)
+	for dir, want := range map[string]string{open: "a directory writable by others", theirs: "owned by uid 65534"} {
+		done := make(chan result, 1)
+		go func() { done <- run(t, noEnv(t), "sim", "serve", "--inventory-out", filepath.Join(dir, "fleet.toml")) }()
+		select {
+		case r := <-done:
+			r.expect(t, 2, "", "sim serve: --inventory-out "+filepath.Join(dir, "fleet.toml")+": "+dir+" is "+want)
+		case <-time.After(time.Minute):
+			t.Fatalf("waited a minute for sim serve to refuse %s: it serves", dir)
+		}
+		if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+			t.Errorf("sim serve wrote into %s: %v", dir, ents)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package fileio
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/internal/testreq"
+)
+
+// otherUID is a uid that is not the test's: nobody's.
+const otherUID = 65534
+
+// chownOther gives path to another user, which only root may do; the
+// owner rules are then tested, else the test says loudly why not.
+func chownOther(t *testing.T, path string) {
+	t.Helper()
+	if err := os.Lchown(path, otherUID, otherUID); err != nil {
+		testreq.Missing(t, fmt.Sprintf("giving %s to uid %d (another user) needs root, as CI runs: %v", path, otherUID, err))
+	}
+}
+
+func TestCheckTrusted(t *testing.T) {
+	dir := t.TempDir() // 0700, under the sticky /tmp
+	write := func(name string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	ok := write("ok", 0o644)
+	if err := CheckTrusted(ok); err != nil {
+		t.Errorf("a 0644 file of the user's in a private directory: %v", err)
+	}
+	if err := CheckTrusted(os.DevNull); err != nil {
+		t.Errorf("the null device (ssh -F /dev/null): %v", err)
+	}
+	if err := CheckTrusted(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	worldWritable := write("ww", 0o666)
+	expectUntrusted(t, CheckTrusted(worldWritable), worldWritable, "writable by others", "chmod go-w "+worldWritable)
+
+	// A directory on the way that others can write, without the sticky
+	// bit: the file below can be renamed away and replaced.
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inOpen := filepath.Join(open, "ssh_config")
+	if err := os.WriteFile(inOpen, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	expectUntrusted(t, CheckTrusted(inOpen), open, "without the sticky bit", "chmod go-w "+open)
+	// With the sticky bit (as /tmp) only an entry's owner renames it.
+	if err := os.Chmod(open, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTrusted(inOpen); err != nil {
+		t.Errorf("a file of the user's in a sticky directory: %v", err)
+	}
+	// ... but a directory gpulab writes into may not be writable by others.
+	expectUntrusted(t, CheckTrustedDir(open), open, "writable by others", "chmod go-w "+open)
+	if err := CheckTrustedDir(dir); err != nil {
+		t.Errorf("a private directory to write into: %v", err)
+	}
+
+	// A link on the way: where it points is checked too.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(worldWritable, link); err != nil {
+		t.Fatal(err)
+	}
+	expectUntrusted(t, CheckTrusted(link), worldWritable, "writable by others", "")
+	rel := filepath.Join(dir, "rel")
+	if err := os.Symlink("ok", rel); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTrusted(rel); err != nil {
+		t.Errorf("a relative link of the user's to a safe file: %v", err)
+	}
+	loop := filepath.Join(dir, "loop")
+	if err := os.Symlink("loop", loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTrusted(loop); err == nil || !strings.Contains(err.Error(), "too many levels") {
+		t.Errorf("a link to itself: %v", err)
+	}
+	if _, err := ReadTrusted(worldWritable, MaxConfig); !IsUntrusted(err) {
+		t.Errorf("ReadTrusted of a world-writable file: %v", err)
+	}
+
+	// Owned by another user: the file, a directory on the way, a link.
+	theirs := write("theirs", 0o644)
+	chownOther(t, theirs)
+	expectUntrusted(t, CheckTrusted(theirs), theirs, "owned by uid 65534", "chown it")
+	theirDir := filepath.Join(dir, "theirdir")
+	if err := os.Mkdir(theirDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(theirDir, "inventory.toml")
+	if err := os.WriteFile(mine, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	chownOther(t, theirDir)
+	expectUntrusted(t, CheckTrusted(mine), theirDir, "owned by uid 65534", "")
+	theirLink := filepath.Join(dir, "theirlink")
+	if err := os.Symlink(ok, theirLink); err != nil {
+		t.Fatal(err)
+	}
+	chownOther(t, theirLink)
+	expectUntrusted(t, CheckTrusted(theirLink), theirLink, "owned by uid 65534", "")
+}
+
+func expectUntrusted(t *testing.T, err error, at, why, fix string) {
+	t.Helper()
+	var u *UntrustedError
+	if !errors.As(err, &u) {
+		t.Errorf("%s: %v, want it refused as untrusted (%s)", at, err, why)
+		return
+	}
+	if u.At != at || !strings.Contains(u.Why, why) || !strings.Contains(u.Fix, fix) {
+		t.Errorf("refused at %s (%s; fix %s), want at %s (%s; fix %s)", u.At, u.Why, u.Fix, at, why, fix)
+	}
+	if !strings.Contains(err.Error(), "another local user could change") {
+		t.Errorf("the message does not say why it matters: %v", err)
+	}
+}
