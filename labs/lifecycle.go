@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
@@ -42,7 +43,9 @@ type Outcome struct {
 // again as steps finish, so a run that is abandoned or killed still shows
 // what ran; at the end record.json, record.md, junit.xml and the CSV row
 // are written. A failure to write never stops the run or loses its
-// verdicts: it is returned in WriteErr, naming what was not saved.
+// verdicts: it is returned in WriteErr, saying what was saved and what
+// was not ("its record is saved in DIR, but its rows in results.csv were
+// not added: …").
 func Execute(ctx context.Context, spec RunSpec) Outcome {
 	j := &journal{}
 	o := spec.Options
@@ -62,15 +65,19 @@ func Execute(ctx context.Context, spec RunSpec) Outcome {
 	rec := Run(ctx, spec.Engine, spec.Targets, spec.Lab, o)
 	j.stop()
 	out := Outcome{Record: rec, Dir: j.dir}
-	var errs []error
-	if j.dirErr != nil {
-		errs = append(errs, j.dirErr)
-	} else {
-		if err := rec.Write(j.dir, filepath.Join(spec.Results, "results.csv")); err != nil {
-			errs = append(errs, fmt.Errorf("the record in %s: %w", j.dir, err))
+	var csvErr *CSVRowError
+	switch err := j.dirErr; {
+	case err != nil:
+		out.WriteErr = fmt.Errorf("its record was not saved: %w", err)
+	default:
+		err = rec.Write(j.dir, filepath.Join(spec.Results, "results.csv"))
+		switch {
+		case errors.As(err, &csvErr):
+			out.WriteErr = fmt.Errorf("its record is saved in %s, but %w", j.dir, err)
+		case err != nil:
+			out.WriteErr = fmt.Errorf("its record in %s was not saved whole (record.json holds what ran up to the failure, if it could be written): %w", j.dir, err)
 		}
 	}
-	out.WriteErr = errors.Join(errs...)
 	return out
 }
 
@@ -80,6 +87,12 @@ func Execute(ctx context.Context, spec RunSpec) Outcome {
 func (r *Record) CreateDir(results string) (string, error) {
 	base := r.Dir(results)
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return "", fmt.Errorf("the results directory: %w", err)
+	}
+	// Another user who can write (or rename) the directory could swap
+	// the record's files for links, or read a run's record before it is
+	// shared.
+	if err := fileio.CheckTrustedDir(filepath.Dir(base)); err != nil {
 		return "", fmt.Errorf("the results directory: %w", err)
 	}
 	dir := base

