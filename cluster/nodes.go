@@ -9,6 +9,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // Source says which cluster to read, with kubectl's flags and rules.
@@ -88,15 +93,91 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	pb := rest.CopyConfig(cfg)
 	pb.ContentType = "application/vnd.kubernetes.protobuf"
 	pb.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	kube, err := kubernetes.NewForConfig(pb)
+	// What the API server sends is bounded (a response's bytes), and a
+	// redirect to another host is refused: client-go would send the
+	// bearer token along (its auth is a round tripper, below the http
+	// client's own header stripping).
+	wrap := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if wrap != nil {
+			rt = wrap(rt)
+		}
+		return boundedResponses{rt}
+	}
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	hc.CheckRedirect = sameAPIServer
+	kube, err := kubernetes.NewForConfigAndClient(pb, hc)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
 	return &Client{Kube: kube, Dynamic: dyn}, nil
+}
+
+// Bounds on what one read of the API server may hold. A well-behaved
+// server never comes near them (a page is pageSize objects, and
+// Kubernetes is tested to 150,000 pods); a broken or hostile one is
+// stopped at them, with an error that names the limit.
+const (
+	// MaxResponseBytes is the most one response (a page) may carry.
+	MaxResponseBytes = 128 << 20
+	// MaxListObjects is the most objects one list may gather, over all
+	// its pages.
+	MaxListObjects = 200_000
+)
+
+// sameAPIServer is the client's redirect policy: a redirect to another
+// host (or scheme, or port) is refused, since the credentials would go
+// with it.
+func sameAPIServer(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("the API server at %s redirected to %s://%s, another host: refused (the client's credentials would go with it)", first.Host, req.URL.Scheme, visible.String(req.URL.Host))
+	}
+	if len(via) >= 5 {
+		return fmt.Errorf("the API server at %s: more than 5 redirects", first.Host)
+	}
+	return nil
+}
+
+// boundedResponses caps each response body at MaxResponseBytes, but a
+// watch's: a watch is a stream of events that lasts, decoded one frame
+// at a time.
+type boundedResponses struct{ rt http.RoundTripper }
+
+func (b boundedResponses) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := b.rt.RoundTrip(req)
+	if err != nil || resp.Body == nil || req.URL.Query().Get("watch") == "true" {
+		return resp, err
+	}
+	resp.Body = &capped{ReadCloser: resp.Body, left: MaxResponseBytes, url: req.URL.Path}
+	return resp, nil
+}
+
+// capped fails a read past its limit: the decoder sees an error, not a
+// truncated object that parses.
+type capped struct {
+	io.ReadCloser
+	left int64
+	url  string
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the API server's answer to %s is larger than %s, gpulab's limit for one response: refused", visible.String(c.url), fileio.Size(MaxResponseBytes))
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.ReadCloser.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // GPUResource reports whether a resource name is a GPU, or a slice or
@@ -175,16 +256,26 @@ func terminated(p *corev1.Pod) bool {
 }
 
 // eachPage calls list with a page's options until the server says there
-// is no more.
-func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, error)) error {
+// is no more; list returns the continue token and how many objects the
+// page held. A list that passes MaxListObjects objects, or whose pages
+// never end, is stopped with an error naming the limit.
+func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, int, error)) error {
 	cont := ""
-	for {
-		next, err := list(metav1.ListOptions{Limit: pageSize, Continue: cont})
+	total := 0
+	for pages := 1; ; pages++ {
+		next, n, err := list(metav1.ListOptions{Limit: pageSize, Continue: cont})
 		if err != nil {
 			return err
 		}
+		total += n
+		if total > MaxListObjects {
+			return fmt.Errorf("more than %d objects, gpulab's limit for one list (Kubernetes is tested to 150,000 pods): refused", MaxListObjects)
+		}
 		if next == "" || ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if pages > MaxListObjects/pageSize+1000 {
+			return fmt.Errorf("%d pages and the API server still says there is more (a continue token that never ends): refused", pages)
 		}
 		cont = next
 	}

@@ -183,17 +183,17 @@ func items[L any, T any](l *L, err error, get func(*L) ([]T, string)) ([]T, stri
 
 // listInto appends every page of a list, each item trimmed, to dst.
 func listInto[T any](ctx context.Context, what string, dst *[]*T, list func(metav1.ListOptions) ([]T, string, error)) error {
-	err := eachPage(ctx, func(lo metav1.ListOptions) (string, error) {
+	err := eachPage(ctx, func(lo metav1.ListOptions) (string, int, error) {
 		page, cont, err := list(lo)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		for i := range page {
 			p := &page[i]
 			Trim(p)
 			*dst = append(*dst, p)
 		}
-		return cont, nil
+		return cont, len(page), nil
 	})
 	if err != nil {
 		return fmt.Errorf("list %s: %w", what, err)

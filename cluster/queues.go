@@ -179,15 +179,15 @@ func servedResources(c *Client) (map[string]schema.GroupVersionResource, error) 
 
 // eachObject lists a dynamic kind in pages.
 func eachObject(ctx context.Context, c *Client, gvr schema.GroupVersionResource, f func(*unstructured.Unstructured)) error {
-	return eachPage(ctx, func(lo metav1.ListOptions) (string, error) {
+	return eachPage(ctx, func(lo metav1.ListOptions) (string, int, error) {
 		l, err := c.Dynamic.Resource(gvr).List(ctx, lo)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		for i := range l.Items {
 			f(&l.Items[i])
 		}
-		return l.GetContinue(), nil
+		return l.GetContinue(), len(l.Items), nil
 	})
 }
 
@@ -284,15 +284,15 @@ func readPodGroups(ctx context.Context, c *Client, gvr schema.GroupVersionResour
 }
 
 func readClaims(ctx context.Context, c *Client, _ schema.GroupVersionResource, q *Queues) error {
-	return eachPage(ctx, func(lo metav1.ListOptions) (string, error) {
+	return eachPage(ctx, func(lo metav1.ListOptions) (string, int, error) {
 		l, err := c.Kube.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, lo)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		for i := range l.Items {
 			q.ResourceClaims = append(q.ResourceClaims, claim(&l.Items[i]))
 		}
-		return l.Continue, nil
+		return l.Continue, len(l.Items), nil
 	})
 }
 
@@ -327,10 +327,10 @@ func claim(rc *resourcev1.ResourceClaim) ResourceClaim {
 }
 
 func readSlices(ctx context.Context, c *Client, _ schema.GroupVersionResource, q *Queues) error {
-	return eachPage(ctx, func(lo metav1.ListOptions) (string, error) {
+	return eachPage(ctx, func(lo metav1.ListOptions) (string, int, error) {
 		l, err := c.Kube.ResourceV1().ResourceSlices().List(ctx, lo)
 		if err != nil {
-			return "", err
+			return "", 0, err
 		}
 		for _, s := range l.Items {
 			node := ""
@@ -339,7 +339,7 @@ func readSlices(ctx context.Context, c *Client, _ schema.GroupVersionResource, q
 			}
 			q.ResourceSlices = append(q.ResourceSlices, ResourceSlice{Node: node, Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Devices: len(s.Spec.Devices)})
 		}
-		return l.Continue, nil
+		return l.Continue, len(l.Items), nil
 	})
 }
 

@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -703,7 +705,7 @@ description = "x"
 expr = "true"
 impact = "minor"
 `))
-	for _, want := range []string{`q.toml:11:1: step "a" has both a command and a promql query`, `q.toml:17:1: step "b": a promql step needs prometheus =`, `q.toml:24:1: step "c": range and resolution belong to promql steps`,
+	for _, want := range []string{`q.toml:11:1: step "a" has both a command and a promql query`, `q.toml:14:1: step "b": prometheus = "": a lab file does not choose where gpulab queries Prometheus`, `q.toml:24:1: step "c": range and resolution belong to promql steps`,
 		`q.toml:31:1: step "d": a promql step runs nothing on the hosts to sample`, `q.toml:37:1: step "e" sample 10ms: the probe samples every 100ms at most`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q: %v", want, err)
@@ -732,9 +734,13 @@ id = "c"
 description = "c"
 expr = "true"
 impact = "minor"
+
+[[param]]
+name = "prom_url"
+type = "url"
 `
 	}
-	const promql = "promql = \"up\"\nprometheus = \"http://127.0.0.1:9090\"\n"
+	const promql = "promql = \"up\"\nprometheus = \"{{prom_url}}\"\n"
 	tests := []struct {
 		name, src, want string
 	}{
@@ -1099,4 +1105,81 @@ func TestPassedNeedsEvidence(t *testing.T) {
 			t.Errorf("%s: Passed = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// The list reads a record as it needs it: everything but the steps'
+// outputs, streamed, so a record of 64 MiB of output costs the list a few
+// MiB, not the record's size twice over; the summary is the record
+// without its steps, and the record's Markdown is still drawn whole.
+func TestListRecordsReadsSummaries(t *testing.T) {
+	dir := t.TempDir()
+	out := strings.Repeat("x", 1<<20-1) + "\n"
+	r := &Record{Schema: RecordSchema, Lab: "big", Name: "big", Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Complete: true, Passed: true, Simulated: true,
+		Result: ResultRow{Workload: "vLLM", Throughput: "tps", Unit: "tok/s"}}
+	for h := range 2 {
+		hr := HostRecord{Host: fmt.Sprintf("gpu%02d", h+1), Passed: true, Metrics: map[string]any{"tps": 1234.5}, Scores: []Score{{ID: "c", Status: "PASS", Summary: "ok"}}}
+		for i := range 32 {
+			hr.Steps = append(hr.Steps, StepRecord{ID: fmt.Sprintf("s%d", i), Phase: "run", Command: "cat big", Stdout: out})
+		}
+		r.Hosts = append(r.Hosts, hr)
+	}
+	d := r.Dir(dir)
+	if err := r.Write(d, ""); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(d, "record.md")) // the Markdown is drawn from the record
+	st, _ := os.Stat(filepath.Join(d, "record.json"))
+	var refs []RecordRef
+	var err error
+	// Collect often, so the peak is what the list holds, not how far the
+	// collector lags on a busy machine.
+	defer debug.SetGCPercent(debug.SetGCPercent(10))
+	peak := heapPeak(func() { refs, err = ListRecords(dir) })
+	t.Logf("record.json of %d MiB: the list's heap peaked %d MiB above where it was", st.Size()>>20, peak>>20)
+	if err != nil || len(refs) != 1 {
+		t.Fatalf("list: %v %v", refs, err)
+	}
+	got := refs[0].Record
+	if got.Lab != "big" || !got.Simulated || len(got.Hosts) != 2 || got.Hosts[1].Host != "gpu02" || got.Hosts[0].Metrics["tps"] != 1234.5 || got.Hosts[0].Scores[0].Status != "PASS" {
+		t.Errorf("the summary lost what the list needs: %+v", got)
+	}
+	if got.Hosts[0].Steps != nil {
+		t.Errorf("the summary holds the steps")
+	}
+	// Each 1 MiB output is read token by token and dropped: the list
+	// never holds the record (a whole read allocates it twice, 128 MiB).
+	if peak > 32<<20 {
+		t.Errorf("the list's heap grew %d MiB for a %d MiB record, over the 32 MiB bound", peak>>20, st.Size()>>20)
+	}
+	md, err := ReadMarkdown(d, got)
+	if err != nil || !strings.Contains(md, "s31") {
+		t.Errorf("the Markdown of a summary without record.md lacks the steps: %v", err)
+	}
+}
+
+// heapPeak samples the heap while f runs and returns its peak above what
+// it held before.
+func heapPeak(f func()) uint64 {
+	runtime.GC()
+	var base runtime.MemStats
+	runtime.ReadMemStats(&base)
+	var peak atomic.Uint64
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak.Store(max(peak.Load(), ms.HeapAlloc))
+			select {
+			case <-done:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-stopped
+	return peak.Load() - min(peak.Load(), base.HeapAlloc)
 }

@@ -232,17 +232,35 @@ func (c *labCheck) stepKind(i int, s Step) {
 		c.bad([]any{"step", i, "promql"}, "step %q has both a command and a promql query: a step is one or the other", s.ID)
 	case s.PromQL != "":
 		checkRange(c.bad, i, s)
-		if s.Prometheus == "" {
-			c.bad([]any{"step", i, "promql"}, "step %q: a promql step needs prometheus = \"http://host:9090\" (or a {{param}})", s.ID)
-		}
+		c.prometheus(i, s)
 		if s.Parser != "" {
 			c.bad([]any{"step", i, "parser"}, "step %q: a promql step's output is the query result; it takes no parser", s.ID)
 		}
-		c.placeholders([]any{"step", i, "prometheus"}, fmt.Sprintf("step %q prometheus", s.ID), s.Prometheus)
 	case s.Range.Duration != 0 || s.Resolution.Duration != 0:
 		c.bad([]any{"step", i, "range"}, "step %q: range and resolution belong to promql steps", s.ID)
 	case strings.TrimSpace(s.Command) == "":
 		c.bad([]any{"step", i}, "step %q has no command (or promql)", s.ID)
+	}
+}
+
+// prometheus checks where a promql step asks: the operator's machine
+// makes the request, so where it goes is the operator's choice, never the
+// lab file's (a contributed lab could have it fetch any URL, an internal
+// one, and keep the answer in a record meant to be shared). The lab names
+// a [[param]] with no default, which the operator sets (--set).
+func (c *labCheck) prometheus(i int, s Step) {
+	path := []any{"step", i, "prometheus"}
+	names := runbooks.Placeholders(s.Prometheus)
+	if len(names) != 1 || strings.TrimSpace(s.Prometheus) != "{{"+names[0]+"}}" {
+		c.bad(path, "step %q: prometheus = %q: a lab file does not choose where gpulab queries Prometheus (the operator's machine makes the request); "+
+			"write prometheus = \"{{prom_url}}\" with a [[param]] prom_url of type url and no default, which the operator sets (--set prom_url=http://prometheus:9090)", s.ID, s.Prometheus)
+		return
+	}
+	c.placeholders(path, fmt.Sprintf("step %q prometheus", s.ID), s.Prometheus)
+	for _, p := range c.l.Params {
+		if p.Name == names[0] && p.Default != "" {
+			c.bad(path, "step %q: prometheus = %q: [[param]] %s has a default (%s): where gpulab queries Prometheus is the operator's choice (--set %s=URL), not the lab file's; remove the default", s.ID, s.Prometheus, p.Name, p.Default, p.Name)
+		}
 	}
 }
 

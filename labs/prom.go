@@ -4,14 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // PromResult is a PromQL answer as lab expressions read it (`out`):
@@ -30,13 +30,31 @@ type PromSeries struct {
 	Times  []float64         `json:"times,omitempty"`
 }
 
+// maxPromAnswer is the most of an answer gpulab reads: 11,000 points of a
+// few hundred series, with room.
+const maxPromAnswer = 16 << 20
+
 // queryPrometheus runs query against the Prometheus HTTP API at base: an
 // instant query at now, or, when rng > 0, a range query over [now-rng,
-// now] every res. raw is the server's answer, kept as evidence.
+// now] every res. evidence is what was read from the answer (the parsed
+// result as JSON), never the raw body: a record is meant to be shared,
+// and an answer can hold anything. A redirect to another host is refused.
 func queryPrometheus(ctx context.Context, base, query string, rng, res time.Duration, now time.Time) (*PromResult, string, error) {
+	out, err := askPrometheus(ctx, base, query, rng, res, now)
+	if err != nil {
+		return nil, "", err
+	}
+	ev, err := json.Marshal(out)
+	if err != nil {
+		return nil, "", err
+	}
+	return out, string(ev), nil
+}
+
+func askPrometheus(ctx context.Context, base, query string, rng, res time.Duration, now time.Time) (*PromResult, error) {
 	u, err := url.Parse(strings.TrimRight(base, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, "", fmt.Errorf("prometheus URL %q: want http://host:port", base)
+		return nil, fmt.Errorf("prometheus URL %q: want http://host:port", base)
 	}
 	v := url.Values{"query": {query}}
 	if rng > 0 {
@@ -53,18 +71,18 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(v.Encode()))
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameHost}
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	body, err := fileio.ReadAll(resp.Body, maxPromAnswer)
 	if err != nil {
-		return nil, "", err
+		return nil, fmt.Errorf("prometheus answer: %w", err)
 	}
 	var ans struct {
 		Status    string `json:"status"`
@@ -76,10 +94,10 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, string(body), fmt.Errorf("HTTP %d, not a Prometheus API answer: %s", resp.StatusCode, orchestrator.FirstLine(string(body)))
+		return nil, fmt.Errorf("HTTP %d, not a Prometheus API answer (%s, %d bytes; not kept)", resp.StatusCode, visible.String(cut(resp.Header.Get("Content-Type"), 80)), len(body))
 	}
 	if ans.Status != "success" {
-		return nil, string(body), fmt.Errorf("prometheus: %s: %s", ans.ErrorType, ans.Error)
+		return nil, fmt.Errorf("prometheus: %s: %s", visible.String(cut(ans.ErrorType, 80)), visible.String(cut(ans.Error, 500)))
 	}
 	out := &PromResult{ResultType: ans.Data.ResultType, Series: []PromSeries{}}
 	switch ans.Data.ResultType {
@@ -90,21 +108,21 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 			Values [][]any           `json:"values"`
 		}
 		if err := json.Unmarshal(ans.Data.Result, &series); err != nil {
-			return nil, string(body), err
+			return nil, err
 		}
 		for _, s := range series {
 			ps := PromSeries{Metric: s.Metric}
 			if s.Value != nil {
 				_, f, err := promSample(s.Value)
 				if err != nil {
-					return nil, string(body), err
+					return nil, err
 				}
 				ps.Value = &f
 			}
 			for _, p := range s.Values {
 				t, f, err := promSample(p)
 				if err != nil {
-					return nil, string(body), err
+					return nil, err
 				}
 				ps.Times, ps.Values = append(ps.Times, t), append(ps.Values, f)
 			}
@@ -113,17 +131,40 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 	case "scalar":
 		var p []any
 		if err := json.Unmarshal(ans.Data.Result, &p); err != nil {
-			return nil, string(body), err
+			return nil, err
 		}
 		_, f, err := promSample(p)
 		if err != nil {
-			return nil, string(body), err
+			return nil, err
 		}
 		out.Series = append(out.Series, PromSeries{Metric: map[string]string{}, Value: &f})
 	default:
-		return nil, string(body), fmt.Errorf("prometheus answered a %q, which labs do not read", ans.Data.ResultType)
+		return nil, fmt.Errorf("prometheus answered a %q, which labs do not read", ans.Data.ResultType)
 	}
-	return out, string(body), nil
+	return out, nil
+}
+
+// sameHost is the Prometheus client's redirect policy: within the server
+// the operator named (scheme, host and port), a few hops at most; a
+// redirect elsewhere is refused, as it would have the operator's machine
+// fetch another host's page.
+func sameHost(req *http.Request, via []*http.Request) error {
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("prometheus at %s redirected to %s://%s, another host: refused (gpulab follows no redirect away from the Prometheus it was given)", first.Host, req.URL.Scheme, visible.String(req.URL.Host))
+	}
+	if len(via) >= 5 {
+		return fmt.Errorf("prometheus at %s: more than 5 redirects", first.Host)
+	}
+	return nil
+}
+
+// cut keeps the first n runes of s, with … when it cut.
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // promSample reads [unix_time, "value"].

@@ -136,12 +136,92 @@ impact = "minor"
 		}
 	}
 	st := rec.Hosts[0].Steps
-	if len(st) < 3 || !strings.HasPrefix(st[0].Command, "PromQL avg(gpulab_test_gpu_util) @ "+base) || !strings.Contains(st[0].Stdout, `"status":"success"`) {
-		t.Errorf("the query and Prometheus's answer are the evidence: %+v", st)
+	if len(st) < 3 || !strings.HasPrefix(st[0].Command, "PromQL avg(gpulab_test_gpu_util) @ "+base) || !strings.Contains(st[0].Stdout, `{"result_type":"vector","series":[{"metric":{},"value":64.5}]}`) {
+		t.Errorf("the query and what was read from Prometheus's answer are the evidence: %+v", st)
 	}
 	// Without the URL the steps are skipped, saying how to give it.
 	rec = labs.Run(context.Background(), e, ts[:1], l, labs.RunOptions{})
 	if s := score(rec.Hosts[0], "busy"); s.Status != "UNKNOWN" || !strings.Contains(s.Summary, "--set") {
 		t.Errorf("no prometheus URL: %+v", s)
+	}
+}
+
+// A lab file cannot make the operator's machine fetch a URL of its
+// choosing: a literal prometheus URL, or a parameter with a default, is
+// refused by lab check; a Prometheus that redirects to another host is
+// refused; and what a server answers is never stored raw (the record is
+// meant to be shared).
+func TestPrometheusStaysWhereTheOperatorSaid(t *testing.T) {
+	const secret = "INTERNAL-SECRET-TOKEN=4f1d9a"
+	lab := func(param, prometheus string) string {
+		return `id = "prom"
+name = "p"
+goal = "p"
+plane = "workload"
+maturity = "draft"
+estimate_minutes = 1
+
+[[param]]
+name = "prom_url"
+type = "url"
+` + param + `
+
+[[step]]
+id = "util"
+phase = "observe"
+promql = "up"
+prometheus = "` + prometheus + `"
+[step.metrics]
+up = "out.series[0].value"
+
+[[criterion]]
+id = "up"
+description = "up"
+expr = "metrics.up == 1.0"
+impact = "critical"
+`
+	}
+	for _, c := range []struct{ param, prometheus, want string }{
+		{"", "http://169.254.169.254/latest/meta-data", `prom.toml:17:1: step "util": prometheus = "http://169.254.169.254/latest/meta-data": a lab file does not choose where gpulab queries Prometheus`},
+		{"", "{{prom_url}}/api", `a lab file does not choose where gpulab queries Prometheus`},
+		{`default = "http://10.0.0.1:9090"`, "{{prom_url}}", `[[param]] prom_url has a default (http://10.0.0.1:9090): where gpulab queries Prometheus is the operator's choice (--set prom_url=URL)`},
+	} {
+		if _, err := labs.Parse("prom.toml", []byte(lab(c.param, c.prometheus))); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("prometheus = %q (%s): %v, want %q", c.prometheus, c.param, err, c.want)
+		}
+	}
+	l, err := labs.Parse("prom.toml", []byte(lab("", "{{prom_url}}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, secret)
+	}))
+	t.Cleanup(internal.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, internal.URL+"/metadata", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	_, e, ts, _ := e2eFleet(t, []testHost{{topo: "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt"}})
+	for _, c := range []struct{ url, problem string }{
+		{redirecting.URL, "redirected to " + internal.URL + ", another host: refused"},
+		{internal.URL, "HTTP 200, not a Prometheus API answer (text/plain; charset=utf-8, 29 bytes; not kept)"},
+	} {
+		rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: map[string]string{"prom_url": c.url}})
+		if s := score(rec.Hosts[0], "up"); s.Status != "UNKNOWN" {
+			t.Errorf("%s: the criterion is %s, want UNKNOWN", c.url, s.Status)
+		}
+		if st := rec.Hosts[0].Steps; len(st) == 0 || !strings.Contains(st[len(st)-1].Problem, c.problem) {
+			t.Errorf("%s: the step's problem does not say %q: %+v", c.url, c.problem, st)
+		}
+		dir := t.TempDir()
+		if err := rec.Write(dir, ""); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"record.json", "record.md", "junit.xml"} {
+			if data, _ := os.ReadFile(filepath.Join(dir, f)); strings.Contains(string(data), secret) {
+				t.Errorf("%s: %s holds what the server answered (%s)", c.url, f, secret)
+			}
+		}
 	}
 }
