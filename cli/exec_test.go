@@ -430,6 +430,28 @@ func TestLabRunFullResultsDisk(t *testing.T) {
 	r.expect(t, 4, "prerequisite", "no space left on device")
 }
 
+// Only the results.csv row failing (a link planted there is refused) is
+// said as that: the record is saved, and where; its rows were not added.
+func TestLabRunSavedButNotItsCSVRow(t *testing.T) {
+	results := t.TempDir()
+	target := filepath.Join(t.TempDir(), "profile")
+	writeFile(t, target, "# the operator's\n")
+	if err := os.Symlink(target, filepath.Join(results, "results.csv")); err != nil {
+		t.Fatal(err)
+	}
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	r := run(t, noEnv(t), "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", results, "--no-probe")
+	r.expect(t, 4, "", "the lab ran, but its record is saved in "+filepath.Join(results, "e2e")+"/")
+	r.expect(t, 4, "", "but its rows in "+filepath.Join(results, "results.csv")+" were not added: open "+filepath.Join(results, "results.csv")+": a symbolic link")
+	if strings.Contains(r.stderr, "was not saved") {
+		t.Errorf("a saved record is said not saved:\n%s", r.stderr)
+	}
+	if data, _ := os.ReadFile(target); string(data) != "# the operator's\n" {
+		t.Errorf("the link's target was written:\n%s", data)
+	}
+}
+
 // The workbench lists a host whose settings cannot be resolved, with its
 // error, in its place, instead of dropping it from its counts; a run ends
 // it at once with that error.

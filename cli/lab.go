@@ -247,7 +247,7 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 		return err
 	}
 	if out.WriteErr != nil {
-		return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but its record was not saved: %w", out.WriteErr)}
+		return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but %w", out.WriteErr)}
 	}
 	if rec.Interrupted {
 		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}

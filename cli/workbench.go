@@ -393,7 +393,7 @@ func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui
 			}}})
 	u := tui.LabUpdate{Record: out.Record, Dir: out.Dir}
 	if out.WriteErr != nil {
-		u.Err = "the lab ran, but its record was not saved: " + out.WriteErr.Error()
+		u.Err = "the lab ran, but " + out.WriteErr.Error()
 	}
 	events <- u
 }

@@ -22,6 +22,8 @@ const RecordSchema = 1
 // Record is a lab run: what ran where, what each host measured, and each
 // criterion's verdict with its value, expression and evidence.
 type Record struct {
+	// summary: read by ReadSummary, without the hosts' steps.
+	summary  bool
 	Schema   int    `json:"schema"`
 	Lab      string `json:"lab"`
 	Name     string `json:"name"`

@@ -24,8 +24,9 @@ type RecordRef struct {
 }
 
 // ListRecords finds every record.json under results (RESULTS/LAB/RUN/),
-// newest first. A record that cannot be read is an error naming its file;
-// the others are still returned.
+// newest first, each read as a list needs it (ReadSummary: no step's
+// output). A record that cannot be read is an error naming its file; the
+// others are still returned.
 func ListRecords(results string) ([]RecordRef, error) {
 	files, err := filepath.Glob(filepath.Join(GlobEscape(results), "*", "*", "record.json"))
 	if err != nil {
@@ -34,7 +35,7 @@ func ListRecords(results string) ([]RecordRef, error) {
 	var out []RecordRef
 	var bad []error
 	for _, f := range files {
-		r, err := ReadRecord(filepath.Dir(f))
+		r, err := ReadSummary(filepath.Dir(f))
 		if err != nil {
 			bad = append(bad, err)
 			continue
@@ -64,6 +65,148 @@ func ReadRecord(dir string) (*Record, error) {
 		return nil, fmt.Errorf("%s: record schema %d, this gpulab reads %d", path, r.Schema, RecordSchema)
 	}
 	return &r, nil
+}
+
+// ReadSummary reads dir/record.json as a list of records needs it: every
+// field but the hosts' steps, whose outputs are most of a record (up to
+// 1 MiB a stream, step and host). It streams the file, so a record of
+// hundreds of MiB costs its largest single value in memory, not its size.
+// The record it returns is marked a summary: ReadMarkdown reads the whole
+// record when it must draw one.
+func ReadSummary(dir string) (*Record, error) {
+	path := filepath.Join(dir, "record.json")
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("%w: %s", fileio.ErrNotRegular, fileio.Kind(st.Mode()))}
+	}
+	if st.Size() > fileio.MaxRecord {
+		return nil, &fs.PathError{Op: "read", Path: path, Err: &fileio.TooLargeError{Max: fileio.MaxRecord}}
+	}
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	top, err := objectWithout(dec, func(key string, dec *json.Decoder) (json.RawMessage, bool, error) {
+		if key != "hosts" {
+			return nil, false, nil
+		}
+		if err := delim(dec, '['); err != nil {
+			return nil, true, err
+		}
+		var hosts []json.RawMessage
+		for dec.More() {
+			h, err := objectWithout(dec, func(key string, dec *json.Decoder) (json.RawMessage, bool, error) {
+				if key != "steps" {
+					return nil, false, nil
+				}
+				return nil, true, skipValue(dec)
+			})
+			if err != nil {
+				return nil, true, err
+			}
+			hosts = append(hosts, h)
+		}
+		if err := delim(dec, ']'); err != nil {
+			return nil, true, err
+		}
+		raw, err := json.Marshal(hosts)
+		return raw, true, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var r Record
+	if err := json.Unmarshal(top, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Schema != RecordSchema {
+		return nil, fmt.Errorf("%s: record schema %d, this gpulab reads %d", path, r.Schema, RecordSchema)
+	}
+	r.summary = true
+	return &r, nil
+}
+
+// objectWithout reads one JSON object from dec and writes it again, each
+// member as it was unless field takes it over: field returns the value to
+// keep in its place (nil: leave the member out) and true, having read it
+// from dec itself.
+func objectWithout(dec *json.Decoder, field func(key string, dec *json.Decoder) (json.RawMessage, bool, error)) (json.RawMessage, error) {
+	if err := delim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, ok := t.(string)
+		if !ok {
+			return nil, fmt.Errorf("a record's key is %v", t)
+		}
+		raw, taken, err := field(key, dec)
+		if err != nil {
+			return nil, err
+		}
+		if !taken {
+			if err := dec.Decode(&raw); err != nil {
+				return nil, err
+			}
+		}
+		if raw == nil {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(raw)
+	}
+	if err := delim(dec, '}'); err != nil {
+		return nil, err
+	}
+	b.WriteByte('}')
+	return json.RawMessage(b.String()), nil
+}
+
+// delim reads the delimiter want from dec.
+func delim(dec *json.Decoder, want json.Delim) error {
+	t, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if t != want {
+		return fmt.Errorf("not a record: %v where %v belongs", t, want)
+	}
+	return nil
+}
+
+// skipValue reads one JSON value from dec, token by token, keeping none.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch t {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // recordSimulated reads whether the record in dir is of a simulated fleet
@@ -121,6 +264,12 @@ func recordSimulated(dir string) (bool, error) {
 func ReadMarkdown(dir string, r *Record) (string, error) {
 	md, err := fileio.ReadRegular(filepath.Join(dir, "record.md"), fileio.MaxRecord)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && r.summary:
+		whole, err := ReadRecord(dir) // a summary has no steps to draw
+		if err != nil {
+			return "", err
+		}
+		return whole.Markdown(), nil
 	case errors.Is(err, fs.ErrNotExist):
 		return r.Markdown(), nil
 	case err != nil:

@@ -16,6 +16,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // Size is every chart's size.
@@ -85,7 +87,7 @@ func (l Lines) SVG() ([]byte, error) {
 		points.Shape = draw.CircleGlyph{}
 		points.Radius = vg.Points(1.5)
 		p.Add(line, points)
-		p.Legend.Add(s.Name, line, points)
+		p.Legend.Add(visible.String(s.Name), line, points)
 	}
 	return render(p)
 }
@@ -120,10 +122,14 @@ func (b Bars) SVG() ([]byte, error) {
 		bc.LineStyle.Width = 0
 		bc.Offset = w * vg.Length(float64(i)-float64(len(b.Series)-1)/2)
 		p.Add(bc)
-		p.Legend.Add(s.Name, bc)
+		p.Legend.Add(visible.String(s.Name), bc)
 		top = max(top, slices.Max(s.Y))
 	}
-	p.NominalX(b.Groups...)
+	groups := make([]string, len(b.Groups))
+	for i, g := range b.Groups {
+		groups[i] = visible.String(g)
+	}
+	p.NominalX(groups...)
 	p.Y.Min = 0
 	p.Y.Max = top * 1.2
 	if err := addNotes(p, b.Notes, top*1.08); err != nil {
@@ -141,7 +147,7 @@ func addNotes(p *plot.Plot, notes []string, y float64) error {
 			continue
 		}
 		xys.XYs = append(xys.XYs, plotter.XY{X: float64(i), Y: y})
-		xys.Labels = append(xys.Labels, n)
+		xys.Labels = append(xys.Labels, visible.String(n))
 	}
 	if len(xys.Labels) == 0 {
 		return nil
@@ -159,7 +165,10 @@ func addNotes(p *plot.Plot, notes []string, y float64) error {
 
 func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
-	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	// Names come from records (hosts, runs, modes): a control character
+	// is not even allowed in XML, and a bidi override would reorder what
+	// the chart shows; each is drawn escaped, as gpulab prints them.
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = visible.String(title), visible.String(x), visible.String(y)
 	p.Add(plotter.NewGrid())
 	return p
 }

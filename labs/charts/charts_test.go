@@ -1,6 +1,9 @@
 package charts
 
 import (
+	"bytes"
+	"encoding/xml"
+	"io"
 	"strings"
 	"testing"
 )
@@ -29,6 +32,37 @@ func TestSizeLabel(t *testing.T) {
 	for v, want := range map[float64]string{8: "8", 1024: "1K", 3 << 20: "3M", 8 << 30: "8G", 512: "512"} {
 		if got := SizeLabel(v); got != want {
 			t.Errorf("SizeLabel(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// Labels come from records: one with ESC or U+202E still makes a
+// well-formed SVG (XML allows no ESC at all), drawn escaped.
+func TestChartLabelsWithControlCharacters(t *testing.T) {
+	const hostile = "gpu01\x1b[31m\u202e10upg <&>"
+	for name, draw := range map[string]func() ([]byte, error){
+		"bars":  Bars{Title: "t" + hostile, YLabel: hostile, Groups: []string{hostile}, Series: []Series{{Name: hostile, Y: []float64{3}}}, Notes: []string{hostile}}.SVG,
+		"lines": Lines{Title: hostile, XLabel: hostile, YLabel: hostile, Series: []Series{{Name: hostile, X: []float64{1, 2}, Y: []float64{1, 2}}}}.SVG,
+	} {
+		svg, err := draw()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		d := xml.NewDecoder(bytes.NewReader(svg))
+		for {
+			_, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: the SVG is not well-formed XML: %v", name, err)
+			}
+		}
+		if bytes.ContainsRune(svg, 0x1b) || bytes.ContainsRune(svg, 0x202e) {
+			t.Errorf("%s: the SVG holds ESC or U+202E raw", name)
+		}
+		if !bytes.Contains(svg, []byte(`gpu01\x1b[31m\u202e10upg`)) {
+			t.Errorf("%s: the label is not drawn escaped", name)
 		}
 	}
 }
