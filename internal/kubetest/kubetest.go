@@ -68,6 +68,10 @@ type ControlPlane struct {
 
 	procs   []*process
 	stopped *process // the API server, between StopAPIServer and StartAPIServer
+	// pki and token are made once: a start again on other ports keeps
+	// them (client-go caches a transport by its CA file's path).
+	pki   *pki
+	token string
 }
 
 // BinDir returns the directory holding Binaries: $GPULAB_KUBE_BIN when set,
@@ -129,17 +133,39 @@ func Start(t testing.TB) *ControlPlane {
 			cp.logTails(t)
 		}
 	})
-	if err := cp.start(t.Context(), bin); err != nil {
-		t.Fatalf("kubetest: %v", err)
+	// A port picked free can be taken by another process before the
+	// component binds it (a busy machine, tests in parallel): that start
+	// is thrown away and the control plane started again on other ports.
+	const attempts = 5
+	for i := 1; ; i++ {
+		err := cp.start(t.Context(), bin)
+		if err == nil {
+			return cp
+		}
+		if i == attempts || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("kubetest: %v", err)
+		}
+		t.Logf("kubetest: start %d of %d lost a port to another process, starting again on other ports: %s", i, attempts, firstLine(err.Error()))
+		cp.stop()
+		if err := os.RemoveAll(filepath.Join(cp.Dir, "etcd")); err != nil {
+			t.Fatalf("kubetest: %v", err)
+		}
 	}
-	return cp
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // ports are the control plane's loopback ports.
 type ports struct{ etcdClient, etcdPeer, api, sched, kwok int }
 
+// pickPorts picks the control plane's ports (a test takes one first).
+var pickPorts = freePorts
+
 func (cp *ControlPlane) start(ctx context.Context, bin string) error {
-	ps, err := freePorts(5)
+	ps, err := pickPorts(5)
 	if err != nil {
 		return err
 	}
@@ -182,14 +208,18 @@ func (cp *ControlPlane) start(ctx context.Context, bin string) error {
 // credentials writes the certificates, an admin token and the kubeconfig,
 // and makes the test's client.
 func (cp *ControlPlane) credentials(apiPort int) (pki, string, error) {
-	pki, err := writePKI(cp.Dir)
-	if err != nil {
-		return pki, "", err
+	if cp.pki == nil {
+		pki, err := writePKI(cp.Dir)
+		if err != nil {
+			return pki, "", err
+		}
+		if cp.token, err = randomToken(); err != nil {
+			return pki, "", err
+		}
+		cp.pki = &pki
 	}
-	token, err := randomToken()
-	if err != nil {
-		return pki, "", err
-	}
+	pki, token := *cp.pki, cp.token
+	var err error
 	tokens := filepath.Join(cp.Dir, "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(token+`,admin,admin,"system:masters"`+"\n"), 0o600); err != nil {
 		return pki, "", err
@@ -425,7 +455,7 @@ func randomToken() (string, error) {
 
 // freePorts returns n distinct ports free on 127.0.0.1 now; another
 // process may take one before ours binds it, which shows as a component
-// that exits with "address already in use".
+// that exits with "address already in use" (Start then starts again).
 func freePorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {

@@ -3,6 +3,7 @@ package kubetest
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -139,5 +140,33 @@ func TestBinDirMissingSaysHowToBuild(t *testing.T) {
 	BinDir(r)
 	if len(r.skipped) == 0 || !strings.Contains(r.skipped[0], "make kube-testenv") {
 		t.Errorf("BinDir(empty dir) skipped with %q, want a skip naming `make kube-testenv`", r.skipped)
+	}
+}
+
+// A port that another process takes between the pick and the bind (here
+// the scheduler's, held by the test) costs one start, not the test: the
+// control plane comes up on other ports and answers.
+func TestStartSurvivesATakenPort(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	calls := 0
+	pickPorts = func(n int) ([]int, error) {
+		calls++
+		ps, err := freePorts(n)
+		if calls == 1 && err == nil {
+			ps[3] = held.Addr().(*net.TCPAddr).Port // kube-scheduler's
+		}
+		return ps, err
+	}
+	defer func() { pickPorts = freePorts }()
+	cp := Start(t)
+	if calls != 2 {
+		t.Errorf("the control plane was started %d times, want 2 (one lost to the taken port)", calls)
+	}
+	if _, err := cp.Client.CoreV1().Namespaces().Get(t.Context(), "default", metav1.GetOptions{}); err != nil {
+		t.Errorf("the control plane started again does not answer: %v", err)
 	}
 }
