@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path"
 	"strconv"
@@ -170,7 +172,7 @@ printf '%s\000' "$(stat -c %a . 2>/dev/null)"`
 		if chmod {
 			ch = fmt.Sprintf(`chmod %o "$t" && `, mode)
 		}
-		return fmt.Sprintf(`t=%s; f=%s; if [ -L "$t" ] || [ ! -f "$t" ]; then rm -f -- "$t"; echo "the temporary file $t was swapped during the push: refused" >&2; exit 6; fi
+		return staleUploads(dir) + fmt.Sprintf(`t=%s; f=%s; if [ -L "$t" ] || [ ! -f "$t" ]; then rm -f -- "$t"; echo "the temporary file $t was swapped during the push: refused" >&2; exit 6; fi
 s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi
 if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$f became a link or a special file during the push: refused" >&2; exit 5; fi
 %s{ mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -- "$t" "$f"; }; } || { rm -f -- "$t"; exit 4; }`,
@@ -192,6 +194,11 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 			res.Method, finalize = "sftp", finalizeWith(false)
 		} else if err != errNoSFTP {
 			res.Sent = sent.Load()
+			if c.lostDuring(err) {
+				// Its temporary file stays on the host: the next push
+				// there removes it (staleUploads).
+				return fail(Lost, "push: upload %s: the connection was lost: %v", res.Path, err)
+			}
 			return fail(Exit, "push: upload %s: %v%s", res.Path, err, c.diagnose(ctx, dir, len(spec.Data)))
 		}
 	}
@@ -218,6 +225,38 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 	}
 	res.Class, res.Duration = OK, time.Since(start)
 	return res
+}
+
+// staleAge is how old a temporary upload of gpulab's must be for a later
+// push to take it for one left behind (gpulab killed, the host lost
+// mid-upload): older than any push's command timeout.
+const staleAge = 60 * time.Minute
+
+// staleUploads is the shell that removes, from dir, the temporary files
+// gpulab's pushes left behind: named as Push names them
+// (.NAME.gpulab-<12 hex>), the user's own, regular files, older than
+// staleAge. A failure to remove one never fails the push.
+func staleUploads(dir string) string {
+	return fmt.Sprintf(`find %s -maxdepth 1 -type f -name '.*.gpulab-????????????' -user "$(id -u)" -mmin +%d -exec rm -f -- {} + 2>/dev/null; `,
+		Quote(dir), int(staleAge.Minutes()))
+}
+
+// lostDuring says whether an upload's error is the connection's end: the
+// transport is gone, or the error is an end of stream and the transport
+// goes within a few seconds (its reader notices after the SFTP channel).
+func (c *Conn) lostDuring(err error) bool {
+	if !c.alive() {
+		return true
+	}
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, sftp.ErrSSHFxConnectionLost) && !errors.Is(err, net.ErrClosed) {
+		return false
+	}
+	select {
+	case <-c.dead:
+		return true
+	case <-time.After(5 * time.Second):
+		return false
+	}
 }
 
 // CheckPushName says why name cannot be a pushed file's name (PushSpec.Name),

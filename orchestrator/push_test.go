@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/internal/testreq"
@@ -302,4 +303,87 @@ func TestPushWritesOnlyItsDestination(t *testing.T) {
 			assertOnly(t, dir, "probe")
 		})
 	}
+}
+
+// Temporary uploads that a killed gpulab or a lost host left behind are
+// removed by the next push there: gpulab's own by name, the user's, older
+// than an hour; a fresh one (another push under way) and other files stay.
+func TestPushRemovesStaleUploads(t *testing.T) {
+	for _, noSFTP := range []bool{false, true} {
+		cache := t.TempDir()
+		f := sshtest.Start(t, 1, sshtest.Options{Env: map[string]string{"XDG_CACHE_HOME": cache}})
+		c := dial(t, f, f.Servers[0])
+		dir := filepath.Join(cache, "gpulab")
+		os.MkdirAll(dir, 0o700)
+		old := time.Now().Add(-2 * time.Hour)
+		for name, age := range map[string]time.Time{
+			".nvmlprobe-v1.gpulab-0123456789ab": old,        // a killed run's
+			".other.gpulab-aaaaaaaaaaaa":        time.Now(), // a push under way
+			".notours-0123456789ab":             old,
+		} {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte("partial"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			os.Chtimes(p, age, age)
+		}
+		r := c.Push(context.Background(), orchestrator.PushSpec{Name: "nvmlprobe-v2", Data: payload(10_000), NoSFTP: noSFTP})
+		if r.Class != orchestrator.OK {
+			t.Fatalf("push (noSFTP=%v): %+v", noSFTP, r)
+		}
+		assertOnly(t, dir, ".notours-0123456789ab", ".other.gpulab-aaaaaaaaaaaa", "nvmlprobe-v2")
+	}
+}
+
+// A host lost in the middle of an SFTP upload is lost, not a failed
+// command; the temporary file it keeps is removed by a later push.
+func TestPushHostLostDuringSFTP(t *testing.T) {
+	f := sshtest.Start(t, 1, sshtest.Options{})
+	s := f.Servers[0]
+	c := dial(t, f, s)
+	dir := t.TempDir()
+	done := make(chan orchestrator.PushResult, 1)
+	go func() {
+		done <- c.Push(context.Background(), orchestrator.PushSpec{Name: "big", Data: payload(256 << 20), Dest: filepath.Join(dir, "big")})
+	}()
+	// Wait for the upload to be under way: its temporary file has bytes.
+	var tmp string
+	for deadline := time.Now().Add(time.Minute); tmp == ""; {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && strings.Contains(e.Name(), ".gpulab-") && info.Size() > 0 {
+				tmp = filepath.Join(dir, e.Name())
+			}
+		}
+		if tmp == "" && time.Now().After(deadline) {
+			t.Fatalf("waited a minute for the upload's temporary file in %s", dir)
+		}
+		if tmp == "" {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	s.Kill()
+	var r orchestrator.PushResult
+	select {
+	case r = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("waited 2 minutes for the push to end after its host was killed")
+	}
+	if r.Class != orchestrator.Lost || !strings.Contains(r.Err, "the connection was lost") {
+		t.Errorf("a host killed mid-upload: %+v, want class lost", r)
+	}
+	if _, err := os.Stat(tmp); err != nil {
+		t.Fatalf("the lost host's temporary file is not there to be cleaned: %v", err)
+	}
+	// An hour on, the host is back: the next push there removes it.
+	old := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(tmp, old, old)
+	if err := s.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	c2 := dial(t, f, s)
+	if r := c2.Push(context.Background(), orchestrator.PushSpec{Name: "small", Data: payload(1000), Dest: filepath.Join(dir, "small")}); r.Class != orchestrator.OK {
+		t.Fatalf("push after the restart: %+v", r)
+	}
+	assertOnly(t, dir, "small")
 }
