@@ -91,7 +91,7 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 	}
 	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
 	defer stopLife()
-	dir, err := os.MkdirTemp("", "gpulab-demo-")
+	dir, err := sim.PrivateDir("gpulab-demo-") // a crashed demo's is removed first
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

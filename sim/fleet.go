@@ -72,6 +72,7 @@ type Fleet struct {
 	cfg       Config
 	dir       string
 	empty     string // an empty directory: a host's root if its tree cannot be made
+	tmp       string // TMPDIR of the real probe processes
 	ownDir    bool
 	hosts     []*host
 	key       ed25519.PrivateKey
@@ -129,7 +130,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	f := &Fleet{cfg: cfg, dir: cfg.Dir}
 	if f.dir == "" {
-		d, err := os.MkdirTemp("", "gpulab-sim-")
+		d, err := PrivateDir(simDirPrefix)
 		if err != nil {
 			return nil, err
 		}
@@ -139,12 +140,65 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	if err := os.Mkdir(f.empty, 0o500); err != nil {
 		return nil, err
 	}
+	// The real probe processes' temporary files (the simulated /proc of
+	// their GPU processes) go under the fleet's own directory, removed
+	// with it.
+	f.tmp = filepath.Join(f.dir, ".tmp")
+	if err := os.Mkdir(f.tmp, 0o700); err != nil {
+		return nil, err
+	}
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if err := f.start(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// simDirPrefix names the directories of fleets (in TMPDIR) gpulab made.
+const simDirPrefix = "gpulab-sim-"
+
+// PrivateDir makes a directory in TMPDIR named prefix+random, 0700, that
+// says whose it is (.pid); first it removes those of the same prefix that
+// a gpulab killed before it could remove them left behind (a crashed sim
+// serve or demo leaves its hosts' trees).
+func PrivateDir(prefix string) (string, error) {
+	removeCrashedTrees(os.TempDir(), prefix)
+	d, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(d, ".pid"), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		os.RemoveAll(d)
+		return "", err
+	}
+	return d, nil
+}
+
+// removeCrashedTrees removes the directories prefix* in tmp that are the
+// user's own and whose .pid names a process that is gone.
+func removeCrashedTrees(tmp, prefix string) {
+	dirs, _ := filepath.Glob(filepath.Join(tmp, prefix+"*"))
+	for _, d := range dirs {
+		st, err := os.Lstat(d)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if s, ok := st.Sys().(*syscall.Stat_t); !ok || int(s.Uid) != os.Geteuid() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(d, ".pid"))
+		if err != nil {
+			continue // not one of ours, or one starting now
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 func (f *Fleet) start() error {
@@ -274,7 +328,7 @@ func (f *Fleet) Close() error {
 			for _, h := range f.hosts {
 				err = errors.Join(err, os.RemoveAll(h.fs.dir))
 			}
-			err = errors.Join(err, os.Remove(f.empty))
+			err = errors.Join(err, os.Remove(f.empty), os.RemoveAll(f.tmp))
 		}
 	})
 	return err

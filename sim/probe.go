@@ -179,6 +179,9 @@ func (t *toolCall) runProbe(f *os.File, args []string) int {
 	cmd := exec.CommandContext(t.ctx, fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
 	cmd.Args = append(append([]string{args[0]}, t.probeArgs()...), args[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
+	if t.h.fleet != nil {
+		cmd.Env = append(cmd.Env, "TMPDIR="+t.h.fleet.tmp) // removed with the fleet
+	}
 	cmd.Dir = t.h.fs.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.stdin, t.stdout, t.stderr
 	if t.stdin == nil {

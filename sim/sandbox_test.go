@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -276,4 +277,64 @@ func randomHex(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// source NAME looks NAME up in the host's tree, not on the operator's
+// machine: PATH=/etc source shadow reads the same as a name that exists
+// nowhere (it told whether the operator's /etc/shadow exists).
+func TestSourceIsNoOracleOnTheRealFilesystem(t *testing.T) {
+	if _, err := os.Stat("/etc/shadow"); err != nil {
+		t.Fatalf("this test needs a real /etc/shadow to ask about: %v", err)
+	}
+	f, files := startFleet(t, Config{Hosts: 1})
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	conn := g.dial(t, f.hosts[0].name)
+	answer := func(name string) string {
+		r := conn.Run(context.Background(), "source", "PATH=/etc source "+name+"; echo rc=$?", orchestrator.RunOptions{})
+		return strings.ReplaceAll(string(r.Stdout)+string(r.Stderr), name, "NAME")
+	}
+	real, none := answer("shadow"), answer("shadow-"+randomHex(t))
+	if real != none {
+		t.Errorf("source tells a real file from none:\nshadow: %q\nnone:   %q", real, none)
+	}
+	if strings.Contains(real, "/etc/NAME") {
+		t.Errorf("source names the real file it found: %q", real)
+	}
+}
+
+// A fleet's directory that a killed gpulab left in TMPDIR is removed at
+// the next start; one whose process still runs, or another user's, stays.
+func TestPrivateDirRemovesCrashedTrees(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, pid string) string {
+		d := filepath.Join(tmp, name)
+		if err := os.MkdirAll(filepath.Join(d, "dgx01", "etc"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, ".pid"), []byte(pid+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	crashed := mk(simDirPrefix+"crashed", fmt.Sprint(gone.Process.Pid))
+	running := mk(simDirPrefix+"running", fmt.Sprint(os.Getpid()))
+	other := mk("unrelated-dir", fmt.Sprint(gone.Process.Pid))
+	d, err := PrivateDir(simDirPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	if _, err := os.Stat(crashed); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the crashed fleet's directory is still there: %v", err)
+	}
+	for _, keep := range []string{running, other, d} {
+		if _, err := os.Stat(keep); err != nil {
+			t.Errorf("%s was removed: %v", keep, err)
+		}
+	}
 }

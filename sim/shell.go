@@ -285,6 +285,18 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 			}
 			return append([]string{"command"}, rest...), nil
 		}
+	case "source", ".":
+		// The interpreter looks a sourced name up in PATH on the real
+		// filesystem (PATH=/etc source shadow told whether the
+		// operator's /etc/shadow exists): the host's tree answers, and
+		// the interpreter gets an absolute path, which it opens through
+		// the tree whatever the real filesystem holds.
+		if len(args) > 1 {
+			hc := interp.HandlerCtx(ctx)
+			out := slices.Clone(args)
+			out[1] = c.h.fs.sourcePath(hc.Dir, hc.Env.Get("PATH").String(), args[1])
+			return out, nil
+		}
 	case "type", "hash":
 		return append([]string{"\x00command-v"}, args[1:]...), nil
 	case "umask":

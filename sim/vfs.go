@@ -270,6 +270,25 @@ func (v *vfs) statAt(dir, name string, follow bool) (fs.FileInfo, error) {
 	return fi, cleanPathErr(name, err)
 }
 
+// sourcePath is where source NAME reads, as bash finds it, in the host's
+// tree: NAME with a slash from dir; otherwise the first regular file
+// NAME in path's directories, else dir/NAME. Always absolute.
+func (v *vfs) sourcePath(dir, path, name string) string {
+	if strings.Contains(name, "/") {
+		return abs(dir, name)
+	}
+	for _, d := range strings.Split(path, ":") {
+		if d == "" {
+			d = dir
+		}
+		p := abs(dir, d+"/"+name)
+		if fi, err := v.statAt("/", p, true); err == nil && fi.Mode().IsRegular() {
+			return p
+		}
+	}
+	return abs(dir, name)
+}
+
 func (v *vfs) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	hc := interp.HandlerCtx(ctx)
 	f, err := v.r().Open(rel(hc.Dir, name))
