@@ -60,14 +60,21 @@ func TestClusterReconcile(t *testing.T) {
 	writeFile(t, faultsFile, string(data))
 	var inv strings.Builder
 	fmt.Fprintf(&inv, "[defaults]\nuser = %q\nidentity_file = %q\nknown_hosts = %q\n", f.User, f.ClientKey, f.KnownHosts)
+	// gpu-c's sshd is down: its port is held, never listened on, so that
+	// no other process's server takes it meanwhile.
+	down := sshtest.FreePort(t)
 	for i, name := range []string{"gpu-a", "gpu-b", "gpu-c"} {
-		fmt.Fprintf(&inv, "[[host]]\nname = %q\naddress = %q\nport = %d\n", name, f.Servers[i].Addr, f.Servers[i].Port)
+		port := f.Servers[i].Port
+		if name == "gpu-c" {
+			port = down
+		}
+		fmt.Fprintf(&inv, "[[host]]\nname = %q\naddress = %q\nport = %d\n", name, f.Servers[i].Addr, port)
 	}
 	fmt.Fprintf(&inv, "[[host]]\nname = \"login\"\naddress = %q\nport = %d\n", f.Servers[0].Addr, f.Servers[0].Port)
 	fmt.Fprintf(&inv, "[[kube]]\nname = \"lab\"\nkubeconfig = %q\ncontext = \"kubetest\"\nnodes = \"gpu-a,gpu-b,gpu-c,login\"\n", cp.Kubeconfig)
 	invFile := filepath.Join(dir, "inventory.toml")
 	writeFile(t, invFile, inv.String())
-	f.Servers[2].Kill()
+	f.Servers[2].Kill() // and its sshd gone too
 
 	env := noEnv(t)
 	args := []string{"cluster", "reconcile", "--inventory", invFile, "-H", "gpu-a,gpu-b,gpu-c,login",

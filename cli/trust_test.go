@@ -137,3 +137,56 @@ func TestSimServeRefusesADirectoryOthersCanWrite(t *testing.T) {
 		}
 	}
 }
+
+// The review's ways around the check: an Include line the ssh_config
+// library reads otherwise than gpulab (a CR, a comment), a kubeconfig
+// another user can write (its exec plugin runs as the operator), and an
+// unset HOME (~/.ssh read from the working directory).
+func TestTrustCheckCannotBeSidestepped(t *testing.T) {
+	home := t.TempDir()
+	other := filepath.Join(t.TempDir(), "other")
+	if err := os.Mkdir(other, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(other, 0o777)
+	mark := filepath.Join(t.TempDir(), "ran")
+	team := filepath.Join(other, "team.conf")
+	writeFile(t, team, "Host evilhost\n  HostName 127.0.0.9\n  ProxyCommand touch "+mark+"\n")
+	os.Chmod(team, 0o666)
+	inv := filepath.Join(t.TempDir(), "inventory.toml")
+	writeFile(t, inv, "[[host]]\nname = \"evilhost\"\n")
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	for _, line := range []string{"Include " + team + "\r\n", "Include " + team + "#x\n", "Include " + team + "\n"} {
+		writeFile(t, filepath.Join(home, ".ssh", "config"), line)
+		r := run(t, map[string]string{"HOME": home}, "exec", "--inventory", inv, "-H", "evilhost", "--", "true")
+		if r.code != 2 || !strings.Contains(r.stderr, "refused") {
+			t.Errorf("%q: exit %d\n%s%s", line, r.code, r.stdout, r.stderr)
+		}
+		if _, err := os.Stat(mark); err == nil {
+			t.Fatalf("%q: the other user's ProxyCommand ran", line)
+		}
+	}
+
+	kc := filepath.Join(other, "kubeconfig")
+	writeFile(t, kc, "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"+
+		"users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: /bin/sh, args: ['-c', 'touch "+mark+"; echo {}']}}}]\n"+
+		"contexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n")
+	os.Chmod(kc, 0o666)
+	r := run(t, map[string]string{"HOME": home}, "cluster", "nodes", "--kubeconfig", kc)
+	if r.code == 0 || !strings.Contains(r.stderr, "kubeconfig: "+kc+": "+other+" is a directory writable by others") {
+		t.Errorf("a kubeconfig others can write: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the kubeconfig's exec plugin ran")
+	}
+
+	// HOME unset, in a directory holding .ssh/config: it is not read.
+	repo := t.TempDir()
+	os.MkdirAll(filepath.Join(repo, ".ssh"), 0o700)
+	writeFile(t, filepath.Join(repo, ".ssh", "config"), "Host evilhost\n  ProxyCommand touch "+mark+"\n")
+	t.Chdir(repo)
+	r = run(t, map[string]string{}, "inventory", "show", "evilhost", "--inventory", inv)
+	if strings.Contains(r.stdout+r.stderr, "touch "+mark) {
+		t.Errorf("with HOME unset, the working directory's .ssh/config was read:\n%s%s", r.stdout, r.stderr)
+	}
+}

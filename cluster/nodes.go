@@ -8,8 +8,10 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +41,17 @@ type Source struct {
 // its context, with the context's name and namespace.
 func (s Source) Connect() (*Client, error) {
 	rules := s.rules()
+	// A kubeconfig decides what runs as the operator (an exec credential
+	// plugin): one another user could change is refused, as an
+	// ssh_config is.
+	for _, p := range append([]string{rules.ExplicitPath}, rules.Precedence...) {
+		if p == "" {
+			continue
+		}
+		if err := fileio.CheckTrusted(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("kubeconfig: %w", err)
+		}
+	}
 	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
 	raw, err := cc.RawConfig()
 	if err != nil {

@@ -1183,3 +1183,31 @@ func heapPeak(f func()) uint64 {
 	<-stopped
 	return peak.Load() - min(peak.Load(), base.HeapAlloc)
 }
+
+// The summary reads what ReadRecord reads: a file with more than the
+// record's object is refused by both, a null host taken by both, keys
+// matched whatever their case.
+func TestReadSummaryAgreesWithReadRecord(t *testing.T) {
+	base := fmt.Sprintf(`{"schema":%d,"lab":"x","started":"2026-11-29T10:00:00Z",`, RecordSchema)
+	for name, c := range map[string]struct {
+		json string
+		ok   bool
+	}{
+		"trailing":    {base + `"hosts":[]} {}`, false},
+		"null host":   {base + `"hosts":[null]}`, true},
+		"capitalised": {base + `"Hosts":[{"host":"gpu01","Steps":[{"id":"s","stdout":"big"}]}]}`, true},
+	} {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "record.json"), []byte(c.json), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, rerr := ReadRecord(dir)
+		s, serr := ReadSummary(dir)
+		if (rerr == nil) != c.ok || (serr == nil) != c.ok {
+			t.Errorf("%s: ReadRecord %v, ReadSummary %v; want both ok=%v", name, rerr, serr, c.ok)
+		}
+		if name == "capitalised" && serr == nil && (len(s.Hosts) != 1 || s.Hosts[0].Host != "gpu01" || s.Hosts[0].Steps != nil) {
+			t.Errorf("capitalised keys: %+v", s.Hosts)
+		}
+	}
+}

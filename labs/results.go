@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -91,8 +92,10 @@ func ReadSummary(dir string) (*Record, error) {
 		return nil, &fs.PathError{Op: "read", Path: path, Err: &fileio.TooLargeError{Max: fileio.MaxRecord}}
 	}
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 64<<10))
+	// encoding/json matches keys whatever their case ("Hosts"): so does
+	// the summary, which must read what ReadRecord reads.
 	top, err := objectWithout(dec, func(key string, dec *json.Decoder) (json.RawMessage, bool, error) {
-		if key != "hosts" {
+		if !strings.EqualFold(key, "hosts") {
 			return nil, false, nil
 		}
 		if err := delim(dec, '['); err != nil {
@@ -100,8 +103,16 @@ func ReadSummary(dir string) (*Record, error) {
 		}
 		var hosts []json.RawMessage
 		for dec.More() {
+			if !startsObject(dec) { // null, as ReadRecord takes it
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return nil, true, err
+				}
+				hosts = append(hosts, raw)
+				continue
+			}
 			h, err := objectWithout(dec, func(key string, dec *json.Decoder) (json.RawMessage, bool, error) {
-				if key != "steps" {
+				if !strings.EqualFold(key, "steps") {
 					return nil, false, nil
 				}
 				return nil, true, skipValue(dec)
@@ -117,6 +128,11 @@ func ReadSummary(dir string) (*Record, error) {
 		raw, err := json.Marshal(hosts)
 		return raw, true, err
 	})
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF { // one object, as json.Unmarshal wants
+			err = fmt.Errorf("invalid character after the record's object")
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -175,6 +191,23 @@ func objectWithout(dec *json.Decoder, field func(key string, dec *json.Decoder) 
 	}
 	b.WriteByte('}')
 	return json.RawMessage(b.String()), nil
+}
+
+// startsObject says whether dec's next value is an object, reading
+// nothing.
+func startsObject(dec *json.Decoder) bool {
+	rest := dec.Buffered()
+	var b [1]byte
+	for {
+		if _, err := rest.Read(b[:]); err != nil {
+			return true // not buffered yet: objectWithout reads and says
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n', ',':
+			continue
+		}
+		return b[0] == '{'
+	}
 }
 
 // delim reads the delimiter want from dec.

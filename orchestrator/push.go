@@ -237,7 +237,7 @@ const staleAge = 60 * time.Minute
 // (.NAME.gpulab-<12 hex>), the user's own, regular files, older than
 // staleAge. A failure to remove one never fails the push.
 func staleUploads(dir string) string {
-	return fmt.Sprintf(`find %s -maxdepth 1 -type f -name '.*.gpulab-????????????' -user "$(id -u)" -mmin +%d -exec rm -f -- {} + 2>/dev/null; `,
+	return fmt.Sprintf(`find %s -maxdepth 1 -type f -name '.*.gpulab-[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]' -user "$(id -u)" -mmin +%d -exec rm -f -- {} + 2>/dev/null; `,
 		Quote(dir), int(staleAge.Minutes()))
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -101,6 +102,16 @@ type Resolver struct {
 // NewResolver reads the ssh_config file at path ("" for the inventory's
 // ssh_config or ~/.ssh/config); a missing file is fine unless it was named.
 func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, home, localUser string) (*Resolver, error) {
+	// An unset or relative HOME would have ~/.ssh read from the working
+	// directory (a cloned repository's .ssh/config): the passwd entry's,
+	// as OpenSSH, or nothing.
+	if !filepath.IsAbs(home) {
+		u, err := user.Current()
+		if err != nil || !filepath.IsAbs(u.HomeDir) {
+			return nil, fmt.Errorf("HOME is %q and the user's home directory is unknown: gpulab will not look for ~/.ssh relative to the working directory; set HOME", home)
+		}
+		home = u.HomeDir
+	}
 	r := &Resolver{Inventory: inv, Overrides: o, Home: home, LocalUser: localUser}
 	defaultPath := filepath.Join(home, ".ssh", "config")
 	explicit := sshConfigPath != ""
@@ -131,6 +142,27 @@ func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, ho
 	return r, nil
 }
 
+// includeHomes are the home directories a relative Include may be read
+// under: gpulab's (HOME) and the ssh_config library's (the passwd
+// entry's), when they differ; each is checked.
+func (r *Resolver) includeHomes() []string {
+	homes := []string{r.Home}
+	if u, err := user.Current(); err == nil && u.HomeDir != "" && u.HomeDir != r.Home {
+		homes = append(homes, u.HomeDir)
+	}
+	return homes
+}
+
+// globDir is the directory of a glob pattern's first component with a
+// wildcard ("" when the pattern has none): where a match could appear.
+func globDir(pattern string) string {
+	i := strings.IndexAny(pattern, "*?[")
+	if i < 0 {
+		return ""
+	}
+	return filepath.Dir(pattern[:i] + "x")
+}
+
 // vetSSHConfig refuses what gpulab cannot read as OpenSSH does, before
 // the ssh_config library reads it: Match blocks (the library treats
 // "Match host" as "Host", which would silently take another route, and
@@ -150,18 +182,42 @@ func (r *Resolver) vetSSHConfig(file string, data []byte, depth int) error {
 		case "match":
 			return fmt.Errorf("%s:%d: Match blocks are not supported: gpulab cannot evaluate them as OpenSSH does, and will not take another route than ssh would; use Host blocks, the inventory, or -F with a file without Match", file, n+1)
 		case "include":
+			// The ssh_config library opens Include files itself, reading
+			// the line its own way (the value ends at # or CR, splits on
+			// spaces): only a line both read alike is taken, so that the
+			// files checked here are the files it reads.
+			if strings.ContainsAny(line, "#\r\t\"=") || strings.Contains(strings.TrimSpace(line), "  ") {
+				return fmt.Errorf("%s:%d: an Include line with a comment, a CR (Windows line ends), a tab, quotes, '=' or two spaces is refused: gpulab checks the files an Include reads, and could read this one otherwise than ssh; write Include PATH [PATH...], one space apart", file, n+1)
+			}
 			for _, pattern := range fields[1:] {
-				p := strings.Trim(pattern, `"`)
-				switch {
-				case filepath.IsAbs(p):
-				case strings.HasPrefix(p, "~/"):
-					p = filepath.Join(r.Home, p[2:])
-				default:
-					p = filepath.Join(r.Home, ".ssh", p)
+				var ps []string
+				for _, home := range r.includeHomes() {
+					p := pattern
+					switch {
+					case filepath.IsAbs(p):
+					case strings.HasPrefix(p, "~/"):
+						p = filepath.Join(home, p[2:])
+					default:
+						p = filepath.Join(home, ".ssh", p)
+					}
+					if !slices.Contains(ps, p) {
+						ps = append(ps, p)
+					}
 				}
-				matches, err := filepath.Glob(p)
-				if err != nil {
-					return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
+				var matches []string
+				for _, p := range ps {
+					// The library globs again when it reads: a directory
+					// another user can write could gain a file meanwhile.
+					if d := globDir(p); d != "" {
+						if err := fileio.CheckTrustedDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+							return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
+						}
+					}
+					m, err := filepath.Glob(p)
+					if err != nil {
+						return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
+					}
+					matches = append(matches, m...)
 				}
 				for _, m := range matches {
 					inc, err := fileio.ReadTrusted(m, fileio.MaxConfig)

@@ -65,12 +65,16 @@ func CheckTrustedDir(dir string) error {
 }
 
 func checkTrusted(path string, dirItself bool) error {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return err
-	}
-	if st, err := os.Stat(abs); err == nil && isNull(st) {
-		return nil
+	// Not filepath.Abs: it cleans "link/../x" lexically, and the kernel
+	// resolves ".." after the link; and the real working directory, not
+	// $PWD's name for it.
+	abs := path
+	if !filepath.IsAbs(path) {
+		wd, err := syscall.Getwd()
+		if err != nil {
+			return err
+		}
+		abs = wd + "/" + path
 	}
 	me := os.Geteuid()
 	untrusted := func(at, why, fix string) error {
@@ -105,6 +109,9 @@ func checkTrusted(path string, dirItself bool) error {
 			if err != nil {
 				return err
 			}
+			if strings.HasPrefix(next, "/proc/") && !strings.HasPrefix(target, "/") && strings.Contains(target, ":") {
+				return nil // /proc/PID/fd/N of a pipe or socket: ReadRegular names what it is
+			}
 			if filepath.IsAbs(target) {
 				cur = "/"
 			}
@@ -117,15 +124,22 @@ func checkTrusted(path string, dirItself bool) error {
 			if err := checkDir(next, me, untrusted); err != nil {
 				return err
 			}
-			if dirItself && len(rest) == 0 && st.Mode().Perm()&0o022 != 0 && !privateGroup(st, me, 0o020) {
-				return untrusted(next, "writable by others (mode "+st.Mode().String()+")", "chmod go-w "+quote(next))
+			if dirItself && len(rest) == 0 && st.Mode().Perm()&0o022 != 0 && !privateGroup(next, st, me, 0o020) {
+				fix := "chmod go-w " + quote(next)
+				if st.Mode()&fs.ModeSticky != 0 { // /tmp: not to be closed, but not to write into either
+					fix = "write into a directory of your own (mkdir -m 700 " + quote(filepath.Join(next, "gpulab-"+strconv.Itoa(me))) + ")"
+				}
+				return untrusted(next, "writable by others (mode "+st.Mode().String()+")", fix)
 			}
 		default:
 			if !st.Mode().IsRegular() {
 				return nil // not a file to read: ReadRegular says what it is
 			}
-			if st.Mode().Perm()&0o022 != 0 && !privateGroup(st, me, 0o020) {
+			if st.Mode().Perm()&0o022 != 0 && !privateGroup(next, st, me, 0o020) {
 				return untrusted(next, "writable by others (mode "+st.Mode().String()+")", "chmod go-w "+quote(next))
+			}
+			if hasACL(next) {
+				return untrusted(next, "writable by the users its access control list names (ls -l shows +)", "setfacl -b "+quote(next))
 			}
 		}
 		cur = next
@@ -144,7 +158,7 @@ func checkDir(dir string, me int, untrusted func(at, why, fix string) error) err
 	if err := checkOwner(dir, st, me, untrusted); err != nil {
 		return err
 	}
-	if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 && !privateGroup(st, me, 0o020) {
+	if st.Mode().Perm()&0o022 != 0 && st.Mode()&fs.ModeSticky == 0 && !privateGroup(dir, st, me, 0o020) {
 		return untrusted(dir, "a directory writable by others without the sticky bit (mode "+st.Mode().String()+"): anything below it can be renamed away and replaced", "chmod go-w "+quote(dir))
 	}
 	return nil
@@ -174,8 +188,11 @@ func ownerOf(st fs.FileInfo) int {
 // (besides its owner) is safe anyway: the group is the owner's private one,
 // with the owner its only member (Debian's OpenSSH allows exactly this).
 // Writable by others (o+w) is never safe.
-func privateGroup(st fs.FileInfo, me int, bits fs.FileMode) bool {
+func privateGroup(p string, st fs.FileInfo, me int, bits fs.FileMode) bool {
 	if st.Mode().Perm()&0o002 != 0 || st.Mode().Perm()&bits == 0 {
+		return false
+	}
+	if hasACL(p) { // with an ACL the group bits are its mask: others may write
 		return false
 	}
 	s, ok := st.Sys().(*syscall.Stat_t)
@@ -204,6 +221,13 @@ func privateGroup(st fs.FileInfo, me int, bits fs.FileMode) bool {
 		}
 	}
 	return members > 0
+}
+
+// hasACL says whether p carries a POSIX access ACL beyond its mode bits
+// (which can let named users write whatever the bits say).
+func hasACL(p string) bool {
+	n, err := syscall.Getxattr(p, "system.posix_acl_access", nil)
+	return err == nil && n > 0
 }
 
 // userName is uid's login name from /etc/passwd ("" when unknown).

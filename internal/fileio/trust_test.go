@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestCheckTrusted(t *testing.T) {
 		t.Errorf("a file of the user's in a sticky directory: %v", err)
 	}
 	// ... but a directory gpulab writes into may not be writable by others.
-	expectUntrusted(t, CheckTrustedDir(open), open, "writable by others", "chmod go-w "+open)
+	expectUntrusted(t, CheckTrustedDir(open), open, "writable by others", "write into a directory of your own (mkdir -m 700 ")
 	if err := CheckTrustedDir(dir); err != nil {
 		t.Errorf("a private directory to write into: %v", err)
 	}
@@ -134,5 +135,53 @@ func expectUntrusted(t *testing.T, err error, at, why, fix string) {
 	}
 	if !strings.Contains(err.Error(), "another local user could change") {
 		t.Errorf("the message does not say why it matters: %v", err)
+	}
+}
+
+// ".." after a link is resolved as the kernel resolves it, from where the
+// link points, not by cleaning the path's text; a relative path starts
+// from the real working directory.
+func TestCheckTrustedDotDotAfterALink(t *testing.T) {
+	dir := t.TempDir()
+	theirs := filepath.Join(dir, "theirs")
+	if err := os.MkdirAll(filepath.Join(theirs, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(theirs, "inventory.toml")
+	if err := os.WriteFile(bad, []byte("x\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(bad, 0o666)
+	mine := filepath.Join(dir, "mine")
+	if err := os.Mkdir(mine, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mine, "inventory.toml"), []byte("ok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(mine, "lnk")
+	if err := os.Symlink(filepath.Join(theirs, "sub"), link); err != nil {
+		t.Fatal(err)
+	}
+	// mine/lnk/../inventory.toml is theirs/inventory.toml to the kernel.
+	expectUntrusted(t, CheckTrusted(link+"/../inventory.toml"), bad, "writable by others", "")
+	t.Chdir(link)
+	expectUntrusted(t, CheckTrusted("../inventory.toml"), bad, "writable by others", "")
+}
+
+// A file whose ACL lets another user write is refused, though its mode
+// bits (the ACL's mask) would pass for a private group.
+func TestCheckTrustedACL(t *testing.T) {
+	setfacl := testreq.Tool(t, "setfacl", "the test gives another user write access through an ACL (apt-get install acl)")
+	p := filepath.Join(t.TempDir(), "inventory.toml")
+	if err := os.WriteFile(p, []byte("x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(setfacl, "-m", "u:65534:rw", p).CombinedOutput(); err != nil {
+		testreq.Missing(t, fmt.Sprintf("setfacl on %s (a file system with ACLs): %v %s", p, err, out))
+	}
+	var u *UntrustedError
+	if err := CheckTrusted(p); !errors.As(err, &u) {
+		t.Errorf("a file another user may write through its ACL: %v", err)
 	}
 }

@@ -336,8 +336,29 @@ func freePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// FreePort returns a loopback port that nothing listens on (now).
-func FreePort(t testing.TB) int { return freePort(t) }
+// FreePort returns a loopback port that nothing listens on, and that
+// nothing can take for the test's life: a socket bound to it (without
+// SO_REUSEADDR, never listening) holds it, so a connection there is
+// refused even on a busy machine whose other tests' servers pick ports
+// (one took a port a test had freed, and answered with its host key).
+func FreePort(t testing.TB) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		syscall.Close(fd)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	return sa.(*syscall.SockaddrInet4).Port
+}
 
 func writeKey(t testing.TB, path string, priv ed25519.PrivateKey) {
 	t.Helper()
