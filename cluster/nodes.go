@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/redirect"
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
@@ -121,7 +122,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc.CheckRedirect = sameAPIServer
+	hc.CheckRedirect = redirect.SameHost("the API server", "the client's credentials would go with it")
 	kube, err := kubernetes.NewForConfigAndClient(pb, hc)
 	if err != nil {
 		return nil, err
@@ -144,20 +145,6 @@ const (
 	// its pages.
 	MaxListObjects = 200_000
 )
-
-// sameAPIServer is the client's redirect policy: a redirect to another
-// host (or scheme, or port) is refused, since the credentials would go
-// with it.
-func sameAPIServer(req *http.Request, via []*http.Request) error {
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		return fmt.Errorf("the API server at %s redirected to %s://%s, another host: refused (the client's credentials would go with it)", first.Host, req.URL.Scheme, visible.String(req.URL.Host))
-	}
-	if len(via) >= 5 {
-		return fmt.Errorf("the API server at %s: more than 5 redirects", first.Host)
-	}
-	return nil
-}
 
 // boundedResponses caps each response body at MaxResponseBytes, but a
 // watch's: a watch is a stream of events that lasts, decoded one frame

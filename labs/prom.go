@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/redirect"
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
@@ -74,7 +75,7 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: sameHost}
+	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: redirect.SameHost("prometheus", "gpulab follows no redirect away from the Prometheus it was given")}
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
@@ -142,21 +143,6 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 		return nil, fmt.Errorf("prometheus answered a %q, which labs do not read", ans.Data.ResultType)
 	}
 	return out, nil
-}
-
-// sameHost is the Prometheus client's redirect policy: within the server
-// the operator named (scheme, host and port), a few hops at most; a
-// redirect elsewhere is refused, as it would have the operator's machine
-// fetch another host's page.
-func sameHost(req *http.Request, via []*http.Request) error {
-	first := via[0].URL
-	if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
-		return fmt.Errorf("prometheus at %s redirected to %s://%s, another host: refused (gpulab follows no redirect away from the Prometheus it was given)", first.Host, req.URL.Scheme, visible.String(req.URL.Host))
-	}
-	if len(via) >= 5 {
-		return fmt.Errorf("prometheus at %s: more than 5 redirects", first.Host)
-	}
-	return nil
 }
 
 // cut keeps the first n runes of s, with … when it cut.
