@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -242,13 +243,18 @@ func staleUploads(dir string) string {
 }
 
 // lostDuring says whether an upload's error is the connection's end: the
-// transport is gone, or the error is an end of stream and the transport
-// goes within a few seconds (its reader notices after the SFTP channel).
+// transport is gone, or the error is an end of stream or of the socket
+// (a write the peer reset) and the transport goes within a few seconds
+// (its reader notices after the SFTP channel).
 func (c *Conn) lostDuring(err error) bool {
 	if !c.alive() {
 		return true
 	}
-	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, sftp.ErrSSHFxConnectionLost) && !errors.Is(err, net.ErrClosed) {
+	ended := false
+	for _, end := range []error{io.EOF, io.ErrUnexpectedEOF, sftp.ErrSSHFxConnectionLost, net.ErrClosed, syscall.ECONNRESET, syscall.EPIPE} {
+		ended = ended || errors.Is(err, end)
+	}
+	if !ended {
 		return false
 	}
 	select {

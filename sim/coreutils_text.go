@@ -31,11 +31,6 @@ func toolCat(t *toolCall, args []string) int {
 	})
 }
 
-// maxInput bounds what a tool that must hold its whole input (sort, tail,
-// tr, wc) keeps: the simulation runs in the operator's process, and
-// `seq 1 1e12 | sort` must not take its memory.
-var maxInput int64 = 16 << 20
-
 var errMemory = errors.New("memory exhausted (a simulated host holds 16 MiB of input at most)")
 
 // readAll reads r whole, up to maxInput.

@@ -64,33 +64,31 @@ type Config struct {
 	Dir string
 }
 
-// MaxHosts bounds one fleet (file descriptors and memory).
-const MaxHosts = 10000
-
 // Fleet is a running simulated fleet.
 type Fleet struct {
-	cfg       Config
-	dir       string
-	empty     string // an empty directory: a host's root if its tree cannot be made
-	tmp       string // TMPDIR of the real probe processes
-	ownDir    bool
-	hosts     []*host
-	key       ed25519.PrivateKey
-	clientPK  ssh.PublicKey
-	probeOnce sync.Once
-	probeSum  string   // the simulator probe's sha256 (probe), "" if none is embedded
-	probeMem  *os.File // the embedded simulator probe in a sealed memory file, shared by every host (sealedProbe)
-	memOnce   sync.Once
-	memErr    error
-	glibc     string // what getconf GNU_LIBC_VERSION says (probe)
-	sick      int
-	watch     watchdog     // stops every command when the heap runs past maxHeap
-	disk      disk         // the hosts' disk together
-	cluster   *dgx.Cluster // every host's kubectl talks to it
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	closed    sync.Once
+	cfg        Config
+	dir        string
+	empty      string // an empty directory: a host's root if its tree cannot be made
+	tmp        string // TMPDIR of the real probe processes
+	ownDir     bool
+	hosts      []*host
+	key        ed25519.PrivateKey
+	clientPK   ssh.PublicKey
+	probeOnce  sync.Once
+	probeSum   string   // the simulator probe's sha256 (probe), "" if none is embedded
+	probeMem   *os.File // the embedded simulator probe in a sealed memory file, shared by every host (sealedProbe)
+	memOnce    sync.Once
+	memErr     error
+	glibc      string // what getconf GNU_LIBC_VERSION says (probe)
+	sick       int
+	probeSlots chan struct{} // one per real probe process running (maxProbes)
+	watch      watchdog      // stops every command when the heap runs past maxHeap
+	disk       disk          // the hosts' disk together
+	cluster    *dgx.Cluster  // every host's kubectl talks to it
+	ctx        context.Context
+	cancel     context.CancelFunc
+	wg         sync.WaitGroup
+	closed     sync.Once
 }
 
 // HostName is the name of the i-th host (0-based) of a fleet of n.
@@ -217,6 +215,7 @@ func (f *Fleet) start() error {
 		defer f.wg.Done()
 		f.watch.run(f.ctx, 200*time.Millisecond)
 	}()
+	f.probeSlots = make(chan struct{}, maxProbes)
 	f.disk.limit = fleetDisk(f.cfg.Hosts)
 	f.disk.trees = func() []*vfs {
 		trees := make([]*vfs, len(f.hosts))

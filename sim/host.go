@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,20 +43,39 @@ type host struct {
 
 	reserved int // a Drop host's bound, never listening socket
 
-	mu     sync.Mutex
-	ln     net.Listener
-	conns  map[net.Conn]struct{}
-	killed bool
+	mu       sync.Mutex
+	ln       net.Listener
+	conns    map[net.Conn]struct{}
+	killed   bool
+	startups atomic.Int32 // connections not logged in yet (maxStartups)
+	probes   atomic.Int32 // real probe processes running (maxProbesPerHost)
+	// acceptErrs counts accept's failures (EMFILE), each retried.
+	acceptErrs atomic.Int64
 }
 
-// serve accepts connections until the listener closes.
+// serve accepts connections until the listener closes. An error such as
+// EMFILE (too many open files) is retried after a wait that grows to
+// acceptBackoff, as net/http's server does, so that a host outlives a
+// moment without descriptors.
 func (h *host) serve(ln net.Listener) {
 	defer h.fleet.wg.Done()
+	var wait time.Duration
 	for {
 		c, err := ln.Accept()
 		if err != nil {
-			return
+			if errors.Is(err, net.ErrClosed) || h.fleet.ctx.Err() != nil {
+				return
+			}
+			h.acceptErrs.Add(1)
+			wait = min(max(2*wait, 5*time.Millisecond), acceptBackoff)
+			select {
+			case <-time.After(wait):
+			case <-h.fleet.ctx.Done():
+				return
+			}
+			continue
 		}
+		wait = 0
 		if !h.track(c) {
 			c.Close()
 			continue
@@ -120,13 +140,23 @@ func (h *host) handle(c net.Conn) {
 		_, _ = io.Copy(io.Discard, c) // accepts, never answers
 		return
 	}
+	// Until it has logged in, a connection has handshakeTimeout, and a
+	// host holds maxStartups such connections at most, as sshd's
+	// LoginGraceTime and MaxStartups.
+	if n := h.startups.Add(1); n > int32(maxStartups) {
+		h.startups.Add(-1)
+		return
+	}
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	if d := h.fleet.cfg.Latency; d > 0 {
 		c = slowConn{Conn: c, delay: d}
 	}
 	sc, chans, reqs, err := ssh.NewServerConn(c, h.config)
+	h.startups.Add(-1)
 	if err != nil {
 		return
 	}
+	_ = c.SetDeadline(time.Time{})
 	ctx, cancel := context.WithCancel(h.fleet.ctx)
 	defer cancel()
 	go ssh.DiscardRequests(reqs) // keepalives get their (negative) answer
@@ -158,18 +188,20 @@ func (h *host) handle(c net.Conn) {
 func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, reqs <-chan *ssh.Request) {
 	defer ch.Close()
 	env := append(h.baseEnv(), sshConnEnv(sc)...)
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(withBounds(ctx))
 	defer cancel()
 	defer h.fleet.watch.add(h.name, cancel, ch.Stderr())()
 	pty, started := false, false
+	envAdded, envBytes := 0, 0 // what env requests added (maxEnv, maxEnvBytes)
 	done := make(chan struct{})
 	for req := range reqs {
 		ok := false
 		switch req.Type {
 		case "env":
 			var kv struct{ Name, Value string }
-			if ssh.Unmarshal(req.Payload, &kv) == nil && acceptEnv(kv.Name) {
+			if ssh.Unmarshal(req.Payload, &kv) == nil && acceptEnv(kv.Name) && envAdded < maxEnv && envBytes+len(kv.Name)+len(kv.Value) <= maxEnvBytes {
 				env, ok = append(env, kv.Name+"="+kv.Value), true
+				envAdded, envBytes = envAdded+1, envBytes+len(kv.Name)+len(kv.Value)
 			}
 		case "pty-req":
 			pty, ok = true, true
@@ -311,7 +343,10 @@ func sendExit(ch ssh.Channel, code int, err error) {
 func (h *host) shell(ctx context.Context, c *call, ch ssh.Channel, pty bool) int {
 	if !pty {
 		b := new(strings.Builder)
-		_, _ = io.Copy(b, ch)
+		if n, _ := io.Copy(b, io.LimitReader(ch, maxScript+1)); n > maxScript {
+			fmt.Fprintf(ch.Stderr(), "bash: the script on standard input is over %d MiB (a simulated host reads no more)\n", maxScript>>20)
+			return 126
+		}
 		c.stdin = devNull{}
 		code, _ := c.runLine(ctx, b.String())
 		return code
@@ -339,6 +374,7 @@ func (h *host) shell(ctx context.Context, c *call, ch ssh.Channel, pty bool) int
 			status = 2
 			continue
 		}
+		boundJobs(prog)
 		err = r.Run(ctx, prog)
 		if st, ok := exitStatus(err); ok {
 			status = st

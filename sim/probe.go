@@ -63,9 +63,6 @@ func (t *toolCall) execFile(args []string) int {
 	return t.runProbe(sealed, args)
 }
 
-// maxProbe bounds the file read to be checked (the probe is ~5 MB).
-const maxProbe = 64 << 20
-
 var errNotProbe = errors.New("a simulated host runs no program but gpulab's simulator probe (this file's sha256 is not that build's)")
 
 // sealedProbe checks the sha256 of the host's file, read once as a
@@ -173,6 +170,22 @@ func (t *toolCall) runProbe(f *os.File, args []string) int {
 		if isProbeFlag(a) {
 			t.errf("%s: on a simulated host the simulation says what the probe sees: %s refused", path.Base(args[0]), a)
 			return 64
+		}
+	}
+	// Real processes are bounded: maxProbesPerHost on a host at once (more
+	// fail as fork does), maxProbes in the fleet (more wait their turn).
+	if n := t.h.probes.Add(1); n > int32(maxProbesPerHost) {
+		t.h.probes.Add(-1)
+		t.errf("sh: fork: retry: Resource temporarily unavailable (a simulated host runs %d probes at once at most)", maxProbesPerHost)
+		return 126
+	}
+	defer t.h.probes.Add(-1)
+	if fl := t.h.fleet; fl != nil {
+		select {
+		case fl.probeSlots <- struct{}{}:
+			defer func() { <-fl.probeSlots }()
+		case <-t.ctx.Done():
+			return 143
 		}
 	}
 	// Run the sealed copy of the bytes that were checked (sealedProbe).

@@ -134,13 +134,7 @@ func (s *sftpFS) setstat(name string, r *sftp.Request) error {
 		}
 	}
 	if fl.Size {
-		f, err := s.v.r().OpenFile(name, os.O_WRONLY, 0)
-		if err != nil {
-			return err
-		}
-		err = f.Truncate(int64(a.Size))
-		f.Close()
-		if err != nil {
+		if err := s.v.truncate(name, a.Size); err != nil {
 			return err
 		}
 	}

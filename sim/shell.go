@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/interp"
@@ -66,6 +67,7 @@ func (c *call) runLine(ctx context.Context, line string, params ...string) (int,
 		fmt.Fprintf(c.stderr, "%s: -c: %v\n", path.Base(shellPath), err)
 		return 2, nil
 	}
+	boundJobs(prog)
 	r, done, err := c.runner(params)
 	if err != nil {
 		return 1, err
@@ -249,7 +251,11 @@ func (c *call) exec(ctx context.Context, args []string) (err error) {
 			err = interp.ExitStatus(70)
 		}
 	}()
-	t := &toolCall{ctx: ctx, h: c.h, dir: hc.Dir, env: environ(hc.Env), stdin: hc.Stdin, stdout: hc.Stdout, stderr: hc.Stderr}
+	stdout := hc.Stdout
+	if b, ok := stdout.(*strings.Builder); ok { // a command substitution's: held in memory
+		stdout = substWriter{b}
+	}
+	t := &toolCall{ctx: ctx, h: c.h, dir: hc.Dir, env: environ(hc.Env), stdin: hc.Stdin, stdout: stdout, stderr: hc.Stderr}
 	code := t.run(args)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -260,10 +266,28 @@ func (c *call) exec(ctx context.Context, args []string) (err error) {
 	return nil
 }
 
+// substWriter is a command substitution's output as the host's tools
+// write it: it holds maxInput at most (x=$(seq 1 1e12) ends there, with
+// "write error: Cannot allocate memory", as a shell out of memory would).
+type substWriter struct{ b *strings.Builder }
+
+func (w substWriter) Write(p []byte) (int, error) {
+	if int64(w.b.Len())+int64(len(p)) > maxInput {
+		return 0, syscall.ENOMEM
+	}
+	return w.b.Write(p)
+}
+
 // callHook rewrites the builtins whose real implementation would look at
 // the operator's file system (command -v and type search the real PATH,
 // pwd -P resolves real links) or that the interpreter lacks (cd -P, cd --).
 func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
+	if err := checkNesting(ctx); err != nil {
+		return nil, err
+	}
+	if out, ok, err := jobHook(ctx, args); ok {
+		return out, err
+	}
 	switch args[0] {
 	case "builtin":
 		// builtin NAME runs the interpreter's own NAME: the same rewrite.

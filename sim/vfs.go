@@ -325,15 +325,6 @@ func (devNullInfo) ModTime() time.Time { return time.Time{} }
 func (devNullInfo) IsDir() bool        { return false }
 func (devNullInfo) Sys() any           { return nil }
 
-// hostDisk is a simulated host's disk: writes past it fail with "No space
-// left on device", so that a loop writing to a file cannot fill the
-// operator's disk.
-var hostDisk int64 = 256 << 20
-
-// entryCost is what a file, directory or link costs on a simulated disk
-// beside its bytes (a block): a loop making empty files runs out too.
-const entryCost = 4096
-
 // disk is the space a whole fleet's hosts may use together: each host has
 // hostDisk, and together they have at most fleetDisk, so that a fleet of
 // 1,000 hosts cannot take 256 GB of the operator's disk.
@@ -391,8 +382,11 @@ func (v *vfs) usage() int64 {
 		total += entryCost
 		if d.Type().IsRegular() {
 			if fi, err := d.Info(); err == nil {
-				total += fi.Size()
+				total += min(max(fi.Size(), 0), hostDisk) // a sum that cannot overflow
 			}
+		}
+		if total > 1<<62 {
+			return fs.SkipAll
 		}
 		return nil
 	})
@@ -414,7 +408,16 @@ type quotaFile struct {
 func (q quotaFile) Read(p []byte) (int, error)              { return q.f.Read(p) }
 func (q quotaFile) ReadAt(p []byte, off int64) (int, error) { return q.f.ReadAt(p, off) }
 func (q quotaFile) Seek(off int64, whence int) (int64, error) {
-	return q.f.Seek(off, whence)
+	cur, err := q.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return cur, err
+	}
+	n, err := q.f.Seek(off, whence)
+	if err == nil && n > hostDisk { // a write there would make a file larger than the disk
+		_, _ = q.f.Seek(cur, io.SeekStart)
+		return cur, &fs.PathError{Op: "seek", Path: q.f.Name(), Err: syscall.EFBIG}
+	}
+	return n, err
 }
 func (q quotaFile) Close() error { return q.f.Close() }
 
@@ -426,10 +429,39 @@ func (q quotaFile) Write(p []byte) (int, error) {
 }
 
 func (q quotaFile) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > hostDisk-int64(len(p)) { // no file is larger than the disk
+		return 0, &fs.PathError{Op: "write", Path: q.f.Name(), Err: syscall.EFBIG}
+	}
 	if err := q.v.charge(len(p)); err != nil {
 		return 0, &fs.PathError{Op: "write", Path: q.f.Name(), Err: err}
 	}
 	return q.f.WriteAt(p, off)
+}
+
+// truncate sets the size of the file name (relative to the tree's root),
+// as SFTP's setstat does: a file grows no larger than the host's disk,
+// and what it grows by is charged (a sparse file's size counts as the
+// tree's usage does: two files of 2^62 bytes overflowed the sum, after
+// which writes went past the disk).
+func (v *vfs) truncate(name string, size uint64) error {
+	if size > uint64(hostDisk) {
+		return &fs.PathError{Op: "truncate", Path: name, Err: syscall.EFBIG}
+	}
+	f, err := v.r().OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if grow := int64(size) - fi.Size(); grow > 0 {
+		if err := v.charge(int(grow)); err != nil {
+			return &fs.PathError{Op: "truncate", Path: name, Err: err}
+		}
+	}
+	return f.Truncate(int64(size))
 }
 
 // writable wraps f when flag opens it for writing.

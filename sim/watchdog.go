@@ -10,12 +10,6 @@ import (
 	"time"
 )
 
-// maxHeap is how much heap the process may hold before the simulation
-// stops every command it runs: the fleet lives in the operator's process
-// (the workbench's, in gpulab demo), and a command such as
-// x=$(seq 1 300000000) keeps what it makes in memory there.
-var maxHeap uint64 = 1 << 30
-
 // watchdog stops every running command of the fleet when the heap passes
 // maxHeap, telling each why on its standard error.
 type watchdog struct {
