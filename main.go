@@ -24,9 +24,13 @@ import (
 
 	"github.com/gpulab/gpulab/cli"
 	"github.com/gpulab/gpulab/internal/termquiet" // before Bubble Tea's init: no terminal queries
+	"github.com/gpulab/gpulab/sim"
 )
 
 func main() {
+	if sim.IsChild() { // gpulab demo's and sim serve's fleet, in a process of its own
+		os.Exit(sim.RunChild())
+	}
 	termquiet.Restore()
 	os.Exit(cli.Main(os.Args[1:], cli.Env{
 		Stdin:      os.Stdin,

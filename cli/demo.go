@@ -35,10 +35,14 @@ func newDemoCmd(o *options) *cobra.Command {
 	d := demoFlags{hosts: defaultDemoHosts}
 	c := &cobra.Command{
 		Use:   "demo [--hosts N] [--seed S] [--present] [--mask]",
-		Short: "The workbench on a SIMULATED DGX A100 fleet in this process (no hardware, no inventory)",
-		Long: `gpulab demo starts a SIMULATED fleet of DGX A100 hosts in this process (as
-gpulab sim serve does: real SSH servers on 127.0.0.1, GPU tools answering
-from recorded outputs, one sick host) and opens the workbench on it. Plain
+		Short: "The workbench on a SIMULATED DGX A100 fleet (no hardware, no inventory)",
+		Long: `gpulab demo starts a SIMULATED fleet of DGX A100 hosts (as gpulab sim
+serve does: real SSH servers on 127.0.0.1, GPU tools answering from
+recorded outputs, one sick host) in a child process under hard limits, and
+opens the workbench on it. A simulated command that runs the fleet into a
+limit ends that process, not the workbench: the status bar says "the
+simulated fleet stopped" and why, and R starts it again on the same ports
+with the same keys. Plain
 gpulab does the same when it finds no inventory. Every host and the header
 say SIMULATED.
 
@@ -99,12 +103,15 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 	// The fleet starts (its hosts' keys, the probe's checksum) while the
 	// workbench loads its catalog, runbooks and labs.
 	type started struct {
-		f   *sim.Fleet
+		f   *sim.Child
 		err error
 	}
 	starting := make(chan started, 1)
 	go func() {
-		f, err := sim.Start(life, sim.Config{Hosts: d.hosts, Seed: d.seed, Dir: dir})
+		// The fleet runs in a process of its own, under hard limits: what
+		// a simulated command does can end that process, never this one
+		// (the status bar says so; R starts it again).
+		f, err := sim.Spawn(life, sim.Config{Hosts: d.hosts, Seed: d.seed, Dir: dir})
 		starting <- started{f, err}
 	}()
 	fleet := sync.OnceValue(func() started { return <-starting })
@@ -129,6 +136,7 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 		}
 		o.inventory = files.Inventory
 		w.kill = s.f.Kill
+		w.simFleet = s.f
 		w.cluster = demoCluster(life, s.f)
 		if d.present {
 			w.present = presentSteps(s.f.Hosts())
@@ -142,7 +150,9 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 // fleet feeds, context "simulated"), made once and served until life
 // ends: the Cluster tab follows it and the labs' cluster steps read the
 // same one, whose nodes are the demo's hosts.
-func demoCluster(life context.Context, f *sim.Fleet) func(context.Context) (*cluster.Client, error) {
+func demoCluster(life context.Context, f interface {
+	KubeClient(context.Context) (*cluster.Client, error)
+}) func(context.Context) (*cluster.Client, error) {
 	once := sync.OnceValues(func() (*cluster.Client, error) { return f.KubeClient(life) })
 	return func(context.Context) (*cluster.Client, error) { return once() }
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -82,7 +83,10 @@ decides what runs as you. Another is refused before a host starts.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 			defer stop()
-			f, err := sim.Start(ctx, cfg)
+			// The fleet runs in a child process under hard limits (see
+			// sim.Spawn): a simulated command that runs it into one ends
+			// that process, and it is started again.
+			f, err := sim.Spawn(ctx, cfg)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -94,8 +98,7 @@ decides what runs as you. Another is refused before a host starts.`,
 			if err := printReady(cmd, o, f, files); err != nil {
 				return err
 			}
-			<-ctx.Done()
-			return nil
+			return serveUntilDone(ctx, cmd.ErrOrStderr(), f)
 		},
 	}
 	fl := c.Flags()
@@ -135,7 +138,34 @@ func inventoryOut(out *string, args []string) error {
 	return nil
 }
 
-func printReady(cmd *cobra.Command, o *options, f *sim.Fleet, files sim.Files) error {
+// serveUntilDone serves until ctx ends. When the fleet's process stops,
+// it says why and starts it again (same ports, same keys: the inventory
+// holds); a fleet that stops again within a minute of starting is given
+// up, exit 1.
+func serveUntilDone(ctx context.Context, stderr io.Writer, f *sim.Child) error {
+	var restarted time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-f.Stopped():
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		why := f.Err()
+		if !restarted.IsZero() && time.Since(restarted) < time.Minute {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("sim serve: %v, again within a minute of starting again: given up", why)}
+		}
+		fmt.Fprintf(stderr, "gpulab sim serve: %v; starting it again (same hosts, ports and keys; their files are fresh)\n", why)
+		if err := f.Restart(ctx); err != nil {
+			return &exitError{code: ExitFailed, err: fmt.Errorf("sim serve: the simulated fleet did not start again: %w", err)}
+		}
+		restarted = time.Now()
+	}
+}
+
+func printReady(cmd *cobra.Command, o *options, f interface{ Hosts() []sim.Host }, files sim.Files) error {
 	w := cmd.OutOrStdout()
 	hosts := f.Hosts()
 	if o.json {

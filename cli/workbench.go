@@ -71,6 +71,9 @@ type workbench struct {
 	results   string
 	// kill cuts a simulated host off (Fleet's K in the demo).
 	kill func(name string) error
+	// simFleet is the demo's fleet process (the status bar says when it
+	// stopped; R starts it again).
+	simFleet tui.SimFleet
 	// hosts, when set, is called once the workbench's files are loaded
 	// and before the inventory is: a demo's fleet starts meanwhile.
 	hosts func() error
@@ -154,7 +157,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		lipgloss.HasDarkBackground()
 	}
 	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Labs: ls, Version: Version, Styles: tui.DefaultStyles(), Results: results, Context: life,
-		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask, KillHost: w.kill}
+		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask, KillHost: w.kill, SimFleet: w.simFleet}
 	if len(w.present) > 0 {
 		opts.Styles = tui.PresenterStyles()
 	}

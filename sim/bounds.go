@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
 
 	"mvdan.cc/sh/v3/interp"
@@ -74,6 +75,29 @@ func boundJobs(prog *syntax.File) {
 			call(&syntax.Lit{Value: jobEnd}, &syntax.ParamExp{Short: true, Param: &syntax.Lit{Value: "?"}}),
 		}}
 	}
+}
+
+// refuseUnboundedJobs says why a simulated shell does not run script
+// for eval or source (what): the interpreter parses and runs it itself,
+// where boundJobs cannot count its background jobs (a fork bomb inside
+// eval took the fleet's process down). A script with no background job,
+// or one that does not parse (the interpreter then says why), runs.
+func refuseUnboundedJobs(what, script string) error {
+	prog, err := parser().Parse(strings.NewReader(script), "")
+	if err != nil {
+		return nil
+	}
+	var bg *syntax.Stmt
+	syntax.Walk(prog, func(n syntax.Node) bool {
+		if st, ok := n.(*syntax.Stmt); ok && (st.Background || st.Disown) && bg == nil {
+			bg = st
+		}
+		return bg == nil
+	})
+	if bg != nil {
+		return fmt.Errorf("bash: %s: line %d: a background job (&) inside %s is not simulated on this host: run it outside %s, where the host counts its jobs", what, bg.Pos().Line(), what, what)
+	}
+	return nil
 }
 
 // jobHook answers jobStart and jobEnd (see boundJobs); ok is false for

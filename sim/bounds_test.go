@@ -63,6 +63,9 @@ func TestSessionBombsEndTheirCommand(t *testing.T) {
 		// Detached jobs end with their session's command.
 		{"pipe bomb", `b() { b | b & }; b; wait; echo survived`, "", "survived\n"},
 		{"recursion", `f() { f; }; f`, "maximum function nesting level exceeded (100)", ""},
+		{"fork bomb in eval", `eval 'f() { f & f & wait; }; f'; echo survived`, "a background job (&) inside eval is not simulated", "survived\n"},
+		{"fork bomb sourced", `echo 'f() { f & f & wait; }; f' > b.sh; . ./b.sh; echo survived`, "a background job (&) inside . is not simulated", "survived\n"},
+		{"eval without jobs", `eval 'echo $((6*7))'`, "", "42\n"},
 		{"substitution", `x=$(seq 1 100000000); [ ${#x} -le 65536 ] && echo held`, "seq: write error: cannot allocate memory", "held\n"},
 	} {
 		stdout, stderr, _ := runOn(t, c, tc.line)
@@ -152,7 +155,7 @@ func TestUnauthenticatedConnectionsAreBounded(t *testing.T) {
 	// Each idle connection gets the server's version line: it is being served.
 	for _, c := range idle {
 		_ = c.SetReadDeadline(deadline)
-		if line, err := readLine(c); err != nil || !strings.HasPrefix(line, "SSH-2.0-") {
+		if line, err := readConnLine(c); err != nil || !strings.HasPrefix(line, "SSH-2.0-") {
 			t.Fatalf("waiting for the host's version line on an idle connection: %q %v", line, err)
 		}
 	}
@@ -177,7 +180,7 @@ func TestUnauthenticatedConnectionsAreBounded(t *testing.T) {
 	}
 }
 
-func readLine(c net.Conn) (string, error) {
+func readConnLine(c net.Conn) (string, error) {
 	var b []byte
 	one := make([]byte, 1)
 	for len(b) < 256 {
@@ -240,7 +243,7 @@ func TestAcceptOutlivesEMFILE(t *testing.T) {
 	restore()
 	// The connection that waited is served.
 	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	if line, err := readLine(c); err != nil || !strings.HasPrefix(line, "SSH-2.0-") {
+	if line, err := readConnLine(c); err != nil || !strings.HasPrefix(line, "SSH-2.0-") {
 		t.Errorf("waiting 30 s for the host to serve the connection made while it had no descriptor: %q %v", line, err)
 	}
 }

@@ -82,6 +82,7 @@ type Fleet struct {
 	glibc      string // what getconf GNU_LIBC_VERSION says (probe)
 	sick       int
 	probeSlots chan struct{} // one per real probe process running (maxProbes)
+	given      *given        // keys and sockets from the parent (Spawn)
 	watch      watchdog      // stops every command when the heap runs past maxHeap
 	disk       disk          // the hosts' disk together
 	cluster    *dgx.Cluster  // every host's kubectl talks to it
@@ -96,37 +97,28 @@ func HostName(i, n int) string {
 	return fmt.Sprintf("dgx%0*d", max(2, len(strconv.Itoa(n))), i+1)
 }
 
-// Start brings the fleet up: every host listens (or refuses, for Drop)
-// before Start returns.
+// Start brings the fleet up in this process: every host listens (or
+// refuses, for Drop) before Start returns. gpulab demo and sim serve run
+// it in a child process of its own instead (Spawn).
 func Start(ctx context.Context, cfg Config) (*Fleet, error) {
-	if cfg.Hosts == 0 {
-		cfg.Hosts = 4
+	return start(ctx, cfg, nil)
+}
+
+// given is what a child's fleet takes from its parent (Spawn): the keys
+// and the sockets, so that a fleet started again keeps its hosts'
+// addresses and keys.
+type given struct {
+	client ed25519.PrivateKey
+	hosts  []ed25519.PrivateKey
+	socks  []*os.File // a listening socket, or a Drop host's bound one
+}
+
+func start(ctx context.Context, cfg Config, g *given) (*Fleet, error) {
+	cfg, err := cfg.check()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Hosts < 1 || cfg.Hosts > MaxHosts {
-		return nil, fmt.Errorf("sim: --hosts %d: between 1 and %d", cfg.Hosts, MaxHosts)
-	}
-	names := map[string]bool{}
-	for i := 0; i < cfg.Hosts; i++ {
-		names[HostName(i, cfg.Hosts)] = true
-	}
-	for _, n := range slices.Concat(cfg.Drop, cfg.Hang, cfg.Die, cfg.Deny) {
-		if !names[n] {
-			return nil, fmt.Errorf("sim: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
-		}
-		var given []string
-		for _, g := range []struct {
-			flag  string
-			hosts []string
-		}{{"--drop", cfg.Drop}, {"--hang", cfg.Hang}, {"--die", cfg.Die}, {"--deny", cfg.Deny}} {
-			if slices.Contains(g.hosts, n) {
-				given = append(given, g.flag)
-			}
-		}
-		if len(given) > 1 {
-			return nil, fmt.Errorf("sim: %s is given %s: a host refuses connections, never answers, dies under its commands or refuses every key; one of them", n, strings.Join(given, " and "))
-		}
-	}
-	f := &Fleet{cfg: cfg, dir: cfg.Dir}
+	f := &Fleet{cfg: cfg, dir: cfg.Dir, given: g}
 	if f.dir == "" {
 		d, err := PrivateDir(simDirPrefix)
 		if err != nil {
@@ -151,6 +143,53 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// check is cfg with its defaults, or why it is no fleet.
+func (cfg Config) check() (Config, error) {
+	if cfg.Hosts == 0 {
+		cfg.Hosts = 4
+	}
+	if cfg.Hosts < 1 || cfg.Hosts > MaxHosts {
+		return cfg, fmt.Errorf("sim: --hosts %d: between 1 and %d", cfg.Hosts, MaxHosts)
+	}
+	names := map[string]bool{}
+	for i := 0; i < cfg.Hosts; i++ {
+		names[HostName(i, cfg.Hosts)] = true
+	}
+	for _, n := range slices.Concat(cfg.Drop, cfg.Hang, cfg.Die, cfg.Deny) {
+		if !names[n] {
+			return cfg, fmt.Errorf("sim: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
+		}
+		var flags []string
+		for _, g := range []struct {
+			flag  string
+			hosts []string
+		}{{"--drop", cfg.Drop}, {"--hang", cfg.Hang}, {"--die", cfg.Die}, {"--deny", cfg.Deny}} {
+			if slices.Contains(g.hosts, n) {
+				flags = append(flags, g.flag)
+			}
+		}
+		if len(flags) > 1 {
+			return cfg, fmt.Errorf("sim: %s is given %s: a host refuses connections, never answers, dies under its commands or refuses every key; one of them", n, strings.Join(flags, " and "))
+		}
+	}
+	return cfg, nil
+}
+
+// modeOf is what the configuration makes host name do.
+func (cfg Config) modeOf(name string) Fault {
+	switch {
+	case slices.Contains(cfg.Drop, name):
+		return Drop
+	case slices.Contains(cfg.Hang, name):
+		return Hang
+	case slices.Contains(cfg.Die, name):
+		return Die
+	case slices.Contains(cfg.Deny, name):
+		return Deny
+	}
+	return Healthy
 }
 
 // simDirPrefix names the directories of fleets (in TMPDIR) gpulab made.
@@ -200,9 +239,13 @@ func removeCrashedTrees(tmp, prefix string) {
 }
 
 func (f *Fleet) start() error {
-	_, priv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
+	priv := ed25519.PrivateKey(nil)
+	if f.given != nil {
+		priv = f.given.client
+	} else if _, k, err := ed25519.GenerateKey(rand.Reader); err != nil {
 		return err
+	} else {
+		priv = k
 	}
 	f.key = priv
 	signer, err := ssh.NewSignerFromKey(priv)
@@ -213,7 +256,7 @@ func (f *Fleet) start() error {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		f.watch.run(f.ctx, 200*time.Millisecond)
+		f.watch.run(f.ctx, watchEvery)
 	}()
 	f.probeSlots = make(chan struct{}, maxProbes)
 	f.disk.limit = fleetDisk(f.cfg.Hosts)
@@ -239,24 +282,19 @@ func (f *Fleet) start() error {
 
 func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, error) {
 	name := HostName(i, f.cfg.Hosts)
-	h := &host{name: name, index: i, fleet: f, faults: faultsJSON, sick: i == f.sick, conns: map[net.Conn]struct{}{}}
-	switch {
-	case slices.Contains(f.cfg.Drop, name):
-		h.mode = Drop
-	case slices.Contains(f.cfg.Hang, name):
-		h.mode = Hang
-	case slices.Contains(f.cfg.Die, name):
-		h.mode = Die
-	case slices.Contains(f.cfg.Deny, name):
-		h.mode = Deny
-	}
+	h := &host{name: name, index: i, fleet: f, faults: faultsJSON, sick: i == f.sick, mode: f.cfg.modeOf(name), conns: map[net.Conn]struct{}{}}
 	h.fs = newVFS(filepath.Join(f.dir, name), name, f.empty)
 	h.fs.fleet = &f.disk
 	h.machine = newMachine(name, i, faults, f.cluster)
-	_, hk, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
+	var hk ed25519.PrivateKey
+	if f.given != nil {
+		hk = f.given.hosts[i]
+	} else if _, k, err := ed25519.GenerateKey(rand.Reader); err != nil {
 		return nil, err
+	} else {
+		hk = k
 	}
+	var err error
 	if h.signer, err = ssh.NewSignerFromKey(hk); err != nil {
 		return nil, err
 	}
@@ -271,6 +309,9 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 		ServerVersion: orchestrator.SimulatedServerVersion,
 	}
 	h.config.AddHostKey(h.signer)
+	if f.given != nil {
+		return h, h.take(f.given.socks[i])
+	}
 	if h.mode == Drop {
 		// A socket bound but not listening: the port refuses connections
 		// and stays the host's (no other listener can take it).
@@ -287,9 +328,44 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 	}
 	h.addr = ln.Addr().String()
 	h.ln = ln
-	f.wg.Add(1)
-	go h.serve(ln)
+	h.listen()
 	return h, nil
+}
+
+// take makes sock, a socket from the parent, the host's: a Drop host
+// keeps it bound (it refuses connections), the others accept on it.
+func (h *host) take(sock *os.File) error {
+	if h.mode == Drop {
+		fd, err := syscall.Dup(int(sock.Fd()))
+		if err != nil {
+			return err
+		}
+		syscall.CloseOnExec(fd)
+		sa, err := syscall.Getsockname(fd)
+		if err != nil {
+			syscall.Close(fd)
+			return err
+		}
+		in4, ok := sa.(*syscall.SockaddrInet4)
+		if !ok {
+			syscall.Close(fd)
+			return fmt.Errorf("sim: %s: the socket from the parent is not IPv4", h.name)
+		}
+		h.addr, h.reserved = net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port)), fd
+		return nil
+	}
+	ln, err := net.FileListener(sock) // a copy: the parent's stays open
+	if err != nil {
+		return fmt.Errorf("sim: %s: the socket from the parent: %w", h.name, err)
+	}
+	h.addr, h.ln = ln.Addr().String(), ln
+	h.listen()
+	return nil
+}
+
+func (h *host) listen() {
+	h.fleet.wg.Add(1)
+	go h.serve(h.ln)
 }
 
 // Kill cuts a host off mid-run, as a power cut would: its connections

@@ -270,6 +270,10 @@ func sshConnEnv(sc *ssh.ServerConn) []string {
 func (h *host) starter(ctx context.Context, ch ssh.Channel, req *ssh.Request, env []string, pty bool) (func(), bool) {
 	mu := new(sync.Mutex)
 	c := &call{h: h, env: env, stdin: ch, stdout: syncWriter{mu, ch}, stderr: syncWriter{mu, ch.Stderr()}}
+	// The exit status and the end of output go in the streams' turn: a
+	// background job still writing when its command line ended raced the
+	// channel's CloseWrite.
+	exitCh := lockedChannel{Channel: ch, mu: mu}
 	switch req.Type {
 	case "exec":
 		var p struct{ Command string }
@@ -284,10 +288,10 @@ func (h *host) starter(ctx context.Context, ch ssh.Channel, req *ssh.Request, en
 			} else {
 				code, err = c.runLine(ctx, p.Command)
 			}
-			sendExit(ch, code, err)
+			sendExit(exitCh, code, err)
 		}, true
 	case "shell":
-		return func() { sendExit(ch, h.shell(ctx, c, ch, pty), nil) }, true
+		return func() { sendExit(exitCh, h.shell(ctx, c, ch, pty), nil) }, true
 	case "subsystem":
 		var p struct{ Name string }
 		if ssh.Unmarshal(req.Payload, &p) != nil || p.Name != "sftp" {
@@ -300,7 +304,7 @@ func (h *host) starter(ctx context.Context, ch ssh.Channel, req *ssh.Request, en
 			if err != nil && !errors.Is(err, io.EOF) {
 				code = 1
 			}
-			sendExit(ch, code, nil)
+			sendExit(exitCh, code, nil)
 		}, true
 	}
 	return nil, false
@@ -319,6 +323,19 @@ func (s syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// lockedChannel is a session's channel whose CloseWrite waits for the
+// writes of its streams (syncWriter's mutex).
+type lockedChannel struct {
+	ssh.Channel
+	mu *sync.Mutex
+}
+
+func (l lockedChannel) CloseWrite() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.Channel.CloseWrite()
 }
 
 func sendExit(ch ssh.Channel, code int, err error) {

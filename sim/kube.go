@@ -43,7 +43,7 @@ func (f *Fleet) KubeClient(ctx context.Context) (*cluster.Client, error) {
 // versions: a change applied between an informer's list and its watch
 // reaches it only with the object's next change (the demo's changes come
 // from a person at the keyboard, long after the informers started).
-func MirrorCluster(ctx context.Context, c *dgx.Cluster, resync time.Duration) (*cluster.Client, error) {
+func MirrorCluster(ctx context.Context, c kubeSource, resync time.Duration) (*cluster.Client, error) {
 	cs := fake.NewSimpleClientset()
 	if d, ok := cs.Discovery().(*fakediscovery.FakeDiscovery); ok {
 		d.FakedServerVersion = &version.Info{GitVersion: "v1.31.4", Major: "1", Minor: "31"} // the simulated control plane's
@@ -56,9 +56,16 @@ func MirrorCluster(ctx context.Context, c *dgx.Cluster, resync time.Duration) (*
 	return &cluster.Client{Kube: cs, Context: KubeContext, Namespace: "default"}, nil
 }
 
+// kubeSource is a simulated cluster a mirror follows: *dgx.Cluster in
+// this process, or a child's (Child).
+type kubeSource interface {
+	KubeObjects() (*dgx.KubeObjects, error)
+	Changes() <-chan struct{}
+}
+
 // mirror keeps a fake clientset's tracker equal to a simulated cluster.
 type mirror struct {
-	src  *dgx.Cluster
+	src  kubeSource
 	cs   *fake.Clientset
 	have map[string]mirrored // by resource/namespace/name: what the tracker holds
 }

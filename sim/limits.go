@@ -36,10 +36,14 @@ var maxScript int64 = 4 << 20
 // maxProbe bounds the file read to be checked (the probe is ~5 MB).
 const maxProbe = 64 << 20
 
-// maxHeap is how much heap the fleet's process may hold before the
-// simulation stops every command it runs (the watchdog): a command such
-// as x=$(seq 1 300000000) keeps what it makes in memory.
+// maxHeap is how much heap and goroutine stack the fleet's process may
+// hold before the simulation stops every command it runs (the watchdog,
+// which looks every watchEvery): a=$a$a in a loop keeps what it makes in
+// memory, a fork bomb inside eval in goroutines. In a child process it
+// is at most a quarter of the address space.
 var maxHeap uint64 = 1 << 30
+
+const watchEvery = 50 * time.Millisecond
 
 // maxEnv and maxEnvBytes bound the environment one session's env requests
 // add (sshd's AcceptEnv names; 10,000 requests of 200 kB held 1.6 GB).
@@ -78,10 +82,11 @@ var (
 	maxProbes        = 16
 )
 
-// The hard limits of the fleet's child process (Spawn): its address
-// space, its threads, its open files, a goroutine's stack. Past one, the
-// child ends, the workbench says "the simulated fleet stopped" and why,
-// and can start it again.
+// The hard limits of the fleet's child process (Spawn): the address
+// space it may map beyond what it had at start (MemoryEnv lowers it), its
+// threads, a goroutine's stack; open files are 4,096 and 64 a host. Past
+// one, the child ends, the workbench says "the simulated fleet stopped"
+// and why, and can start it again.
 var (
 	childAddressSpace uint64 = 8 << 30
 	childMaxThreads          = 2048

@@ -319,7 +319,16 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 			hc := interp.HandlerCtx(ctx)
 			out := slices.Clone(args)
 			out[1] = c.h.fs.sourcePath(hc.Dir, hc.Env.Get("PATH").String(), args[1])
+			if b, err := c.h.fs.readBounded(hc.Dir, out[1], maxScript); err == nil {
+				if err := refuseUnboundedJobs(args[0], string(b)); err != nil {
+					return []string{"\x00refused", err.Error()}, nil
+				}
+			}
 			return out, nil
+		}
+	case "eval":
+		if err := refuseUnboundedJobs("eval", strings.Join(args[1:], " ")); err != nil {
+			return []string{"\x00refused", err.Error()}, nil
 		}
 	case "type", "hash":
 		return append([]string{"\x00command-v"}, args[1:]...), nil

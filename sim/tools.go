@@ -88,6 +88,11 @@ func (t *toolCall) run(args []string) int {
 			return 1
 		}
 		return 0
+	case "\x00refused":
+		// A command the shell refused (callHook said why): status 2, and
+		// the script goes on, as after a builtin's usage error.
+		t.errf("%s", strings.Join(args[1:], " "))
+		return 2
 	case "\x00pwd-P":
 		p, err := t.h.fs.realpath(t.dir, ".")
 		if err != nil {

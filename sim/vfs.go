@@ -471,3 +471,18 @@ func (v *vfs) writable(f *os.File, flag int) io.ReadWriteCloser {
 	}
 	return quotaFile{f: f, v: v}
 }
+
+// readBounded reads the file name (relative to dir) of the host's tree,
+// up to max bytes (more is an error).
+func (v *vfs) readBounded(dir, name string, max int64) ([]byte, error) {
+	f, err := v.r().Open(rel(dir, name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = fmt.Errorf("%s: over %d bytes", name, max)
+	}
+	return b, err
+}

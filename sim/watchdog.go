@@ -42,7 +42,16 @@ func (w *watchdog) add(host string, stop context.CancelFunc, stderr io.Writer) f
 
 // run samples the heap every interval until ctx ends.
 func (w *watchdog) run(ctx context.Context, every time.Duration) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	// Goroutine stacks count too: a fork bomb's goroutines hold more in
+	// their stacks than in the heap (the watchdog never fired on one).
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	held := func() (uint64, bool) {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 || sample[1].Value.Kind() != metrics.KindUint64 {
+			return 0, false
+		}
+		return sample[0].Value.Uint64() + sample[1].Value.Uint64(), true
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -51,20 +60,19 @@ func (w *watchdog) run(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
+		n, ok := held()
+		if !ok {
 			return
 		}
-		if sample[0].Value.Uint64() <= maxHeap {
+		if n <= maxHeap {
 			continue
 		}
 		// Over the limit: what is garbage does not count (many hosts
 		// moving data at once leave much of it between collections), so
 		// collect and look again.
 		runtime.GC()
-		metrics.Read(sample)
-		if heap := sample[0].Value.Uint64(); heap > maxHeap {
-			w.stopAll(heap)
+		if n, _ = held(); n > maxHeap {
+			w.stopAll(n)
 		}
 	}
 }

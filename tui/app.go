@@ -64,6 +64,9 @@ type Options struct {
 	// Clusters are the Kubernetes contexts the Cluster tab follows, the
 	// first shown first; none: the tab says how to name them.
 	Clusters []ClusterSource
+	// SimFleet, when set (gpulab demo), is the simulated fleet's own
+	// process: the status bar says when it stopped, R starts it again.
+	SimFleet SimFleet
 }
 
 // Model is the root model. It implements tea.Model.
@@ -90,6 +93,8 @@ type Model struct {
 	// 1 stops the runs and waits for their cleanup, 2 abandons cleanup,
 	// 3 quits at once.
 	quitting int
+	// sim is the demo's simulated fleet (nil: none).
+	sim *simFleetState
 	// askQuit is the key (q, ctrl+c) that asked to quit while a run was
 	// going: the status bar asks, either quit key again quits, any other
 	// key stays ("": not asking). A q typed for a command never meant
@@ -172,6 +177,7 @@ func New(opts Options) Model {
 		lifetime:  base,
 		simulated: opts.Simulated,
 		mask:      mask,
+		sim:       newSimFleetState(opts.SimFleet),
 		views: []Component{
 			newMapView(opts.Catalog, st),
 			newMatrixView(opts.Catalog, st),
@@ -239,6 +245,7 @@ func (m Model) Init() tea.Cmd {
 	if done := m.lifetime.Done(); done != nil {
 		cmds = append(cmds, func() tea.Msg { <-done; return lifetimeEndedMsg{} })
 	}
+	cmds = append(cmds, m.sim.watch())
 	return tea.Batch(cmds...)
 }
 
@@ -307,6 +314,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	if _, ok := msg.(lifetimeEndedMsg); ok {
 		return m, m.quit()
 	}
+	if cmd, ok := m.sim.update(m.lifetime, msg); ok {
+		return m, cmd
+	}
 	if _, ok := msg.(tea.MouseMsg); ok { // the wheel scrolls what is shown
 		if m.showHelp && m.quitting == 0 {
 			m.scrollHelp(msg)
@@ -361,6 +371,9 @@ func (m *Model) handleKey(msg tea.KeyMsg) (tea.Cmd, bool) {
 		if cmd, ok := m.handlePresentKey(msg); ok {
 			return cmd, true
 		}
+	}
+	if cmd, ok := m.sim.key(m.lifetime, msg); ok {
+		return cmd, true
 	}
 	switch {
 	case key.Matches(msg, m.keys.Quit):
@@ -521,6 +534,10 @@ func (m Model) statusBar() string {
 	if m.askQuit != "" {
 		// Either quit key quits the second time, whichever asked.
 		return m.styles.Error.Render("a run is going: q or ctrl+c again quits (cleanup runs), any other key stays")
+	}
+	if down := m.sim.status(); down != "" {
+		// Above what the view says: every host of the fleet is down.
+		return m.styles.Error.Render(down)
 	}
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())
