@@ -55,6 +55,7 @@ func TestSessionBombsEndTheirCommand(t *testing.T) {
 	lower(t, &maxJobs, 16)
 	lower(t, &maxInput, 64<<10)
 	lower(t, &maxFuncNest, 100)
+	lower(t, &maxScript, 64<<10)
 	f, _ := startFleet(t, Config{Hosts: 1})
 	c := rawClient(t, f, f.hosts[0].name)
 	for _, tc := range []struct{ name, line, stderr, stdout string }{
@@ -66,6 +67,8 @@ func TestSessionBombsEndTheirCommand(t *testing.T) {
 		{"fork bomb in eval", `eval 'f() { f & f & wait; }; f'; echo survived`, "a background job (&) inside eval is not simulated", "survived\n"},
 		{"fork bomb sourced", `echo 'f() { f & f & wait; }; f' > b.sh; . ./b.sh; echo survived`, "a background job (&) inside . is not simulated", "survived\n"},
 		{"eval without jobs", `eval 'echo $((6*7))'`, "", "42\n"},
+		{"jobs in a trap", `bash -c "trap 'sleep 1 &' EXIT"; echo survived`, "a background job (&) inside trap is not simulated", "survived\n"},
+		{"a sourced file too big to check", `seq 1 70000 | while read -r n; do echo "#$n"; done > big.sh; echo 'sleep 1 &' >> big.sh; . ./big.sh; echo survived`, "over 65536 bytes", "survived\n"},
 		{"substitution", `x=$(seq 1 100000000); [ ${#x} -le 65536 ] && echo held`, "seq: write error: cannot allocate memory", "held\n"},
 	} {
 		stdout, stderr, _ := runOn(t, c, tc.line)

@@ -287,9 +287,12 @@ func notify(ch chan struct{}) {
 // the end of its standard error (the Go runtime's own words when a hard
 // limit ended it).
 func stoppedBecause(err error, stderr string) error {
-	last := "" // the runtime's "fatal error:" line, else the last line
+	last := "" // the runtime's first "fatal error:", "panic:" or "SIGxxx:" line, else the last line
+	first := func(l string) bool {
+		return strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "SIG") && strings.Contains(l, ":")
+	}
 	for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(last, "fatal error:") {
+		if l = strings.TrimSpace(l); l != "" && !first(last) {
 			last = l
 		}
 	}
@@ -299,6 +302,8 @@ func stoppedBecause(err error, stderr string) error {
 		why = fmt.Sprintf("it ran out of memory (the fleet may map %d MiB)", addressSpace()>>20)
 	case strings.Contains(stderr, "stack exceeds"):
 		why = fmt.Sprintf("a command's stack passed %d MiB", childMaxStack>>20)
+	case strings.Contains(stderr, "pthread_create failed"):
+		why = fmt.Sprintf("it could not start a thread within the %d MiB it may map", addressSpace()>>20)
 	case strings.Contains(stderr, "thread limit") || strings.Contains(stderr, "thread exhaustion"):
 		why = fmt.Sprintf("it passed %d threads", childMaxThreads)
 	}
@@ -540,6 +545,10 @@ func (k childKube) Changes() <-chan struct{} { return k.c.changes }
 // then closes the fleet. It returns the exit status.
 func RunChild() int {
 	os.Unsetenv(ChildEnv) // not passed on (the probe processes get an environment of their own anyway)
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		fmt.Fprintf(os.Stderr, "gpulab: %s=1 is set, and this process was not started by gpulab to run a simulated fleet (its input is a terminal): unset it\n", ChildEnv)
+		return 2
+	}
 	in := bufio.NewReaderSize(os.Stdin, 64<<10)
 	var out sync.Mutex
 	enc := json.NewEncoder(os.Stdout)
@@ -553,7 +562,15 @@ func RunChild() int {
 	if err == nil {
 		err = json.Unmarshal(line, &init)
 	}
-	if err != nil || len(init.HostKeys) != init.Config.Hosts {
+	if err == nil && (init.Config.Hosts < 1 || len(init.HostKeys) != init.Config.Hosts || len(init.Client) != ed25519.SeedSize) {
+		err = errors.New("no fleet in its first line")
+	}
+	for _, k := range init.HostKeys {
+		if err == nil && len(k) != ed25519.SeedSize {
+			err = errors.New("a host key of the wrong size")
+		}
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpulab: %s=1 is set, and this process was not started by gpulab to run a simulated fleet (%v)\n", ChildEnv, err)
 		return 2
 	}

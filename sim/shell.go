@@ -319,12 +319,27 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 			hc := interp.HandlerCtx(ctx)
 			out := slices.Clone(args)
 			out[1] = c.h.fs.sourcePath(hc.Dir, hc.Env.Get("PATH").String(), args[1])
-			if b, err := c.h.fs.readBounded(hc.Dir, out[1], maxScript); err == nil {
-				if err := refuseUnboundedJobs(args[0], string(b)); err != nil {
-					return []string{"\x00refused", err.Error()}, nil
-				}
+			b, err := c.h.fs.readBounded(hc.Dir, out[1], maxScript)
+			if err == nil {
+				err = refuseUnboundedJobs(args[0], string(b))
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				// A file that cannot be checked is not run.
+				err = fmt.Errorf("bash: %s: %s: %v", args[0], args[1], err)
+			} else {
+				err = nil // the interpreter says it is not there
+			}
+			if err != nil {
+				return []string{"\x00refused", err.Error()}, nil
 			}
 			return out, nil
+		}
+	case "trap":
+		// A trap's action is parsed by the interpreter when it fires: no
+		// background job in it either (see eval).
+		if len(args) > 2 && !strings.HasPrefix(args[1], "-") {
+			if err := refuseUnboundedJobs("trap", args[1]); err != nil {
+				return []string{"\x00refused", err.Error()}, nil
+			}
 		}
 	case "eval":
 		if err := refuseUnboundedJobs("eval", strings.Join(args[1:], " ")); err != nil {
