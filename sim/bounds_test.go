@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -321,5 +322,63 @@ func TestProbeProcessesAreBounded(t *testing.T) {
 	res := conn.Run(context.Background(), "probe", orchestrator.Quote(r.Path), orchestrator.RunOptions{})
 	if res.ExitCode != 126 || !strings.Contains(string(res.Stderr), "Resource temporarily unavailable") {
 		t.Errorf("a probe past the host's bound: exit %d %q", res.ExitCode, res.Stderr)
+	}
+}
+
+// What an SFTP client is told when an operation fails names the host's
+// own paths, never the directory on the operator's machine behind them.
+func TestSFTPErrorsKeepTheRealTreeHidden(t *testing.T) {
+	f, _ := startFleet(t, Config{Hosts: 1})
+	c := rawClient(t, f, f.hosts[0].name)
+	sc, err := sftp.NewClient(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	if w, err := sc.Create("file"); err != nil {
+		t.Fatal(err)
+	} else {
+		w.Close()
+	}
+	if err := sc.Mkdir("dir"); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := sc.Create("dir/in"); err != nil { // Remove falls back to rmdir
+		t.Fatal(err)
+	} else {
+		w.Close()
+	}
+	failing := []struct {
+		name string
+		op   func() error
+	}{
+		{"open missing", func() error { _, err := sc.Open("missing/x"); return err }},
+		{"stat missing", func() error { _, err := sc.Stat("/no/such"); return err }},
+		{"lstat missing", func() error { _, err := sc.Lstat("no-such"); return err }},
+		{"readdir a file", func() error { _, err := sc.ReadDir("file"); return err }},
+		{"readlink a file", func() error { _, err := sc.ReadLink("file"); return err }},
+		{"rename onto file", func() error { return sc.Rename("dir", "file") }},
+		{"posix rename", func() error { return sc.PosixRename("missing", "dir/x") }},
+		{"rename escaping", func() error { return sc.PosixRename("missing", "../../../../../../x") }},
+		{"remove a full dir", func() error { return sc.Remove("dir") }},
+		{"rmdir a file", func() error { return sc.RemoveDirectory("file") }},
+		{"mkdir existing", func() error { return sc.Mkdir("dir") }},
+		{"link missing", func() error { return sc.Link("missing", "l") }},
+		{"symlink existing", func() error { return sc.Symlink("file", "dir") }},
+		{"chmod missing", func() error { return sc.Chmod("missing", 0o600) }},
+		{"truncate missing", func() error { return sc.Truncate("missing", 1) }},
+		{"chtimes missing", func() error { return sc.Chtimes("missing", time.Now(), time.Now()) }},
+		{"create in file", func() error { _, err := sc.Create("file/x"); return err }},
+		{"open escaping", func() error { _, err := sc.Open("../../../../../../../etc/shadow"); return err }},
+	}
+	for _, c := range failing {
+		name, err := c.name, c.op()
+		if err == nil {
+			t.Errorf("%s: succeeded; the test wants a failure to read", name)
+			continue
+		}
+		if msg := err.Error(); strings.Contains(msg, f.dir) || strings.Contains(msg, simDirPrefix) || strings.Contains(msg, os.TempDir()+"/") {
+			t.Errorf("%s: the client is told %q, which names the operator's machine (%s)", name, msg, f.dir)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -94,6 +95,10 @@ func (s *sftpFS) Filecmd(r *sftp.Request) error {
 	case "PosixRename":
 		err = s.v.r().Rename(name, s.name(r.Target))
 	case "Rmdir":
+		// rmdir(2) removes only a directory (os.Root's Remove takes a file too).
+		if fi, lerr := s.v.r().Lstat(name); lerr == nil && !fi.IsDir() {
+			return sftpErr(r.Filepath, &fs.PathError{Op: "rmdir", Path: r.Filepath, Err: syscall.ENOTDIR})
+		}
 		err = s.v.r().Remove(name)
 	case "Mkdir":
 		if err = s.v.created(); err == nil {
