@@ -2,10 +2,15 @@ package cluster
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -79,25 +84,127 @@ func (l *Live) informer(obj runtime.Object, ls *lister, tweak func(*metav1.ListO
 	if tweak == nil {
 		tweak = func(*metav1.ListOptions) {}
 	}
+	var pages listBound
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
 			out, err := list(ctx, o)
 			if err == nil {
-				l.reach(ls)
+				err = pages.page(o.Continue, out)
 			}
-			return out, err
+			if err != nil {
+				return nil, err
+			}
+			l.reach(ls)
+			return out, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(&o)
 			w, err := watchf(ctx, o)
-			if err == nil {
-				l.reach(ls)
+			if err != nil {
+				return nil, err
 			}
-			return w, err
+			l.reach(ls)
+			// The reflector falls back to a list after a watch-list that
+			// failed and only logs why: the view says it.
+			initial := o.SendInitialEvents != nil && *o.SendInitialEvents
+			return boundWatch(w, initial, func(err error) { l.watchError(ctx, ls, err) }), nil
 		},
 	}
 	ls.informer = cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, l.client.Kube), obj, cache.SharedIndexInformerOptions{})
 	l.listers = append(l.listers, ls)
 	return ls.informer
+}
+
+// An informer's reads are held to the bounds of one read (nodes.go): the
+// pages of one list together, and the initial events of a watch-list
+// (client-go's WatchListClient: the informer's list as a watch stream)
+// until the server's bookmark says they ended.
+
+// listBound counts the pages of an informer's list (the reflector's pager
+// asks them one after another, the first with no continue token).
+type listBound struct {
+	mu             sync.Mutex
+	objects, pages int
+}
+
+func (b *listBound) page(cont string, out runtime.Object) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cont == "" {
+		b.objects, b.pages = 0, 0
+	}
+	b.pages++
+	b.objects += meta.LenList(out)
+	if b.objects > MaxListObjects {
+		return errTooManyObjects()
+	}
+	if b.pages > maxPages {
+		return errEndlessPages(b.pages)
+	}
+	return nil
+}
+
+// boundedWatch passes a watch's events on and tells its error events to
+// tell. A watch-list's (initial) it ends with an error event naming the
+// limit when more than MaxListObjects objects are added before the
+// bookmark that ends the initial events.
+type boundedWatch struct {
+	w    watch.Interface
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func boundWatch(w watch.Interface, initial bool, tell func(error)) watch.Interface {
+	b := &boundedWatch{w: w, out: make(chan watch.Event), stop: make(chan struct{})}
+	go b.run(initial, tell)
+	return b
+}
+
+func (b *boundedWatch) run(initial bool, tell func(error)) {
+	defer close(b.out)
+	defer func() {
+		b.w.Stop()
+		for range b.w.ResultChan() { // the stream's decoder ends once stopped
+		}
+	}()
+	added := 0
+	for ev := range b.w.ResultChan() {
+		switch {
+		case ev.Type == watch.Error:
+			tell(apierrors.FromObject(ev.Object))
+		case !initial:
+		case ev.Type == watch.Bookmark:
+			if m, err := meta.Accessor(ev.Object); err == nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+				initial = false
+			}
+		case ev.Type == watch.Added:
+			if added++; added > MaxListObjects {
+				err := fmt.Errorf("the initial events of a watch-list: %w", errTooManyObjects())
+				tell(err)
+				ev = watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusRequestEntityTooLarge,
+					Reason: metav1.StatusReasonRequestEntityTooLarge, Message: err.Error()}}
+				select {
+				case b.out <- ev:
+				case <-b.stop:
+				}
+				return
+			}
+		}
+		select {
+		case b.out <- ev:
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+func (b *boundedWatch) ResultChan() <-chan watch.Event { return b.out }
+
+func (b *boundedWatch) Stop() {
+	b.once.Do(func() {
+		close(b.stop)
+		b.w.Stop() // a run waiting for the next event ends now
+	})
 }

@@ -146,18 +146,59 @@ const (
 	MaxListObjects = 200_000
 )
 
-// boundedResponses caps each response body at MaxResponseBytes, but a
-// watch's: a watch is a stream of events that lasts, decoded one frame
-// at a time.
+// boundedResponses caps each response body at MaxResponseBytes, and each
+// event of a watch (a watch is a stream of events that lasts, decoded one
+// frame at a time).
 type boundedResponses struct{ rt http.RoundTripper }
 
 func (b boundedResponses) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := b.rt.RoundTrip(req)
-	if err != nil || resp.Body == nil || req.URL.Query().Get("watch") == "true" {
+	if err != nil || resp.Body == nil {
 		return resp, err
 	}
-	resp.Body = &capped{ReadCloser: resp.Body, left: MaxResponseBytes, url: req.URL.Path}
+	if req.URL.Query().Get("watch") != "true" {
+		resp.Body = &capped{ReadCloser: resp.Body, left: MaxResponseBytes, url: req.URL.Path}
+	} else if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		resp.Body = &jsonEvents{ReadCloser: resp.Body, url: req.URL.Path}
+	}
 	return resp, nil
+}
+
+// jsonEvents fails a watch stream in JSON one of whose events passes
+// MaxResponseBytes: client-go's JSON framer holds an event whole before it
+// decodes it (protobuf's frames are held to 16 MiB by its decoder). It
+// follows the stream's nesting to tell where an event ends.
+type jsonEvents struct {
+	io.ReadCloser
+	url      string
+	n        int64 // bytes of the event being read
+	depth    int
+	str, esc bool
+}
+
+func (j *jsonEvents) Read(p []byte) (int, error) {
+	n, err := j.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		j.n++
+		switch {
+		case j.esc:
+			j.esc = false
+		case j.str:
+			j.esc, j.str = c == '\\', c != '"'
+		case c == '"':
+			j.str = true
+		case c == '{' || c == '[':
+			j.depth++
+		case c == '}' || c == ']':
+			if j.depth--; j.depth <= 0 {
+				j.depth, j.n = 0, 0
+			}
+		}
+	}
+	if j.n > MaxResponseBytes {
+		return n, fmt.Errorf("an event of the API server's watch of %s is larger than %s, gpulab's limit for one response: refused", visible.String(j.url), fileio.Size(MaxResponseBytes))
+	}
+	return n, err
 }
 
 // capped fails a read past its limit: the decoder sees an error, not a
@@ -269,16 +310,28 @@ func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, int, e
 		}
 		total += n
 		if total > MaxListObjects {
-			return fmt.Errorf("more than %d objects, gpulab's limit for one list (Kubernetes is tested to 150,000 pods): refused", MaxListObjects)
+			return errTooManyObjects()
 		}
 		if next == "" || ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if pages > MaxListObjects/pageSize+1000 {
-			return fmt.Errorf("%d pages and the API server still says there is more (a continue token that never ends): refused", pages)
+		if pages > maxPages {
+			return errEndlessPages(pages)
 		}
 		cont = next
 	}
+}
+
+// maxPages is the most pages one list may take: all MaxListObjects in
+// full pages, and then some for a server that sends short ones.
+const maxPages = MaxListObjects/pageSize + 1000
+
+func errTooManyObjects() error {
+	return fmt.Errorf("more than %d objects, gpulab's limit for one list (Kubernetes is tested to 150,000 pods): refused", MaxListObjects)
+}
+
+func errEndlessPages(pages int) error {
+	return fmt.Errorf("%d pages and the API server still says there is more (a continue token that never ends): refused", pages)
 }
 
 func gpuNode(n *corev1.Node) *GPUNode {
