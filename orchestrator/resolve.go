@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sshconfig "github.com/kevinburke/ssh_config"
@@ -97,6 +98,7 @@ type Resolver struct {
 
 	sshConfig     *sshconfig.Config
 	sshConfigPath string
+	blocks        hostIndex
 }
 
 // NewResolver reads the ssh_config file at path ("" for the inventory's
@@ -134,7 +136,7 @@ func NewResolver(inv *inventory.Inventory, sshConfigPath string, o Overrides, ho
 		if err != nil {
 			return nil, fmt.Errorf("ssh_config %s: %w", sshConfigPath, err)
 		}
-		r.sshConfig, r.sshConfigPath = cfg, sshConfigPath
+		r.sshConfig, r.sshConfigPath, r.blocks = cfg, sshConfigPath, indexHosts(cfg.Hosts)
 	case errors.Is(err, fs.ErrNotExist) && !explicit:
 	default:
 		return nil, fmt.Errorf("ssh_config: %w", err)
@@ -246,18 +248,11 @@ func (r *Resolver) expandTilde(p string) string {
 
 // sshGet returns an ssh_config value for alias and where it is.
 func (r *Resolver) sshGet(alias, key string) (string, string) {
-	if r.sshConfig == nil {
-		return "", ""
-	}
-	lk := strings.ToLower(key)
-	for _, h := range r.sshConfig.Hosts {
-		if !h.Matches(alias) {
-			continue
-		}
+	for _, h := range r.blocks.matching(alias) {
 		for _, n := range h.Nodes {
 			switch t := n.(type) {
 			case *sshconfig.KV:
-				if strings.ToLower(t.Key) == lk {
+				if strings.EqualFold(t.Key, key) {
 					return t.Value, fmt.Sprintf("%s:%d", r.sshConfigPath, t.Pos().Line)
 				}
 			case *sshconfig.Include:
@@ -270,13 +265,95 @@ func (r *Resolver) sshGet(alias, key string) (string, string) {
 	return "", ""
 }
 
+// sshGetAll returns every ssh_config value for alias (IdentityFile) and
+// where the first is.
 func (r *Resolver) sshGetAll(alias, key string) ([]string, string) {
-	if r.sshConfig == nil {
-		return nil, ""
+	var all []string
+	for _, h := range r.blocks.matching(alias) {
+		for _, n := range h.Nodes {
+			switch t := n.(type) {
+			case *sshconfig.KV:
+				if strings.EqualFold(t.Key, key) {
+					all = append(all, t.Value)
+				}
+			case *sshconfig.Include:
+				v, _ := t.GetAll(alias, key)
+				all = append(all, v...)
+			}
+		}
 	}
-	v, _ := r.sshConfig.GetAll(alias, key)
 	_, src := r.sshGet(alias, key)
-	return v, src
+	return all, src
+}
+
+// hostIndex finds the ssh_config Host blocks that match an alias without
+// matching every block: a block whose patterns (but negated ones) are
+// all literal can match only the names it lists, so it is indexed under
+// them; the others (a wildcard, as Host *) are matched each time.
+// Resolving N hosts through B blocks costs O(N + B), not N×B.
+type hostIndex struct {
+	hosts   []*sshconfig.Host
+	literal map[string][]int // a name: the blocks listing it, in order
+	wild    []int            // blocks with a wildcard pattern, in order
+
+	mu   *sync.Mutex // a host's lookups ask for its blocks a dozen times
+	seen map[string][]*sshconfig.Host
+}
+
+func indexHosts(hosts []*sshconfig.Host) hostIndex {
+	x := hostIndex{hosts: hosts, literal: map[string][]int{}, mu: &sync.Mutex{}, seen: map[string][]*sshconfig.Host{}}
+	for i, h := range hosts {
+		var names []string
+		wild := false
+		for _, p := range h.Patterns {
+			ps := p.String()
+			switch {
+			case strings.HasPrefix(ps, "!"): // excludes: Matches weighs it
+			case strings.ContainsAny(ps, "*?"):
+				wild = true
+			default:
+				names = append(names, ps)
+			}
+		}
+		switch {
+		case wild:
+			x.wild = append(x.wild, i)
+		default: // a block of only negated patterns matches nothing
+			for _, n := range names {
+				if l := x.literal[n]; len(l) == 0 || l[len(l)-1] != i {
+					x.literal[n] = append(l, i)
+				}
+			}
+		}
+	}
+	return x
+}
+
+// matching returns the blocks that match alias, in the file's order.
+func (x hostIndex) matching(alias string) []*sshconfig.Host {
+	if x.mu == nil { // no ssh_config
+		return nil
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if out, ok := x.seen[alias]; ok {
+		return out
+	}
+	lit, wild := x.literal[alias], x.wild
+	out := []*sshconfig.Host{}
+	for len(lit) > 0 || len(wild) > 0 {
+		var i int
+		if len(wild) == 0 || (len(lit) > 0 && lit[0] < wild[0]) {
+			i, lit = lit[0], lit[1:]
+		} else {
+			i, wild = wild[0], wild[1:]
+		}
+		if h := x.hosts[i]; h.Matches(alias) {
+			out = append(out, h)
+		}
+	}
+	x.seen[alias] = out
+	return out
 }
 
 // Resolve resolves an inventory (or ad-hoc) host.
