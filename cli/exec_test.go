@@ -411,7 +411,7 @@ func TestRunbookUnknownIsNotSuccess(t *testing.T) {
 // naming what was not saved.
 func TestLabRunFullResultsDisk(t *testing.T) {
 	full := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", full).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", full).CombinedOutput(); err != nil {
 		testreq.Missing(t, "mount tmpfs (needs root): "+strings.TrimSpace(string(out)))
 	}
 	t.Cleanup(func() { _ = exec.Command("umount", "-l", full).Run() })

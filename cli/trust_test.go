@@ -190,3 +190,46 @@ func TestTrustCheckCannotBeSidestepped(t *testing.T) {
 		t.Errorf("with HOME unset, the working directory's .ssh/config was read:\n%s%s", r.stdout, r.stderr)
 	}
 }
+
+// A file gpulab would read or create in a directory others can write,
+// sticky as /tmp, that is missing now: another user could create it (or
+// a link) between gpulab's check and the open that the ssh_config
+// library, client-go or a known_hosts append does itself. A review won
+// the race for an Include (its ProxyCommand ran as root), a known_hosts
+// append (a line went through a link into root's file) and a KUBECONFIG
+// entry; each is refused before it could be raced, naming the path.
+func TestMissingFilesOthersCouldCreateAreRefused(t *testing.T) {
+	_, files := simFleet(t, sim.Config{Hosts: 1})
+	shared := filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o777|fs.ModeSticky)
+	want := func(p string) string {
+		return p + " is missing from " + shared + ", a directory others can write (mode dtrwxrwxrwx), where another local user could create it first"
+	}
+
+	cfg := filepath.Join(t.TempDir(), "ssh_config")
+	good, err := os.ReadFile(files.SSHConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := filepath.Join(shared, "team.conf")
+	writeFile(t, cfg, "Include "+inc+"\n"+string(good))
+	r := run(t, noEnv(t), "exec", "--inventory", files.Inventory, "-F", cfg, "-H", "dgx01", "--", "true")
+	r.expect(t, 2, "", "Include "+inc+": "+want(inc))
+
+	kh := filepath.Join(shared, "known_hosts")
+	r = run(t, noEnv(t), "exec", "--inventory", files.Inventory, "--known-hosts", kh, "--accept-new-host-keys", "-H", "dgx01", "--", "true")
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "known_hosts: "+shared+" is writable by others (mode dtrwxrwxrwx)") {
+		t.Errorf("a known_hosts to create in a directory others can write: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if ents, _ := os.ReadDir(shared); len(ents) != 0 {
+		t.Errorf("gpulab wrote into the shared directory: %v", ents)
+	}
+
+	kc := filepath.Join(shared, "kubeconfig")
+	env := noEnv(t)
+	env["KUBECONFIG"] = kc
+	run(t, env, "cluster", "nodes").expect(t, 2, "", want(kc))
+}

@@ -86,13 +86,10 @@ func Execute(ctx context.Context, spec RunSpec) Outcome {
 // run has that name (os.Mkdir, not a check then a create).
 func (r *Record) CreateDir(results string) (string, error) {
 	base := r.Dir(results)
-	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
-		return "", fmt.Errorf("the results directory: %w", err)
-	}
 	// Another user who can write (or rename) the directory could swap
 	// the record's files for links, or read a run's record before it is
 	// shared.
-	if err := fileio.CheckTrustedDir(filepath.Dir(base)); err != nil {
+	if err := fileio.MkdirTrusted(filepath.Dir(base), 0o755); err != nil {
 		return "", fmt.Errorf("the results directory: %w", err)
 	}
 	dir := base

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
@@ -289,7 +290,7 @@ func writeAtomic(path string, data []byte) error {
 // writeAtomicFunc writes path with write, atomically: a temporary file in
 // the same directory, buffered, synced, then renamed into place.
 func writeAtomicFunc(path string, write func(io.Writer) error) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := fileio.MkdirTrusted(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/labs/charts"
 	"github.com/gpulab/gpulab/runbooks/parse"
 )
@@ -213,7 +214,7 @@ func latencyBars(rows []CompareRow) (charts.Bars, bool) {
 // written; a chart that cannot be drawn is named in the error, the others
 // are written all the same.
 func WriteCharts(dir string, cs []Chart) ([]string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := fileio.MkdirTrusted(dir, 0o755); err != nil {
 		return nil, err
 	}
 	var paths, errs []string

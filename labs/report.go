@@ -495,10 +495,7 @@ const legacyCSVColumns = 14
 // opened O_APPEND, made holding an exclusive lock on it (flock), which
 // every gpulab writing to the same results.csv takes.
 func (r *Record) appendCSV(path, dir string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	if err := fileio.CheckTrustedDir(filepath.Dir(path)); err != nil {
+	if err := fileio.MkdirTrusted(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	f, err := lockCSV(path)

@@ -202,11 +202,12 @@ func (h *HostKeys) Callback() ssh.HostKeyCallback {
 // appendLocked records key for hostname in the first known_hosts file.
 func (h *HostKeys) appendLocked(hostname string, key ssh.PublicKey) error {
 	path := h.files[0]
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	// As read, so written: through no path another user could change
+	// (a link of the user's own, dotfiles', is followed), and not where
+	// another user could create the file first.
+	if err := fileio.MkdirTrusted(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("known_hosts: %w", err)
 	}
-	// As read, so written: through no path another user could change
-	// (a link of the user's own, dotfiles', is followed).
 	if err := fileio.CheckTrusted(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("known_hosts: %w", err)
 	}

@@ -210,10 +210,14 @@ func (r *Resolver) vetSSHConfig(file string, data []byte, depth int) error {
 				for _, p := range ps {
 					// The library globs again when it reads: a directory
 					// another user can write could gain a file meanwhile.
+					// So may a missing file appear (refused where another
+					// user could create it).
+					check := func() error { return fileio.CheckTrusted(p) }
 					if d := globDir(p); d != "" {
-						if err := fileio.CheckTrustedDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-							return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
-						}
+						check = func() error { return fileio.CheckTrustedDir(d) }
+					}
+					if err := check(); err != nil && !errors.Is(err, fs.ErrNotExist) {
+						return fmt.Errorf("%s:%d: Include %s: %w", file, n+1, pattern, err)
 					}
 					m, err := filepath.Glob(p)
 					if err != nil {

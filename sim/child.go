@@ -658,7 +658,6 @@ func readLine(r *bufio.Reader, max int) ([]byte, error) {
 // lower CPU priority than the workbench's.
 func childLimits(hosts int) error {
 	budget := addressSpace()
-	maxHeap = min(maxHeap, budget/4) // the watchdog stops commands well before
 	if !raceEnabled {
 		// On top of what the process has mapped now: the Go runtime
 		// reserves about a GiB of address space at start.
@@ -667,10 +666,21 @@ func childLimits(hosts int) error {
 			return err
 		}
 		as := vm + budget
+		// Within what the operator allows already (ulimit -v), which
+		// only root could raise.
+		var was syscall.Rlimit
+		if err := syscall.Getrlimit(syscall.RLIMIT_AS, &was); err == nil && was.Max < as {
+			if was.Max < vm+minAddressSpace {
+				return fmt.Errorf("address space: the fleet's process may map %d MiB (ulimit -v), and mapped %d MiB as it started: it needs %d MiB more at least; raise ulimit -v, or leave it unlimited (%s lowers gpulab's own limit, %d MiB)",
+					was.Max>>20, vm>>20, minAddressSpace>>20, MemoryEnv, childAddressSpace>>20)
+			}
+			as, budget = was.Max, was.Max-vm
+		}
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {
 			return fmt.Errorf("address space: %w", err)
 		}
 	}
+	maxHeap = min(maxHeap, budget/4) // the watchdog stops commands well before
 	var nofile syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &nofile); err == nil {
 		want := min(nofile.Max, uint64(4096+64*hosts))
@@ -686,6 +696,10 @@ func childLimits(hosts int) error {
 	return nil
 }
 
+// minAddressSpace is the least the fleet's process starts with beyond what
+// it mapped at its start (GPULAB_SIM_MEMORY_MIB's floor too).
+const minAddressSpace = 256 << 20
+
 // MemoryEnv, set to a number of MiB, lowers the fleet's address space
 // limit (childAddressSpace) for a machine with less to spare; it never
 // raises it.
@@ -693,7 +707,7 @@ const MemoryEnv = "GPULAB_SIM_MEMORY_MIB"
 
 // addressSpace is the child's address space limit.
 func addressSpace() uint64 {
-	if mib, err := strconv.ParseUint(os.Getenv(MemoryEnv), 10, 32); err == nil && mib >= 256 {
+	if mib, err := strconv.ParseUint(os.Getenv(MemoryEnv), 10, 32); err == nil && mib<<20 >= minAddressSpace {
 		return min(childAddressSpace, mib<<20)
 	}
 	return childAddressSpace

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"time"
@@ -54,6 +55,7 @@ func (w *watchdog) run(ctx context.Context, every time.Duration) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	stopped := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -65,6 +67,13 @@ func (w *watchdog) run(ctx context.Context, every time.Duration) {
 			return
 		}
 		if n <= maxHeap {
+			if stopped {
+				// The stopped commands' memory is garbage now: give it
+				// back to the machine (the runtime keeps it mapped for
+				// minutes otherwise: 2.5 GB resident after a bomb).
+				debug.FreeOSMemory()
+				stopped = false
+			}
 			continue
 		}
 		// Over the limit: what is garbage does not count (many hosts
@@ -73,6 +82,7 @@ func (w *watchdog) run(ctx context.Context, every time.Duration) {
 		runtime.GC()
 		if n, _ = held(); n > maxHeap {
 			w.stopAll(n)
+			stopped = true
 		}
 	}
 }

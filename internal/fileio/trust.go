@@ -51,7 +51,8 @@ const maxLinks = 40
 
 // CheckTrusted checks that no other local user can change the file at
 // path or anything on the way to it (the rules above); a missing file is
-// fs.ErrNotExist, as from os.Stat. The null device passes (ssh -F
+// fs.ErrNotExist, as from os.Stat, where no other user could create it,
+// and untrusted where one could. The null device passes (ssh -F
 // /dev/null).
 func CheckTrusted(path string) error {
 	return checkTrusted(path, false)
@@ -94,6 +95,9 @@ func checkTrusted(path string, dirItself bool) error {
 		next := filepath.Join(cur, name)
 		st, err := os.Lstat(next)
 		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return missingIn(cur, next, me, err, untrusted)
+			}
 			return err
 		}
 		if err := checkOwner(next, st, me, untrusted); err != nil {
@@ -127,7 +131,7 @@ func checkTrusted(path string, dirItself bool) error {
 			if dirItself && len(rest) == 0 && st.Mode().Perm()&0o022 != 0 && !privateGroup(next, st, me, 0o020) {
 				fix := "chmod go-w " + quote(next)
 				if st.Mode()&fs.ModeSticky != 0 { // /tmp: not to be closed, but not to write into either
-					fix = "write into a directory of your own (mkdir -m 700 " + quote(filepath.Join(next, "gpulab-"+strconv.Itoa(me))) + ")"
+					fix = "write into a directory of your own (mktemp -d makes one; a name of your choosing there, another user could take first)"
 				}
 				return untrusted(next, "writable by others (mode "+st.Mode().String()+")", fix)
 			}
@@ -145,6 +149,21 @@ func checkTrusted(path string, dirItself bool) error {
 		cur = next
 	}
 	return nil
+}
+
+// missingIn is the error for next, missing from the directory cur: the
+// ErrNotExist of os.Stat where no other user can create it, an
+// *UntrustedError where one can (/tmp): the file gpulab would read or
+// create there next could be theirs by then, or a link of theirs (the
+// ssh_config library, client-go and a known_hosts append open the path
+// again themselves).
+func missingIn(cur, next string, me int, notExist error, untrusted func(at, why, fix string) error) error {
+	st, err := os.Lstat(cur)
+	if err != nil || st.Mode().Perm()&0o022 == 0 || privateGroup(cur, st, me, 0o020) {
+		return notExist
+	}
+	return untrusted(next, "missing from "+cur+", a directory others can write (mode "+st.Mode().String()+"), where another local user could create it first",
+		"name a path in a directory of your own, or create the file yourself before gpulab reads it")
 }
 
 // checkDir checks a directory on the way: owned by the user or root (its
@@ -319,4 +338,21 @@ func OpenOwned(path string, flag int, perm os.FileMode) (*os.File, error) {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: fmt.Errorf("owned by uid %d, not by you (uid %d): refused, nothing written", uid, os.Geteuid())}
 	}
 	return f, nil
+}
+
+// MkdirTrusted makes dir and its missing parents (perm, as os.MkdirAll)
+// where no other user can get in the way, and checks the result as
+// CheckTrustedDir: nothing is made through a link or below a directory
+// another user could change (a results directory that was another
+// user's link had its subdirectory made where the link pointed before
+// it was refused).
+func MkdirTrusted(dir string, perm os.FileMode) error {
+	err := CheckTrustedDir(dir)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := os.MkdirAll(dir, perm); err != nil {
+		return err
+	}
+	return CheckTrustedDir(dir)
 }

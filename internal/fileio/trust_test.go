@@ -71,8 +71,14 @@ func TestCheckTrusted(t *testing.T) {
 	if err := CheckTrusted(inOpen); err != nil {
 		t.Errorf("a file of the user's in a sticky directory: %v", err)
 	}
+	// A missing file there another user could create first, or a link of
+	// theirs: the ssh_config library, client-go and a known_hosts append
+	// open the path again themselves after the check.
+	for _, missing := range []string{filepath.Join(open, "missing"), filepath.Join(open, "missing", "deeper")} {
+		expectUntrusted(t, CheckTrusted(missing), filepath.Join(open, "missing"), "missing from "+open+", a directory others can write", "a directory of your own")
+	}
 	// ... but a directory gpulab writes into may not be writable by others.
-	expectUntrusted(t, CheckTrustedDir(open), open, "writable by others", "write into a directory of your own (mkdir -m 700 ")
+	expectUntrusted(t, CheckTrustedDir(open), open, "writable by others", "write into a directory of your own (mktemp -d makes one")
 	if err := CheckTrustedDir(dir); err != nil {
 		t.Errorf("a private directory to write into: %v", err)
 	}
@@ -183,5 +189,43 @@ func TestCheckTrustedACL(t *testing.T) {
 	var u *UntrustedError
 	if err := CheckTrusted(p); !errors.As(err, &u) {
 		t.Errorf("a file another user may write through its ACL: %v", err)
+	}
+}
+
+// MkdirTrusted makes nothing through another user's link, nor where
+// another user could get in the way, and makes what is missing in a
+// private directory.
+func TestMkdirTrusted(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.Mkdir(victim, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "results")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	chownOther(t, link)
+	expectUntrusted(t, MkdirTrusted(filepath.Join(link, "topology-sanity"), 0o755), link, "owned by uid 65534", "")
+	if ents, _ := os.ReadDir(victim); len(ents) > 0 {
+		t.Errorf("a directory was made through another user's link before the refusal: %v", ents)
+	}
+	open := filepath.Join(dir, "open")
+	if err := os.Mkdir(open, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777|fs.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	expectUntrusted(t, MkdirTrusted(filepath.Join(open, "mine", "lab"), 0o755), filepath.Join(open, "mine"), "missing from", "")
+	if _, err := os.Lstat(filepath.Join(open, "mine")); err == nil {
+		t.Errorf("a directory was made in a directory others can write")
+	}
+	made := filepath.Join(dir, "a", "b")
+	if err := MkdirTrusted(made, 0o755); err != nil {
+		t.Errorf("a new directory in a private one: %v", err)
+	}
+	if st, err := os.Stat(made); err != nil || !st.IsDir() {
+		t.Errorf("MkdirTrusted made no directory: %v", err)
 	}
 }
