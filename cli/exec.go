@@ -148,6 +148,11 @@ func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*runner, erro
 			local = u.Username
 		}
 	}
+	if f.identity != "" {
+		if err := orchestrator.CheckIdentityFile(f.identity); err != nil {
+			return nil, usageErr("-i: %v (-i names a private key, as ssh -i does; an inventory is --inventory)", err)
+		}
+	}
 	res, err := orchestrator.NewResolver(inv, f.sshConfig, orchestrator.Overrides{
 		User: f.user, Port: f.port, IdentityFile: f.identity, KnownHosts: f.knownHosts,
 		ConnectTimeout: f.connectTimeout, CommandTimeout: f.timeout, InactivityTimeout: f.inactivity,

@@ -21,6 +21,8 @@ func TestNamedFilesMustBeRegular(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	inv := filepath.Join(dir, "inventory.toml")
+	writeFile(t, inv, "[[host]]\nname = \"gpu01\"\n")
 	env := noEnv(t)
 	for _, tc := range []struct {
 		name string
@@ -31,9 +33,11 @@ func TestNamedFilesMustBeRegular(t *testing.T) {
 		{"--inventory", []string{"inventory", "list", "--inventory", fifo}, 2, "read " + fifo + ": not a regular file: a FIFO"},
 		{"inventory check", []string{"inventory", "check", "/dev/zero"}, 2, "read /dev/zero: not a regular file: a character device"},
 		{"-F", []string{"exec", "-H", "gpu01", "-F", fifo, "--", "true"}, 2, "ssh_config: read " + fifo + ": not a regular file: a FIFO"},
-		// An identity file that cannot be read is left out, as ssh warns
-		// and goes on; the failed login says why.
-		{"-i", []string{"exec", "-H", "gpu01", "-F", cfg, "-i", fifo, "--", "true"}, 1, "not offered: " + fifo + " (read " + fifo + ": not a regular file: a FIFO"},
+		// ssh warns of an -i file that is no key and goes on; gpulab says
+		// so at once (an inventory given to -i had its host names looked
+		// up in DNS).
+		{"-i", []string{"exec", "-H", "gpu01", "-F", cfg, "-i", fifo, "--", "true"}, 2, "-i: identity file " + fifo + ": read " + fifo + ": not a regular file: a FIFO"},
+		{"-i an inventory", []string{"exec", "-H", "gpu01", "-F", cfg, "-i", inv, "--", "true"}, 2, "cannot be read as a private key (ssh: no key found) (-i names a private key, as ssh -i does; an inventory is --inventory)"},
 		{"--known-hosts", []string{"exec", "-H", "gpu01", "-F", cfg, "--known-hosts", fifo, "--", "true"}, 1, "known_hosts: read " + fifo + ": not a regular file: a FIFO"},
 		{"push", []string{"push", "/dev/zero", "-H", "gpu01", "-F", cfg}, 2, "push: read /dev/zero: not a regular file: a character device"},
 		{"-F /dev/null, as with ssh", []string{"inventory", "show", "gpu01", "-F", "/dev/null"}, 0, "HostName             gpu01"},

@@ -122,6 +122,20 @@ func readIdentity(path string, explicit bool) (*identity, error) {
 	return id, nil
 }
 
+// CheckIdentityFile says why the identity file a command line names
+// (ssh's -i) cannot be offered: missing, untrusted, or neither a private
+// key nor a public one whose private half an agent could hold. ssh warns
+// and goes on; a file the operator named on the command line that is no
+// key at all is a mistake to say at once (an inventory given to -i had
+// its hosts looked up in DNS instead).
+func CheckIdentityFile(path string) error {
+	id, _ := readIdentity(path, true)
+	if id.unusable == "" || id.pub != nil {
+		return nil
+	}
+	return fmt.Errorf("identity file %s: %s", path, id.unusable)
+}
+
 func readPub(path string) ssh.PublicKey {
 	data, err := fileio.ReadTrusted(path, fileio.MaxKey)
 	if err != nil {
