@@ -12,9 +12,11 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -92,6 +94,8 @@ type options struct {
 	labs      []string
 }
 
+var quietKlog sync.Once
+
 // Main runs gpulab with args (without the program name) and returns the exit code.
 //
 // What commands print goes through visible.Writer: control characters in
@@ -106,6 +110,11 @@ func Main(args []string, env Env) int {
 	if env.Stderr == nil {
 		env.Stderr = os.Stderr
 	}
+	// client-go logs what it also returns as an error ("Unexpected error
+	// when reading response body"): gpulab says what failed, once, and
+	// no klog line reaches the terminal (the workbench sends them to
+	// $GPULAB_KLOG while it runs).
+	quietKlog.Do(func() { cluster.RouteKlog(nil) })
 	o := &options{env: env}
 	stdout, stderr := visible.NewWriter(env.Stdout), visible.NewWriter(env.Stderr)
 	root := newRoot(o)
