@@ -344,12 +344,26 @@ func places(command string) ([]placeKind, []string, error) {
 	if len(names) == 0 {
 		return nil, nil, nil
 	}
+	kinds, err := placesIn(src, len(names), true)
+	var unread *unreadError
+	if errors.As(err, &unread) {
+		return nil, nil, fmt.Errorf("puts {{%s}} where the shell does not read it as text (a comment?)", names[unread.i])
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return kinds, names, nil
+}
+
+// placesIn says how the shell reads each of the n sentinels in src;
+// follow judges the variables they are assigned to too (taintedUses).
+func placesIn(src string, n int, follow bool) ([]placeKind, error) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot be parsed as the shell would parse it, so its parameters cannot be placed safely: %v", err)
+		return nil, fmt.Errorf("cannot be parsed as the shell would parse it, so its parameters cannot be placed safely: %v", err)
 	}
-	kinds := make([]placeKind, len(names))
-	found := make([]bool, len(names))
+	kinds := make([]placeKind, n)
+	found := make([]bool, n)
 	mark := func(text string, kind placeKind) {
 		for _, m := range sentinelRE.FindAllStringSubmatch(text, -1) {
 			i, _ := strconv.Atoi(m[1])
@@ -388,14 +402,86 @@ func places(command string) ([]placeKind, []string, error) {
 		return true
 	})
 	if unsupported != nil {
-		return nil, nil, unsupported
+		return nil, unsupported
+	}
+	if follow {
+		if err := taintedUses(f, src, n); err != nil {
+			return nil, err
+		}
 	}
 	for i, ok := range found {
 		if !ok {
-			return nil, nil, fmt.Errorf("puts {{%s}} where the shell does not read it as text (a comment?)", names[i])
+			return nil, &unreadError{i}
 		}
 	}
-	return kinds, names, nil
+	return kinds, nil
+}
+
+// unreadError is placesIn's error for a sentinel the shell does not read.
+type unreadError struct{ i int }
+
+func (e *unreadError) Error() string {
+	return "puts a parameter where the shell does not read it as text"
+}
+
+// taintedUses follows a parameter's value through the variables it is
+// assigned to (x={{x}}; $x): each expansion of such a variable is judged
+// as the placeholder itself would be where it sits, and a command with
+// parameters sources no file (a value written to one would run as code).
+func taintedUses(f *syntax.File, src string, n int) error {
+	tainted := map[string]bool{}
+	holds := func(n syntax.Node) bool {
+		found := false
+		syntax.Walk(n, func(m syntax.Node) bool {
+			if l, ok := m.(*syntax.Lit); ok && sentinelRE.MatchString(l.Value) {
+				found = true
+			}
+			return !found
+		})
+		return found
+	}
+	var sourced bool
+	syntax.Walk(f, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.Assign:
+			if n.Name != nil && n.Value != nil && holds(n.Value) {
+				tainted[n.Name.Value] = true
+			}
+		case *syntax.WordIter:
+			for _, w := range n.Items {
+				if holds(w) {
+					tainted[n.Name.Value] = true
+				}
+			}
+		case *syntax.CallExpr:
+			if len(n.Args) > 0 {
+				if name := n.Args[0].Lit(); name == "source" || name == "." {
+					sourced = true
+				}
+			}
+		}
+		return true
+	})
+	if sourced {
+		return errors.New("sources a file, and has parameters: a value written into that file would run as code")
+	}
+	if len(tainted) == 0 {
+		return nil
+	}
+	next := n
+	for name := range tainted {
+		re := regexp.MustCompile(`\$` + regexp.QuoteMeta(name) + `\b|\$\{` + regexp.QuoteMeta(name) + `\}`)
+		src = re.ReplaceAllStringFunc(src, func(string) string { next++; return sentinel(next - 1) })
+	}
+	// Judged as placeholders, once more: only what that refuses counts.
+	if _, err := placesIn(src, next, false); err != nil {
+		var unread *unreadError
+		if errors.As(err, &unread) {
+			return nil
+		}
+		return fmt.Errorf("through a variable it is assigned to: %w", err)
+	}
+	return nil
 }
 
 // litPlace says how the shell reads a literal holding a placeholder, from
@@ -511,7 +597,17 @@ func commandPlace(lit *syntax.Lit, stack []syntax.Node) (kind placeKind, err err
 			if ai == 0 {
 				return code("in the command's name")
 			}
-			if prefix := wordPrefix(word, lit); strings.HasPrefix(prefix, "-") || strings.Contains(prefix, "=") {
+			prefix := wordPrefix(word, lit)
+			name := path.Base(a.Args[0].Lit())
+			switch {
+			case slices.Contains(codeBuiltins, name): // alias q={{x}}: code, whatever its form
+				return code("among the arguments of " + name)
+			case name == "sed" && (strings.HasPrefix(prefix, "--expression=") || strings.HasPrefix(prefix, "-e")):
+				return code("in sed's script (GNU sed's e command runs a shell)")
+			case (name == "docker" || name == "podman" || name == "nerdctl") && (strings.HasPrefix(prefix, "--entrypoint") || (ai > 0 && a.Args[ai-1].Lit() == "--entrypoint")):
+				return code("in the container's entrypoint")
+			}
+			if strings.HasPrefix(prefix, "-") || strings.Contains(prefix, "=") {
 				return 0, nil, false // an option's or an assignment's value: data
 			}
 			return argPlace(a.Args, ai, code)
@@ -557,6 +653,23 @@ func argPlace(args []*syntax.Word, ai int, code func(string) (placeKind, error, 
 		if !slices.Contains(lits[:ai], "-f") && ai == firstOperand("-v", "-F", "-f") {
 			return code("in " + name + "'s program")
 		}
+	case name == "sed":
+		scripted := slices.ContainsFunc(lits[:ai], func(l string) bool {
+			return l == "-e" || l == "-f" || strings.HasPrefix(l, "--expression") || strings.HasPrefix(l, "--file")
+		})
+		if prev == "-e" || prev == "--expression" || (!scripted && ai == firstOperand("-e", "-f", "--expression", "--file", "-l", "--line-length")) {
+			return code("in sed's script (GNU sed's e command runs a shell)")
+		}
+	case name == "find":
+		// -exec, -execdir, -ok and -okdir run what follows, to ; or +.
+		for k := ai - 1; k > 0; k-- {
+			if lits[k] == ";" || lits[k] == "+" {
+				break
+			}
+			if slices.Contains([]string{"-exec", "-execdir", "-ok", "-okdir"}, lits[k]) {
+				return placeNumber, nil, true
+			}
+		}
 	case name == "su" && prev == "-c":
 		return code("in the command su runs")
 	case slices.Contains(wrappers, name):
@@ -565,8 +678,40 @@ func argPlace(args []*syntax.Word, ai int, code func(string) (placeKind, error, 
 		if slices.Contains(lits[:ai], "--") {
 			return placeNumber, nil, true // after --: the command run in the container
 		}
+		if name != "kubectl" && name != "crictl" && len(lits) > 1 && slices.Contains([]string{"run", "create", "exec"}, lits[1]) {
+			// docker run [OPTIONS] IMAGE [COMMAND] [ARG...]: what follows
+			// the image (exec: the container) is the command it runs.
+			if img := containerOperand(lits); img >= 0 && ai > img {
+				return placeNumber, nil, true
+			}
+		}
 	}
 	return 0, nil, false
+}
+
+// containerRunValued are docker run's (create's, exec's) options that take
+// a value as the next argument.
+var containerRunValued = []string{"--name", "--network", "--net", "-v", "--volume", "-e", "--env", "--env-file", "-p", "--publish",
+	"-u", "--user", "-w", "--workdir", "--entrypoint", "--gpus", "--ipc", "--shm-size", "--mount", "-m", "--memory", "--cpus",
+	"--runtime", "--device", "-h", "--hostname", "-l", "--label", "--ulimit", "--cap-add", "--cap-drop", "--security-opt",
+	"--pid", "--platform", "--pull", "--restart", "--log-driver", "--log-opt", "--add-host", "--dns", "--tmpfs", "--cidfile",
+	"--cgroupns", "--uts", "--userns", "--stop-signal", "--stop-timeout", "--cpuset-cpus", "--cpuset-mems", "--group-add",
+	"--volumes-from", "--detach-keys", "--label-file", "--memory-swap", "--oom-score-adj", "--network-alias"}
+
+// containerOperand is the index of docker run's image (exec's
+// container) in lits (the command's words, lits[1] the subcommand), -1
+// when there is none.
+func containerOperand(lits []string) int {
+	for k := 2; k < len(lits); k++ {
+		switch {
+		case slices.Contains(containerRunValued, lits[k]):
+			k++
+		case strings.HasPrefix(lits[k], "-") && lits[k] != "-":
+		default:
+			return k
+		}
+	}
+	return -1
 }
 
 // declEvaluates reports whether a declare (local, typeset...) evaluates

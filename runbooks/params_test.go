@@ -48,6 +48,26 @@ func TestPlaces(t *testing.T) {
 		{`awk -F: {{x}} /etc/passwd`, nil, "in awk's program"},
 		{`echo {{x}} | sh`, nil, "in what is piped into sh"},
 		{`su -c {{x}} nobody`, nil, "in the command su runs"},
+		// The review's ways through: an alias's value, find's -exec, sed's
+		// script (GNU sed's e command), what a container runs, and the
+		// value passed on in a variable or a file.
+		{`alias q={{x}}; q`, nil, "among the arguments of alias"},
+		{`find . -exec {{x}} \;`, []placeKind{placeNumber}, ""},
+		{`find . -name {{x}} -exec rm {} +`, []placeKind{placeWord}, ""},
+		{`sed -e {{x}} /etc/hosts`, nil, "in sed's script"},
+		{`sed --expression={{x}} /etc/hosts`, nil, "in sed's script"},
+		{`sed {{x}} /etc/hosts`, nil, "in sed's script"},
+		{`sed -n 1p {{x}}`, []placeKind{placeWord}, ""},
+		{`sed -e 1p {{x}}`, []placeKind{placeWord}, ""},
+		{`docker run img {{x}}`, []placeKind{placeNumber}, ""},
+		{`docker run --rm --name n --gpus all --ipc=host {{image}} all_reduce_perf -g {{gpus}}`, []placeKind{placeWord, placeNumber}, ""},
+		{`docker run --entrypoint {{x}} img`, nil, "in the container's entrypoint"},
+		{`docker run --entrypoint={{x}} img`, nil, "in the container's entrypoint"},
+		{`x={{x}}; $x`, nil, "through a variable it is assigned to: puts a parameter in the command's name"},
+		{`x={{x}}; eval "$x"`, nil, "through a variable it is assigned to: puts a parameter among the arguments of eval"},
+		{`for x in {{x}}; do bash -c "${x}"; done`, nil, "through a variable it is assigned to: puts a parameter in the script bash runs"},
+		{`x={{x}}; echo "$x"`, []placeKind{placeWord}, ""},
+		{`printf %s {{x}} > /tmp/s; . /tmp/s`, nil, "sources a file, and has parameters"},
 		// Data: an argument a script gets, an option's value, awk's input.
 		{`sh -c 'echo "$1"' sh {{x}}`, []placeKind{placeWord}, ""},
 		{`python3 -c 'import sys' {{x}}`, []placeKind{placeWord}, ""},
