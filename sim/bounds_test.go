@@ -382,3 +382,27 @@ func TestSFTPErrorsKeepTheRealTreeHidden(t *testing.T) {
 		}
 	}
 }
+
+// Connections not logged in are dropped as sshd drops them (MaxStartups
+// 10:30:100): none up to 10, all past 100, and in between some, so that
+// 40 idle connections from anyone no longer shut every client out.
+func TestStartupsDropAsSSHD(t *testing.T) {
+	for n := 1; n <= startupsStart; n++ {
+		if dropStartup(n) {
+			t.Fatalf("connection %d (not past start %d) was dropped", n, startupsStart)
+		}
+	}
+	if !dropStartup(maxStartups + 1) {
+		t.Errorf("connection %d (past full %d) was let in", maxStartups+1, maxStartups)
+	}
+	dropped := 0
+	for range 1000 {
+		if dropStartup(41) {
+			dropped++
+		}
+	}
+	// sshd's odds at 41 of 10:30:100 are 30% + 70% × 31/91, about 54%.
+	if dropped < 300 || dropped > 800 {
+		t.Errorf("with 40 connections not logged in, %d of 1000 new ones were dropped; want about 540", dropped)
+	}
+}

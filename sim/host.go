@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -143,7 +144,7 @@ func (h *host) handle(c net.Conn) {
 	// Until it has logged in, a connection has handshakeTimeout, and a
 	// host holds maxStartups such connections at most, as sshd's
 	// LoginGraceTime and MaxStartups.
-	if n := h.startups.Add(1); n > int32(maxStartups) {
+	if n := h.startups.Add(1); dropStartup(int(n)) {
 		h.startups.Add(-1)
 		return
 	}
@@ -415,4 +416,18 @@ func portOf(addr string) int {
 	_, p, _ := net.SplitHostPort(addr)
 	n, _ := strconv.Atoi(p)
 	return n
+}
+
+// dropStartup says whether a connection that makes n not logged in is
+// closed at once: sshd's random early drop (MaxStartups start:rate:full).
+func dropStartup(n int) bool {
+	start := min(startupsStart, maxStartups)
+	switch {
+	case n <= start:
+		return false
+	case n > maxStartups:
+		return true
+	}
+	p := startupsRate + (100-startupsRate)*(n-start)/(maxStartups-start+1)
+	return rand.IntN(100) < p
 }

@@ -64,11 +64,18 @@ var maxFuncNest = 1000
 // has not logged in by then is closed.
 var handshakeTimeout = 30 * time.Second
 
-// maxStartups is sshd's MaxStartups for one host: connections that have
-// not logged in yet beyond it are closed at once, so that idle
-// connections from anyone on the machine cannot use up the fleet's file
-// descriptors.
-var maxStartups = 32
+// maxStartups, startupsStart and startupsRate are sshd's MaxStartups
+// (start:rate:full, its default 10:30:100) for one host: past start
+// connections that have not logged in yet, a new one is closed at once
+// with a probability of rate percent, rising to all at maxStartups, so
+// that idle connections from anyone on the machine can neither use up
+// the fleet's file descriptors nor shut every other client out at once
+// (a hard cap of 32 did: 40 idle connections blocked a host).
+var (
+	maxStartups   = 100
+	startupsStart = 10
+	startupsRate  = 30
+)
 
 // acceptBackoff is the longest wait between accept's retries after an
 // error such as EMFILE: a host's serve loop waits and accepts again.
