@@ -136,7 +136,7 @@ func waitCondition(cond string) (waitCheck, string) {
 			want = "true"
 		}
 		return func(_ *kstate, obj map[string]any) bool {
-			for _, v := range evalPath([]any{obj}, []jpStep{{field: "status"}, {field: "conditions"}, {all: true}}) {
+			for _, v := range evalPath(obj, conditionsPath) {
 				m, _ := v.(map[string]any)
 				if strings.EqualFold(jpText(m["type"]), c) && strings.EqualFold(jpText(m["status"]), want) {
 					return true
@@ -156,7 +156,7 @@ func waitCondition(cond string) (waitCheck, string) {
 			return nil, "error: " + err.Error()
 		}
 		return func(_ *kstate, obj map[string]any) bool {
-			got := evalPath([]any{obj}, path)
+			got := evalPath(obj, path)
 			return len(got) == 1 && (!hasValue || jpText(got[0]) == want)
 		}, ""
 	}

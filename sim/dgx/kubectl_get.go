@@ -153,7 +153,7 @@ func (k *kubeRun) selected(s *kstate, kind *kubeKind, names []string) ([]kubeIte
 		if perr != nil {
 			return nil, k.fail("error: couldn't parse sort-by field %q: %v", by, perr)
 		}
-		key := func(it kubeItem) string { return jpText(evalPath([]any{it.obj()}, path)) }
+		key := func(it kubeItem) string { return jpText(evalPath(it.obj(), path)) }
 		sortBy(out, key)
 	}
 	return out, code
