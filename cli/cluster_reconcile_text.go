@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 )
@@ -23,7 +24,7 @@ func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
 		fmt.Fprintln(w, simulatedFleet)
 	}
 	t := out.Totals
-	fmt.Fprintf(w, "cluster %s: %s, %d probed\n\n", visible.String(out.Context), plural(t.Nodes, "node", "nodes"), t.Probed)
+	fmt.Fprintf(w, "cluster %s: %s, %d probed\n\n", visible.String(out.Context), text.Plural(t.Nodes, "node", "nodes"), t.Probed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tHOST\tGPUS\tIN-USE\tALLOCATED\tALLOC-BUSY\tALLOC-IDLE\tSTARTING\tUNALLOCATED\tMIG-STRANDED")
 	notProbed := map[string][]string{}
@@ -112,7 +113,7 @@ func reconcileSummary(r cluster.Reconciliation) string {
 	t := r.Totals
 	s := devicesText(t.Usage.Allocated) + " allocated"
 	if t.Usage.Allocated.MIGSlices == 0 {
-		s = plural(int(t.Usage.Allocated.GPUs), "GPU", "GPUs") + " allocated"
+		s = text.Plural(int(t.Usage.Allocated.GPUs), "GPU", "GPUs") + " allocated"
 	}
 	var idle []string
 	for _, p := range r.Pods {
@@ -136,7 +137,7 @@ func reconcileSummary(r cluster.Reconciliation) string {
 		s += fmt.Sprintf(", %d MIG instances stranded", t.StrandedMIG)
 	}
 	if t.NotProbed > 0 {
-		s += ", " + plural(t.NotProbed, "node", "nodes") + " not probed"
+		s += ", " + text.Plural(t.NotProbed, "node", "nodes") + " not probed"
 	}
 	return s
 }
@@ -156,10 +157,10 @@ func devicesText(d cluster.Devices) string {
 func heldText(d cluster.Devices) string {
 	var parts []string
 	if d.GPUs > 0 {
-		parts = append(parts, plural(int(d.GPUs), "GPU", "GPUs"))
+		parts = append(parts, text.Plural(int(d.GPUs), "GPU", "GPUs"))
 	}
 	if d.MIGSlices > 0 {
-		parts = append(parts, plural(int(d.MIGSlices), "MIG slice", "MIG slices"))
+		parts = append(parts, text.Plural(int(d.MIGSlices), "MIG slice", "MIG slices"))
 	}
 	return strings.Join(parts, " and ")
 }
@@ -185,12 +186,4 @@ func firstOf(items []string, n int) string {
 		return strings.Join(items, ", ")
 	}
 	return strings.Join(slices.Clip(items[:n]), ", ") + fmt.Sprintf(" and %d more", len(items)-n)
-}
-
-// plural is "1 node" or "3 nodes".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

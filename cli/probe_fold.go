@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
 )
@@ -183,7 +184,7 @@ func topologyText(s *report.Snapshot) string {
 	}
 	parts := make([]string, len(levels))
 	for i, l := range levels {
-		parts[i] = plural(count[l], "pair", "pairs") + " " + l
+		parts[i] = text.Plural(count[l], "pair", "pairs") + " " + l
 	}
 	fmt.Fprintf(&b, "topology: %s\n", strings.Join(parts, ", "))
 	for _, lvl := range levels[1:] {

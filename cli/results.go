@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/internal/suggest"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -161,7 +162,7 @@ func printRecordList(w io.Writer, dir string, refs, keep []labs.RecordRef) error
 		fmt.Fprintf(w, "no lab records in %s (gpulab lab run ID -H EXPR writes them)\n", dir)
 		return nil
 	case len(keep) == 0:
-		fmt.Fprintf(w, "no lab record in %s matches the query (%s there; gpulab results list shows them all)\n", dir, plural(len(refs), "record is", "records are"))
+		fmt.Fprintf(w, "no lab record in %s matches the query (%s there; gpulab results list shows them all)\n", dir, text.Plural(len(refs), "record is", "records are"))
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

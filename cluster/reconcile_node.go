@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/probes/report"
 )
 
@@ -82,13 +83,13 @@ func (ns nodeSnapshot) pods(pods []*corev1.Pod) []PodUse {
 		slices.Sort(u.InUse)
 		switch {
 		case active:
-			u.State, u.Reason = PodBusy, fmt.Sprintf("%s on GPU %s", plural(len(u.Processes), "process", "processes"), intList(u.InUse))
+			u.State, u.Reason = PodBusy, fmt.Sprintf("%s on GPU %s", text.Plural(len(u.Processes), "process", "processes"), intList(u.InUse))
 		case len(u.Processes) > 0:
 			verb := "shows"
 			if len(u.InUse) > 1 {
 				verb = "show"
 			}
-			u.Reason = fmt.Sprintf("%s on GPU %s, which %s 0%% utilisation", plural(len(u.Processes), "process", "processes"), intList(u.InUse), verb)
+			u.Reason = fmt.Sprintf("%s on GPU %s, which %s 0%% utilisation", text.Plural(len(u.Processes), "process", "processes"), intList(u.InUse), verb)
 		case pod.Status.Phase == corev1.PodPending:
 			u.State, u.Reason = PodStarting, "bound, not yet running (phase Pending)"
 		default:
@@ -197,13 +198,6 @@ func (ns nodeSnapshot) instanceUsed(gpu, gi int) bool {
 	return slices.ContainsFunc(ns.snap.Processes, func(p report.Process) bool {
 		return p.GPU == gpu && p.GPUInstanceID != nil && *p.GPUInstanceID == gi
 	})
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func intList(v []int) string {

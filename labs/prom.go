@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/redirect"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
@@ -95,10 +96,10 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(body, &ans); err != nil {
-		return nil, fmt.Errorf("HTTP %d, not a Prometheus API answer (%s, %d bytes; not kept)", resp.StatusCode, visible.String(cut(resp.Header.Get("Content-Type"), 80)), len(body))
+		return nil, fmt.Errorf("HTTP %d, not a Prometheus API answer (%s, %d bytes; not kept)", resp.StatusCode, visible.String(text.Cut(resp.Header.Get("Content-Type"), 80)), len(body))
 	}
 	if ans.Status != "success" {
-		return nil, fmt.Errorf("prometheus: %s: %s", visible.String(cut(ans.ErrorType, 80)), visible.String(cut(ans.Error, 500)))
+		return nil, fmt.Errorf("prometheus: %s: %s", visible.String(text.Cut(ans.ErrorType, 80)), visible.String(text.Cut(ans.Error, 500)))
 	}
 	out := &PromResult{ResultType: ans.Data.ResultType, Series: []PromSeries{}}
 	switch ans.Data.ResultType {
@@ -143,14 +144,6 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 		return nil, fmt.Errorf("prometheus answered a %q, which labs do not read", ans.Data.ResultType)
 	}
 	return out, nil
-}
-
-// cut keeps the first n runes of s, with … when it cut.
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // promSample reads [unix_time, "value"].

@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -467,7 +468,7 @@ func (m Model) fit(s string, height int) string {
 func (m Model) quittingView() string {
 	st := m.styles
 	n := m.running()
-	lines := []string{"", st.CardTitle.Render(fmt.Sprintf("Cleaning up on %d host%s before gpulab quits", n, plural(n)))}
+	lines := []string{"", st.CardTitle.Render(fmt.Sprintf("Cleaning up on %s before gpulab quits", text.Plural(n, "host", "hosts")))}
 	if m.quitting == 1 {
 		lines = append(lines, "", "The runs were stopped; each lab's cleanup commands are running on its hosts,",
 			"so that nothing a lab started is left behind. The record will say the run was interrupted.",
@@ -477,13 +478,6 @@ func (m Model) quittingView() string {
 			"", st.Hint.Render("q or ctrl+c again: quit now"))
 	}
 	return strings.Join(lines, "\n")
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return ""
-	}
-	return "s"
 }
 
 // simulatedHosts is a view that learns which hosts are simulated as it

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/labs"
 )
 
@@ -57,7 +58,7 @@ func maxOf(xs ...*float64) float64 {
 // (with its ratio to the baseline), then P50/P95/P99 per run on one scale,
 // the P99 interference coefficient marked where it is above 1.
 func compareBars(rows []labs.CompareRow, width int) []string {
-	label := func(r labs.CompareRow) string { return cut(r.Lab+" "+r.Host, 26) }
+	label := func(r labs.CompareRow) string { return text.Cut(r.Lab+" "+r.Host, 26) }
 	barW := max(8, min(50, width-26-32)) // room for the figure and the interference mark
 	var tputs, lats []*float64
 	for _, r := range rows {

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
@@ -222,15 +222,6 @@ func bar(alloc, allocatable, capacity int64, width int) string {
 	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, width-a-f)) + "]"
 }
 
-// clipText is s in at most w characters (fmt pads by characters): cut
-// between two, never inside one.
-func clipText(s string, w int) string {
-	if lipgloss.Width(s) <= w { // columns, not runes: a wide character takes two
-		return s
-	}
-	return ansi.Truncate(s, w, "…")
-}
-
 func (v *clusterView) waitLines() []string {
 	st := v.styles
 	head := st.CardLabel.Render(fmt.Sprintf("Waiting (%s)", v.count("pods", len(v.waiting))))
@@ -288,9 +279,9 @@ func (v *clusterView) whyLines() []string {
 func whyMarker(above, below int) string {
 	switch {
 	case above == 0:
-		return fmt.Sprintf("↓ %d more line%s of why and evidence · ] (or the wheel)", below, plural(below))
+		return fmt.Sprintf("↓ %s of why and evidence · ] (or the wheel)", text.Plural(below, "more line", "more lines"))
 	case below == 0:
-		return fmt.Sprintf("↑ %d line%s above · [ · end of the evidence", above, plural(above))
+		return fmt.Sprintf("↑ %s above · [ · end of the evidence", text.Plural(above, "line", "lines"))
 	}
 	return fmt.Sprintf("↑ %d above · ↓ %d more below · [ / ]", above, below)
 }

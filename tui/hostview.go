@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/probes/report"
 )
 
@@ -32,7 +33,7 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 	add("", st.CardLabel.Render("GPUs"))
 	add(st.TableHeader.Render(fmt.Sprintf("%-3s %-28s %-17s %-22s %5s %5s %11s %-9s %s", "GPU", "NAME", "BUS", "MEMORY", "UTIL", "TEMP", "POWER", "ECC", "MIG")))
 	for _, g := range s.GPUs {
-		line := fmt.Sprintf("%-3d %-28s %-17s %-22s %5s %5s %11s %-9s %s", g.Index, cut(g.Name, 28), g.PCIBusID, memBar(g.Memory),
+		line := fmt.Sprintf("%-3d %-28s %-17s %-22s %5s %5s %11s %-9s %s", g.Index, text.Cut(g.Name, 28), g.PCIBusID, memBar(g.Memory),
 			utilPct(g.Utilization), tempC(g.TemperatureC), power(g), ecc(g.ECC), mig(g.MIG))
 		add(line)
 	}
@@ -55,7 +56,7 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 		} else if p.ContainerID != "" {
 			where = "container " + p.ContainerID[:12]
 		}
-		add(fmt.Sprintf("  GPU%d  pid %-8d %-16s %8d MiB  %s", p.GPU, p.PID, cut(p.Name, 16), p.UsedMiB, where))
+		add(fmt.Sprintf("  GPU%d  pid %-8d %-16s %8d MiB  %s", p.GPU, p.PID, text.Cut(p.Name, 16), p.UsedMiB, where))
 	}
 	add("", st.CardLabel.Render("Health"))
 	healthy := true
@@ -233,13 +234,6 @@ func mig(m report.MIG) string {
 		return fmt.Sprintf("on (%d GI)", len(m.GPUInstances))
 	}
 	return "off"
-}
-
-func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n-1] + "…"
-	}
-	return s
 }
 
 func dashed(s string) string {

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/landscape"
 )
 
@@ -272,7 +273,7 @@ func (v *mapView) alsoHere(plane string) []string {
 	}
 	line := "   also acts here: " + strings.Join(names, " · ")
 	if v.height < 30 { // a short terminal keeps the card's room: the chips of the other bands say it too
-		line = fmt.Sprintf("   also acts here: the %d project%s marked +%s in the other planes", len(names), plural(len(names)), planeAbbrev(plane))
+		line = fmt.Sprintf("   also acts here: the %s marked +%s in the other planes", text.Plural(len(names), "project", "projects"), planeAbbrev(plane))
 	}
 	return hanging(v.styles.CardMuted.Render(line), v.bandsWidth-1, 5)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/runbooks/parse"
@@ -632,7 +633,7 @@ func expandHosts(nodeset string) []string {
 func parseTopoGrid(t *parse.Topo, st Styles) []string {
 	head := "      "
 	for _, c := range t.Columns {
-		head += fmt.Sprintf("%-7s", cut(c, 6))
+		head += fmt.Sprintf("%-7s", text.Cut(c, 6))
 	}
 	lines := []string{st.TableHeader.Render(head)}
 	for _, g := range t.GPUs {

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/gpulab/gpulab/internal/text"
 )
 
 // ScrollKeys move a pane of text taller or wider than its room.
@@ -215,9 +216,9 @@ func cutSideways(l string, col, width int) string {
 func moreMarker(above, below int) string {
 	switch {
 	case above == 0:
-		return fmt.Sprintf("↓ %d more line%s below · pgdn", below, plural(below))
+		return fmt.Sprintf("↓ %s below · pgdn", text.Plural(below, "more line", "more lines"))
 	case below == 0:
-		return fmt.Sprintf("↑ %d line%s above · pgup · end of output", above, plural(above))
+		return fmt.Sprintf("↑ %s above · pgup · end of output", text.Plural(above, "line", "lines"))
 	}
 	return fmt.Sprintf("↑ %d above · ↓ %d more below · pgup/pgdn", above, below)
 }
