@@ -90,7 +90,7 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./inventory
 	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
 	for f in FuzzParsers FuzzTopo FuzzSMI FuzzSMIList FuzzDmesgXid FuzzWorkloads; do \
-		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./runbooks/parse || exit 1; done
+		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./step/parse || exit 1; done
 
 clean:
 	rm -rf bin dist build/native $(BUNDLE)/nvml* $(BUNDLE)/.portable

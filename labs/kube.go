@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/orchestrator"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // KubeEnvironment is the Kubernetes side of the environment declaration,

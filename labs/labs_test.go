@@ -18,7 +18,7 @@ import (
 
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/runbooks"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 const fx = "../testdata/fixtures/"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/labs/charts"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // Chart is a picture of a record, written beside it as File (SVG) and

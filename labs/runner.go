@@ -14,7 +14,7 @@ import (
 	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/runbooks"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // Run runs lab l on every target over one connection per host: the

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/gpulab/gpulab/orchestrator"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // Status is a check's outcome.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 func TestBuiltinRunbooks(t *testing.T) {

@@ -1,6 +1,6 @@
 // Package runbooks turns the command sheet of GPU-infrastructure triage into
 // runbooks: steps that run commands on hosts and parse what they print
-// (runbooks/parse), and checks that put the facts back on the axes as
+// (step/parse), and checks that put the facts back on the axes as
 // verdicts (PASS, FAIL, WARN, SKIPPED, UNKNOWN), each with its evidence and
 // the next thing to look at. Missing evidence is UNKNOWN, never PASS.
 //
@@ -20,7 +20,7 @@ import (
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 //go:embed builtin/*.toml

@@ -15,7 +15,7 @@ import (
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // fakeRunbooks judges a runbook on real fixture outputs instead of running

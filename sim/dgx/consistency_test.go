@@ -15,7 +15,7 @@ import (
 	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/probes/sim"
 	"github.com/gpulab/gpulab/probes/sim/spec"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // probe is what gpulab's probe reports for the machine with faults f: the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/runbooks"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // recordedAt is when the recorded nvidia-smi -q was taken.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/probes/sim/spec"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // expect runs kubectl on the first host and checks its exit status and

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/probes/sim/spec"
-	"github.com/gpulab/gpulab/runbooks/parse"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // kubeFleet is the hosts of a simulated fleet sharing one cluster, the

@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata/golden/*.json from the
 const fixtures = "../../testdata/fixtures"
 
 // TestGolden parses every fixture of every kind and compares the JSON with
-// testdata/golden/KIND/FILE.json (go test ./runbooks/parse -update rewrites
+// testdata/golden/KIND/FILE.json (go test ./step/parse -update rewrites
 // them; review the diff). Errors are part of the golden: a damaged fixture
 // must keep failing the same way.
 func TestGolden(t *testing.T) {
@@ -45,7 +45,7 @@ func TestGolden(t *testing.T) {
 				}
 				want, err := os.ReadFile(golden)
 				if err != nil {
-					t.Errorf("%s: %v (go test ./runbooks/parse -update)", golden, err)
+					t.Errorf("%s: %v (go test ./step/parse -update)", golden, err)
 					continue
 				}
 				if string(want) != string(out)+"\n" {
