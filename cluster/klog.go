@@ -4,37 +4,45 @@ import (
 	"io"
 	"sync"
 
-	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/klog/v2"
 )
 
-// klogMu serialises RouteKlog's writes to its writer.
-var klogMu sync.Mutex
+// klogTo is where klog's lines go now (nil: nowhere), under klogMu,
+// which also serialises the writes.
+var (
+	klogMu      sync.Mutex
+	klogTo      io.Writer
+	klogInstall sync.Once
+)
 
 // RouteKlog sends everything client-go logs through klog (informers'
 // watch errors, throttling notices, runtime.HandleError) to w, one line
 // each, or nowhere when w is nil, and never to the terminal: the
 // workbench owns the terminal, and a line written into it would tear
-// the screen. Call it before the first client is made; it is for the
-// whole process.
+// the screen. It is for the whole process, and may be called at any
+// time: klog's logger is installed once (klog.SetLoggerWithOptions is not
+// safe beside a running client, whose requests read it: a race a busy
+// test run caught), and later calls change only where its lines go.
 func RouteKlog(w io.Writer) {
-	logger := logr.Discard()
-	if w != nil {
-		logger = funcr.New(func(prefix, args string) {
+	klogInstall.Do(func() {
+		logger := funcr.New(func(prefix, args string) {
 			klogMu.Lock()
 			defer klogMu.Unlock()
+			if klogTo == nil {
+				return
+			}
 			if prefix != "" {
 				args = prefix + ": " + args
 			}
-			_, _ = io.WriteString(w, args+"\n")
+			_, _ = io.WriteString(klogTo, args+"\n")
 		}, funcr.Options{Verbosity: 2})
-	}
-	klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
-	// What would still bypass the logger (klog's own file output).
-	klog.LogToStderr(false)
-	if w == nil {
-		w = io.Discard
-	}
-	klog.SetOutput(w)
+		klog.SetLoggerWithOptions(logger, klog.ContextualLogger(true))
+		// What would still bypass the logger (klog's own file output).
+		klog.LogToStderr(false)
+		klog.SetOutput(io.Discard)
+	})
+	klogMu.Lock()
+	klogTo = w
+	klogMu.Unlock()
 }

@@ -199,6 +199,7 @@ func TestRouteKlogKeepsTheTerminalClean(t *testing.T) {
 	klog.ErrorS(errors.New("boom"), "structured error line")
 	utilruntime.HandleError(errors.New(`Failed to watch *v1.Pod: dial tcp 127.0.0.1:6443: connect: connection refused`))
 	klog.Flush()
+	cluster.RouteKlog(nil) // no line reaches log from here on: it can be read
 	os.Stderr = saved
 	written, err := os.ReadFile(stderr.Name())
 	if err != nil {

@@ -121,6 +121,11 @@ func (l *Live) informer(obj runtime.Object, ls *lister, tweak func(*metav1.ListO
 // (client-go's WatchListClient: the informer's list as a watch stream)
 // until the server's bookmark says they ended.
 
+// liveListObjects is MaxListObjects for the informers (a test lowers it:
+// 200,000 objects through the race detector on a busy machine outran the
+// test's deadline).
+var liveListObjects = MaxListObjects
+
 // listBound counts the pages of an informer's list (the reflector's pager
 // asks them one after another, the first with no continue token).
 type listBound struct {
@@ -136,10 +141,10 @@ func (b *listBound) page(cont string, out runtime.Object) error {
 	}
 	b.pages++
 	b.objects += meta.LenList(out)
-	if b.objects > MaxListObjects {
-		return errTooManyObjects()
+	if b.objects > liveListObjects {
+		return errTooManyObjects(liveListObjects)
 	}
-	if b.pages > maxPages {
+	if b.pages > liveListObjects/pageSize+1000 {
 		return errEndlessPages(b.pages)
 	}
 	return nil
@@ -180,8 +185,8 @@ func (b *boundedWatch) run(initial bool, tell func(error)) {
 				initial = false
 			}
 		case ev.Type == watch.Added:
-			if added++; added > MaxListObjects {
-				err := fmt.Errorf("the initial events of a watch-list: %w", errTooManyObjects())
+			if added++; added > liveListObjects {
+				err := fmt.Errorf("the initial events of a watch-list: %w", errTooManyObjects(liveListObjects))
 				tell(err)
 				ev = watch.Event{Type: watch.Error, Object: &metav1.Status{Status: metav1.StatusFailure, Code: http.StatusRequestEntityTooLarge,
 					Reason: metav1.StatusReasonRequestEntityTooLarge, Message: err.Error()}}

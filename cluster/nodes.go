@@ -310,7 +310,7 @@ func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, int, e
 		}
 		total += n
 		if total > MaxListObjects {
-			return errTooManyObjects()
+			return errTooManyObjects(MaxListObjects)
 		}
 		if next == "" || ctx.Err() != nil {
 			return ctx.Err()
@@ -326,8 +326,8 @@ func eachPage(ctx context.Context, list func(metav1.ListOptions) (string, int, e
 // full pages, and then some for a server that sends short ones.
 const maxPages = MaxListObjects/pageSize + 1000
 
-func errTooManyObjects() error {
-	return fmt.Errorf("more than %d objects, gpulab's limit for one list (Kubernetes is tested to 150,000 pods): refused", MaxListObjects)
+func errTooManyObjects(limit int) error {
+	return fmt.Errorf("more than %d objects, gpulab's limit for one list (Kubernetes is tested to 150,000 pods): refused", limit)
 }
 
 func errEndlessPages(pages int) error {
