@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // findRunbook loads the runbooks and returns the one called id.
@@ -159,7 +160,7 @@ Ctrl-C.`,
 			if o.json {
 				err = writeJSON(w, struct {
 					Runbook   string             `json:"runbook"`
-					Worst     runbooks.Status    `json:"worst"`
+					Worst     step.Status        `json:"worst"`
 					Summary   string             `json:"summary"`
 					Simulated bool               `json:"simulated,omitempty"`
 					Folded    []runbooks.Folded  `json:"folded"`
@@ -176,9 +177,9 @@ Ctrl-C.`,
 				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
 			}
 			switch worst := out.Worst; {
-			case worst == runbooks.Fail || out.Unreached:
+			case worst == step.Fail || out.Unreached:
 				return errSilentFailure
-			case worst == runbooks.Skipped: // nothing was checked: never a pass
+			case worst == step.Skipped: // nothing was checked: never a pass
 				return &exitError{code: ExitUnknown, err: errors.New("")}
 			case runbooks.AnyUnknown(runs) && !allowUnknown:
 				return &exitError{code: ExitUnknown, err: errors.New("")}
@@ -213,7 +214,7 @@ func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Fol
 }
 
 // printParams lists a runbook's or lab's parameters for `show`.
-func printParams(w io.Writer, params []runbooks.Param) {
+func printParams(w io.Writer, params []step.Param) {
 	if len(params) == 0 {
 		return
 	}

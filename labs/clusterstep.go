@@ -8,7 +8,7 @@ import (
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/orchestrator"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // ClusterReadings are what a step can read of the cluster (Step.Cluster).
@@ -22,8 +22,8 @@ const clusterTimeout = 2 * time.Minute
 func (x *hostRun) readCluster(ctx context.Context, s Step, sr *StepRecord) {
 	ns := fillParams(s.Namespace, x.o.Params) // sent to the API server as a value, never to a shell
 	switch {
-	case len(runbooks.Placeholders(ns)) > 0:
-		sr.Skipped = runbooks.MissingParams(runbooks.Placeholders(ns))
+	case len(step.Placeholders(ns)) > 0:
+		sr.Skipped = step.MissingParams(step.Placeholders(ns))
 		return
 	case x.o.Cluster == nil:
 		sr.Skipped = "no Kubernetes cluster for these hosts: a [[kube]] table in the inventory names the kubeconfig context whose nodes they are"

@@ -11,7 +11,7 @@ package labs
 
 import (
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // Maturity levels, in order: a lab is a draft until it ran on real
@@ -46,9 +46,9 @@ type Lab struct {
 	// Params are values given at run time (--set name=value): commands
 	// name them {{name}} (shell-quoted on the host), criteria read them as
 	// params.name (strings: double(params.slo_ms)).
-	Params        []runbooks.Param `toml:"param" json:"params,omitempty"`
-	Prerequisites []Prerequisite   `toml:"prerequisite" json:"prerequisites"`
-	Steps         []Step           `toml:"step" json:"steps"`
+	Params        []step.Param   `toml:"param" json:"params,omitempty"`
+	Prerequisites []Prerequisite `toml:"prerequisite" json:"prerequisites"`
+	Steps         []Step         `toml:"step" json:"steps"`
 	// Derived metrics are CEL expressions over other metrics (and params),
 	// computed as soon as their inputs are measured: an interference
 	// coefficient is shared ÷ alone.

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/landscape"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -141,18 +141,18 @@ func TestTopologyLabAgreesWithRunbook(t *testing.T) {
 		if err != nil {
 			continue // a damaged fixture: nothing to judge
 		}
-		rb := runbooks.JudgeOutput("nvidia-smi-topo", v)
+		rb := step.JudgeOutput("nvidia-smi-topo", v)
 		m := map[string]any{}
 		measure(t, l, "topo", strings.TrimPrefix(f, "../testdata/fixtures/"), m)
 		m["numa_nodes"] = int64(1)
-		scores := map[string]runbooks.Status{}
+		scores := map[string]step.Status{}
 		for _, s := range l.Score(m, nil, nil, 1, true) {
 			scores[s.ID] = s.Status
 		}
-		if mesh := rb["nvlink-mesh"].Status; (mesh == runbooks.Pass) != (scores["nvlink-mesh"] == runbooks.Pass) {
+		if mesh := rb["nvlink-mesh"].Status; (mesh == step.Pass) != (scores["nvlink-mesh"] == step.Pass) {
 			t.Errorf("%s: the runbook's nvlink-mesh is %s (%s), the lab's %s", filepath.Base(f), mesh, rb["nvlink-mesh"].Summary, scores["nvlink-mesh"])
 		}
-		if nic := rb["nic-nearest"].Status; nic != runbooks.Skipped && nic != scores["near-nic"] {
+		if nic := rb["nic-nearest"].Status; nic != step.Skipped && nic != scores["near-nic"] {
 			t.Errorf("%s: the runbook's nic-nearest is %s (%s), the lab's near-nic %s", filepath.Base(f), nic, rb["nic-nearest"].Summary, scores["near-nic"])
 		}
 	}
@@ -205,7 +205,7 @@ func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
 	}
 	end := l.Score(m, map[string]string{"hardware_xids": "step xid exited 1: sudo: a password is required"}, nil, 1, true)
 	for _, s := range end {
-		if s.ID == "no-hardware-xid" && (s.Status != runbooks.Unknown || !strings.Contains(s.Summary, "metrics.hardware_xids was not measured: step xid exited 1: sudo")) {
+		if s.ID == "no-hardware-xid" && (s.Status != step.Unknown || !strings.Contains(s.Summary, "metrics.hardware_xids was not measured: step xid exited 1: sudo")) {
 			t.Errorf("missing evidence at the end: %+v", s)
 		}
 	}
@@ -215,7 +215,7 @@ func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
 	l.Criteria[1].Waiver = "known bad DIMM row, RMA open"
 	defer func() { l.Criteria[1].Waiver = "" }()
 	for _, s := range l.Score(m, nil, nil, 1, false) {
-		if s.ID == "ecc" && (s.Status != runbooks.Warn || !strings.HasSuffix(s.Summary, "(waived: known bad DIMM row, RMA open)")) {
+		if s.ID == "ecc" && (s.Status != step.Warn || !strings.HasSuffix(s.Summary, "(waived: known bad DIMM row, RMA open)")) {
 			t.Errorf("waived: %+v", s)
 		}
 	}
@@ -312,8 +312,8 @@ impact = "critical"
 		exit   int
 		want   Status
 	}{
-		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB", 1, runbooks.Pass},
-		{"allocated 30.00 GiB", 0, runbooks.Fail},
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 30.00 GiB", 1, step.Pass},
+		{"allocated 30.00 GiB", 0, step.Fail},
 	} {
 		m, errs := l.Measure("overalloc", nil, tc.stdout, tc.exit)
 		if len(errs) > 0 {
@@ -379,9 +379,9 @@ impact = "minor"
 		want Status
 		sum  string
 	}{
-		{"4000", runbooks.Pass, "metrics.ttft_p99_ms = 3346.14 against"},
-		{"3000", runbooks.Fail, "metrics.ttft_p99_ms = 3346.14 against"},
-		{"", runbooks.Unknown, "no value for params.ttft_p99_slo_ms (--set ttft_p99_slo_ms=...)"},
+		{"4000", step.Pass, "metrics.ttft_p99_ms = 3346.14 against"},
+		{"3000", step.Fail, "metrics.ttft_p99_ms = 3346.14 against"},
+		{"", step.Unknown, "no value for params.ttft_p99_slo_ms (--set ttft_p99_slo_ms=...)"},
 	} {
 		params, err := l.Bind([]string{"ttft_p99_slo_ms=" + tc.slo})
 		if err != nil {
@@ -1082,7 +1082,7 @@ func TestCompareNotRun(t *testing.T) {
 // weight, and a lab passes only on evidence: at least one criterion that
 // passed.
 func TestPassedNeedsEvidence(t *testing.T) {
-	sc := func(impact string, st runbooks.Status) Score {
+	sc := func(impact string, st step.Status) Score {
 		return Score{ID: impact + "-" + string(st), Impact: impact, Status: st}
 	}
 	for _, tc := range []struct {
@@ -1090,16 +1090,16 @@ func TestPassedNeedsEvidence(t *testing.T) {
 		scores []Score
 		want   bool
 	}{
-		{"only criterion minor and UNKNOWN", []Score{sc("minor", runbooks.Unknown)}, false},
-		{"major PASS, minor UNKNOWN", []Score{sc("major", runbooks.Pass), sc("minor", runbooks.Unknown)}, false},
-		{"every criterion UNKNOWN", []Score{sc("critical", runbooks.Unknown), sc("major", runbooks.Unknown)}, false},
-		{"minor PENDING", []Score{sc("major", runbooks.Pass), sc("minor", Pending)}, false},
-		{"only SKIPPED", []Score{sc("minor", runbooks.Skipped)}, false},
-		{"only a WARN", []Score{sc("minor", runbooks.Warn)}, false},
+		{"only criterion minor and UNKNOWN", []Score{sc("minor", step.Unknown)}, false},
+		{"major PASS, minor UNKNOWN", []Score{sc("major", step.Pass), sc("minor", step.Unknown)}, false},
+		{"every criterion UNKNOWN", []Score{sc("critical", step.Unknown), sc("major", step.Unknown)}, false},
+		{"minor PENDING", []Score{sc("major", step.Pass), sc("minor", Pending)}, false},
+		{"only SKIPPED", []Score{sc("minor", step.Skipped)}, false},
+		{"only a WARN", []Score{sc("minor", step.Warn)}, false},
 		{"no criterion", nil, false},
-		{"major PASS, minor WARN", []Score{sc("major", runbooks.Pass), sc("minor", runbooks.Warn)}, true},
-		{"minor PASS alone", []Score{sc("minor", runbooks.Pass)}, true},
-		{"critical FAIL", []Score{sc("critical", runbooks.Fail), sc("major", runbooks.Pass)}, false},
+		{"major PASS, minor WARN", []Score{sc("major", step.Pass), sc("minor", step.Warn)}, true},
+		{"minor PASS alone", []Score{sc("minor", step.Pass)}, true},
+		{"critical FAIL", []Score{sc("critical", step.Fail), sc("major", step.Pass)}, false},
 	} {
 		if got := Passed(tc.scores); got != tc.want {
 			t.Errorf("%s: Passed = %v, want %v", tc.name, got, tc.want)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -20,38 +20,13 @@ import (
 var builtin embed.FS
 
 var (
-	idRE     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	metricRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 )
 
 // Load reads the built-in labs and every *.toml in dirs (or the files
 // named), validates them and compiles their expressions; ids are unique.
 func Load(dirs []string) ([]*Lab, error) {
-	files, err := tomlpos.Sources(builtin, "builtin/*.toml", "", dirs, "labs")
-	if err != nil {
-		return nil, err
-	}
-	var out []*Lab
-	var errs []error
-	for _, f := range files {
-		l, err := Parse(f.Name, f.Data)
-		errs = append(errs, err)
-		if l != nil {
-			out = append(out, l)
-		}
-	}
-	seen := map[string]string{}
-	for _, l := range out {
-		if prev, ok := seen[l.ID]; ok {
-			errs = append(errs, fmt.Errorf("%s: lab %q is already defined in %s", l.Source, l.ID, prev))
-		}
-		seen[l.ID] = l.Source
-	}
-	if err := tomlpos.Join(errs...); err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return tomlpos.Load(builtin, "builtin/*.toml", dirs, "lab", Parse, func(l *Lab) (string, string) { return l.ID, l.Source })
 }
 
 // Find returns the lab with id.
@@ -116,7 +91,7 @@ func (c *labCheck) bad(path []any, format string, args ...any) {
 // header checks the lab's own keys and its parameters.
 func (c *labCheck) header() {
 	l := c.l
-	if !idRE.MatchString(l.ID) {
+	if !tomlpos.ValidID(l.ID) {
 		c.bad([]any{"id"}, "lab id %q: use lower-case letters, digits and '-'", l.ID)
 	}
 	for _, f := range []struct{ key, v string }{{"name", l.Name}, {"goal", l.Goal}} {
@@ -126,7 +101,7 @@ func (c *labCheck) header() {
 	}
 	// A name is drawn in lists and headers: a tab, a newline or an escape
 	// in it would break them.
-	if msg := runbooks.OneLine(l.Name); msg != "" {
+	if msg := step.OneLine(l.Name); msg != "" {
 		c.bad([]any{"name"}, "lab %q: name has %s: a name is one line of plain text", l.ID, msg)
 	}
 	switch l.Plane {
@@ -142,7 +117,7 @@ func (c *labCheck) header() {
 	}
 	l.programs = map[string]*program{}
 	l.MetricsFrom = map[string]string{}
-	runbooks.CheckParamDefs(l.Params, func(i int, key, msg string) { c.bad([]any{"param", i, key}, "%s", msg) })
+	step.CheckParamDefs(l.Params, func(i int, key, msg string) { c.bad([]any{"param", i, key}, "%s", msg) })
 	for _, p := range l.Params {
 		c.params[p.Name] = true
 	}
@@ -150,7 +125,7 @@ func (c *labCheck) header() {
 
 // placeholders checks a field that is not a shell command.
 func (c *labCheck) placeholders(path []any, what, text string) {
-	for _, name := range runbooks.Placeholders(text) {
+	for _, name := range step.Placeholders(text) {
 		if !c.params[name] {
 			c.bad(path, "%s uses {{%s}}, which is not a [[param]] of this lab", what, name)
 		}
@@ -160,7 +135,7 @@ func (c *labCheck) placeholders(path []any, what, text string) {
 // command checks a shell command: its parameters, and how the shell reads
 // the places where they sit.
 func (c *labCheck) command(path []any, what, command string) {
-	for _, msg := range runbooks.CheckCommand(c.l.Params, command) {
+	for _, msg := range step.CheckCommand(c.l.Params, command) {
 		c.bad(path, "%s %s", what, strings.Replace(msg, "[[param]]", "[[param]] of this lab", 1))
 	}
 }
@@ -196,7 +171,7 @@ func (c *labCheck) prerequisites() {
 func (c *labCheck) steps() {
 	seen := map[string]bool{}
 	for i, s := range c.l.Steps {
-		if !idRE.MatchString(s.ID) || seen[s.ID] {
+		if !tomlpos.ValidID(s.ID) || seen[s.ID] {
 			c.bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
 		}
 		seen[s.ID] = true
@@ -250,7 +225,7 @@ func (c *labCheck) stepKind(i int, s Step) {
 // a [[param]] with no default, which the operator sets (--set).
 func (c *labCheck) prometheus(i int, s Step) {
 	path := []any{"step", i, "prometheus"}
-	names := runbooks.Placeholders(s.Prometheus)
+	names := step.Placeholders(s.Prometheus)
 	if len(names) != 1 || strings.TrimSpace(s.Prometheus) != "{{"+names[0]+"}}" {
 		c.bad(path, "step %q: prometheus = %q: a lab file does not choose where gpulab queries Prometheus (the operator's machine makes the request); "+
 			"write prometheus = \"{{prom_url}}\" with a [[param]] prom_url of type url and no default, which the operator sets (--set prom_url=http://prometheus:9090)", s.ID, s.Prometheus)
@@ -357,7 +332,7 @@ func (c *labCheck) derived() {
 func (c *labCheck) criteria(table string, cs []Criterion, ids map[string]bool) {
 	l := c.l
 	for i, cr := range cs {
-		if !idRE.MatchString(cr.ID) || ids[cr.ID] {
+		if !tomlpos.ValidID(cr.ID) || ids[cr.ID] {
 			c.bad([]any{table, i, "id"}, "%s id %q is missing, malformed or repeated", table, cr.ID)
 		}
 		ids[cr.ID] = true

@@ -10,7 +10,7 @@ import (
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/probes/remote"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // DefaultStepTimeout bounds a step that names no timeout.
@@ -174,7 +174,7 @@ func (l *Lab) guide(o RunOptions, w *walk) func(context.Context, Step) GuideAnsw
 			if o.Solve && s.Solve != "" {
 				cmd = s.Solve
 			}
-			g.Command, _, _ = runbooks.Expand(cmd, o.Params)
+			g.Command, _, _ = step.Expand(cmd, o.Params)
 			if s.PromQL != "" {
 				g.Command = "PromQL " + s.PromQL + " @ " + fillParams(s.Prometheus, o.Params)
 			}
@@ -242,13 +242,13 @@ func samplesOf(w remote.WatchResult) ([]Sample, string) {
 // Bind checks name=value strings against the lab's parameters and returns
 // every parameter's value, defaults filled in.
 func (l *Lab) Bind(set []string) (map[string]string, error) {
-	return runbooks.BindParams("lab "+l.ID, l.Params, set)
+	return step.BindParams("lab "+l.ID, l.Params, set)
 }
 
 // fillParams puts parameter values into text meant for people (the result
 // row), unquoted.
 func fillParams(text string, params map[string]string) string {
-	for _, name := range runbooks.Placeholders(text) {
+	for _, name := range step.Placeholders(text) {
 		if v := params[name]; v != "" {
 			text = strings.ReplaceAll(text, "{{"+name+"}}", v)
 		}

@@ -13,7 +13,7 @@ import (
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/probes/report"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -212,7 +212,7 @@ func (x *hostRun) runStep(ctx context.Context, s Step, phase string) *StepRecord
 // promql asks Prometheus the step's query, once for the run.
 func (x *hostRun) promql(ctx context.Context, s Step, sr *StepRecord) {
 	base := fillParams(s.Prometheus, x.o.Params)
-	if len(runbooks.Placeholders(base)) > 0 {
+	if len(step.Placeholders(base)) > 0 {
 		sr.Skipped = "no value for the Prometheus URL " + s.Prometheus + " (--set)"
 		return
 	}
@@ -236,13 +236,13 @@ func (x *hostRun) command(ctx context.Context, s Step, phase string, sr *StepRec
 	if x.o.Solve && s.Solve != "" {
 		cmd, sr.Command = s.Solve, s.Solve
 	}
-	cmd, missing, err := runbooks.Expand(cmd, x.o.Params)
+	cmd, missing, err := step.Expand(cmd, x.o.Params)
 	switch {
 	case err != nil:
 		sr.Class, sr.Problem = orchestrator.Error, "refused: "+err.Error()
 		return
 	case len(missing) > 0:
-		sr.Skipped = runbooks.MissingParams(missing)
+		sr.Skipped = step.MissingParams(missing)
 		return
 	}
 	sr.Command = cmd // what ran, parameters in place
@@ -250,7 +250,7 @@ func (x *hostRun) command(ctx context.Context, s Step, phase string, sr *StepRec
 	if s.Sample.Duration > 0 {
 		watch = x.sample(ctx, s, phase, sr)
 	}
-	r := runbooks.RunCommand(ctx, x.conn, x.t, s.ID, cmd, s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout))
+	r := step.RunCommand(ctx, x.conn, x.t, s.ID, cmd, s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout))
 	sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem, sr.OutputCut = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem, r.Cut
 	if watch != nil {
 		sr.Samples, sr.SampleProblem = samplesOf(watch.Stop())
@@ -434,7 +434,7 @@ func (x *hostRun) cleanup(before kernelState) {
 			continue
 		}
 		if abandoned() {
-			line, _, _ := runbooks.Expand(s.Command, x.o.Params)
+			line, _, _ := step.Expand(s.Command, x.o.Params)
 			h.CleanupLeft = append(h.CleanupLeft, cmp.Or(line, s.Command))
 			continue
 		}

@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // Status is a criterion's state: PENDING while its evidence is still to
 // come, then PASS, FAIL, WARN, SKIPPED or UNKNOWN (the same words as a
 // runbook's verdicts). Missing evidence is UNKNOWN, never PASS.
-type Status = runbooks.Status
+type Status = step.Status
 
 // Pending is a criterion whose metrics are not all measured yet.
 const Pending Status = "PENDING"
@@ -59,19 +59,19 @@ type StepOutput struct {
 // MeasureStep computes a step's metrics from its output.
 func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[string]error) {
 	vals, errs := map[string]any{}, map[string]error{}
-	var step *Step
+	var st *Step
 	for i := range l.Steps {
 		if l.Steps[i].ID == stepID {
-			step = &l.Steps[i]
+			st = &l.Steps[i]
 		}
 	}
-	if step == nil || len(step.Metrics) == 0 {
+	if st == nil || len(st.Metrics) == 0 {
 		return vals, errs
 	}
 	cv, err := asCELValue(so.Out)
 	samples, serr := asCELValue(so.Samples)
 	if err != nil || serr != nil {
-		for m := range step.Metrics {
+		for m := range st.Metrics {
 			errs[m] = cmp.Or(err, serr)
 		}
 		return vals, errs
@@ -80,13 +80,14 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 		samples = []any{}
 	}
 	checks := map[string]any{}
-	// The runbooks' rules judge the parser's value; metrics read their
-	// verdicts as checks, so that a lab and a runbook judge alike.
-	for name, v := range runbooks.JudgeOutput(step.Parser, so.Out) {
+	// The step library's rules, the same a runbook names, judge the
+	// parser's value; metrics read their verdicts as checks, so that a lab
+	// and a runbook judge alike.
+	for name, v := range step.JudgeOutput(st.Parser, so.Out) {
 		checks[name] = map[string]any{"status": string(v.Status), "summary": v.Summary}
 	}
 	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples, "checks": checks}
-	for m := range step.Metrics {
+	for m := range st.Metrics {
 		prg := l.programs["metric:"+m]
 		if prg.vars["samples"] && len(so.Samples) == 0 {
 			// An empty list would make filter(...).size() a confident 0:
@@ -190,26 +191,26 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			}
 			parts = append(parts, strings.Join(byReason[r], ", ")+verb+" not measured: "+r)
 		}
-		s.Status, s.Summary = runbooks.Unknown, "no evidence: "+strings.Join(parts, "; ")
+		s.Status, s.Summary = step.Unknown, "no evidence: "+strings.Join(parts, "; ")
 		if chosen {
-			s.Status, s.Summary = runbooks.Skipped, "skipped: "+strings.Join(parts, "; ")
+			s.Status, s.Summary = step.Skipped, "skipped: "+strings.Join(parts, "; ")
 		}
 		return s
 	}
 	for _, name := range p.params {
 		if params[name] == "" {
-			s.Status, s.Summary = runbooks.Unknown, "no value for params."+name+" (--set "+name+"=...)"
+			s.Status, s.Summary = step.Unknown, "no value for params."+name+" (--set "+name+"=...)"
 			return s
 		}
 	}
 	v, err := p.eval(map[string]any{"metrics": metrics, "params": orEmpty(params), "hosts": int64(hosts)})
 	if err != nil {
-		s.Status, s.Summary = runbooks.Unknown, "cannot evaluate "+c.Expr+": "+err.Error()
+		s.Status, s.Summary = step.Unknown, "cannot evaluate "+c.Expr+": "+err.Error()
 		return s
 	}
 	ok, isBool := v.(bool)
 	if !isBool {
-		s.Status, s.Summary = runbooks.Unknown, fmt.Sprintf("%s gave %v, not a bool", c.Expr, v)
+		s.Status, s.Summary = step.Unknown, fmt.Sprintf("%s gave %v, not a bool", c.Expr, v)
 		return s
 	}
 	return verdict(s, c, ok, measured(s.Values)+"against "+c.Expr)
@@ -221,13 +222,13 @@ func verdict(s Score, c Criterion, ok bool, summary string) Score {
 	s.Summary = summary
 	switch {
 	case ok:
-		s.Status = runbooks.Pass
+		s.Status = step.Pass
 	case c.Waiver != "":
-		s.Status, s.Summary = runbooks.Warn, s.Summary+" (waived: "+c.Waiver+")"
+		s.Status, s.Summary = step.Warn, s.Summary+" (waived: "+c.Waiver+")"
 	case c.Impact == "minor":
-		s.Status = runbooks.Warn
+		s.Status = step.Warn
 	default:
-		s.Status = runbooks.Fail
+		s.Status = step.Fail
 	}
 	return s
 }
@@ -281,16 +282,16 @@ func Passed(scores []Score) bool {
 	evidence := false
 	for _, s := range scores {
 		switch s.Status {
-		case runbooks.Unknown, Pending:
+		case step.Unknown, Pending:
 			return false
-		case runbooks.Pass:
+		case step.Pass:
 			evidence = true
 		}
 		if s.Impact == "minor" {
 			continue
 		}
 		switch s.Status {
-		case runbooks.Fail, runbooks.Skipped:
+		case step.Fail, step.Skipped:
 			return false
 		}
 	}

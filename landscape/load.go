@@ -3,7 +3,6 @@ package landscape
 import (
 	"embed"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -66,8 +65,6 @@ func (p placed) String() string {
 	return fmt.Sprintf("%s:%d", p.ix.File, pos.Line)
 }
 
-var idRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
-
 func build(files []tomlpos.Source) (*Catalog, error) {
 	c := &Catalog{}
 	var errs []error
@@ -76,7 +73,7 @@ func build(files []tomlpos.Source) (*Catalog, error) {
 		switch {
 		case id == "":
 			errs = append(errs, p.errorf("%s has no id", kind))
-		case !idRE.MatchString(id):
+		case !tomlpos.ValidID(id):
 			errs = append(errs, p.at("id").errorf("%s id %q: use lower-case letters, digits and '-'", kind, id))
 		default:
 			if prev, dup := where[kind+"/"+id]; dup {

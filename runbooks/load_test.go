@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/gpulab/gpulab/step/parse"
 )
 
 func TestBuiltinRunbooks(t *testing.T) {
@@ -96,26 +94,39 @@ command = "cat {{log}}"
 	}
 }
 
-// NCCL_IB_HCA against a real `rdma link` output: prefixes, '=' exact,
-// ports, '^' exclusion, a name that matches nothing, a device that is down.
-func TestNCCLEnvRule(t *testing.T) {
-	data, err := os.ReadFile("../testdata/fixtures/rdma-link/moc-gpu-node-roce-6links-trailing-space.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	links, _ := parse.ParseRdmaLink(string(data))
-	for _, tc := range []struct{ hca, want string }{
-		{"mlx5_2,mlx5_3:1", "PASS NCCL_IB_HCA name devices that are up"},
-		{"mlx5", "PASS NCCL_IB_HCA name devices that are up"},
-		{"^mlx5_0", "PASS NCCL_IB_HCA name devices that are up"},
-		{"=mlx5", `FAIL NCCL_IB_HCA==mlx5: no device "mlx5" on this host`},
-		{"mlx5_2,mlx4_0", `FAIL NCCL_IB_HCA=mlx5_2,mlx4_0: no device "mlx4_0" on this host`},
-		{"mlx5_0", "FAIL NCCL_IB_HCA=mlx5_0: mlx5_0 is not up"},
+// The loader refuses a parameter that may hold any text where only a
+// plain token is safe, at the command's file:line, and a declaration it
+// cannot use.
+func TestParamPlacementErrors(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "p.toml"), []byte(`id = "p"
+title = "p"
+plane = "data"
+
+[[param]]
+name = "image"
+
+[[param]]
+name = "n"
+type = "integer"
+
+[[param]]
+name = "ns"
+type = "name"
+default = "Team A"
+
+[[step]]
+id = "s"
+command = "kubectl create -f - <<'EOF'\nimage: {{image}}\nEOF"
+`), 0o644)
+	_, err := Load([]string{dir})
+	for _, want := range []string{
+		`p.toml:19:1: step "s" puts {{image}} inside quotes, a heredoc or beside quoted text, where shell quoting cannot protect the command: give parameter image a type`,
+		`p.toml:10:1: parameter n: type "integer": want one of image, int, name, number, path, string, url`,
+		`p.toml:15:1: parameter ns: default: "Team A" is not a Kubernetes name`,
 	} {
-		n := &parse.NCCL{Env: map[string]string{"NCCL_IB_HCA": tc.hca}}
-		v := ncclEnv([]Input{{Step: "nccl", Value: n}, {Step: "rdma", Value: links}, {Step: "links", Value: []parse.Link{}}}, nil)
-		if got := string(v.Status) + " " + v.Summary; !strings.HasPrefix(got, tc.want) {
-			t.Errorf("NCCL_IB_HCA=%s: %s, want %s", tc.hca, got, tc.want)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("load error lacks %q: %v", want, err)
 		}
 	}
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
-	"unsafe"
 
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -18,7 +17,7 @@ type HostRun struct {
 	Class    orchestrator.Class `json:"class"` // how reaching the host went
 	Err      string             `json:"error,omitempty"`
 	Steps    []StepRun          `json:"steps"`
-	Verdicts []Verdict          `json:"verdicts"`
+	Verdicts []step.Verdict     `json:"verdicts"`
 }
 
 // StepRun is one step on one host.
@@ -59,12 +58,12 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	hosts := e.ForEach(ctx, targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		runs[i] = HostRun{Host: t.Name}
-		inputs := map[string]Input{}
+		inputs := map[string]step.Input{}
 		for _, s := range rb.Steps {
 			if s.Hosts == "first" && i != 0 {
 				sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1, Class: orchestrator.OK, Problem: "runs on the first host only"}
 				runs[i].Steps = append(runs[i].Steps, sr)
-				inputs[s.ID] = Input{Step: s.ID, Problem: "runs on the first host only", Skip: true}
+				inputs[s.ID] = step.Input{Step: s.ID, Problem: "runs on the first host only", Skip: true}
 				continue
 			}
 			sr, in := runStep(ctx, conn, t, s, o)
@@ -102,46 +101,46 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 // Unreached is the run of a host that was never reached (its dial failed,
 // or its name could not be resolved): every check UNKNOWN, saying why.
 func Unreached(rb Runbook, h orchestrator.HostResult) HostRun {
-	inputs := map[string]Input{}
+	inputs := map[string]step.Input{}
 	for _, s := range rb.Steps {
-		inputs[s.ID] = Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err), Class: h.Class, ExitCode: -1}
+		inputs[s.ID] = step.Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err), Class: h.Class, ExitCode: -1}
 	}
 	return HostRun{Host: h.Host, Class: h.Class, Err: h.Err, Steps: []StepRun{}, Verdicts: judgeAll(rb, inputs)}
 }
 
-func judgeAll(rb Runbook, inputs map[string]Input) []Verdict {
-	out := make([]Verdict, 0, len(rb.Checks))
+func judgeAll(rb Runbook, inputs map[string]step.Input) []step.Verdict {
+	out := make([]step.Verdict, 0, len(rb.Checks))
 	for _, c := range rb.Checks {
-		in := make([]Input, len(c.Uses))
+		in := make([]step.Input, len(c.Uses))
 		for k, u := range c.Uses {
 			in[k] = inputs[u]
 		}
-		out = append(out, Judge(c, in))
+		out = append(out, step.Judge(c, in))
 	}
 	return out
 }
 
-func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target, s Step, o RunOptions) (StepRun, Input) {
+func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target, s Step, o RunOptions) (StepRun, step.Input) {
 	sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1}
-	in := Input{Step: s.ID}
+	in := step.Input{Step: s.ID}
 	if s.Dangerous && !o.Yes {
 		sr.Problem = "skipped: it changes the host and was not confirmed (--yes)"
 		sr.Class = orchestrator.Cancelled
 		in.Problem = "was skipped (dangerous, not confirmed)"
 		return sr, in
 	}
-	line, missing, err := Expand(s.Command, o.Params)
+	line, missing, err := step.Expand(s.Command, o.Params)
 	if err != nil {
 		sr.Problem, sr.Class = "refused: "+err.Error(), orchestrator.Error
 		in.Problem, in.Class = "was refused: "+err.Error(), orchestrator.Error
 		return sr, in
 	}
 	if len(missing) > 0 {
-		sr.Problem, sr.Class = "skipped: "+MissingParams(missing), orchestrator.OK
-		in.Problem, in.Skip = "was skipped: "+MissingParams(missing), true
+		sr.Problem, sr.Class = "skipped: "+step.MissingParams(missing), orchestrator.OK
+		in.Problem, in.Skip = "was skipped: "+step.MissingParams(missing), true
 		return sr, in
 	}
-	r := RunCommand(ctx, conn, t, s.ID, line, s.Needs, s.Timeout.Duration)
+	r := step.RunCommand(ctx, conn, t, s.ID, line, s.Needs, s.Timeout.Duration)
 	sr.Class, sr.ExitCode, sr.Output, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Problem
 	in.Output = sr.Output
 	in.Ran = r.Class == orchestrator.OK
@@ -189,11 +188,11 @@ type Folded struct {
 
 // FoldedGroup is the hosts that got the same verdict with the same facts.
 type FoldedGroup struct {
-	Hosts   string `json:"hosts"` // node set
-	Count   int    `json:"count"`
-	Status  Status `json:"status"`
-	Summary string `json:"summary"`
-	Hint    string `json:"hint,omitempty"`
+	Hosts   string      `json:"hosts"` // node set
+	Count   int         `json:"count"`
+	Status  step.Status `json:"status"`
+	Summary string      `json:"summary"`
+	Hint    string      `json:"hint,omitempty"`
 }
 
 // Fold folds verdicts at the level of facts: "gpu[01-07]: 8 GPUs, NV12
@@ -203,7 +202,7 @@ func Fold(rb Runbook, runs []HostRun) []Folded {
 	for ci, c := range rb.Checks {
 		f := Folded{Check: c.ID, Title: c.Title}
 		type key struct {
-			s    Status
+			s    step.Status
 			summ string
 		}
 		groups := map[key][]string{}
@@ -223,7 +222,7 @@ func Fold(rb Runbook, runs []HostRun) []Folded {
 		}
 		for _, k := range order {
 			g := FoldedGroup{Hosts: inventory.FoldNames(groups[k]), Count: len(groups[k]), Status: k.s, Summary: k.summ}
-			if k.s != Pass {
+			if k.s != step.Pass {
 				g.Hint = hints[k]
 			}
 			f.Groups = append(f.Groups, g)
@@ -237,37 +236,17 @@ func Fold(rb Runbook, runs []HostRun) []Folded {
 // PASS. A run in which no check passed is never PASS: SKIPPED when every
 // check was skipped, UNKNOWN when there was no verdict at all (no host, a
 // runbook without checks).
-func Worst(runs []HostRun) Status {
-	var all []Verdict
+func Worst(runs []HostRun) step.Status {
+	var all []step.Verdict
 	for _, r := range runs {
 		all = append(all, r.Verdicts...)
 	}
-	return worstOf(all)
-}
-
-// worstOf is Worst over verdicts.
-func worstOf(vs []Verdict) Status {
-	rank := map[Status]int{Pass: 0, Skipped: 0, Unknown: 1, Warn: 2, Fail: 3}
-	w, passed, skipped := Pass, false, false
-	for _, v := range vs {
-		passed = passed || v.Status == Pass
-		skipped = skipped || v.Status == Skipped
-		if rank[v.Status] > rank[w] {
-			w = v.Status
-		}
-	}
-	switch {
-	case w != Pass || passed:
-		return w
-	case skipped:
-		return Skipped
-	}
-	return Unknown
+	return step.Worst(all)
 }
 
 // HostStatus is one host's status, as Worst judges a run: its most
 // serious verdict, never PASS without a check that passed.
-func (r HostRun) HostStatus() Status { return worstOf(r.Verdicts) }
+func (r HostRun) HostStatus() step.Status { return step.Worst(r.Verdicts) }
 
 // Unreached reports whether the host ran nothing: it could not be
 // reached, or its name could not be resolved.
@@ -278,8 +257,8 @@ func (r HostRun) Unreached() bool { return r.Class != orchestrator.OK && len(r.S
 // that did not pass and, apart, those that were never reached and why:
 // "4 hosts: 3 PASS, 1 UNKNOWN (dgx05); not reached: 1 error (dgx05)".
 func Summary(runs []HostRun) string {
-	order := []Status{Pass, Warn, Fail, Unknown, Skipped}
-	by := map[Status][]string{}
+	order := []step.Status{step.Pass, step.Warn, step.Fail, step.Unknown, step.Skipped}
+	by := map[step.Status][]string{}
 	var unreached []orchestrator.HostResult
 	for _, r := range runs {
 		st := r.HostStatus()
@@ -295,7 +274,7 @@ func Summary(runs []HostRun) string {
 			continue
 		}
 		p := fmt.Sprintf("%d %s", len(hosts), st)
-		if st != Pass {
+		if st != step.Pass {
 			p += " (" + inventory.FoldNames(hosts) + ")"
 		}
 		parts = append(parts, p)
@@ -317,90 +296,12 @@ func Summary(runs []HostRun) string {
 func AnyUnknown(runs []HostRun) bool {
 	for _, r := range runs {
 		for _, v := range r.Verdicts {
-			if v.Status == Unknown {
+			if v.Status == step.Unknown {
 				return true
 			}
 		}
 	}
 	return false
-}
-
-// CommandResult is one step's command on one host, with why it did not
-// exit 0 in a sentence (Problem, empty when it did).
-type CommandResult struct {
-	Class    orchestrator.Class
-	ExitCode int
-	Stdout   string
-	Stderr   string
-	Problem  string
-	// Cut says that output was cut at the limit ("stdout cut at 16 MiB of
-	// 203 MiB"); empty when all of it was kept.
-	Cut string
-}
-
-// MaxStepOutput is how much of each stream a step keeps.
-const MaxStepOutput = 16 << 20
-
-// RunCommand runs a step's command line on conn the way runbooks and labs
-// both do: through `sudo -n` when it needs root and the login is not root
-// (never prompting: a password request would hang the fan-out), bounded by
-// timeout (DefaultStepTimeout when 0), keeping 16 MiB of output.
-func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target, id, line string, needs []string, timeout time.Duration) CommandResult {
-	for _, n := range needs {
-		if n == "root" && t.User != "root" {
-			line = "sudo -n sh -c " + orchestrator.Quote(line)
-		}
-	}
-	if timeout == 0 {
-		timeout = DefaultStepTimeout
-	}
-	r := conn.Run(ctx, id, line, orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: MaxStepOutput})
-	// The result's buffers are the step's own once Run returns: taken as
-	// strings without a copy (up to 16 MiB each, per host).
-	out := CommandResult{Class: r.Class, ExitCode: r.ExitCode, Stdout: bytesString(r.Stdout), Stderr: bytesString(r.Stderr)}
-	var cuts []string
-	for _, c := range []struct {
-		name        string
-		kept, total int64
-	}{{"stdout", int64(len(r.Stdout)), r.StdoutBytes}, {"stderr", int64(len(r.Stderr)), r.StderrBytes}} {
-		if c.total > c.kept {
-			cuts = append(cuts, fmt.Sprintf("%s cut at %s of %s", c.name, mib(c.kept), mib(c.total)))
-		}
-	}
-	out.Cut = strings.Join(cuts, ", ")
-	switch r.Class {
-	case orchestrator.OK:
-	case orchestrator.Exit:
-		msg := strings.TrimSpace(out.Stderr)
-		if msg == "" {
-			msg = orchestrator.FirstLine(out.Stdout)
-		}
-		out.Problem = fmt.Sprintf("exited %d: %s", r.ExitCode, orchestrator.FirstLine(msg))
-	default:
-		out.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
-	}
-	return out
-}
-
-func bytesString(b []byte) string {
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
-}
-
-func mib(n int64) string {
-	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-}
-
-// MissingParams says which parameters a command lacks and how to give
-// them: "no value for model (--set model=...)".
-func MissingParams(missing []string) string {
-	sets := make([]string, len(missing))
-	for k, m := range missing {
-		sets[k] = "--set " + m + "=..."
-	}
-	return "no value for " + strings.Join(missing, ", ") + " (" + strings.Join(sets, " ") + ")"
 }
 
 // Outcome is a finished runbook run: every selected host's run, in
@@ -410,7 +311,7 @@ func MissingParams(missing []string) string {
 type Outcome struct {
 	Runs    []HostRun
 	Folded  []Folded
-	Worst   Status
+	Worst   step.Status
 	Summary string
 	// Unreached: some host ran nothing (not reached, or its name not
 	// resolved); such a run failed, whatever its checks say.

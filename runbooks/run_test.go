@@ -13,6 +13,7 @@ import (
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 const fx = "../testdata/fixtures/"
@@ -162,10 +163,10 @@ func TestTopologyRunbook(t *testing.T) {
 	}
 	// Evidence points at the facts.
 	v := runs[3].Verdicts[0]
-	if v.Status != runbooks.Fail || len(v.Evidence) == 0 || v.Evidence[0].Step != "topo" || !strings.Contains(v.Hint, "nvlink --status") {
+	if v.Status != step.Fail || len(v.Evidence) == 0 || v.Evidence[0].Step != "topo" || !strings.Contains(v.Hint, "nvlink --status") {
 		t.Errorf("gpu04 verdict = %+v", v)
 	}
-	if runbooks.Worst(runs) != runbooks.Fail {
+	if runbooks.Worst(runs) != step.Fail {
 		t.Errorf("worst = %s", runbooks.Worst(runs))
 	}
 }
@@ -320,19 +321,19 @@ func TestNCCLSlowRunbook(t *testing.T) {
 // A run is never PASS without a check that passed; the summary line
 // counts every host once and names those never reached with their class.
 func TestWorstAndSummary(t *testing.T) {
-	v := func(st ...runbooks.Status) []runbooks.Verdict {
-		out := make([]runbooks.Verdict, len(st))
+	v := func(st ...step.Status) []step.Verdict {
+		out := make([]step.Verdict, len(st))
 		for i, s := range st {
-			out[i] = runbooks.Verdict{Status: s}
+			out[i] = step.Verdict{Status: s}
 		}
 		return out
 	}
 	runs := []runbooks.HostRun{
-		{Host: "gpu01", Steps: []runbooks.StepRun{{}}, Verdicts: v(runbooks.Pass, runbooks.Pass)},
-		{Host: "gpu02", Steps: []runbooks.StepRun{{}}, Verdicts: v(runbooks.Pass, runbooks.Warn)},
-		{Host: "gpu03", Class: orchestrator.Refused, Err: "connection refused", Steps: []runbooks.StepRun{}, Verdicts: v(runbooks.Unknown, runbooks.Unknown)},
+		{Host: "gpu01", Steps: []runbooks.StepRun{{}}, Verdicts: v(step.Pass, step.Pass)},
+		{Host: "gpu02", Steps: []runbooks.StepRun{{}}, Verdicts: v(step.Pass, step.Warn)},
+		{Host: "gpu03", Class: orchestrator.Refused, Err: "connection refused", Steps: []runbooks.StepRun{}, Verdicts: v(step.Unknown, step.Unknown)},
 	}
-	if w := runbooks.Worst(runs); w != runbooks.Warn {
+	if w := runbooks.Worst(runs); w != step.Warn {
 		t.Errorf("worst %s, want WARN", w)
 	}
 	if got, want := runbooks.Summary(runs), "3 hosts: 1 PASS, 1 WARN (gpu02), 1 UNKNOWN (gpu03); not reached: 1 refused (gpu03)"; got != want {
@@ -340,13 +341,13 @@ func TestWorstAndSummary(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		vs   []runbooks.Verdict
-		want runbooks.Status
+		vs   []step.Verdict
+		want step.Status
 	}{
-		{"every check skipped", v(runbooks.Skipped, runbooks.Skipped), runbooks.Skipped},
-		{"no verdict", nil, runbooks.Unknown},
-		{"pass and skipped", v(runbooks.Pass, runbooks.Skipped), runbooks.Pass},
-		{"fail", v(runbooks.Pass, runbooks.Fail, runbooks.Unknown), runbooks.Fail},
+		{"every check skipped", v(step.Skipped, step.Skipped), step.Skipped},
+		{"no verdict", nil, step.Unknown},
+		{"pass and skipped", v(step.Pass, step.Skipped), step.Pass},
+		{"fail", v(step.Pass, step.Fail, step.Unknown), step.Fail},
 	} {
 		if got := runbooks.Worst([]runbooks.HostRun{{Host: "h", Verdicts: tc.vs}}); got != tc.want {
 			t.Errorf("%s: worst %s, want %s", tc.name, got, tc.want)

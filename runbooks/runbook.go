@@ -1,8 +1,9 @@
 // Package runbooks turns the command sheet of GPU-infrastructure triage into
-// runbooks: steps that run commands on hosts and parse what they print
-// (step/parse), and checks that put the facts back on the axes as
-// verdicts (PASS, FAIL, WARN, SKIPPED, UNKNOWN), each with its evidence and
-// the next thing to look at. Missing evidence is UNKNOWN, never PASS.
+// runbooks: steps that run commands on hosts, parsed into facts, and
+// checks that put the facts back on the axes as verdicts, each with its
+// evidence and the next thing to look at. Steps, parameters, rules and
+// statuses are the step library's (package step); a runbook is the TOML
+// that names them, and Execute is its one lifecycle.
 //
 // Runbooks are TOML files, embedded (builtin/*.toml) or a user's own
 // (--runbooks DIR), validated strictly on load.
@@ -10,16 +11,11 @@ package runbooks
 
 import (
 	"embed"
-	"fmt"
-	"regexp"
-	"sort"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
-	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -28,20 +24,20 @@ var builtin embed.FS
 
 // Runbook is one runbook.
 type Runbook struct {
-	ID      string  `toml:"id" json:"id"`
-	Title   string  `toml:"title" json:"title"`
-	Plane   string  `toml:"plane" json:"plane"`
-	Symptom string  `toml:"symptom" json:"symptom"`
-	Params  []Param `toml:"param" json:"params,omitempty"`
-	Steps   []Step  `toml:"step" json:"steps"`
-	Checks  []Check `toml:"check" json:"checks"`
-	Source  string  `toml:"-" json:"source"`
+	ID      string       `toml:"id" json:"id"`
+	Title   string       `toml:"title" json:"title"`
+	Plane   string       `toml:"plane" json:"plane"`
+	Symptom string       `toml:"symptom" json:"symptom"`
+	Params  []step.Param `toml:"param" json:"params,omitempty"`
+	Steps   []Step       `toml:"step" json:"steps"`
+	Checks  []step.Check `toml:"check" json:"checks"`
+	Source  string       `toml:"-" json:"source"`
 }
 
 // Bind checks the values given for rb's parameters (name=value) and
 // returns every parameter's value, defaults filled in.
 func Bind(rb Runbook, set []string) (map[string]string, error) {
-	return BindParams("runbook "+rb.ID, rb.Params, set)
+	return step.BindParams("runbook "+rb.ID, rb.Params, set)
 }
 
 // Step runs one command on each host.
@@ -60,52 +56,21 @@ type Step struct {
 	Hosts string `toml:"hosts" json:"hosts,omitempty"`
 }
 
-// Check turns facts into a verdict with a named rule.
-type Check struct {
-	ID    string         `toml:"id" json:"id"`
-	Title string         `toml:"title" json:"title"`
-	Rule  string         `toml:"rule" json:"rule"`
-	Uses  []string       `toml:"uses" json:"uses"`
-	Hint  string         `toml:"hint" json:"hint"`
-	With  map[string]any `toml:"with" json:"with,omitempty"`
-}
-
-// DefaultStepTimeout bounds a step that names no timeout.
-const DefaultStepTimeout = 60 * time.Second
-
 type fileSchema struct {
 	Runbook
 }
 
-var idRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-
 // Load reads the built-in runbooks and every *.toml in dirs, and validates
 // them; ids must be unique.
 func Load(dirs []string) ([]Runbook, error) {
-	files, err := tomlpos.Sources(builtin, "builtin/*.toml", "", dirs, "runbooks")
+	ps, err := tomlpos.Load(builtin, "builtin/*.toml", dirs, "runbook", parseFile, func(rb *Runbook) (string, string) { return rb.ID, rb.Source })
 	if err != nil {
 		return nil, err
 	}
-	var out []Runbook
-	var errs []error
-	for _, f := range files {
-		rb, err := parseFile(f.Name, f.Data)
-		errs = append(errs, err)
-		if rb != nil {
-			out = append(out, *rb)
-		}
+	out := make([]Runbook, len(ps))
+	for i, rb := range ps {
+		out[i] = *rb
 	}
-	seen := map[string]string{}
-	for _, rb := range out {
-		if prev, ok := seen[rb.ID]; ok {
-			errs = append(errs, fmt.Errorf("%s: runbook %q is already defined in %s", rb.Source, rb.ID, prev))
-		}
-		seen[rb.ID] = rb.Source
-	}
-	if err := tomlpos.Join(errs...); err != nil {
-		return nil, err
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
@@ -131,13 +96,13 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	bad := func(path []any, format string, args ...any) {
 		errs = append(errs, ix.Errorf(path, format, args...))
 	}
-	if !idRE.MatchString(rb.ID) {
+	if !tomlpos.ValidID(rb.ID) {
 		bad([]any{"id"}, "runbook id %q: use lower-case letters, digits and '-'", rb.ID)
 	}
 	if rb.Title == "" {
 		bad(nil, "runbook %q has no title", rb.ID)
 	}
-	if msg := OneLine(rb.Title); msg != "" {
+	if msg := step.OneLine(rb.Title); msg != "" {
 		bad([]any{"title"}, "runbook %q: title has %s: a title is one line of plain text", rb.ID, msg)
 	}
 	switch rb.Plane {
@@ -145,13 +110,13 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	default:
 		bad([]any{"plane"}, "plane %q: want control, data or workload", rb.Plane)
 	}
-	CheckParamDefs(rb.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
+	step.CheckParamDefs(rb.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
 	steps := map[string]bool{}
 	for i, s := range rb.Steps {
-		for _, msg := range CheckCommand(rb.Params, s.Command) {
+		for _, msg := range step.CheckCommand(rb.Params, s.Command) {
 			bad([]any{"step", i, "command"}, "step %q %s", s.ID, strings.Replace(msg, "[[param]]", "[[param]] of this runbook", 1))
 		}
-		if !idRE.MatchString(s.ID) || steps[s.ID] {
+		if !tomlpos.ValidID(s.ID) || steps[s.ID] {
 			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
 		}
 		steps[s.ID] = true
@@ -176,12 +141,12 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 		}
 	}
 	for i, c := range rb.Checks {
-		if !idRE.MatchString(c.ID) {
+		if !tomlpos.ValidID(c.ID) {
 			bad([]any{"check", i, "id"}, "check id %q: use lower-case letters, digits and '-'", c.ID)
 		}
-		rule, ok := rules[c.Rule]
+		rule, ok := step.LookupRule(c.Rule)
 		if !ok {
-			bad([]any{"check", i, "rule"}, "check %q: no rule %q (rules: %s)", c.ID, c.Rule, strings.Join(RuleNames(), ", "))
+			bad([]any{"check", i, "rule"}, "check %q: no rule %q (rules: %s)", c.ID, c.Rule, strings.Join(step.RuleNames(), ", "))
 			continue
 		}
 		for j, u := range c.Uses {
@@ -205,16 +170,4 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 		return nil, err
 	}
 	return &rb, nil
-}
-
-// OneLine says what in s is not one line of plain text, drawn in lists
-// and headers as it is: its first control or bidi character and where
-// ("the control character U+0009 (character 4)"), or "" for none.
-func OneLine(s string) string {
-	i := strings.IndexFunc(s, visible.Unsafe)
-	if i < 0 {
-		return ""
-	}
-	r, _ := utf8.DecodeRuneInString(s[i:])
-	return fmt.Sprintf("the control character %U (character %d)", r, utf8.RuneCountInString(s[:i])+1)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -302,7 +303,7 @@ func (v *runbooksView) cursorOnFail() {
 	idx := 0
 	for _, f := range v.folded {
 		for _, g := range f.Groups {
-			if g.Status == runbooks.Fail {
+			if g.Status == step.Fail {
 				v.cursor = idx
 				return
 			}
@@ -539,13 +540,13 @@ func (v *runbooksView) listLines() []string {
 	return lines
 }
 
-func statusStyle(s runbooks.Status, st Styles) lipgloss.Style {
+func statusStyle(s step.Status, st Styles) lipgloss.Style {
 	switch s {
-	case runbooks.Pass:
+	case step.Pass:
 		return st.planeTitle("data")
-	case runbooks.Fail:
+	case step.Fail:
 		return st.Error
-	case runbooks.Warn:
+	case step.Warn:
 		return st.planeTitle("workload")
 	}
 	return st.CardMuted

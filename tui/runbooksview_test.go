@@ -15,6 +15,7 @@ import (
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -46,13 +47,13 @@ func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts
 			return
 		}
 		run := runbooks.HostRun{Host: h.Name, Class: orchestrator.OK}
-		inputs := map[string]runbooks.Input{}
+		inputs := map[string]step.Input{}
 		for _, s := range rb.Steps {
 			file := files[s.Parser]
 			if i == f.n-1 && s.Parser == "nvidia-smi-topo" {
 				file = "../testdata/fixtures/nvidia-smi-topo-m/a10-4gpu-pcie-SYS-2nic.txt"
 			}
-			in := runbooks.Input{Step: s.ID}
+			in := step.Input{Step: s.ID}
 			sr := runbooks.StepRun{ID: s.ID, Command: s.Command}
 			if file == "" {
 				in.Problem = "exited 127: no stand-in output for " + s.Parser
@@ -73,11 +74,11 @@ func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts
 			run.Steps = append(run.Steps, sr)
 		}
 		for _, c := range rb.Checks {
-			var in []runbooks.Input
+			var in []step.Input
 			for _, u := range c.Uses {
 				in = append(in, inputs[u])
 			}
-			run.Verdicts = append(run.Verdicts, runbooks.Judge(c, in))
+			run.Verdicts = append(run.Verdicts, step.Judge(c, in))
 		}
 		done <- RunbookHost{Index: pos, Run: run}
 	}

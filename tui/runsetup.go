@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 const hostsPlaceholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, esc cancels)"
@@ -31,7 +31,7 @@ type runSetup struct {
 	// editing is "" (not typing), "hosts", or the id whose params[param]
 	// is being edited.
 	editing string
-	pdefs   []runbooks.Param
+	pdefs   []step.Param
 	param   int
 	params  map[string]map[string]string // by runbook or lab id
 	width   int                          // the view's
@@ -92,7 +92,7 @@ func (s *runSetup) fitInput() {
 }
 
 // editParams opens the first of id's parameters.
-func (s *runSetup) editParams(id string, defs []runbooks.Param) tea.Cmd {
+func (s *runSetup) editParams(id string, defs []step.Param) tea.Cmd {
 	s.pdefs = defs
 	return s.editParam(id, 0)
 }
@@ -190,7 +190,7 @@ func (s *runSetup) selectHosts(expr string) ([]int, error) {
 }
 
 // values returns id's parameter values: the defaults, then what was set.
-func (s *runSetup) values(id string, defs []runbooks.Param) map[string]string {
+func (s *runSetup) values(id string, defs []step.Param) map[string]string {
 	out := map[string]string{}
 	for _, p := range defs {
 		out[p.Name] = p.Default
@@ -228,7 +228,7 @@ func (s *runSetup) lines(st Styles, paramsKey string, simulated bool) []string {
 }
 
 // paramLine shows id's parameter values, "(not set)" for empty ones.
-func (s *runSetup) paramLine(st Styles, id string, defs []runbooks.Param, key string) string {
+func (s *runSetup) paramLine(st Styles, id string, defs []step.Param, key string) string {
 	vals := s.values(id, defs)
 	var parts []string
 	for _, p := range defs {

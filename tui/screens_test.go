@@ -12,6 +12,7 @@ import (
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // screenRecords writes three records into a results directory: a failed
@@ -23,9 +24,9 @@ func screenRecords(t *testing.T) string {
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	topo := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Started: at, Finished: at.Add(40 * time.Second), Complete: true,
 		Hosts: []labs.HostRecord{
-			{Host: "gpu001", Passed: true, Scores: []labs.Score{{ID: "nvlink-mesh", Description: "every GPU pair is linked by NVLink", Status: runbooks.Pass,
+			{Host: "gpu001", Passed: true, Scores: []labs.Score{{ID: "nvlink-mesh", Description: "every GPU pair is linked by NVLink", Status: step.Pass,
 				Expr: `metrics.nvlink == "PASS"`, Summary: `metrics.nvlink = "PASS" against metrics.nvlink == "PASS"`}}},
-			{Host: "gpu002", Scores: []labs.Score{{ID: "nvlink-mesh", Description: "every GPU pair is linked by NVLink", Status: runbooks.Fail,
+			{Host: "gpu002", Scores: []labs.Score{{ID: "nvlink-mesh", Description: "every GPU pair is linked by NVLink", Status: step.Fail,
 				Expr: `metrics.nvlink == "PASS"`, Summary: `metrics.nvlink = "FAIL" against metrics.nvlink == "PASS"`}}},
 		}}
 	figures := func(lab, mode string, tput, p50, p95, p99 float64, started time.Time) *labs.Record {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 )
 
@@ -65,3 +66,48 @@ func Sources(builtin fs.FS, pattern, prefix string, dirs []string, what string) 
 	}
 	return out, nil
 }
+
+// Load reads what Sources gathers and parses each file with parse into one
+// entry of a kind ("runbook", "lab"), keeping every file's errors; an id
+// that a second file defines again is an error at that file. The entries
+// come back sorted by id; any error at all returns none.
+func Load[T any](builtin fs.FS, pattern string, dirs []string, kind string,
+	parse func(name string, data []byte) (*T, error), key func(*T) (id, source string)) ([]*T, error) {
+	files, err := Sources(builtin, pattern, "", dirs, kind+"s")
+	if err != nil {
+		return nil, err
+	}
+	var out []*T
+	var errs []error
+	seen := map[string]string{}
+	for _, f := range files {
+		v, err := parse(f.Name, f.Data)
+		errs = append(errs, err)
+		if v == nil {
+			continue
+		}
+		id, source := key(v)
+		if prev, ok := seen[id]; ok {
+			errs = append(errs, fmt.Errorf("%s: %s %q is already defined in %s", source, kind, id, prev))
+		}
+		seen[id] = source
+		out = append(out, v)
+	}
+	if err := Join(errs...); err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, _ := key(out[i])
+		b, _ := key(out[j])
+		return a < b
+	})
+	return out, nil
+}
+
+// idRE is what an id in any of gpulab's files looks like: a runbook, a
+// lab, a step, a check, a catalog entry.
+var idRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+
+// ValidID reports whether id is lower-case letters, digits and '-', not
+// starting or ending with '-'.
+func ValidID(id string) bool { return idRE.MatchString(id) }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -154,16 +155,16 @@ func firstCommand(line string) []string {
 }
 
 // judge runs a runbook's steps on h and returns each check's verdict.
-func judge(t *testing.T, h *Host, rb runbooks.Runbook, replace map[string][]string) map[string]runbooks.Verdict {
+func judge(t *testing.T, h *Host, rb runbooks.Runbook, replace map[string][]string) map[string]step.Verdict {
 	t.Helper()
-	inputs := map[string]runbooks.Input{}
+	inputs := map[string]step.Input{}
 	for _, s := range rb.Steps {
 		args := firstCommand(s.Command)
 		if r, ok := replace[s.ID]; ok {
 			args = r
 		}
 		out, _, code := run(t, h, args...)
-		in := runbooks.Input{Step: s.ID, Ran: code == 0, Output: out, ExitCode: code}
+		in := step.Input{Step: s.ID, Ran: code == 0, Output: out, ExitCode: code}
 		k, _ := parse.Lookup(s.Parser)
 		v, err := k.Parse(out)
 		if err != nil {
@@ -172,13 +173,13 @@ func judge(t *testing.T, h *Host, rb runbooks.Runbook, replace map[string][]stri
 		in.Value, in.ParseErr = v, err
 		inputs[s.ID] = in
 	}
-	out := map[string]runbooks.Verdict{}
+	out := map[string]step.Verdict{}
 	for _, c := range rb.Checks {
-		var in []runbooks.Input
+		var in []step.Input
 		for _, u := range c.Uses {
 			in = append(in, inputs[u])
 		}
-		out[c.ID] = runbooks.Judge(c, in)
+		out[c.ID] = step.Judge(c, in)
 	}
 	return out
 }
@@ -204,9 +205,9 @@ func TestRunbookChecksHealthy(t *testing.T) {
 		replace map[string][]string
 	}{{"topology", nil}, {"health", nil}, {"health", kernelAlt}, {"mig-layout", nil}} {
 		for id, v := range judge(t, h, builtin(t, tc.runbook), tc.replace) {
-			want := runbooks.Pass
+			want := step.Pass
 			if tc.runbook == "mig-layout" && id == "layout" {
-				want = runbooks.Unknown // nvidia-smi mig -lgi exits 6 without MIG
+				want = step.Unknown // nvidia-smi mig -lgi exits 6 without MIG
 			}
 			if v.Status != want {
 				t.Errorf("healthy host, %s/%s = %s (%s), want %s", tc.runbook, id, v.Status, v.Summary, want)
@@ -228,10 +229,10 @@ func TestRunbookChecksSick(t *testing.T) {
 		for id, v := range judge(t, h, builtin(t, "health"), nil) {
 			checks[id] = v
 		}
-		want := map[string]runbooks.Status{"nvlink-mesh": runbooks.Fail, "nic-nearest": runbooks.Pass, "cpu-affinity": runbooks.Pass,
-			"driver": runbooks.Pass, "persistence": runbooks.Pass, "ecc": runbooks.Fail,
-			"remapped-rows": runbooks.Warn, // the rule's verdict for a pending (not failed) remap
-			"xid":           runbooks.Fail, "pcie-width": runbooks.Pass, "throttle": runbooks.Pass}
+		want := map[string]step.Status{"nvlink-mesh": step.Fail, "nic-nearest": step.Pass, "cpu-affinity": step.Pass,
+			"driver": step.Pass, "persistence": step.Pass, "ecc": step.Fail,
+			"remapped-rows": step.Warn, // the rule's verdict for a pending (not failed) remap
+			"xid":           step.Fail, "pcie-width": step.Pass, "throttle": step.Pass}
 		for id, st := range want {
 			if checks[id].Status != st {
 				t.Errorf("seed %d: %s = %s (%s), want %s", seed, id, checks[id].Status, checks[id].Summary, st)
@@ -258,7 +259,7 @@ func TestRunbookChecksSick(t *testing.T) {
 	}
 }
 
-func facts(v runbooks.Verdict) string {
+func facts(v step.Verdict) string {
 	var f []string
 	for _, e := range v.Evidence {
 		f = append(f, e.Fact)

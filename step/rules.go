@@ -1,4 +1,4 @@
-package runbooks
+package step
 
 import (
 	"fmt"
@@ -60,6 +60,16 @@ type Input struct {
 	Skip bool
 }
 
+// Check turns facts into a verdict with a named rule.
+type Check struct {
+	ID    string         `toml:"id" json:"id"`
+	Title string         `toml:"title" json:"title"`
+	Rule  string         `toml:"rule" json:"rule"`
+	Uses  []string       `toml:"uses" json:"uses"`
+	Hint  string         `toml:"hint" json:"hint"`
+	With  map[string]any `toml:"with" json:"with,omitempty"`
+}
+
 // Rule is a named check function.
 type Rule struct {
 	// Inputs are the parser kinds of the steps the rule reads, in order
@@ -72,6 +82,34 @@ type Rule struct {
 }
 
 var rules = map[string]Rule{}
+
+// Worst is the most serious status among verdicts: FAIL, then WARN,
+// UNKNOWN, PASS. Verdicts none of which passed are never PASS: SKIPPED
+// when every one was skipped, UNKNOWN when there are none.
+func Worst(vs []Verdict) Status {
+	rank := map[Status]int{Pass: 0, Skipped: 0, Unknown: 1, Warn: 2, Fail: 3}
+	w, passed, skipped := Pass, false, false
+	for _, v := range vs {
+		passed = passed || v.Status == Pass
+		skipped = skipped || v.Status == Skipped
+		if rank[v.Status] > rank[w] {
+			w = v.Status
+		}
+	}
+	switch {
+	case w != Pass || passed:
+		return w
+	case skipped:
+		return Skipped
+	}
+	return Unknown
+}
+
+// LookupRule returns the rule called name.
+func LookupRule(name string) (Rule, bool) {
+	r, ok := rules[name]
+	return r, ok
+}
 
 // RuleNames lists the rules a runbook may name.
 func RuleNames() []string {

@@ -1,4 +1,4 @@
-package labs_test
+package step_test
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
 )
 
 // hostileValues try to change a command's structure in every context a
@@ -40,7 +41,7 @@ func hostileValues(marker string) []string {
 }
 
 // validValue is a harmless value of p's type.
-func validValue(p runbooks.Param) string {
+func validValue(p step.Param) string {
 	if p.Pattern != "" {
 		return "MIG-0"
 	}
@@ -50,7 +51,7 @@ func validValue(p runbooks.Param) string {
 type paramCommand struct {
 	where   string // "lab hami-sharing step pod"
 	command string
-	params  []runbooks.Param
+	params  []step.Param
 }
 
 // everyCommand lists each command of every built-in lab and runbook.
@@ -109,7 +110,7 @@ func TestHostileParameterValues(t *testing.T) {
 	refusedBind, refusedExpand, ran := 0, 0, 0
 	for _, c := range everyCommand(t) {
 		used := map[string]bool{}
-		for _, n := range runbooks.Placeholders(c.command) {
+		for _, n := range step.Placeholders(c.command) {
 			used[n] = true
 		}
 		for _, p := range c.params {
@@ -125,7 +126,7 @@ func TestHostileParameterValues(t *testing.T) {
 						set = append(set, o.Name+"="+values[o.Name])
 					}
 				}
-				if _, err := runbooks.BindParams(c.where, c.params, set); err == nil {
+				if _, err := step.BindParams(c.where, c.params, set); err == nil {
 					// Accepted by --set: it must sit where quoting holds.
 					if p.Token || strings.ContainsFunc(h, func(r rune) bool { return r < ' ' }) {
 						t.Errorf("%s: --set %s=%q was accepted", c.where, p.Name, h)
@@ -134,7 +135,7 @@ func TestHostileParameterValues(t *testing.T) {
 					refusedBind++
 				}
 				values[p.Name] = h // as if it had never been checked
-				line, missing, err := runbooks.Expand(c.command, values)
+				line, missing, err := step.Expand(c.command, values)
 				if err != nil {
 					refusedExpand++
 					continue

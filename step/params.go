@@ -1,4 +1,4 @@
-package runbooks
+package step
 
 import (
 	"errors"
