@@ -75,8 +75,10 @@ type Rule struct {
 	// Inputs are the parser kinds of the steps the rule reads, in order
 	// ("*" for any).
 	Inputs []string
-	// SeesFailures lets the rule judge a failed step itself (a driver that
-	// is not loaded is the finding, not missing evidence).
+	// SeesFailures lets the rule judge a step whose command exited
+	// non-zero itself (a driver that is not loaded is the finding, not
+	// missing evidence); a command that never ran to its end is UNKNOWN
+	// for every rule.
 	SeesFailures bool
 	Fn           func(in []Input, with map[string]any) Verdict
 }
@@ -151,13 +153,15 @@ func Judge(c Check, in []Input) Verdict {
 			return v
 		}
 	}
-	if !r.SeesFailures {
-		for _, i := range in {
-			if !i.Ran || i.Value == nil {
-				v.Status, v.Summary = Unknown, fmt.Sprintf("no evidence: step %s %s", i.Step, i.Problem)
-				v.Hint = EvidenceHint(i)
-				return v
-			}
+	for _, i := range in {
+		// A rule that sees failures judges a command that ran and exited
+		// non-zero (a driver that is not loaded is the finding); a command
+		// that never ran to its end on the host (not reached, lost, timed
+		// out, stopped, refused here) is no evidence, for any rule.
+		if !i.Ran && (!r.SeesFailures || i.Class != orchestrator.Exit) || !r.SeesFailures && i.Value == nil {
+			v.Status, v.Summary = Unknown, fmt.Sprintf("no evidence: step %s %s", i.Step, i.Problem)
+			v.Hint = EvidenceHint(i)
+			return v
 		}
 	}
 	out := r.Fn(in, c.With)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -51,6 +52,40 @@ func TestNCCLEnvRule(t *testing.T) {
 		v := ncclEnv([]Input{{Step: "nccl", Value: n}, {Step: "rdma", Value: links}, {Step: "links", Value: []parse.Link{}}}, nil)
 		if got := string(v.Status) + " " + v.Summary; !strings.HasPrefix(got, tc.want) {
 			t.Errorf("NCCL_IB_HCA=%s: %s, want %s", tc.hca, got, tc.want)
+		}
+	}
+}
+
+// A rule that judges a failed command itself (ran, output-matches,
+// driver-loaded) says FAIL only for a command that ran on the host and
+// exited non-zero; a host never reached, a connection lost, a timeout, a
+// stopped run or a step refused before it ran are no evidence: UNKNOWN,
+// with the way to the evidence.
+func TestFailureRulesNeedACommandThatRan(t *testing.T) {
+	checks := []Check{
+		{ID: "ran", Rule: "ran", Uses: []string{"s"}},
+		{ID: "match", Rule: "output-matches", Uses: []string{"s"}, With: map[string]any{"pattern": "^ok$"}},
+		{ID: "driver", Rule: "driver-loaded", Uses: []string{"s"}},
+	}
+	for _, tc := range []struct {
+		in   Input
+		want Status
+	}{
+		{Input{Step: "s", Class: orchestrator.Exit, ExitCode: 9, Problem: "exited 9: NVIDIA-SMI has failed"}, Fail},
+		{Input{Step: "s", Class: orchestrator.Unreachable, ExitCode: -1, Problem: "did not run: host unreachable"}, Unknown},
+		{Input{Step: "s", Class: orchestrator.Error, ExitCode: -1, Problem: "did not run: host error (ssh_config line 3)"}, Unknown},
+		{Input{Step: "s", Class: orchestrator.Lost, ExitCode: -1, Problem: "lost: connection reset"}, Unknown},
+		{Input{Step: "s", Class: orchestrator.TimeoutCommand, ExitCode: -1, Problem: "timeout: 60s"}, Unknown},
+		{Input{Step: "s", Class: orchestrator.Cancelled, ExitCode: -1, Problem: "was skipped (dangerous, not confirmed)"}, Unknown},
+	} {
+		for _, c := range checks {
+			v := Judge(c, []Input{tc.in})
+			if v.Status != tc.want {
+				t.Errorf("%s on a %s step: %s %q, want %s", c.Rule, tc.in.Class, v.Status, v.Summary, tc.want)
+			}
+			if tc.want == Unknown && (v.Hint == "" || !strings.HasPrefix(v.Summary, "no evidence")) {
+				t.Errorf("%s on a %s step: UNKNOWN %q with hint %q: want \"no evidence\" and a way to it", c.Rule, tc.in.Class, v.Summary, v.Hint)
+			}
 		}
 	}
 }
