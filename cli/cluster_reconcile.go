@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
 )
@@ -116,14 +117,14 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if err != nil {
 		return err
 	}
-	defer r.keys.Close()
+	defer r.Keys.Close()
 	if err := mockOnSimulated(r, pf, faultsFile); err != nil {
 		return err
 	}
 	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 		return err
 	}
-	source, kube, err := kubeSource(r.inv, *src, c.Flags().Changed("kubeconfig"), r.targetNames(), o.getenv("HOME"))
+	source, kube, err := kubeSource(r.Inv, *src, c.Flags().Changed("kubeconfig"), r.Names(), o.getenv("HOME"))
 	if err != nil {
 		return err
 	}
@@ -139,12 +140,12 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if err != nil {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", client.Context, err)}
 	}
-	results, err := runRemoteProbes(ctx, r, pf, nil)
+	results, err := probeFleet(ctx, r, pf)
 	if err != nil {
 		return err
 	}
-	out := reconcileOutput{Context: client.Context, Simulated: r.simulated || pf.mock != ""}
-	probes := mapHosts(r.inv, kube, objs, results, &out)
+	out := reconcileOutput{Context: client.Context, Simulated: r.Simulated || pf.mock != ""}
+	probes := mapHosts(r.Inv, kube, objs, results, &out)
 	out.Reconciliation = cluster.Reconcile(objs, probes)
 	w := c.OutOrStdout()
 	if o.json {
@@ -158,19 +159,10 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if ctx.Err() != nil {
 		return &exitError{code: ExitInterrupted, err: errors.New("")}
 	}
-	if out.Wrong() || slices.ContainsFunc(results, func(p probeResult) bool { return !p.ok() }) {
+	if out.Wrong() || slices.ContainsFunc(results, func(p app.ProbeResult) bool { return !p.OK() }) {
 		return errSilentFailure
 	}
 	return nil
-}
-
-// targetNames are the names of the hosts -H selected, resolved or not.
-func (r *runner) targetNames() []string {
-	var names []string
-	for _, t := range r.targets {
-		names = append(names, t.Name)
-	}
-	return names
 }
 
 // jsonError names the line of a JSON syntax error.
@@ -219,7 +211,7 @@ func kubeSource(inv *inventory.Inventory, src cluster.Source, explicitFile bool,
 // mapHosts maps each probed host to the node it is (see the command's
 // help) and returns the probes by node name, with a reason for every GPU
 // node no selected host maps to; out.Hosts gets each host's mapping.
-func mapHosts(inv *inventory.Inventory, kube *inventory.KubeContext, objs *cluster.Objects, results []probeResult, out *reconcileOutput) map[string]cluster.NodeProbe {
+func mapHosts(inv *inventory.Inventory, kube *inventory.KubeContext, objs *cluster.Objects, results []app.ProbeResult, out *reconcileOutput) map[string]cluster.NodeProbe {
 	nodes := map[string]bool{}
 	for _, n := range objs.Nodes {
 		nodes[n.Name] = true
@@ -241,7 +233,7 @@ func mapHosts(inv *inventory.Inventory, kube *inventory.KubeContext, objs *clust
 		out.Hosts = append(out.Hosts, h)
 		np := cluster.NodeProbe{Host: res.Host}
 		switch {
-		case res.ok():
+		case res.OK():
 			np.Snapshot = res.Snapshot
 		case res.Snapshot != nil: // no NVML: no GPU seen is not "nothing runs"
 			np.Err = fmt.Sprintf("host %s has no NVML: %s", res.Host, res.Error)

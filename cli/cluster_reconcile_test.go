@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/kubetest"
 	"github.com/gpulab/gpulab/internal/probetest"
@@ -304,7 +305,7 @@ func TestReconcileMapHosts(t *testing.T) {
 		objs.Nodes = append(objs.Nodes, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: corev1.NodeStatus{Allocatable: gpu}})
 	}
 	ok := &report.Snapshot{NVML: report.NVMLState{Available: true}}
-	results := []probeResult{
+	results := []app.ProbeResult{
 		{Host: "a", Class: "ok", Snapshot: ok},
 		{Host: "n1", Class: "ok", Snapshot: ok},
 		{Host: "n2", Class: "no-nvml", Error: "libnvidia-ml.so.1: cannot open", Snapshot: &report.Snapshot{}},

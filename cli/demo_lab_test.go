@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/sim"
@@ -33,8 +34,8 @@ func TestDemoLabsReadTheSimulatedCluster(t *testing.T) {
 	}
 	closeFleet := o.fleetOptions(&opts, r, inv, t.TempDir(), nil, w.labKube(ctx), nil)
 	defer closeFleet()
-	fr := opts.LabRunner.(fleetRunner)
-	c, problem := fr.kube(fr.r.targets)
+	fr := opts.LabRunner.(*app.Workbench)
+	c, problem := fr.Kube(fr.Fleet.Targets)
 	if c == nil || problem != "" {
 		t.Fatalf("the demo's lab runner has no cluster: %q", problem)
 	}
@@ -79,8 +80,8 @@ func TestDemoRecordReproducesLater(t *testing.T) {
 	}
 	runLab := func(id string) *labs.Record {
 		l, _ := labs.Find(ls, id)
-		events := make(chan tui.LabUpdate)
-		go opts.LabRunner.RunLab(t.Context(), l, []int{0, 1}, tui.LabRunOptions{Params: map[string]string{}}, events)
+		events := make(chan app.LabUpdate)
+		go opts.LabRunner.RunLab(t.Context(), l, []int{0, 1}, app.LabRunOptions{Params: map[string]string{}}, events)
 		var rec *labs.Record
 		for u := range events {
 			if u.Record != nil {
@@ -116,7 +117,7 @@ func TestDemoRecordReproducesLater(t *testing.T) {
 	if !l.ReadsCluster() {
 		t.Fatal("pending-explained reads no cluster: pick another lab for this test")
 	}
-	repro, fleet := opts.LabRunner.(fleetRunner).reproduceFor(l, map[string]string{"team": "a"})
+	repro, fleet := opts.LabRunner.(*app.Workbench).ReproduceFor(l, map[string]string{"team": "a"})
 	rec = &labs.Record{Lab: l.ID, Reproduce: repro, ReproduceFleet: fleet, Hosts: []labs.HostRecord{{Host: "dgx01"}}}
 	want = "- Reproduce: `gpulab demo --seed 3 --hosts 2`, then run pending-explained on dgx01 in its Labs tab"
 	if md := rec.Markdown(); !strings.Contains(md, want) {

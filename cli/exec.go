@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -104,21 +105,7 @@ func (f *sshFlags) check() error {
 	return nil
 }
 
-// runner holds what reaching hosts needs, built from flags and inventory.
-type runner struct {
-	engine *orchestrator.Engine
-	// targets are every selected host, in selection order, resolved or
-	// not (Target.Unresolved): the engine gives each exactly one result.
-	targets  []orchestrator.Target
-	keys     *orchestrator.Keyring
-	resolver *orchestrator.Resolver
-	// simulated: the inventory is a simulated fleet (gpulab sim): the
-	// probe pushed is the simulator build, and what is made says so.
-	simulated bool
-	inv       *inventory.Inventory
-}
-
-func (o *options) newRunner(f *sshFlags) (*runner, error) {
+func (o *options) newRunner(f *sshFlags) (*app.Fleet, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
@@ -132,8 +119,9 @@ func (o *options) newRunner(f *sshFlags) (*runner, error) {
 	return o.runnerOn(inv, f)
 }
 
-// runnerOn builds the runner for the hosts f.hosts selects in inv.
-func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*runner, error) {
+// runnerOn builds the fleet of the hosts f.hosts selects in inv, reached
+// as f says.
+func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*app.Fleet, error) {
 	hosts, err := inv.Select(f.hosts)
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -153,20 +141,14 @@ func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*runner, erro
 			return nil, usageErr("-i: %v (-i names a private key, as ssh -i does; an inventory is --inventory)", err)
 		}
 	}
-	res, err := orchestrator.NewResolver(inv, f.sshConfig, orchestrator.Overrides{
+	r, err := app.NewFleet(inv, hosts, app.Reach{SSHConfig: f.sshConfig, Overrides: orchestrator.Overrides{
 		User: f.user, Port: f.port, IdentityFile: f.identity, KnownHosts: f.knownHosts,
 		ConnectTimeout: f.connectTimeout, CommandTimeout: f.timeout, InactivityTimeout: f.inactivity,
-	}, home, local)
+	}, Home: home, LocalUser: local, AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt(),
+		AcceptNew: f.acceptNew, Concurrency: f.concurrency})
 	if err != nil {
 		return nil, configErr(err)
 	}
-	r := &runner{simulated: inv.Simulated, inv: inv, resolver: res, keys: &orchestrator.Keyring{AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt()}}
-	r.targets = res.Targets(hosts)
-	conc := f.concurrency
-	if conc == 0 {
-		conc = inv.Defaults.Concurrency
-	}
-	r.engine = &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: r.keys, AcceptNew: f.acceptNew}, Concurrency: conc}
 	return r, nil
 }
 
@@ -237,14 +219,14 @@ func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (
 // before it are done (as JSON, or its output prefixed with its name), and
 // drops its output then: memory holds the hosts still running, not every
 // host's output.
-func (o *options) execInOrder(ctx context.Context, w io.Writer, r *runner, plan orchestrator.Plan, start time.Time) ([]orchestrator.HostResult, error) {
+func (o *options) execInOrder(ctx context.Context, w io.Writer, r *app.Fleet, plan orchestrator.Plan, start time.Time) ([]orchestrator.HostResult, error) {
 	var out hostWriter
 	if o.json {
 		j := newExecJSON(w)
-		j.simulated = r.simulated
+		j.simulated = r.Simulated
 		out = j
 	} else {
-		out = &perHostWriter{w: w, raw: o.env.Stdout, prefix: len(r.targets) > 1}
+		out = &perHostWriter{w: w, raw: o.env.Stdout, prefix: len(r.Targets) > 1}
 	}
 	each := func(_ int, hr *orchestrator.HostResult) {
 		out.host(hr)
@@ -252,7 +234,7 @@ func (o *options) execInOrder(ctx context.Context, w io.Writer, r *runner, plan 
 			hr.Steps[i].Stdout, hr.Steps[i].Stderr = nil, nil
 		}
 	}
-	results := r.engine.RunInOrder(ctx, plan, each)
+	results := r.Engine.RunInOrder(ctx, plan, each)
 	return results, out.finish(results, time.Since(start))
 }
 
@@ -306,7 +288,7 @@ func newExecCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer r.keys.Close()
+			defer r.Keys.Close()
 			line := args[0]
 			if len(args) > 1 {
 				line = orchestrator.QuoteArgs(args)
@@ -314,13 +296,13 @@ func newExecCmd(o *options) *cobra.Command {
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
 			start := time.Now()
-			plan := orchestrator.Plan{Targets: r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}
-			n := len(r.targets)
+			plan := orchestrator.Plan{Targets: r.Targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}
+			n := len(r.Targets)
 			var results []orchestrator.HostResult
 			if o.json || noFold || (!fold && n == 1) {
 				results, err = o.execInOrder(ctx, cmd.OutOrStdout(), r, plan, start)
 			} else {
-				results = r.engine.Run(ctx, plan, nil)
+				results = r.Engine.Run(ctx, plan, nil)
 				err = printFolded(cmd.OutOrStdout(), o.env.Stdout, results)
 			}
 			elapsed := time.Since(start)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/probetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/internal/testreq"
@@ -466,7 +467,7 @@ func TestWorkbenchKeepsUnresolvedHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := fleetRunner{r: r}
+	fr := &app.Workbench{Fleet: r}
 	hosts := fr.Hosts()
 	// The selection's order (-H sorts names it does not find in an
 	// inventory): broken, then gpu01.

@@ -130,13 +130,13 @@ OpenSSH's defaults. Each setting is printed with its source (file:line).`,
 			if err != nil {
 				return err
 			}
-			if len(r.targets) != 1 {
-				return usageErr("%q names %d hosts; show takes one", args[0], len(r.targets))
+			if len(r.Targets) != 1 {
+				return usageErr("%q names %d hosts; show takes one", args[0], len(r.Targets))
 			}
-			if t := r.targets[0]; !t.Reachable() {
+			if t := r.Targets[0]; !t.Reachable() {
 				return configErr(fmt.Errorf("%s", t.Unresolved))
 			}
-			return printTarget(cmd.OutOrStdout(), r.targets[0], o.json)
+			return printTarget(cmd.OutOrStdout(), r.Targets[0], o.json)
 		},
 	}
 	f.register(show)

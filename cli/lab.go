@@ -210,8 +210,8 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 	if err != nil {
 		return err
 	}
-	defer r.keys.Close()
-	prober, err := lr.pf.prober(lr.noProbe, r.simulated)
+	defer r.Keys.Close()
+	prober, err := lr.pf.prober(lr.noProbe, r.Simulated)
 	if err != nil {
 		return err
 	}
@@ -225,9 +225,9 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 	if lr.guided {
 		guide = stepper(c.InOrStdin(), progress, !readsTerminal(c.InOrStdin()))
 	}
-	kube, kubeProblem := o.labCluster(r, r.targets)
-	out := labs.Execute(ctx, labs.RunSpec{Engine: r.engine, Targets: r.targets, Lab: l, Results: lr.results,
-		Options: labs.RunOptions{Simulated: r.simulated, Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.inv.File, &lr.f, lr.set),
+	kube, kubeProblem := o.labCluster(r, r.Targets)
+	out := labs.Execute(ctx, labs.RunSpec{Engine: r.Engine, Targets: r.Targets, Lab: l, Results: lr.results,
+		Options: labs.RunOptions{Simulated: r.Simulated, Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.Inv.File, &lr.f, lr.set),
 			Cluster: kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				if o.json || ev.Kind != labs.StepFinished {

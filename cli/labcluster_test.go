@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/kubetest"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -29,7 +30,7 @@ func TestLabCluster(t *testing.T) {
 	}
 	env := map[string]string{"HOME": dir}
 	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
-	r := &runner{inv: inv}
+	r := &app.Fleet{Inv: inv}
 	c, problem := o.labCluster(r, []orchestrator.Target{{Name: "h1"}})
 	if c == nil || problem != "" || c.Context != "kubetest" {
 		t.Fatalf("h1's cluster: %+v, %q", c, problem)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/probes/sim/spec"
@@ -22,7 +23,7 @@ const faultsExample = `{"gpu04": {"nvlink_down": [[0, 1]], "ecc": {"3": {"volati
 // faults, each validated, returned as the probe's compact JSON by host.
 // A value of the wrong kind is named by its place in the file (line and
 // column), its path (host, key, GPU index, list index) and what it takes.
-func readHostFaults(file string, r *runner) (map[string]string, error) {
+func readHostFaults(file string, r *app.Fleet) (map[string]string, error) {
 	if file == "" {
 		return nil, nil
 	}
@@ -34,7 +35,7 @@ func readHostFaults(file string, r *runner) (map[string]string, error) {
 	if err != nil {
 		return nil, usageErr("--mock-faults %s: %v", file, err)
 	}
-	selected := r.targetNames()
+	selected := r.Names()
 	out := map[string]string{}
 	for _, h := range hosts {
 		at := "line " + positionIn(data, h.offset)
@@ -342,13 +343,13 @@ func checkMockFlags(pf probeFlags, faultsFile string) error {
 // mockOnSimulated refuses --mock (and --mock-faults) on a simulated
 // fleet before the faults file is read: its hosts' probe simulates a DGX
 // A100 already, with the faults the fleet gave each host.
-func mockOnSimulated(r *runner, pf probeFlags, faultsFile string) error {
-	if !r.simulated || pf.mock == "" {
+func mockOnSimulated(r *app.Fleet, pf probeFlags, faultsFile string) error {
+	if !r.Simulated || pf.mock == "" {
 		return nil
 	}
 	flags := "--mock"
 	if faultsFile != "" {
 		flags = "--mock and --mock-faults"
 	}
-	return usageErr("%s: %s is a simulated fleet (gpulab sim): each host's probe simulates a DGX A100 already, with the faults the fleet gave it; run without %s (for other faults, start the fleet with another --seed)", flags, r.inv.File, flags)
+	return usageErr("%s: %s is a simulated fleet (gpulab sim): each host's probe simulates a DGX A100 already, with the faults the fleet gave it; run without %s (for other faults, start the fleet with another --seed)", flags, r.Inv.File, flags)
 }

@@ -12,12 +12,12 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -38,32 +38,6 @@ type probeFlags struct {
 	// faults are each host's --mock-faults JSON, by host name (none for
 	// a healthy simulated machine).
 	faults map[string]string
-}
-
-// probeResult is one host's probe run.
-type probeResult struct {
-	Host     string           `json:"host"`
-	Class    string           `json:"class"`
-	ExitCode int              `json:"exit_code"`
-	Error    string           `json:"error,omitempty"`
-	Pushed   int64            `json:"pushed_bytes"`
-	Snapshot *report.Snapshot `json:"snapshot,omitempty"`
-	// Simulated: the host is in a simulated fleet (gpulab sim).
-	Simulated bool `json:"simulated,omitempty"`
-	// HardwareGroup is the host's group when hosts are folded by what
-	// their hardware reads (0: the largest group, as the text shows them
-	// first), HardwareHosts that group's node set; absent without a
-	// snapshot.
-	HardwareGroup *int   `json:"hardware_group,omitempty"`
-	HardwareHosts string `json:"hardware_hosts,omitempty"`
-	// Flags are what the snapshot shows worth a look (report.Flags: an
-	// NVLink down, uncorrected ECC errors, a row remap pending, an Xid):
-	// a flagged host makes the probe exit 1.
-	Flags []string `json:"flags,omitempty"`
-}
-
-func (p probeResult) ok() bool {
-	return p.Snapshot != nil && p.Snapshot.NVML.Available
 }
 
 func newProbeCmd(o *options) *cobra.Command {
@@ -109,7 +83,7 @@ func newProbeCmd(o *options) *cobra.Command {
 				return &exitError{code: ExitInterrupted, err: errors.New("")}
 			}
 			for _, r := range results {
-				if !r.ok() || len(r.Flags) > 0 {
+				if !r.OK() || len(r.Flags) > 0 {
 					return errSilentFailure
 				}
 			}
@@ -165,7 +139,7 @@ usage or configuration errors; 130 when interrupted.`
 
 // probeHosts runs the probe on this machine (--local) or on the hosts -H
 // selects, with each host's simulated faults (--mock-faults).
-func (o *options) probeHosts(ctx context.Context, f *sshFlags, pf probeFlags, faultsFile string) ([]probeResult, error) {
+func (o *options) probeHosts(ctx context.Context, f *sshFlags, pf probeFlags, faultsFile string) ([]app.ProbeResult, error) {
 	if pf.local {
 		if f.hosts != "" {
 			return nil, usageErr("--local and -H exclude each other")
@@ -174,20 +148,20 @@ func (o *options) probeHosts(ctx context.Context, f *sshFlags, pf probeFlags, fa
 		if err != nil {
 			return nil, err
 		}
-		return []probeResult{r}, nil
+		return []app.ProbeResult{r}, nil
 	}
 	r, err := o.newRunner(f)
 	if err != nil {
 		return nil, err
 	}
-	defer r.keys.Close()
+	defer r.Keys.Close()
 	if err := mockOnSimulated(r, pf, faultsFile); err != nil {
 		return nil, err
 	}
 	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 		return nil, err
 	}
-	return runRemoteProbes(ctx, r, pf, nil)
+	return probeFleet(ctx, r, pf)
 }
 
 func (pf probeFlags) args(host string) []string {
@@ -255,19 +229,19 @@ func (pf probeFlags) probeFor(arch string) (data, gz []byte, err error) {
 	return bundle.Probe(arch, pf.mock != "" || pf.simulated)
 }
 
-func runLocalProbe(ctx context.Context, pf probeFlags) (probeResult, error) {
+func runLocalProbe(ctx context.Context, pf probeFlags) (app.ProbeResult, error) {
 	data, _, err := pf.probeFor(runtime.GOARCH)
 	if err != nil {
-		return probeResult{}, configErr(err)
+		return app.ProbeResult{}, configErr(err)
 	}
 	dir, err := os.MkdirTemp("", "gpulab-probe-")
 	if err != nil {
-		return probeResult{}, err
+		return app.ProbeResult{}, err
 	}
 	defer os.RemoveAll(dir)
 	bin := filepath.Join(dir, "nvmlprobe")
 	if err := os.WriteFile(bin, data, 0o700); err != nil {
-		return probeResult{}, err
+		return app.ProbeResult{}, err
 	}
 	host, _ := os.Hostname()
 	c := exec.CommandContext(ctx, bin, pf.args(host)...)
@@ -275,8 +249,8 @@ func runLocalProbe(ctx context.Context, pf probeFlags) (probeResult, error) {
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	err = c.Run()
-	r := probeResult{Host: host, ExitCode: c.ProcessState.ExitCode()}
-	return readSnapshot(r, out.Bytes(), errOut.String(), err), nil
+	r := app.ProbeResult{Host: host, ExitCode: c.ProcessState.ExitCode()}
+	return app.ReadSnapshot(r, out.Bytes(), errOut.String(), err), nil
 }
 
 func withoutBindNow(env []string) []string {
@@ -289,103 +263,6 @@ func withoutBindNow(env []string) []string {
 	return out
 }
 
-// readSnapshot parses the probe's output into r.
-func readSnapshot(r probeResult, stdout []byte, stderr string, runErr error) probeResult {
-	s, err := remote.Decode(stdout)
-	if err != nil {
-		r.Class = "error"
-		msg := strings.TrimSpace(stderr)
-		if msg == "" && runErr != nil {
-			msg = runErr.Error()
-		}
-		if r.ExitCode == report.ExitWatchdog {
-			msg = "the probe's watchdog fired: NVML did not answer (" + msg + ")"
-		}
-		r.Error = fmt.Sprintf("no snapshot (exit %d): %s", r.ExitCode, msg)
-		if strings.Contains(err.Error(), "newer") {
-			r.Error = err.Error()
-		}
-		return r
-	}
-	r.Snapshot = s
-	r.Class = "ok"
-	r.Flags = report.Flags(s)
-	if !s.NVML.Available {
-		r.Class = "no-nvml"
-		r.Error = s.NVML.Error
-	}
-	return r
-}
-
-// runRemoteProbes probes every target; progress goes to events when not
-// nil (closed before returning).
-func runRemoteProbes(ctx context.Context, rn *runner, pf probeFlags, events chan<- orchestrator.Event) ([]probeResult, error) {
-	var emit func(orchestrator.Event)
-	if events != nil {
-		defer close(events)
-		emit = func(ev orchestrator.Event) { ev.Time = time.Now(); events <- ev }
-	}
-	results := make([]probeResult, len(rn.targets))
-	var mu sync.Mutex
-	var localErr error
-	prober, err := pf.prober(false, rn.simulated)
-	if err != nil {
-		return nil, err
-	}
-	prober.Keep = pf.keep
-	hosts := rn.engine.ForEach(ctx, rn.targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
-		res := &results[i]
-		res.Host = t.Name
-		fail := func(class orchestrator.Class, msg string) {
-			hr.Class, hr.Err = class, msg
-			res.Class, res.Error = class.String(), msg
-		}
-		in, class, err := prober.Install(ctx, conn, t.CommandTimeout)
-		if err != nil {
-			if class == orchestrator.Error {
-				mu.Lock()
-				localErr = err
-				mu.Unlock()
-			}
-			fail(class, err.Error())
-			return
-		}
-		res.Pushed = in.Sent
-		timeout := 60*time.Second + pf.xidWait
-		run := conn.Run(ctx, "probe", in.Line(prober, true, pf.hostArgs(t.Name)...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
-		hr.Steps = append(hr.Steps, run)
-		res.ExitCode = run.ExitCode
-		*res = readSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
-		switch {
-		case run.Class == orchestrator.Cancelled || run.Class == orchestrator.Lost || run.Class == orchestrator.TimeoutCommand:
-			fail(run.Class, run.Err)
-		case res.Snapshot == nil || !res.Snapshot.NVML.Available: // the probe saw no GPU: not an ok host
-			hr.Class, hr.Err = orchestrator.Exit, res.Error
-		}
-	})
-	for i, h := range hosts {
-		if results[i].Host == "" { // never connected
-			results[i] = probeResult{Host: h.Host, Class: h.Class.String(), Error: h.Err}
-		}
-	}
-	for i := range results {
-		results[i].Simulated = rn.simulated || (results[i].Snapshot != nil && results[i].Snapshot.Simulated)
-	}
-	if localErr != nil && len(results) > 0 && allFailed(results) {
-		return nil, configErr(localErr)
-	}
-	return results, nil
-}
-
-func allFailed(rs []probeResult) bool {
-	for _, r := range rs {
-		if r.Snapshot != nil {
-			return false
-		}
-	}
-	return true
-}
-
 // printProbes prints one line per kind of host (its hardware in a
 // phrase, under its node set), then the GPUs folded; or, without fold,
 // every host's table alone. A line that counts the hosts ok, flagged and
@@ -393,7 +270,7 @@ func allFailed(rs []probeResult) bool {
 //
 // Hosts without a snapshot fold by their class (auth, refused, ...), as
 // exec folds them, each host's error under them (errors name addresses).
-func printProbes(w io.Writer, results []probeResult, fold bool) error {
+func printProbes(w io.Writer, results []app.ProbeResult, fold bool) error {
 	if !fold {
 		printProbeTables(w, results)
 		fmt.Fprintf(w, "\n%s\n", probeTotal(results))
@@ -430,7 +307,7 @@ func printProbes(w io.Writer, results []probeResult, fold bool) error {
 // probeTotal counts the hosts: ok, flagged (what the probe found worth a
 // look: report.Flags) and failed (no snapshot, or NVML not available),
 // naming the flagged and failed ones: "4 hosts: 3 ok, 1 flagged (dgx01)".
-func probeTotal(results []probeResult) string {
+func probeTotal(results []app.ProbeResult) string {
 	hosts := make([]string, len(results))
 	snaps := make([]*report.Snapshot, len(results))
 	for i, r := range results {
@@ -442,7 +319,7 @@ func probeTotal(results []probeResult) string {
 // printProbeTables prints each host's GPU table (--no-fold), or why it
 // has none, then what it is flagged for that the table does not show
 // (NVLinks down, Xids).
-func printProbeTables(w io.Writer, results []probeResult) {
+func printProbeTables(w io.Writer, results []app.ProbeResult) {
 	for i, r := range results {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -552,4 +429,19 @@ func migText(m report.MIG) string {
 		ps = append(ps, gi.Profile)
 	}
 	return strings.Join(ps, ",")
+}
+
+// probeFleet probes every host of r as pf says; a failure on every host
+// for a reason on this machine is a configuration error.
+func probeFleet(ctx context.Context, r *app.Fleet, pf probeFlags) ([]app.ProbeResult, error) {
+	prober, err := pf.prober(false, r.Simulated)
+	if err != nil {
+		return nil, err
+	}
+	prober.Keep = pf.keep
+	results, err := r.Probe(ctx, app.ProbeOptions{Prober: prober, XidWait: pf.xidWait, HostArgs: pf.hostArgs}, nil)
+	if le := (*app.LocalError)(nil); errors.As(err, &le) {
+		return nil, configErr(le.Err)
+	}
+	return results, err
 }

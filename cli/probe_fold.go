@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
@@ -19,7 +20,7 @@ import (
 // largest: a GPU missing, a link down, another driver stand out. What
 // changes from second to second (utilisation, temperature, power, memory
 // in use) is not compared; each group's range of it closes the group.
-func printProbesFolded(w io.Writer, results []probeResult) error {
+func printProbesFolded(w io.Writer, results []app.ProbeResult) error {
 	groups, snaps := hardwareGroups(results)
 	for i, g := range groups {
 		noun := "hosts"
@@ -45,7 +46,7 @@ func printProbesFolded(w io.Writer, results []probeResult) error {
 
 // hardwareGroups folds the hosts that answered by their hardware (the
 // largest group first), and gives their snapshots by host.
-func hardwareGroups(results []probeResult) ([]orchestrator.Group, map[string]*report.Snapshot) {
+func hardwareGroups(results []app.ProbeResult) ([]orchestrator.Group, map[string]*report.Snapshot) {
 	var hrs []orchestrator.HostResult
 	snaps := map[string]*report.Snapshot{}
 	widths := hardwareWidths(results)
@@ -66,7 +67,7 @@ func hardwareGroups(results []probeResult) ([]orchestrator.Group, map[string]*re
 // markHardwareGroups tells each result, for --json, which hardware group
 // it is in (0: the largest, as the text folds them) and that group's node
 // set; a host without a snapshot is in none.
-func markHardwareGroups(results []probeResult) {
+func markHardwareGroups(results []app.ProbeResult) {
 	groups, _ := hardwareGroups(results)
 	byHost := map[string]int{}
 	for i, g := range groups {
@@ -113,7 +114,7 @@ func nvlinkText(g report.GPU) string {
 	return fmt.Sprintf("%d/%d up", up, len(g.NVLinks))
 }
 
-func hardwareWidths(results []probeResult) []int {
+func hardwareWidths(results []app.ProbeResult) []int {
 	widths := make([]int, len(hardwareColumns))
 	for i, c := range hardwareColumns {
 		widths[i] = len(c)

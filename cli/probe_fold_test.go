@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/probes/report"
 )
 
@@ -16,7 +17,7 @@ import (
 // The snapshots are a real probe run's (--local --mock dgxa100), edited.
 func TestProbeFoldOutliers(t *testing.T) {
 	r := run(t, noEnv(t), "probe", "--local", "--mock", "dgxa100", "--json")
-	var base []probeResult
+	var base []app.ProbeResult
 	if err := json.Unmarshal([]byte(r.stdout), &base); err != nil || r.code != 0 || len(base) != 1 || base[0].Snapshot == nil {
 		t.Fatalf("probe --local --mock dgxa100 --json: exit %d, %v\n%s", r.code, err, r.stderr)
 	}
@@ -29,9 +30,9 @@ func TestProbeFoldOutliers(t *testing.T) {
 		}
 		return &s
 	}
-	var results []probeResult
+	var results []app.ProbeResult
 	for _, h := range []string{"n1", "n2", "n3", "n4", "n5"} {
-		results = append(results, probeResult{Host: h, Class: "ok", Snapshot: snap(nil)})
+		results = append(results, app.ProbeResult{Host: h, Class: "ok", Snapshot: snap(nil)})
 	}
 	results[1].Snapshot = snap(func(s *report.Snapshot) {
 		s.GPUs = s.GPUs[:7]
@@ -45,8 +46,8 @@ func TestProbeFoldOutliers(t *testing.T) {
 	})
 	results[3].Snapshot = snap(func(s *report.Snapshot) { s.DriverVersion = "550.54.15" })
 	// Hosts that gave no snapshot fold by class, their errors under them.
-	results = append(results, probeResult{Host: "n6", Class: "auth", Error: "dial 10.0.0.6:22: authentication as ops failed"},
-		probeResult{Host: "n7", Class: "auth", Error: "dial 10.0.0.7:22: authentication as ops failed"})
+	results = append(results, app.ProbeResult{Host: "n6", Class: "auth", Error: "dial 10.0.0.6:22: authentication as ops failed"},
+		app.ProbeResult{Host: "n7", Class: "auth", Error: "dial 10.0.0.7:22: authentication as ops failed"})
 	var out bytes.Buffer
 	if err := printProbes(&out, results, true); err != nil {
 		t.Fatal(err)
@@ -83,11 +84,11 @@ func BenchmarkProbeFold1000(b *testing.B) {
 	if code := Main([]string{"probe", "--local", "--mock", "dgxa100", "--json"}, Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}); code != 0 {
 		b.Fatalf("probe --local: exit %d: %s", code, errOut.String())
 	}
-	var base []probeResult
+	var base []app.ProbeResult
 	if err := json.Unmarshal(out.Bytes(), &base); err != nil {
 		b.Fatal(err)
 	}
-	results := make([]probeResult, 1000)
+	results := make([]app.ProbeResult, 1000)
 	for i := range results {
 		var s report.Snapshot
 		data, _ := json.Marshal(base[0].Snapshot)
@@ -95,7 +96,7 @@ func BenchmarkProbeFold1000(b *testing.B) {
 		if i%100 == 7 {
 			s.GPUs[0].NVLinks[0].Active = false
 		}
-		results[i] = probeResult{Host: fmt.Sprintf("gpu%04d", i+1), Class: "ok", Snapshot: &s}
+		results[i] = app.ProbeResult{Host: fmt.Sprintf("gpu%04d", i+1), Class: "ok", Snapshot: &s}
 	}
 	for b.Loop() {
 		if err := printProbes(io.Discard, results, true); err != nil {

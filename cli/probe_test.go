@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/probetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
 )
@@ -63,7 +64,7 @@ func TestProbeFoldsIdenticalHardware(t *testing.T) {
 	// --json says the same: gpu04 alone in group 1, the others in 0; it
 	// alone has flags, and the exit status is 1 as for the text.
 	r = run(t, env, append(args, "--json")...)
-	var res []probeResult
+	var res []app.ProbeResult
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 6 || r.code != 1 {
 		t.Fatalf("--json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}

@@ -99,12 +99,12 @@ func newPushCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer r.keys.Close()
+			defer r.Keys.Close()
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
 			spec := orchestrator.PushSpec{Name: filepath.Base(args[0]), Data: data, Mode: perm, Dest: dest, NoSFTP: noSFTP}
 			start := time.Now()
-			hosts, pushes := r.engine.PushAll(ctx, r.targets, spec)
+			hosts, pushes := r.Engine.PushAll(ctx, r.Targets, spec)
 			elapsed := time.Since(start)
 			w := cmd.OutOrStdout()
 			if o.json {

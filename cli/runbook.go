@@ -151,10 +151,10 @@ Ctrl-C.`,
 			if err != nil {
 				return err
 			}
-			defer r.keys.Close()
+			defer r.Keys.Close()
 			ctx, stop := interruptible(c.ErrOrStderr())
 			defer stop()
-			out := runbooks.Execute(ctx, r.engine, r.targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
+			out := runbooks.Execute(ctx, r.Engine, r.Targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
 			runs, folded := out.Runs, out.Folded
 			w := c.OutOrStdout()
 			if o.json {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/sim"
 )
@@ -21,7 +22,7 @@ func TestSimReconciles(t *testing.T) {
 	f, files := simFleet(t, sim.Config{Hosts: 4, Seed: 1})
 	sick, _ := sickAndHealthy(t, f)
 	r := run(t, noEnv(t), "probe", "--inventory", files.Inventory, "-H", "@dgx", "--json")
-	var probes []probeResult
+	var probes []app.ProbeResult
 	if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 { // 1: the sick host is flagged
 		t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}

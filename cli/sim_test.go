@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/probes/report"
@@ -86,7 +87,7 @@ func TestSimFindsTheSickHost(t *testing.T) {
 			// summary differs (links down) and it has ECC errors: it alone
 			// is flagged, and the probe exits 1.
 			r = run(t, env, append(append([]string{"probe"}, inv...), "--json")...)
-			var probes []probeResult
+			var probes []app.ProbeResult
 			if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 {
 				t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 			}

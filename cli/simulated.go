@@ -1,6 +1,9 @@
 package cli
 
-import "github.com/gpulab/gpulab/orchestrator"
+import (
+	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/orchestrator"
+)
 
 // simulatedFleet is how a text output says its hosts are simulated.
 const simulatedFleet = "SIMULATED fleet"
@@ -10,8 +13,8 @@ const simulatedFleet = "SIMULATED fleet"
 // sim serve writes simulated = true in it), or one of results comes from a
 // host that identified itself as gpulab's simulator (anySimulated). A run
 // whose host results are not at hand passes none.
-func simulatedRun(r *runner, results ...orchestrator.HostResult) bool {
-	return r.simulated || anySimulated(results)
+func simulatedRun(r *app.Fleet, results ...orchestrator.HostResult) bool {
+	return r.Simulated || anySimulated(results)
 }
 
 // anySimulated reports whether any of results comes from a host that

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/sim"
@@ -74,7 +75,7 @@ func TestAnySimulated(t *testing.T) {
 	if !anySimulated(results) {
 		t.Errorf("anySimulated with b's Simulated set = false, want true")
 	}
-	if !simulatedRun(&runner{}, results...) || simulatedRun(&runner{}, results[:1]...) {
+	if !simulatedRun(&app.Fleet{}, results...) || simulatedRun(&app.Fleet{}, results[:1]...) {
 		t.Errorf("simulatedRun does not follow the results' Simulated")
 	}
 }

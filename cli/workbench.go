@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -17,12 +15,10 @@ import (
 	"github.com/muesli/termenv"
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
-	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
-	"github.com/gpulab/gpulab/probes/remote"
-	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/tui"
 )
 
@@ -91,7 +87,7 @@ type workbench struct {
 // fleet returns the inventory the workbench shows and the runner for its
 // hosts: with -H, the hosts it selects (ad-hoc ones too); else every
 // inventory host (no runner when there is none).
-func (w *workbench) fleet(o *options, inv *inventory.Inventory) (*inventory.Inventory, *runner, error) {
+func (w *workbench) fleet(o *options, inv *inventory.Inventory) (*inventory.Inventory, *app.Fleet, error) {
 	sel := sshFlags{hosts: "*"}
 	if w.ssh != nil {
 		sel.sshConfig, sel.knownHosts = w.ssh.sshConfig, w.ssh.knownHosts
@@ -199,21 +195,18 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 // labCluster), the files a lab run read (reproduce) and the demo's fleet
 // (nil elsewhere); the returned function closes their keys and
 // connections.
-func (o *options) fleetOptions(opts *tui.Options, r *runner, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string), demo *demoFlags) func() {
-	r.keys.Passphrase = nil      // the terminal belongs to the workbench: encrypted keys go through ssh-agent
-	r.engine.StreamOutput = true // the Fleet tab shows a running command's output as it comes
-	// Connections stay open between the workbench's runs (keepalive,
-	// closed after 10 minutes unused and on quit): the second command
-	// on the same hosts pays no handshake.
-	r.engine.Pool = &orchestrator.Pool{Dialer: r.engine.Dialer}
-	opts.Fleet = fleetRunner{r: r}
-	opts.RunbookRunner = fleetRunner{r: r}
+func (o *options) fleetOptions(opts *tui.Options, r *app.Fleet, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string), demo *demoFlags) func() {
+	closeFleet := r.Pool()                                // the terminal is the workbench's; the second command on a host pays no handshake
 	probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
 	if kube == nil {
 		kube = func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }
 	}
-	opts.LabRunner = fleetRunner{r: r, results: results, probe: probe, reproduce: reproduce, kube: kube, demo: demo}
-	return func() { r.engine.Pool.Close(); r.keys.Close() }
+	w := &app.Workbench{Fleet: r, Results: results, Prober: probe, Reproduce: reproduce, Kube: kube}
+	if demo != nil {
+		w.Demo = &app.Demo{Seed: demo.seed, Hosts: demo.hosts}
+	}
+	opts.Fleet, opts.RunbookRunner, opts.LabRunner = w, w, w
+	return closeFleet
 }
 
 // labKube is the cluster of a lab's hosts in the demo: its simulated
@@ -279,124 +272,4 @@ func newVersionCmd(o *options) *cobra.Command {
 			return err
 		},
 	}
-}
-
-// fleetRunner lets the workbench's Fleet view run commands on the
-// inventory's hosts.
-type fleetRunner struct {
-	r       *runner
-	results string         // where lab records go
-	probe   *remote.Prober // installed by lab runs
-	// reproduce are the files a lab run read (options.reproduce), for
-	// its record; the parameters are added per run.
-	reproduce []string
-	// kube finds the cluster a lab's hosts belong to (labCluster).
-	kube func([]orchestrator.Target) (*cluster.Client, string)
-	// demo is the demo's fleet, nil elsewhere (see reproduceFor).
-	demo *demoFlags
-}
-
-// Hosts are the selected hosts, in selection order, with the error of
-// those that could not be resolved, so that no host vanishes from the
-// workbench's counts.
-func (f fleetRunner) Hosts() []tui.FleetHost {
-	hs := make([]tui.FleetHost, 0, len(f.r.targets))
-	for _, t := range f.r.targets {
-		hs = append(hs, tui.FleetHost{Name: t.Name, Address: t.HostPort(), Err: t.Unresolved})
-	}
-	return hs
-}
-
-// Run runs command on every host: one result each, in order (a host that
-// could not be resolved ends at once with its error).
-func (f fleetRunner) Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult {
-	plan := orchestrator.Plan{Targets: f.r.targets, Steps: []orchestrator.Step{{Name: "exec", Command: command}}}
-	return f.r.engine.Run(ctx, plan, events)
-}
-
-// chosen are the targets of the chosen host indices, in their order.
-func (f fleetRunner) chosen(hosts []int) []orchestrator.Target {
-	var targets []orchestrator.Target
-	for _, h := range hosts {
-		if h >= 0 && h < len(f.r.targets) {
-			targets = append(targets, f.r.targets[h])
-		}
-	}
-	return targets
-}
-
-func (f fleetRunner) Probe(ctx context.Context, events chan<- orchestrator.Event) []tui.ProbeOutcome {
-	results, err := runRemoteProbes(ctx, f.r, probeFlags{}, events)
-	out := make([]tui.ProbeOutcome, len(f.r.targets))
-	for i := range out {
-		switch {
-		case err != nil:
-			out[i].Err = err.Error()
-		case i < len(results):
-			out[i] = tui.ProbeOutcome{Snapshot: results[i].Snapshot, Err: results[i].Error}
-		}
-	}
-	return out
-}
-
-func (f fleetRunner) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- tui.RunbookHost) {
-	defer close(done)
-	runbooks.Execute(ctx, f.r.engine, f.chosen(hosts), rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
-		done <- tui.RunbookHost{Index: i, Run: r}
-	}})
-}
-
-// reproduceFor is what a lab record's Reproduce line gives: the files
-// the run read and its parameters; in the demo, whose inventory goes with
-// it, the fleet to bring back first: gpulab sim serve with the demo's
-// seed and hosts (the same fleet) and the inventory it writes, or, for a
-// lab that reads the demo's simulated cluster (which sim serve does not
-// serve), gpulab demo again, in whose Labs tab the lab runs.
-func (f fleetRunner) reproduceFor(l *labs.Lab, params map[string]string) (repro, fleet []string) {
-	if f.demo == nil {
-		return append(slices.Clip(f.reproduce), setArgs(params)...), nil
-	}
-	seed, hosts := fmt.Sprint(f.demo.seed), fmt.Sprint(f.demo.hosts)
-	if l.ReadsCluster() {
-		return nil, []string{"gpulab", "demo", "--seed", seed, "--hosts", hosts}
-	}
-	const inv = "sim-inventory.toml"
-	return append([]string{"--inventory", inv}, setArgs(params)...), []string{"gpulab", "sim", "serve", "--seed", seed, "--hosts", hosts, "--inventory-out", inv}
-}
-
-// setArgs are params as --set name=value arguments, by name.
-func setArgs(params map[string]string) []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		out = append(out, "--set", k+"="+params[k])
-	}
-	return out
-}
-
-func (f fleetRunner) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o tui.LabRunOptions, events chan<- tui.LabUpdate) {
-	defer close(events)
-	targets := f.chosen(hosts)
-	var kube *cluster.Client
-	var kubeProblem string
-	if f.kube != nil {
-		kube, kubeProblem = f.kube(targets)
-	}
-	repro, fleet := f.reproduceFor(l, o.Params)
-	out := labs.Execute(ctx, labs.RunSpec{Engine: f.r.engine, Targets: targets, Lab: l, Results: f.results,
-		Options: labs.RunOptions{Simulated: f.r.simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: f.probe, Abandon: o.Abandon,
-			Reproduce: repro, ReproduceFleet: fleet,
-			Cluster: kube, ClusterProblem: kubeProblem,
-			OnEvent: func(ev labs.Event) {
-				e := ev
-				if e.Step != nil {
-					s := *e.Step
-					e.Step = &s
-				}
-				events <- tui.LabUpdate{Event: &e}
-			}}})
-	u := tui.LabUpdate{Record: out.Record, Dir: out.Dir}
-	if out.WriteErr != nil {
-		u.Err = "the lab ran, but " + out.WriteErr.Error()
-	}
-	events <- u
 }

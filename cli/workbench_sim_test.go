@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
@@ -65,7 +66,7 @@ func TestWorkbenchFindsASimulatedFleet(t *testing.T) {
 	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
 	w := &workbench{ssh: &sshFlags{hosts: "dgx[01-04]", sshConfig: files.SSHConfig, knownHosts: files.KnownHosts}}
 	inv, r, err := w.fleet(o, inventory.Empty())
-	if err != nil || r == nil || r.simulated || inv.Simulated {
+	if err != nil || r == nil || r.Simulated || inv.Simulated {
 		t.Fatalf("fleet(-H dgx[01-04] -F %s) = %v, %v; want hosts not known to be simulated", files.SSHConfig, r, err)
 	}
 	c, err := landscape.Builtin()
@@ -100,8 +101,8 @@ func TestWorkbenchFindsASimulatedFleet(t *testing.T) {
 			lab = l
 		}
 	}
-	updates := make(chan tui.LabUpdate, 64)
-	go opts.LabRunner.RunLab(context.Background(), lab, []int{0, 1, 2, 3}, tui.LabRunOptions{}, updates)
+	updates := make(chan app.LabUpdate, 64)
+	go opts.LabRunner.RunLab(context.Background(), lab, []int{0, 1, 2, 3}, app.LabRunOptions{}, updates)
 	var rec *labs.Record
 	for u := range updates {
 		if u.Record != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -26,11 +27,11 @@ func TestWorkbenchAdhocHosts(t *testing.T) {
 	if err != nil || r == nil {
 		t.Fatalf("fleet(-H gpu[01-02] -F %s) = %v, %v", cfg, r, err)
 	}
-	defer r.keys.Close()
+	defer r.Keys.Close()
 	if got := inventory.Names(inv.Hosts); fmt.Sprint(got) != "[gpu01 gpu02]" {
 		t.Errorf("the workbench's hosts = %v, want [gpu01 gpu02]", got)
 	}
-	fr := fleetRunner{r: r}
+	fr := &app.Workbench{Fleet: r}
 	for i, h := range fr.Hosts() {
 		if want := fmt.Sprintf("%s:%d", f.Servers[i].Addr, f.Servers[i].Port); h.Address != want || h.Err != "" {
 			t.Errorf("host %s at %q (%s), want %s from -F", h.Name, h.Address, h.Err, want)
@@ -80,8 +81,8 @@ func TestReproduceArgs(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("reproduce = %v, want %s", got, want)
 	}
-	if got := setArgs(map[string]string{"b": "2", "a": "1"}); fmt.Sprint(got) != "[--set a=1 --set b=2]" {
-		t.Errorf("setArgs = %v", got)
+	if got := app.SetArgs(map[string]string{"b": "2", "a": "1"}); fmt.Sprint(got) != "[--set a=1 --set b=2]" {
+		t.Errorf("SetArgs = %v", got)
 	}
 }
 

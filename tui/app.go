@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -203,15 +204,15 @@ func New(opts Options) Model {
 
 // maskedHosts are the hosts whose names and addresses a mask hides: the
 // fleet's, in its order, then the inventory's others.
-func maskedHosts(opts Options, inv *inventory.Inventory) []FleetHost {
-	var hs []FleetHost
+func maskedHosts(opts Options, inv *inventory.Inventory) []app.FleetHost {
+	var hs []app.FleetHost
 	for _, r := range []hostLister{opts.Fleet, opts.RunbookRunner, opts.LabRunner} {
 		if r != nil {
 			hs = append(hs, r.Hosts()...)
 		}
 	}
 	for _, h := range inv.Hosts {
-		hs = append(hs, FleetHost{Name: h.Name, Address: h.Address})
+		hs = append(hs, app.FleetHost{Name: h.Name, Address: h.Address})
 	}
 	return hs
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/labs"
 )
 
@@ -52,7 +53,7 @@ func TestLabsSparklines(t *testing.T) {
 	v.samples = map[string]sampled{}
 	for _, u := range [][2]uint32{{0, 10}, {50, 10}, {100, 10}} {
 		smp := labs.Sample{GPUs: []labs.SampleGPU{{Index: 0, UtilPct: ptr(u[0])}, {Index: 1, UtilPct: ptr(u[1])}}}
-		v.apply(LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: "gpu001", Sample: &smp}})
+		v.apply(app.LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: "gpu001", Sample: &smp}})
 	}
 	got := strings.Join(v.sparkLines(), "\n")
 	for _, want := range []string{"gpu001, latest samples", "GPU0  ▁▅█ 100%", "GPU1  ▂▂▂  10%"} {
@@ -63,7 +64,7 @@ func TestLabsSparklines(t *testing.T) {
 	for _, h := range []string{"gpu002", "gpu003"} {
 		for _, u := range []uint32{0, 50, 100} {
 			smp := labs.Sample{GPUs: []labs.SampleGPU{{Index: 0, UtilPct: ptr(u)}, {Index: 1, UtilPct: ptr(uint32(10))}}}
-			v.apply(LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: h, Sample: &smp}})
+			v.apply(app.LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Host: h, Sample: &smp}})
 		}
 	}
 	got = strings.Join(v.sparkLines(), "\n")

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
@@ -166,7 +167,7 @@ func TestClusterViewReconcilesAProbeRun(t *testing.T) {
 		snap := &report.Snapshot{Schema: 1, Host: "dgx01", NVML: report.NVMLState{Available: true}, GPUs: gpus,
 			Processes: []report.Process{{GPU: 0, PID: 4242, Name: "python", Type: "compute", UsedMiB: 30000, PodUID: "uid-ml-team-pretrain-0"}}}
 		probed := FleetProbedMsg{Hosts: []string{"dgx01", "dgx02", "login01"},
-			Outcomes: []ProbeOutcome{{Snapshot: snap}, {Err: "dial tcp 10.0.0.12:22: connect: connection refused"}, {Err: "no NVML"}}}
+			Outcomes: []app.ProbeOutcome{{Snapshot: snap}, {Err: "dial tcp 10.0.0.12:22: connect: connection refused"}, {Err: "no NVML"}}}
 		next, cmd := m.Update(probed)
 		m = runUntil(t, next.(Model), cmd, func(m Model) bool { return !strings.Contains(m.View(), "not read yet") })
 		v := m.View()

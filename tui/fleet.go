@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -25,28 +26,10 @@ import (
 // events, close it, then return (orchestrator.Engine.Run does).
 type FleetRunner interface {
 	// Hosts lists the hosts a run reaches, in order.
-	Hosts() []FleetHost
+	Hosts() []app.FleetHost
 	Run(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult
 	// Probe pushes and runs the NVML probe; one outcome per host, in order.
-	Probe(ctx context.Context, events chan<- orchestrator.Event) []ProbeOutcome
-}
-
-// ProbeOutcome is one host's probe run: a snapshot, or why there is none.
-type ProbeOutcome struct {
-	Snapshot *report.Snapshot
-	Err      string
-}
-
-// FleetHost is a host as the Fleet view lists it.
-type FleetHost struct {
-	Name, Address string
-	// Err says why the host cannot be reached at all (its name did not
-	// resolve): it is listed, counted and shown with this, never run.
-	Err string
-	// Simulated: the host is one of gpulab's simulated hosts, as a
-	// connection to it showed (its SSH handshake says so), whatever
-	// route reached it (an ssh_config, -H): it carries a SIM badge.
-	Simulated bool
+	Probe(ctx context.Context, events chan<- orchestrator.Event) []app.ProbeOutcome
 }
 
 // hostState is a host's live state during and after a run.
@@ -60,14 +43,14 @@ const (
 )
 
 type hostRow struct {
-	FleetHost
+	app.FleetHost
 	state   hostState
 	class   orchestrator.Class
 	connect time.Duration
 	total   time.Duration
 	result  *orchestrator.HostResult
 	started time.Time
-	probe   *ProbeOutcome
+	probe   *app.ProbeOutcome
 	// flags are what the probe found worth a look (an NVLink down, ECC
 	// errors, Xids): the row is flagged with them.
 	flags []string
@@ -96,7 +79,7 @@ type fleetItem struct {
 
 type fleetDone struct {
 	results []orchestrator.HostResult
-	probes  []ProbeOutcome
+	probes  []app.ProbeOutcome
 }
 
 // pane is what the lower pane shows.
@@ -632,7 +615,7 @@ func (v *fleetView) finish(msg fleetDone) {
 // probeResults keeps each host's snapshot and turns the probe run into
 // results whose "output" is the host's hardware line, so that identical
 // hardware folds and the odd hosts stand out.
-func (v *fleetView) probeResults(probes []ProbeOutcome) []orchestrator.HostResult {
+func (v *fleetView) probeResults(probes []app.ProbeOutcome) []orchestrator.HostResult {
 	out := make([]orchestrator.HostResult, len(v.rows))
 	for i := range v.rows {
 		r := &v.rows[i]

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -30,10 +31,10 @@ type fakeFleet struct {
 	out   string // what every host prints ("": its GPU's name)
 }
 
-func (f fakeFleet) Hosts() []FleetHost {
-	hs := make([]FleetHost, f.n)
+func (f fakeFleet) Hosts() []app.FleetHost {
+	hs := make([]app.FleetHost, f.n)
 	for i := range hs {
-		hs[i] = FleetHost{Name: fmt.Sprintf("gpu%03d", i+1), Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)}
+		hs[i] = app.FleetHost{Name: fmt.Sprintf("gpu%03d", i+1), Address: fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)}
 	}
 	return hs
 }
@@ -71,13 +72,13 @@ func (f fakeFleet) Run(ctx context.Context, command string, events chan<- orches
 // Probe answers with the simulated DGX A100 snapshot that gpulab's own
 // probe printed (testdata/dgxa100-simulated.json); host `odd` has another
 // driver, and the last host has no NVML.
-func (f fakeFleet) Probe(ctx context.Context, events chan<- orchestrator.Event) []ProbeOutcome {
+func (f fakeFleet) Probe(ctx context.Context, events chan<- orchestrator.Event) []app.ProbeOutcome {
 	defer close(events)
 	data, err := os.ReadFile("testdata/dgxa100-simulated.json")
 	if err != nil {
 		panic(err)
 	}
-	out := make([]ProbeOutcome, f.n)
+	out := make([]app.ProbeOutcome, f.n)
 	for i, h := range f.Hosts() {
 		var s report.Snapshot
 		if err := json.Unmarshal(data, &s); err != nil {
@@ -98,7 +99,7 @@ func (f fakeFleet) Probe(ctx context.Context, events chan<- orchestrator.Event) 
 				{ID: 2, Profile: "3g.20gb", PlacementStart: 0, PlacementSize: 4, ComputeInstances: []report.ComputeInstance{{Profile: "1c.3g.20gb"}, {Profile: "2c.3g.20gb"}}},
 			}}
 		}
-		out[i] = ProbeOutcome{Snapshot: &s}
+		out[i] = app.ProbeOutcome{Snapshot: &s}
 		res := orchestrator.HostResult{Host: h.Name, Class: orchestrator.OK}
 		events <- orchestrator.Event{Kind: orchestrator.HostConnecting, Index: i, Host: h.Name, Time: time.Now()}
 		events <- orchestrator.Event{Kind: orchestrator.HostDone, Index: i, Host: h.Name, Done: &res}
@@ -161,7 +162,7 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			continue
 		}
 		switch msg.(type) {
-		case streamMsg[fleetItem], streamMsg[RunbookHost], streamMsg[LabUpdate], recordsMsg:
+		case streamMsg[fleetItem], streamMsg[app.RunbookHost], streamMsg[app.LabUpdate], recordsMsg:
 		default:
 			continue // cursor blinks and the like
 		}
@@ -484,7 +485,7 @@ func TestFleetEscapesLiveOutput(t *testing.T) {
 func TestFleetSaysOutputWasCut(t *testing.T) {
 	v := newFleetView(fakeFleet{n: 1}, DefaultStyles())
 	v.SetSize(120, 32)
-	v.rows = []hostRow{{FleetHost: FleetHost{Name: "gpu001"}, state: stateDone, result: &orchestrator.HostResult{Host: "gpu001",
+	v.rows = []hostRow{{FleetHost: app.FleetHost{Name: "gpu001"}, state: stateDone, result: &orchestrator.HostResult{Host: "gpu001",
 		Steps: []orchestrator.Result{{Stdout: []byte("1\n2\n"), Truncated: true, StdoutBytes: 2000008}}}}}
 	v.pane = paneHost
 	got := strings.Join(v.paneLines(), "\n")

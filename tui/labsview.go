@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -24,35 +25,8 @@ import (
 // LabUpdate with the finished record (and where it was written), then
 // closes events.
 type LabRunner interface {
-	Hosts() []FleetHost
-	RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate)
-}
-
-// LabRunOptions say how a lab runs from the workbench.
-type LabRunOptions struct {
-	Params map[string]string
-	Solve  bool // the lab's demo fast-forward
-	// Guide, when set, is asked before each step (labs.RunOptions.Guide).
-	Guide func(context.Context, labs.GuideStep) labs.GuideAnswer
-	// Abandon is the context cleanup runs on once the run's own context
-	// ends; cancelling it abandons cleanup (labs.RunOptions.Abandon).
-	Abandon context.Context
-}
-
-// LabUpdate is a lab run's progress (Event), a guided run's question
-// (Guide), or its end (Record).
-type LabUpdate struct {
-	Event  *labs.Event
-	Guide  *GuideRequest
-	Record *labs.Record // the run's last update: the run is over once it comes
-	Dir    string       // where the record was written
-	Err    string       // the record could not be written
-}
-
-// GuideRequest is a guided run waiting for the operator at a step.
-type GuideRequest struct {
-	Step  labs.GuideStep
-	reply chan labs.GuideAnswer
+	Hosts() []app.FleetHost
+	RunLab(ctx context.Context, l *labs.Lab, hosts []int, o app.LabRunOptions, events chan<- app.LabUpdate)
 }
 
 // labTickMsg redraws a run's timer each second.
@@ -80,7 +54,7 @@ type labsView struct {
 
 	sel     int
 	active  *labs.Lab
-	stream  runStream[LabUpdate]
+	stream  runStream[app.LabUpdate]
 	running bool
 	started time.Time
 	ended   time.Time
@@ -92,8 +66,8 @@ type labsView struct {
 	samples map[string]sampled      // host → the probe's samples so far
 	solve   map[string]bool         // lab → run its fast-forward
 	guided  bool
-	pending *GuideRequest // the step a guided run waits at
-	scroll  scroller      // a run's criteria and steps
+	pending *app.GuideRequest // the step a guided run waits at
+	scroll  scroller          // a run's criteria and steps
 	// listScroll is the list's, when the selected lab's criteria run
 	// past the screen.
 	listScroll scroller
@@ -233,7 +207,7 @@ func (v *labsView) FullHelp() [][]key.Binding {
 
 func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
-	case streamMsg[LabUpdate]:
+	case streamMsg[app.LabUpdate]:
 		if !v.stream.current(msg) {
 			return v, nil
 		}
@@ -272,7 +246,7 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	return v, nil
 }
 
-func (v *labsView) apply(u LabUpdate) {
+func (v *labsView) apply(u app.LabUpdate) {
 	switch {
 	case u.Guide != nil:
 		v.pending = u.Guide
@@ -345,7 +319,7 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 			answer = labs.GuideStop
 		}
 		if answer >= 0 {
-			v.pending.reply <- answer // buffered: the run takes it when it can
+			v.pending.Answer(answer)
 			v.pending = nil
 			return nil
 		}
@@ -434,36 +408,17 @@ func (v *labsView) start(l *labs.Lab, guided bool) tea.Cmd {
 	v.current = map[string]string{}
 	v.names = v.setup.names()
 	v.scroll.home()
-	o := LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
+	o := app.LabRunOptions{Params: v.setup.values(l.ID, l.Params), Solve: v.solve[l.ID]}
 	abandonCtx, abandon := context.WithCancel(context.WithoutCancel(v.base))
 	v.abandon, o.Abandon = abandon, abandonCtx
 	runner, hosts := v.runner, v.setup.indices()
-	cmd := v.stream.start(v.base, 256, func(ctx context.Context, ch chan<- LabUpdate) {
+	cmd := v.stream.start(v.base, 256, func(ctx context.Context, ch chan<- app.LabUpdate) {
 		if guided {
-			o.Guide = guideOver(ch)
+			o.Guide = app.GuideOver(ch)
 		}
 		runner.RunLab(ctx, l, hosts, o, ch)
 	})
 	return tea.Batch(cmd, v.tick())
-}
-
-// guideOver asks a guided run's question through the run's updates; the
-// answer comes back from a key press.
-func guideOver(ch chan<- LabUpdate) func(context.Context, labs.GuideStep) labs.GuideAnswer {
-	return func(ctx context.Context, g labs.GuideStep) labs.GuideAnswer {
-		req := &GuideRequest{Step: g, reply: make(chan labs.GuideAnswer, 1)}
-		select {
-		case ch <- LabUpdate{Guide: req}:
-		case <-ctx.Done():
-			return labs.GuideStop
-		}
-		select {
-		case a := <-req.reply:
-			return a
-		case <-ctx.Done():
-			return labs.GuideStop
-		}
-	}
 }
 
 func (v *labsView) tick() tea.Cmd {

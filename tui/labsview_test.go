@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
@@ -20,9 +21,9 @@ import (
 // tests run real labs on sshd). Host gpu002's topology lacks NVLink.
 type scriptedLabs struct{ n int }
 
-func (f scriptedLabs) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
+func (f scriptedLabs) Hosts() []app.FleetHost { return fakeFleet{n: f.n}.Hosts() }
 
-func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate) {
+func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o app.LabRunOptions, events chan<- app.LabUpdate) {
 	params := o.Params
 	defer close(events)
 	rec := &labs.Record{Lab: l.ID, Name: l.Name, Complete: true}
@@ -39,11 +40,11 @@ func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o La
 		if skip {
 			step.Skipped = "skipped by the operator (guided run)"
 		} else {
-			events <- LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Index: i, Host: h.Name, Phase: "observe", Step: step}}
+			events <- app.LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Index: i, Host: h.Name, Phase: "observe", Step: step}}
 			smp := labs.Sample{GPUs: []labs.SampleGPU{{Index: 0, UtilPct: ptr(uint32(97)), MemUsedMiB: ptr(uint64(71680))}}}
-			events <- LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Index: i, Host: h.Name, Phase: "observe", Step: step, Sample: &smp}}
+			events <- app.LabUpdate{Event: &labs.Event{Kind: labs.Sampled, Index: i, Host: h.Name, Phase: "observe", Step: step, Sample: &smp}}
 		}
-		events <- LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Index: i, Host: h.Name, Phase: "observe", Step: step}}
+		events <- app.LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Index: i, Host: h.Name, Phase: "observe", Step: step}}
 		m := map[string]any{"gpus": int64(8), "nvlink": "PASS", "nics": int64(1), "near_nic": "PASS", "numa_nodes": int64(2)}
 		if i == 1 {
 			m["nvlink"] = "FAIL"
@@ -52,11 +53,11 @@ func (f scriptedLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o La
 			delete(m, "gpus")
 		}
 		scores := l.Score(m, nil, params, f.n, true)
-		events <- LabUpdate{Event: &labs.Event{Kind: labs.HostFinished, Index: i, Host: h.Name, Scores: scores}}
+		events <- app.LabUpdate{Event: &labs.Event{Kind: labs.HostFinished, Index: i, Host: h.Name, Scores: scores}}
 		hr := labs.HostRecord{Host: h.Name, Scores: scores, Passed: labs.Passed(scores)}
 		rec.Hosts = append(rec.Hosts, hr)
 	}
-	events <- LabUpdate{Record: rec, Dir: "/results/topology-sanity/20261129-100000-gpu[001-003]"}
+	events <- app.LabUpdate{Record: rec, Dir: "/results/topology-sanity/20261129-100000-gpu[001-003]"}
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -183,7 +184,7 @@ func onlyUpdates(cmd tea.Cmd) tea.Cmd {
 				go func() { done <- c() }()
 				select {
 				case m := <-done:
-					if _, ok := m.(streamMsg[LabUpdate]); ok {
+					if _, ok := m.(streamMsg[app.LabUpdate]); ok {
 						return m
 					}
 				case <-time.After(500 * time.Millisecond):
@@ -391,12 +392,12 @@ func TestLabsStepsShowTheRunningStep(t *testing.T) {
 	v := newLabsView(scriptedLabs{n: 1}, nil, nil, DefaultStyles())
 	v.phase, v.current = map[string]string{}, map[string]string{}
 	for _, h := range []string{"gpu001", "gpu002", "gpu003"} {
-		v.apply(LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Host: h, Phase: "observe", Step: &labs.StepRecord{ID: "topo"}}})
+		v.apply(app.LabUpdate{Event: &labs.Event{Kind: labs.StepStarted, Host: h, Phase: "observe", Step: &labs.StepRecord{ID: "topo"}}})
 	}
 	if got := strings.Join(v.runningSteps(), "\n"); got != "  gpu[001-003]  observe topo: running…" {
 		t.Errorf("three hosts on one step: %q", got)
 	}
-	v.apply(LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Host: "gpu002", Phase: "observe", Step: &labs.StepRecord{ID: "topo", ExitCode: 0}}})
+	v.apply(app.LabUpdate{Event: &labs.Event{Kind: labs.StepFinished, Host: "gpu002", Phase: "observe", Step: &labs.StepRecord{ID: "topo", ExitCode: 0}}})
 	if got := strings.Join(v.runningSteps(), "\n"); got != "  gpu[001,003]  observe topo: running…" {
 		t.Errorf("one host finished: %q", got)
 	}
@@ -412,8 +413,8 @@ type heldLabs struct {
 	release chan struct{}
 }
 
-func (f heldLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate) {
-	inner := make(chan LabUpdate)
+func (f heldLabs) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o app.LabRunOptions, events chan<- app.LabUpdate) {
+	inner := make(chan app.LabUpdate)
 	go f.scriptedLabs.RunLab(ctx, l, hosts, o, inner)
 	for u := range inner {
 		events <- u

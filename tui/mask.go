@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 )
 
@@ -30,7 +31,7 @@ const lead = `(^|[^A-Za-z0-9_]|\x1b\[[0-9;:]*m)`
 
 // newMasker builds a masker for hosts (in fleet order); nil when there is
 // nothing to hide.
-func newMasker(hosts []FleetHost) *masker {
+func newMasker(hosts []app.FleetHost) *masker {
 	m := &masker{index: map[string]int{}}
 	addrSet := map[string]bool{}
 	for _, h := range hosts {

@@ -12,6 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
@@ -23,7 +24,7 @@ import (
 // addressed: the same names, 127.0.0.1:2201 and on.
 type loopbackFleet struct{ fakeFleet }
 
-func (f loopbackFleet) Hosts() []FleetHost {
+func (f loopbackFleet) Hosts() []app.FleetHost {
 	hs := f.fakeFleet.Hosts()
 	for i := range hs {
 		hs[i].Address = fmt.Sprintf("127.0.0.1:%d", 2201+i)
@@ -199,7 +200,7 @@ func TestNVLinksDown(t *testing.T) {
 }
 
 func TestMasker(t *testing.T) {
-	m := newMasker([]FleetHost{{Name: "dgx01", Address: "127.0.0.1:41805"}, {Name: "dgx02", Address: "127.0.0.1:38833"},
+	m := newMasker([]app.FleetHost{{Name: "dgx01", Address: "127.0.0.1:41805"}, {Name: "dgx02", Address: "127.0.0.1:38833"},
 		{Name: "dgx03", Address: "127.0.0.1:33121"}, {Name: "dgx04", Address: "127.0.0.1:37505"}, {Name: "head", Address: "[::1]:22"}})
 	for _, tc := range []struct{ in, want string }{
 		{"dgx01", "host-1"},

@@ -5,6 +5,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 )
 
@@ -14,11 +15,11 @@ import (
 // against what runs on the GPUs).
 type FleetProbedMsg struct {
 	Hosts    []string
-	Outcomes []ProbeOutcome
+	Outcomes []app.ProbeOutcome
 }
 
 // probedCmd tells the other views what the probe run found.
-func (v *fleetView) probedCmd(outcomes []ProbeOutcome) tea.Cmd {
+func (v *fleetView) probedCmd(outcomes []app.ProbeOutcome) tea.Cmd {
 	msg := FleetProbedMsg{Hosts: make([]string, len(v.rows)), Outcomes: outcomes}
 	for i, r := range v.rows {
 		msg.Hosts[i] = r.Name

@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -169,7 +170,7 @@ func (v *resultsView) FullHelp() [][]key.Binding {
 }
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
-	if u, ok := msg.(streamMsg[LabUpdate]); ok && u.closed {
+	if u, ok := msg.(streamMsg[app.LabUpdate]); ok && u.closed {
 		return v, v.load() // a lab run from the Labs tab just wrote its record
 	}
 	if m, ok := msg.(recordsMsg); ok {

@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
@@ -22,15 +23,8 @@ import (
 // Hosts()), sending each host's run on done as soon as it is complete,
 // then closing done.
 type RunbookRunner interface {
-	Hosts() []FleetHost
-	RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost)
-}
-
-// RunbookHost is one host's finished run; Index is its position in the
-// hosts passed to RunRunbook.
-type RunbookHost struct {
-	Index int
-	Run   runbooks.HostRun
+	Hosts() []app.FleetHost
+	RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- app.RunbookHost)
 }
 
 type runbookKeys struct {
@@ -59,7 +53,7 @@ type runbooksView struct {
 	runs     []*runbooks.HostRun
 	finished int
 	running  bool
-	stream   runStream[RunbookHost]
+	stream   runStream[app.RunbookHost]
 	base     context.Context // the workbench's lifetime: runs descend from it
 	folded   []runbooks.Folded
 	cursor   int // over verdict groups
@@ -164,7 +158,7 @@ func (v *runbooksView) FullHelp() [][]key.Binding {
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
-	case streamMsg[RunbookHost]:
+	case streamMsg[app.RunbookHost]:
 		if !v.stream.current(msg) {
 			return v, nil
 		}
@@ -318,7 +312,7 @@ func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
 	v.runs = make([]*runbooks.HostRun, len(v.names))
 	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
 	runner, hosts, params := v.runner, v.setup.indices(), v.setup.values(rb.ID, rb.Params)
-	return v.stream.start(v.base, len(v.names)+1, func(ctx context.Context, ch chan<- RunbookHost) {
+	return v.stream.start(v.base, len(v.names)+1, func(ctx context.Context, ch chan<- app.RunbookHost) {
 		runner.RunRunbook(ctx, rb, hosts, params, ch)
 	})
 }

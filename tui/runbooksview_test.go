@@ -10,6 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
@@ -29,9 +30,9 @@ type fakeRunbooks struct {
 	params      chan map[string]string // receives each run's parameters, when set
 }
 
-func (f fakeRunbooks) Hosts() []FleetHost { return fakeFleet{n: f.n}.Hosts() }
+func (f fakeRunbooks) Hosts() []app.FleetHost { return fakeFleet{n: f.n}.Hosts() }
 
-func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost) {
+func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- app.RunbookHost) {
 	defer close(done)
 	if f.params != nil {
 		f.params <- params
@@ -80,7 +81,7 @@ func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts
 			}
 			run.Verdicts = append(run.Verdicts, step.Judge(c, in))
 		}
-		done <- RunbookHost{Index: pos, Run: run}
+		done <- app.RunbookHost{Index: pos, Run: run}
 	}
 }
 
@@ -366,8 +367,8 @@ type heldRunbooks struct {
 	release chan struct{}
 }
 
-func (f heldRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost) {
-	inner := make(chan RunbookHost)
+func (f heldRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- app.RunbookHost) {
+	inner := make(chan app.RunbookHost)
 	go f.fakeRunbooks.RunRunbook(ctx, rb, hosts, params, inner)
 	for h := range inner {
 		done <- h

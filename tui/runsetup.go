@@ -10,6 +10,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/step"
@@ -22,7 +23,7 @@ const hostsPlaceholder = "gpu[01-08], @group, @label=value, !gpu05 (enter sets, 
 // each runbook's or lab's parameters, edited one field at a time.
 type runSetup struct {
 	inv   *inventory.Inventory
-	hosts func() []FleetHost
+	hosts func() []app.FleetHost
 
 	expr  string
 	idx   []int // into hosts()
@@ -39,10 +40,10 @@ type runSetup struct {
 
 // hostLister is what runs on the fleet's hosts (a RunbookRunner, a
 // LabRunner); nil when the workbench has no hosts.
-type hostLister interface{ Hosts() []FleetHost }
+type hostLister interface{ Hosts() []app.FleetHost }
 
 func newRunSetup(inv *inventory.Inventory, runner hostLister) *runSetup {
-	hosts := func() []FleetHost { return nil }
+	hosts := func() []app.FleetHost { return nil }
 	if runner != nil {
 		hosts = runner.Hosts
 	}

@@ -1,0 +1,160 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/remote"
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// ProbeResult is one host's probe run.
+type ProbeResult struct {
+	Host     string           `json:"host"`
+	Class    string           `json:"class"`
+	ExitCode int              `json:"exit_code"`
+	Error    string           `json:"error,omitempty"`
+	Pushed   int64            `json:"pushed_bytes"`
+	Snapshot *report.Snapshot `json:"snapshot,omitempty"`
+	// Simulated: the host is in a simulated fleet (gpulab sim).
+	Simulated bool `json:"simulated,omitempty"`
+	// HardwareGroup is the host's group when hosts are folded by what
+	// their hardware reads (0: the largest group, as the text shows them
+	// first), HardwareHosts that group's node set; absent without a
+	// snapshot.
+	HardwareGroup *int   `json:"hardware_group,omitempty"`
+	HardwareHosts string `json:"hardware_hosts,omitempty"`
+	// Flags are what the snapshot shows worth a look (report.Flags: an
+	// NVLink down, uncorrected ECC errors, a row remap pending, an Xid):
+	// a flagged host makes the probe exit 1.
+	Flags []string `json:"flags,omitempty"`
+}
+
+// OK: the host gave a snapshot in which NVML answered.
+func (p ProbeResult) OK() bool {
+	return p.Snapshot != nil && p.Snapshot.NVML.Available
+}
+
+// ReadSnapshot parses the probe's output into r.
+func ReadSnapshot(r ProbeResult, stdout []byte, stderr string, runErr error) ProbeResult {
+	s, err := remote.Decode(stdout)
+	if err != nil {
+		r.Class = "error"
+		msg := strings.TrimSpace(stderr)
+		if msg == "" && runErr != nil {
+			msg = runErr.Error()
+		}
+		if r.ExitCode == report.ExitWatchdog {
+			msg = "the probe's watchdog fired: NVML did not answer (" + msg + ")"
+		}
+		r.Error = fmt.Sprintf("no snapshot (exit %d): %s", r.ExitCode, msg)
+		if strings.Contains(err.Error(), "newer") {
+			r.Error = err.Error()
+		}
+		return r
+	}
+	r.Snapshot = s
+	r.Class = "ok"
+	r.Flags = report.Flags(s)
+	if !s.NVML.Available {
+		r.Class = "no-nvml"
+		r.Error = s.NVML.Error
+	}
+	return r
+}
+
+// ProbeOptions say how a fleet is probed.
+type ProbeOptions struct {
+	// Prober installs the probe (remote.Prober: the embedded build, or
+	// the simulator's on a simulated host).
+	Prober *remote.Prober
+	// XidWait is how long the probe waits for new Xid events, beyond
+	// the minute every run may take.
+	XidWait time.Duration
+	// HostArgs are the probe's arguments for one host (its name, its
+	// simulated faults); nil: --host NAME.
+	HostArgs func(host string) []string
+}
+
+// LocalError is a probe run in which no host gave a snapshot and the
+// reason is on this machine (the probe could not be had or read): the
+// user's to fix here, not the hosts'.
+type LocalError struct{ Err error }
+
+func (e *LocalError) Error() string { return e.Err.Error() }
+func (e *LocalError) Unwrap() error { return e.Err }
+
+// Probe pushes and runs the probe on every target, one result each, in
+// order; progress goes to events when not nil (closed before returning).
+func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchestrator.Event) ([]ProbeResult, error) {
+	rn := f
+	hostArgs := o.HostArgs
+	if hostArgs == nil {
+		hostArgs = func(host string) []string { return []string{"--host", host} }
+	}
+	var emit func(orchestrator.Event)
+	if events != nil {
+		defer close(events)
+		emit = func(ev orchestrator.Event) { ev.Time = time.Now(); events <- ev }
+	}
+	results := make([]ProbeResult, len(rn.Targets))
+	var mu sync.Mutex
+	var localErr error
+	prober := o.Prober
+	hosts := rn.Engine.ForEach(ctx, rn.Targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+		res := &results[i]
+		res.Host = t.Name
+		fail := func(class orchestrator.Class, msg string) {
+			hr.Class, hr.Err = class, msg
+			res.Class, res.Error = class.String(), msg
+		}
+		in, class, err := prober.Install(ctx, conn, t.CommandTimeout)
+		if err != nil {
+			if class == orchestrator.Error {
+				mu.Lock()
+				localErr = err
+				mu.Unlock()
+			}
+			fail(class, err.Error())
+			return
+		}
+		res.Pushed = in.Sent
+		timeout := 60*time.Second + o.XidWait
+		run := conn.Run(ctx, "probe", in.Line(prober, true, hostArgs(t.Name)...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
+		hr.Steps = append(hr.Steps, run)
+		res.ExitCode = run.ExitCode
+		*res = ReadSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
+		switch {
+		case run.Class == orchestrator.Cancelled || run.Class == orchestrator.Lost || run.Class == orchestrator.TimeoutCommand:
+			fail(run.Class, run.Err)
+		case res.Snapshot == nil || !res.Snapshot.NVML.Available: // the probe saw no GPU: not an ok host
+			hr.Class, hr.Err = orchestrator.Exit, res.Error
+		}
+	})
+	for i, h := range hosts {
+		if results[i].Host == "" { // never connected
+			results[i] = ProbeResult{Host: h.Host, Class: h.Class.String(), Error: h.Err}
+		}
+	}
+	for i := range results {
+		results[i].Simulated = rn.Simulated || (results[i].Snapshot != nil && results[i].Snapshot.Simulated)
+	}
+	if localErr != nil && len(results) > 0 && allFailed(results) {
+		return nil, &LocalError{localErr}
+	}
+	return results, nil
+}
+
+func allFailed(rs []ProbeResult) bool {
+	for _, r := range rs {
+		if r.Snapshot != nil {
+			return false
+		}
+	}
+	return true
+}
