@@ -72,6 +72,10 @@ type ControlPlane struct {
 	// them (client-go caches a transport by its CA file's path).
 	pki   *pki
 	token string
+	// scheduler and schedulerURL reach the scheduler's own endpoints
+	// (/readyz, /metrics).
+	scheduler    *http.Client
+	schedulerURL string
 }
 
 // BinDir returns the directory holding Binaries: $GPULAB_KUBE_BIN when set,
@@ -292,6 +296,9 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, bin string, p ports, s
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(p.sched),
 		"--leader-elect=false",
+		// /metrics as /readyz is, without credentials: AddNode reads the
+		// scheduler's node count there (scheduler_cache_size).
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 	); err != nil {
 		return err
 	}
@@ -308,7 +315,8 @@ func (cp *ControlPlane) startWorkers(ctx context.Context, bin string, p ports, s
 		// The scheduler serves /readyz with a certificate it made itself.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
-	if err := cp.waitHTTP(ctx, "kube-scheduler", getOK(insecure, "https://127.0.0.1:"+strconv.Itoa(p.sched)+"/readyz")); err != nil {
+	cp.scheduler, cp.schedulerURL = insecure, "https://127.0.0.1:"+strconv.Itoa(p.sched)
+	if err := cp.waitHTTP(ctx, "kube-scheduler", getOK(insecure, cp.schedulerURL+"/readyz")); err != nil {
 		return err
 	}
 	return cp.waitHTTP(ctx, "kwok", getOK(insecure, "http://127.0.0.1:"+strconv.Itoa(p.kwok)+"/readyz"))
@@ -420,6 +428,7 @@ func (cp *ControlPlane) AddNode(t testing.TB, node *corev1.Node) *corev1.Node {
 	if err != nil {
 		t.Fatalf("update status of node %q: %v", node.Name, err)
 	}
+	cp.waitSchedulerNodes(t)
 	return created
 }
 

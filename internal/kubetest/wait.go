@@ -1,7 +1,13 @@
 package kubetest
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,4 +66,65 @@ func undecidedPods(events []corev1.Event, pods []string) []string {
 		}
 	}
 	return out
+}
+
+// waitSchedulerNodes returns once the scheduler's cache holds as many
+// nodes as the API server lists (its scheduler_cache_size gauge): a pod
+// created after it is judged against every node, so that its
+// FailedScheduling event counts them all ("0/2 nodes are available"), not
+// the ones the scheduler's informer had seen by then on a busy machine.
+func (cp *ControlPlane) waitSchedulerNodes(t testing.TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), decideTimeout)
+	defer cancel()
+	nodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list nodes: %v", err)
+	}
+	want := len(nodes.Items)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		got, err := cp.schedulerNodes(ctx)
+		if err == nil && got >= want {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the scheduler's cache did not reach the API server's %d nodes in %v: %d, %v", want, decideTimeout, got, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// schedulerNodes reads scheduler_cache_size{type="nodes"} off the
+// scheduler's /metrics.
+func (cp *ControlPlane) schedulerNodes(ctx context.Context) (int, error) {
+	callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(callCtx, http.MethodGet, cp.schedulerURL+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := cp.scheduler.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s/metrics: %s", cp.schedulerURL, resp.Status)
+	}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	const gauge = `scheduler_cache_size{type="nodes"} `
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), gauge); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int(f), err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s/metrics has no %s", cp.schedulerURL, strings.TrimSpace(gauge))
 }
