@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -107,13 +108,23 @@ func newRunbookShowCmd(o *options) *cobra.Command {
 	}
 }
 
+// runbookRunOptions are gpulab runbook run's flags and argument, bound
+// by newRunbookRunCmd; Complete, Validate and Run are the command's three
+// steps (kubectl's shape), each callable without cobra.
+type runbookRunOptions struct {
+	*options
+	ssh          sshFlags
+	yes          bool
+	set          []string
+	allowUnknown bool
+
+	// Complete fills these in from the argument and --set.
+	rb     runbooks.Runbook
+	params map[string]string
+}
+
 func newRunbookRunCmd(o *options) *cobra.Command {
-	var (
-		f            sshFlags
-		yes          bool
-		set          []string
-		allowUnknown bool
-	)
+	ro := &runbookRunOptions{options: o}
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
 		Short: "Run a runbook on hosts and print folded verdicts",
@@ -139,59 +150,79 @@ Ctrl-C.`,
   gpulab runbook run health -H @a100 --json | jq '.hosts[] | {host, verdicts: [.verdicts[] | select(.status != "PASS")]}'`,
 		Args: exactArgs(1, "a runbook id (gpulab runbook list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			rb, err := o.findRunbook(args[0])
-			if err != nil {
+			if err := ro.Complete(args); err != nil {
 				return err
 			}
-			params, err := runbooks.Bind(rb, set)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			r, err := o.newRunner(&f)
-			if err != nil {
+			if err := ro.Validate(); err != nil {
 				return err
 			}
-			defer r.Keys.Close()
 			ctx, stop := interruptible(c.ErrOrStderr())
 			defer stop()
-			out := runbooks.Execute(ctx, r.Engine, r.Targets, rb, runbooks.RunOptions{Yes: yes, Params: params})
-			runs, folded := out.Runs, out.Folded
-			w := c.OutOrStdout()
-			if o.json {
-				err = writeJSON(w, struct {
-					Runbook   string             `json:"runbook"`
-					Worst     step.Status        `json:"worst"`
-					Summary   string             `json:"summary"`
-					Simulated bool               `json:"simulated,omitempty"`
-					Folded    []runbooks.Folded  `json:"folded"`
-					Hosts     []runbooks.HostRun `json:"hosts"`
-				}{rb.ID, out.Worst, out.Summary, simulatedRun(r), folded, runs})
-			} else {
-				err = printFoldedVerdicts(w, rb, folded, simulatedRun(r))
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(c.ErrOrStderr(), out.Summary)
-			if ctx.Err() != nil {
-				return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
-			}
-			switch worst := out.Worst; {
-			case worst == step.Fail || out.Unreached:
-				return errSilentFailure
-			case worst == step.Skipped: // nothing was checked: never a pass
-				return &exitError{code: ExitUnknown, err: errors.New("")}
-			case runbooks.AnyUnknown(runs) && !allowUnknown:
-				return &exitError{code: ExitUnknown, err: errors.New("")}
-			}
-			return nil
+			return ro.Run(ctx, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
-	f.register(run)
-	run.Flags().StringArrayVar(&set, "set", nil, "give the runbook's parameter `name=value` (gpulab runbook show ID lists them); repeatable")
-	run.Flags().BoolVar(&yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
-	run.Flags().BoolVar(&allowUnknown, "allow-unknown", false, "exit 0 when no check failed even if some are UNKNOWN (undecided for want of evidence)")
+	ro.ssh.register(run)
+	run.Flags().StringArrayVar(&ro.set, "set", nil, "give the runbook's parameter `name=value` (gpulab runbook show ID lists them); repeatable")
+	run.Flags().BoolVar(&ro.yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
+	run.Flags().BoolVar(&ro.allowUnknown, "allow-unknown", false, "exit 0 when no check failed even if some are UNKNOWN (undecided for want of evidence)")
 	return run
+}
+
+// Complete finds the runbook args name and binds its parameters.
+func (ro *runbookRunOptions) Complete(args []string) error {
+	rb, err := ro.findRunbook(args[0])
+	if err != nil {
+		return err
+	}
+	params, err := runbooks.Bind(rb, ro.set)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	ro.rb, ro.params = rb, params
+	return nil
+}
+
+// Validate checks the connection flags.
+func (ro *runbookRunOptions) Validate() error { return ro.ssh.check() }
+
+// Run runs the runbook on the selected hosts (runbooks.Execute), prints
+// the verdicts on stdout (text or --json) and the summary line on stderr,
+// and returns the exit status the verdicts give.
+func (ro *runbookRunOptions) Run(ctx context.Context, stdout, stderr io.Writer) error {
+	r, err := ro.newRunner(&ro.ssh)
+	if err != nil {
+		return err
+	}
+	defer r.Keys.Close()
+	out := runbooks.Execute(ctx, r.Engine, r.Targets, ro.rb, runbooks.RunOptions{Yes: ro.yes, Params: ro.params})
+	if ro.json {
+		err = writeJSON(stdout, struct {
+			Runbook   string             `json:"runbook"`
+			Worst     step.Status        `json:"worst"`
+			Summary   string             `json:"summary"`
+			Simulated bool               `json:"simulated,omitempty"`
+			Folded    []runbooks.Folded  `json:"folded"`
+			Hosts     []runbooks.HostRun `json:"hosts"`
+		}{ro.rb.ID, out.Worst, out.Summary, simulatedRun(r), out.Folded, out.Runs})
+	} else {
+		err = printFoldedVerdicts(stdout, ro.rb, out.Folded, simulatedRun(r))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stderr, out.Summary)
+	if ctx.Err() != nil {
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+	}
+	switch worst := out.Worst; {
+	case worst == step.Fail || out.Unreached:
+		return errSilentFailure
+	case worst == step.Skipped: // nothing was checked: never a pass
+		return &exitError{code: ExitUnknown, err: errors.New("")}
+	case runbooks.AnyUnknown(out.Runs) && !ro.allowUnknown:
+		return &exitError{code: ExitUnknown, err: errors.New("")}
+	}
+	return nil
 }
 
 // printFoldedVerdicts prints a runbook run's verdicts as text; on a
