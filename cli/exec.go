@@ -260,11 +260,17 @@ refused, auth, hostkey-unknown, hostkey-changed, cancelled, error.
 Exit status: 0 when every host is ok, 1 when any is not, 2 for usage or
 configuration errors, 130 after Ctrl-C (partial results are printed).`
 
+// execOptions are gpulab exec's flags and command, bound by newExecCmd;
+// Complete, Validate and Run are its three steps.
+type execOptions struct {
+	*options
+	ssh          sshFlags
+	fold, noFold bool
+	line         string // the remote command line (Complete)
+}
+
 func newExecCmd(o *options) *cobra.Command {
-	var (
-		f            sshFlags
-		fold, noFold bool
-	)
+	eo := &execOptions{options: o}
 	cmd := &cobra.Command{
 		Use:   "exec -H EXPR [flags] -- COMMAND [ARG...]",
 		Short: "Run a command on many hosts over SSH and fold identical outputs",
@@ -281,46 +287,66 @@ func newExecCmd(o *options) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if fold && noFold {
-				return usageErr("--fold and --no-fold contradict each other")
-			}
-			r, err := o.newRunner(&f)
-			if err != nil {
+			eo.Complete(args)
+			if err := eo.Validate(); err != nil {
 				return err
-			}
-			defer r.Keys.Close()
-			line := args[0]
-			if len(args) > 1 {
-				line = orchestrator.QuoteArgs(args)
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
-			start := time.Now()
-			plan := orchestrator.Plan{Targets: r.Targets, Steps: []orchestrator.Step{{Name: "exec", Command: line}}}
-			n := len(r.Targets)
-			var results []orchestrator.HostResult
-			if o.json || noFold || (!fold && n == 1) {
-				results, err = o.execInOrder(ctx, cmd.OutOrStdout(), r, plan, start)
-			} else {
-				results = r.Engine.Run(ctx, plan, nil)
-				err = printFolded(cmd.OutOrStdout(), o.env.Stdout, results)
-			}
-			elapsed := time.Since(start)
-			if err != nil {
-				return err
-			}
-			summary := fmt.Sprintf("%s in %.2fs", orchestrator.Summary(results), elapsed.Seconds())
-			if simulatedRun(r, results...) {
-				summary += ", on a " + simulatedFleet + " (gpulab sim)"
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), summary)
-			return fanOutExit(ctx, results)
+			return eo.Run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().BoolVar(&fold, "fold", false, "fold identical outputs (default when more than one host answers)")
-	cmd.Flags().BoolVar(&noFold, "no-fold", false, "print each host's output, lines prefixed with the host's name")
+	eo.ssh.register(cmd)
+	cmd.Flags().BoolVar(&eo.fold, "fold", false, "fold identical outputs (default when more than one host answers)")
+	cmd.Flags().BoolVar(&eo.noFold, "no-fold", false, "print each host's output, lines prefixed with the host's name")
 	return cmd
+}
+
+// Complete makes the remote command line: one argument as it is (a shell
+// command line, as with ssh), several quoted one by one.
+func (eo *execOptions) Complete(args []string) {
+	eo.line = args[0]
+	if len(args) > 1 {
+		eo.line = orchestrator.QuoteArgs(args)
+	}
+}
+
+// Validate refuses contradictory flags.
+func (eo *execOptions) Validate() error {
+	if eo.fold && eo.noFold {
+		return usageErr("--fold and --no-fold contradict each other")
+	}
+	return eo.ssh.check()
+}
+
+// Run runs the command on every selected host, prints what came back
+// (folded, per host, or --json) and the summary line on stderr, and
+// returns the exit status the hosts give.
+func (eo *execOptions) Run(ctx context.Context, stdout, stderr io.Writer) error {
+	r, err := eo.newRunner(&eo.ssh)
+	if err != nil {
+		return err
+	}
+	defer r.Keys.Close()
+	start := time.Now()
+	plan := orchestrator.Plan{Targets: r.Targets, Steps: []orchestrator.Step{{Name: "exec", Command: eo.line}}}
+	var results []orchestrator.HostResult
+	if eo.json || eo.noFold || (!eo.fold && len(r.Targets) == 1) {
+		results, err = eo.execInOrder(ctx, stdout, r, plan, start)
+	} else {
+		results = r.Engine.Run(ctx, plan, nil)
+		err = printFolded(stdout, eo.env.Stdout, results)
+	}
+	elapsed := time.Since(start)
+	if err != nil {
+		return err
+	}
+	summary := fmt.Sprintf("%s in %.2fs", orchestrator.Summary(results), elapsed.Seconds())
+	if simulatedRun(r, results...) {
+		summary += ", on a " + simulatedFleet + " (gpulab sim)"
+	}
+	fmt.Fprintln(stderr, summary)
+	return fanOutExit(ctx, results)
 }
 
 // fanOutExit maps a fan-out's outcome to the exit status.

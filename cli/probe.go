@@ -40,13 +40,18 @@ type probeFlags struct {
 	faults map[string]string
 }
 
+// probeOptions are gpulab probe's flags, bound by newProbeCmd; Validate
+// and Run are its steps (it takes no argument to complete).
+type probeOptions struct {
+	*options
+	ssh        sshFlags
+	pf         probeFlags
+	faultsFile string
+	noFold     bool
+}
+
 func newProbeCmd(o *options) *cobra.Command {
-	var (
-		f          sshFlags
-		pf         probeFlags
-		faultsFile string
-		noFold     bool
-	)
+	po := &probeOptions{options: o}
 	cmd := &cobra.Command{
 		Use:   "probe (-H EXPR | --local) [--mock dgxa100 [--mock-faults FILE]]",
 		Short: "Push the NVML probe to hosts, run it, and read one JSON snapshot per host",
@@ -58,49 +63,61 @@ func newProbeCmd(o *options) *cobra.Command {
   gpulab probe --local --mock dgxa100`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if pf.mock != "" && pf.mock != "dgxa100" {
-				return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
-			}
-			if err := checkMockFlags(pf, faultsFile); err != nil {
+			if err := po.Validate(); err != nil {
 				return err
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
-			results, err := o.probeHosts(ctx, &f, pf, faultsFile)
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if o.json {
-				markHardwareGroups(results)
-				if err := writeJSON(w, results); err != nil {
-					return err
-				}
-			} else if err := printProbes(w, results, !noFold); err != nil {
-				return err
-			}
-			if ctx.Err() != nil {
-				return &exitError{code: ExitInterrupted, err: errors.New("")}
-			}
-			for _, r := range results {
-				if !r.OK() || len(r.Flags) > 0 {
-					return errSilentFailure
-				}
-			}
-			return nil
+			return po.Run(ctx, cmd.OutOrStdout())
 		},
 	}
-	f.register(cmd)
+	po.ssh.register(cmd)
 	fl := cmd.Flags()
-	fl.BoolVar(&pf.local, "local", false, "run the probe on this machine")
-	fl.StringVar(&pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
-	fl.BoolVar(&pf.keep, "keep", false, "leave the probe cached on the hosts (by sha256) after the run")
-	fl.BoolVar(&pf.kmsg, "kmsg", false, "also read recent NVRM Xid lines from the kernel log")
-	fl.DurationVar(&pf.xidWait, "xid-wait", 0, "listen for NVML Xid events this long")
-	fl.StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
-	fl.StringVar(&faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
-	fl.BoolVar(&noFold, "no-fold", false, "print every host's GPU table, and nothing folded")
+	fl.BoolVar(&po.pf.local, "local", false, "run the probe on this machine")
+	fl.StringVar(&po.pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
+	fl.BoolVar(&po.pf.keep, "keep", false, "leave the probe cached on the hosts (by sha256) after the run")
+	fl.BoolVar(&po.pf.kmsg, "kmsg", false, "also read recent NVRM Xid lines from the kernel log")
+	fl.DurationVar(&po.pf.xidWait, "xid-wait", 0, "listen for NVML Xid events this long")
+	fl.StringVar(&po.pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
+	fl.StringVar(&po.faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
+	fl.BoolVar(&po.noFold, "no-fold", false, "print every host's GPU table, and nothing folded")
 	return cmd
+}
+
+// Validate refuses a simulated machine gpulab does not have and
+// --mock-faults without --mock.
+func (po *probeOptions) Validate() error {
+	if po.pf.mock != "" && po.pf.mock != "dgxa100" {
+		return usageErr("--mock %q: the only simulated machine is dgxa100", po.pf.mock)
+	}
+	return checkMockFlags(po.pf, po.faultsFile)
+}
+
+// Run probes the hosts (or this machine), prints the snapshots (folded,
+// per host, or --json), and returns the exit status they give: 1 for a
+// host flagged, without a snapshot or without NVML.
+func (po *probeOptions) Run(ctx context.Context, w io.Writer) error {
+	results, err := po.probeHosts(ctx, &po.ssh, po.pf, po.faultsFile)
+	if err != nil {
+		return err
+	}
+	if po.json {
+		markHardwareGroups(results)
+		if err := writeJSON(w, results); err != nil {
+			return err
+		}
+	} else if err := printProbes(w, results, !po.noFold); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: ExitInterrupted, err: errors.New("")}
+	}
+	for _, r := range results {
+		if !r.OK() || len(r.Flags) > 0 {
+			return errSilentFailure
+		}
+	}
+	return nil
 }
 
 // probeLong is gpulab probe's --help.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -58,13 +59,23 @@ full, read-only filesystem, permission denied) leaves nothing behind. When
 the host already has a file with the same sha256, no bytes are sent. SFTP
 is used where the server offers it, a plain session otherwise.`
 
+// pushOptions are gpulab push's flags and file, bound by newPushCmd;
+// Complete, Validate and Run are its three steps.
+type pushOptions struct {
+	*options
+	ssh    sshFlags
+	dest   string
+	mode   string
+	noSFTP bool
+
+	// Complete reads these.
+	file string
+	data []byte
+	perm os.FileMode
+}
+
 func newPushCmd(o *options) *cobra.Command {
-	var (
-		f      sshFlags
-		dest   string
-		mode   string
-		noSFTP bool
-	)
+	po := &pushOptions{options: o}
 	cmd := &cobra.Command{
 		Use:   "push FILE -H EXPR [--dest PATH]",
 		Short: "Copy a file to many hosts safely: private directory, checksum, atomic rename",
@@ -74,56 +85,79 @@ func newPushCmd(o *options) *cobra.Command {
   gpulab push big.tar -H gpu01 --json`,
 		Args: exactArgs(1, "the local FILE to push"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			// The name the file takes on the hosts, and --dest: refused
-			// here, once, rather than by every host.
-			if err := orchestrator.CheckPushName(filepath.Base(args[0])); err != nil {
-				return usageErr("push: %v (the file keeps its local name on the hosts: rename it)", err)
-			}
-			if err := orchestrator.CheckPushDest(dest); err != nil {
-				return usageErr("push: --dest: %v", err)
-			}
-			data, err := fileio.ReadRegular(args[0], fileio.MaxPush)
-			if err != nil {
-				return usageErr("push: %v", err)
-			}
-			st, _ := os.Stat(args[0])
-			perm := st.Mode().Perm()
-			if mode != "" {
-				var m uint32
-				if _, err := fmt.Sscanf(mode, "%o", &m); err != nil || m > 0o7777 {
-					return usageErr("--mode %q: want an octal mode such as 0755", mode)
-				}
-				perm = os.FileMode(m)
-			}
-			r, err := o.newRunner(&f)
-			if err != nil {
+			if err := po.Validate(args); err != nil {
 				return err
 			}
-			defer r.Keys.Close()
+			if err := po.Complete(args); err != nil {
+				return err
+			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
-			spec := orchestrator.PushSpec{Name: filepath.Base(args[0]), Data: data, Mode: perm, Dest: dest, NoSFTP: noSFTP}
-			start := time.Now()
-			hosts, pushes := r.Engine.PushAll(ctx, r.Targets, spec)
-			elapsed := time.Since(start)
-			w := cmd.OutOrStdout()
-			if o.json {
-				err = writePushJSON(w, args[0], len(data), spec.Sum(), hosts, pushes, elapsed)
-			} else {
-				err = printPushes(w, hosts, pushes)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s in %.2fs (sha256 %s)\n", orchestrator.Summary(hosts), elapsed.Seconds(), spec.Sum()[:16])
-			return fanOutExit(ctx, hosts)
+			return po.Run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().StringVar(&dest, "dest", "", "remote `PATH` (default: the private cache directory, under FILE's name)")
-	cmd.Flags().StringVar(&mode, "mode", "", "remote file `MODE` in octal (default: the local file's)")
-	cmd.Flags().BoolVar(&noSFTP, "no-sftp", false, "upload through a plain session even where SFTP is offered")
+	po.ssh.register(cmd)
+	cmd.Flags().StringVar(&po.dest, "dest", "", "remote `PATH` (default: the private cache directory, under FILE's name)")
+	cmd.Flags().StringVar(&po.mode, "mode", "", "remote file `MODE` in octal (default: the local file's)")
+	cmd.Flags().BoolVar(&po.noSFTP, "no-sftp", false, "upload through a plain session even where SFTP is offered")
 	return cmd
+}
+
+// Validate refuses, here and once rather than by every host, the name the
+// file would take on the hosts and a --dest no host may take; and the
+// connection flags.
+func (po *pushOptions) Validate(args []string) error {
+	if err := orchestrator.CheckPushName(filepath.Base(args[0])); err != nil {
+		return usageErr("push: %v (the file keeps its local name on the hosts: rename it)", err)
+	}
+	if err := orchestrator.CheckPushDest(po.dest); err != nil {
+		return usageErr("push: --dest: %v", err)
+	}
+	return po.ssh.check()
+}
+
+// Complete reads the file (a regular file, bounded) and its mode, or --mode.
+func (po *pushOptions) Complete(args []string) error {
+	data, err := fileio.ReadRegular(args[0], fileio.MaxPush)
+	if err != nil {
+		return usageErr("push: %v", err)
+	}
+	st, _ := os.Stat(args[0])
+	perm := st.Mode().Perm()
+	if po.mode != "" {
+		var m uint32
+		if _, err := fmt.Sscanf(po.mode, "%o", &m); err != nil || m > 0o7777 {
+			return usageErr("--mode %q: want an octal mode such as 0755", po.mode)
+		}
+		perm = os.FileMode(m)
+	}
+	po.file, po.data, po.perm = args[0], data, perm
+	return nil
+}
+
+// Run pushes the file to every selected host, prints each outcome
+// (folded, or --json) and the summary on stderr, and returns the exit
+// status the hosts give.
+func (po *pushOptions) Run(ctx context.Context, stdout, stderr io.Writer) error {
+	r, err := po.newRunner(&po.ssh)
+	if err != nil {
+		return err
+	}
+	defer r.Keys.Close()
+	spec := orchestrator.PushSpec{Name: filepath.Base(po.file), Data: po.data, Mode: po.perm, Dest: po.dest, NoSFTP: po.noSFTP}
+	start := time.Now()
+	hosts, pushes := r.Engine.PushAll(ctx, r.Targets, spec)
+	elapsed := time.Since(start)
+	if po.json {
+		err = writePushJSON(stdout, po.file, len(po.data), spec.Sum(), hosts, pushes, elapsed)
+	} else {
+		err = printPushes(stdout, hosts, pushes)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s in %.2fs (sha256 %s)\n", orchestrator.Summary(hosts), elapsed.Seconds(), spec.Sum()[:16])
+	return fanOutExit(ctx, hosts)
 }
 
 // printPushes folds hosts with the same outcome: "gpu[01-63]  sent 2.1 MB  /root/.cache/gpulab/x".
