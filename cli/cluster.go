@@ -18,8 +18,17 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
+// clusterFlags are the cluster commands' shared flags (kubectl's
+// --kubeconfig, --context, -n), bound once on the group; wide is nodes'.
+type clusterFlags struct {
+	src  cluster.Source
+	ns   string
+	all  bool
+	wide bool
+}
+
 func newClusterCmd(o *options) *cobra.Command {
-	src := cluster.Source{Getenv: o.getenv}
+	cf := &clusterFlags{src: cluster.Source{Getenv: o.getenv}}
 	cmd := &cobra.Command{
 		Use:   "cluster",
 		Short: "Read a Kubernetes cluster's GPU side with client-go (the control plane)",
@@ -29,14 +38,11 @@ else ~/.kube/config; --context NAME, else the current context. Read-only
 access is enough.`,
 	}
 	pf := cmd.PersistentFlags()
-	pf.StringVar(&src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
-	pf.StringVar(&src.Context, "context", "", "the kubeconfig context `NAME` to use (default: the current context)")
-	var ns string
-	var all bool
-	pf.StringVarP(&ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
-	cmd.AddCommand(newClusterPendingCmd(o, &src, &ns, &all), newClusterWhyCmd(o, &src, &ns), newClusterQuotasCmd(o, &src, &ns, &all),
-		newClusterFragmentationCmd(o, &src, &ns), newClusterReconcileCmd(o, &src))
-	var wide bool
+	pf.StringVar(&cf.src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
+	pf.StringVar(&cf.src.Context, "context", "", "the kubeconfig context `NAME` to use (default: the current context)")
+	pf.StringVarP(&cf.ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
+	cmd.AddCommand(newClusterPendingCmd(o, &cf.src, &cf.ns, &cf.all), newClusterWhyCmd(o, &cf.src, &cf.ns), newClusterQuotasCmd(o, &cf.src, &cf.ns, &cf.all),
+		newClusterFragmentationCmd(o, &cf.src, &cf.ns), newClusterReconcileCmd(o, &cf.src))
 	nodesCmd := &cobra.Command{
 		Use:   "nodes [--wide]",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
@@ -50,7 +56,7 @@ non-terminated pods bound to it request, and what is left.`,
 			if c.Flags().Changed("namespace") {
 				return usageErr("-n does not apply to nodes: they belong to no namespace, and what they hold is counted over every namespace")
 			}
-			client, err := o.connect(c, &src)
+			client, err := o.connect(c, &cf.src)
 			if err != nil {
 				return err
 			}
@@ -67,10 +73,10 @@ non-terminated pods bound to it request, and what is left.`,
 				}
 				return writeJSON(c.OutOrStdout(), nodes)
 			}
-			return printGPUNodes(c, ctxName, nodes, wide)
+			return printGPUNodes(c, ctxName, nodes, cf.wide)
 		},
 	}
-	nodesCmd.Flags().BoolVar(&wide, "wide", false, "also each node's GPU product and MIG strategy (GPU feature discovery's labels), kubelet, runtime and OS")
+	nodesCmd.Flags().BoolVar(&cf.wide, "wide", false, "also each node's GPU product and MIG strategy (GPU feature discovery's labels), kubelet, runtime and OS")
 	cmd.AddCommand(nodesCmd)
 	return cmd
 }

@@ -19,12 +19,16 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 )
 
+// reconcileOptions are gpulab cluster reconcile's flags beside the
+// cluster group's.
+type reconcileOptions struct {
+	ssh        sshFlags
+	pf         probeFlags
+	faultsFile string
+}
+
 func newClusterReconcileCmd(o *options, src *cluster.Source) *cobra.Command {
-	var (
-		f          sshFlags
-		pf         probeFlags
-		faultsFile string
-	)
+	ro := &reconcileOptions{}
 	cmd := &cobra.Command{
 		Use:   "reconcile -H EXPR [--context NAME] [--json]",
 		Short: "GPUs allocated vs used: idle allocations, use without allocation, stranded MIG",
@@ -77,14 +81,14 @@ not be read; 2 for usage or configuration errors.`,
   gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runReconcile(c, o, src, &f, pf, faultsFile)
+			return runReconcile(c, o, src, &ro.ssh, ro.pf, ro.faultsFile)
 		},
 	}
-	f.register(cmd)
+	ro.ssh.register(cmd)
 	fl := cmd.Flags()
-	fl.StringVar(&pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
-	fl.StringVar(&faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
-	fl.StringVar(&pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
+	fl.StringVar(&ro.pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
+	fl.StringVar(&ro.faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
+	fl.StringVar(&ro.pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
 	return cmd
 }
 

@@ -75,11 +75,18 @@ levels).`,
 	}
 }
 
+// inventoryListOptions are gpulab inventory list's flags.
+type inventoryListOptions struct {
+	*options
+	expr string
+	fold bool
+	// given: -H was on the command line (an empty selection is then a
+	// usage error, as exec and probe say it).
+	given bool
+}
+
 func newInventoryListCmd(o *options) *cobra.Command {
-	var (
-		expr string
-		fold bool
-	)
+	lo := &inventoryListOptions{options: o}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the hosts a host expression selects",
@@ -94,27 +101,39 @@ that are not in the inventory are listed as ad-hoc hosts.`,
   gpulab inventory list -H '@lab' --json | jq -r '.hosts[].address'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inv, err := o.loadInventory(true)
-			if err != nil {
-				return err
-			}
-			hosts, err := inv.Select(expr)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if len(hosts) == 0 && cmd.Flags().Changed("hosts") { // as exec and probe say it
-				return usageErr("-H %q selects no host", expr)
-			}
-			return printHosts(cmd.OutOrStdout(), expr, hosts, fold, o.json)
+			lo.given = cmd.Flags().Changed("hosts")
+			return lo.Run(cmd.OutOrStdout())
 		},
 	}
-	list.Flags().StringVarP(&expr, "hosts", "H", "*", "host `EXPR`ession: node set, @group, @label=value, operators , ! & ^")
-	list.Flags().BoolVar(&fold, "fold", false, "print the selection folded into one node set")
+	list.Flags().StringVarP(&lo.expr, "hosts", "H", "*", "host `EXPR`ession: node set, @group, @label=value, operators , ! & ^")
+	list.Flags().BoolVar(&lo.fold, "fold", false, "print the selection folded into one node set")
 	return list
 }
 
+// Run lists the hosts -H selects in the inventory.
+func (lo *inventoryListOptions) Run(w io.Writer) error {
+	inv, err := lo.loadInventory(true)
+	if err != nil {
+		return err
+	}
+	hosts, err := inv.Select(lo.expr)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if len(hosts) == 0 && lo.given {
+		return usageErr("-H %q selects no host", lo.expr)
+	}
+	return printHosts(w, lo.expr, hosts, lo.fold, lo.json)
+}
+
+// inventoryShowOptions are gpulab inventory show's flags.
+type inventoryShowOptions struct {
+	*options
+	ssh sshFlags
+}
+
 func newInventoryShowCmd(o *options) *cobra.Command {
-	var f sshFlags
+	so := &inventoryShowOptions{options: o}
 	show := &cobra.Command{
 		Use:   "show HOST",
 		Short: "Print how gpulab will reach a host, and where each setting came from",
@@ -124,24 +143,27 @@ OpenSSH's defaults. Each setting is printed with its source (file:line).`,
 		Example: `  gpulab inventory show gpu001 --inventory inventory.toml
   gpulab inventory show bastion-lab -F ~/.ssh/lab_config --json`,
 		Args: exactArgs(1, "one host name"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			f.hosts = args[0]
-			r, err := o.newRunner(&f)
-			if err != nil {
-				return err
-			}
-			if len(r.Targets) != 1 {
-				return usageErr("%q names %d hosts; show takes one", args[0], len(r.Targets))
-			}
-			if t := r.Targets[0]; !t.Reachable() {
-				return configErr(fmt.Errorf("%s", t.Unresolved))
-			}
-			return printTarget(cmd.OutOrStdout(), r.Targets[0], o.json)
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return so.Run(cmd.OutOrStdout(), args[0]) },
 	}
-	f.register(show)
+	so.ssh.register(show)
 	_ = show.Flags().MarkHidden("hosts")
 	return show
+}
+
+// Run resolves host as exec would and prints each setting with its source.
+func (so *inventoryShowOptions) Run(w io.Writer, host string) error {
+	so.ssh.hosts = host
+	r, err := so.newRunner(&so.ssh)
+	if err != nil {
+		return err
+	}
+	if len(r.Targets) != 1 {
+		return usageErr("%q names %d hosts; show takes one", host, len(r.Targets))
+	}
+	if t := r.Targets[0]; !t.Reachable() {
+		return configErr(fmt.Errorf("%s", t.Unresolved))
+	}
+	return printTarget(w, r.Targets[0], so.json)
 }
 
 // resolveAll resolves every host of inv as a run would (ssh_config,

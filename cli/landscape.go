@@ -16,8 +16,15 @@ import (
 	"github.com/gpulab/gpulab/tui"
 )
 
+// mapOptions are gpulab map's flags, bound by newMapCmd.
+type mapOptions struct {
+	*options
+	plane string
+	c     *landscape.Catalog // Complete loads it
+}
+
 func newMapCmd(o *options) *cobra.Command {
-	var plane string
+	mo := &mapOptions{options: o}
 	cmd := &cobra.Command{
 		Use:   "map",
 		Short: "Print the three-plane map: each plane and the projects that live in it",
@@ -29,21 +36,37 @@ another plane says so).`,
   gpulab map --json | jq '.planes[] | {plane: .id, projects: [.projects[].id]}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.loadCatalog()
-			if err != nil {
+			if err := mo.Complete(); err != nil {
 				return err
 			}
-			if plane != "" {
-				if _, ok := c.Plane(plane); !ok {
-					return usageErr("--plane %q: want one of: %s", plane, planeIDs(c))
-				}
+			if err := mo.Validate(); err != nil {
+				return err
 			}
-			return printMap(cmd.OutOrStdout(), c, plane, o.json)
+			return mo.Run(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringVar(&plane, "plane", "", "show only this `PLANE` (control, data, workload)")
+	cmd.Flags().StringVar(&mo.plane, "plane", "", "show only this `PLANE` (control, data, workload)")
 	return cmd
 }
+
+// Complete loads the catalog.
+func (mo *mapOptions) Complete() (err error) {
+	mo.c, err = mo.loadCatalog()
+	return err
+}
+
+// Validate checks --plane against the catalog's planes.
+func (mo *mapOptions) Validate() error {
+	if mo.plane != "" {
+		if _, ok := mo.c.Plane(mo.plane); !ok {
+			return usageErr("--plane %q: want one of: %s", mo.plane, planeIDs(mo.c))
+		}
+	}
+	return nil
+}
+
+// Run prints the map (text or --json).
+func (mo *mapOptions) Run(w io.Writer) error { return printMap(w, mo.c, mo.plane, mo.json) }
 
 type mapJSON struct {
 	Planes []mapPlaneJSON `json:"planes"`
@@ -97,12 +120,19 @@ func printMap(w io.Writer, c *landscape.Catalog, only string, asJSON bool) error
 	return nil
 }
 
+// matrixOptions are gpulab matrix's flags, bound by newMatrixCmd.
+type matrixOptions struct {
+	*options
+	plane, search, sortBy string
+	filters               []string
+	desc, why             bool
+
+	c      *landscape.Catalog // Complete loads it
+	levels []landscape.Filter // each --filter, all of them to pass (Validate)
+}
+
 func newMatrixCmd(o *options) *cobra.Command {
-	var (
-		plane, search, sortBy string
-		filters               []string
-		desc, why             bool
-	)
+	mo := &matrixOptions{options: o}
 	cmd := &cobra.Command{
 		Use:   "matrix",
 		Short: "Print the decision-axis matrix: projects × resource unit, isolation, fragmentation, governance",
@@ -118,56 +148,73 @@ verifiable). --why adds the one-sentence reason under each row.`,
   gpulab matrix --json | jq '.projects[] | select(.axes.isolation.levels | index("strong")) | .name'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.loadCatalog()
-			if err != nil {
+			if err := mo.Complete(); err != nil {
 				return err
 			}
-			f := landscape.Filter{Plane: plane, Text: search}
-			if plane != "" {
-				if _, ok := c.Plane(plane); !ok {
-					return usageErr("--plane %q: want one of: %s", plane, planeIDs(c))
-				}
+			if err := mo.Validate(); err != nil {
+				return err
 			}
-			var levels []landscape.Filter // each --filter, all of them to pass
-			for _, filter := range filters {
-				axis, level, ok := strings.Cut(filter, "=")
-				if axis == "plane" {
-					return usageErr("--filter %q: plane is not an axis: use --plane %s", filter, level)
-				}
-				a, found := c.Axis(axis)
-				if !ok || !found {
-					return usageErr("--filter %q: want AXIS=LEVEL, AXIS one of: %s", filter, axisIDs(c))
-				}
-				if _, _, ok := a.Level(level); !ok {
-					return usageErr("--filter %q: axis %s has levels: %s", filter, axis, levelIDs(a))
-				}
-				levels = append(levels, landscape.Filter{Axis: axis, Level: level})
-			}
-			if sortBy != "" && sortBy != "plane" {
-				if _, ok := c.Axis(sortBy); !ok {
-					return usageErr("--sort %q: want plane or an axis: %s", sortBy, axisIDs(c))
-				}
-			}
-			var rows []landscape.Project
-			for _, p := range c.Projects {
-				if f.Match(p) && !slices.ContainsFunc(levels, func(l landscape.Filter) bool { return !l.Match(p) }) {
-					rows = append(rows, p)
-				}
-			}
-			if sortBy != "" {
-				c.Sort(rows, strings.TrimPrefix(sortBy, "plane"), desc)
-			}
-			return printMatrix(cmd.OutOrStdout(), c, rows, why, o.json)
+			return mo.Run(cmd.OutOrStdout())
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&plane, "plane", "", "only projects that act in `PLANE`")
-	fl.StringArrayVar(&filters, "filter", nil, "only projects at `AXIS=LEVEL` (e.g. isolation=strong); repeated, a project must pass each")
-	fl.StringVar(&search, "search", "", "only projects whose name, kind or summary contains `TEXT`")
-	fl.StringVar(&sortBy, "sort", "", "sort by `AXIS` (level order) or plane")
-	fl.BoolVar(&desc, "desc", false, "sort descending")
-	fl.BoolVar(&why, "why", false, "print each placement's reason under the row")
+	fl.StringVar(&mo.plane, "plane", "", "only projects that act in `PLANE`")
+	fl.StringArrayVar(&mo.filters, "filter", nil, "only projects at `AXIS=LEVEL` (e.g. isolation=strong); repeated, a project must pass each")
+	fl.StringVar(&mo.search, "search", "", "only projects whose name, kind or summary contains `TEXT`")
+	fl.StringVar(&mo.sortBy, "sort", "", "sort by `AXIS` (level order) or plane")
+	fl.BoolVar(&mo.desc, "desc", false, "sort descending")
+	fl.BoolVar(&mo.why, "why", false, "print each placement's reason under the row")
 	return cmd
+}
+
+// Complete loads the catalog.
+func (mo *matrixOptions) Complete() (err error) {
+	mo.c, err = mo.loadCatalog()
+	return err
+}
+
+// Validate checks --plane, each --filter and --sort against the catalog.
+func (mo *matrixOptions) Validate() error {
+	if mo.plane != "" {
+		if _, ok := mo.c.Plane(mo.plane); !ok {
+			return usageErr("--plane %q: want one of: %s", mo.plane, planeIDs(mo.c))
+		}
+	}
+	for _, filter := range mo.filters {
+		axis, level, ok := strings.Cut(filter, "=")
+		if axis == "plane" {
+			return usageErr("--filter %q: plane is not an axis: use --plane %s", filter, level)
+		}
+		a, found := mo.c.Axis(axis)
+		if !ok || !found {
+			return usageErr("--filter %q: want AXIS=LEVEL, AXIS one of: %s", filter, axisIDs(mo.c))
+		}
+		if _, _, ok := a.Level(level); !ok {
+			return usageErr("--filter %q: axis %s has levels: %s", filter, axis, levelIDs(a))
+		}
+		mo.levels = append(mo.levels, landscape.Filter{Axis: axis, Level: level})
+	}
+	if mo.sortBy != "" && mo.sortBy != "plane" {
+		if _, ok := mo.c.Axis(mo.sortBy); !ok {
+			return usageErr("--sort %q: want plane or an axis: %s", mo.sortBy, axisIDs(mo.c))
+		}
+	}
+	return nil
+}
+
+// Run prints the projects that pass every filter, sorted as asked.
+func (mo *matrixOptions) Run(w io.Writer) error {
+	f := landscape.Filter{Plane: mo.plane, Text: mo.search}
+	var rows []landscape.Project
+	for _, p := range mo.c.Projects {
+		if f.Match(p) && !slices.ContainsFunc(mo.levels, func(l landscape.Filter) bool { return !l.Match(p) }) {
+			rows = append(rows, p)
+		}
+	}
+	if mo.sortBy != "" {
+		mo.c.Sort(rows, strings.TrimPrefix(mo.sortBy, "plane"), mo.desc)
+	}
+	return printMatrix(w, mo.c, rows, mo.why, mo.json)
 }
 
 type matrixJSON struct {
@@ -272,7 +319,7 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
 			})
 		},
 	})
-	var width int
+	var so struct{ width int } // catalog show's flag
 	show := &cobra.Command{
 		Use:   "show PROJECT",
 		Short: "Print a project's card: axes with reasons, acceptance questions, labs, links",
@@ -291,11 +338,11 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
 			if o.json {
 				return writeJSON(cmd.OutOrStdout(), p)
 			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), tui.PlainCard(c, p, width))
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), tui.PlainCard(c, p, so.width))
 			return err
 		},
 	}
-	show.Flags().IntVar(&width, "width", 80, "wrap at `COLUMNS`")
+	show.Flags().IntVar(&so.width, "width", 80, "wrap at `COLUMNS`")
 	cmd.AddCommand(show)
 	return cmd
 }

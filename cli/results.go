@@ -209,8 +209,16 @@ func newResultsShowCmd(o *options, rd *resultsDir) *cobra.Command {
 	}
 }
 
+// resultsCompareOptions are gpulab results compare's flags; resolve finds
+// a record by the names results list prints.
+type resultsCompareOptions struct {
+	*options
+	svg     string
+	resolve func(string) (labs.RecordRef, error)
+}
+
 func newResultsCompareCmd(o *options, resolve func(string) (labs.RecordRef, error)) *cobra.Command {
-	var svg string
+	co := &resultsCompareOptions{options: o, resolve: resolve}
 	c := &cobra.Command{
 		Use:   "compare BASELINE RUN...",
 		Short: "Runs side by side, with interference coefficients against the first",
@@ -231,36 +239,40 @@ it) and compare-nccl-busbw.svg (bus bandwidth against message size, one
 line per run that ran nccl-tests).`,
 		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07\n  gpulab results compare BASE RUN --svg ./charts",
 		Args:    compareArgs,
-		RunE: func(c *cobra.Command, args []string) error {
-			refs, err := resolveRuns(args, resolve)
-			if err != nil {
-				return err
-			}
-			rows := labs.Compare(refs)
-			if svg != "" { // drawn first: a directory that cannot be written is said before any table
-				charts := labs.CompareCharts(refs, rows)
-				if len(charts) == 0 {
-					fmt.Fprintln(c.ErrOrStderr(), "no chart: these records have no latency figures and no nccl-tests output (nothing written to --svg "+svg+")")
-				}
-				if len(charts) > 0 {
-					paths, err := labs.WriteCharts(svg, charts)
-					for _, p := range paths {
-						fmt.Fprintln(c.ErrOrStderr(), "chart:", p)
-					}
-					if err != nil {
-						return &exitError{code: ExitFailed, err: fmt.Errorf("--svg %s: %w", svg, err)}
-					}
-				}
-			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), rows)
-			}
-			printCompare(c.OutOrStdout(), rows)
-			return nil
-		},
+		RunE:    func(c *cobra.Command, args []string) error { return co.Run(args, c.OutOrStdout(), c.ErrOrStderr()) },
 	}
-	c.Flags().StringVar(&svg, "svg", "", "draw the comparison as SVG charts into `DIR`")
+	c.Flags().StringVar(&co.svg, "svg", "", "draw the comparison as SVG charts into `DIR`")
 	return c
+}
+
+// Run lays the records named by args side by side (and draws them with
+// --svg), the first the baseline.
+func (co *resultsCompareOptions) Run(args []string, stdout, stderr io.Writer) error {
+	refs, err := resolveRuns(args, co.resolve)
+	if err != nil {
+		return err
+	}
+	rows := labs.Compare(refs)
+	if co.svg != "" { // drawn first: a directory that cannot be written is said before any table
+		charts := labs.CompareCharts(refs, rows)
+		if len(charts) == 0 {
+			fmt.Fprintln(stderr, "no chart: these records have no latency figures and no nccl-tests output (nothing written to --svg "+co.svg+")")
+		}
+		if len(charts) > 0 {
+			paths, err := labs.WriteCharts(co.svg, charts)
+			for _, p := range paths {
+				fmt.Fprintln(stderr, "chart:", p)
+			}
+			if err != nil {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("--svg %s: %w", co.svg, err)}
+			}
+		}
+	}
+	if co.json {
+		return writeJSON(stdout, rows)
+	}
+	printCompare(stdout, rows)
+	return nil
 }
 
 // checkLabQuery refuses --lab ID when ID is neither a lab gpulab knows

@@ -34,9 +34,16 @@ only when its sha256 is that of the build this gpulab embeds.`,
 	return cmd
 }
 
+// simServeOptions are gpulab sim serve's flags: the fleet's config and
+// where its inventory goes.
+type simServeOptions struct {
+	*options
+	cfg sim.Config
+	out string
+}
+
 func newSimServeCmd(o *options) *cobra.Command {
-	var cfg sim.Config
-	var out string
+	so := &simServeOptions{options: o}
 	c := &cobra.Command{
 		Use:   "serve (FILE | --inventory-out FILE) [--hosts N] [--seed S] [--latency D] [--drop HOST] [--hang HOST]",
 		Short: "Keep a simulated fleet up until Ctrl-C, and write its inventory",
@@ -61,56 +68,73 @@ decides what runs as you. Another is refused before a host starts.`,
   ssh -F ~/sim/inventory.toml.ssh_config dgx01 nvidia-smi topo -m`,
 		Args: simServeArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := inventoryOut(&out, args); err != nil {
+			if err := so.Validate(args); err != nil {
 				return err
 			}
-			if out == "" {
-				return usageErr("sim serve: --inventory-out FILE (or FILE as the argument) is required: where to write the fleet's inventory")
-			}
-			// sim.Start takes 0 hosts for its default; here the flag's
-			// default is 4, and an explicit 0 is a mistake.
-			if cfg.Hosts < 1 || cfg.Hosts > sim.MaxHosts {
-				return usageErr("sim serve: --hosts %d: between 1 and %d", cfg.Hosts, sim.MaxHosts)
-			}
-			if cfg.Latency < 0 || cfg.Latency > time.Minute {
-				return usageErr("sim serve: --latency %v: between 0 and 1m", cfg.Latency)
-			}
-			// Before a host starts: the directory must be one that no
-			// other user can write (its ssh_config decides what runs as
-			// the operator).
-			if err := fileio.CheckTrustedDir(filepath.Dir(out)); err != nil {
-				return &exitError{code: ExitUsage, err: fmt.Errorf("sim serve: --inventory-out %s: %w", out, err)}
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
-			defer stop()
-			// The fleet runs in a child process under hard limits (see
-			// sim.Spawn): a simulated command that runs it into one ends
-			// that process, and it is started again.
-			f, err := sim.Spawn(ctx, cfg)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			defer f.Close()
-			files, err := f.WriteInventory(out)
-			if err != nil {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("sim serve: write the inventory: %w", err)}
-			}
-			if err := printReady(cmd, o, f, files); err != nil {
-				return err
-			}
-			return serveUntilDone(ctx, cmd.ErrOrStderr(), f)
+			return so.Run(cmd)
 		},
 	}
 	fl := c.Flags()
-	fl.IntVar(&cfg.Hosts, "hosts", 4, fmt.Sprintf("how many hosts (1 to %d)", sim.MaxHosts))
-	fl.Int64Var(&cfg.Seed, "seed", 0, "picks the sick host and its faults (same seed, same fleet)")
-	fl.DurationVar(&cfg.Latency, "latency", 0, "delay added before every packet each host sends")
-	fl.StringArrayVar(&cfg.Drop, "drop", nil, "`HOST` refuses connections (repeatable)")
-	fl.StringArrayVar(&cfg.Hang, "hang", nil, "`HOST` accepts connections and never answers (repeatable)")
-	fl.StringArrayVar(&cfg.Die, "die", nil, "`HOST` logs in, and each connection is cut as a command starts on it, as a power cut would (repeatable)")
-	fl.StringArrayVar(&cfg.Deny, "deny", nil, "`HOST` accepts no key: every login fails (repeatable)")
-	fl.StringVar(&out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")
+	fl.IntVar(&so.cfg.Hosts, "hosts", 4, fmt.Sprintf("how many hosts (1 to %d)", sim.MaxHosts))
+	fl.Int64Var(&so.cfg.Seed, "seed", 0, "picks the sick host and its faults (same seed, same fleet)")
+	fl.DurationVar(&so.cfg.Latency, "latency", 0, "delay added before every packet each host sends")
+	fl.StringArrayVar(&so.cfg.Drop, "drop", nil, "`HOST` refuses connections (repeatable)")
+	fl.StringArrayVar(&so.cfg.Hang, "hang", nil, "`HOST` accepts connections and never answers (repeatable)")
+	fl.StringArrayVar(&so.cfg.Die, "die", nil, "`HOST` logs in, and each connection is cut as a command starts on it, as a power cut would (repeatable)")
+	fl.StringArrayVar(&so.cfg.Deny, "deny", nil, "`HOST` accepts no key: every login fails (repeatable)")
+	fl.StringVar(&so.out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")
 	return c
+}
+
+// Validate takes FILE from the argument or --inventory-out, checks the
+// fleet's size and latency, and refuses a directory other users can write
+// (the inventory's ssh_config decides what runs as the operator) before a
+// host starts.
+func (so *simServeOptions) Validate(args []string) error {
+	if err := inventoryOut(&so.out, args); err != nil {
+		return err
+	}
+	if so.out == "" {
+		return usageErr("sim serve: --inventory-out FILE (or FILE as the argument) is required: where to write the fleet's inventory")
+	}
+	// sim.Start takes 0 hosts for its default; here the flag's
+	// default is 4, and an explicit 0 is a mistake.
+	if so.cfg.Hosts < 1 || so.cfg.Hosts > sim.MaxHosts {
+		return usageErr("sim serve: --hosts %d: between 1 and %d", so.cfg.Hosts, sim.MaxHosts)
+	}
+	if so.cfg.Latency < 0 || so.cfg.Latency > time.Minute {
+		return usageErr("sim serve: --latency %v: between 0 and 1m", so.cfg.Latency)
+	}
+	// Before a host starts: the directory must be one that no
+	// other user can write (its ssh_config decides what runs as
+	// the operator).
+	if err := fileio.CheckTrustedDir(filepath.Dir(so.out)); err != nil {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("sim serve: --inventory-out %s: %w", so.out, err)}
+	}
+	return nil
+}
+
+// Run starts the fleet in its child process, writes the inventory, says
+// ready, and serves until a stop signal.
+func (so *simServeOptions) Run(cmd *cobra.Command) error {
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	defer stop()
+	// The fleet runs in a child process under hard limits (see
+	// sim.Spawn): a simulated command that runs it into one ends
+	// that process, and it is started again.
+	f, err := sim.Spawn(ctx, so.cfg)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	defer f.Close()
+	files, err := f.WriteInventory(so.out)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("sim serve: write the inventory: %w", err)}
+	}
+	if err := printReady(cmd, so.options, f, files); err != nil {
+		return err
+	}
+	return serveUntilDone(ctx, cmd.ErrOrStderr(), f)
 }
 
 // simServeArgs takes one FILE at most, the inventory to write.
