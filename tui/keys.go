@@ -1,6 +1,9 @@
 package tui
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+)
 
 // GlobalKeys are the bindings the root model handles on every view.
 type GlobalKeys struct {
@@ -28,6 +31,28 @@ type MoveKeys struct {
 	PageUp, PageDown      key.Binding
 	Home, End             key.Binding
 	Open, Back            key.Binding
+}
+
+// Moves moves a list's cursor as km says, up, down, home or end, kept on
+// one of its n rows (0 for none), and reports whether km was one of them:
+// written as a case of a view's key switch, one list moves as every other
+// does.
+func (k MoveKeys) Moves(km tea.KeyMsg, cur *int, n int) bool {
+	c := *cur
+	switch {
+	case key.Matches(km, k.Up):
+		c--
+	case key.Matches(km, k.Down):
+		c++
+	case key.Matches(km, k.Home):
+		c = 0
+	case key.Matches(km, k.End):
+		c = n - 1
+	default:
+		return false
+	}
+	*cur = max(0, min(c, n-1))
+	return true
 }
 
 // DefaultMoveKeys returns arrows plus vi keys.

@@ -351,14 +351,7 @@ func (v *labsView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 	}()
 	switch {
-	case key.Matches(km, k.Up):
-		v.sel = max(0, v.sel-1)
-	case key.Matches(km, k.Down):
-		v.sel = min(len(v.list)-1, v.sel+1)
-	case key.Matches(km, k.Home):
-		v.sel = 0
-	case key.Matches(km, k.End):
-		v.sel = max(0, len(v.list)-1)
+	case k.Moves(km, &v.sel, len(v.list)):
 	case key.Matches(km, k.Run), key.Matches(km, k.Guided):
 		if v.canRun() {
 			return v.start(v.list[v.sel], key.Matches(km, k.Guided))

@@ -195,14 +195,7 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, nil
 	}
 	switch {
-	case key.Matches(km, k.Up):
-		v.sel = max(0, v.sel-1)
-	case key.Matches(km, k.Down):
-		v.sel = min(len(v.refs)-1, v.sel+1)
-	case key.Matches(km, k.Home):
-		v.sel = 0
-	case key.Matches(km, k.End):
-		v.sel = max(0, len(v.refs)-1)
+	case k.Moves(km, &v.sel, len(v.refs)):
 	case key.Matches(km, k.Refresh):
 		return v, v.load()
 	case key.Matches(km, k.Baseline):

@@ -212,14 +212,7 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 			}
 		}()
 		switch {
-		case key.Matches(km, k.Up):
-			v.sel = max(0, v.sel-1)
-		case key.Matches(km, k.Down):
-			v.sel = min(len(v.list)-1, v.sel+1)
-		case key.Matches(km, k.Home):
-			v.sel = 0
-		case key.Matches(km, k.End):
-			v.sel = max(0, len(v.list)-1)
+		case k.Moves(km, &v.sel, len(v.list)):
 		case key.Matches(km, k.Run):
 			if v.canRun() {
 				return v.start(v.list[v.sel])
@@ -245,14 +238,7 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		}
 	}()
 	switch {
-	case key.Matches(km, k.Up):
-		v.cursor = max(0, v.cursor-1)
-	case key.Matches(km, k.Down):
-		v.cursor = min(v.groupCount()-1, v.cursor+1)
-	case key.Matches(km, k.Home):
-		v.cursor = 0
-	case key.Matches(km, k.End):
-		v.cursor = v.groupCount() - 1
+	case k.Moves(km, &v.cursor, v.groupCount()):
 	case key.Matches(km, k.Evidence), key.Matches(km, k.Open):
 		v.evidence = !v.evidence
 	case key.Matches(km, k.Back):
