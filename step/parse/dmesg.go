@@ -1,6 +1,7 @@
 package parse
 
 import (
+	"cmp"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,6 +22,12 @@ type KernelLog struct {
 	// FallenOffBus lists bus ids the driver said fell off the bus, with or
 	// without an Xid 79 line (some drivers print only the message).
 	FallenOffBus []string `json:"fallen_off_bus"`
+	// Lines counts the kernel log lines read (each with a log prefix, or
+	// an NVRM line without one); First and Last are the first and last
+	// timestamps seen, as printed: what "no Xid" was read over.
+	Lines int    `json:"lines"`
+	First string `json:"first,omitempty"`
+	Last  string `json:"last,omitempty"`
 }
 
 // XIDLine is one Xid (GPU) or SXid (NVSwitch) line.
@@ -99,6 +106,12 @@ func ParseDmesgXid(text string) (*KernelLog, error) {
 			continue
 		}
 		ts, kts, rest, ok := stripPrefix(l)
+		if ok {
+			k.Lines++
+			if ts != "" {
+				k.First, k.Last = cmp.Or(k.First, ts), ts
+			}
+		}
 		if !ok && curLine > 0 && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "\t")) {
 			// A continuation line of the previous message.
 			more.WriteByte(' ')
@@ -109,6 +122,16 @@ func ParseDmesgXid(text string) (*KernelLog, error) {
 		cur.time, cur.ktime, cur.text, curLine = ts, kts, rest, i+1
 	}
 	flush()
+	if k.Lines == 0 {
+		// An empty log (cleared with dmesg -C, or a command that printed
+		// nothing) or text that is not a kernel log: "no Xid" read from
+		// it would be no evidence at all.
+		what := "empty input"
+		if strings.TrimSpace(text) != "" {
+			what = "no line with a kernel log prefix or an NVRM message"
+		}
+		problems.add(0, "%s: not a kernel log (want dmesg, journalctl -k or syslog output)", what)
+	}
 	return k, problems.err()
 }
 

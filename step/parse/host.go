@@ -180,17 +180,22 @@ func ParseIPBrLink(text string) ([]Link, error) {
 		if len(f) == 0 {
 			continue
 		}
-		if len(f) < 3 {
-			problems.add(i+1, "line not understood: %q", strings.TrimSpace(l))
+		if len(f) < 3 || !operStates[f[1]] {
+			problems.add(i+1, "line not understood (want NAME STATE [ADDRESS] <FLAGS>): %q", strings.TrimSpace(l))
 			continue
 		}
 		lk := Link{Name: f[0], State: f[1], Flags: []string{}}
+		flags := false
 		for _, x := range f[2:] {
-			if strings.HasPrefix(x, "<") {
-				lk.Flags = strings.Split(strings.Trim(x, "<>"), ",")
+			if strings.HasPrefix(x, "<") && strings.HasSuffix(x, ">") {
+				lk.Flags, flags = strings.Split(strings.Trim(x, "<>"), ","), true
 			} else if lk.Address == "" {
 				lk.Address = x
 			}
+		}
+		if !flags {
+			problems.add(i+1, "line not understood (no <FLAGS>): %q", strings.TrimSpace(l))
+			continue
 		}
 		for _, fl := range lk.Flags {
 			lk.Master = lk.Master || fl == "MASTER"
@@ -199,8 +204,16 @@ func ParseIPBrLink(text string) ([]Link, error) {
 		lk.InfiniBand = strings.Count(lk.Address, ":") == 19
 		out = append(out, lk)
 	}
+	if len(out) == 0 && len(problems) == 0 {
+		// Every host has lo: an empty answer is not ip's.
+		problems.add(0, "no link line: not ip -br link output")
+	}
 	return out, problems.err()
 }
+
+// operStates are the operational states ip prints (RFC 2863, as the
+// kernel's IF_OPER_* names them).
+var operStates = map[string]bool{"UNKNOWN": true, "NOTPRESENT": true, "DOWN": true, "LOWERLAYERDOWN": true, "TESTING": true, "DORMANT": true, "UP": true}
 
 // RdmaLink is a port from `rdma link`.
 type RdmaLink struct {

@@ -71,7 +71,10 @@ type MIGCIProfile struct {
 }
 
 var (
-	migMessage  = regexp.MustCompile(`^(No .*|.*[Nn]ot [Ff]ound.*)$`)
+	// migMessage is nvidia-smi's answer without a table: "No GPU
+	// instances found: Not Found", "No MIG-enabled devices found.". A
+	// shell's "rdma: command not found" is not one.
+	migMessage  = regexp.MustCompile(`^(No .*|.*: Not Found)$`)
 	freeTotal   = regexp.MustCompile(`^(\d+)/(\d+)$`)
 	startSize   = regexp.MustCompile(`^(\d+):(\d+)$`)
 	placementRE = regexp.MustCompile(`^GPU\s+(\d+)\s+Profile ID\s+(\d+)\s+Placements?\s*:\s*\{([\d,]*)\}:(\d+)\s*$`)

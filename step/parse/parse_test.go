@@ -147,3 +147,29 @@ func linearWork(t *testing.T, what string, n int, f func(n int)) {
 		t.Errorf("%s: %d units allocate %d bytes, %d units %d bytes (%.1f times): quadratic", what, n, small, 4*n, big, float64(big)/float64(small))
 	}
 }
+
+// TestNotTheCommandsOutput: what a host prints when the command is not
+// there, or answers with an error, is not the command's output, and no
+// parser may read it as an answer (a shell's "command not found" is not
+// "no MIG device", an error is not "no link"). Empty output is an answer
+// only where the command prints nothing when it has nothing to list.
+func TestNotTheCommandsOutput(t *testing.T) {
+	emptyIsAnAnswer := map[string]string{
+		"kubectl-get-events": "kubectl writes \"No resources found\" to stderr",
+		"rdma-link":          "rdma link prints nothing on a host without RDMA devices",
+	}
+	for _, k := range Kinds() {
+		for _, out := range []string{"", "  \n", "bash: line 1: " + k.Name + ": command not found\n", "error: You must be logged in to the server (Unauthorized)\n", "sudo: a password is required\n"} {
+			_, err := k.Parse(out)
+			if strings.TrimSpace(out) == "" && emptyIsAnAnswer[k.Name] != "" {
+				if err != nil {
+					t.Errorf("%s on empty output: %v; want no error (%s)", k.Name, err, emptyIsAnAnswer[k.Name])
+				}
+				continue
+			}
+			if err == nil {
+				t.Errorf("%s took %q as its command's output", k.Name, out)
+			}
+		}
+	}
+}
