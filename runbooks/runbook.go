@@ -149,6 +149,11 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			bad([]any{"check", i, "rule"}, "check %q: no rule %q (rules: %s)", c.ID, c.Rule, strings.Join(step.RuleNames(), ", "))
 			continue
 		}
+		if rule.CheckWith != nil {
+			if err := rule.CheckWith(c.With); err != nil {
+				bad([]any{"check", i, "with"}, "check %q: %v", c.ID, err)
+			}
+		}
 		for j, u := range c.Uses {
 			if !steps[u] {
 				bad([]any{"check", i, "uses", j}, "check %q uses step %q, which this runbook does not have", c.ID, u)

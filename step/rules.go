@@ -1,6 +1,7 @@
 package step
 
 import (
+	"cmp"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -81,6 +82,9 @@ type Rule struct {
 	// for every rule.
 	SeesFailures bool
 	Fn           func(in []Input, with map[string]any) Verdict
+	// CheckWith, when set, vets a check's with table as its runbook
+	// loads: a check that could never fail is refused there.
+	CheckWith func(with map[string]any) error
 }
 
 var rules = map[string]Rule{}
@@ -164,8 +168,31 @@ func Judge(c Check, in []Input) Verdict {
 			return v
 		}
 	}
+	var unread *Input // an input the parser read only in part
+	for k, i := range in {
+		if i.ParseErr == nil || r.SeesFailures && i.Class == orchestrator.Exit {
+			continue
+		}
+		if EmptyValue(i.Value) {
+			// Nothing read: "no Xid", "no link down" or "0 failed" from it
+			// would be the parser's zero value, not the host's answer.
+			v.Status, v.Summary = Unknown, fmt.Sprintf("no evidence: step %s gave output gpulab could not read: %s", i.Step, orchestrator.FirstLine(i.ParseErr.Error()))
+			v.Hint = EvidenceHint(i)
+			return v
+		}
+		unread = &in[k]
+	}
 	out := r.Fn(in, c.With)
 	out.Check, out.Title = c.ID, c.Title
+	if unread != nil {
+		why := fmt.Sprintf("part of step %s's output could not be read (%s)", unread.Step, orchestrator.FirstLine(unread.ParseErr.Error()))
+		if out.Status == Pass || out.Status == Skipped {
+			// What passed (or had nothing to judge) is the part read; the
+			// rest could hold the failure.
+			out.Status, out.Summary, out.Hint = Unknown, why+": "+out.Summary+" holds only for the part read", EvidenceHint(*unread)
+		}
+		out.Evidence = append(out.Evidence, Evidence{Step: unread.Step, Fact: why})
+	}
 	switch {
 	case out.Status == Unknown && out.Hint == "":
 		// The check's hint is advice for a failure; a verdict without
@@ -178,6 +205,38 @@ func Judge(c Check, in []Input) Verdict {
 		out.Evidence = []Evidence{}
 	}
 	return out
+}
+
+// EmptyValue reports whether a parser's value holds nothing at all: nil,
+// an empty list or map, or a struct whose lists and maps are all empty
+// (its error then means "not this command's output", and its counts are
+// zero values, not readings).
+func EmptyValue(v any) bool {
+	rv := reflect.ValueOf(v)
+	for rv.IsValid() && (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface) {
+		if rv.IsNil() {
+			return true
+		}
+		rv = rv.Elem()
+	}
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return true
+	case reflect.Slice, reflect.Map:
+		return rv.Len() == 0
+	case reflect.Struct:
+		lists := 0
+		for k := range rv.NumField() {
+			if f := rv.Field(k); f.Kind() == reflect.Slice || f.Kind() == reflect.Map {
+				if f.Len() > 0 {
+					return false
+				}
+				lists++
+			}
+		}
+		return lists > 0
+	}
+	return false
 }
 
 var notFoundRE = regexp.MustCompile(`(?m)([^\s:]+): (?:command )?not found`)
@@ -228,7 +287,7 @@ func init() {
 	rules["xid-recent"] = Rule{Inputs: []string{"dmesg-xid"}, Fn: xidRecent}
 	rules["rdma-up"] = Rule{Inputs: []string{"rdma-link"}, Fn: rdmaUp}
 	rules["ran"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: ran}
-	rules["output-matches"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: outputMatches}
+	rules["output-matches"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: outputMatches, CheckWith: outputMatchesWith}
 	rules["node-allocatable"] = Rule{Inputs: []string{"kubectl-describe-node"}, Fn: nodeAllocatable}
 	rules["pending-reasons"] = Rule{Inputs: []string{"kubectl-get-events"}, Fn: pendingReasons}
 	rules["mig-expected"] = Rule{Inputs: []string{"nvidia-smi-mig-lgi"}, Fn: migExpected}
@@ -255,9 +314,16 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 	if err != nil || pat == "" {
 		return verdict(Unknown, fmt.Sprintf("the check's pattern %q is not a regular expression", pat))
 	}
-	if m := re.FindString(i.Output); m != "" {
-		line := strings.Count(i.Output[:strings.Index(i.Output, m)], "\n") + 1
-		return verdict(Pass, orchestrator.FirstLine(m), Evidence{Step: i.Step, Fact: orchestrator.FirstLine(m), Line: line})
+	if loc := re.FindStringIndex(i.Output); loc != nil {
+		m := i.Output[loc[0]:loc[1]]
+		line := strings.Count(i.Output[:loc[0]], "\n") + 1
+		ev := Evidence{Step: i.Step, Fact: orchestrator.FirstLine(m), Line: line}
+		if !i.Ran {
+			// The pattern is there, but the command failed: the output
+			// may be partial, stale or an error message quoting it.
+			return verdict(Unknown, fmt.Sprintf("the output matches %s, but the command %s", pat, i.Problem), ev)
+		}
+		return verdict(Pass, orchestrator.FirstLine(m), ev)
 	}
 	status := Fail
 	if a, _ := with["absent"].(string); a == string(Warn) {
@@ -268,6 +334,27 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 		why += " (" + i.Problem + ")"
 	}
 	return verdict(status, why, Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output + " " + i.Problem)})
+}
+
+// outputMatchesWith refuses a pattern that is missing, is not a regular
+// expression, or matches the empty string (it would pass on any output,
+// an empty one included).
+func outputMatchesWith(with map[string]any) error {
+	pat, ok := with["pattern"].(string)
+	if !ok || pat == "" {
+		return fmt.Errorf("rule output-matches needs with.pattern, a regular expression")
+	}
+	re, err := regexp.Compile("(?m)" + pat)
+	if err != nil {
+		return fmt.Errorf("with.pattern %q is not a regular expression: %v", pat, err)
+	}
+	if re.MatchString("") {
+		return fmt.Errorf("with.pattern %q matches the empty string: the check would pass on any output", pat)
+	}
+	if a, ok := with["absent"]; ok && a != string(Warn) && a != string(Fail) {
+		return fmt.Errorf("with.absent %v: want %q or %q", a, Warn, Fail)
+	}
+	return nil
 }
 
 // nodeAllocatable: the node offers the GPU resource (with.resource, default
@@ -596,13 +683,21 @@ func persistence(in []Input, _ map[string]any) Verdict {
 
 func eccUncorrected(in []Input, _ map[string]any) Verdict {
 	q := in[0].Value.(*parse.Query)
-	var ev []Evidence
-	unknown := 0
+	var ev, unread []Evidence
+	off, read := 0, 0
 	for i, g := range q.GPUs {
 		v := firstField(g.Fields, "ECC Errors/Volatile/DRAM Uncorrectable", "ECC Errors/Volatile/Double Bit/Total", "ECC Errors/Volatile/Double Bit/Device Memory")
 		n, err := strconv.Atoi(v)
-		if err != nil {
-			unknown++
+		switch {
+		case err == nil:
+			read++
+		case v == "N/A" || g.ECCCurrent != nil && *g.ECCCurrent == "Disabled":
+			off++ // ECC off: nothing to count
+			continue
+		default:
+			// "Unknown Error", "[GPU requires reset]", or no counter at
+			// all: this GPU's count was not read, and could be the one.
+			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): uncorrectable ECC count %s", i, g.BusID, cmp.Or(v, "not printed"))})
 			continue
 		}
 		if n > 0 {
@@ -611,11 +706,17 @@ func eccUncorrected(in []Input, _ map[string]any) Verdict {
 	}
 	switch {
 	case len(ev) > 0:
-		return verdict(Fail, fmt.Sprintf("uncorrectable ECC errors on %d GPU(s)", len(ev)), ev...)
-	case unknown == len(q.GPUs):
+		return verdict(Fail, fmt.Sprintf("uncorrectable ECC errors on %d GPU(s)", len(ev)), append(ev, unread...)...)
+	case len(unread) > 0:
+		return verdict(Unknown, fmt.Sprintf("the uncorrectable ECC count of %d GPU(s) could not be read", len(unread)), unread...)
+	case read == 0:
 		return verdict(Unknown, "no GPU reports volatile ECC counts (ECC off or N/A)")
 	}
-	return verdict(Pass, "no uncorrectable ECC error")
+	pass := verdict(Pass, "no uncorrectable ECC error", Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%d GPU(s) count 0 uncorrectable ECC errors", read)})
+	if off > 0 {
+		pass.Evidence = append(pass.Evidence, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%d GPU(s) with ECC off", off)})
+	}
+	return pass
 }
 
 func firstField(f map[string]string, keys ...string) string {
@@ -631,12 +732,16 @@ func remappedRows(in []Input, _ map[string]any) Verdict {
 	q := in[0].Value.(*parse.Query)
 	var fail, warn []Evidence
 	seen := 0
+	var unread []Evidence
 	for i, g := range q.GPUs {
 		r := g.RemappedRows
 		if r == nil {
 			continue
 		}
 		seen++
+		if r.Failure == nil || r.Pending == nil {
+			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): row remapping's pending or failure flag not read", i, g.BusID)})
+		}
 		if r.Failure != nil && *r.Failure {
 			fail = append(fail, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): row remapping failed", i, g.BusID)})
 		}
@@ -651,29 +756,45 @@ func remappedRows(in []Input, _ map[string]any) Verdict {
 		return verdict(Warn, fmt.Sprintf("row remaps pending on %d GPU(s): reset the GPU to apply", len(warn)), warn...)
 	case seen == 0:
 		return verdict(Skipped, "no GPU reports row remapping (pre-A100 GPUs retire pages instead)")
+	case len(unread) > 0:
+		return verdict(Unknown, fmt.Sprintf("row remapping not read on %d GPU(s)", len(unread)), unread...)
+	case seen < len(q.GPUs):
+		// A node of one GPU model where some GPUs print no remap block:
+		// those did not answer.
+		return verdict(Unknown, fmt.Sprintf("%d of %d GPU(s) report row remapping: the others' state is not known", seen, len(q.GPUs)))
 	}
 	return verdict(Pass, fmt.Sprintf("no pending or failed row remap on %d GPU(s)", seen))
 }
 
 func pcieWidth(in []Input, _ map[string]any) Verdict {
 	q := in[0].Value.(*parse.Query)
-	var ev []Evidence
+	var ev, unread []Evidence
 	for i, g := range q.GPUs {
-		if g.WidthCurrent != nil && g.WidthMax != nil && *g.WidthCurrent < *g.WidthMax {
+		switch {
+		case g.WidthCurrent == nil || g.WidthMax == nil:
+			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): PCIe link width not read", i, g.BusID)})
+		case *g.WidthCurrent < *g.WidthMax:
 			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): PCIe x%d of x%d", i, g.BusID, *g.WidthCurrent, *g.WidthMax)})
 		}
 	}
-	if len(ev) > 0 {
-		return verdict(Warn, fmt.Sprintf("PCIe link downtrained on %d GPU(s)", len(ev)), ev...)
+	switch {
+	case len(ev) > 0:
+		return verdict(Warn, fmt.Sprintf("PCIe link downtrained on %d GPU(s)", len(ev)), append(ev, unread...)...)
+	case len(unread) > 0:
+		return verdict(Unknown, fmt.Sprintf("the PCIe link width of %d GPU(s) could not be read", len(unread)), unread...)
 	}
-	return verdict(Pass, "every PCIe link at full width")
+	return verdict(Pass, "every PCIe link at full width", Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%d GPU(s) at their maximum width", len(q.GPUs))})
 }
 
 func throttle(in []Input, _ map[string]any) Verdict {
 	q := in[0].Value.(*parse.Query)
-	var ev []Evidence
+	var ev, unread []Evidence
 	for i, g := range q.GPUs {
+		reasons := false
 		for k, v := range g.Fields {
+			if strings.HasPrefix(k, "Clocks Event Reasons/") || strings.HasPrefix(k, "Clocks Throttle Reasons/") {
+				reasons = reasons || v == "Active" || v == "Not Active"
+			}
 			if v != "Active" {
 				continue
 			}
@@ -682,10 +803,16 @@ func throttle(in []Input, _ map[string]any) Verdict {
 				ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d: %s Active", i, k[strings.LastIndex(k, "/")+1:])})
 			}
 		}
+		if !reasons {
+			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): no clock event reason read", i, g.BusID)})
+		}
 	}
 	sort.Slice(ev, func(a, b int) bool { return ev[a].Fact < ev[b].Fact })
-	if len(ev) > 0 {
-		return verdict(Warn, fmt.Sprintf("%d hardware or thermal slowdowns active", len(ev)), ev...)
+	switch {
+	case len(ev) > 0:
+		return verdict(Warn, fmt.Sprintf("%d hardware or thermal slowdowns active", len(ev)), append(ev, unread...)...)
+	case len(unread) > 0:
+		return verdict(Unknown, fmt.Sprintf("the clock event reasons of %d GPU(s) could not be read", len(unread)), unread...)
 	}
 	return verdict(Pass, "no hardware or thermal slowdown")
 }
@@ -730,7 +857,11 @@ func xidRecent(in []Input, _ map[string]any) Verdict {
 	case len(other) > 0:
 		return verdict(Warn, fmt.Sprintf("%d application-level Xid event(s)", len(other)), other...)
 	}
-	return verdict(Pass, "no Xid in the kernel log")
+	over := fmt.Sprintf("%d kernel log line(s) read", k.Lines)
+	if k.First != "" {
+		over += ", from " + k.First + " to " + k.Last
+	}
+	return verdict(Pass, "no Xid in the kernel log", Evidence{Step: in[0].Step, Fact: over})
 }
 
 func rdmaUp(in []Input, _ map[string]any) Verdict {

@@ -1,7 +1,10 @@
 package step
 
 import (
+	"errors"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,5 +90,95 @@ func TestFailureRulesNeedACommandThatRan(t *testing.T) {
 				t.Errorf("%s on a %s step: UNKNOWN %q with hint %q: want \"no evidence\" and a way to it", c.Rule, tc.in.Class, v.Summary, v.Hint)
 			}
 		}
+	}
+}
+
+// TestUnreadOutputIsNoEvidence gives every rule what its parser makes of
+// output that is not its command's (empty, an error message, a shell's
+// complaint): where the parser says so, no rule may judge its zero value
+// (no Xid, no link, nothing pending) as a PASS or a FAIL.
+func TestUnreadOutputIsNoEvidence(t *testing.T) {
+	junk := []string{"", "error: You must be logged in to the server (Unauthorized)\n", "bash: line 1: rdma: command not found\n", "\x00\x01garbage\n"}
+	judged := 0
+	for _, name := range RuleNames() {
+		r, _ := LookupRule(name)
+		if len(r.Inputs) != 1 || r.Inputs[0] == "*" {
+			continue
+		}
+		k, ok := parse.Lookup(r.Inputs[0])
+		if !ok {
+			t.Fatalf("rule %s reads parser %q, which does not exist", name, r.Inputs[0])
+		}
+		for _, out := range junk {
+			v, err := k.Parse(out)
+			if err == nil {
+				continue // the parser takes it as its command's output; its rules judge it
+			}
+			judged++
+			got := Judge(Check{ID: name, Rule: name, Uses: []string{"s"}}, []Input{{Step: "s", Ran: true, Output: out, Class: orchestrator.OK, Value: v, ParseErr: err}})
+			if got.Status != Unknown || !strings.HasPrefix(got.Summary, "no evidence") || got.Hint == "" {
+				t.Errorf("rule %s on %q (%s: %v): %s %q hint %q, want UNKNOWN, no evidence, with a way to it", name, out, r.Inputs[0], err, got.Status, got.Summary, got.Hint)
+			}
+		}
+	}
+	if judged < 20 {
+		t.Fatalf("only %d rule/output pairs judged: the sweep lost its rules or parsers", judged)
+	}
+}
+
+// TestPartlyReadOutputDoesNotPass: a rule that passes on the part of an
+// output its parser could read says UNKNOWN (the rest could hold the
+// failure); a failure it found in that part stands, saying what was not read.
+func TestPartlyReadOutputDoesNotPass(t *testing.T) {
+	text, err := os.ReadFile("../testdata/fixtures/nvidia-smi-topo-m/a100-8gpu-nv12-17nic-mlx5-bond.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := parse.ParseTopo(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Check{ID: "mesh", Rule: "nvlink-mesh", Uses: []string{"topo"}}
+	whole := Judge(c, []Input{{Step: "topo", Ran: true, Value: good}})
+	if whole.Status != Pass {
+		t.Fatalf("the whole output: %s %q, want PASS (the fixture is a full mesh)", whole.Status, whole.Summary)
+	}
+	lost := errors.New("line 12: line not understood: \"GPU8\\tX\"")
+	part := Judge(c, []Input{{Step: "topo", Ran: true, Value: good, ParseErr: lost}})
+	if part.Status != Unknown || !strings.Contains(part.Summary, "could not be read") || !strings.Contains(part.Summary, "line 12") {
+		t.Errorf("part of the output: %s %q, want UNKNOWN naming what was not read", part.Status, part.Summary)
+	}
+	broken := *good
+	broken.Links = map[string]map[string]string{}
+	for a, row := range good.Links {
+		broken.Links[a] = maps.Clone(row)
+	}
+	broken.Links["GPU3"]["GPU5"], broken.Links["GPU5"]["GPU3"] = "SYS", "SYS"
+	fail := Judge(c, []Input{{Step: "topo", Ran: true, Value: &broken, ParseErr: lost}})
+	if fail.Status != Fail || !slices.ContainsFunc(fail.Evidence, func(e Evidence) bool { return strings.Contains(e.Fact, "could not be read") }) {
+		t.Errorf("a failure in the part read: %s %q %+v, want FAIL with the unread part in its evidence", fail.Status, fail.Summary, fail.Evidence)
+	}
+}
+
+// TestOutputMatchesNeedsACommandThatSucceeded: the pattern in the output of
+// a command that failed is no PASS; a pattern that matches the empty
+// string (it would pass on any output) is refused before any run.
+func TestOutputMatchesNeedsACommandThatSucceeded(t *testing.T) {
+	c := Check{ID: "m", Rule: "output-matches", Uses: []string{"s"}, With: map[string]any{"pattern": "links up"}}
+	v := Judge(c, []Input{{Step: "s", Output: "4 links up\nerror: link 5 timed out\n", Class: orchestrator.Exit, ExitCode: 1, Problem: "exited 1"}})
+	if v.Status != Unknown || !strings.Contains(v.Summary, "exited 1") {
+		t.Errorf("match in a failed command's output: %s %q, want UNKNOWN saying it exited 1", v.Status, v.Summary)
+	}
+	if v := Judge(c, []Input{{Step: "s", Ran: true, Output: "4 links up\n", Class: orchestrator.OK}}); v.Status != Pass || v.Evidence[0].Line != 1 {
+		t.Errorf("match in a command that succeeded: %s %q %+v, want PASS at line 1", v.Status, v.Summary, v.Evidence)
+	}
+	r, _ := LookupRule("output-matches")
+	for _, with := range []map[string]any{{}, {"pattern": ""}, {"pattern": "x*"}, {"pattern": "^"}, {"pattern": "(a|)"}, {"pattern": "("}, {"pattern": "ok", "absent": "PASS"}} {
+		if err := r.CheckWith(with); err == nil {
+			t.Errorf("with %v accepted, want refused", with)
+		}
+	}
+	if err := r.CheckWith(map[string]any{"pattern": "^ok$", "absent": "WARN"}); err != nil {
+		t.Errorf("a sound pattern refused: %v", err)
 	}
 }
