@@ -215,7 +215,7 @@ func (ro *runbookRunOptions) Run(ctx context.Context, stdout, stderr io.Writer) 
 		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
 	}
 	switch worst := out.Worst; {
-	case worst == step.Fail || out.Unreached:
+	case worst == step.Fail || out.CutShort:
 		return errSilentFailure
 	case worst == step.Skipped: // nothing was checked: never a pass
 		return &exitError{code: ExitUnknown, err: errors.New("")}

@@ -56,11 +56,14 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		defer close(o.Events)
 		emit = func(ev orchestrator.Event) { o.Events <- ev }
 	}
-	hosts := e.ForEach(ctx, targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+	// Steps that run once run on the first host reached, in selection
+	// order: the first host unreachable, they run on the next.
+	first := orchestrator.NewFirst(len(targets))
+	hosts := e.ForEach(ctx, targets, first.Follow(emit), func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		runs[i] = HostRun{Host: t.Name}
 		inputs := map[string]step.Input{}
 		for _, s := range rb.Steps {
-			if s.Hosts == "first" && i != 0 {
+			if s.Hosts == "first" && !first.Is(ctx, i) {
 				sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1, Class: orchestrator.OK, Problem: "runs on the first host only"}
 				runs[i].Steps = append(runs[i].Steps, sr)
 				inputs[s.ID] = step.Input{Step: s.ID, Problem: "runs on the first host only", Skip: true}
@@ -156,27 +159,11 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		if in.Ran {
 			in.Value = v
 		}
-		if in.Ran && err != nil && isEmpty(v) {
+		if in.Ran && err != nil && step.EmptyValue(v) {
 			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+orchestrator.FirstLine(err.Error())
 		}
 	}
 	return sr, in
-}
-
-// isEmpty reports whether a parser found nothing at all (its error then
-// means "not this command's output").
-func isEmpty(v any) bool {
-	switch x := v.(type) {
-	case *parse.Topo:
-		return len(x.GPUs) == 0
-	case *parse.SMI:
-		return len(x.GPUs) == 0 && len(x.MIGDevices) == 0
-	case *parse.Query:
-		return len(x.GPUs) == 0
-	case *parse.NUMA:
-		return len(x.Nodes) == 0
-	}
-	return false
 }
 
 // Folded is one check's verdicts with identical hosts folded.
@@ -252,6 +239,11 @@ func (r HostRun) HostStatus() step.Status { return step.Worst(r.Verdicts) }
 // reached, or its name could not be resolved.
 func (r HostRun) Unreached() bool { return r.Class != orchestrator.OK && len(r.Steps) == 0 }
 
+// CutShort reports whether the host's run did not go to its end: it was
+// not reached, or its connection was lost (or the run stopped) while its
+// steps ran. A command that merely exited non-zero leaves it whole.
+func (r HostRun) CutShort() bool { return r.Class != orchestrator.OK }
+
 // Summary is the one line that counts a runbook run's hosts by their
 // status, for the command line and the workbench alike, naming the hosts
 // that did not pass and, apart, those that were never reached and why:
@@ -259,12 +251,15 @@ func (r HostRun) Unreached() bool { return r.Class != orchestrator.OK && len(r.S
 func Summary(runs []HostRun) string {
 	order := []step.Status{step.Pass, step.Warn, step.Fail, step.Unknown, step.Skipped}
 	by := map[step.Status][]string{}
-	var unreached []orchestrator.HostResult
+	var unreached, cut []orchestrator.HostResult
 	for _, r := range runs {
 		st := r.HostStatus()
 		by[st] = append(by[st], r.Host)
-		if r.Unreached() {
+		switch {
+		case r.Unreached():
 			unreached = append(unreached, orchestrator.HostResult{Host: r.Host, Class: r.Class})
+		case r.CutShort():
+			cut = append(cut, orchestrator.HostResult{Host: r.Host, Class: r.Class})
 		}
 	}
 	var parts []string
@@ -287,6 +282,10 @@ func Summary(runs []HostRun) string {
 	if len(unreached) > 0 {
 		_, classes, _ := strings.Cut(orchestrator.Summary(unreached), ": ")
 		line += "; not reached: " + classes
+	}
+	if len(cut) > 0 {
+		_, classes, _ := strings.Cut(orchestrator.Summary(cut), ": ")
+		line += "; cut short: " + classes
 	}
 	return line
 }
@@ -313,9 +312,10 @@ type Outcome struct {
 	Folded  []Folded
 	Worst   step.Status
 	Summary string
-	// Unreached: some host ran nothing (not reached, or its name not
-	// resolved); such a run failed, whatever its checks say.
-	Unreached bool
+	// CutShort: some host did not run to its end (not reached, its name
+	// not resolved, its connection lost); such a run failed, whatever its
+	// checks say, --allow-unknown or not.
+	CutShort bool
 }
 
 // Execute runs rb on targets (Run) and sums the run up: the counterpart
@@ -325,7 +325,7 @@ func Execute(ctx context.Context, e *orchestrator.Engine, targets []orchestrator
 	runs := Run(ctx, e, targets, rb, o)
 	out := Outcome{Runs: runs, Folded: Fold(rb, runs), Worst: Worst(runs), Summary: Summary(runs)}
 	for _, r := range runs {
-		out.Unreached = out.Unreached || r.Unreached()
+		out.CutShort = out.CutShort || r.CutShort()
 	}
 	return out
 }
