@@ -36,6 +36,9 @@ phase = "run"
 command = "echo holding > \"$LABDIR/holding\"; sleep 300"
 timeout = "10m"
 
+[step.metrics]
+held = "exit_code"
+
 [[step]]
 id = "release"
 phase = "cleanup"
@@ -49,7 +52,7 @@ command = "echo tidied > \"$LABDIR/tidied\""
 [[criterion]]
 id = "held"
 description = "the hosts were held"
-expr = "true"
+expr = "metrics.held == 0"
 impact = "minor"
 `
 
@@ -96,9 +99,13 @@ func startHoldFleet(t *testing.T, n int) holdFleet {
 }
 
 // waitMarkers polls, up to a generous deadline, until every host has the
-// marker file.
-func (h holdFleet) waitMarkers(t *testing.T, marker string) {
+// marker file, and fails at once if run (when not nil) exits first.
+func (h holdFleet) waitMarkers(t *testing.T, run *labProc, marker string) {
 	t.Helper()
+	var exited <-chan struct{} // nil, never ready, without a run to watch
+	if run != nil {
+		exited = run.done
+	}
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		missing := 0
 		for _, d := range h.labdirs {
@@ -108,6 +115,11 @@ func (h holdFleet) waitMarkers(t *testing.T, marker string) {
 		}
 		if missing == 0 {
 			return
+		}
+		select {
+		case <-exited:
+			t.Fatalf("gpulab exited %d while %d of %d hosts still lacked %s\nstdout: %s\nstderr: %s", run.ProcessState.ExitCode(), missing, len(h.labdirs), marker, run.out, run.errOut)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d hosts still lack %s after 90s", missing, len(h.labdirs), marker)
@@ -153,31 +165,38 @@ func (h holdFleet) record(t *testing.T) map[string]any {
 	return rec
 }
 
+// labProc is a running `gpulab lab run`; done is closed once it exited.
+type labProc struct {
+	*exec.Cmd
+	out, errOut *strings.Builder
+	done        chan struct{}
+}
+
 // startLabRun starts `gpulab lab run zz-hold` on the fleet.
-func (h holdFleet) startLabRun(t *testing.T) (*exec.Cmd, *strings.Builder, *strings.Builder) {
+func (h holdFleet) startLabRun(t *testing.T) *labProc {
 	t.Helper()
 	cmd := exec.Command(gpulabBinary(t), "lab", "run", "zz-hold", "-H", h.names, "--inventory", h.inv, "--labs", h.labs, "--results", h.results, "--no-probe")
 	cmd.Env = []string{"HOME=" + h.dir, "PATH=" + os.Getenv("PATH")}
-	var out, errOut strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+	p := &labProc{Cmd: cmd, out: new(strings.Builder), errOut: new(strings.Builder), done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	return cmd, &out, &errOut
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.done })
+	return p
 }
 
-// waitExit waits for cmd, up to a generous deadline, and returns its code.
-func waitExit(t *testing.T, cmd *exec.Cmd, errOut *strings.Builder) int {
+// waitExit waits for the run, up to a generous deadline, and returns its
+// exit code.
+func (p *labProc) waitExit(t *testing.T) int {
 	t.Helper()
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	select {
-	case <-done:
-		return cmd.ProcessState.ExitCode()
+	case <-p.done:
+		return p.ProcessState.ExitCode()
 	case <-time.After(90 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatalf("gpulab did not exit within 90s\nstderr: %s", errOut)
+		_ = p.Process.Kill()
+		t.Fatalf("gpulab did not exit within 90s\nstderr: %s", p.errOut)
 	}
 	return -1
 }
@@ -200,13 +219,13 @@ func steps(rec map[string]any, host int) []string {
 func TestLabRunSIGHUPCleansUp(t *testing.T) {
 	h := startHoldFleet(t, 10)
 	h.letCleanupFinish(t)
-	cmd, out, errOut := h.startLabRun(t)
-	h.waitMarkers(t, "holding") // every host is in the run step
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	run := h.startLabRun(t)
+	h.waitMarkers(t, run, "holding") // every host is in the run step
+	if err := run.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	if code := waitExit(t, cmd, errOut); code != 130 {
-		t.Errorf("exit %d after SIGHUP, want 130\nstdout: %s\nstderr: %s", code, out, errOut)
+	if code := run.waitExit(t); code != 130 {
+		t.Errorf("exit %d after SIGHUP, want 130\nstdout: %s\nstderr: %s", code, run.out, run.errOut)
 	}
 	if n := h.countMarkers("released"); n != 10 {
 		t.Errorf("cleanup ran on %d of 10 hosts after SIGHUP", n)
@@ -227,8 +246,8 @@ func TestLabRunSIGHUPCleansUp(t *testing.T) {
 // already held the steps that ran.
 func TestLabRunSecondInterruptAbandonsCleanup(t *testing.T) {
 	h := startHoldFleet(t, 3)
-	cmd, out, errOut := h.startLabRun(t)
-	h.waitMarkers(t, "holding")
+	run := h.startLabRun(t)
+	h.waitMarkers(t, run, "holding")
 	// The record on disk is kept up to date: the setup step is there
 	// while the run step still runs.
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
@@ -242,22 +261,22 @@ func TestLabRunSecondInterruptAbandonsCleanup(t *testing.T) {
 			t.Fatal("record.json did not show the finished setup step of every host within 60s")
 		}
 	}
-	_ = cmd.Process.Signal(os.Interrupt)
-	h.waitMarkers(t, "releasing") // cleanup is under way
-	_ = cmd.Process.Signal(os.Interrupt)
-	if code := waitExit(t, cmd, errOut); code != 130 {
-		t.Errorf("exit %d after a second Ctrl-C, want 130\nstderr: %s", code, errOut)
+	_ = run.Process.Signal(os.Interrupt)
+	h.waitMarkers(t, run, "releasing") // cleanup is under way
+	_ = run.Process.Signal(os.Interrupt)
+	if code := run.waitExit(t); code != 130 {
+		t.Errorf("exit %d after a second Ctrl-C, want 130\nstderr: %s", code, run.errOut)
 	}
 	if n := h.countMarkers("released"); n != 0 {
 		t.Errorf("cleanup finished on %d hosts although it was abandoned", n)
 	}
 	for i := 1; i <= 3; i++ {
-		if want := fmt.Sprintf("cleanup abandoned on gpu%02d; left to undo by hand:", i); !strings.Contains(out.String(), want) {
-			t.Errorf("the output does not say what was left on gpu%02d:\n%s", i, out)
+		if want := fmt.Sprintf("cleanup abandoned on gpu%02d; left to undo by hand:", i); !strings.Contains(run.out.String(), want) {
+			t.Errorf("the output does not say what was left on gpu%02d:\n%s", i, run.out)
 		}
 	}
-	if !strings.Contains(out.String(), `echo tidied > "$LABDIR/tidied"`) {
-		t.Errorf("the output does not name the cleanup command not run:\n%s", out)
+	if !strings.Contains(run.out.String(), `echo tidied > "$LABDIR/tidied"`) {
+		t.Errorf("the output does not name the cleanup command not run:\n%s", run.out)
 	}
 	rec := h.record(t)
 	for _, hr := range rec["hosts"].([]any) {
@@ -281,12 +300,12 @@ func TestWorkbenchQuitMidRunCleansUp(t *testing.T) {
 	s.keys("End")
 	s.waitFor("▶ zz-hold")
 	s.keys("Enter")
-	h.waitMarkers(t, "holding")
+	h.waitMarkers(t, nil, "holding")
 	s.keys("q")
 	s.waitFor("a run is going: q or ctrl+c again quits (cleanup runs), any other key stays")
 	s.keys("q")
 	s.waitFor("Cleaning up on 4 hosts before gpulab quits")
-	h.waitMarkers(t, "releasing")
+	h.waitMarkers(t, nil, "releasing")
 	h.letCleanupFinish(t)
 	s.waitFor("EXIT=0")
 	if n := h.countMarkers("released"); n != 4 {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"cel.dev/cel-go/cel"
@@ -25,7 +26,7 @@ var (
 )
 
 func init() {
-	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction}, append(statsFunctions, quotaFunctions...)...)
+	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction, countFunction}, append(statsFunctions, quotaFunctions...)...)
 	var err error
 	stepEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("out", cel.DynType),
@@ -78,6 +79,21 @@ var sumFunction = cel.Function("sum",
 				return types.Double(floats + float64(ints))
 			}
 			return types.Int(ints)
+		})))
+
+// countFunction adds count(string): a counter as a tool prints it
+// ("0", "12"), as an int; anything else ("Unknown Error", "N/A", "[GPU
+// requires reset]") is an error naming it, so that a metric over a
+// counter the tool could not read is not measured rather than counted 0.
+var countFunction = cel.Function("count",
+	cel.Overload("count_string", []*cel.Type{cel.StringType}, cel.IntType,
+		cel.UnaryBinding(func(v ref.Val) ref.Val {
+			s := strings.TrimSpace(string(v.(types.String)))
+			n, err := strconv.ParseUint(s, 10, 63)
+			if err != nil {
+				return types.NewErr("a counter reads %q, not a count: the tool could not read it", s)
+			}
+			return types.Int(n)
 		})))
 
 // numbers reads a CEL list of numbers as float64s.

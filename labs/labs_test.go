@@ -255,6 +255,12 @@ id = "t"
 phase = "teardown"
 command = "true"
 parser = "nvidia-smi-x"
+
+[[criterion]]
+id = "c"
+description = "c"
+expr = "hosts > 0"
+impact = "critical"
 `
 	_, err := Parse("lab.toml", []byte(src))
 	if err == nil {
@@ -268,6 +274,7 @@ parser = "nvidia-smi-x"
 		`lab.toml:27:1: criterion "b" impact "blocker"`,
 		`lab.toml:31:1: step "t" phase "teardown"`,
 		`lab.toml:33:1: no parser "nvidia-smi-x"`,
+		`lab.toml:38:1: criterion "c" reads no metric: it would pass without evidence`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)
@@ -729,10 +736,18 @@ id = "s"
 phase = "observe"
 ` + step + `
 
+[[step]]
+id = "m"
+phase = "observe"
+command = "true"
+
+[step.metrics]
+code = "exit_code"
+
 [[criterion]]
 id = "c"
 description = "c"
-expr = "true"
+expr = "metrics.code == 0"
 impact = "minor"
 
 [[param]]
@@ -1209,5 +1224,107 @@ func TestReadSummaryAgreesWithReadRecord(t *testing.T) {
 		if name == "capitalised" && serr == nil && (len(s.Hosts) != 1 || s.Hosts[0].Host != "gpu01" || s.Hosts[0].Steps != nil) {
 			t.Errorf("capitalised keys: %+v", s.Hosts)
 		}
+	}
+}
+
+// A GPU whose uncorrectable ECC counter reads "Unknown Error", or that
+// prints no row-remap block, is a GPU whose state is not known: the health
+// gate's metrics over it are not measured (so its criteria are UNKNOWN),
+// and the runbook's rules over the same value say UNKNOWN too. They used
+// to count such a GPU as 0 and pass the node.
+func TestHealthGateUnreadCountersAreNotZero(t *testing.T) {
+	l := lab(t, "health-gate")
+	data, err := os.ReadFile(fx + "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func() *parse.Query {
+		q, err := parse.ParseQuery(string(data))
+		if err != nil || len(q.GPUs) != 8 {
+			t.Fatalf("fixture: %d GPUs, %v", len(q.GPUs), err)
+		}
+		return q
+	}
+	whole, errs := l.MeasureStep("query", StepOutput{Out: read()})
+	if len(errs) != 0 || whole["uncorrectable_ecc"] != int64(0) || whole["remap_pending"] != int64(0) || whole["remap_failed"] != int64(0) {
+		t.Fatalf("the whole recording: %v %v, want every count 0", whole, errs)
+	}
+	ecc := read()
+	ecc.GPUs[3].Fields["ECC Errors/Volatile/DRAM Uncorrectable"] = "Unknown Error"
+	vals, errs := l.MeasureStep("query", StepOutput{Out: ecc})
+	if _, ok := vals["uncorrectable_ecc"]; ok || !strings.Contains(fmt.Sprint(errs["uncorrectable_ecc"]), `"Unknown Error"`) {
+		t.Errorf("ECC counter Unknown Error on GPU3: uncorrectable_ecc %v (%v), want not measured, naming it", vals["uncorrectable_ecc"], errs["uncorrectable_ecc"])
+	}
+	if v := step.Judge(step.Check{ID: "ecc", Rule: "ecc-uncorrected", Uses: []string{"query"}}, []step.Input{{Step: "query", Ran: true, Value: ecc}}); v.Status != step.Unknown {
+		t.Errorf("the runbook's ecc-uncorrected on the same GPUs: %s %q, want UNKNOWN", v.Status, v.Summary)
+	}
+	remap := read()
+	remap.GPUs[5].RemappedRows = nil
+	vals, errs = l.MeasureStep("query", StepOutput{Out: remap})
+	for _, m := range []string{"remap_pending", "remap_failed"} {
+		if _, ok := vals[m]; ok || errs[m] == nil {
+			t.Errorf("GPU5 without its remap block: %s %v (%v), want not measured", m, vals[m], errs[m])
+		}
+	}
+	if v := step.Judge(step.Check{ID: "remap", Rule: "remapped-rows", Uses: []string{"query"}}, []step.Input{{Step: "query", Ran: true, Value: remap}}); v.Status != step.Unknown {
+		t.Errorf("the runbook's remapped-rows on the same GPUs: %s %q, want UNKNOWN", v.Status, v.Summary)
+	}
+	scores := l.Score(vals, map[string]string{"remap_pending": fmt.Sprint(errs["remap_pending"]), "remap_failed": fmt.Sprint(errs["remap_failed"])}, nil, 1, true)
+	for _, s := range scores {
+		if s.ID == "remap" && s.Status != step.Unknown {
+			t.Errorf("remap criterion: %s %q, want UNKNOWN", s.Status, s.Summary)
+		}
+	}
+}
+
+// A runbook check the output leaves undecided is no value for a lab's
+// metric: a metric reading checks['pcie-width'] on an nvidia-smi -q
+// excerpt without the link widths is not measured (its criterion
+// UNKNOWN), not "UNKNOWN" compared with "PASS" (a FAIL).
+func TestUndecidedCheckIsNoMetric(t *testing.T) {
+	l, err := Parse("pcie.toml", []byte(`id = "pcie"
+name = "PCIe links at full width"
+goal = "Every GPU's PCIe link runs at its full width"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+principle = "A downtrained link halves host-to-device bandwidth."
+
+[[step]]
+id = "query"
+phase = "observe"
+command = "nvidia-smi -q"
+parser = "nvidia-smi-q"
+
+[step.metrics]
+pcie = "checks['pcie-width'].status"
+
+[[criterion]]
+id = "pcie"
+description = "Every link at full width"
+expr = "metrics.pcie == 'PASS'"
+impact = "critical"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(fx + "nvidia-smi-q/a100-sxm4-80gb-drv510-ecc-remap-excerpt.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := parse.ParseQuery(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := step.JudgeOutput("nvidia-smi-q", q)["pcie-width"]; v.Status != step.Unknown {
+		t.Fatalf("fixture: pcie-width is %s %q, want UNKNOWN (the excerpt has no link widths)", v.Status, v.Summary)
+	}
+	vals, errs := l.MeasureStep("query", StepOutput{Out: q})
+	if _, ok := vals["pcie"]; ok || !strings.Contains(fmt.Sprint(errs["pcie"]), "the check pcie-width is UNKNOWN") {
+		t.Errorf("pcie %v (%v), want not measured: the check pcie-width is UNKNOWN", vals["pcie"], errs["pcie"])
+	}
+	why := map[string]string{"pcie": fmt.Sprint(errs["pcie"])}
+	if s := l.Score(vals, why, nil, 1, true); s[0].Status != step.Unknown {
+		t.Errorf("criterion: %s %q, want UNKNOWN", s[0].Status, s[0].Summary)
 	}
 }

@@ -352,6 +352,11 @@ func (c *labCheck) criteria(table string, cs []Criterion, ids map[string]bool) {
 				c.bad([]any{table, i, "expr"}, "%s %q reads params.%s, which is not a [[param]] of this lab", table, cr.ID, m)
 			}
 		}
+		if len(prg.reads) == 0 {
+			// "hosts > 0" or "true" would pass before, or without, any
+			// step measuring anything.
+			c.bad([]any{table, i, "expr"}, "%s %q reads no metric: it would pass without evidence; judge what a step measures (metrics.NAME)", table, cr.ID)
+		}
 		for _, m := range prg.reads {
 			if _, ok := l.MetricsFrom[m]; !ok {
 				c.bad([]any{table, i, "expr"}, "%s %q reads metrics.%s, which no step measures (measured: %s)", table, cr.ID, m, strings.Join(l.metricNames(), ", "))

@@ -31,7 +31,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	if r.walk != nil {
 		follow = r.walk.events
 	}
-	results := e.ForEach(ctx, targets, follow, func(i int, t orchestrator.Target, conn *orchestrator.Conn, _ *orchestrator.HostResult) {
+	results := e.ForEach(ctx, targets, r.first.Follow(follow), func(i int, t orchestrator.Target, conn *orchestrator.Conn, _ *orchestrator.HostResult) {
 		x := &hostRun{labRun: r, i: i, t: t, conn: conn, h: &r.rec.Hosts[i]}
 		x.work()
 	})
@@ -58,10 +58,13 @@ type labRun struct {
 
 	mu     sync.Mutex     // guards shared
 	shared map[string]any // metrics of steps that run on the first host only
+	// first elects the first host reached, which runs the steps that run
+	// once (hosts = "first", PromQL, cluster readings).
+	first *orchestrator.First
 }
 
 func newRun(ctx context.Context, e *orchestrator.Engine, l *Lab, o RunOptions, targets []orchestrator.Target) *labRun {
-	r := &labRun{ctx: ctx, lab: l, o: o, now: o.Now, hosts: len(targets), shared: map[string]any{}}
+	r := &labRun{ctx: ctx, lab: l, o: o, now: o.Now, hosts: len(targets), shared: map[string]any{}, first: orchestrator.NewFirst(len(targets))}
 	if o.Guide != nil {
 		window := e.Concurrency
 		if window <= 0 {
@@ -152,7 +155,7 @@ func (x *hostRun) declareEnvironment() {
 	// probe answers (under load it may not, and the record must still say
 	// SIMULATED).
 	x.h.Environment.Simulated = x.conn.Simulated()
-	if x.i == 0 && x.lab.usesKubernetes() {
+	if x.lab.usesKubernetes() && x.first.Is(x.ctx, x.i) {
 		x.declareKubernetes()
 	}
 	if x.o.Probe != nil {
@@ -195,7 +198,7 @@ func (x *hostRun) runStep(ctx context.Context, s Step, phase string) *StepRecord
 		x.emit(Event{Kind: StepFinished, Index: x.i, Host: x.t.Name, Phase: phase, Step: &sr})
 	}()
 	switch {
-	case (s.Hosts == "first" || s.PromQL != "" || s.Cluster != "") && x.i != 0:
+	case (s.Hosts == "first" || s.PromQL != "" || s.Cluster != "") && !x.first.Is(ctx, x.i):
 		sr.Skipped = "runs on the first host only"
 	case s.Dangerous && !x.o.Yes:
 		sr.Skipped, sr.chosen = "it changes the host and was not confirmed (--yes)", true
@@ -205,8 +208,24 @@ func (x *hostRun) runStep(ctx context.Context, s Step, phase string) *StepRecord
 		x.readCluster(ctx, s, &sr)
 	default:
 		x.command(ctx, s, phase, &sr)
+		x.parse(s, &sr)
 	}
 	return &sr
+}
+
+// parse reads a command step's output with its parser, before the record
+// keeps the step: the value for its metrics, and the parser's complaint
+// for the record (a metric never reads a value the parser rejected).
+func (x *hostRun) parse(s Step, sr *StepRecord) {
+	if s.Parser == "" || sr.Skipped != "" || sr.Class != orchestrator.OK && sr.Class != orchestrator.Exit {
+		return
+	}
+	k, _ := parse.Lookup(s.Parser)
+	v, err := k.Parse(sr.Stdout)
+	sr.value = v
+	if err != nil {
+		sr.ParseError = err.Error()
+	}
 }
 
 // promql asks Prometheus the step's query, once for the run.
@@ -293,22 +312,13 @@ func (x *hostRun) measure(s Step, sr *StepRecord) {
 		}
 		return
 	}
-	var out any = sr.value
-	if s.Parser != "" {
-		k, _ := parse.Lookup(s.Parser)
-		v, err := k.Parse(sr.Stdout)
-		if err != nil {
-			sr.ParseError = err.Error()
-		}
-		out = v
-	}
 	if sr.Class != orchestrator.OK && sr.Class != orchestrator.Exit {
 		for m := range s.Metrics {
 			h.MetricErrors[m] = "step " + s.ID + " " + sr.Problem
 		}
 		return
 	}
-	vals, errs := x.lab.MeasureStep(s.ID, StepOutput{Out: out, Stdout: sr.Stdout, Stderr: sr.Stderr, ExitCode: sr.ExitCode, Samples: sr.Samples, SampleProblem: sr.SampleProblem, OutputCut: sr.OutputCut})
+	vals, errs := x.lab.MeasureStep(s.ID, StepOutput{Out: sr.value, ParseError: sr.ParseError, Stdout: sr.Stdout, Stderr: sr.Stderr, ExitCode: sr.ExitCode, Samples: sr.Samples, SampleProblem: sr.SampleProblem, OutputCut: sr.OutputCut})
 	for m, v := range vals {
 		h.Metrics[m] = v
 		if s.Hosts == "first" || s.PromQL != "" {
@@ -345,7 +355,13 @@ func (x *hostRun) prerequisites() bool {
 			pr.Status, pr.Problem = "failed", sr.Problem
 		case p.Expect != "":
 			kind, _ := parse.Lookup(p.Parser)
-			v, _ := kind.Parse(sr.Stdout)
+			v, perr := kind.Parse(sr.Stdout)
+			if perr != nil {
+				// What the parser made of output it could not read is no
+				// answer to the expectation, either way.
+				pr.Status, pr.Problem = "failed", fmt.Sprintf("the %s parser could not read the output (%s), so %s is not known", p.Parser, orchestrator.FirstLine(perr.Error()), p.Expect)
+				break
+			}
 			cv, _ := asCELValue(v)
 			got, err := x.lab.programs[fmt.Sprintf("prerequisite:%d", k)].eval(map[string]any{"out": cv, "stdout": sr.Stdout, "stderr": sr.Stderr, "exit_code": int64(sr.ExitCode)})
 			if b, _ := got.(bool); err != nil || !b {
@@ -488,7 +504,7 @@ func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
 			delete(h.MetricErrors, m)
 		}
 	}
-	if i > 0 {
+	if i != r.firstHost() {
 		r.inheritRunWideErrors(h)
 	}
 	r.explainMissing(h)
@@ -504,7 +520,7 @@ func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
 // query) that failed on the first host fails for every host, with its
 // reason.
 func (r *labRun) inheritRunWideErrors(h *HostRecord) {
-	first := r.rec.Hosts[0]
+	first := r.rec.Hosts[r.firstHost()]
 	for _, s := range r.lab.Steps {
 		if s.Hosts != "first" && s.PromQL == "" {
 			continue
@@ -518,6 +534,10 @@ func (r *labRun) inheritRunWideErrors(h *HostRecord) {
 		}
 	}
 }
+
+// firstHost is the index of the host that ran the run's once-only steps
+// (0 when no host was reached).
+func (r *labRun) firstHost() int { return max(r.first.Elected(), 0) }
 
 // explainMissing gives every metric the host lacks a reason, and derives
 // the derived metrics.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/step"
 )
 
@@ -43,7 +44,12 @@ func (l *Lab) Measure(stepID string, out any, stdout string, exitCode int) (map[
 
 // StepOutput is what a step's metrics read.
 type StepOutput struct {
-	Out            any // the parser's value (or a PromQL step's answer)
+	Out any // the parser's value (or a PromQL step's answer)
+	// ParseError is the parser's complaint about the output: a metric
+	// that reads out (or checks) is then not computed, for the value is
+	// what the parser made of output it could not read, zeros and empty
+	// lists that would read as "no error".
+	ParseError     string
 	Stdout, Stderr string
 	ExitCode       int
 	Samples        []Sample // probe samples taken while it ran
@@ -83,7 +89,14 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 	// The step library's rules, the same a runbook names, judge the
 	// parser's value; metrics read their verdicts as checks, so that a lab
 	// and a runbook judge alike.
+	undecided := map[string]string{}
 	for name, v := range step.JudgeOutput(st.Parser, so.Out) {
+		if v.Status == step.Unknown {
+			// An undecided check is no value: a metric reading it is not
+			// measured (it would compare "UNKNOWN" with "PASS" and fail).
+			undecided[name] = v.Summary
+			continue
+		}
 		checks[name] = map[string]any{"status": string(v.Status), "summary": v.Summary}
 	}
 	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples, "checks": checks}
@@ -95,12 +108,19 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 			errs[m] = fmt.Errorf("no probe samples: %s", cmp.Or(so.SampleProblem, "the step "+stepID+" was not sampled"))
 			continue
 		}
+		if so.ParseError != "" && (prg.vars["out"] || prg.vars["checks"]) {
+			errs[m] = fmt.Errorf("the %s parser could not read the step's output (%s): a value read from it would be no evidence", st.Parser, orchestrator.FirstLine(so.ParseError))
+			continue
+		}
 		if so.OutputCut != "" && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"] || prg.vars["checks"]) {
 			errs[m] = fmt.Errorf("the step's output was cut (%s): a value read from part of it could be wrong", so.OutputCut)
 			continue
 		}
 		v, err := prg.eval(vars)
 		switch {
+		case err != nil && prg.vars["checks"] && undecidedIn(prg.expr, undecided) != "":
+			name := undecidedIn(prg.expr, undecided)
+			errs[m] = fmt.Errorf("the check %s is UNKNOWN: %s", name, undecided[name])
 		case err != nil:
 			errs[m] = err
 		case v == nil:
@@ -110,6 +130,16 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 		}
 	}
 	return vals, errs
+}
+
+// undecidedIn names the undecided check an expression reads, or "".
+func undecidedIn(expr string, undecided map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(undecided)) {
+		if strings.Contains(expr, "'"+name+"'") || strings.Contains(expr, `"`+name+`"`) {
+			return name
+		}
+	}
+	return ""
 }
 
 // Score judges every criterion and counterexample on the metrics measured

@@ -1,0 +1,101 @@
+package labs_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulab/gpulab/internal/sshtest"
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// standInFleet starts one sshd per host with the given scripts (name to
+// body) first on PATH: the host's tools as the test wants them to answer.
+func standInFleet(t *testing.T, hosts []map[string]string) (*orchestrator.Engine, []orchestrator.Target) {
+	t.Helper()
+	root := t.TempDir()
+	for i, tools := range hosts {
+		bin := filepath.Join(root, fmt.Sprint(i), "bin")
+		if err := os.MkdirAll(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for name, body := range tools {
+			if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f := sshtest.Start(t, len(hosts), sshtest.Options{EnvFor: func(i int) map[string]string {
+		return map[string]string{"PATH": filepath.Join(root, fmt.Sprint(i), "bin") + ":/usr/bin:/bin", "XDG_CACHE_HOME": filepath.Join(root, fmt.Sprint(i), "cache")}
+	}})
+	var ts []orchestrator.Target
+	for i, s := range f.Servers {
+		ts = append(ts, orchestrator.Target{Name: fmt.Sprintf("gpu%02d", i+1), HostName: s.Addr, Port: s.Port, User: f.User,
+			IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts},
+			ConnectTimeout: 5 * time.Second, CommandTimeout: 60 * time.Second})
+	}
+	return &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 8}, ts
+}
+
+// TestHealthGateUnreadOutputIsUnknown runs the built-in health gate on a
+// node whose tools fail the way sick nodes' do: nvidia-smi -q exits 9,
+// dcgmi diag exits 226 with an error instead of its table, the kernel log
+// is empty. None of that is evidence of health: every criterion that reads
+// it is UNKNOWN, the gate does not pass, and the record keeps each parser's
+// complaint. (It used to PASS them: the parsers' zero values read as "0
+// uncorrectable errors", "0 failed tests", "no Xid".)
+func TestHealthGateUnreadOutputIsUnknown(t *testing.T) {
+	list, err := filepath.Abs(fx + "nvidia-smi-L/dgx-a100-80gb-mig-all-balanced-head10.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ts := standInFleet(t, []map[string]string{{
+		"nvidia-smi": `case "$*" in
+"-L") cat ` + list + ` ;;
+"-q") echo "Unable to determine the device handle for GPU0000:07:00.0: Unknown Error"; exit 9 ;;
+*) exit 2 ;;
+esac`,
+		"dcgmi": `case "$1" in
+discovery) echo "1 GPU found." ;;
+diag) echo "Error: Unable to complete diagnostic for group 2147483647. Return: (-1) Host engine connection invalid/disconnected."; exit 226 ;;
+esac`,
+		"dmesg":      "exit 0",
+		"journalctl": "exit 0",
+	}})
+	ls, err := labs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := labs.Find(ls, "health-gate")
+	params, err := l.Bind(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := labs.Run(context.Background(), e, ts, l, labs.RunOptions{Params: params, Yes: true})
+	h := rec.Hosts[0]
+	for _, id := range []string{"driver", "ecc", "remap", "no-hardware-xid", "dcgm-diag", "dcgm-quiet"} {
+		if s := score(h, id); s.Status != "UNKNOWN" || !strings.Contains(s.Summary, "could not read") {
+			t.Errorf("%s: %s %q, want UNKNOWN saying the output could not be read", id, s.Status, s.Summary)
+		}
+	}
+	if rec.Passed || h.Passed || rec.Verdict() == "PASSED" {
+		t.Errorf("the gate passed a node none of whose health was read: passed %v, verdict %s", rec.Passed, rec.Verdict())
+	}
+	parsed := map[string]string{}
+	for _, s := range h.Steps {
+		parsed[s.ID] = s.ParseError
+	}
+	for _, id := range []string{"query", "dcgm"} {
+		if parsed[id] == "" {
+			t.Errorf("step %s: the record lost the parser's complaint (steps: %+v)", id, h.Steps)
+		}
+	}
+	if md := rec.Markdown(); strings.Contains(md, "| PASS |") {
+		t.Errorf("record.md has a PASS:\n%s", md)
+	}
+}
