@@ -151,14 +151,17 @@ func parseEnvironment(out string) Environment {
 // column reports as changes over the run: the kernel log's Xid and
 // out-of-memory lines with their timestamps, its first and last lines
 // (where the ring buffer starts and ends), and how many GPUs the driver
-// lists. A part the host cannot give (dmesg restricted, no driver) is left
-// out. The kernel log's lines are matched before its first line is read:
+// lists. Where kernel.dmesg_restrict refuses dmesg, it asks sudo without a
+// password (sudo -n: it never waits for one). A part the host cannot give
+// (dmesg refused, no driver) is left out. The kernel log's lines are matched before its first line is read:
 // a ring that wraps in between can only lose lines older than that first
 // line, never ones the count kept.
-const stabilityCommand = `if dmesg >/dev/null 2>&1; then ` +
-	`echo '@xid'; dmesg | grep 'NVRM: Xid' | tail -n 4096; ` +
-	`echo '@oom'; dmesg | grep -i 'out of memory' | tail -n 4096; ` +
-	`echo '@first'; dmesg | head -n 1; echo '@last'; dmesg | tail -n 1; fi; ` +
+const stabilityCommand = `k=; if dmesg >/dev/null 2>&1; then k=dmesg; ` +
+	`elif sudo -n dmesg >/dev/null 2>&1; then k='sudo -n dmesg'; fi; ` +
+	`if [ -n "$k" ]; then ` +
+	`echo '@xid'; $k | grep 'NVRM: Xid' | tail -n 4096; ` +
+	`echo '@oom'; $k | grep -i 'out of memory' | tail -n 4096; ` +
+	`echo '@first'; $k | head -n 1; echo '@last'; $k | tail -n 1; fi; ` +
 	`n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU '); [ "$n" -gt 0 ] && echo "@gpus $n"; ` +
 	`echo "@boot $(cat /proc/sys/kernel/random/boot_id 2>/dev/null)"; echo '@end'`
 
@@ -286,7 +289,11 @@ func stabilityMetrics(before, after kernelState) (map[string]any, map[string]str
 	for _, k := range []string{"xid", "oom"} {
 		switch {
 		case !before.readable || !after.readable:
-			continue // the default reason: the kernel log could not be read
+			why[k] = "the kernel log could not be read before and after the run: dmesg was refused (kernel.dmesg_restrict=1?) and sudo -n dmesg too (no passwordless sudo)"
+			continue
+		case after.empty && !before.empty:
+			why[k] = "the kernel log was cleared during the run (dmesg -C?): what it held from the run is gone"
+			continue
 		case !before.empty && !before.stamped || !after.stamped || after.unstamped[k] > 0:
 			why[k] = "the kernel log has lines without timestamps (printk.time off?): gpulab cannot tell the run's lines from older ones"
 			continue
@@ -294,7 +301,7 @@ func stabilityMetrics(before, after kernelState) (map[string]any, map[string]str
 			why[k] = fmt.Sprintf("the kernel log restarted during the run (its last line is at %.6f s, before the run's start at %.6f s): the host rebooted?", after.last, before.last)
 			continue
 		case after.first > start && !before.empty:
-			why[k] = fmt.Sprintf("the kernel log's ring buffer wrapped during the run: it now starts at %.6f s, after the run's start at %.6f s, so lines from the run are gone and new ones cannot all be counted", after.first, before.last)
+			why[k] = fmt.Sprintf("the kernel log's ring buffer wrapped (or the log was cleared) during the run: it now starts at %.6f s, after the run's start at %.6f s, so lines from the run are gone and new ones cannot all be counted", after.first, before.last)
 			continue
 		}
 		var n int64

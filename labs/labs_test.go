@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -821,12 +822,16 @@ func TestStabilityMetrics(t *testing.T) {
 		{"a full ring that wrapped a little", kernelLog(10, 200, []float64{20, 30, 150}, 8), kernelLog(40, 260, []float64{150, 250, 251}, 8),
 			map[string]any{"xid": int64(2), "oom": int64(0), "gpu_lost": int64(0)}, ""},
 		{"a ring that wrapped past the start", kernelLog(10, 200, nil, 8), kernelLog(230, 260, nil, 8),
-			map[string]any{"gpu_lost": int64(0)}, "ring buffer wrapped during the run"},
+			map[string]any{"gpu_lost": int64(0)}, "ring buffer wrapped"},
 		{"a reboot", kernelLog(10, 200, nil, 8), kernelLog(0, 30, nil, 8),
 			map[string]any{"gpu_lost": int64(0)}, "restarted during the run"},
 		{"no timestamps", "@xid\nNVRM: Xid (PCI:0000:07:00): 79\n@oom\n@first\nLinux version\n@last\nx\n@gpus 8\n@end\n", "@xid\n@oom\n@first\nLinux\n@last\ny\n@gpus 8\n@end\n",
 			map[string]any{"gpu_lost": int64(0)}, "without timestamps"},
-		{"dmesg restricted, no driver at the start", "@end\n", "@end\n", map[string]any{}, ""},
+		{"dmesg restricted, no driver at the start", "@end\n", "@end\n", map[string]any{}, "dmesg was refused"},
+		// Cleared during the run (dmesg -C) and quiet since: the log is
+		// read and holds no line, which is not a log without timestamps.
+		{"a log cleared during the run", kernelLog(10, 200, []float64{150}, 8), "@xid\n@oom\n@first\n@last\n@gpus 8\n@end\n",
+			map[string]any{"gpu_lost": int64(0)}, "cleared during the run"},
 		// The read after the run never came back (the connection was
 		// lost): no GPU was lost for want of a count.
 		{"the after-read was lost", kernelLog(10, 200, nil, 8), "", map[string]any{}, "could not be read to the end"},
@@ -1326,5 +1331,50 @@ impact = "critical"
 	why := map[string]string{"pcie": fmt.Sprint(errs["pcie"])}
 	if s := l.Score(vals, why, nil, 1, true); s[0].Status != step.Unknown {
 		t.Errorf("criterion: %s %q, want UNKNOWN", s[0].Status, s[0].Summary)
+	}
+}
+
+// Where kernel.dmesg_restrict refuses dmesg to the login user,
+// stabilityCommand asks sudo without a password, and reads the log
+// through it. The dmesg and sudo here are stand-ins on PATH (the machine
+// running the tests may have neither a restricted log nor sudo); the shell
+// is the host's own sh, so the command's quoting and word splitting are
+// what a host runs.
+func TestStabilityCommandAsksSudoWhereDmesgIsRefused(t *testing.T) {
+	bin := t.TempDir()
+	script := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script("dmesg", `[ -n "$AS_ROOT" ] || { echo 'dmesg: read kernel buffer failed: Operation not permitted' >&2; exit 1; }
+printf '[   10.000000] Linux version 6.8.0\n[  250.500000] NVRM: Xid (PCI:0000:07:00): 79, pid=1, GPU has fallen off the bus.\n[  260.000000] eth0: link up\n'
+`)
+	script("sudo", `[ "$1" = -n ] || { echo "sudo: a password is required" >&2; exit 1; }
+shift; AS_ROOT=1 exec "$@"
+`)
+	for _, tc := range []struct {
+		name     string
+		sudo     bool
+		readable bool
+	}{{"passwordless sudo", true, true}, {"no sudo", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.sudo {
+				os.Remove(filepath.Join(bin, "sudo"))
+			}
+			cmd := exec.Command("/bin/sh", "-c", stabilityCommand)
+			cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("sh -c stabilityCommand: %v\n%s", err, out)
+			}
+			k := stabilityCounts(string(out))
+			if k.readable != tc.readable || !k.complete {
+				t.Fatalf("readable %v complete %v, want readable %v, complete\n%s", k.readable, k.complete, tc.readable, out)
+			}
+			if tc.readable && (!slices.Equal(k.lines["xid"], []float64{250.5}) || k.first != 10 || k.last != 260) {
+				t.Errorf("read through sudo: Xid lines %v, first %v, last %v\n%s", k.lines["xid"], k.first, k.last, out)
+			}
+		})
 	}
 }
