@@ -192,7 +192,8 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 			conn, err = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext(dctx, "tcp", addr)
 		}
 		if err != nil {
-			return nil, &DialError{Class: classifyDial(ctx, err), Host: addr, Err: err}
+			class := classifyDial(ctx, err)
+			return nil, &DialError{Class: class, Host: addr, Err: connectTimeoutError(class, t.ConnectTimeout, "TCP connect", err)}
 		}
 		_ = conn.SetDeadline(deadline)
 		stop := context.AfterFunc(dctx, func() { conn.Close() }) // cancel or deadline unblocks the handshake
@@ -229,8 +230,17 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 		if class == Auth {
 			err = fmt.Errorf("authentication as %s failed; %s; %w", t.User, authLog.Summary(), err)
 		}
-		return nil, &DialError{Class: class, Host: addr, Err: err}
+		return nil, &DialError{Class: class, Host: addr, Err: connectTimeoutError(class, t.ConnectTimeout, "SSH handshake", err)}
 	}
+}
+
+// connectTimeoutError names the limit a connection ran into, and where it
+// is set, so "i/o timeout" after a slow handshake reads as what it is.
+func connectTimeoutError(class Class, limit time.Duration, during string, err error) error {
+	if class != TimeoutConnect {
+		return err
+	}
+	return fmt.Errorf("no %s within the connect timeout of %s (ConnectTimeout in ssh_config, connect_timeout in the inventory, --connect-timeout): %w", during, limit, err)
 }
 
 // handshakeRetries is how often a handshake reset by the server (sshd's

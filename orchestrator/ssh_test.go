@@ -192,6 +192,10 @@ func TestConnectFaults(t *testing.T) {
 	if msg := byHost["h02"].Err; !strings.Contains(msg, "SHA256:") || !strings.Contains(msg, "--accept-new-host-keys") {
 		t.Errorf("unknown key error lacks the fingerprint or how to trust it: %q", msg)
 	}
+	// A timeout names the limit it ran into and where it is set.
+	if msg := byHost["silent"].Err; !strings.Contains(msg, "no SSH handshake within the connect timeout of 1s") || !strings.Contains(msg, "--connect-timeout") {
+		t.Errorf("connect timeout error does not name the limit: %q", msg)
+	}
 	if got := orchestrator.Summary(results); !strings.Contains(got, "1 hostkey-changed (h03)") {
 		t.Errorf("Summary = %q", got)
 	}
