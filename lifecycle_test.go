@@ -305,7 +305,7 @@ func TestWorkbenchCountsMatchTheCommandLine(t *testing.T) {
 	}
 	probe := counts("probe")
 	runbook := counts("runbook", "run", "topology")
-	if !strings.Contains(probe, "failed ("+bad+")") || !strings.Contains(runbook, "not reached: 1 refused ("+bad+")") {
+	if !strings.Contains(probe, "1 failed: 1 refused ("+bad+")") || !strings.Contains(runbook, "not reached: 1 refused ("+bad+")") {
 		t.Fatalf("the command line's counts: probe %q, runbook %q", probe, runbook)
 	}
 

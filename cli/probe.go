@@ -323,14 +323,16 @@ func printProbes(w io.Writer, results []app.ProbeResult, fold bool) error {
 
 // probeTotal counts the hosts: ok, flagged (what the probe found worth a
 // look: report.Flags) and failed (no snapshot, or NVML not available),
-// naming the flagged and failed ones: "4 hosts: 3 ok, 1 flagged (dgx01)".
+// naming the flagged ones and the failed ones by why: "4 hosts: 2 ok,
+// 1 flagged (dgx01), 1 failed: 1 refused (dgx04)".
 func probeTotal(results []app.ProbeResult) string {
 	hosts := make([]string, len(results))
 	snaps := make([]*report.Snapshot, len(results))
+	classes := make([]string, len(results))
 	for i, r := range results {
-		hosts[i], snaps[i] = r.Host, r.Snapshot
+		hosts[i], snaps[i], classes[i] = r.Host, r.Snapshot, r.Class
 	}
-	return report.Total(hosts, snaps)
+	return report.Total(hosts, snaps, classes)
 }
 
 // printProbeTables prints each host's GPU table (--no-fold), or why it

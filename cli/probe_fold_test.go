@@ -60,7 +60,7 @@ func TestProbeFoldOutliers(t *testing.T) {
 		"\n---------------- n4 (1 host): differs from n[1,3,5]\n",
 		"\n+ driver 550.54.15, ",
 		"\nn[6-7]: auth\n  n6: dial 10.0.0.6:22: authentication as ops failed\n  n7: dial 10.0.0.7:22: authentication as ops failed\n",
-		"\n\n7 hosts: 5 ok, 2 failed (n[6-7])\n",
+		"\n\n7 hosts: 5 ok, 2 failed: 2 auth (n[6-7])\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("folded output lacks %q", want)

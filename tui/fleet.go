@@ -584,13 +584,14 @@ func (v *fleetView) finish(msg fleetDone) {
 	if msg.probes != nil {
 		names := make([]string, len(v.rows))
 		snaps := make([]*report.Snapshot, len(v.rows))
+		classes := make([]string, len(v.rows))
 		for i, r := range v.rows {
-			names[i] = r.Name
+			names[i], classes[i] = r.Name, r.class.String()
 			if r.probe != nil {
 				snaps[i] = r.probe.Snapshot
 			}
 		}
-		v.summary = report.Total(names, snaps)
+		v.summary = report.Total(names, snaps, classes)
 	}
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = v.summary

@@ -158,7 +158,7 @@ func TestFleetFlagsTheSickHost(t *testing.T) {
 	m, cmd := press(t, m, "3", "p")
 	m = drain(t, m, cmd)
 	v := m.View()
-	for _, want := range []string{"4/4  2 ok, 1 flagged (gpu001), 1 failed (gpu004)", "ok FLAGGED", "⚑ Xid 79 on GPU1", "⚑ gpu001: Xid 79 on GPU1"} {
+	for _, want := range []string{"4/4  2 ok, 1 flagged (gpu001), 1 failed: 1 no NVML (gpu004)", "ok FLAGGED", "⚑ Xid 79 on GPU1", "⚑ gpu001: Xid 79 on GPU1"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("Fleet lacks %q:\n%s", want, v)
 		}

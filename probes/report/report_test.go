@@ -108,8 +108,8 @@ func TestTotal(t *testing.T) {
 	noNVML := &Snapshot{NVML: NVMLState{Available: false, Error: "libnvidia-ml.so.1 not found"}}
 	gpu := 0
 	flagged := &Snapshot{NVML: NVMLState{Available: true}, XIDs: []XIDEvent{{Code: 79, GPU: &gpu}}}
-	got := Total([]string{"a", "b", "c", "d"}, []*Snapshot{healthy, noNVML, flagged, nil})
-	if want := "4 hosts: 1 ok, 1 flagged (c), 2 failed (b,d)"; got != want {
+	got := Total([]string{"a", "b", "c", "d", "e", "f"}, []*Snapshot{healthy, noNVML, flagged, nil, nil, nil}, []string{"ok", "exit", "ok", "refused", "refused", "ok"})
+	if want := "6 hosts: 1 ok, 1 flagged (c), 4 failed: 1 no NVML (b), 2 refused (d,e), 1 no snapshot (f)"; got != want {
 		t.Errorf("Total = %q, want %q", got, want)
 	}
 }

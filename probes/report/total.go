@@ -36,10 +36,16 @@ func OutcomeOf(s *Snapshot) Outcome {
 }
 
 // Total is the one line that counts a probe run's hosts, for gpulab probe
-// and the workbench alike: "3 hosts: 1 ok, 1 flagged (dgx02), 1 failed
-// (dgx03)". snaps[i] is hosts[i]'s snapshot, nil when it has none.
-func Total(hosts []string, snaps []*Snapshot) string {
+// and the workbench alike: "4 hosts: 1 ok, 1 flagged (dgx02), 2 failed:
+// 1 refused (dgx03), 1 no NVML (dgx04)". snaps[i] is hosts[i]'s snapshot,
+// nil when it has none; classes[i] is how reaching it ended (the
+// orchestrator's class: refused, auth, exit, ...), which names why a host
+// without a snapshot failed. A host whose snapshot has no NVML failed for
+// that reason, whatever its class.
+func Total(hosts []string, snaps []*Snapshot, classes []string) string {
 	var flagged, failed []string
+	why := map[string][]string{}
+	var whyOrder []string
 	for i, h := range hosts {
 		var s *Snapshot
 		if i < len(snaps) {
@@ -48,6 +54,17 @@ func Total(hosts []string, snaps []*Snapshot) string {
 		switch OutcomeOf(s) {
 		case Failed:
 			failed = append(failed, h)
+			reason := "no NVML"
+			if s == nil {
+				reason = "no snapshot"
+				if i < len(classes) && classes[i] != "" && classes[i] != "ok" {
+					reason = classes[i]
+				}
+			}
+			if _, ok := why[reason]; !ok {
+				whyOrder = append(whyOrder, reason)
+			}
+			why[reason] = append(why[reason], h)
 		case Flagged:
 			flagged = append(flagged, h)
 		}
@@ -57,7 +74,11 @@ func Total(hosts []string, snaps []*Snapshot) string {
 		parts = append(parts, fmt.Sprintf("%d flagged (%s)", len(flagged), inventory.FoldNames(flagged)))
 	}
 	if len(failed) > 0 {
-		parts = append(parts, fmt.Sprintf("%d failed (%s)", len(failed), inventory.FoldNames(failed)))
+		reasons := make([]string, len(whyOrder))
+		for i, r := range whyOrder {
+			reasons[i] = fmt.Sprintf("%d %s (%s)", len(why[r]), r, inventory.FoldNames(why[r]))
+		}
+		parts = append(parts, fmt.Sprintf("%d failed: %s", len(failed), strings.Join(reasons, ", ")))
 	}
 	noun := "hosts"
 	if len(hosts) == 1 {
