@@ -29,9 +29,10 @@ const (
 	ExitOK     = 0
 	ExitFailed = 1
 	ExitUsage  = 2
-	// ExitUnknown is a runbook run where no check failed but some could
-	// not be decided (UNKNOWN: a tool missing, a host unreachable): not a
-	// success a script may take for "fine" (--allow-unknown makes it 0).
+	// ExitUnknown is a runbook or lab run where nothing failed but some
+	// checks or criteria could not be decided (UNKNOWN: a tool missing,
+	// output gpulab could not read): not a success a script may take for
+	// "fine" (--allow-unknown makes a runbook's 0).
 	ExitUnknown = 3
 	// ExitNotSaved is a lab that ran but whose record could not be
 	// written (a full or read-only results filesystem): its verdicts were
@@ -45,8 +46,9 @@ var exitCodes = fmt.Sprintf(`Exit codes:
   %d    ok
   %d    a check or a host failed (probe: or a host is flagged)
   %d    usage or configuration error (a bad flag, an invalid inventory, ...)
-  %d    a runbook found nothing wrong but some checks are UNKNOWN
-       (--allow-unknown makes that %d)
+  %d    a runbook or lab found nothing wrong but some checks or criteria
+       are UNKNOWN (no evidence either way; --allow-unknown makes a
+       runbook's %d)
   %d    a lab ran but its record could not be saved
   %d  interrupted (Ctrl-C, SIGTERM, SIGHUP)`,
 	ExitOK, ExitFailed, ExitUsage, ExitUnknown, ExitOK, ExitNotSaved, ExitInterrupted)

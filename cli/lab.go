@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -252,10 +253,13 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 	if rec.Interrupted {
 		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
 	}
-	if !rec.Passed {
-		return errSilentFailure
+	switch {
+	case rec.Passed:
+		return nil
+	case len(rec.Undecided()) > 0: // nothing failed, nothing was shown either
+		return &exitError{code: ExitUnknown, err: errors.New("")}
 	}
-	return nil
+	return errSilentFailure
 }
 
 // resultsDir is where lab records go by default.

@@ -86,6 +86,11 @@ esac`,
 	if rec.Passed || h.Passed || rec.Verdict() == "PASSED" {
 		t.Errorf("the gate passed a node none of whose health was read: passed %v, verdict %s", rec.Passed, rec.Verdict())
 	}
+	// Nothing failed and nothing was shown healthy: the verdict says the
+	// gate could not tell, not that the node is sick.
+	if v := rec.Verdict(); !strings.HasPrefix(v, "UNDECIDED: nothing judged failed, but ") || !strings.Contains(v, "dcgm-diag") {
+		t.Errorf("verdict %q, want UNDECIDED naming the criteria not decided", v)
+	}
 	parsed := map[string]string{}
 	for _, s := range h.Steps {
 		parsed[s.ID] = s.ParseError

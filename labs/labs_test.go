@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
@@ -1123,6 +1124,41 @@ func TestPassedNeedsEvidence(t *testing.T) {
 	} {
 		if got := Passed(tc.scores); got != tc.want {
 			t.Errorf("%s: Passed = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The verdict tells "gpulab could not tell" (UNDECIDED) from "something
+// is wrong" (FAILED): undecided only when every host ran to the end and
+// nothing that counts failed or was skipped.
+func TestVerdictTellsUndecidedFromFailed(t *testing.T) {
+	sc := func(id, impact string, st step.Status) Score { return Score{ID: id, Impact: impact, Status: st} }
+	host := func(name string, scores ...Score) HostRecord {
+		return HostRecord{Host: name, Class: orchestrator.OK, Scores: scores, Passed: Passed(scores),
+			Steps: []StepRecord{{ID: "s", Phase: "observe", Class: orchestrator.OK}}}
+	}
+	stopped := host("b", sc("mesh", "critical", step.Unknown))
+	stopped.Stopped = "the operator stopped the run"
+	lost := host("b", sc("mesh", "critical", step.Unknown))
+	lost.Class, lost.Err = orchestrator.Lost, "connection lost"
+	for _, tc := range []struct {
+		name  string
+		hosts []HostRecord
+		want  string
+	}{
+		{"only criterion UNKNOWN", []HostRecord{host("a", sc("mesh", "minor", step.Unknown))}, "UNDECIDED: nothing judged failed, but 1 criterion could not be decided (mesh)"},
+		{"UNKNOWN on one host, PASS on the other", []HostRecord{host("a", sc("mesh", "critical", step.Pass), sc("ecc", "major", step.Pass)), host("b", sc("mesh", "critical", step.Pass), sc("ecc", "major", step.Unknown))}, "UNDECIDED: nothing judged failed, but 1 criterion could not be decided (ecc)"},
+		{"a minor FAIL does not decide", []HostRecord{host("a", sc("warm", "minor", step.Fail), sc("mesh", "critical", step.Unknown), sc("ecc", "major", Pending))}, "could not be decided (mesh, ecc)"},
+		{"a critical FAIL is a failure", []HostRecord{host("a", sc("mesh", "critical", step.Fail), sc("ecc", "major", step.Unknown))}, "FAILED"},
+		{"a major SKIPPED verified nothing", []HostRecord{host("a", sc("mesh", "major", step.Skipped), sc("ecc", "major", step.Unknown))}, "FAILED"},
+		{"a host stopped early", []HostRecord{host("a", sc("mesh", "critical", step.Pass)), stopped}, "FAILED"},
+		{"a host lost", []HostRecord{host("a", sc("mesh", "critical", step.Pass)), lost}, "INCOMPLETE"},
+		{"passed", []HostRecord{host("a", sc("mesh", "critical", step.Pass))}, "PASSED"},
+	} {
+		r := &Record{Hosts: tc.hosts}
+		r.finish(time.Now(), false)
+		if got := r.Verdict(); !strings.HasPrefix(got, tc.want) && !strings.Contains(got, tc.want) || tc.want == "FAILED" && got != "FAILED" {
+			t.Errorf("%s: verdict %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/step"
 )
 
 // RecordSchema is the version of the lab record's JSON.
@@ -185,7 +187,42 @@ func (r *Record) Verdict() string {
 	case r.Passed:
 		return "PASSED"
 	}
+	if ids := r.Undecided(); len(ids) > 0 {
+		return fmt.Sprintf("UNDECIDED: nothing judged failed, but %s could not be decided (%s): no evidence either way, so the lab did not pass", text.Plural(len(ids), "criterion", "criteria"), strings.Join(ids, ", "))
+	}
 	return "FAILED"
+}
+
+// Undecided are the criteria and counterexamples that could not be
+// decided on some host (UNKNOWN or PENDING), in the lab's order, when
+// nothing else kept the run from passing: every host ran to the end and
+// no criterion failed or was skipped where it counts. Empty otherwise,
+// and for a run that passed. A run that is undecided did not pass: it is
+// told apart from a failed one because "the GPU is sick" and "gpulab could
+// not tell" call for different actions.
+func (r *Record) Undecided() []string {
+	if r.Passed || r.Interrupted || r.NotRun != "" || len(r.Unreached) > 0 || len(r.Hosts) == 0 {
+		return nil
+	}
+	var ids []string
+	for _, h := range r.Hosts {
+		if h.Class != orchestrator.OK || h.Stopped != "" { // not reached, or stopped before it measured all
+			return nil
+		}
+		for _, s := range h.Scores {
+			switch s.Status {
+			case step.Unknown, Pending:
+				if !slices.Contains(ids, s.ID) {
+					ids = append(ids, s.ID)
+				}
+			case step.Fail, step.Skipped:
+				if s.Impact != "minor" {
+					return nil
+				}
+			}
+		}
+	}
+	return ids
 }
 
 // markNotRun marks a run in which no step ran on any host: not complete

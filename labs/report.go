@@ -103,8 +103,11 @@ func (r *Record) Markdown() string {
 		names[i] = h.Host
 	}
 	verdict := "FAILED"
-	if r.Passed {
+	switch {
+	case r.Passed:
 		verdict = "PASSED"
+	case len(r.Undecided()) > 0:
+		verdict = "UNDECIDED (" + strings.Join(r.Undecided(), ", ") + " could not be decided)"
 	}
 	state := "complete"
 	switch {
