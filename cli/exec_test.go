@@ -324,7 +324,7 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	run(t, env, "results", "list", "--results", results, "--since", "2100-01-01").expect(t, 0, "no lab record in "+results+" matches the query (", "")
 	run(t, env, "results", "list", "--results", results).expect(t, 0, "\nA RUN with [ ] needs quotes in a shell (gpulab results show 'e2e/", "")
 	run(t, env, "results", "list", "--results", results, "--since", "yesterday").expect(t, 2, "", `--since "yesterday": want a duration back from now (90m, 36h, 7d) or a date`)
-	run(t, env, "results", "list", "--results", results, "--status", "green").expect(t, 2, "", `--status "green": want one of passed, failed, incomplete`)
+	run(t, env, "results", "list", "--results", results, "--status", "green").expect(t, 2, "", `--status "green": want one of passed, failed, undecided, incomplete`)
 	runs, _ := filepath.Glob(filepath.Join(results, "e2e", "*"))
 	sort.Strings(runs)
 	first := "e2e/" + filepath.Base(runs[0])

@@ -116,7 +116,7 @@ func newResultsListCmd(o *options, rd *resultsDir) *cobra.Command {
 	}
 	list.Flags().StringVar(&f.lab, "lab", "", "only the records of lab `ID`")
 	list.Flags().StringVarP(&f.hostExpr, "hosts", "H", "", "only the records that ran on one of these hosts (a host `EXPR`: gpu[01-04], @group)")
-	list.Flags().StringVar(&f.status, "status", "", "only passed, failed or incomplete records")
+	list.Flags().StringVar(&f.status, "status", "", "only passed, failed, undecided (nothing failed, some criteria UNKNOWN) or incomplete records")
 	list.Flags().StringVar(&f.since, "since", "", "only the records started since `WHEN`: a duration back (90m, 36h, 7d) or a date (2026-11-01)")
 	list.Flags().IntVar(&f.q.Last, "last", 0, "only the newest `N` records that match")
 	return list
@@ -408,8 +408,11 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 			tp += " " + r.Unit
 		}
 		res := "failed"
-		if r.Passed {
+		switch {
+		case r.Passed:
 			res = "passed"
+		case r.Undecided:
+			res = "undecided"
 		}
 		switch {
 		case r.NotRun:

@@ -1160,6 +1160,9 @@ func TestVerdictTellsUndecidedFromFailed(t *testing.T) {
 		if got := r.Verdict(); !strings.HasPrefix(got, tc.want) && !strings.Contains(got, tc.want) || tc.want == "FAILED" && got != "FAILED" {
 			t.Errorf("%s: verdict %q, want %q", tc.name, got, tc.want)
 		}
+		if undecided := strings.HasPrefix(tc.want, "UNDECIDED") || strings.Contains(tc.want, "could not be decided"); undecided != (r.Status() == "undecided") {
+			t.Errorf("%s: status %q, verdict %q", tc.name, r.Status(), r.Verdict())
+		}
 	}
 }
 

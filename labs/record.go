@@ -206,19 +206,37 @@ func (r *Record) Undecided() []string {
 	}
 	var ids []string
 	for _, h := range r.Hosts {
-		if h.Class != orchestrator.OK || h.Stopped != "" { // not reached, or stopped before it measured all
-			return nil
+		if h.Passed {
+			continue
 		}
-		for _, s := range h.Scores {
-			switch s.Status {
-			case step.Unknown, Pending:
-				if !slices.Contains(ids, s.ID) {
-					ids = append(ids, s.ID)
-				}
-			case step.Fail, step.Skipped:
-				if s.Impact != "minor" {
-					return nil
-				}
+		undecided := h.Undecided()
+		if len(undecided) == 0 {
+			return nil // this host failed
+		}
+		for _, id := range undecided {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return ids
+}
+
+// Undecided are the host's criteria that could not be decided (UNKNOWN or
+// PENDING) when that alone kept it from passing: it ran to the end and
+// nothing that counts failed or was skipped. Empty otherwise.
+func (h HostRecord) Undecided() []string {
+	if h.Passed || h.Class != orchestrator.OK || h.Stopped != "" { // not reached, or stopped before it measured all
+		return nil
+	}
+	var ids []string
+	for _, s := range h.Scores {
+		switch s.Status {
+		case step.Unknown, Pending:
+			ids = append(ids, s.ID)
+		case step.Fail, step.Skipped:
+			if s.Impact != "minor" {
+				return nil
 			}
 		}
 	}

@@ -327,7 +327,10 @@ type CompareRow struct {
 	P95        *float64 `json:"p95"`
 	P99        *float64 `json:"p99"`
 	Passed     bool     `json:"passed"`
-	Complete   bool     `json:"complete"`
+	// Undecided: the host did not pass only because some criteria could
+	// not be decided (HostRecord.Undecided).
+	Undecided bool `json:"undecided,omitempty"`
+	Complete  bool `json:"complete"`
 	// NotRun: no step ran on any host (Record.NotRun says why).
 	NotRun bool `json:"not_run,omitempty"`
 	// Simulated: the record is of a simulated fleet (Record.Simulated).
@@ -351,7 +354,7 @@ func Compare(refs []RecordRef) []CompareRow {
 		r := ref.Record
 		for _, h := range r.Hosts {
 			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
-				Unit: r.Result.Unit, Passed: h.Passed, Complete: r.Complete, NotRun: r.NotRun != "", Simulated: r.Simulated, Baseline: i == 0,
+				Unit: r.Result.Unit, Passed: h.Passed, Undecided: len(h.Undecided()) > 0, Complete: r.Complete, NotRun: r.NotRun != "", Simulated: r.Simulated, Baseline: i == 0,
 				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
 				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
 			rows = append(rows, row)
@@ -415,7 +418,7 @@ type Query struct {
 	Lab string
 	// Hosts keeps the records that ran on any of these hosts.
 	Hosts []string
-	// Status is passed, failed or incomplete.
+	// Status is passed, failed, undecided or incomplete.
 	Status string
 	// Since keeps the records started at or after it.
 	Since time.Time
@@ -424,16 +427,19 @@ type Query struct {
 }
 
 // Statuses a Query can ask for.
-var Statuses = []string{"passed", "failed", "incomplete"}
+var Statuses = []string{"passed", "failed", "undecided", "incomplete"}
 
 // Status is a record's outcome in one word: incomplete (interrupted or
-// still running), passed or failed.
+// still running), passed, undecided (nothing failed, some criteria could
+// not be decided: Undecided) or failed.
 func (r *Record) Status() string {
 	switch {
 	case !r.Complete:
 		return "incomplete"
 	case r.Passed:
 		return "passed"
+	case len(r.Undecided()) > 0:
+		return "undecided"
 	}
 	return "failed"
 }
