@@ -356,13 +356,7 @@ func hostsOf(r *labs.Record) string {
 }
 
 func outcome(r *labs.Record) string {
-	o := r.Status()
-	switch {
-	case !r.Complete && r.Interrupted:
-		o = "interrupted"
-	case r.NotRun != "":
-		o = "not run"
-	}
+	o := r.Outcome()
 	if r.Simulated {
 		o += " (SIMULATED)"
 	}
@@ -407,19 +401,7 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		if r.Throughput != nil && r.Unit != "" {
 			tp += " " + r.Unit
 		}
-		res := "failed"
-		switch {
-		case r.Passed:
-			res = "passed"
-		case r.Undecided:
-			res = "undecided"
-		}
-		switch {
-		case r.NotRun:
-			res = "not run"
-		case !r.Complete:
-			res = "incomplete"
-		}
+		res := r.Outcome()
 		if r.Simulated {
 			res += " (SIMULATED)"
 		}

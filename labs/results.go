@@ -444,6 +444,34 @@ func (r *Record) Status() string {
 	return "failed"
 }
 
+// Outcome is the record's Status as a list shows it, told apart further:
+// interrupted and not run are incomplete records of two kinds.
+func (r *Record) Outcome() string {
+	switch {
+	case !r.Complete && r.Interrupted:
+		return "interrupted"
+	case r.NotRun != "":
+		return "not run"
+	}
+	return r.Status()
+}
+
+// Outcome is the row's result in one word, as Record.Outcome for a host:
+// not run, incomplete, passed, undecided or failed.
+func (c CompareRow) Outcome() string {
+	switch {
+	case c.NotRun:
+		return "not run"
+	case !c.Complete:
+		return "incomplete"
+	case c.Passed:
+		return "passed"
+	case c.Undecided:
+		return "undecided"
+	}
+	return "failed"
+}
+
 // Select returns the records that match q, in the order given.
 func (q Query) Select(refs []RecordRef) []RecordRef {
 	var out []RecordRef

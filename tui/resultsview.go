@@ -245,15 +245,7 @@ func (v *resultsView) compare(rows []labs.CompareRow) string {
 	}
 	out := []string{"Comparison (the first row is the baseline; coefficients are the row's figure ÷ the baseline's)", ""}
 	for _, r := range rows {
-		verdict := "failed"
-		switch {
-		case r.NotRun:
-			verdict = "not run"
-		case !r.Complete:
-			verdict = "incomplete"
-		case r.Passed:
-			verdict = "passed"
-		}
+		verdict := r.Outcome()
 		if r.Simulated {
 			verdict += ", SIMULATED fleet"
 		}
@@ -335,15 +327,7 @@ func (v *resultsView) recordRow(i int, noSim string, runW int) string {
 	if i == v.sel {
 		marker = "▶ "
 	}
-	res := "failed"
-	switch {
-	case r.NotRun != "":
-		res = "not run"
-	case !r.Complete:
-		res = "incomplete"
-	case r.Passed:
-		res = "passed"
-	}
+	res := r.Outcome()
 	base := ""
 	if v.refs[i].Dir == v.base {
 		base = "base"
