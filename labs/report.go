@@ -93,15 +93,34 @@ func verdictMark(s Status) string {
 	return "[ ]"
 }
 
-// Markdown renders the record for people: the run, the standard result
-// table, the acceptance conclusion (each criterion ticked or crossed, with
-// the value measured and the expression), and the steps with problems.
+// Markdown renders the record for people: the run, the environment, the
+// standard result table, the acceptance conclusion (each criterion ticked
+// or crossed, with the value measured and the expression), and the steps
+// as evidence.
 func (r *Record) Markdown() string {
 	var b strings.Builder
-	names := make([]string, len(r.Hosts))
-	for i, h := range r.Hosts {
+	r.mdHeader(&b)
+	r.mdEnvironment(&b)
+	r.mdKubernetes(&b)
+	r.mdResult(&b)
+	r.mdAcceptance(&b)
+	r.mdEvidence(&b)
+	b.WriteString("Outputs are in record.json (`jq '.hosts[].steps[] | {id, stdout}'`).\n")
+	return b.String()
+}
+
+func hostNames(hosts []HostRecord) []string {
+	names := make([]string, len(hosts))
+	for i, h := range hosts {
 		names[i] = h.Host
 	}
+	return names
+}
+
+// mdHeader is the title, the SIMULATED warning, and the run in a list:
+// lab, hosts, when and how complete, mode, conclusion, how to reproduce.
+func (r *Record) mdHeader(b *strings.Builder) {
+	names := hostNames(r.Hosts)
 	verdict := "FAILED"
 	switch {
 	case r.Passed:
@@ -121,13 +140,13 @@ func (r *Record) Markdown() string {
 			state += " (interrupted)"
 		}
 	}
-	fmt.Fprintf(&b, "# Lab record: %s\n\n", r.Name)
+	fmt.Fprintf(b, "# Lab record: %s\n\n", r.Name)
 	if r.Simulated {
 		b.WriteString("> **SIMULATED fleet** (gpulab sim): every output below comes from simulated DGX A100 hosts. Nothing in this record is evidence about real hardware; it is a demonstration, and the lab's maturity stays draft.\n\n")
 	}
-	fmt.Fprintf(&b, "- Lab: `%s` (maturity %s, %s)\n", r.Lab, r.Maturity, r.Source)
-	fmt.Fprintf(&b, "- Hosts: %s\n", inventory.FoldNames(names))
-	fmt.Fprintf(&b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)
+	fmt.Fprintf(b, "- Lab: `%s` (maturity %s, %s)\n", r.Lab, r.Maturity, r.Source)
+	fmt.Fprintf(b, "- Hosts: %s\n", inventory.FoldNames(names))
+	fmt.Fprintf(b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)
 	if r.Solved {
 		b.WriteString("- Mode: **--solve** (the lab's demo fast-forward ran instead of the full steps: a demonstration, not a measurement to cite)\n")
 	}
@@ -138,9 +157,14 @@ func (r *Record) Markdown() string {
 	if r.NotRun != "" {
 		conclusion = "**NOT RUN** (no step ran: " + mdCell(r.NotRun) + "; nothing was measured)"
 	}
-	fmt.Fprintf(&b, "- Conclusion: %s\n", conclusion)
-	fmt.Fprintf(&b, "- Reproduce: %s\n", r.reproduceText(inventory.FoldNames(names)))
+	fmt.Fprintf(b, "- Conclusion: %s\n", conclusion)
+	fmt.Fprintf(b, "- Reproduce: %s\n", r.reproduceText(inventory.FoldNames(names)))
 
+}
+
+// mdEnvironment is each host's kernel, driver, CUDA and GPUs, and the
+// components the hosts share, folded.
+func (r *Record) mdEnvironment(b *strings.Builder) {
 	b.WriteString("\n## Environment\n\n")
 	for _, h := range r.Hosts {
 		if h.Environment.Simulated {
@@ -165,7 +189,7 @@ func (r *Record) Markdown() string {
 		if e.Probe != "" {
 			source += " (probe: " + e.Probe + ")"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus), mdCell(source))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(orNA(e.Kernel)), mdCell(orNA(e.Driver)), mdCell(orNA(e.CUDA)), mdCell(gpus), mdCell(source))
 	}
 	// Components, the hosts with the same versions folded.
 	var compOrder []string
@@ -188,9 +212,13 @@ func (r *Record) Markdown() string {
 	if len(compOrder) > 0 {
 		b.WriteString("\nComponents:\n")
 		for _, k := range compOrder {
-			fmt.Fprintf(&b, "- %s: %s\n", inventory.FoldNames(compHosts[k]), mdCell(k))
+			fmt.Fprintf(b, "- %s: %s\n", inventory.FoldNames(compHosts[k]), mdCell(k))
 		}
 	}
+}
+
+// mdKubernetes is the cluster side, for labs that read one.
+func (r *Record) mdKubernetes(b *strings.Builder) {
 	if k := r.Kubernetes; k != nil {
 		var vs []string
 		for _, key := range []string{"Server Version", "Client Version"} {
@@ -202,20 +230,24 @@ func (r *Record) Markdown() string {
 		if k.Host == "" {
 			how = "client-go, context " + k.Context
 		}
-		fmt.Fprintf(&b, "\nKubernetes (%s): %s; %d of %d nodes offer GPU resources.\n", mdCell(how), orNA(strings.Join(vs, ", ")), len(k.Nodes), k.AllNodes)
+		fmt.Fprintf(b, "\nKubernetes (%s): %s; %d of %d nodes offer GPU resources.\n", mdCell(how), orNA(strings.Join(vs, ", ")), len(k.Nodes), k.AllNodes)
 		if k.Error != "" && k.Host != "" {
-			fmt.Fprintf(&b, "kubectl said: %s\n", mdCell(k.Error))
+			fmt.Fprintf(b, "kubectl said: %s\n", mdCell(k.Error))
 		} else if k.Error != "" {
-			fmt.Fprintf(&b, "client-go said: %s\n", mdCell(k.Error))
+			fmt.Fprintf(b, "client-go said: %s\n", mdCell(k.Error))
 		}
 		if len(k.Nodes) > 0 {
 			b.WriteString("\n| Node | Kubelet | Runtime | OS | GPU resources (allocatable/capacity) | Product | MIG strategy |\n|---|---|---|---|---|---|---|\n")
 			for _, n := range k.Nodes {
-				fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(n.Name), mdCell(orNA(n.Kubelet)), mdCell(orNA(n.Runtime)), mdCell(orNA(n.OS)),
+				fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", mdCell(n.Name), mdCell(orNA(n.Kubelet)), mdCell(orNA(n.Runtime)), mdCell(orNA(n.OS)),
 					mdCell(strings.Join(n.GPUs, ", ")), mdCell(orNA(n.Product)), mdCell(orNA(n.MIGStrategy)))
 			}
 		}
 	}
+}
+
+// mdResult is the standard result table, one row per host.
+func (r *Record) mdResult(b *strings.Builder) {
 	b.WriteString("\n## Result\n\n")
 	b.WriteString("| Host | Workload | Mode | Request | Throughput | P50 | P95 | P99 | Interference coefficient | Fragmentation | Stability (new during the run) | Notes |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
@@ -234,26 +266,35 @@ func (r *Record) Markdown() string {
 		if r.Result.Throughput != "" && tp != "not measured" {
 			tp += " " + r.Result.Unit
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(r.Result.Workload), mdCell(r.Result.Mode), mdCell(r.Result.Request),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", h.Host, mdCell(r.Result.Workload), mdCell(r.Result.Mode), mdCell(r.Result.Request),
 			tp, cell(r.Result.P50), cell(r.Result.P95), cell(r.Result.P99), cell(metricOr(h, "interference_coefficient")), cell(metricOr(h, "fragmentation")), stability(h), mdCell(notes(h)))
 	}
 
+}
+
+// mdAcceptance is every criterion folded across hosts, and the lab's
+// principle.
+func (r *Record) mdAcceptance(b *strings.Builder) {
 	b.WriteString("\n## Acceptance\n\n")
 	for _, g := range FoldScores(r.Hosts) {
 		kind := g.Impact
 		if g.Counter {
 			kind += ", counterexample"
 		}
-		fmt.Fprintf(&b, "- %s **%s** %s (%s) — %s: %s\n", verdictMark(g.Status), g.ID, g.Description, kind, g.Hosts, g.Summary)
+		fmt.Fprintf(b, "- %s **%s** %s (%s) — %s: %s\n", verdictMark(g.Status), g.ID, g.Description, kind, g.Hosts, g.Summary)
 	}
 	if r.Principle != "" {
-		fmt.Fprintf(&b, "\n## Principle\n\n%s\n", r.Principle)
+		fmt.Fprintf(b, "\n## Principle\n\n%s\n", r.Principle)
 	}
+}
+
+// mdEvidence is each host's steps with their outcomes, and its cleanup.
+func (r *Record) mdEvidence(b *strings.Builder) {
 	b.WriteString("\n## Evidence\n\n")
 	for _, h := range r.Hosts {
-		fmt.Fprintf(&b, "### %s\n\n", h.Host)
+		fmt.Fprintf(b, "### %s\n\n", h.Host)
 		if h.Stopped != "" {
-			fmt.Fprintf(&b, "Stopped early: %s\n\n", h.Stopped)
+			fmt.Fprintf(b, "Stopped early: %s\n\n", h.Stopped)
 		}
 		b.WriteString("| Phase | Step | Command | Exit | Outcome |\n|---|---|---|---|---|\n")
 		for _, s := range h.Steps {
@@ -268,7 +309,7 @@ func (r *Record) Markdown() string {
 			if s.ExitCode < 0 {
 				exit = "—"
 			}
-			fmt.Fprintf(&b, "| %s | %s | `%s` | %s | %s |\n", s.Phase, s.ID, strings.ReplaceAll(s.Command, "|", `\|`), exit, mdCell(out))
+			fmt.Fprintf(b, "| %s | %s | `%s` | %s | %s |\n", s.Phase, s.ID, strings.ReplaceAll(s.Command, "|", `\|`), exit, mdCell(out))
 		}
 		cleanup := "ran"
 		if !h.CleanupRan {
@@ -284,10 +325,8 @@ func (r *Record) Markdown() string {
 			}
 			cleanup += "\n"
 		}
-		fmt.Fprintf(&b, "\nCleanup %s.\n\n", cleanup)
+		fmt.Fprintf(b, "\nCleanup %s.\n\n", cleanup)
 	}
-	b.WriteString("Outputs are in record.json (`jq '.hosts[].steps[] | {id, stdout}'`).\n")
-	return b.String()
 }
 
 // reproduceText is the record's Reproduce line: the command that runs the
