@@ -378,47 +378,77 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 	if depth > 8 {
 		return Target{}, fmt.Errorf("host %s: jump hosts nest more than 8 deep (a ProxyJump loop?)", h.Name)
 	}
-	d := r.Inventory.Defaults
-	t := Target{Name: h.Name, Sources: map[string]string{}}
-	invSrc := h.Source
-	if invSrc == "" {
-		invSrc = "command line"
-	}
-	defSrc := r.Inventory.File + " [defaults]"
-	pick := func(field string, cands ...sourced) string {
-		for _, c := range cands {
-			if c.v != "" {
-				t.Sources[field] = c.src
-				return c.v
-			}
+	x := &resolving{r: r, h: h, depth: depth, t: &Target{Name: h.Name, Sources: map[string]string{}},
+		invSrc: cmp.Or(h.Source, "command line"), defSrc: r.Inventory.File + " [defaults]"}
+	for _, part := range []func() error{x.address, x.identities, x.knownHosts, x.timeouts, x.jumps} {
+		if err := part(); err != nil {
+			return Target{}, err
 		}
-		return ""
 	}
-	sshV := func(key string) sourced { v, src := r.sshGet(h.Name, key); return sourced{v, src} }
-	o := r.Overrides
+	return *x.t, nil
+}
 
+// resolving is one host's resolution under way: each setting is taken
+// from the first level that gives it (flag, inventory host, inventory
+// defaults, ssh_config, default), and where it came from is kept in
+// Target.Sources.
+type resolving struct {
+	r              *Resolver
+	h              inventory.Host
+	depth          int
+	t              *Target
+	invSrc, defSrc string
+}
+
+// pick is the first candidate with a value, its source noted for field.
+func (x *resolving) pick(field string, cands ...sourced) string {
+	for _, c := range cands {
+		if c.v != "" {
+			x.t.Sources[field] = c.src
+			return c.v
+		}
+	}
+	return ""
+}
+
+// sshV is ssh_config's value of key for the host, with where it is set.
+func (x *resolving) sshV(key string) sourced {
+	v, src := x.r.sshGet(x.h.Name, key)
+	return sourced{v, src}
+}
+
+// address is HostName, Port and User, checked as OpenSSH checks them.
+func (x *resolving) address() error {
+	t, h, d, o := x.t, x.h, x.r.Inventory.Defaults, x.r.Overrides
 	addr := ""
 	if h.Address != "" && h.Address != h.Name {
 		addr = h.Address
 	}
-	t.HostName = pick("HostName", sourced{addr, invSrc}, sshV("HostName"), sourced{h.Name, "name"})
-	t.HostName = r.expandTokens(t.HostName, h.Name, "")
+	invSrc, defSrc := x.invSrc, x.defSrc
+	t.HostName = x.pick("HostName", sourced{addr, invSrc}, x.sshV("HostName"), sourced{h.Name, "name"})
+	t.HostName = x.r.expandTokens(t.HostName, h.Name, "")
 
-	portS := pick("Port", sourced{itoaNZ(o.Port), "flag"}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, sshV("Port"), sourced{"22", "default"})
+	portS := x.pick("Port", sourced{itoaNZ(o.Port), "flag"}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, x.sshV("Port"), sourced{"22", "default"})
 	port, err := strconv.Atoi(portS)
 	if err != nil || port < 1 || port > 65535 {
-		return Target{}, fmt.Errorf("host %s: port %q from %s is not a port number", h.Name, portS, t.Sources["Port"])
+		return fmt.Errorf("host %s: port %q from %s is not a port number", h.Name, portS, t.Sources["Port"])
 	}
 	t.Port = port
-	t.User = pick("User", sourced{o.User, "flag"}, sourced{h.User, invSrc}, sourced{d.User, defSrc}, sshV("User"), sourced{r.LocalUser, "local user"})
+	t.User = x.pick("User", sourced{o.User, "flag"}, sourced{h.User, invSrc}, sourced{d.User, defSrc}, x.sshV("User"), sourced{x.r.LocalUser, "local user"})
 	if bad := badChars(t.HostName, hostNameRune); bad != "" || strings.HasPrefix(t.HostName, "-") {
-		return Target{}, fmt.Errorf("host %s: HostName %q (from %s) holds characters a host name cannot (%s): OpenSSH refuses it too", h.Name, t.HostName, t.Sources["HostName"], cmp.Or(bad, "a leading '-'"))
+		return fmt.Errorf("host %s: HostName %q (from %s) holds characters a host name cannot (%s): OpenSSH refuses it too", h.Name, t.HostName, t.Sources["HostName"], cmp.Or(bad, "a leading '-'"))
 	}
 	if bad := badChars(t.User, userRune); bad != "" || strings.HasPrefix(t.User, "-") {
-		return Target{}, fmt.Errorf("host %s: User %q (from %s) holds characters a user name cannot (%s): OpenSSH refuses it too", h.Name, t.User, t.Sources["User"], cmp.Or(bad, "a leading '-'"))
+		return fmt.Errorf("host %s: User %q (from %s) holds characters a user name cannot (%s): OpenSSH refuses it too", h.Name, t.User, t.Sources["User"], cmp.Or(bad, "a leading '-'"))
 	}
+	return nil
+}
 
-	// Identity files: the first level that names any wins.
+// identities is the identity files (the first level that names any) and
+// IdentitiesOnly, HostKeyAlias.
+func (x *resolving) identities() error {
+	t, h, d, o := x.t, x.h, x.r.Inventory.Defaults, x.r.Overrides
+	invSrc, defSrc := x.invSrc, x.defSrc
 	switch {
 	case o.IdentityFile != "":
 		t.IdentityFiles, t.Sources["IdentityFile"] = []string{o.IdentityFile}, "flag"
@@ -427,7 +457,7 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 	case d.IdentityFile != "":
 		t.IdentityFiles, t.Sources["IdentityFile"] = []string{d.IdentityFile}, defSrc
 	default:
-		if files, src := r.sshGetAll(h.Name, "IdentityFile"); len(files) > 0 {
+		if files, src := x.r.sshGetAll(h.Name, "IdentityFile"); len(files) > 0 {
 			t.IdentityFiles, t.Sources["IdentityFile"] = files, src
 		}
 	}
@@ -437,42 +467,56 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 		t.Sources["IdentityFile"] = "default"
 	}
 	for i, f := range t.IdentityFiles {
-		t.IdentityFiles[i] = r.expandTokens(f, h.Name, t.User)
+		t.IdentityFiles[i] = x.r.expandTokens(f, h.Name, t.User)
 	}
 
-	if v, src := r.sshGet(h.Name, "IdentitiesOnly"); v != "" {
+	if v, src := x.r.sshGet(h.Name, "IdentitiesOnly"); v != "" {
 		switch strings.ToLower(v) {
 		case "yes", "true":
 			t.IdentitiesOnly, t.Sources["IdentitiesOnly"] = true, src
 		case "no", "false":
 			t.Sources["IdentitiesOnly"] = src
 		default:
-			return Target{}, fmt.Errorf("host %s: IdentitiesOnly %q (from %s): want yes or no", h.Name, v, src)
+			return fmt.Errorf("host %s: IdentitiesOnly %q (from %s): want yes or no", h.Name, v, src)
 		}
 	}
-	if v, src := r.sshGet(h.Name, "HostKeyAlias"); v != "" {
+	if v, src := x.r.sshGet(h.Name, "HostKeyAlias"); v != "" {
 		t.HostKeyAlias, t.Sources["HostKeyAlias"] = v, src
 	}
+	return nil
+}
 
-	kh := pick("KnownHosts", sourced{o.KnownHosts, "flag"}, sourced{d.KnownHosts, defSrc}, sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
+// knownHosts is the user's known_hosts files, then the global ones, and
+// the agent to ask for keys.
+func (x *resolving) knownHosts() error {
+	t, h, d, o := x.t, x.h, x.r.Inventory.Defaults, x.r.Overrides
+	defSrc := x.defSrc
+	kh := x.pick("KnownHosts", sourced{o.KnownHosts, "flag"}, sourced{d.KnownHosts, defSrc}, x.sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
 	for _, f := range strings.Fields(kh) {
-		t.KnownHosts = append(t.KnownHosts, r.expandTokens(f, h.Name, t.User))
+		t.KnownHosts = append(t.KnownHosts, x.r.expandTokens(f, h.Name, t.User))
 	}
 	// The global known_hosts files are read too, after the user's (which
 	// take new keys), as OpenSSH reads them.
-	gkh := pick("GlobalKnownHosts", sshV("GlobalKnownHostsFile"), sourced{"/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2", "default"})
+	gkh := x.pick("GlobalKnownHosts", x.sshV("GlobalKnownHostsFile"), sourced{"/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2", "default"})
 	for _, f := range strings.Fields(gkh) {
 		if !strings.EqualFold(f, "none") {
-			t.KnownHosts = append(t.KnownHosts, r.expandTokens(f, h.Name, t.User))
+			t.KnownHosts = append(t.KnownHosts, x.r.expandTokens(f, h.Name, t.User))
 		}
 	}
-	if v, src := r.sshGet(h.Name, "IdentityAgent"); v != "" {
+	if v, src := x.r.sshGet(h.Name, "IdentityAgent"); v != "" {
 		t.IdentityAgent, t.Sources["IdentityAgent"] = v, src
 		if v != "none" && v != "SSH_AUTH_SOCK" {
-			t.IdentityAgent = r.expandTokens(strings.Trim(v, `"`), h.Name, t.User)
+			t.IdentityAgent = x.r.expandTokens(strings.Trim(v, `"`), h.Name, t.User)
 		}
 	}
+	return nil
+}
 
+// timeouts is the connect, command and inactivity timeouts, and the
+// keepalive.
+func (x *resolving) timeouts() error {
+	t, h, d, o := x.t, x.h, x.r.Inventory.Defaults, x.r.Overrides
+	defSrc := x.defSrc
 	durations := []struct {
 		field    string
 		dst      *time.Duration
@@ -485,18 +529,18 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 		{"CommandTimeout", &t.CommandTimeout, o.CommandTimeout, d.CommandTimeout, "", inventory.DefaultCommandTimeout},
 		{"InactivityTimeout", &t.InactivityTimeout, o.InactivityTimeout, d.InactivityTimeout, "", inventory.DefaultInactivityTimeout},
 	}
-	for _, x := range durations {
+	for _, du := range durations {
 		switch {
-		case x.flag > 0:
-			*x.dst, t.Sources[x.field] = x.flag, "flag"
-		case r.Inventory.File != "" && x.inv.Duration > 0:
-			*x.dst, t.Sources[x.field] = x.inv.Duration, defSrc
+		case du.flag > 0:
+			*du.dst, t.Sources[du.field] = du.flag, "flag"
+		case x.r.Inventory.File != "" && du.inv.Duration > 0:
+			*du.dst, t.Sources[du.field] = du.inv.Duration, defSrc
 		default:
-			*x.dst, t.Sources[x.field] = x.fallback, "default"
-			if x.sshKey != "" {
-				if v, src := r.sshGet(h.Name, x.sshKey); v != "" {
+			*du.dst, t.Sources[du.field] = du.fallback, "default"
+			if du.sshKey != "" {
+				if v, src := x.r.sshGet(h.Name, du.sshKey); v != "" {
 					if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
-						*x.dst, t.Sources[x.field] = time.Duration(secs)*time.Second, src
+						*du.dst, t.Sources[du.field] = time.Duration(secs)*time.Second, src
 					}
 				}
 			}
@@ -504,33 +548,39 @@ func (r *Resolver) resolve(h inventory.Host, depth int) (Target, error) {
 	}
 	t.ServerAliveInterval, t.ServerAliveCountMax = 15*time.Second, 3
 	t.Sources["ServerAliveInterval"] = "default"
-	if v, src := r.sshGet(h.Name, "ServerAliveInterval"); v != "" {
+	if v, src := x.r.sshGet(h.Name, "ServerAliveInterval"); v != "" {
 		if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
 			t.ServerAliveInterval, t.Sources["ServerAliveInterval"] = time.Duration(secs)*time.Second, src
 		}
 	}
-	if v, _ := r.sshGet(h.Name, "ServerAliveCountMax"); v != "" {
+	if v, _ := x.r.sshGet(h.Name, "ServerAliveCountMax"); v != "" {
 		if n, err := strconv.Atoi(v); err == nil && n > 0 {
 			t.ServerAliveCountMax = n
 		}
 	}
+	return nil
+}
 
+// jumps is ProxyJump (each hop resolved in turn) or ProxyCommand.
+func (x *resolving) jumps() error {
+	t, h, d := x.t, x.h, x.r.Inventory.Defaults
+	invSrc, defSrc, depth := x.invSrc, x.defSrc, x.depth
 	defJump := sourced{d.Jump, defSrc}
 	if depth > 0 {
 		defJump = sourced{} // a hop does not inherit the fleet's default jump (it is, most often, that jump)
 	}
-	jump := pick("ProxyJump", sourced{h.Jump, invSrc}, defJump, sshV("ProxyJump"))
-	if err := r.proxyCommand(&t, h, jump); err != nil {
-		return Target{}, err
+	jump := x.pick("ProxyJump", sourced{h.Jump, invSrc}, defJump, x.sshV("ProxyJump"))
+	if err := x.r.proxyCommand(t, h, jump); err != nil {
+		return err
 	}
 	if jump != "" && !strings.EqualFold(jump, "none") {
-		hops, err := r.resolveJump(jump, depth)
+		hops, err := x.r.resolveJump(jump, depth)
 		if err != nil {
-			return Target{}, fmt.Errorf("host %s: ProxyJump %q (from %s): %w", h.Name, jump, t.Sources["ProxyJump"], err)
+			return fmt.Errorf("host %s: ProxyJump %q (from %s): %w", h.Name, jump, t.Sources["ProxyJump"], err)
 		}
 		t.Jump = hops
 	}
-	return t, nil
+	return nil
 }
 
 // proxyCommand reads ssh_config's ProxyCommand. The inventory's jump wins
