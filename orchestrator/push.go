@@ -86,24 +86,71 @@ type PushResult struct {
 func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	start := time.Now()
 	res := PushResult{}
-	fail := func(class Class, format string, args ...any) PushResult {
-		res.Class, res.Err, res.Duration = class, fmt.Sprintf(format, args...), time.Since(start)
+	fail := func(err *pushError) PushResult {
+		res.Class, res.Err, res.Duration = err.class, err.msg, time.Since(start)
 		return res
 	}
 	if err := CheckPushName(spec.Name); err != nil {
-		return fail(Error, "push: %v", err)
+		return fail(pushErr(Error, "push: %v", err))
 	}
 	if err := CheckPushDest(spec.Dest); err != nil {
-		return fail(Error, "push: %v", err)
+		return fail(pushErr(Error, "push: %v", err))
 	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
 		mode = 0o600
 	}
 	sum := spec.Sum()
+	d, err := c.pushPrepare(ctx, spec)
+	if err != nil {
+		return fail(err)
+	}
+	dest := path.Join(d.dir, d.base)
+	if !hasControl(d.dir) { // a name that could rewrite the screen is never reported
+		res.Path = dest
+	}
+	if err := d.refused(dest); err != nil {
+		return fail(err)
+	}
+	if d.state == "file" && d.sum == sum {
+		if m, err := strconv.ParseUint(d.perm, 8, 32); err == nil && os.FileMode(m) == mode {
+			res.Skipped = true // same content and mode: nothing to send
+			res.Class, res.Duration = OK, time.Since(start)
+			return res
+		}
+	}
+	res.Sent, res.Method, err = c.pushUpload(ctx, spec, d, dest, mode, sum)
+	if err != nil {
+		return fail(err)
+	}
+	res.Class, res.Duration = OK, time.Since(start)
+	return res
+}
 
-	// One round trip: make the directory, resolve it, look at what is at
-	// the destination. Fields end in NUL, so no name can split them.
+// pushError is why a push failed: its class and the message that says so.
+type pushError struct {
+	class Class
+	msg   string
+}
+
+func pushErr(class Class, format string, args ...any) *pushError {
+	return &pushError{class, fmt.Sprintf(format, args...)}
+}
+
+// pushDest is what the host said of the destination before the upload:
+// the directory (links resolved) and the file's name in it; state is
+// none, file, symlink or special; sum and perm are an existing file's
+// sha256 and mode; gzip whether the host can unpack; dirMode the
+// directory's mode.
+type pushDest struct {
+	dir, base, state, sum, perm, dirMode string
+	gzip                                 bool
+}
+
+// pushPrepare is one round trip: make the directory, resolve it, look at
+// what is at the destination. Fields end in NUL, so no name can split
+// them.
+func (c *Conn) pushPrepare(ctx context.Context, spec PushSpec) (pushDest, *pushError) {
 	var prep string
 	if spec.Dest == "" {
 		prep = `d="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab"; b=` + Quote(spec.Name) + `; mkdir -p -- "$d" && chmod 700 -- "$d" || exit`
@@ -130,60 +177,62 @@ if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\
 printf '%s\000' "$(stat -c %a . 2>/dev/null)"`
 	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
 	if r.Class != OK {
-		return fail(r.Class, "push: prepare %s: %s", displayDest(spec), failure(r))
+		return pushDest{}, pushErr(r.Class, "push: prepare %s: %s", displayDest(spec), failure(r))
 	}
 	f := strings.Split(string(r.Stdout), "\x00")
 	if len(f) < 8 {
-		return fail(Exit, "push: prepare %s: unexpected answer %q", displayDest(spec), r.Stdout)
+		return pushDest{}, pushErr(Exit, "push: prepare %s: unexpected answer %q", displayDest(spec), r.Stdout)
 	}
-	dir, base, state := strings.TrimSuffix(f[0], "\n"), f[1], f[2]
-	if hasControl(dir) {
-		return fail(Error, "push: destination directory %q (links resolved) holds a control character or a bidi/format character: refused", dir)
+	return pushDest{dir: strings.TrimSuffix(f[0], "\n"), base: f[1], state: f[2], sum: f[3], perm: f[4], gzip: f[5] == "gzip", dirMode: f[6]}, nil
+}
+
+// refused says why nothing may be written at the destination, if so.
+func (d pushDest) refused(dest string) *pushError {
+	if hasControl(d.dir) {
+		return pushErr(Error, "push: destination directory %q (links resolved) holds a control character or a bidi/format character: refused", d.dir)
 	}
-	res.Path = path.Join(dir, base)
-	switch state {
+	switch d.state {
 	case "symlink":
-		return fail(Error, "push: %s is a symbolic link: gpulab never writes, compares or chmods through a link; push to the path it points to", res.Path)
+		return pushErr(Error, "push: %s is a symbolic link: gpulab never writes, compares or chmods through a link; push to the path it points to", dest)
 	case "special":
-		return fail(Error, "push: %s exists and is not a regular file: refused", res.Path)
+		return pushErr(Error, "push: %s exists and is not a regular file: refused", dest)
 	}
-	hasGzip := f[5] == "gzip"
 	// In a directory others may write to and that is not sticky, anyone
 	// could swap the temporary file for a link between the upload and the
 	// rename: no push there (/tmp is sticky; a shared drop directory is not).
-	if dm, err := strconv.ParseUint(f[6], 8, 32); err == nil && dm&0o002 != 0 && dm&0o1000 == 0 {
-		return fail(Error, "push: %s is writable by others and not sticky (mode %s): anyone could swap the file while gpulab writes it; push to a private directory", dir, f[6])
+	if dm, err := strconv.ParseUint(d.dirMode, 8, 32); err == nil && dm&0o002 != 0 && dm&0o1000 == 0 {
+		return pushErr(Error, "push: %s is writable by others and not sticky (mode %s): anyone could swap the file while gpulab writes it; push to a private directory", d.dir, d.dirMode)
 	}
-	if state == "file" && f[3] == sum {
-		if m, err := strconv.ParseUint(f[4], 8, 32); err == nil && os.FileMode(m) == mode {
-			res.Skipped = true // same content and mode: nothing to send
-			res.Class, res.Duration = OK, time.Since(start)
-			return res
-		}
-	}
+	return nil
+}
 
-	tmp := path.Join(dir, "."+truncate(base, 160)+".gpulab-"+randomSuffix())
-	// The mode is set on the temporary file, before the rename (over the
-	// open SFTP handle, or by chmod after checking it is still our file,
-	// not a link); the rename replaces what is at the destination (mv -T:
-	// never into a directory or a link's target), after checking it is
-	// still no link.
-	finalizeWith := func(chmod bool) string {
-		ch := ""
-		if chmod {
-			ch = fmt.Sprintf(`chmod %o "$t" && `, mode)
-		}
-		return staleUploads(dir) + fmt.Sprintf(`t=%s; f=%s; if [ -L "$t" ] || [ ! -f "$t" ]; then rm -f -- "$t"; echo "the temporary file $t was swapped during the push: refused" >&2; exit 6; fi
+// pushFinalize is the script that checks the uploaded temporary file and
+// renames it into place. The mode is set on the temporary file, before
+// the rename (over the open SFTP handle, or by chmod after checking it is
+// still our file, not a link); the rename replaces what is at the
+// destination (mv -T: never into a directory or a link's target), after
+// checking it is still no link.
+func pushFinalize(dir, tmp, dest, sum string, mode os.FileMode, chmod bool) string {
+	ch := ""
+	if chmod {
+		ch = fmt.Sprintf(`chmod %o "$t" && `, mode)
+	}
+	return staleUploads(dir) + fmt.Sprintf(`t=%s; f=%s; if [ -L "$t" ] || [ ! -f "$t" ]; then rm -f -- "$t"; echo "the temporary file $t was swapped during the push: refused" >&2; exit 6; fi
 s=$(sha256sum -- "$t" | cut -d' ' -f1); if [ "$s" != %s ]; then rm -f -- "$t"; echo "checksum mismatch after upload: got $s" >&2; exit 3; fi
 if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$f became a link or a special file during the push: refused" >&2; exit 5; fi
 %s{ mv -fT -- "$t" "$f" 2>/dev/null || { [ ! -d "$f" ] && mv -f -- "$t" "$f"; }; } || { rm -f -- "$t"; exit 4; }`,
-			Quote(tmp), Quote(res.Path), sum, ch)
-	}
-	finalize := finalizeWith(true)
+		Quote(tmp), Quote(dest), sum, ch)
+}
 
+// pushUpload sends the file into a temporary file beside dest, over SFTP
+// where the server offers it (and the file goes uncompressed), else
+// through a session into a file created exclusively, then finalizes it.
+// It returns the bytes sent and the method.
+func (c *Conn) pushUpload(ctx context.Context, spec PushSpec, d pushDest, dest string, mode os.FileMode, sum string) (int64, string, *pushError) {
+	tmp := path.Join(d.dir, "."+truncate(d.base, 160)+".gpulab-"+randomSuffix())
 	var sent atomic.Int64
 	payload, unpack := spec.Data, "cat"
-	if spec.Compress && hasGzip {
+	if spec.Compress && d.gzip {
 		if spec.Gzipped == nil {
 			spec.Gzipped = Gzip(spec.Data)
 		}
@@ -191,41 +240,35 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 		spec.NoSFTP = true
 	}
 	if !spec.NoSFTP {
-		if err := c.sftpUpload(tmp, spec.Data, mode, &sent); err == nil {
-			res.Method, finalize = "sftp", finalizeWith(false)
-		} else if err != errNoSFTP {
-			res.Sent = sent.Load()
-			if c.lostDuring(err) {
-				// Its temporary file stays on the host: the next push
-				// there removes it (staleUploads).
-				return fail(Lost, "push: upload %s: the connection was lost: %v", res.Path, err)
+		err := c.sftpUpload(tmp, spec.Data, mode, &sent)
+		switch {
+		case err == nil:
+			fr := c.Run(ctx, "push: verify", pushFinalize(d.dir, tmp, dest, sum, mode, false), RunOptions{Timeout: c.Target.CommandTimeout})
+			if fr.Class != OK {
+				return sent.Load(), "sftp", pushErr(fr.Class, "push: verify %s: %s", dest, failure(fr))
 			}
-			return fail(Exit, "push: upload %s: %v%s", res.Path, err, c.diagnose(ctx, dir, len(spec.Data)))
+			return sent.Load(), "sftp", nil
+		case c.lostDuring(err):
+			// Its temporary file stays on the host: the next push there
+			// removes it (staleUploads).
+			return sent.Load(), "", pushErr(Lost, "push: upload %s: the connection was lost: %v", dest, err)
+		case err != errNoSFTP:
+			return sent.Load(), "", pushErr(Exit, "push: upload %s: %v%s", dest, err, c.diagnose(ctx, d.dir, len(spec.Data)))
 		}
 	}
-	if res.Method == "" {
-		// No SFTP: stream the file through a session into the temporary
-		// file, created exclusively (noclobber).
-		line := fmt.Sprintf(`umask 077; set -C; t=%s; trap 'rm -f -- "$t"' EXIT; %s > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), unpack, finalize)
-		counted := &countingReader{r: bytes.NewReader(payload), n: &sent}
-		r := c.Run(ctx, "push: upload", line, RunOptions{Raw: true, Stdin: counted, Timeout: c.Target.CommandTimeout})
-		res.Sent, res.Method = sent.Load(), "session"
-		if unpack != "cat" {
-			res.Method = "session+gzip"
-		}
-		if r.Class != OK {
-			return fail(r.Class, "push: upload %s: %s", res.Path, failure(r))
-		}
-		res.Class, res.Duration = OK, time.Since(start)
-		return res
+	// No SFTP: stream the file through a session into the temporary
+	// file, created exclusively (noclobber).
+	line := fmt.Sprintf(`umask 077; set -C; t=%s; trap 'rm -f -- "$t"' EXIT; %s > "$t" && { sync -- "$t" 2>/dev/null || sync; } && trap - EXIT && %s`, Quote(tmp), unpack, pushFinalize(d.dir, tmp, dest, sum, mode, true))
+	counted := &countingReader{r: bytes.NewReader(payload), n: &sent}
+	r := c.Run(ctx, "push: upload", line, RunOptions{Raw: true, Stdin: counted, Timeout: c.Target.CommandTimeout})
+	method := "session"
+	if unpack != "cat" {
+		method = "session+gzip"
 	}
-	res.Sent = sent.Load()
-	fr := c.Run(ctx, "push: verify", finalize, RunOptions{Timeout: c.Target.CommandTimeout})
-	if fr.Class != OK {
-		return fail(fr.Class, "push: verify %s: %s", res.Path, failure(fr))
+	if r.Class != OK {
+		return sent.Load(), method, pushErr(r.Class, "push: upload %s: %s", dest, failure(r))
 	}
-	res.Class, res.Duration = OK, time.Since(start)
-	return res
+	return sent.Load(), method, nil
 }
 
 // staleAge is how old a temporary upload of gpulab's must be for a later
