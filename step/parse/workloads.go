@@ -167,97 +167,125 @@ var dcgmSection = regexp.MustCompile(`^[|+]-+\s+(\w+)\s+-+[+|]`)
 // Blacklist/Denylist names, "Pass - All" suffixes, wrapped Warning and
 // Info cells, per-GPU rows).
 func ParseDCGMDiag(text string) (*DCGMDiag, error) {
-	out := &DCGMDiag{DeviceIDs: []string{}, Tests: []DCGMTest{}}
-	var e errs
-	section := ""
-	var cur *DCGMTest
-	var msg joined // the Warning or Info being continued
-	var msgFull bool
+	r := &dcgmReader{out: &DCGMDiag{DeviceIDs: []string{}, Tests: []DCGMTest{}}}
 	for n, raw := range lines(text) {
-		ln := n + 1
-		l := strings.TrimRight(raw, " ")
-		if strings.Contains(l, "Successfully ran diagnostic") {
-			out.Completed = true
-			continue
-		}
-		if m := dcgmSection.FindStringSubmatch(l); m != nil {
-			section, cur = m[1], nil
-			msg.end()
-			continue
-		}
-		if !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "|--") && !strings.Contains(l, "  ") {
-			continue
-		}
-		cells := strings.Split(l, "|")
-		if len(cells) < 4 {
-			continue
-		}
-		left, right := strings.TrimSpace(cells[1]), cells[2]
-		content := strings.TrimPrefix(right, " ")
-		val := strings.TrimSpace(right)
-		if left == "Diagnostic" {
-			continue
-		}
-		switch {
-		case section == "Metadata":
-			switch left {
-			case "DCGM Version":
-				out.Version = val
-			case "Driver Version Detected":
-				out.Driver = val
-			case "GPU Device IDs Detected":
-				for _, id := range strings.Split(val, ",") {
-					out.DeviceIDs = append(out.DeviceIDs, strings.TrimSpace(id))
-				}
-			}
-			continue
-		case left == "Warning" || left == "Info":
-			if cur == nil {
-				e.add(ln, "a %s row before any test", left)
-				continue
-			}
-			s := strings.TrimSpace(content)
-			if left == "Warning" {
-				msg.end()
-				cur.Warnings = append(cur.Warnings, s)
-				msg.start(&cur.Warnings[len(cur.Warnings)-1])
-			} else {
-				msg.end()
-				cur.Info = append(cur.Info, s)
-				msg.start(&cur.Info[len(cur.Info)-1])
-			}
-			msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
-			continue
-		case left == "":
-			if cur == nil {
-				continue
-			}
-			if g, r, ok := strings.Cut(val, ": "); ok && strings.HasPrefix(g, "GPU") && isInt(strings.TrimPrefix(g, "GPU")) {
-				cur.GPUs[g] = firstWord(r)
-				msg.end()
-				continue
-			}
-			if msg.to != nil {
-				// DCGM wraps at a fixed width (the cell's, less its
-				// padding), mid-word: a chunk that fills it continues the
-				// word on the next line.
-				if msgFull || strings.HasPrefix(content, " ") {
-					msg.add(strings.TrimRight(content, " "))
-				} else {
-					msg.add(" ")
-					msg.add(strings.TrimRight(content, " "))
-				}
-				msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
-				continue
-			}
-			e.add(ln, "a continuation row that belongs to nothing: %q", val)
-			continue
-		}
-		out.Tests = append(out.Tests, DCGMTest{Section: section, Name: left, Raw: val, Result: firstWord(val), GPUs: map[string]string{}, Warnings: []string{}, Info: []string{}, Line: ln})
-		msg.end()
-		cur = &out.Tests[len(out.Tests)-1]
+		r.line(n+1, strings.TrimRight(raw, " "))
 	}
-	msg.end()
+	r.msg.end()
+	r.tally()
+	if len(r.out.Tests) == 0 {
+		r.e.add(0, "no dcgmi diag table (want the output of dcgmi diag -r N)")
+	}
+	return r.out, r.e.err()
+}
+
+// dcgmReader reads dcgmi diag's table a line at a time: the section it
+// is in, the test the rows after it belong to, and the Warning or Info
+// being continued over wrapped rows.
+type dcgmReader struct {
+	out     *DCGMDiag
+	e       errs
+	section string
+	cur     *DCGMTest
+	msg     joined
+	msgFull bool // the last chunk filled its cell: the next continues its word
+}
+
+func (r *dcgmReader) line(ln int, l string) {
+	if strings.Contains(l, "Successfully ran diagnostic") {
+		r.out.Completed = true
+		return
+	}
+	if m := dcgmSection.FindStringSubmatch(l); m != nil {
+		r.section, r.cur = m[1], nil
+		r.msg.end()
+		return
+	}
+	if !strings.HasPrefix(l, "|") || strings.HasPrefix(l, "|--") && !strings.Contains(l, "  ") {
+		return
+	}
+	cells := strings.Split(l, "|")
+	if len(cells) < 4 {
+		return
+	}
+	left, right := strings.TrimSpace(cells[1]), cells[2]
+	val := strings.TrimSpace(right)
+	switch {
+	case left == "Diagnostic":
+	case r.section == "Metadata":
+		r.metadata(left, val)
+	case left == "Warning" || left == "Info":
+		r.message(ln, left, right)
+	case left == "":
+		r.continuation(ln, right)
+	default:
+		r.out.Tests = append(r.out.Tests, DCGMTest{Section: r.section, Name: left, Raw: val, Result: firstWord(val), GPUs: map[string]string{}, Warnings: []string{}, Info: []string{}, Line: ln})
+		r.msg.end()
+		r.cur = &r.out.Tests[len(r.out.Tests)-1]
+	}
+}
+
+func (r *dcgmReader) metadata(key, val string) {
+	switch key {
+	case "DCGM Version":
+		r.out.Version = val
+	case "Driver Version Detected":
+		r.out.Driver = val
+	case "GPU Device IDs Detected":
+		for _, id := range strings.Split(val, ",") {
+			r.out.DeviceIDs = append(r.out.DeviceIDs, strings.TrimSpace(id))
+		}
+	}
+}
+
+// message starts a test's Warning or Info.
+func (r *dcgmReader) message(ln int, kind, right string) {
+	if r.cur == nil {
+		r.e.add(ln, "a %s row before any test", kind)
+		return
+	}
+	content := strings.TrimPrefix(right, " ")
+	s := strings.TrimSpace(content)
+	r.msg.end()
+	if kind == "Warning" {
+		r.cur.Warnings = append(r.cur.Warnings, s)
+		r.msg.start(&r.cur.Warnings[len(r.cur.Warnings)-1])
+	} else {
+		r.cur.Info = append(r.cur.Info, s)
+		r.msg.start(&r.cur.Info[len(r.cur.Info)-1])
+	}
+	r.msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
+}
+
+// continuation is a row with no name: a GPU's result, or more of the
+// message being continued.
+func (r *dcgmReader) continuation(ln int, right string) {
+	if r.cur == nil {
+		return
+	}
+	content := strings.TrimPrefix(right, " ")
+	val := strings.TrimSpace(right)
+	if g, rest, ok := strings.Cut(val, ": "); ok && strings.HasPrefix(g, "GPU") && isInt(strings.TrimPrefix(g, "GPU")) {
+		r.cur.GPUs[g] = firstWord(rest)
+		r.msg.end()
+		return
+	}
+	if r.msg.to == nil {
+		r.e.add(ln, "a continuation row that belongs to nothing: %q", val)
+		return
+	}
+	// DCGM wraps at a fixed width (the cell's, less its padding),
+	// mid-word: a chunk that fills it continues the word on the next line.
+	if !r.msgFull && !strings.HasPrefix(content, " ") {
+		r.msg.add(" ")
+	}
+	r.msg.add(strings.TrimRight(content, " "))
+	r.msgFull = len(strings.TrimRight(content, " ")) >= len(right)-3
+}
+
+// tally counts the tests by result and gives the overall one.
+func (r *dcgmReader) tally() {
+	out := r.out
 	for i := range out.Tests {
 		t := &out.Tests[i]
 		for j, w := range t.Warnings {
@@ -273,7 +301,7 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 		case "Warn":
 			out.Warned++
 		default:
-			e.add(t.Line, "test %q: result %q is not Pass, Fail, Skip or Warn", t.Name, t.Raw)
+			r.e.add(t.Line, "test %q: result %q is not Pass, Fail, Skip or Warn", t.Name, t.Raw)
 		}
 	}
 	switch {
@@ -286,10 +314,6 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 	case out.Skipped > 0:
 		out.Overall = "Skip"
 	}
-	if len(out.Tests) == 0 {
-		e.add(0, "no dcgmi diag table (want the output of dcgmi diag -r N)")
-	}
-	return out, e.err()
 }
 
 // joined is a string being built from many lines: a message wrapped over
