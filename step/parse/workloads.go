@@ -395,91 +395,16 @@ var (
 // carriage returns, the per-GPU summary, and negative (overflowed) error
 // counts, which count as errors.
 func ParseGPUBurn(text string) (*GPUBurn, error) {
-	out := &GPUBurn{GPUs: []BurnGPU{}}
-	var e errs
-	byIndex := map[int]*BurnGPU{}
-	gpu := func(i int) *BurnGPU {
-		if g, ok := byIndex[i]; ok {
-			return g
-		}
-		out.GPUs = append(out.GPUs, BurnGPU{Index: i})
-		for k := range out.GPUs {
-			byIndex[out.GPUs[k].Index] = &out.GPUs[k]
-		}
-		return byIndex[i]
-	}
-	var last []string // the last progress record's fields
-	lastLine := 0
-	// failure is the first line gpu_burn wrote about a worker failing,
-	// aborted its "No clients are alive!  Aborting"; killing is the line
-	// of its "Killing processes".
-	var failure, aborted struct {
-		line int
-		text string
-	}
-	killing := 0
+	r := &burnReader{out: &GPUBurn{GPUs: []BurnGPU{}}, byIndex: map[int]*BurnGPU{}}
 	for n, raw := range lines(text) {
-		ln := n + 1
 		for _, rec := range strings.Split(raw, "\r") {
-			l := strings.TrimSpace(rec)
-			switch {
-			case l == "":
-			case burnProgress.MatchString(l):
-				last, lastLine = burnProgress.FindStringSubmatch(l), ln
-			case strings.HasPrefix(l, "No clients are alive"):
-				aborted.line, aborted.text = ln, l
-			case strings.HasPrefix(l, "Couldn't init") || strings.HasPrefix(l, "Failure during compute") || strings.Contains(l, "Error in \""):
-				if failure.line == 0 {
-					failure.line, failure.text = ln, l
-				}
-			case strings.HasPrefix(l, "Killing processes"):
-				killing = ln
-			case burnVerdict.MatchString(l):
-				m := burnVerdict.FindStringSubmatch(l)
-				i, _ := strconv.Atoi(m[1])
-				gpu(i).Verdict = m[2]
-			case burnGPU.MatchString(l):
-				m := burnGPU.FindStringSubmatch(l)
-				i, _ := strconv.Atoi(m[1])
-				gpu(i).Name = m[2]
-			case burnTested.MatchString(l):
-				v, _ := strconv.Atoi(burnTested.FindStringSubmatch(l)[1])
-				out.Tested = &v
-			case strings.Contains(l, "using DOUBLES"):
-				out.Doubles = true
-				out.TensorCores = out.TensorCores || strings.Contains(l, "Tensor Cores")
-			case strings.Contains(l, "using FLOATS"):
-				out.TensorCores = out.TensorCores || strings.Contains(l, "Tensor Cores")
-			}
-		}
-		_ = ln
-	}
-	if last != nil {
-		p, _ := strconv.ParseFloat(last[1], 64)
-		out.Progress = &p
-		procs := strings.Split(last[2], " - ")
-		errsF := burnErr.FindAllStringSubmatch(last[3], -1)
-		temps := burnTemp.FindAllStringSubmatch(last[4], -1)
-		for i := range procs {
-			g := gpu(i)
-			if m := burnGflops.FindStringSubmatch(procs[i]); m != nil {
-				v, _ := strconv.ParseFloat(m[1], 64)
-				g.Gflops = &v
-			}
-			if i < len(errsF) {
-				v, _ := strconv.ParseInt(errsF[i][1], 10, 64)
-				g.Errors = &v
-				g.Died = strings.Contains(errsF[i][2], "DIED")
-			}
-			if i < len(temps) {
-				v, _ := strconv.Atoi(temps[i][1])
-				g.TempC = &v
-			}
-		}
-		if len(errsF) != len(procs) || len(temps) != len(procs) {
-			e.add(0, "the last progress record has %d GPUs, %d error counts and %d temperatures", len(procs), len(errsF), len(temps))
+			r.record(n+1, strings.TrimSpace(rec))
 		}
 	}
+	if r.last != nil {
+		r.lastProgress()
+	}
+	out := r.out
 	for _, g := range out.GPUs {
 		switch g.Verdict {
 		case "OK":
@@ -489,24 +414,127 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 		}
 	}
 	out.Complete = out.Tested != nil && *out.Tested == out.OK+out.Faulty
+	r.why()
+	return out, r.e.err()
+}
+
+// burnReader reads gpu_burn's output a record at a time (its progress
+// lines are records ended by \r within one line).
+type burnReader struct {
+	out     *GPUBurn
+	e       errs
+	byIndex map[int]*BurnGPU
+	// last is the last progress record's fields, lastLine its line.
+	last     []string
+	lastLine int
+	// failure is the first line gpu_burn wrote about a worker failing,
+	// aborted its "No clients are alive!  Aborting"; killing is the line
+	// of its "Killing processes".
+	failure, aborted struct {
+		line int
+		text string
+	}
+	killing int
+}
+
+// gpu is GPU i's entry, added the first time it is named.
+func (r *burnReader) gpu(i int) *BurnGPU {
+	if g, ok := r.byIndex[i]; ok {
+		return g
+	}
+	r.out.GPUs = append(r.out.GPUs, BurnGPU{Index: i})
+	for k := range r.out.GPUs {
+		r.byIndex[r.out.GPUs[k].Index] = &r.out.GPUs[k]
+	}
+	return r.byIndex[i]
+}
+
+func (r *burnReader) record(ln int, l string) {
+	out := r.out
+	switch {
+	case l == "":
+	case burnProgress.MatchString(l):
+		r.last, r.lastLine = burnProgress.FindStringSubmatch(l), ln
+	case strings.HasPrefix(l, "No clients are alive"):
+		r.aborted.line, r.aborted.text = ln, l
+	case strings.HasPrefix(l, "Couldn't init") || strings.HasPrefix(l, "Failure during compute") || strings.Contains(l, "Error in \""):
+		if r.failure.line == 0 {
+			r.failure.line, r.failure.text = ln, l
+		}
+	case strings.HasPrefix(l, "Killing processes"):
+		r.killing = ln
+	case burnVerdict.MatchString(l):
+		m := burnVerdict.FindStringSubmatch(l)
+		i, _ := strconv.Atoi(m[1])
+		r.gpu(i).Verdict = m[2]
+	case burnGPU.MatchString(l):
+		m := burnGPU.FindStringSubmatch(l)
+		i, _ := strconv.Atoi(m[1])
+		r.gpu(i).Name = m[2]
+	case burnTested.MatchString(l):
+		v, _ := strconv.Atoi(burnTested.FindStringSubmatch(l)[1])
+		out.Tested = &v
+	case strings.Contains(l, "using DOUBLES"):
+		out.Doubles = true
+		out.TensorCores = out.TensorCores || strings.Contains(l, "Tensor Cores")
+	case strings.Contains(l, "using FLOATS"):
+		out.TensorCores = out.TensorCores || strings.Contains(l, "Tensor Cores")
+	}
+}
+
+// lastProgress reads the last progress record: how far the run got, and
+// each GPU's Gflop/s, error count (and whether its worker died) and
+// temperature.
+func (r *burnReader) lastProgress() {
+	last := r.last
+	p, _ := strconv.ParseFloat(last[1], 64)
+	r.out.Progress = &p
+	procs := strings.Split(last[2], " - ")
+	errsF := burnErr.FindAllStringSubmatch(last[3], -1)
+	temps := burnTemp.FindAllStringSubmatch(last[4], -1)
+	for i := range procs {
+		g := r.gpu(i)
+		if m := burnGflops.FindStringSubmatch(procs[i]); m != nil {
+			v, _ := strconv.ParseFloat(m[1], 64)
+			g.Gflops = &v
+		}
+		if i < len(errsF) {
+			v, _ := strconv.ParseInt(errsF[i][1], 10, 64)
+			g.Errors = &v
+			g.Died = strings.Contains(errsF[i][2], "DIED")
+		}
+		if i < len(temps) {
+			v, _ := strconv.Atoi(temps[i][1])
+			g.TempC = &v
+		}
+	}
+	if len(errsF) != len(procs) || len(temps) != len(procs) {
+		r.e.add(0, "the last progress record has %d GPUs, %d error counts and %d temperatures", len(procs), len(errsF), len(temps))
+	}
+}
+
+// why says, for a run without a whole summary, how far it got and why it
+// ended (Reason), and where.
+func (r *burnReader) why() {
+	out, e := r.out, &r.e
 	reached := "before its first progress record"
-	if last != nil {
-		reached = fmt.Sprintf("at %s%% (line %d)", last[1], lastLine)
+	if r.last != nil {
+		reached = fmt.Sprintf("at %s%% (line %d)", r.last[1], r.lastLine)
 	}
 	switch {
 	case out.Tested == nil && len(out.GPUs) == 0:
 		out.Reason = "no gpu_burn output"
 		e.add(0, "no gpu_burn output (want its progress lines or its \"Tested N GPUs\" summary)")
-	case out.Tested == nil && aborted.line > 0:
-		out.Reason = errorf(0, "gpu_burn aborted %s: every GPU's worker died (line %d: %q)", reached, aborted.line, aborted.text).Msg
-		e.add(aborted.line, "gpu_burn aborted, every GPU's worker dead, with no \"Tested N GPUs\" summary")
-	case out.Tested == nil && killing > 0:
-		out.Reason = errorf(0, "the run stopped %s while killing its workers (line %d), with no \"Tested N GPUs\" summary", reached, killing).Msg
-		e.add(killing, "no \"Tested N GPUs\" summary after \"Killing processes\": the run did not finish, or the output was cut")
+	case out.Tested == nil && r.aborted.line > 0:
+		out.Reason = errorf(0, "gpu_burn aborted %s: every GPU's worker died (line %d: %q)", reached, r.aborted.line, r.aborted.text).Msg
+		e.add(r.aborted.line, "gpu_burn aborted, every GPU's worker dead, with no \"Tested N GPUs\" summary")
+	case out.Tested == nil && r.killing > 0:
+		out.Reason = errorf(0, "the run stopped %s while killing its workers (line %d), with no \"Tested N GPUs\" summary", reached, r.killing).Msg
+		e.add(r.killing, "no \"Tested N GPUs\" summary after \"Killing processes\": the run did not finish, or the output was cut")
 	case out.Tested == nil:
 		out.Reason = errorf(0, "the run stopped %s with no \"Tested N GPUs\" summary: it did not finish, or its output was cut", reached).Msg
-		if lastLine > 0 {
-			e.add(lastLine, "no \"Tested N GPUs\" summary after this: the run did not finish, or the output was cut")
+		if r.lastLine > 0 {
+			e.add(r.lastLine, "no \"Tested N GPUs\" summary after this: the run did not finish, or the output was cut")
 		} else {
 			e.add(0, "no \"Tested N GPUs\" summary: the run did not finish, or the output was cut")
 		}
@@ -514,8 +542,7 @@ func ParseGPUBurn(text string) (*GPUBurn, error) {
 		out.Reason = fmt.Sprintf("the summary says %d GPUs were tested but gives %d verdicts: the output was cut", *out.Tested, out.OK+out.Faulty)
 		e.add(0, "the summary says %d GPUs were tested but lists %d", *out.Tested, out.OK+out.Faulty)
 	}
-	if !out.Complete && failure.line > 0 {
-		out.Reason += errorf(0, "; line %d says %q", failure.line, failure.text).Msg
+	if !out.Complete && r.failure.line > 0 {
+		out.Reason += errorf(0, "; line %d says %q", r.failure.line, r.failure.text).Msg
 	}
-	return out, e.err()
 }
