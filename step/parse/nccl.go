@@ -66,29 +66,9 @@ var (
 
 // ParseNCCL reads an NCCL INFO log from any number of ranks and hosts.
 func ParseNCCL(text string) (*NCCL, error) {
-	n := &NCCL{HCAs: []NCCLHCA{}, SocketInterfaces: []string{}, Channels: map[string]int{}, Env: map[string]string{}, Warnings: []NCCLWarning{}}
-	var problems errs
-	hcas := map[string]int{}
-	addHCA := func(h NCCLHCA) {
-		if i, ok := hcas[h.Name]; ok {
-			if h.SpeedMb != nil {
-				n.HCAs[i].SpeedMb = h.SpeedMb
-			}
-			if h.LinkType != "" {
-				n.HCAs[i].LinkType = h.LinkType
-			}
-			return
-		}
-		hcas[h.Name] = len(n.HCAs)
-		n.HCAs = append(n.HCAs, h)
-	}
-	ifaces := map[string]bool{}
-	addIface := func(s string) {
-		if !ifaces[s] {
-			ifaces[s] = true
-			n.SocketInterfaces = append(n.SocketInterfaces, s)
-		}
-	}
+	r := &ncclReader{n: &NCCL{HCAs: []NCCLHCA{}, SocketInterfaces: []string{}, Channels: map[string]int{}, Env: map[string]string{}, Warnings: []NCCLWarning{}},
+		hcas: map[string]int{}, ifaces: map[string]bool{}}
+	n := r.n
 	seen := 0
 	for i, l := range lines(text) {
 		t := strings.TrimSpace(l)
@@ -97,16 +77,7 @@ func ParseNCCL(text string) (*NCCL, error) {
 		}
 		m := ncclPrefix.FindStringSubmatch(t)
 		if m == nil {
-			// A WARN wrapped by the poster's terminal continues on the next line.
-			if len(n.Warnings) > 0 && n.Warnings[len(n.Warnings)-1].Line == i {
-				n.Warnings[len(n.Warnings)-1].Message += " " + t
-				continue
-			}
-			if v := ncclVersion.FindStringSubmatch(t); v != nil {
-				n.Version = v[1]
-				continue
-			}
-			problems.add(i+1, "not an NCCL log line: %q", t)
+			r.unprefixed(i, t)
 			continue
 		}
 		seen++
@@ -118,56 +89,110 @@ func ParseNCCL(text string) (*NCCL, error) {
 			}
 			continue
 		}
-		switch {
-		case ncclVersion.MatchString(msg):
-			n.Version = ncclVersion.FindStringSubmatch(msg)[1]
-		case ncclUsingIB.MatchString(msg):
-			n.Transport = "NET/IB"
-			for _, d := range ncclIBDev.FindAllStringSubmatch(msg, -1) {
-				port, _ := strconv.Atoi(d[2])
-				addHCA(NCCLHCA{Name: d[1], Port: &port, LinkType: d[3]})
-			}
-		case ncclIBDisc.MatchString(msg):
-			d := ncclIBDisc.FindStringSubmatch(msg)
-			port, _ := strconv.Atoi(d[2])
-			speed, _ := strconv.Atoi(d[4])
-			addHCA(NCCLHCA{Name: d[1], Port: &port, LinkType: d[3], SpeedMb: &speed})
-			if n.Transport == "" {
-				n.Transport = "NET/IB"
-			}
-		case ncclVirt.MatchString(msg):
-			d := ncclVirt.FindStringSubmatch(msg)
-			speed, _ := strconv.Atoi(d[2])
-			addHCA(NCCLHCA{Name: d[1], SpeedMb: &speed})
-		case ncclSocket.MatchString(msg):
-			n.Transport = "NET/Socket"
-			for _, d := range ncclIface.FindAllStringSubmatch(ncclSocket.FindStringSubmatch(msg)[1], -1) {
-				addIface(d[1])
-			}
-		case ncclBoot.MatchString(msg):
-			addIface(ncclBoot.FindStringSubmatch(msg)[1])
-		case ncclChannel.MatchString(msg):
-			via := ncclPXNSuffx.ReplaceAllString(ncclChannel.FindStringSubmatch(msg)[1], "")
-			n.Channels[via]++
-			if strings.Contains(via, "GDRDMA") {
-				n.GDRDMA = true
-			}
-			if strings.HasPrefix(via, "NET/IB") {
-				n.Transport = "NET/IB"
-			} else if strings.HasPrefix(via, "NET/Socket") && n.Transport == "" {
-				n.Transport = "NET/Socket"
-			}
-		case ncclEnv.MatchString(msg):
-			e := ncclEnv.FindStringSubmatch(msg)
-			n.Env[e[1]] = strings.TrimSuffix(strings.TrimSpace(e[2]), ".") // NCCL ends the sentence
-		case ncclComm.MatchString(msg):
-			c := ncclComm.FindStringSubmatch(msg)
-			n.Ranks, n.Nodes = intNA(c[1]), intNA(c[2])
-		}
+		r.info(msg)
 	}
 	sort.SliceStable(n.HCAs, func(a, b int) bool { return n.HCAs[a].Name < n.HCAs[b].Name })
 	if seen == 0 {
-		problems.add(0, "no NCCL INFO or WARN line: not an NCCL_DEBUG=INFO log")
+		r.problems.add(0, "no NCCL INFO or WARN line: not an NCCL_DEBUG=INFO log")
 	}
-	return n, problems.err()
+	return n, r.problems.err()
+}
+
+// ncclReader reads an NCCL_DEBUG=INFO log a line at a time; hcas and
+// ifaces index what n already lists.
+type ncclReader struct {
+	n        *NCCL
+	problems errs
+	hcas     map[string]int
+	ifaces   map[string]bool
+}
+
+// addHCA lists an HCA once, what a later line adds to it merged in.
+func (r *ncclReader) addHCA(h NCCLHCA) {
+	if i, ok := r.hcas[h.Name]; ok {
+		if h.SpeedMb != nil {
+			r.n.HCAs[i].SpeedMb = h.SpeedMb
+		}
+		if h.LinkType != "" {
+			r.n.HCAs[i].LinkType = h.LinkType
+		}
+		return
+	}
+	r.hcas[h.Name] = len(r.n.HCAs)
+	r.n.HCAs = append(r.n.HCAs, h)
+}
+
+func (r *ncclReader) addIface(s string) {
+	if !r.ifaces[s] {
+		r.ifaces[s] = true
+		r.n.SocketInterfaces = append(r.n.SocketInterfaces, s)
+	}
+}
+
+// unprefixed is a line without NCCL's host:pid:tid prefix: a WARN
+// wrapped by the poster's terminal, the version banner, or not NCCL's.
+func (r *ncclReader) unprefixed(i int, t string) {
+	n := r.n
+	if len(n.Warnings) > 0 && n.Warnings[len(n.Warnings)-1].Line == i {
+		n.Warnings[len(n.Warnings)-1].Message += " " + t
+		return
+	}
+	if v := ncclVersion.FindStringSubmatch(t); v != nil {
+		n.Version = v[1]
+		return
+	}
+	r.problems.add(i+1, "not an NCCL log line: %q", t)
+}
+
+// info reads one INFO message: the version, the IB devices and socket
+// interfaces NCCL chose, each channel's transport, the NCCL_* settings it
+// took, the communicator's size.
+func (r *ncclReader) info(msg string) {
+	n := r.n
+	switch {
+	case ncclVersion.MatchString(msg):
+		n.Version = ncclVersion.FindStringSubmatch(msg)[1]
+	case ncclUsingIB.MatchString(msg):
+		n.Transport = "NET/IB"
+		for _, d := range ncclIBDev.FindAllStringSubmatch(msg, -1) {
+			port, _ := strconv.Atoi(d[2])
+			r.addHCA(NCCLHCA{Name: d[1], Port: &port, LinkType: d[3]})
+		}
+	case ncclIBDisc.MatchString(msg):
+		d := ncclIBDisc.FindStringSubmatch(msg)
+		port, _ := strconv.Atoi(d[2])
+		speed, _ := strconv.Atoi(d[4])
+		r.addHCA(NCCLHCA{Name: d[1], Port: &port, LinkType: d[3], SpeedMb: &speed})
+		if n.Transport == "" {
+			n.Transport = "NET/IB"
+		}
+	case ncclVirt.MatchString(msg):
+		d := ncclVirt.FindStringSubmatch(msg)
+		speed, _ := strconv.Atoi(d[2])
+		r.addHCA(NCCLHCA{Name: d[1], SpeedMb: &speed})
+	case ncclSocket.MatchString(msg):
+		n.Transport = "NET/Socket"
+		for _, d := range ncclIface.FindAllStringSubmatch(ncclSocket.FindStringSubmatch(msg)[1], -1) {
+			r.addIface(d[1])
+		}
+	case ncclBoot.MatchString(msg):
+		r.addIface(ncclBoot.FindStringSubmatch(msg)[1])
+	case ncclChannel.MatchString(msg):
+		via := ncclPXNSuffx.ReplaceAllString(ncclChannel.FindStringSubmatch(msg)[1], "")
+		n.Channels[via]++
+		if strings.Contains(via, "GDRDMA") {
+			n.GDRDMA = true
+		}
+		if strings.HasPrefix(via, "NET/IB") {
+			n.Transport = "NET/IB"
+		} else if strings.HasPrefix(via, "NET/Socket") && n.Transport == "" {
+			n.Transport = "NET/Socket"
+		}
+	case ncclEnv.MatchString(msg):
+		e := ncclEnv.FindStringSubmatch(msg)
+		n.Env[e[1]] = strings.TrimSuffix(strings.TrimSpace(e[2]), ".") // NCCL ends the sentence
+	case ncclComm.MatchString(msg):
+		c := ncclComm.FindStringSubmatch(msg)
+		n.Ranks, n.Nodes = intNA(c[1]), intNA(c[2])
+	}
 }
