@@ -100,41 +100,7 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 		switch {
 		case body == "":
 			continue
-		case ntVersion.MatchString(body):
-			out.Version = ntVersion.FindStringSubmatch(body)[1]
-			if m := ntCollective.FindStringSubmatch(body); m != nil {
-				out.Collective = m[1]
-			}
-			continue
-		case ntCollective.MatchString(body):
-			out.Collective = ntCollective.FindStringSubmatch(body)[1]
-			continue
-		case ntThreads.MatchString(body):
-			m := ntThreads.FindStringSubmatch(body)
-			t, _ := strconv.Atoi(m[1])
-			g, _ := strconv.Atoi(m[2])
-			out.Threads, out.GPUsPerProc = &t, &g
-			continue
-		case ntRank.MatchString(body):
-			m := ntRank.FindStringSubmatch(body)
-			r, _ := strconv.Atoi(m[1])
-			d, _ := strconv.Atoi(m[3])
-			out.Ranks = append(out.Ranks, NCCLTestsRank{Rank: r, Host: m[2], Device: d, BusID: m[4], GPU: m[5]})
-			if !hosts[m[2]] {
-				hosts[m[2]] = true
-				out.Hosts = append(out.Hosts, m[2])
-			}
-			continue
-		case ntNCCLVersion.MatchString(body):
-			out.NCCLVersion = ntNCCLVersion.FindStringSubmatch(body)[1]
-			continue
-		case ntAvg.MatchString(body):
-			v, _ := strconv.ParseFloat(ntAvg.FindStringSubmatch(body)[1], 64)
-			out.AvgBusBW = &v
-			continue
-		case ntOOB.MatchString(body):
-			v, _ := strconv.Atoi(ntOOB.FindStringSubmatch(body)[1])
-			out.OutOfBounds = &v
+		case ntHeaderLine(out, hosts, body):
 			continue
 		case strings.Contains(body, "size") && strings.Contains(body, "count") && strings.Contains(body, "busbw"):
 			if header == 0 {
@@ -155,20 +121,7 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 		}
 		out.Rows = append(out.Rows, row)
 	}
-	for _, r := range out.Rows {
-		if out.PeakBusBW == nil || r.OutOfPlace.BusBW > *out.PeakBusBW {
-			v := r.OutOfPlace.BusBW
-			out.PeakBusBW = &v
-		}
-		for _, m := range []NCCLTestsMeasure{r.OutOfPlace, r.InPlace} {
-			if m.Wrong != nil {
-				if out.WrongResults == nil {
-					out.WrongResults = new(int)
-				}
-				*out.WrongResults += *m.Wrong
-			}
-		}
-	}
+	ntTotals(out)
 	out.Complete = out.AvgBusBW != nil
 	after := header
 	switch {
@@ -191,6 +144,66 @@ func ParseNCCLTests(text string) (*NCCLTests, error) {
 		}
 	}
 	return out, e.err()
+}
+
+// ntHeaderLine reads one of the lines around the table (its comment lines,
+// the '#' taken off): the version and collective, threads and GPUs per
+// process, each rank's device, NCCL's version, the average bus bandwidth,
+// the out-of-bounds count. It says whether body was one of them.
+func ntHeaderLine(out *NCCLTests, hosts map[string]bool, body string) bool {
+	switch {
+	case ntVersion.MatchString(body):
+		out.Version = ntVersion.FindStringSubmatch(body)[1]
+		if m := ntCollective.FindStringSubmatch(body); m != nil {
+			out.Collective = m[1]
+		}
+	case ntCollective.MatchString(body):
+		out.Collective = ntCollective.FindStringSubmatch(body)[1]
+	case ntThreads.MatchString(body):
+		m := ntThreads.FindStringSubmatch(body)
+		t, _ := strconv.Atoi(m[1])
+		g, _ := strconv.Atoi(m[2])
+		out.Threads, out.GPUsPerProc = &t, &g
+	case ntRank.MatchString(body):
+		m := ntRank.FindStringSubmatch(body)
+		r, _ := strconv.Atoi(m[1])
+		d, _ := strconv.Atoi(m[3])
+		out.Ranks = append(out.Ranks, NCCLTestsRank{Rank: r, Host: m[2], Device: d, BusID: m[4], GPU: m[5]})
+		if !hosts[m[2]] {
+			hosts[m[2]] = true
+			out.Hosts = append(out.Hosts, m[2])
+		}
+	case ntNCCLVersion.MatchString(body):
+		out.NCCLVersion = ntNCCLVersion.FindStringSubmatch(body)[1]
+	case ntAvg.MatchString(body):
+		v, _ := strconv.ParseFloat(ntAvg.FindStringSubmatch(body)[1], 64)
+		out.AvgBusBW = &v
+	case ntOOB.MatchString(body):
+		v, _ := strconv.Atoi(ntOOB.FindStringSubmatch(body)[1])
+		out.OutOfBounds = &v
+	default:
+		return false
+	}
+	return true
+}
+
+// ntTotals is the peak out-of-place bus bandwidth and the wrong results
+// summed over the rows (nil where no row gives them).
+func ntTotals(out *NCCLTests) {
+	for _, r := range out.Rows {
+		if out.PeakBusBW == nil || r.OutOfPlace.BusBW > *out.PeakBusBW {
+			v := r.OutOfPlace.BusBW
+			out.PeakBusBW = &v
+		}
+		for _, m := range []NCCLTestsMeasure{r.OutOfPlace, r.InPlace} {
+			if m.Wrong != nil {
+				if out.WrongResults == nil {
+					out.WrongResults = new(int)
+				}
+				*out.WrongResults += *m.Wrong
+			}
+		}
+	}
 }
 
 // ntFailure finds the first line after line after (1-based; 0 for the
