@@ -115,48 +115,8 @@ func ParseDescribeNode(text string) (*Node, error) {
 			}
 			continue
 		}
-		t := strings.TrimSpace(l)
-		if t == "" {
-			continue
-		}
-		switch section {
-		case "Labels":
-			if strings.HasPrefix(l, " ") {
-				addLabel(n.Labels, t)
-			}
-		case "Taints":
-			if strings.HasPrefix(l, " ") {
-				n.Taints = append(n.Taints, t)
-			}
-		case "Capacity", "Allocatable":
-			if m := resLine.FindStringSubmatch(l); m != nil {
-				if section == "Capacity" {
-					n.Capacity[m[1]] = m[2]
-				} else {
-					n.Allocatable[m[1]] = m[2]
-				}
-			}
-		case "System Info":
-			if k, v, ok := strings.Cut(t, ":"); ok && strings.HasPrefix(l, " ") {
-				n.SystemInfo[k] = strings.TrimSpace(v)
-			}
-		case "Allocated resources":
-			f := strings.Fields(t)
-			if len(f) >= 2 && f[0] != "Resource" && !strings.HasPrefix(f[0], "-") && !strings.HasPrefix(t, "(") {
-				a := Allocated{Requests: f[1]}
-				rest := f[2:]
-				if len(rest) > 0 && strings.HasPrefix(rest[0], "(") {
-					rest = rest[1:]
-				}
-				if len(rest) > 0 {
-					a.Limits = rest[0]
-				}
-				n.Allocated[f[0]] = a
-			}
-		case "":
-			if m := resLine.FindStringSubmatch(l); m != nil {
-				loose[m[1]] = m[2]
-			}
+		if strings.TrimSpace(l) != "" {
+			n.sectionLine(section, l, loose)
 		}
 	}
 	if len(n.Capacity) == 0 && len(n.Allocatable) == 0 {
@@ -167,6 +127,59 @@ func ParseDescribeNode(text string) (*Node, error) {
 			problems.add(0, "no Capacity or Allocatable section: not kubectl describe node output")
 		}
 	}
+	n.gpuResources()
+	return n, problems.err()
+}
+
+// sectionLine reads a line inside a section of describe's output (after
+// its "Key:" line); a resource line outside any section goes to loose
+// (output grepped for the resources).
+func (n *Node) sectionLine(section, l string, loose map[string]string) {
+	t := strings.TrimSpace(l)
+	switch section {
+	case "Labels":
+		if strings.HasPrefix(l, " ") {
+			addLabel(n.Labels, t)
+		}
+	case "Taints":
+		if strings.HasPrefix(l, " ") {
+			n.Taints = append(n.Taints, t)
+		}
+	case "Capacity", "Allocatable":
+		if m := resLine.FindStringSubmatch(l); m != nil {
+			if section == "Capacity" {
+				n.Capacity[m[1]] = m[2]
+			} else {
+				n.Allocatable[m[1]] = m[2]
+			}
+		}
+	case "System Info":
+		if k, v, ok := strings.Cut(t, ":"); ok && strings.HasPrefix(l, " ") {
+			n.SystemInfo[k] = strings.TrimSpace(v)
+		}
+	case "Allocated resources":
+		f := strings.Fields(t)
+		if len(f) >= 2 && f[0] != "Resource" && !strings.HasPrefix(f[0], "-") && !strings.HasPrefix(t, "(") {
+			a := Allocated{Requests: f[1]}
+			rest := f[2:]
+			if len(rest) > 0 && strings.HasPrefix(rest[0], "(") {
+				rest = rest[1:]
+			}
+			if len(rest) > 0 {
+				a.Limits = rest[0]
+			}
+			n.Allocated[f[0]] = a
+		}
+	case "":
+		if m := resLine.FindStringSubmatch(l); m != nil {
+			loose[m[1]] = m[2]
+		}
+	}
+}
+
+// gpuResources is GPU: each extended resource the node has, allocates or
+// has allocated, with its capacity, allocatable and requested counts.
+func (n *Node) gpuResources() {
 	for _, m := range []map[string]string{n.Capacity, n.Allocatable} {
 		for r := range m {
 			if extended(r) {
@@ -186,7 +199,6 @@ func ParseDescribeNode(text string) (*Node, error) {
 		}
 		n.GPU[r] = g
 	}
-	return n, problems.err()
 }
 
 func addLabel(m map[string]string, s string) {
