@@ -310,28 +310,8 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 			return append([]string{"command"}, rest...), nil
 		}
 	case "source", ".":
-		// The interpreter looks a sourced name up in PATH on the real
-		// filesystem (PATH=/etc source shadow told whether the
-		// operator's /etc/shadow exists): the host's tree answers, and
-		// the interpreter gets an absolute path, which it opens through
-		// the tree whatever the real filesystem holds.
 		if len(args) > 1 {
-			hc := interp.HandlerCtx(ctx)
-			out := slices.Clone(args)
-			out[1] = c.h.fs.sourcePath(hc.Dir, hc.Env.Get("PATH").String(), args[1])
-			b, err := c.h.fs.readBounded(hc.Dir, out[1], maxScript)
-			if err == nil {
-				err = refuseUnboundedJobs(args[0], string(b))
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				// A file that cannot be checked is not run.
-				err = fmt.Errorf("bash: %s: %s: %v", args[0], args[1], err)
-			} else {
-				err = nil // the interpreter says it is not there
-			}
-			if err != nil {
-				return []string{"\x00refused", err.Error()}, nil
-			}
-			return out, nil
+			return c.sourceArgs(ctx, args), nil
 		}
 	case "trap":
 		// A trap's action is parsed by the interpreter when it fires: no
@@ -357,29 +337,61 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 	case "set":
 		return c.noclobberArgs(args), nil
 	case "cd":
-		var rest []string
-		physical := false
-		for i, a := range args[1:] {
-			if a == "--" {
-				rest = append(rest, args[i+2:]...)
-				break
-			}
-			if a == "-P" || a == "-L" {
-				physical = a == "-P"
-				continue
-			}
-			rest = append(rest, args[i+1:]...)
-			break
-		}
-		if physical && len(rest) == 1 {
-			hc := interp.HandlerCtx(ctx)
-			if p, err := c.h.fs.realpath(hc.Dir, rest[0]); err == nil {
-				rest[0] = p
-			}
-		}
-		return append([]string{"cd"}, rest...), nil
+		return c.cdArgs(ctx, args), nil
 	}
 	return args, nil
+}
+
+// sourceArgs is source (or .) FILE as the interpreter should run it. The
+// interpreter looks a sourced name up in PATH on the real filesystem
+// (PATH=/etc source shadow told whether the operator's /etc/shadow
+// exists): the host's tree answers, and the interpreter gets an absolute
+// path, which it opens through the tree whatever the real filesystem
+// holds. A file that starts background jobs without bound, or that cannot
+// be checked, is refused.
+func (c *call) sourceArgs(ctx context.Context, args []string) []string {
+	hc := interp.HandlerCtx(ctx)
+	out := slices.Clone(args)
+	out[1] = c.h.fs.sourcePath(hc.Dir, hc.Env.Get("PATH").String(), args[1])
+	b, err := c.h.fs.readBounded(hc.Dir, out[1], maxScript)
+	if err == nil {
+		err = refuseUnboundedJobs(args[0], string(b))
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// A file that cannot be checked is not run.
+		err = fmt.Errorf("bash: %s: %s: %v", args[0], args[1], err)
+	} else {
+		err = nil // the interpreter says it is not there
+	}
+	if err != nil {
+		return []string{"\x00refused", err.Error()}
+	}
+	return out
+}
+
+// cdArgs is cd as the interpreter should run it: cd -P resolves the
+// directory's links in the host's tree first.
+func (c *call) cdArgs(ctx context.Context, args []string) []string {
+	var rest []string
+	physical := false
+	for i, a := range args[1:] {
+		if a == "--" {
+			rest = append(rest, args[i+2:]...)
+			break
+		}
+		if a == "-P" || a == "-L" {
+			physical = a == "-P"
+			continue
+		}
+		rest = append(rest, args[i+1:]...)
+		break
+	}
+	if physical && len(rest) == 1 {
+		hc := interp.HandlerCtx(ctx)
+		if p, err := c.h.fs.realpath(hc.Dir, rest[0]); err == nil {
+			rest[0] = p
+		}
+	}
+	return append([]string{"cd"}, rest...)
 }
 
 // noclobberArgs takes set's -C and +C (also in a group, -eC, and as -o
