@@ -297,7 +297,7 @@ func newCatalogCmd(o *options) *cobra.Command {
 		Short: "Show projects and validate catalog files",
 		Long: `The catalog is the landscape the Map and Matrix draw: planes, axes with their
 levels, AI-era dimensions, labs and projects. The built-in catalog is embedded;
---catalog DIR adds your own files of the same schema (see README.md).`,
+--catalog DIR adds your own files of the same schema (see docs/catalog.md).`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(&cobra.Command{
