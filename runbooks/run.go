@@ -29,7 +29,10 @@ type StepRun struct {
 	Problem  string             `json:"problem,omitempty"`
 	Value    any                `json:"facts,omitempty"`
 	ParseErr string             `json:"parse_error,omitempty"`
-	Output   string             `json:"-"`
+	// Cut says the output was cut at the limit: the checks read only its
+	// beginning, and none of them passes on it.
+	Cut    string `json:"output_cut,omitempty"`
+	Output string `json:"-"`
 }
 
 // RunOptions shape a run.
@@ -144,8 +147,8 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		return sr, in
 	}
 	r := step.RunCommand(ctx, conn, t, s.ID, line, s.Needs, s.Timeout.Duration)
-	sr.Class, sr.ExitCode, sr.Output, sr.Problem = r.Class, r.ExitCode, r.Stdout, r.Problem
-	in.Output = sr.Output
+	sr.Class, sr.ExitCode, sr.Output, sr.Problem, sr.Cut = r.Class, r.ExitCode, r.Stdout, r.Problem, r.Cut
+	in.Output, in.Cut = sr.Output, r.Cut
 	in.Ran = r.Class == orchestrator.OK
 	in.Problem, in.Class, in.ExitCode = sr.Problem, r.Class, r.ExitCode
 	if s.Parser != "" && (in.Ran || sr.Output != "") {

@@ -56,6 +56,9 @@ type Input struct {
 	ExitCode int
 	Value    any // the parser's value (partial when ParseErr is set)
 	ParseErr error
+	// Cut says the output was cut at the limit ("stdout cut at 16.0 MiB
+	// of 17.0 MiB"): what was read is only its beginning.
+	Cut string
 	// Skip marks a step that does not run on this host by design (a
 	// cluster-wide step on the first host only): its checks are SKIPPED.
 	Skip bool
@@ -169,7 +172,13 @@ func Judge(c Check, in []Input) Verdict {
 		}
 	}
 	var unread *Input // an input the parser read only in part
+	why := ""
 	for k, i := range in {
+		if i.Cut != "" && unread == nil {
+			// Only the output's beginning was kept: the rest could hold
+			// the failure (an Xid after 16 MiB of harmless lines).
+			unread, why = &in[k], fmt.Sprintf("step %s's output was cut at the limit (%s): the rest was not read", i.Step, i.Cut)
+		}
 		if i.ParseErr == nil || r.SeesFailures && i.Class == orchestrator.Exit {
 			continue
 		}
@@ -180,12 +189,13 @@ func Judge(c Check, in []Input) Verdict {
 			v.Hint = EvidenceHint(i)
 			return v
 		}
-		unread = &in[k]
+		if unread == nil {
+			unread, why = &in[k], fmt.Sprintf("part of step %s's output could not be read (%s)", i.Step, orchestrator.FirstLine(i.ParseErr.Error()))
+		}
 	}
 	out := r.Fn(in, c.With)
 	out.Check, out.Title = c.ID, c.Title
 	if unread != nil {
-		why := fmt.Sprintf("part of step %s's output could not be read (%s)", unread.Step, orchestrator.FirstLine(unread.ParseErr.Error()))
 		if out.Status == Pass || out.Status == Skipped {
 			// What passed (or had nothing to judge) is the part read; the
 			// rest could hold the failure.
@@ -325,15 +335,17 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 		}
 		return verdict(Pass, orchestrator.FirstLine(m), ev)
 	}
+	ev := Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output + " " + i.Problem)}
+	if !i.Ran {
+		// No match in what a failed command printed ("kubectl: the
+		// server could not be reached") says nothing of what is there.
+		return verdict(Unknown, fmt.Sprintf("no match for %s, but the command %s: its output is no evidence either way", pat, i.Problem), ev)
+	}
 	status := Fail
 	if a, _ := with["absent"].(string); a == string(Warn) {
 		status = Warn
 	}
-	why := "no match for " + pat
-	if !i.Ran {
-		why += " (" + i.Problem + ")"
-	}
-	return verdict(status, why, Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output + " " + i.Problem)})
+	return verdict(status, "no match for "+pat, ev)
 }
 
 // outputMatchesWith refuses a pattern that is missing, is not a regular

@@ -59,9 +59,9 @@ func TestNCCLEnvRule(t *testing.T) {
 	}
 }
 
-// A rule that judges a failed command itself (ran, output-matches,
-// driver-loaded) says FAIL only for a command that ran on the host and
-// exited non-zero; a host never reached, a connection lost, a timeout, a
+// A rule that judges a failed command itself (ran, driver-loaded) says
+// FAIL only for a command that ran on the host and exited non-zero
+// (output-matches says UNKNOWN for that too); a host never reached, a connection lost, a timeout, a
 // stopped run or a step refused before it ran are no evidence: UNKNOWN,
 // with the way to the evidence.
 func TestFailureRulesNeedACommandThatRan(t *testing.T) {
@@ -83,10 +83,23 @@ func TestFailureRulesNeedACommandThatRan(t *testing.T) {
 	} {
 		for _, c := range checks {
 			v := Judge(c, []Input{tc.in})
-			if v.Status != tc.want {
-				t.Errorf("%s on a %s step: %s %q, want %s", c.Rule, tc.in.Class, v.Status, v.Summary, tc.want)
+			want := tc.want
+			if c.Rule == "output-matches" && tc.in.Class == orchestrator.Exit {
+				// What a failed command printed, or did not, is no
+				// evidence of what is there (a command whose silence is
+				// the answer ends in "; true").
+				want = Unknown
+				if !strings.Contains(v.Summary, "no evidence either way") {
+					t.Errorf("output-matches on a failed command: %q", v.Summary)
+				}
+				if v.Status == want {
+					continue
+				}
 			}
-			if tc.want == Unknown && (v.Hint == "" || !strings.HasPrefix(v.Summary, "no evidence")) {
+			if v.Status != want {
+				t.Errorf("%s on a %s step: %s %q, want %s", c.Rule, tc.in.Class, v.Status, v.Summary, want)
+			}
+			if want == Unknown && (v.Hint == "" || !strings.HasPrefix(v.Summary, "no evidence")) {
 				t.Errorf("%s on a %s step: UNKNOWN %q with hint %q: want \"no evidence\" and a way to it", c.Rule, tc.in.Class, v.Summary, v.Hint)
 			}
 		}
@@ -160,6 +173,35 @@ func TestPartlyReadOutputDoesNotPass(t *testing.T) {
 	}
 }
 
+// TestCutOutputDoesNotPass: output cut at the limit is read only to the
+// cut; what passed on its beginning is UNKNOWN (the Xid could come after
+// 16 MiB of harmless lines), what failed on it still fails.
+func TestCutOutputDoesNotPass(t *testing.T) {
+	text, err := os.ReadFile("../testdata/fixtures/nvidia-smi-topo-m/a100-8gpu-nv12-17nic-mlx5-bond.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := parse.ParseTopo(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Check{ID: "mesh", Rule: "nvlink-mesh", Uses: []string{"topo"}}
+	const cut = "stdout cut at 16.0 MiB of 17.0 MiB"
+	v := Judge(c, []Input{{Step: "topo", Ran: true, Value: good, Cut: cut}})
+	if v.Status != Unknown || !strings.Contains(v.Summary, "cut at the limit ("+cut+")") || !strings.Contains(v.Summary, "holds only for the part read") {
+		t.Errorf("a cut output: %s %q, want UNKNOWN saying it was cut", v.Status, v.Summary)
+	}
+	broken := *good
+	broken.Links = map[string]map[string]string{}
+	for a, row := range good.Links {
+		broken.Links[a] = maps.Clone(row)
+	}
+	broken.Links["GPU3"]["GPU5"], broken.Links["GPU5"]["GPU3"] = "SYS", "SYS"
+	if v := Judge(c, []Input{{Step: "topo", Ran: true, Value: &broken, Cut: cut}}); v.Status != Fail {
+		t.Errorf("a failure in the part kept: %s %q, want FAIL", v.Status, v.Summary)
+	}
+}
+
 // TestOutputMatchesNeedsACommandThatSucceeded: the pattern in the output of
 // a command that failed is no PASS; a pattern that matches the empty
 // string (it would pass on any output) is refused before any run.
@@ -171,6 +213,9 @@ func TestOutputMatchesNeedsACommandThatSucceeded(t *testing.T) {
 	}
 	if v := Judge(c, []Input{{Step: "s", Ran: true, Output: "4 links up\n", Class: orchestrator.OK}}); v.Status != Pass || v.Evidence[0].Line != 1 {
 		t.Errorf("match in a command that succeeded: %s %q %+v, want PASS at line 1", v.Status, v.Summary, v.Evidence)
+	}
+	if v := Judge(c, []Input{{Step: "s", Output: "The connection to the server 127.0.0.1:6443 was refused\n", Class: orchestrator.Exit, ExitCode: 1, Problem: "exited 1"}}); v.Status != Unknown || !strings.Contains(v.Summary, "no evidence either way") {
+		t.Errorf("no match in a failed command's output: %s %q, want UNKNOWN (the command said nothing of what is there)", v.Status, v.Summary)
 	}
 	r, _ := LookupRule("output-matches")
 	for _, with := range []map[string]any{{}, {"pattern": ""}, {"pattern": "x*"}, {"pattern": "^"}, {"pattern": "(a|)"}, {"pattern": "("}, {"pattern": "ok", "absent": "PASS"}} {
