@@ -614,28 +614,40 @@ func affinityNUMA(in []Input, _ map[string]any) Verdict {
 		return verdict(Unknown, "numactl listed no CPUs")
 	}
 	var ev []Evidence
-	var cross []string
+	var cross, unread []string
+	homed := true // every CPU read is in a node numactl listed
 	for _, g := range t.GPUs {
 		if g.CPUAffinity == nil {
+			unread = append(unread, g.Name)
 			ev = append(ev, Evidence{Step: in[0].Step, Fact: g.Name + " CPU affinity N/A"})
 			continue
 		}
 		nodes := map[int]bool{}
+		var homeless []int // CPUs in no node numactl listed
 		for _, c := range cpuList(*g.CPUAffinity) {
 			if nd, ok := nodeOf[c]; ok {
 				nodes[nd] = true
+			} else {
+				homeless = append(homeless, c)
 			}
+		}
+		if len(homeless) > 0 {
+			unread, homed = append(unread, g.Name), false
+			ev = append(ev, Evidence{Step: in[1].Step, Fact: fmt.Sprintf("%s CPU affinity %s: %d of its CPUs (from %d) are in no NUMA node numactl listed", g.Name, *g.CPUAffinity, len(homeless), homeless[0])})
 		}
 		if len(nodes) > 1 {
 			cross = append(cross, g.Name)
 			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s CPU affinity %s spans %d NUMA nodes", g.Name, *g.CPUAffinity, len(nodes))})
 		}
 	}
-	if len(n.Nodes) == 1 {
+	switch {
+	case len(n.Nodes) == 1 && homed:
+		// Whatever a GPU's affinity reads (N/A included), it is local.
 		return verdict(Pass, "one NUMA node: every CPU is local", ev...)
-	}
-	if len(cross) > 0 {
+	case len(cross) > 0:
 		return verdict(Warn, fmt.Sprintf("%s: CPU affinity spans NUMA nodes", strings.Join(cross, ", ")), ev...)
+	case len(unread) > 0:
+		return verdict(Unknown, fmt.Sprintf("the NUMA node of %s could not be told (affinity N/A, or CPUs numactl did not list)", strings.Join(unread, ", ")), ev...)
 	}
 	return verdict(Pass, fmt.Sprintf("every GPU's CPU affinity is within one of %d NUMA nodes", len(n.Nodes)), ev...)
 }
@@ -703,8 +715,9 @@ func eccUncorrected(in []Input, _ map[string]any) Verdict {
 		switch {
 		case err == nil:
 			read++
-		case v == "N/A" || g.ECCCurrent != nil && *g.ECCCurrent == "Disabled":
-			off++ // ECC off: nothing to count
+		case g.ECCCurrent != nil && (*g.ECCCurrent == "Disabled" || *g.ECCCurrent == "N/A"),
+			g.ECCCurrent == nil && v == "N/A":
+			off++ // ECC off, or a GPU without ECC: nothing to count
 			continue
 		default:
 			// "Unknown Error", "[GPU requires reset]", or no counter at

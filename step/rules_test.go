@@ -2,6 +2,7 @@ package step
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -225,5 +226,55 @@ func TestOutputMatchesNeedsACommandThatSucceeded(t *testing.T) {
 	}
 	if err := r.CheckWith(map[string]any{"pattern": "^ok$", "absent": "WARN"}); err != nil {
 		t.Errorf("a sound pattern refused: %v", err)
+	}
+}
+
+// TestUnreadGPUsAreNotHealthy: a GPU with ECC on whose counter reads N/A,
+// and a GPU whose CPU affinity reads N/A or names CPUs numactl did not
+// list, are GPUs whose state is not known: the check is UNKNOWN, never a
+// PASS that counts them as "ECC off" or "local".
+func TestUnreadGPUsAreNotHealthy(t *testing.T) {
+	on, off := "Enabled", "Disabled"
+	q := &parse.Query{GPUs: []parse.QueryGPU{
+		{BusID: "00000000:07:00.0", ECCCurrent: &on, Fields: map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "0"}},
+		{BusID: "00000000:0F:00.0", ECCCurrent: &on, Fields: map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "N/A"}},
+	}}
+	ecc := Check{ID: "ecc", Rule: "ecc-uncorrected", Uses: []string{"q"}}
+	if v := Judge(ecc, []Input{{Step: "q", Ran: true, Value: q}}); v.Status != Unknown || !strings.Contains(v.Summary, "could not be read") {
+		t.Errorf("ECC on, counter N/A: %s %q, want UNKNOWN", v.Status, v.Summary)
+	}
+	q.GPUs[1].ECCCurrent = &off
+	if v := Judge(ecc, []Input{{Step: "q", Ran: true, Value: q}}); v.Status != Pass {
+		t.Errorf("ECC off, counter N/A: %s %q, want PASS (nothing to count)", v.Status, v.Summary)
+	}
+
+	aff := Check{ID: "aff", Rule: "affinity-numa", Uses: []string{"topo", "numa"}}
+	two := &parse.NUMA{Nodes: []parse.NUMANode{{Node: 0, CPUs: []int{0, 1, 2, 3}}, {Node: 1, CPUs: []int{4, 5, 6, 7}}}}
+	topo := func(affinity ...string) *parse.Topo {
+		t := &parse.Topo{}
+		for i, a := range affinity {
+			g := parse.TopoGPU{Name: fmt.Sprintf("GPU%d", i)}
+			if a != "N/A" {
+				g.CPUAffinity = &a
+			}
+			t.GPUs = append(t.GPUs, g)
+		}
+		return t
+	}
+	for _, tc := range []struct {
+		name string
+		topo *parse.Topo
+		numa *parse.NUMA
+		want Status
+	}{
+		{"every GPU local", topo("0-3", "4-7"), two, Pass},
+		{"one affinity N/A", topo("0-3", "N/A"), two, Unknown},
+		{"CPUs in no node listed (numactl cut)", topo("0-3", "4-7,12-15"), two, Unknown},
+		{"a GPU spanning nodes", topo("0-5", "N/A"), two, Warn},
+		{"one node, affinity N/A", topo("N/A"), &parse.NUMA{Nodes: two.Nodes[:1]}, Pass},
+	} {
+		if v := Judge(aff, []Input{{Step: "topo", Ran: true, Value: tc.topo}, {Step: "numa", Ran: true, Value: tc.numa}}); v.Status != tc.want {
+			t.Errorf("%s: %s %q, want %s", tc.name, v.Status, v.Summary, tc.want)
+		}
 	}
 }

@@ -46,13 +46,20 @@ func ParseNumactl(text string) (*NUMA, error) {
 		n.Nodes = append(n.Nodes, NUMANode{Node: id, CPUs: []int{}})
 		return &n.Nodes[len(n.Nodes)-1]
 	}
-	inDist := false
+	inDist, sawDist := false, false
+	announced, announcedAt := -1, 0 // "available: 8 nodes (0-7)"
 	for i, l := range lines(text) {
 		t := strings.TrimSpace(l)
 		switch {
-		case t == "" || strings.HasPrefix(t, "available:"):
+		case t == "":
+		case strings.HasPrefix(t, "available:"):
+			if f := strings.Fields(strings.TrimPrefix(t, "available:")); len(f) > 0 {
+				if v, err := strconv.Atoi(f[0]); err == nil {
+					announced, announcedAt = v, i+1
+				}
+			}
 		case t == "node distances:":
-			inDist = true
+			inDist, sawDist = true, true
 		case inDist && strings.HasPrefix(t, "node"):
 		case inDist:
 			head, rest, ok := strings.Cut(t, ":")
@@ -97,6 +104,14 @@ func ParseNumactl(text string) (*NUMA, error) {
 	}
 	if len(n.Nodes) == 0 && len(problems) == 0 {
 		problems.add(0, "no node lines: not numactl --hardware output")
+	}
+	// numactl announces its nodes first and ends with their distances: a
+	// listing short of either was cut (head, a lost connection).
+	if announced >= 0 && announced != len(n.Nodes) {
+		problems.add(announcedAt, "%d nodes announced, %d listed: the output was cut", announced, len(n.Nodes))
+	}
+	if len(n.Nodes) > 0 && !sawDist {
+		problems.add(0, "no node distances table after the nodes: the output was cut")
 	}
 	return n, problems.err()
 }

@@ -173,3 +173,37 @@ func TestNotTheCommandsOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestCutOutputIsNotWhole: each of these outputs, cut after its first lines
+// (head -n, a connection lost), reads as cut, not as a smaller machine: a
+// two-node numactl that announced eight, a topology matrix with two of
+// its eight rows, a dcgmi diag table without its end.
+func TestCutOutputIsNotWhole(t *testing.T) {
+	for _, tc := range []struct {
+		kind, fixture string
+		keep          int
+		want          string
+	}{
+		{"numactl-hardware", "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt", 4, "2 nodes announced, 1 listed: the output was cut"},
+		{"numactl-hardware", "numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt", 7, "no node distances table"},
+		{"nvidia-smi-topo", "nvidia-smi-topo-m/a100-8gpu-nv12-17nic-mlx5-bond.txt", 3, "have no row (GPU2, GPU3"},
+		{"dcgmi-diag", "workloads/dcgmi-diag/dcgm4.4.1-r2-8xB200-slurm-pcie-fail-warning.txt", 12, "without its closing border: the output was cut"},
+	} {
+		data, err := os.ReadFile("../../testdata/fixtures/" + tc.fixture)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := Lookup(tc.kind)
+		if _, err := k.Parse(string(data)); err != nil {
+			t.Fatalf("%s whole: %v", tc.fixture, err)
+		}
+		head := strings.Join(strings.SplitAfter(string(data), "\n")[:tc.keep], "")
+		v, err := k.Parse(head)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s cut to %d lines: %v, want an error saying %q", tc.fixture, tc.keep, err, tc.want)
+		}
+		if v == nil {
+			t.Errorf("%s cut to %d lines: no value: the part read is kept as evidence of a failure", tc.fixture, tc.keep)
+		}
+	}
+}

@@ -135,6 +135,18 @@ func ParseTopo(text string) (*Topo, error) {
 			problems.add(i+1, "row %s is not among the header's columns", row)
 		}
 	}
+	// Each column the header names has its row: a matrix short of rows
+	// was cut (head, a lost connection), and a mesh judged on the rows
+	// read would miss the links of the rest.
+	var missing []string
+	for _, c := range t.Columns {
+		if _, ok := t.Links[c]; !ok {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		problems.add(0, "the header names %d devices but %d have no row (%s): the output was cut", len(t.Columns), len(missing), strings.Join(missing, ", "))
+	}
 	return t, problems.err()
 }
 

@@ -175,6 +175,8 @@ func ParseDCGMDiag(text string) (*DCGMDiag, error) {
 	r.tally()
 	if len(r.out.Tests) == 0 {
 		r.e.add(0, "no dcgmi diag table (want the output of dcgmi diag -r N)")
+	} else if r.open {
+		r.e.add(r.openAt, "the table ends here without its closing border: the output was cut, and the tests after it are not known")
 	}
 	return r.out, r.e.err()
 }
@@ -189,9 +191,19 @@ type dcgmReader struct {
 	cur     *DCGMTest
 	msg     joined
 	msgFull bool // the last chunk filled its cell: the next continues its word
+	// open says the table's last line so far is a row, not a border:
+	// the table ends with a border, so an open one at the end was cut.
+	open   bool
+	openAt int
 }
 
 func (r *dcgmReader) line(ln int, l string) {
+	switch {
+	case strings.HasPrefix(l, "+"):
+		r.open = false
+	case strings.HasPrefix(l, "|"):
+		r.open, r.openAt = true, ln
+	}
 	if strings.Contains(l, "Successfully ran diagnostic") {
 		r.out.Completed = true
 		return
