@@ -1003,6 +1003,12 @@ id = "either"
 description = "either"
 expr = "metrics.a || metrics.b"
 impact = "critical"
+
+[[criterion]]
+id = "crowd"
+description = "passes on the host count, whatever a measures"
+expr = "hosts >= 1 || metrics.a"
+impact = "critical"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -1010,12 +1016,13 @@ impact = "critical"
 	for _, tc := range []struct {
 		a    bool
 		want string
-	}{{false, "both=FAIL either=PENDING"}, {true, "both=PENDING either=PASS"}} {
+	}{{false, "both=FAIL either=PENDING crowd=PASS"}, {true, "both=PENDING either=PASS crowd=PASS"}} {
 		if got := statuses(l.Score(map[string]any{"a": tc.a}, nil, nil, 1, false)); got != tc.want {
 			t.Errorf("a = %v, b not yet measured: %s, want %s", tc.a, got, tc.want)
 		}
 	}
-	if got := statuses(l.Score(map[string]any{}, nil, nil, 1, true)); got != "both=UNKNOWN either=UNKNOWN" {
+	// Nothing measured: the host count alone is no evidence for crowd.
+	if got := statuses(l.Score(map[string]any{}, nil, nil, 1, true)); got != "both=UNKNOWN either=UNKNOWN crowd=UNKNOWN" {
 		t.Errorf("nothing measured: %s", got)
 	}
 }

@@ -188,7 +188,13 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 		// The metrics at hand may decide it already: false && ?, true || ?.
 		vars := map[string]any{"metrics": metrics, "params": orEmpty(params), "hosts": int64(hosts)}
 		if ok, decided := p.decide(vars, missing); decided {
-			return verdict(s, c, ok, measured(s.Values)+"against "+c.Expr+" (decided without "+strings.Join(prefixed(missing), ", ")+")")
+			v := verdict(s, c, ok, measured(s.Values)+"against "+c.Expr+" (decided without "+strings.Join(prefixed(missing), ", ")+")")
+			// A pass needs a metric that was measured: "hosts >= 1 ||
+			// metrics.gpus >= 8" decided by the host count alone has
+			// measured nothing.
+			if v.Status != step.Pass || len(s.Values) > 0 {
+				return v
+			}
 		}
 	}
 	if len(missing) > 0 {
