@@ -2,6 +2,7 @@ package labs
 
 import (
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"maps"
 	"math"
@@ -1422,5 +1423,62 @@ shift; AS_ROOT=1 exec "$@"
 				t.Errorf("read through sudo: Xid lines %v, first %v, last %v\n%s", k.lines["xid"], k.first, k.last, out)
 			}
 		})
+	}
+}
+
+// A record that did not pass is never green in CI: a host with only WARNs
+// (no criterion passed) fails, an interrupted run errs, whatever its
+// criteria's cases say.
+func TestJUnitIsNeverGreenForARunThatDidNotPass(t *testing.T) {
+	type suites struct {
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+	}
+	host := func(st step.Status) HostRecord {
+		scores := []Score{{ID: "c", Impact: "minor", Status: st, Summary: "s"}}
+		return HostRecord{Host: "dgx01", Class: orchestrator.OK, Scores: scores, Passed: Passed(scores),
+			Steps: []StepRecord{{ID: "s", Phase: "observe", Class: orchestrator.OK}}}
+	}
+	for _, tc := range []struct {
+		name        string
+		host        HostRecord
+		interrupted bool
+		fail, errs  int
+	}{
+		{"only a WARN", host(step.Warn), false, 1, 0},
+		{"interrupted after a PASS", host(step.Pass), true, 0, 1},
+		{"passed", host(step.Pass), false, 0, 0},
+	} {
+		r := &Record{Lab: "l", Hosts: []HostRecord{tc.host}}
+		r.finish(time.Now(), tc.interrupted)
+		x, err := r.JUnit()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s suites
+		if err := xml.Unmarshal(x, &s); err != nil || s.Failures != tc.fail || s.Errors != tc.errs {
+			t.Errorf("%s (verdict %s): failures %d errors %d, want %d %d\n%s", tc.name, r.Verdict(), s.Failures, s.Errors, tc.fail, tc.errs, x)
+		}
+	}
+}
+
+// A record read back is judged on its scores: one whose stored passed flag
+// says true while its criteria are UNKNOWN (hand-edited, or written by a
+// gpulab that passed on less) is not listed, drawn or exported as passed.
+func TestStoredPassedFlagIsNotTrustedOverScores(t *testing.T) {
+	scores := []Score{{ID: "c", Impact: "minor", Status: step.Unknown, Summary: "no evidence"}}
+	r := &Record{Lab: "l", Complete: true, Passed: true, Hosts: []HostRecord{{Host: "dgx01", Class: orchestrator.OK, Scores: scores, Passed: true,
+		Steps: []StepRecord{{ID: "s", Phase: "observe", Class: orchestrator.OK}}}}}
+	if got := r.Status(); got != "undecided" {
+		t.Errorf("Status = %q, want undecided", got)
+	}
+	if v := r.Verdict(); !strings.HasPrefix(v, "UNDECIDED") {
+		t.Errorf("Verdict = %q", v)
+	}
+	if md := r.Markdown(); strings.Contains(md, "**PASSED**") {
+		t.Errorf("record.md says PASSED:\n%s", md)
+	}
+	if rows := Compare([]RecordRef{{Record: r}}); rows[0].Passed || rows[0].Outcome() != "undecided" {
+		t.Errorf("compare row: %+v", rows[0])
 	}
 }

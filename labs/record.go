@@ -184,7 +184,7 @@ func (r *Record) Verdict() string {
 		}
 		_, classes, _ := strings.Cut(orchestrator.Summary(ran), ": ")
 		return "INCOMPLETE: not every host ran to the end: " + classes + "; the lab did not pass, and the record is marked incomplete"
-	case r.Passed:
+	case r.passes():
 		return "PASSED"
 	}
 	if ids := r.Undecided(); len(ids) > 0 {
@@ -201,12 +201,12 @@ func (r *Record) Verdict() string {
 // told apart from a failed one because "the GPU is sick" and "gpulab could
 // not tell" call for different actions.
 func (r *Record) Undecided() []string {
-	if r.Passed || r.Interrupted || r.NotRun != "" || len(r.Unreached) > 0 || len(r.Hosts) == 0 {
+	if r.passes() || r.Interrupted || r.NotRun != "" || len(r.Unreached) > 0 || len(r.Hosts) == 0 {
 		return nil
 	}
 	var ids []string
 	for _, h := range r.Hosts {
-		if h.Passed {
+		if h.passes() {
 			continue
 		}
 		undecided := h.Undecided()
@@ -222,11 +222,31 @@ func (r *Record) Undecided() []string {
 	return ids
 }
 
+// passes is whether the host passed, read from its scores: a record's
+// stored passed flag (hand-edited, or written by an older gpulab that
+// passed on less) can only lower it.
+func (h HostRecord) passes() bool {
+	return h.Passed && h.Class == orchestrator.OK && Passed(h.Scores)
+}
+
+// passes is whether the run passed, as HostRecord.passes reads each host.
+func (r *Record) passes() bool {
+	if !r.Passed || len(r.Hosts) == 0 {
+		return false
+	}
+	for _, h := range r.Hosts {
+		if !h.passes() {
+			return false
+		}
+	}
+	return true
+}
+
 // Undecided are the host's criteria that could not be decided (UNKNOWN or
 // PENDING) when that alone kept it from passing: it ran to the end and
 // nothing that counts failed or was skipped. Empty otherwise.
 func (h HostRecord) Undecided() []string {
-	if h.Passed || h.Class != orchestrator.OK || h.Stopped != "" { // not reached, or stopped before it measured all
+	if h.passes() || h.Class != orchestrator.OK || h.Stopped != "" { // not reached, or stopped before it measured all
 		return nil
 	}
 	var ids []string

@@ -123,7 +123,7 @@ func (r *Record) mdHeader(b *strings.Builder) {
 	names := hostNames(r.Hosts)
 	verdict := "FAILED"
 	switch {
-	case r.Passed:
+	case r.passes():
 		verdict = "PASSED"
 	case len(r.Undecided()) > 0:
 		verdict = "UNDECIDED (" + strings.Join(r.Undecided(), ", ") + " could not be decided)"
@@ -475,7 +475,8 @@ type junitMessage struct {
 // JUnit renders the record as JUnit XML for CI: one suite per host, one
 // test case per criterion; FAIL is a failure, UNKNOWN and PENDING are
 // errors (the evidence is missing), SKIPPED is skipped, WARN passes with a
-// note. A simulated fleet's run says so in the suites' names, which CI
+// note; a host that did not pass with none of those to show it (only
+// WARNs, interrupted, not reached) gets one more case that fails. A simulated fleet's run says so in the suites' names, which CI
 // shows ("LAB/HOST (SIMULATED)"), and in a property, simulated = true, of
 // each suite.
 func (r *Record) JUnit() ([]byte, error) {
@@ -507,6 +508,18 @@ func (r *Record) JUnit() ([]byte, error) {
 			s.Cases = append(s.Cases, c)
 			s.Tests++
 		}
+		if c := r.junitHostVerdict(h); c != nil && s.Failures == 0 && s.Errors == 0 {
+			// The criteria alone would read green for a host that did
+			// not pass (only WARNs, no criterion passed, interrupted, not
+			// reached): CI must not.
+			if c.Failure != nil {
+				s.Failures++
+			} else {
+				s.Errors++
+			}
+			s.Cases = append(s.Cases, *c)
+			s.Tests++
+		}
 		all.Tests += s.Tests
 		all.Fail += s.Failures
 		all.Errors += s.Errors
@@ -517,6 +530,26 @@ func (r *Record) JUnit() ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte(xml.Header), append(out, '\n')...), nil
+}
+
+// junitHostVerdict is the test case that says why a host did not pass,
+// nil for one that passed: an error where the evidence is missing (not
+// reached, interrupted, undecided), a failure otherwise.
+func (r *Record) junitHostVerdict(h HostRecord) *junitCase {
+	c := &junitCase{Name: "verdict: " + h.Host + " passed", Classname: r.Lab + "." + h.Host}
+	switch {
+	case h.Passed && !r.Interrupted:
+		return nil
+	case r.Interrupted:
+		c.Error = &junitMessage{Message: "the run was interrupted: " + r.Verdict(), Type: "INTERRUPTED"}
+	case h.Class != orchestrator.OK:
+		c.Error = &junitMessage{Message: fmt.Sprintf("not reached: %s: %s", h.Class, h.Err), Type: "UNREACHED"}
+	case len(h.Undecided()) > 0:
+		c.Error = &junitMessage{Message: "undecided: " + strings.Join(h.Undecided(), ", ") + " could not be decided", Type: "UNDECIDED"}
+	default:
+		c.Failure = &junitMessage{Message: "did not pass: no criterion passed on evidence, or one that counts failed or was skipped", Type: "FAILED"}
+	}
+	return c
 }
 
 // CSVHeader is the first row of results.csv. Columns are only ever added

@@ -354,7 +354,7 @@ func Compare(refs []RecordRef) []CompareRow {
 		r := ref.Record
 		for _, h := range r.Hosts {
 			row := CompareRow{Dir: ref.Dir, Lab: r.Lab, Host: h.Host, Workload: r.Result.Workload, Mode: r.Result.Mode, Request: r.Result.Request,
-				Unit: r.Result.Unit, Passed: h.Passed, Undecided: len(h.Undecided()) > 0, Complete: r.Complete, NotRun: r.NotRun != "", Simulated: r.Simulated, Baseline: i == 0,
+				Unit: r.Result.Unit, Passed: h.passes(), Undecided: len(h.Undecided()) > 0, Complete: r.Complete, NotRun: r.NotRun != "", Simulated: r.Simulated, Baseline: i == 0,
 				Throughput: number(h.Metrics, r.Result.Throughput), P50: number(h.Metrics, r.Result.P50),
 				P95: number(h.Metrics, r.Result.P95), P99: number(h.Metrics, r.Result.P99)}
 			rows = append(rows, row)
@@ -436,7 +436,7 @@ func (r *Record) Status() string {
 	switch {
 	case !r.Complete:
 		return "incomplete"
-	case r.Passed:
+	case r.passes():
 		return "passed"
 	case len(r.Undecided()) > 0:
 		return "undecided"
