@@ -37,6 +37,8 @@ func (f fakeRunbooks) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts
 	if f.params != nil {
 		f.params <- params
 	}
+	// Two machines' outputs: the HGX's affinities name CPUs the 2-node
+	// numactl does not list, so the affinity check is UNKNOWN on them.
 	files := map[string]string{
 		"nvidia-smi-topo":  "../testdata/fixtures/nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt",
 		"numactl-hardware": "../testdata/fixtures/numactl-hardware/asus-esc8000a-e12-2node-epyc9374f.txt",

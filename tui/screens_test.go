@@ -33,6 +33,7 @@ func screenRecords(t *testing.T) string {
 		return &labs.Record{Schema: labs.RecordSchema, Lab: lab, Name: lab, Started: started, Finished: started.Add(5 * time.Minute), Complete: true, Passed: true,
 			Result: labs.ResultRow{Workload: "vLLM", Mode: mode, Request: "1 GPU", Throughput: "tput", Unit: "tok/s", P50: "p50", P95: "p95", P99: "p99"},
 			Hosts: []labs.HostRecord{{Host: "gpu003", Passed: true,
+				Scores:  []labs.Score{{ID: "served", Description: "the benchmark served every request", Status: step.Pass, Expr: "metrics.tput > 0.0"}},
 				Metrics: map[string]any{"tput": tput, "p50": p50, "p95": p95, "p99": p99}}}}
 	}
 	for _, r := range []*labs.Record{topo,
