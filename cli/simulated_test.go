@@ -11,6 +11,7 @@ import (
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/step"
 )
 
 // TestSimulatedTextOutputs: on a simulated fleet the text outputs say
@@ -118,7 +119,8 @@ func TestResultsCompareSaysSimulated(t *testing.T) {
 	var dirs []string
 	for i, sim := range []bool{false, true} {
 		r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "t", Simulated: sim, Complete: true, Passed: true,
-			Started: time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC), Hosts: []labs.HostRecord{{Host: fmt.Sprintf("dgx%02d", i+1), Passed: true}}}
+			Started: time.Date(2026, 11, 29, 10, i, 0, 0, time.UTC), Hosts: []labs.HostRecord{{Host: fmt.Sprintf("dgx%02d", i+1), Passed: true,
+				Scores: []labs.Score{{ID: "mesh", Impact: "critical", Status: step.Pass}}}}}
 		dir := r.Dir(results)
 		if err := r.Write(dir, ""); err != nil {
 			t.Fatal(err)
