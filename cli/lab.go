@@ -169,10 +169,12 @@ Ctrl-C abandons cleanup: the record and the output list, per host, the
 cleanup commands that were not run, to undo by hand. The record is kept up
 to date as steps finish, so even a killed run shows what ran.
 
-Exit status: 0 when every host passed, 1 when a criterion failed, lacked
-evidence or was skipped, 2 for usage errors, 4 when the lab ran but its
-record could not be saved (the verdicts are printed all the same), 130
-after Ctrl-C.`,
+Exit status: 0 when every host passed, 1 when a criterion failed or was
+skipped, a host was not reached or no criterion passed, 3 when nothing
+failed but some criteria lacked evidence (UNDECIDED; --json lists them
+under "undecided"), 2 for usage errors, 4 when the lab ran but its record
+could not be saved (the verdicts are printed all the same), 130 after
+Ctrl-C.`,
 		Example: `  gpulab lab run topology-sanity -H 'gpu[01-08]'
   gpulab lab run health-gate -H @a100 --json | jq '.hosts[] | {host, passed}'
   gpulab lab run exclusive-baseline -H gpu07 --set model=Qwen/Qwen2-7B --set prom_url=http://prometheus:9090

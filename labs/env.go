@@ -291,6 +291,9 @@ func stabilityMetrics(before, after kernelState) (map[string]any, map[string]str
 		case !before.readable || !after.readable:
 			why[k] = "the kernel log could not be read before and after the run: dmesg was refused (kernel.dmesg_restrict=1?) and sudo -n dmesg too (no passwordless sudo)"
 			continue
+		case after.empty && before.empty:
+			why[k] = "the kernel log read empty before and after the run (a container's, or one cleared and quiet): there is no timestamp to count from"
+			continue
 		case after.empty && !before.empty:
 			why[k] = "the kernel log was cleared during the run (dmesg -C?): what it held from the run is gone"
 			continue

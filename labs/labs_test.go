@@ -832,6 +832,8 @@ func TestStabilityMetrics(t *testing.T) {
 		{"dmesg restricted, no driver at the start", "@end\n", "@end\n", map[string]any{}, "dmesg was refused"},
 		// Cleared during the run (dmesg -C) and quiet since: the log is
 		// read and holds no line, which is not a log without timestamps.
+		{"an empty log before and after", "@xid\n@oom\n@first\n@last\n@gpus 8\n@end\n", "@xid\n@oom\n@first\n@last\n@gpus 8\n@end\n",
+			map[string]any{"gpu_lost": int64(0)}, "read empty before and after"},
 		{"a log cleared during the run", kernelLog(10, 200, []float64{150}, 8), "@xid\n@oom\n@first\n@last\n@gpus 8\n@end\n",
 			map[string]any{"gpu_lost": int64(0)}, "cleared during the run"},
 		// The read after the run never came back (the connection was
@@ -1168,8 +1170,8 @@ func TestVerdictTellsUndecidedFromFailed(t *testing.T) {
 		if got := r.Verdict(); !strings.HasPrefix(got, tc.want) && !strings.Contains(got, tc.want) || tc.want == "FAILED" && got != "FAILED" {
 			t.Errorf("%s: verdict %q, want %q", tc.name, got, tc.want)
 		}
-		if undecided := strings.HasPrefix(tc.want, "UNDECIDED") || strings.Contains(tc.want, "could not be decided"); undecided != (r.Status() == "undecided") {
-			t.Errorf("%s: status %q, verdict %q", tc.name, r.Status(), r.Verdict())
+		if undecided := strings.HasPrefix(tc.want, "UNDECIDED") || strings.Contains(tc.want, "could not be decided"); undecided != (r.Status() == "undecided") || undecided != (len(r.UndecidedCriteria) > 0) {
+			t.Errorf("%s: status %q, verdict %q, record's undecided %v", tc.name, r.Status(), r.Verdict(), r.UndecidedCriteria)
 		}
 	}
 }

@@ -44,6 +44,10 @@ type Record struct {
 	Complete    bool `json:"complete"`
 	Interrupted bool `json:"interrupted,omitempty"`
 	Passed      bool `json:"passed"`
+	// UndecidedCriteria, set when the run ends, are the criteria that
+	// kept a run in which nothing failed from passing (Undecided): the
+	// verdict is UNDECIDED, exit 3.
+	UndecidedCriteria []string `json:"undecided,omitempty"`
 	// NotRun says why no step ran on any host (every host stopped at a
 	// prerequisite, was not reached, or was stopped before its first
 	// step): such a run measured nothing, and is not complete (Complete
@@ -156,6 +160,7 @@ func (r *Record) finish(end time.Time, interrupted bool) {
 		r.Complete, r.Passed = false, false
 	}
 	r.markNotRun()
+	r.UndecidedCriteria = r.Undecided()
 }
 
 // Unreached reports whether the host's run was cut short: it was not
