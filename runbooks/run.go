@@ -3,6 +3,7 @@ package runbooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpulab/gpulab/inventory"
@@ -290,7 +291,27 @@ func Summary(runs []HostRun) string {
 		_, classes, _ := strings.Cut(orchestrator.Summary(cut), ": ")
 		line += "; cut short: " + classes
 	}
+	if skipped := skippedChecks(runs); len(skipped) > 0 {
+		line += "; not checked: " + strings.Join(skipped, ", ") + " (SKIPPED)"
+	}
 	return line
+}
+
+// skippedChecks are the checks SKIPPED on some host because their step was
+// (a parameter not given, a dangerous step not confirmed), not by design
+// (a cluster-wide step that runs on the first host only, a mesh check on a
+// host without NVLink): a host's PASS says nothing of them, so the summary
+// names them.
+func skippedChecks(runs []HostRun) []string {
+	var ids []string
+	for _, r := range runs {
+		for _, v := range r.Verdicts {
+			if v.Status == step.Skipped && strings.Contains(v.Summary, " was skipped") && !slices.Contains(ids, v.Check) {
+				ids = append(ids, v.Check)
+			}
+		}
+	}
+	return ids
 }
 
 // AnyUnknown reports whether any verdict of any host is UNKNOWN: a check

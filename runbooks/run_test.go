@@ -436,6 +436,15 @@ func TestWorstAndSummary(t *testing.T) {
 	if got, want := runbooks.Summary(runs), "3 hosts: 1 PASS, 1 WARN (gpu02), 1 UNKNOWN (gpu03); not reached: 1 refused (gpu03)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
+	// A check skipped for want of a parameter is named: the hosts' PASS
+	// says nothing of it. One skipped by design (first host only) is not.
+	skipped := []runbooks.HostRun{
+		{Host: "gpu01", Steps: []runbooks.StepRun{{}}, Verdicts: []step.Verdict{{Check: "env", Status: step.Pass}, {Check: "nccl-bw", Status: step.Skipped, Summary: "step nccl was skipped: no value for nccl_log"}}},
+		{Host: "gpu02", Steps: []runbooks.StepRun{{}}, Verdicts: []step.Verdict{{Check: "env", Status: step.Pass}, {Check: "plugin", Status: step.Skipped, Summary: "step plugin runs on the first host only"}, {Check: "mesh", Status: step.Skipped, Summary: "4 GPUs, no NVLink between them"}}},
+	}
+	if got, want := runbooks.Summary(skipped), "2 hosts: 2 PASS; not checked: nccl-bw (SKIPPED)"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
 	for _, tc := range []struct {
 		name string
 		vs   []step.Verdict
