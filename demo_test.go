@@ -161,7 +161,7 @@ func TestDemoInTmux(t *testing.T) {
 	s.keys("Enter")
 	screenWait(t, s, nil, "Next: step 2/2", "✗ FAIL    nvlink-mesh "+sick+" SIM: ")
 	s.keys("Enter")
-	screenWait(t, s, nil, "FAILED · step by step", "record: ")
+	screenWait(t, s, nil, "FAILED: nvlink-mesh (critical) FAIL on "+sick+" · step by step", "record: ")
 	s.keys("Escape")
 	screenWait(t, s, nil, "▶ topology-sanity ")
 

@@ -222,7 +222,7 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	r := run(t, env, "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu[01-02]", "-F", cfg, "--results", results)
 	r.expect(t, 1, "  PASS    mesh (critical) gpu01: metrics.gpus = 8, metrics.non_nvlink_pairs = 0 against", "gpu01  observe      topo           ok")
 	r.expect(t, 1, "  FAIL    mesh (critical) gpu02: metrics.gpus = 4, metrics.non_nvlink_pairs = 6 against", "")
-	r.expect(t, 1, "\nFAILED\nrecord: "+results+"/e2e/", "")
+	r.expect(t, 1, "\nFAILED: mesh (critical) FAIL on gpu02\nrecord: "+results+"/e2e/", "")
 	mds, _ := filepath.Glob(filepath.Join(results, "e2e", "*", "record.md"))
 	if len(mds) != 1 {
 		t.Fatalf("records: %v", mds)

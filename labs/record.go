@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/step"
 )
@@ -188,14 +189,47 @@ func (r *Record) Verdict() string {
 			}
 		}
 		_, classes, _ := strings.Cut(orchestrator.Summary(ran), ": ")
-		return "INCOMPLETE: not every host ran to the end: " + classes + "; the lab did not pass, and the record is marked incomplete"
+		v := "INCOMPLETE: not every host ran to the end: " + classes
+		if why := r.failedBecause(); why != "" {
+			v += "; on the hosts reached, " + why
+		}
+		return v + "; the lab did not pass, and the record is marked incomplete"
 	case r.passes():
 		return "PASSED"
 	}
 	if ids := r.Undecided(); len(ids) > 0 {
 		return fmt.Sprintf("UNDECIDED: nothing judged failed, but %s could not be decided (%s): no evidence either way, so the lab did not pass", text.Plural(len(ids), "criterion", "criteria"), strings.Join(ids, ", "))
 	}
+	if why := r.failedBecause(); why != "" {
+		return "FAILED: " + why
+	}
 	return "FAILED"
+}
+
+// failedBecause says what kept the reached hosts from passing: the
+// criteria that failed or were skipped where they count, with their
+// hosts ("mesh (critical) FAIL on gpu02"), else, for hosts with nothing
+// of that kind, that no criterion passed on evidence. Empty when every
+// reached host passed.
+func (r *Record) failedBecause() string {
+	var parts, bare []string
+	for _, g := range FoldScores(r.Hosts) {
+		if (g.Status == step.Fail || g.Status == step.Skipped) && g.Impact != "minor" {
+			parts = append(parts, fmt.Sprintf("%s (%s) %s on %s", g.ID, g.Impact, g.Status, g.Hosts))
+		}
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, ", ")
+	}
+	for _, h := range r.Hosts {
+		if h.Class == orchestrator.OK && h.Stopped == "" && len(h.Scores) > 0 && !Passed(h.Scores) && len(h.Undecided()) == 0 {
+			bare = append(bare, h.Host)
+		}
+	}
+	if len(bare) > 0 {
+		return "no criterion passed on evidence on " + inventory.FoldNames(bare) + " (a WARN is no pass)"
+	}
+	return ""
 }
 
 // Undecided are the criteria and counterexamples that could not be

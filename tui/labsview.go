@@ -474,7 +474,9 @@ func (v *labsView) runHead() []string {
 		state += " · step by step"
 	}
 	title := st.CardTitle.Render(l.ID+": "+l.Name) + st.CardMuted.Render("  on "+inventory.FoldNames(v.names)) + hostBadge(st, v.simulated, false)
-	return append(wrap(title, v.width-1), st.CardMuted.Render(v.timer()+" · "+v.phases())+"  "+st.CardLabel.Render(state))
+	// The verdict says why ("FAILED: nvlink-mesh (critical) FAIL on
+	// gpu002"): at 80 columns it goes on more lines, never past the edge.
+	return append(wrap(title, v.width-1), wrap(st.CardMuted.Render(v.timer()+" · "+v.phases())+"  "+st.CardLabel.Render(state), v.width-1)...)
 }
 
 // runBody is a run's samples, the step it waits at, its criteria (each
