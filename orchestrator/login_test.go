@@ -596,3 +596,36 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// A timeout or keepalive setting ssh -G would refuse is refused, naming
+// the file's line: a silent default would be a limit nobody set.
+func TestSSHConfigTimeoutsAreChecked(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"ConnectTimeout -5", `ConnectTimeout "-5"`},
+		{"ConnectTimeout 0", `ConnectTimeout "0"`},
+		{"ConnectTimeout 99999999999999999999", "want a whole number of seconds, 1 to 300"},
+		{"ConnectTimeout soon", `ConnectTimeout "soon"`},
+		{"ServerAliveInterval -1", `ServerAliveInterval "-1"`},
+		{"ServerAliveCountMax 0", `ServerAliveCountMax "0"`},
+	} {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "config")
+		if err := os.WriteFile(cfg, []byte("Host h\n  HostName 127.0.0.1\n  "+tc.line+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, t.TempDir(), "nobody")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.ResolveName("h"); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), cfg) {
+			t.Errorf("%s: %v, want an error naming the file and saying %s", tc.line, err, tc.want)
+		}
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config")
+	os.WriteFile(cfg, []byte("Host h\n  HostName 127.0.0.1\n  ConnectTimeout 7\n  ServerAliveInterval 0\n"), 0o600)
+	r, _ := orchestrator.NewResolver(inventory.Empty(), cfg, orchestrator.Overrides{}, t.TempDir(), "nobody")
+	if tg, err := r.ResolveName("h"); err != nil || tg.ConnectTimeout != 7*time.Second || tg.ServerAliveInterval != 15*time.Second {
+		t.Errorf("valid settings: %v, connect %s, keepalive %s", err, tg.ConnectTimeout, tg.ServerAliveInterval)
+	}
+}

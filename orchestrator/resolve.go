@@ -539,9 +539,13 @@ func (x *resolving) timeouts() error {
 			*du.dst, t.Sources[du.field] = du.fallback, "default"
 			if du.sshKey != "" {
 				if v, src := x.r.sshGet(h.Name, du.sshKey); v != "" {
-					if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
-						*du.dst, t.Sources[du.field] = time.Duration(secs)*time.Second, src
+					secs, err := strconv.Atoi(v)
+					if err != nil || secs <= 0 || time.Duration(secs)*time.Second > inventory.MaxConnectTimeout {
+						// ssh -G refuses such a file too; a silent 10s
+						// would be a limit nobody set.
+						return fmt.Errorf("host %s: %s %q (from %s): want a whole number of seconds, 1 to %d", h.Name, du.sshKey, v, src, int(inventory.MaxConnectTimeout/time.Second))
 					}
+					*du.dst, t.Sources[du.field] = time.Duration(secs)*time.Second, src
 				}
 			}
 		}
@@ -549,14 +553,20 @@ func (x *resolving) timeouts() error {
 	t.ServerAliveInterval, t.ServerAliveCountMax = 15*time.Second, 3
 	t.Sources["ServerAliveInterval"] = "default"
 	if v, src := x.r.sshGet(h.Name, "ServerAliveInterval"); v != "" {
-		if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+		secs, err := strconv.Atoi(v)
+		switch {
+		case err != nil || secs < 0:
+			return fmt.Errorf("host %s: ServerAliveInterval %q (from %s): want a whole number of seconds (0 turns keepalives off in OpenSSH; gpulab keeps its 15s)", h.Name, v, src)
+		case secs > 0:
 			t.ServerAliveInterval, t.Sources["ServerAliveInterval"] = time.Duration(secs)*time.Second, src
 		}
 	}
-	if v, _ := x.r.sshGet(h.Name, "ServerAliveCountMax"); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n > 0 {
-			t.ServerAliveCountMax = n
+	if v, src := x.r.sshGet(h.Name, "ServerAliveCountMax"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("host %s: ServerAliveCountMax %q (from %s): want a whole number, 1 or more", h.Name, v, src)
 		}
+		t.ServerAliveCountMax = n
 	}
 	return nil
 }
