@@ -373,7 +373,16 @@ func printProbeTables(w io.Writer, results []app.ProbeResult) {
 		for _, x := range s.XIDs {
 			fmt.Fprintf(w, "  Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))
 		}
-		if n := len(s.Errors); n > 0 {
+		n := len(s.Errors)
+		if e := report.KmsgUnread(s); e != nil {
+			n--
+			msg := e.Message
+			if e.Code != "SIMULATED" {
+				msg = e.Code + ": " + msg + " (a flag: the probe runs as a user who cannot read it; root or CAP_SYSLOG can)"
+			}
+			fmt.Fprintf(w, "  Xid history (/dev/kmsg) not read: %s\n", msg)
+		}
+		if n > 0 {
 			fmt.Fprintf(w, "  %d fields NVML did not give (--json lists them)\n", n)
 		}
 	}

@@ -175,7 +175,13 @@ func run(opts collect.Options, mock *simulated, kmsg bool, xidWait time.Duration
 	} else {
 		s.NVML.Library = libName
 	}
-	if kmsg && !simulated {
+	switch {
+	case kmsg && simulated:
+		// The machine's /dev/kmsg is not the simulated host's kernel log:
+		// say that the history was not read rather than show none.
+		s.Errors = append(s.Errors, report.FieldError{Field: "xids.kmsg", Code: "SIMULATED",
+			Message: "a simulated host has no /dev/kmsg of its own; its kernel log is what dmesg prints there (the health runbook reads it)"})
+	case kmsg:
 		collect.ReadKmsgXIDs(s, "/dev/kmsg")
 	}
 	if xidWait > 0 {

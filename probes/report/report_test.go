@@ -113,3 +113,17 @@ func TestTotal(t *testing.T) {
 		t.Errorf("Total = %q, want %q", got, want)
 	}
 }
+
+// A probe asked for the kernel's Xid history (--kmsg) that could not read
+// it is flagged: "no Xid" would be a reading nobody made. On a simulated
+// host it is said, not flagged (there is no kernel log of its own to read).
+func TestUnreadKmsgIsAFlag(t *testing.T) {
+	s := &Snapshot{NVML: NVMLState{Available: true}, Errors: []FieldError{{Field: "xids.kmsg", Code: "NO_PERMISSION", Message: "open /dev/kmsg: permission denied"}}}
+	if f := Flags(s); len(f) != 1 || !strings.Contains(f[0], "Xid history not read (/dev/kmsg: NO_PERMISSION") || OutcomeOf(s) != Flagged {
+		t.Errorf("kmsg unreadable: flags %q, outcome %v", f, OutcomeOf(s))
+	}
+	s.Errors[0].Code = "SIMULATED"
+	if f := Flags(s); len(f) != 0 || KmsgUnread(s) == nil {
+		t.Errorf("simulated: flags %q, KmsgUnread %v", f, KmsgUnread(s))
+	}
+}

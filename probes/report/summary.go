@@ -79,7 +79,23 @@ func Flags(s *Snapshot) []string {
 		}
 		out = append(out, fmt.Sprintf("Xid %d on %s", x.Code, where))
 	}
+	if e := KmsgUnread(s); e != nil && e.Code != "SIMULATED" {
+		// Asked for the kernel's Xid history (--kmsg) and not given it:
+		// "no Xid" would be a reading nobody made.
+		out = append(out, fmt.Sprintf("Xid history not read (/dev/kmsg: %s: %s)", e.Code, e.Message))
+	}
 	return out
+}
+
+// KmsgUnread is the error that kept the probe from reading the kernel's
+// Xid history (--kmsg), nil when it read it or was not asked to.
+func KmsgUnread(s *Snapshot) *FieldError {
+	for i, e := range s.Errors {
+		if e.Field == "xids.kmsg" {
+			return &s.Errors[i]
+		}
+	}
+	return nil
 }
 
 // NVLinksDown names the GPU pairs whose NVLink is down: in a mesh where
