@@ -281,7 +281,7 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 			b.WriteString(" Ask for at most that many on one node, or let it use the nodes it is kept off:" + apart)
 		}
 	case free >= want:
-		fmt.Fprintf(b, " %d %s are free on the %s it may use but at most %d on one (%s): fragmentation. Packing the running pods, or a request that spans nodes, would place it.%s", free, r, nodesWord(len(may)), best, cmp.Or(bestNode, "none"), apart)
+		fmt.Fprintf(b, " %d %s are free on the %s it may use but at most %d on one (%s): fragmentation. It runs when one node has %d free (pods there end, or are moved where nothing pins them to their node), or as a request that spans nodes.%s", free, r, nodesWord(len(may)), best, cmp.Or(bestNode, "none"), want, apart)
 	default:
 		fmt.Fprintf(b, " Only %d %s are free on the %s it may use: it waits for running pods there to end, or for more nodes.%s", free, r, nodesWord(len(may)), apart)
 	}
