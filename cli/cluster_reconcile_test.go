@@ -330,3 +330,19 @@ func TestReconcileMapHosts(t *testing.T) {
 		t.Errorf("the second host of node n1: %+v", h)
 	}
 }
+
+// The summary counts every selected host: one whose probe failed and that
+// maps to no node is named there (one on a node is among "nodes not
+// probed").
+func TestReconcileSummaryNamesUnmappedHostsThatFailed(t *testing.T) {
+	hosts := []reconcileHost{
+		{Host: "dgx01", Node: "dgx01", Class: "ok"},
+		{Host: "dgx02", Node: "dgx02", Class: "refused"},
+		{Host: "dgx09", Unmapped: "no node", Class: "refused"},
+		{Host: "dgx10", Unmapped: "no node", Class: "error"},
+		{Host: "login", Unmapped: "no node", Class: "ok"},
+	}
+	if got, want := hostsNotProbed(hosts), "; 2 selected hosts on no node not probed: 1 refused (dgx09), 1 error (dgx10)"; got != want {
+		t.Errorf("hostsNotProbed = %q, want %q", got, want)
+	}
+}

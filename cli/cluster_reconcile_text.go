@@ -11,6 +11,7 @@ import (
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // printReconcile prints reconcile's text output: a table per node, the
@@ -59,8 +60,30 @@ func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%s\n", visible.String(reconcileSummary(out.Reconciliation)))
+	fmt.Fprintf(w, "\n%s\n", visible.String(reconcileSummary(out.Reconciliation)+hostsNotProbed(out.Hosts)))
 	return nil
+}
+
+// hostsNotProbed ends the summary with the selected hosts whose probe did
+// not answer and that map to no node (those on a node are in "N nodes not
+// probed"), by class: "; 2 selected hosts on no node not probed: 1
+// refused (dgx09), 1 error (dgx10)". Every selected host is counted.
+func hostsNotProbed(hosts []reconcileHost) string {
+	var failed []orchestrator.HostResult
+	for _, h := range hosts {
+		if h.Class != "ok" && h.Node == "" {
+			var c orchestrator.Class
+			if c.UnmarshalText([]byte(h.Class)) != nil {
+				c = orchestrator.Error
+			}
+			failed = append(failed, orchestrator.HostResult{Host: h.Host, Class: c})
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	_, classes, _ := strings.Cut(orchestrator.Summary(failed), ": ")
+	return fmt.Sprintf("; %s on no node not probed: %s", text.Plural(len(failed), "selected host", "selected hosts"), classes)
 }
 
 // printReconcileFindings lists what is wrong or unmapped, one line each.
