@@ -62,11 +62,17 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 	}
 	// Steps that run once run on the first host reached, in selection
 	// order: the first host unreachable, they run on the next.
-	first := orchestrator.NewFirst(len(targets))
+	first := orchestrator.NewFailoverFirst(len(targets))
+	lastFirst := -1 // the last step that runs once: the elected host settles after it
+	for k, s := range rb.Steps {
+		if s.Hosts == "first" {
+			lastFirst = k
+		}
+	}
 	hosts := e.ForEach(ctx, targets, first.Follow(emit), func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		runs[i] = HostRun{Host: t.Name}
 		inputs := map[string]step.Input{}
-		for _, s := range rb.Steps {
+		for k, s := range rb.Steps {
 			if s.Hosts == "first" && !first.Is(ctx, i) {
 				sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1, Class: orchestrator.OK, Problem: "runs on the first host only"}
 				runs[i].Steps = append(runs[i].Steps, sr)
@@ -76,6 +82,17 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 			sr, in := runStep(ctx, conn, t, s, o)
 			runs[i].Steps = append(runs[i].Steps, sr)
 			inputs[s.ID] = in
+			if s.Hosts == "first" {
+				switch {
+				case sr.Class == orchestrator.Lost || sr.Class == orchestrator.TimeoutCommand || sr.Class == orchestrator.Inactive:
+					// Lost or timed out in a cluster-wide step: the next
+					// host reached runs them all again. (A step refused
+					// or not confirmed here would be so on any host.)
+					first.Settle(i, false)
+				case k == lastFirst:
+					first.Settle(i, true)
+				}
+			}
 			// The host's class is the worst thing that happened to its
 			// connection (lost, cancelled, a timeout), not a command that
 			// merely exited non-zero.

@@ -326,6 +326,53 @@ func TestRunbookHostLostMidRun(t *testing.T) {
 	}
 }
 
+// A host lost while it runs the cluster-wide steps hands them on: the next
+// host reached runs them, so the cluster is still read (it used to be
+// SKIPPED "first host only" on every other host, and nobody read it).
+func TestFirstStepsMoveOnWhenTheirHostIsLost(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "started")
+	if err := syscall.Mkfifo(started, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	events := map[string]string{"get events": "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt"}
+	dying := host{lgi: "nvidia-smi-mig-lgi/a100-40gb-2x-3g.20gb.txt", hang: "kubectl", started: started}
+	good := host{lgi: "nvidia-smi-mig-lgi/a100-40gb-2x-3g.20gb.txt", kubectl: events}
+	f := sshtest.Start(t, 2, sshtest.Options{EnvFor: standIns(t, []host{dying, good})})
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		// Opening the FIFO waits for gpu01's kubectl: it is in the
+		// cluster-wide step, and dies in it.
+		r, err := os.Open(started)
+		if err != nil {
+			return
+		}
+		r.Close()
+		f.Servers[0].Kill()
+	}()
+	t.Cleanup(func() {
+		if w, err := os.OpenFile(started, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
+		<-killed
+	})
+	var ts []orchestrator.Target
+	for i, s := range f.Servers {
+		ts = append(ts, orchestrator.Target{Name: fmt.Sprintf("gpu%02d", i+1), HostName: s.Addr, Port: s.Port, User: f.User,
+			IdentityFiles: []string{f.ClientKey}, Explicit: true, KnownHosts: []string{f.KnownHosts},
+			ConnectTimeout: 5 * time.Second, CommandTimeout: 30 * time.Second})
+	}
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 4}
+	rb := load(t, "pending-gpu-pod")
+	out := runbooks.Execute(context.Background(), e, ts, rb, runbooks.RunOptions{})
+	if out.Runs[0].Class != orchestrator.Lost {
+		t.Errorf("gpu01 %s (%s), want lost", out.Runs[0].Class, out.Runs[0].Err)
+	}
+	if got := groups(out.Folded, "scheduling"); !strings.Contains(got, "FAIL gpu02: 2 FailedScheduling event(s)") || !strings.Contains(got, "UNKNOWN gpu01") {
+		t.Errorf("scheduling: want gpu02 to read the events gpu01 was lost reading:\n%s", got)
+	}
+}
+
 func TestPendingGPUPodRunbook(t *testing.T) {
 	e, ts := fleet(t, []host{
 		{lgi: "nvidia-smi-mig-lgi/a100-40gb-2x-3g.20gb.txt", kubectl: map[string]string{"get events": "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt"}},
