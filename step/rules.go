@@ -1,7 +1,6 @@
 package step
 
 import (
-	"cmp"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -710,23 +709,35 @@ func eccUncorrected(in []Input, _ map[string]any) Verdict {
 	var ev, unread []Evidence
 	off, read := 0, 0
 	for i, g := range q.GPUs {
-		v := firstField(g.Fields, "ECC Errors/Volatile/DRAM Uncorrectable", "ECC Errors/Volatile/Double Bit/Total", "ECC Errors/Volatile/Double Bit/Device Memory")
-		n, err := strconv.Atoi(v)
-		switch {
-		case err == nil:
-			read++
-		case g.ECCCurrent != nil && (*g.ECCCurrent == "Disabled" || *g.ECCCurrent == "N/A"),
-			g.ECCCurrent == nil && v == "N/A":
+		mode, printed := g.Fields["ECC Mode/Current"]
+		if g.ECCCurrent != nil && *g.ECCCurrent == "Disabled" || printed && (mode == "N/A" || mode == "Disabled") {
 			off++ // ECC off, or a GPU without ECC: nothing to count
 			continue
-		default:
-			// "Unknown Error", "[GPU requires reset]", or no counter at
-			// all: this GPU's count was not read, and could be the one.
-			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): uncorrectable ECC count %s", i, g.BusID, cmp.Or(v, "not printed"))})
-			continue
 		}
-		if n > 0 {
-			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): %d uncorrectable ECC errors since the driver loaded", i, g.BusID, n)})
+		counters := uncorrectableCounters(g.Fields)
+		var total int
+		var bad []string
+		for _, c := range counters {
+			n, err := strconv.Atoi(c.value)
+			if err != nil {
+				// "N/A" with ECC on, "Unknown Error", "[GPU requires
+				// reset]": this count was not read, and could be the one.
+				bad = append(bad, c.name+" "+c.value)
+				continue
+			}
+			total += n
+		}
+		switch {
+		case len(counters) == 0:
+			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): no volatile uncorrectable ECC count printed", i, g.BusID)})
+			continue
+		case len(bad) > 0:
+			unread = append(unread, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): uncorrectable ECC count %s", i, g.BusID, strings.Join(bad, ", "))})
+		}
+		if total > 0 {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("GPU%d (%s): %d uncorrectable ECC errors since the driver loaded (%s)", i, g.BusID, total, countersText(counters))})
+		} else if len(bad) == 0 {
+			read++
 		}
 	}
 	switch {
@@ -737,20 +748,52 @@ func eccUncorrected(in []Input, _ map[string]any) Verdict {
 	case read == 0:
 		return verdict(Unknown, "no GPU reports volatile ECC counts (ECC off or N/A)")
 	}
-	pass := verdict(Pass, "no uncorrectable ECC error", Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%d GPU(s) count 0 uncorrectable ECC errors", read)})
+	pass := verdict(Pass, "no uncorrectable ECC error", Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%d GPU(s) count 0 uncorrectable ECC errors (DRAM and SRAM, since the driver loaded)", read)})
 	if off > 0 {
 		pass.Evidence = append(pass.Evidence, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%d GPU(s) with ECC off", off)})
 	}
 	return pass
 }
 
-func firstField(f map[string]string, keys ...string) string {
-	for _, k := range keys {
-		if v, ok := f[k]; ok {
-			return v
+type eccCounter struct{ name, value string }
+
+// uncorrectableCounters are a GPU's volatile uncorrectable ECC counts as
+// its driver prints them: DRAM and SRAM (A100 and later; SRAM split into
+// parity and SEC-DED by newer drivers), or the double-bit total (or its
+// device-memory part) of older ones. Every one counts: an SRAM error is
+// as uncorrectable as a DRAM one.
+func uncorrectableCounters(f map[string]string) []eccCounter {
+	const v = "ECC Errors/Volatile/"
+	if t, ok := f[v+"Double Bit/Total"]; ok {
+		return []eccCounter{{"double bit", t}}
+	}
+	var out []eccCounter
+	if d, ok := f[v+"DRAM Uncorrectable"]; ok {
+		out = append(out, eccCounter{"DRAM", d})
+	}
+	if s, ok := f[v+"SRAM Uncorrectable"]; ok {
+		out = append(out, eccCounter{"SRAM", s})
+	} else {
+		for _, k := range []string{"SRAM Uncorrectable Parity", "SRAM Uncorrectable SEC-DED"} {
+			if s, ok := f[v+k]; ok {
+				out = append(out, eccCounter{strings.TrimPrefix(k, "SRAM Uncorrectable "), s})
+			}
 		}
 	}
-	return ""
+	if len(out) == 0 {
+		if d, ok := f[v+"Double Bit/Device Memory"]; ok {
+			out = append(out, eccCounter{"double bit, device memory", d})
+		}
+	}
+	return out
+}
+
+func countersText(cs []eccCounter) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.name + " " + c.value
+	}
+	return strings.Join(parts, ", ")
 }
 
 func remappedRows(in []Input, _ map[string]any) Verdict {

@@ -248,6 +248,27 @@ func TestUnreadGPUsAreNotHealthy(t *testing.T) {
 		t.Errorf("ECC off, counter N/A: %s %q, want PASS (nothing to count)", v.Status, v.Summary)
 	}
 
+	// Every uncorrectable count counts: SRAM as much as DRAM; a GPU
+	// without its ECC mode printed and a counter N/A is not "ECC off".
+	for _, tc := range []struct {
+		name   string
+		fields map[string]string
+		ecc    *string
+		want   Status
+	}{
+		{"SRAM uncorrectable", map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "0", "ECC Errors/Volatile/SRAM Uncorrectable": "5"}, &on, Fail},
+		{"SRAM N/A with ECC on", map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "0", "ECC Errors/Volatile/SRAM Uncorrectable": "N/A"}, &on, Unknown},
+		{"no ECC mode printed, counter N/A", map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "N/A"}, nil, Unknown},
+		{"a GPU without ECC", map[string]string{"ECC Mode/Current": "N/A", "ECC Errors/Volatile/DRAM Uncorrectable": "N/A"}, nil, Unknown}, // nothing counted at all
+		{"older driver, double bit total", map[string]string{"ECC Errors/Volatile/Double Bit/Total": "0"}, &on, Pass},
+		{"newer driver, SRAM split", map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "0", "ECC Errors/Volatile/SRAM Uncorrectable Parity": "0", "ECC Errors/Volatile/SRAM Uncorrectable SEC-DED": "2"}, &on, Fail},
+	} {
+		q := &parse.Query{GPUs: []parse.QueryGPU{{BusID: "00000000:07:00.0", ECCCurrent: tc.ecc, Fields: tc.fields}}}
+		if v := Judge(ecc, []Input{{Step: "q", Ran: true, Value: q}}); v.Status != tc.want {
+			t.Errorf("%s: %s %q, want %s", tc.name, v.Status, v.Summary, tc.want)
+		}
+	}
+
 	aff := Check{ID: "aff", Rule: "affinity-numa", Uses: []string{"topo", "numa"}}
 	two := &parse.NUMA{Nodes: []parse.NUMANode{{Node: 0, CPUs: []int{0, 1, 2, 3}}, {Node: 1, CPUs: []int{4, 5, 6, 7}}}}
 	topo := func(affinity ...string) *parse.Topo {
