@@ -137,6 +137,14 @@ func (f *First) Is(ctx context.Context, i int) bool {
 	return f.elected == i
 }
 
+// HandedOn reports whether host i was elected and handed the once-only
+// steps on (lost or timed out in them).
+func (f *First) HandedOn(i int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return i >= 0 && i < len(f.settledOK) && f.settledOK[i] && !f.ran[i]
+}
+
 // Elected is the host Is elected last, or -1 when none was (no host
 // reached, none asked, or the one elected was lost before it settled).
 func (f *First) Elected() int {

@@ -73,6 +73,15 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		runs[i] = HostRun{Host: t.Name}
 		inputs := map[string]step.Input{}
 		for k, s := range rb.Steps {
+			if s.Hosts == "first" && first.HandedOn(i) {
+				// This host was lost in an earlier cluster-wide step: the
+				// rest of them are not this host's to skip, they did not
+				// run here.
+				why := "did not run: the host was lost in an earlier cluster-wide step (the next host reached runs them)"
+				runs[i].Steps = append(runs[i].Steps, StepRun{ID: s.ID, Command: s.Command, ExitCode: -1, Class: orchestrator.Lost, Problem: why})
+				inputs[s.ID] = step.Input{Step: s.ID, Problem: why, Class: orchestrator.Lost, ExitCode: -1}
+				continue
+			}
 			if s.Hosts == "first" && !first.Is(ctx, i) {
 				sr := StepRun{ID: s.ID, Command: s.Command, ExitCode: -1, Class: orchestrator.OK, Problem: "runs on the first host only"}
 				runs[i].Steps = append(runs[i].Steps, sr)

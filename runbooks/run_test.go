@@ -371,6 +371,11 @@ func TestFirstStepsMoveOnWhenTheirHostIsLost(t *testing.T) {
 	if got := groups(out.Folded, "scheduling"); !strings.Contains(got, "FAIL gpu02: 2 FailedScheduling event(s)") || !strings.Contains(got, "UNKNOWN gpu01") {
 		t.Errorf("scheduling: want gpu02 to read the events gpu01 was lost reading:\n%s", got)
 	}
+	// gpu01's later cluster-wide steps did not run there: UNKNOWN, not
+	// SKIPPED "first host only" (nothing was skipped by design).
+	if got := groups(out.Folded, "quota"); !strings.Contains(got, "UNKNOWN gpu01") || !strings.Contains(got, "lost in an earlier cluster-wide step") {
+		t.Errorf("quota on the host lost before it:\n%s", got)
+	}
 }
 
 func TestPendingGPUPodRunbook(t *testing.T) {
