@@ -71,7 +71,7 @@ func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
 func hostsNotProbed(hosts []reconcileHost) string {
 	var failed []orchestrator.HostResult
 	for _, h := range hosts {
-		if h.Class != "ok" && h.Node == "" {
+		if h.Class != orchestrator.OK.String() && h.Node == "" {
 			var c orchestrator.Class
 			if c.UnmarshalText([]byte(h.Class)) != nil {
 				c = orchestrator.Error

@@ -140,18 +140,32 @@ func TestUnreadOutputIsNoEvidence(t *testing.T) {
 	}
 }
 
-// TestPartlyReadOutputDoesNotPass: a rule that passes on the part of an
-// output its parser could read says UNKNOWN (the rest could hold the
-// failure); a failure it found in that part stands, saying what was not read.
-func TestPartlyReadOutputDoesNotPass(t *testing.T) {
+// meshAndBrokenMesh is a real 8-GPU NV12 full mesh (a fixture) and the
+// same mesh with the GPU3–GPU5 link down.
+func meshAndBrokenMesh(t *testing.T) (good, broken *parse.Topo) {
+	t.Helper()
 	text, err := os.ReadFile("../testdata/fixtures/nvidia-smi-topo-m/a100-8gpu-nv12-17nic-mlx5-bond.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
-	good, err := parse.ParseTopo(string(text))
+	good, err = parse.ParseTopo(string(text))
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := *good
+	b.Links = map[string]map[string]string{}
+	for a, row := range good.Links {
+		b.Links[a] = maps.Clone(row)
+	}
+	b.Links["GPU3"]["GPU5"], b.Links["GPU5"]["GPU3"] = "SYS", "SYS"
+	return good, &b
+}
+
+// TestPartlyReadOutputDoesNotPass: a rule that passes on the part of an
+// output its parser could read says UNKNOWN (the rest could hold the
+// failure); a failure it found in that part stands, saying what was not read.
+func TestPartlyReadOutputDoesNotPass(t *testing.T) {
+	good, broken := meshAndBrokenMesh(t)
 	c := Check{ID: "mesh", Rule: "nvlink-mesh", Uses: []string{"topo"}}
 	whole := Judge(c, []Input{{Step: "topo", Ran: true, Value: good}})
 	if whole.Status != Pass {
@@ -162,13 +176,7 @@ func TestPartlyReadOutputDoesNotPass(t *testing.T) {
 	if part.Status != Unknown || !strings.Contains(part.Summary, "could not be read") || !strings.Contains(part.Summary, "line 12") {
 		t.Errorf("part of the output: %s %q, want UNKNOWN naming what was not read", part.Status, part.Summary)
 	}
-	broken := *good
-	broken.Links = map[string]map[string]string{}
-	for a, row := range good.Links {
-		broken.Links[a] = maps.Clone(row)
-	}
-	broken.Links["GPU3"]["GPU5"], broken.Links["GPU5"]["GPU3"] = "SYS", "SYS"
-	fail := Judge(c, []Input{{Step: "topo", Ran: true, Value: &broken, ParseErr: lost}})
+	fail := Judge(c, []Input{{Step: "topo", Ran: true, Value: broken, ParseErr: lost}})
 	if fail.Status != Fail || !slices.ContainsFunc(fail.Evidence, func(e Evidence) bool { return strings.Contains(e.Fact, "could not be read") }) {
 		t.Errorf("a failure in the part read: %s %q %+v, want FAIL with the unread part in its evidence", fail.Status, fail.Summary, fail.Evidence)
 	}
@@ -178,27 +186,14 @@ func TestPartlyReadOutputDoesNotPass(t *testing.T) {
 // cut; what passed on its beginning is UNKNOWN (the Xid could come after
 // 16 MiB of harmless lines), what failed on it still fails.
 func TestCutOutputDoesNotPass(t *testing.T) {
-	text, err := os.ReadFile("../testdata/fixtures/nvidia-smi-topo-m/a100-8gpu-nv12-17nic-mlx5-bond.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	good, err := parse.ParseTopo(string(text))
-	if err != nil {
-		t.Fatal(err)
-	}
+	good, broken := meshAndBrokenMesh(t)
 	c := Check{ID: "mesh", Rule: "nvlink-mesh", Uses: []string{"topo"}}
 	const cut = "stdout cut at 16.0 MiB of 17.0 MiB"
 	v := Judge(c, []Input{{Step: "topo", Ran: true, Value: good, Cut: cut}})
 	if v.Status != Unknown || !strings.Contains(v.Summary, "cut at the limit ("+cut+")") || !strings.Contains(v.Summary, "holds only for the part read") {
 		t.Errorf("a cut output: %s %q, want UNKNOWN saying it was cut", v.Status, v.Summary)
 	}
-	broken := *good
-	broken.Links = map[string]map[string]string{}
-	for a, row := range good.Links {
-		broken.Links[a] = maps.Clone(row)
-	}
-	broken.Links["GPU3"]["GPU5"], broken.Links["GPU5"]["GPU3"] = "SYS", "SYS"
-	if v := Judge(c, []Input{{Step: "topo", Ran: true, Value: &broken, Cut: cut}}); v.Status != Fail {
+	if v := Judge(c, []Input{{Step: "topo", Ran: true, Value: broken, Cut: cut}}); v.Status != Fail {
 		t.Errorf("a failure in the part kept: %s %q, want FAIL", v.Status, v.Summary)
 	}
 }
