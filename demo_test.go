@@ -153,13 +153,13 @@ func TestDemoInTmux(t *testing.T) {
 	s.keys("5", "End")
 	screenWait(t, s, nil, "▶ topology-sanity ")
 	s.keys("Enter")
-	screenWait(t, s, nil, "FAILED", "✗ FAIL    nvlink-mesh "+sick+" SIM: ", "✓ PASS    nvlink-mesh ", "record: ")
+	screenWait(t, s, nil, "FAILED", "✗ FAIL    nvlink-mesh (critical) "+sick+" SIM: ", "✓ PASS    nvlink-mesh ", "record: ")
 	s.keys("Escape")
 	screenWait(t, s, nil, "▶ topology-sanity ")
 	s.keys("t")
 	screenWait(t, s, nil, "Next: step 1/2", "waiting for you at step 1/2 (", ") · step by step")
 	s.keys("Enter")
-	screenWait(t, s, nil, "Next: step 2/2", "✗ FAIL    nvlink-mesh "+sick+" SIM: ")
+	screenWait(t, s, nil, "Next: step 2/2", "✗ FAIL    nvlink-mesh (critical) "+sick+" SIM: ")
 	s.keys("Enter")
 	screenWait(t, s, nil, "FAILED: nvlink-mesh (critical) FAIL on "+sick+" · step by step", "record: ")
 	s.keys("Escape")
@@ -203,7 +203,7 @@ func TestDemoPresentMaskedInTmux(t *testing.T) {
 		{"4/8  " + masked + "'s GPUs: " + pair + " at SYS; GPU", "SIMULATED   driver 535"},
 		{"5/8  topology: FAIL on " + masked + " (" + pair + " at SYS), PASS on the other 3", "FAIL    " + masked + " SIM: " + pair + " SYS"},
 		{"6/8  The evidence: nvidia-smi topo -m on " + masked + ", and what to check next", "topology of " + masked},
-		{"7/8  topology-sanity, live: nvlink-mesh FAIL on " + masked + ", PASS on the other 3", "✗ FAIL    nvlink-mesh " + masked + " SIM"},
+		{"7/8  topology-sanity, live: nvlink-mesh FAIL on " + masked + ", PASS on the other 3", "✗ FAIL    nvlink-mesh (critical) " + masked + " SIM"},
 		{"8/8  The lab record: each criterion with its values (Markdown, JSON, JUnit)", "Conclusion: FAILED"}, // the record, rendered
 	}
 	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}} {

@@ -18,16 +18,16 @@ func TestFleetScrollsInTmux(t *testing.T) {
 	s.keys("3")
 	screenWait(t, s, nil, "8 hosts: dgx[01-08]")
 	s.keys(":", "seq 1 40", "Enter")
-	screenWait(t, s, nil, "$ seq 1 40 done", "8/8", "dgx[01-08] (8): ok", "more lines below · pgdn")
+	screenWait(t, s, nil, "$ seq 1 40 done", "8/8", "dgx[01-08] (8 hosts): ok", "more lines below · pgdn")
 	s.keys("NPage")
 	screenWait(t, s, nil, "above · ↓")
 	s.keys("End")
 	screen := screenWait(t, s, nil, "\n  40\n", "end of output") // tmux trims the line
-	if strings.Contains(screen, "dgx[01-08] (8): ok") {
+	if strings.Contains(screen, "dgx[01-08] (8 hosts): ok") {
 		t.Errorf("the end of the output still shows its head:\n%s", screen)
 	}
 	s.keys("Home")
-	screenWait(t, s, nil, "dgx[01-08] (8): ok", "more lines below · pgdn")
+	screenWait(t, s, nil, "dgx[01-08] (8 hosts): ok", "more lines below · pgdn")
 	s.keys("q")
 	screenWait(t, s, nil, "EXIT=0")
 }
@@ -48,7 +48,7 @@ func TestFleetEmojiInTmux(t *testing.T) {
 		{"echo 'a 👨‍👩‍👧 family'", "a 👨 family"},
 	} {
 		s.keys(":", c.command, "Enter")
-		screen := screenWait(t, s, twice, "done ", "4/4", "dgx[01-04] (4): ok", "  "+c.shown)
+		screen := screenWait(t, s, twice, "done ", "4/4", "dgx[01-04] (4 hosts): ok", "  "+c.shown)
 		lines := strings.Split(strings.TrimRight(screen, "\n"), "\n")
 		if len(lines) != 24 || !strings.HasPrefix(lines[0], "gpulab  SIMULATED ") || !strings.Contains(lines[0], " Matrix [Fleet] Runbooks ") {
 			t.Errorf("%s: the tab bar is not on the first line of 24:\n%s", c.command, screen)

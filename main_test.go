@@ -168,7 +168,7 @@ impact = "critical"
 	s.run("send-keys", "-t", "smoke", "-l", "echo hello from; uname -s")
 	s.keys("Enter")
 	s.waitFor("4/4  4 ok")
-	s.waitFor("gpu[01-04] (4): ok")
+	s.waitFor("gpu[01-04] (4 hosts): ok")
 	// The NVML probe from the Fleet tab: these hosts have no driver, so each
 	// answers with the clean report. It needs the embedded probes (make
 	// probes, which CI runs first).
@@ -207,7 +207,7 @@ impact = "critical"
 	s.waitFor("▶ topology-sanity")
 	s.keys("Enter")
 	s.waitFor("NOT RUN: no step ran (every host: prerequisite not met")
-	s.waitFor("? UNKNOWN nvlink-mesh gpu[01-04]: no evidence")
+	s.waitFor("? UNKNOWN nvlink-mesh (critical) gpu[01-04]: no evidence")
 	s.waitFor("record: ")
 	if recs, _ := filepath.Glob(filepath.Join(dir, ".local", "share", "gpulab", "results", "topology-sanity", "*", "record.md")); len(recs) != 1 {
 		t.Errorf("the Labs tab wrote %d records", len(recs))
@@ -226,7 +226,7 @@ impact = "critical"
 	s.waitFor("measures linux for linux")
 	s.keys("Enter")
 	s.waitFor("PASSED · step by step")
-	s.waitFor("✓ PASS    linux gpu[01-04]")
+	s.waitFor("✓ PASS    linux (critical) gpu[01-04]")
 	s.keys("Escape")
 	s.waitFor("▶ kernel-known")
 	// The Results tab lists the record just written and opens it.

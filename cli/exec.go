@@ -22,6 +22,7 @@ import (
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/render"
 )
 
 // ExitInterrupted is the exit code after Ctrl-C, as shells use for SIGINT.
@@ -597,12 +598,7 @@ func printFolded(w, raw io.Writer, results []orchestrator.HostResult) error {
 		}
 	}()
 	for i, g := range groups {
-		noun := "hosts"
-		if len(g.Hosts) == 1 {
-			noun = "host"
-		}
-		head := fmt.Sprintf("---------------- %s (%d %s): %s%s", g.NodeSet, len(g.Hosts), noun, g.Class, groupExit(g))
-		fmt.Fprintln(w, head)
+		fmt.Fprintln(w, "---------------- "+render.GroupHead(g, render.GroupClass(g)).String())
 		if len(g.Errors) > 0 {
 			names := make([]string, 0, len(g.Errors))
 			for h := range g.Errors {
@@ -625,14 +621,4 @@ func printFolded(w, raw io.Writer, results []orchestrator.HostResult) error {
 		}
 	}
 	return nil
-}
-
-func groupExit(g orchestrator.Group) string {
-	switch {
-	case g.Signal != "":
-		return " (SIG" + g.Signal + ")"
-	case g.Class == orchestrator.Exit:
-		return fmt.Sprintf(" (status %d)", g.ExitCode)
-	}
-	return ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -273,11 +274,7 @@ func printHosts(w io.Writer, expr string, hosts []inventory.Host, fold, asJSON b
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	noun := "hosts"
-	if len(hosts) == 1 {
-		noun = "host"
-	}
-	_, err := fmt.Fprintf(w, "%d %s: %s\n", len(hosts), noun, folded)
+	_, err := fmt.Fprintf(w, "%s: %s\n", text.Plural(len(hosts), "host", "hosts"), folded)
 	return err
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/render"
 )
 
 // loadLabs loads the built-in labs plus --labs directories.
@@ -288,11 +289,7 @@ func printAcceptance(w io.Writer, rec *labs.Record, dir string, simulated bool) 
 	}
 	fmt.Fprintln(w)
 	for _, g := range labs.FoldScores(rec.Hosts) {
-		kind := g.Impact
-		if g.Counter {
-			kind += ", counterexample"
-		}
-		fmt.Fprintf(w, "  %-7s %s (%s) %s: %s\n", g.Status, g.ID, kind, g.Hosts, g.Summary)
+		fmt.Fprintf(w, "  %s\n", render.Score(g))
 	}
 	for _, h := range rec.Hosts {
 		if len(h.CleanupLeft) > 0 {

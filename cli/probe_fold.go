@@ -11,6 +11,7 @@ import (
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/render"
 )
 
 // printProbesFolded prints the probe's snapshots the way exec prints
@@ -23,11 +24,7 @@ import (
 func printProbesFolded(w io.Writer, results []app.ProbeResult) error {
 	groups, snaps := hardwareGroups(results)
 	for i, g := range groups {
-		noun := "hosts"
-		if len(g.Hosts) == 1 {
-			noun = "host"
-		}
-		fmt.Fprintf(w, "\n---------------- %s (%d %s)", g.NodeSet, len(g.Hosts), noun)
+		fmt.Fprintf(w, "\n---------------- %s", render.HostCount(g.NodeSet, len(g.Hosts)))
 		if i == 0 {
 			fmt.Fprintln(w)
 			io.WriteString(w, g.Stdout)

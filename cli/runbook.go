@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/internal/suggest"
+	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/step"
 )
@@ -235,9 +236,9 @@ func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Fol
 	for _, f := range folded {
 		fmt.Fprintf(w, "\n%s (%s)\n", f.Title, f.Check)
 		for _, g := range f.Groups {
-			fmt.Fprintf(w, "  %-7s %s: %s\n", g.Status, g.Hosts, g.Summary)
+			fmt.Fprintf(w, "  %s\n", render.Verdict(g))
 			if g.Hint != "" {
-				fmt.Fprintf(w, "          next: %s\n", g.Hint)
+				fmt.Fprintf(w, "  %*s %s\n", render.StatusWidth, "", render.Next(g.Hint))
 			}
 		}
 	}

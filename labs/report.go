@@ -277,11 +277,7 @@ func (r *Record) mdResult(b *strings.Builder) {
 func (r *Record) mdAcceptance(b *strings.Builder) {
 	b.WriteString("\n## Acceptance\n\n")
 	for _, g := range FoldScores(r.Hosts) {
-		kind := g.Impact
-		if g.Counter {
-			kind += ", counterexample"
-		}
-		fmt.Fprintf(b, "- %s **%s** %s (%s) — %s: %s\n", verdictMark(g.Status), g.ID, g.Description, kind, g.Hosts, g.Summary)
+		fmt.Fprintf(b, "- %s **%s** %s (%s) — %s: %s\n", verdictMark(g.Status), g.ID, g.Description, g.Kind(), g.Hosts, g.Summary)
 	}
 	if r.Principle != "" {
 		fmt.Fprintf(b, "\n## Principle\n\n%s\n", r.Principle)

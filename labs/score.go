@@ -35,6 +35,18 @@ type Score struct {
 	Waiver   string            `json:"waiver,omitempty"`
 }
 
+// Kind is the criterion's weight, and "counterexample" for a counter
+// criterion: "critical, counterexample".
+func (s Score) Kind() string {
+	if !s.Counter {
+		return s.Impact
+	}
+	if s.Impact == "" {
+		return "counterexample"
+	}
+	return s.Impact + ", counterexample"
+}
+
 // Measure computes the metrics a step defines from its parsed output
 // (nil when it has no parser or the parser found nothing), its stdout and
 // exit code. A metric that cannot be computed is left out, with why.

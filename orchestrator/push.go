@@ -21,6 +21,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/gpulab/gpulab/internal/clip"
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
@@ -229,7 +230,7 @@ if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then rm -f -- "$t"; echo "$
 // through a session into a file created exclusively, then finalizes it.
 // It returns the bytes sent and the method.
 func (c *Conn) pushUpload(ctx context.Context, spec PushSpec, d pushDest, dest string, mode os.FileMode, sum string) (int64, string, *pushError) {
-	tmp := path.Join(d.dir, "."+truncate(d.base, 160)+".gpulab-"+randomSuffix())
+	tmp := path.Join(d.dir, "."+d.base[:clip.CutAt(d.base, 160)]+".gpulab-"+randomSuffix())
 	var sent atomic.Int64
 	payload, unpack := spec.Data, "cat"
 	if spec.Compress && d.gzip {
@@ -337,13 +338,6 @@ func CheckPushDest(dest string) error {
 // in a path: a control character, or an invisible one that reorders or
 // hides text (visible.Unsafe).
 func hasControl(s string) bool { return strings.ContainsFunc(s, visible.Unsafe) }
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n]
-}
 
 func displayDest(spec PushSpec) string {
 	if spec.Dest == "" {

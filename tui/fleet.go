@@ -15,10 +15,12 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/render"
 )
 
 // FleetRunner runs commands and the NVML probe on the fleet; the Fleet
@@ -894,7 +896,7 @@ func (v *fleetView) foldedLines() []string {
 // flaggedClass is a group's class and how many of its hosts the probe
 // flagged: its findings are listed above, and "ok" alone read as healthy.
 func flaggedClass(g orchestrator.Group, flagged map[string]bool) string {
-	class := g.Class.String()
+	class := render.GroupClass(g)
 	n := 0
 	for _, h := range g.Hosts {
 		if flagged[h] {
@@ -964,15 +966,16 @@ func (v *fleetView) truncated(hosts []string) bool {
 	return cut != nil && slices.ContainsFunc(hosts, func(h string) bool { return cut[h] })
 }
 
-// groupHead is a folded group's head, "dgx[01-04] (4): ok"; a node set
+// groupHead is a folded group's head, "dgx[01-04] (4 hosts): ok" as
+// gpulab exec prints it (render.GroupHead); a node set
 // too long for the width (hosts failing here and there among hundreds)
 // goes last, after the count and class, and wraps after its commas.
 func groupHead(g orchestrator.Group, class string, width int) []string {
-	head := fmt.Sprintf("%s (%d): %s", g.NodeSet, len(g.Hosts), class)
+	head := render.GroupHead(g, class).String()
 	if lipgloss.Width(head) <= width {
 		return []string{head}
 	}
-	lines := strings.Split(ansi.Wrap(fmt.Sprintf("%d hosts, %s: %s", len(g.Hosts), class, g.NodeSet), width-2, ","), "\n")
+	lines := strings.Split(ansi.Wrap(fmt.Sprintf("%s, %s: %s", text.Plural(len(g.Hosts), "host", "hosts"), class, g.NodeSet), width-2, ","), "\n")
 	for i := 1; i < len(lines); i++ {
 		lines[i] = "  " + lines[i]
 	}

@@ -113,8 +113,8 @@ func TestFleetProbeAndHostView(t *testing.T) {
 	m = drain(t, m, cmd)
 	v := m.View()
 	for _, want := range []string{"$ gpulab probe done", "folded output",
-		"gpu[001-006,008-011] (10): ok", "8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 550.54.15, SIMULATED",
-		"+8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.104.05, SIMULATED", "gpu012 (1): exit", "no NVML"} {
+		"gpu[001-006,008-011] (10 hosts): ok", "8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 550.54.15, SIMULATED",
+		"+8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.104.05, SIMULATED", "gpu012 (1 host): exit", "no NVML"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("Fleet after probing lacks %q:\n%s", want, v)
 		}
@@ -187,7 +187,7 @@ func TestFleetRun(t *testing.T) {
 	m = drain(t, m, cmd)
 	v := m.View()
 	for _, want := range []string{"$ nvidia-smi -Lq done", "12/12", "12 ok", "gpu001", "10.0.0.1", "40ms", "NVIDIA A100-SXM4-80GB",
-		"folded output", "gpu[001-006,008-012] (11): ok", "+NVIDIA A100-SXM4-40GB"} {
+		"folded output", "gpu[001-006,008-012] (11 hosts): ok", "+NVIDIA A100-SXM4-40GB"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("Fleet after the run lacks %q:\n%s", want, v)
 		}
@@ -340,7 +340,7 @@ func TestFleetScrollsLongOutput(t *testing.T) {
 		}
 		golden(t, "fleet_seq40_end"+suffix, v)
 		m, _ = press(t, m, "home")
-		if v := m.View(); !strings.Contains(v, "gpu[001-008] (8): ok") {
+		if v := m.View(); !strings.Contains(v, "gpu[001-008] (8 hosts): ok") {
 			t.Errorf("%s: home does not go back to the top:\n%s", suffix, v)
 		}
 	}
@@ -365,7 +365,7 @@ func TestFleetFoldedKeepsTheLastGroup(t *testing.T) {
 	m = drain(t, m, cmd)
 	m, _ = press(t, m, "end")
 	v := m.View()
-	for _, want := range []string{"gpu008 (1): ok", "+41", "end of output"} {
+	for _, want := range []string{"gpu008 (1 host): ok", "+41", "end of output"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("the end of the folded pane lacks %q:\n%s", want, v)
 		}
@@ -432,7 +432,7 @@ func TestFleetPaneChosenMidRunFollows(t *testing.T) {
 		t.Fatalf("o from the host's pane during a run is not the folded pane: %d", v.pane)
 	}
 	m = drain(t, m, cmd)
-	if got := m.View(); !strings.Contains(got, "gpu[001-002] (2): ok") || !strings.Contains(got, "more lines below") {
+	if got := m.View(); !strings.Contains(got, "gpu[001-002] (2 hosts): ok") || !strings.Contains(got, "more lines below") {
 		t.Errorf("the folded pane chosen during the run does not show the results from their top:\n%s", got)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/render"
 )
 
 // LabRunner runs a lab on some of the fleet's hosts (indices into
@@ -493,12 +494,7 @@ func (v *labsView) runBody() []string {
 	lines = append(lines, "", st.CardLabel.Render("Criteria"))
 	for _, g := range v.checklist() {
 		mark := map[labs.Status]string{"PASS": "✓", "FAIL": "✗", "WARN": "!", "UNKNOWN": "?", "SKIPPED": "-", labs.Pending: "…"}[g.Status]
-		kind := ""
-		if g.Counter {
-			kind = " (counterexample)"
-		}
-		line := statusStyle(g.Status, st).Render(fmt.Sprintf(" %s %-7s", mark, g.Status)) + " " + g.ID + kind + " " + st.CardMuted.Render(g.Hosts) +
-			hostBadge(st, v.simulated && g.Status != labs.Pending, false) + st.CardMuted.Render(": "+g.Summary)
+		line := statusStyle(g.Status, st).Render(" "+mark) + " " + drawLine(st, render.Score(g), v.simulated && g.Status != labs.Pending)
 		lines = append(lines, hanging(line, v.width-1, 11)...)
 	}
 	lines = append(lines, "", st.CardLabel.Render("Steps"))
@@ -729,10 +725,10 @@ func (v *labsView) checklist() []labs.ScoreGroup {
 	if len(hosts) == 0 {
 		var out []labs.ScoreGroup
 		for _, c := range v.active.Criteria {
-			out = append(out, labs.ScoreGroup{Score: labs.Score{ID: c.ID, Status: labs.Pending, Summary: "waiting for its metrics"}, Hosts: "all"})
+			out = append(out, labs.ScoreGroup{Score: labs.Score{ID: c.ID, Impact: c.Impact, Status: labs.Pending, Summary: "waiting for its metrics"}, Hosts: "all"})
 		}
 		for _, c := range v.active.Counter {
-			out = append(out, labs.ScoreGroup{Score: labs.Score{ID: c.ID, Counter: true, Status: labs.Pending, Summary: "waiting for its metrics"}, Hosts: "all"})
+			out = append(out, labs.ScoreGroup{Score: labs.Score{ID: c.ID, Impact: c.Impact, Counter: true, Status: labs.Pending, Summary: "waiting for its metrics"}, Hosts: "all"})
 		}
 		return out
 	}

@@ -100,8 +100,8 @@ func TestLabsTab(t *testing.T) {
 	m = drain(t, m, onlyUpdates(cmd))
 	v = m.View()
 	for _, want := range []string{"topology-sanity: Topology sanity", "FAILED", "done: gpu[001-003]",
-		"✓ PASS    nvlink-mesh gpu[001,003]: metrics.gpus = 8, metrics.nvlink = \"PASS\"",
-		"✗ FAIL    nvlink-mesh gpu002: metrics.gpus = 8, metrics.nvlink = \"FAIL\"",
+		"✓ PASS    nvlink-mesh (critical) gpu[001,003]: metrics.gpus = 8, metrics.nvlink = \"PASS\"",
+		"✗ FAIL    nvlink-mesh (critical) gpu002: metrics.gpus = 8, metrics.nvlink = \"FAIL\"",
 		"gpu[001-003]  observe topo: ok", "record: /results/topology-sanity/",
 		"probe: 3 samples on gpu[001-003]; latest on gpu001: busiest GPU 97%, 70.0 GiB in use"} {
 		if !strings.Contains(v, want) {

@@ -136,11 +136,14 @@ func TestSimulatedBadge(t *testing.T) {
 			m, cmd = press(t, m, "enter")
 			m = drain(t, m, cmd)
 			v = m.View()
-			if !strings.Contains(v, "nvlink-mesh gpu002 SIM: ") || !strings.Contains(v, "gpu[001-004] SIM  observe topo") {
-				t.Errorf("Labs: hosts lack their SIM badge:\n%s", v)
+			if !strings.Contains(v, "nvlink-mesh (critical) gpu002 SIM: ") {
+				t.Errorf("Labs: the criteria's hosts lack their SIM badge:\n%s", v)
 			}
 			if msg := fits(v, sz.w, sz.h); msg != "" {
 				t.Errorf("Labs does not fit: %s", msg)
+			}
+			if m, _ = press(t, m, "pgdown"); !strings.Contains(m.View(), "gpu[001-004] SIM  observe topo") {
+				t.Errorf("Labs: the steps' hosts lack their SIM badge (below the criteria):\n%s", m.View())
 			}
 		})
 	}
@@ -168,7 +171,7 @@ func TestFleetFlagsTheSickHost(t *testing.T) {
 	}
 	// Its group in the folded output says so too ("ok" alone read as
 	// healthy).
-	if !strings.Contains(v, "gpu[001-003] (3): ok, 1 flagged") {
+	if !strings.Contains(v, "gpu[001-003] (3 hosts): ok, 1 flagged") {
 		t.Errorf("the flagged host's folded group does not say FLAGGED:\n%s", v)
 	}
 }
@@ -205,7 +208,7 @@ func TestMasker(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"dgx01", "host-1"},
 		{"on dgx[01-04] SIM", "on host-[1-4] SIM"},
-		{"dgx[02-04] (3): ok", "host-[2-4] (3): ok"},
+		{"dgx[02-04] (3 hosts): ok", "host-[2-4] (3 hosts): ok"},
 		{"dgx[01-02],dgx04", "host-[1-2],host-4"},
 		{"dial tcp 127.0.0.1:41805: connect: connection refused", "dial tcp masked: connect: connection refused"},
 		{"[127.0.0.1]:41805 ssh-ed25519", "masked ssh-ed25519"},
@@ -287,7 +290,7 @@ func TestPresentMasked(t *testing.T) {
 						t.Errorf("step 6 did not open the evidence:\n%s", v)
 					}
 				case 7:
-					if !strings.Contains(v, "FAIL    nvlink-mesh host-2 SIM") || !strings.Contains(v, "PASS    nvlink-mesh host-[1,3-4] SIM") {
+					if !strings.Contains(v, "FAIL    nvlink-mesh (critical) host-2 SIM") || !strings.Contains(v, "PASS    nvlink-mesh (critical) host-[1,3-4] SIM") {
 						t.Errorf("step 7 did not score the lab:\n%s", v)
 					}
 				case 8:

@@ -14,6 +14,7 @@ import (
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
@@ -430,7 +431,7 @@ func (v *runbooksView) verdictLines() ([]string, int) {
 			if idx == v.cursor {
 				marker, at = "▶ ", len(body)
 			}
-			line := marker + statusStyle(g.Status, st).Render(fmt.Sprintf("%-7s", g.Status)) + " " + g.Hosts + hostBadge(st, v.simulated, false) + ": " + g.Summary
+			line := marker + drawLine(st, render.Verdict(g), v.simulated)
 			body = append(body, hanging(line, v.width-1, 10)...) // whole: a verdict is read to its end
 			idx++
 		}

@@ -1,0 +1,44 @@
+package render
+
+import (
+	"testing"
+
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step"
+)
+
+func TestLines(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		line Line
+		want string
+	}{
+		{"one host", GroupHead(orchestrator.Group{NodeSet: "gpu04", Hosts: []string{"gpu04"}, Class: orchestrator.OK}, "ok"), "gpu04 (1 host): ok"},
+		{"exit status", GroupHead(orchestrator.Group{NodeSet: "gpu[01-02]", Hosts: []string{"gpu01", "gpu02"}, Class: orchestrator.Exit, ExitCode: 4},
+			GroupClass(orchestrator.Group{Class: orchestrator.Exit, ExitCode: 4})), "gpu[01-02] (2 hosts): exit (status 4)"},
+		{"signal", Line{{Text: GroupClass(orchestrator.Group{Class: orchestrator.Exit, Signal: "KILL"})}}, "exit (SIGKILL)"},
+		{"verdict", Verdict(runbooks.FoldedGroup{Hosts: "gpu[01-07]", Status: step.Pass, Summary: "8 GPUs, NV12 full mesh"}), "PASS    gpu[01-07]: 8 GPUs, NV12 full mesh"},
+		{"unknown lines up", Verdict(runbooks.FoldedGroup{Hosts: "gpu05", Status: step.Unknown, Summary: "no evidence"}), "UNKNOWN gpu05: no evidence"},
+		{"score", Score(labs.ScoreGroup{Score: labs.Score{ID: "mesh", Impact: "critical", Status: step.Fail, Summary: "6 pairs"}, Hosts: "gpu02"}), "FAIL    mesh (critical) gpu02: 6 pairs"},
+		{"counterexample", Score(labs.ScoreGroup{Score: labs.Score{ID: "pcie", Impact: "major", Counter: true, Status: step.Pass, Summary: "x"}, Hosts: "all"}), "PASS    pcie (major, counterexample) all: x"},
+		{"no weight", Score(labs.ScoreGroup{Score: labs.Score{ID: "pcie", Status: labs.Pending, Summary: "waiting"}, Hosts: "all"}), "PENDING pcie all: waiting"},
+	} {
+		if got := c.line.String(); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A status span carries its status for the workbench to colour, and the
+// hosts are their own span for the SIM badge to follow.
+func TestSpansSayWhatTheyAre(t *testing.T) {
+	l := Verdict(runbooks.FoldedGroup{Hosts: "gpu05", Status: step.Fail, Summary: "SYS"})
+	if l[0].Kind != Status || l[0].Status != step.Fail {
+		t.Errorf("first span %+v, want the FAIL status", l[0])
+	}
+	if l[2].Kind != Hosts || l[2].Text != "gpu05" {
+		t.Errorf("third span %+v, want the hosts", l[2])
+	}
+}
