@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/render"
 )
 
 // clusterFlags are the cluster commands' shared flags (kubectl's
@@ -94,13 +95,7 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wi
 	}
 	fmt.Fprintln(tw)
 	for _, n := range nodes {
-		status := "Ready"
-		if !n.Ready {
-			status = "NotReady"
-		}
-		if n.Unschedulable {
-			status += ",SchedulingDisabled"
-		}
+		status := render.NodeStatus(n)
 		res := make([]string, 0, len(n.Allocatable))
 		for r := range n.Allocatable {
 			res = append(res, r)

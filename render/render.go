@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -101,4 +102,17 @@ func Score(g labs.ScoreGroup) Line {
 		id += " (" + kind + ")"
 	}
 	return Line{status(g.Status), {Kind: Plain, Text: " " + id + " "}, {Kind: Hosts, Text: g.Hosts}, {Kind: Muted, Text: ": " + g.Summary}}
+}
+
+// NodeStatus is a Kubernetes node's STATUS as kubectl get nodes writes
+// it: Ready or NotReady, then ",SchedulingDisabled" when it is cordoned.
+func NodeStatus(n cluster.GPUNode) string {
+	s := "Ready"
+	if !n.Ready {
+		s = "NotReady"
+	}
+	if n.Unschedulable {
+		s += ",SchedulingDisabled"
+	}
+	return s
 }

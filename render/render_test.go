@@ -3,6 +3,7 @@ package render
 import (
 	"testing"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
@@ -40,5 +41,23 @@ func TestSpansSayWhatTheyAre(t *testing.T) {
 	}
 	if l[2].Kind != Hosts || l[2].Text != "gpu05" {
 		t.Errorf("third span %+v, want the hosts", l[2])
+	}
+}
+
+// A cordoned node that is also NotReady says both, as kubectl does; the
+// workbench once wrote "Cordoned" alone and hid the NotReady.
+func TestNodeStatusIsKubectls(t *testing.T) {
+	for _, c := range []struct {
+		ready, cordoned bool
+		want            string
+	}{
+		{true, false, "Ready"},
+		{false, false, "NotReady"},
+		{true, true, "Ready,SchedulingDisabled"},
+		{false, true, "NotReady,SchedulingDisabled"},
+	} {
+		if got := NodeStatus(cluster.GPUNode{Ready: c.ready, Unschedulable: c.cordoned}); got != c.want {
+			t.Errorf("ready %v, cordoned %v: %q, want %q", c.ready, c.cordoned, got, c.want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/render"
 )
 
 // Drawing the Cluster tab. View draws only the rows on screen, from what
@@ -157,7 +158,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	n := v.nodes[r.node]
 	name, status := "", ""
 	if r.first {
-		name, status = visible.String(n.Name), nodeStatus(n)
+		name, status = visible.String(n.Name), render.NodeStatus(n)
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
@@ -183,22 +184,11 @@ func (v *clusterView) shownRows(offset, shown, total int, list clusterFocus) str
 	return v.styles.Hint.Render(fmt.Sprintf("  rows %d-%d of %d · %s", offset+1, min(total, offset+shown), total, keys))
 }
 
-// nodeStatus is a node's STATUS cell: Ready, NotReady or Cordoned.
-func nodeStatus(n cluster.GPUNode) string {
-	switch {
-	case n.Unschedulable:
-		return "Cordoned"
-	case !n.Ready:
-		return "NotReady"
-	}
-	return "Ready"
-}
-
 // statusWidth is the STATUS column: as wide as its widest cell.
 func (v *clusterView) statusWidth() int {
 	w := len("STATUS")
 	for _, n := range v.nodes {
-		w = max(w, len(nodeStatus(n)))
+		w = max(w, len(render.NodeStatus(n)))
 	}
 	return w
 }
