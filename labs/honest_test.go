@@ -3,6 +3,7 @@ package labs_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/gpulab/gpulab/internal/sshtest"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // standInFleet starts one sshd per host with the given scripts (name to
@@ -102,5 +104,103 @@ esac`,
 	}
 	if md := rec.Markdown(); strings.Contains(md, "| PASS |") {
 		t.Errorf("record.md has a PASS:\n%s", md)
+	}
+}
+
+const firstOnlyLab = `
+id = "first-only"
+name = "A run-wide fact"
+goal = "A step run once, on the first host reached."
+plane = "control"
+maturity = "draft"
+estimate_minutes = 1
+cost = "none"
+principle = "Once per run."
+stop_loss = "none"
+
+[[step]]
+id = "count"
+phase = "observe"
+hosts = "first"
+command = "echo 8"
+
+[step.metrics]
+n = "int(stdout.trim())"
+
+[[criterion]]
+id = "count"
+description = "Eight of them"
+expr = "metrics.n >= 8"
+impact = "critical"
+`
+
+// A host that was never reached takes no run-wide value from the host
+// that ran the once-only step: its criterion is UNKNOWN, not a PASS it
+// never earned (the folded score read "PASS count gpu[01-02]" with gpu02
+// refusing connections).
+func TestUnreachedHostTakesNoRunWideValue(t *testing.T) {
+	l, err := labs.Parse("first-only.toml", []byte(firstOnlyLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, ts := standInFleet(t, []map[string]string{{}})
+	down := ts[0]
+	down.Name, down.Port = "gpu02", closedPort(t)
+	rec := labs.Run(context.Background(), e, append(ts, down), l, labs.RunOptions{})
+	if s := score(rec.Hosts[0], "count"); s.Status != "PASS" {
+		t.Errorf("gpu01 ran the step: %s %q, want PASS", s.Status, s.Summary)
+	}
+	if s := score(rec.Hosts[1], "count"); s.Status != "UNKNOWN" || !strings.Contains(s.Summary, "did not run") {
+		t.Errorf("gpu02 was not reached: %s %q, want UNKNOWN saying the step did not run", s.Status, s.Summary)
+	}
+	for _, g := range labs.FoldScores(rec.Hosts) {
+		if g.Status == "PASS" && strings.Contains(g.Hosts, "02") {
+			t.Errorf("the folded score passes the unreached host: %s %s", g.Status, g.Hosts)
+		}
+	}
+	if rec.Passed || rec.Hosts[1].Passed {
+		t.Errorf("passed %v (gpu02 %v) with a host never reached", rec.Passed, rec.Hosts[1].Passed)
+	}
+}
+
+// closedPort is a loopback port nothing listens on: one a listener had
+// and gave back.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
+}
+
+// A lab reads the step library's verdicts as a runbook does, from a
+// command's whole ending: a good topology printed by a command that then
+// exited 1 is no evidence of a mesh in a lab either (the runbook said
+// UNKNOWN "step topo exited 1" while the lab's nvlink metric read PASS and
+// topology-sanity PASSED).
+func TestLabChecksAreNoEvidenceOfAFailedCommand(t *testing.T) {
+	data, err := os.ReadFile(fx + "nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := parse.ParseTopo(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := labs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := labs.Find(ls, "topology-sanity")
+	vals, errs := l.MeasureStep("topo", labs.StepOutput{Out: topo, Stdout: string(data), ExitCode: 0})
+	if vals["nvlink"] != "PASS" {
+		t.Fatalf("exit 0: nvlink %v (%v), want PASS", vals["nvlink"], errs["nvlink"])
+	}
+	vals, errs = l.MeasureStep("topo", labs.StepOutput{Out: topo, Stdout: string(data), ExitCode: 1})
+	if v, ok := vals["nvlink"]; ok || errs["nvlink"] == nil || !strings.Contains(errs["nvlink"].Error(), "exited 1") {
+		t.Errorf("exit 1: nvlink %v (%v), want not measured, saying the step exited 1", v, errs["nvlink"])
 	}
 }

@@ -144,7 +144,7 @@ func TestTopologyLabAgreesWithRunbook(t *testing.T) {
 		if err != nil {
 			continue // a damaged fixture: nothing to judge
 		}
-		rb := step.JudgeOutput("nvidia-smi-topo", v)
+		rb := step.JudgeOutput("nvidia-smi-topo", step.Read("topo", "nvidia-smi-topo", step.CommandResult{}, v, nil))
 		m := map[string]any{}
 		measure(t, l, "topo", strings.TrimPrefix(f, "../testdata/fixtures/"), m)
 		m["numa_nodes"] = int64(1)
@@ -1372,7 +1372,7 @@ impact = "critical"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := step.JudgeOutput("nvidia-smi-q", q)["pcie-width"]; v.Status != step.Unknown {
+	if v := step.JudgeOutput("nvidia-smi-q", step.Read("query", "nvidia-smi-q", step.CommandResult{}, q, nil))["pcie-width"]; v.Status != step.Unknown {
 		t.Fatalf("fixture: pcie-width is %s %q, want UNKNOWN (the excerpt has no link widths)", v.Status, v.Summary)
 	}
 	vals, errs := l.MeasureStep("query", StepOutput{Out: q})

@@ -498,8 +498,11 @@ func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
 	if hr.Class != orchestrator.OK && h.Stopped == "" {
 		h.Stopped = fmt.Sprintf("host %s: %s", hr.Class, hr.Err)
 	}
+	// A host whose own run was cut short (not reached, lost, stopped)
+	// takes no run-wide value from the first host: its criteria would pass
+	// on a run it never had. They read UNKNOWN, "did not run", instead.
 	for m, v := range r.shared {
-		if _, ok := h.Metrics[m]; !ok {
+		if _, ok := h.Metrics[m]; !ok && h.Stopped == "" {
 			h.Metrics[m] = v
 			delete(h.MetricErrors, m)
 		}

@@ -2,6 +2,7 @@ package labs
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -74,6 +75,16 @@ type StepOutput struct {
 	OutputCut string
 }
 
+// command is how the step's command ended, as the step library's rules
+// read it: measured steps ran on the host, so they exited 0 or did not.
+func (so StepOutput) command() step.CommandResult {
+	r := step.CommandResult{Class: orchestrator.OK, ExitCode: so.ExitCode, Stdout: so.Stdout, Stderr: so.Stderr, Cut: so.OutputCut}
+	if so.ExitCode != 0 {
+		r.Class, r.Problem = orchestrator.Exit, fmt.Sprintf("exited %d", so.ExitCode)
+	}
+	return r
+}
+
 // MeasureStep computes a step's metrics from its output.
 func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[string]error) {
 	vals, errs := map[string]any{}, map[string]error{}
@@ -102,7 +113,11 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 	// parser's value; metrics read their verdicts as checks, so that a lab
 	// and a runbook judge alike.
 	undecided := map[string]string{}
-	for name, v := range step.JudgeOutput(st.Parser, so.Out) {
+	var perr error
+	if so.ParseError != "" {
+		perr = errors.New(so.ParseError)
+	}
+	for name, v := range step.JudgeOutput(st.Parser, step.Read(stepID, st.Parser, so.command(), so.Out, perr)) {
 		if v.Status == step.Unknown {
 			// An undecided check is no value: a metric reading it is not
 			// measured (it would compare "UNKNOWN" with "PASS" and fail).

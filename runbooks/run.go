@@ -175,25 +175,14 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 	}
 	r := step.RunCommand(ctx, conn, t, s.ID, line, s.Needs, s.Timeout.Duration)
 	sr.Class, sr.ExitCode, sr.Output, sr.Problem, sr.Cut = r.Class, r.ExitCode, r.Stdout, r.Problem, r.Cut
-	in.Output, in.Cut = sr.Output, r.Cut
-	in.Ran = r.Class == orchestrator.OK
-	in.Problem, in.Class, in.ExitCode = sr.Problem, r.Class, r.ExitCode
-	if s.Parser != "" && (in.Ran || sr.Output != "") {
+	var perr error
+	if s.Parser != "" && (r.Class == orchestrator.OK || sr.Output != "") {
 		k, _ := parse.Lookup(s.Parser)
-		v, err := k.Parse(sr.Output)
-		sr.Value = v
-		if err != nil {
-			sr.ParseErr = err.Error()
-			in.ParseErr = err
-		}
-		if in.Ran {
-			in.Value = v
-		}
-		if in.Ran && err != nil && step.EmptyValue(v) {
-			in.Value, in.Problem = nil, "gave output the "+s.Parser+" parser could not read: "+orchestrator.FirstLine(err.Error())
+		if sr.Value, perr = k.Parse(sr.Output); perr != nil {
+			sr.ParseErr = perr.Error()
 		}
 	}
-	return sr, in
+	return sr, step.Read(s.ID, s.Parser, r, sr.Value, perr)
 }
 
 // Folded is one check's verdicts with identical hosts folded.

@@ -130,23 +130,36 @@ func RuleNames() []string {
 }
 
 // JudgeOutput runs every rule that reads one output of the given parser
-// kind over value (the parser's result), and returns each rule's verdict by
-// name: the runbooks' judgement, for labs to read instead of computing
-// their own ("checks['nvlink-mesh'].status").
-func JudgeOutput(kind string, value any) map[string]Verdict {
+// kind over in (the step's output: how its command ended, the parser's
+// value), and returns each rule's verdict by name: the runbooks'
+// judgement through Judge, the same guards included (a command that
+// failed, output cut or read in part), for labs to read instead of
+// computing their own ("checks['nvlink-mesh'].status").
+func JudgeOutput(kind string, in Input) map[string]Verdict {
 	out := map[string]Verdict{}
-	if rv := reflect.ValueOf(value); !rv.IsValid() || rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return out
-	}
 	for name, r := range rules {
 		if len(r.Inputs) != 1 || r.Inputs[0] != kind {
 			continue
 		}
-		v := r.Fn([]Input{{Step: kind, Ran: true, Value: value}}, nil)
-		v.Check = name
-		out[name] = v
+		out[name] = Judge(Check{ID: name, Rule: name}, []Input{in})
 	}
 	return out
+}
+
+// Read is what a rule judges of one step's command r, its output parsed
+// by parser into value (perr when the parser complained): the value is evidence
+// only when the command ran and exited 0, and a value the parser could
+// not read at all is none. Runbooks and labs both build their inputs so.
+func Read(id, parser string, r CommandResult, value any, perr error) Input {
+	in := Input{Step: id, Ran: r.Class == orchestrator.OK, Class: r.Class, ExitCode: r.ExitCode, Output: r.Stdout, Problem: r.Problem, Cut: r.Cut, ParseErr: perr}
+	if !in.Ran {
+		return in
+	}
+	in.Value = value
+	if perr != nil && EmptyValue(value) {
+		in.Value, in.Problem = nil, "gave output the "+parser+" parser could not read: "+orchestrator.FirstLine(perr.Error())
+	}
+	return in
 }
 
 // Judge runs a check over its inputs. Missing evidence gives UNKNOWN.

@@ -29,7 +29,7 @@ func TestXidRecentCountsFallenOffBusOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v := JudgeOutput("dmesg-xid", k)["xid-recent"]
+		v := JudgeOutput("dmesg-xid", Read("dmesg", "dmesg-xid", CommandResult{}, k, nil))["xid-recent"]
 		if v.Status != Fail || !strings.HasPrefix(v.Summary, want) {
 			t.Errorf("%s: %s %q, want FAIL %q", file, v.Status, v.Summary, want)
 		}
