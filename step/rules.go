@@ -353,6 +353,10 @@ func outputMatches(in []Input, with map[string]any) Verdict {
 		// server could not be reached") says nothing of what is there.
 		return verdict(Unknown, fmt.Sprintf("no match for %s, but the command %s: its output is no evidence either way", pat, i.Problem), ev)
 	}
+	if i.Cut != "" {
+		// The match could be in the part that was not kept.
+		return verdict(Unknown, fmt.Sprintf("no match for %s in the part kept: the output was cut at the limit (%s)", pat, i.Cut), ev)
+	}
 	status := Fail
 	if a, _ := with["absent"].(string); a == string(Warn) {
 		status = Warn
@@ -797,6 +801,11 @@ func uncorrectableCounters(f map[string]string) []eccCounter {
 		if d, ok := f[v+"Double Bit/Device Memory"]; ok {
 			out = append(out, eccCounter{"double bit, device memory", d})
 		}
+	}
+	if len(out) > 0 && out[0].name != "DRAM" && out[0].name != "double bit, device memory" {
+		// nvidia-smi prints the DRAM count beside the SRAM ones: SRAM
+		// counts alone are an output cut before it.
+		out = append(out, eccCounter{"DRAM", "not printed"})
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -196,6 +197,12 @@ func TestCutOutputDoesNotPass(t *testing.T) {
 	if v := Judge(c, []Input{{Step: "topo", Ran: true, Value: broken, Cut: cut}}); v.Status != Fail {
 		t.Errorf("a failure in the part kept: %s %q, want FAIL", v.Status, v.Summary)
 	}
+	// A pattern not found in the part kept may be in the part cut: no
+	// FAIL for its absence; a match in the part kept still passes.
+	m := Check{ID: "m", Rule: "output-matches", Uses: []string{"s"}, With: map[string]any{"pattern": "^ALL-LINKS-VERIFIED$"}}
+	if v := Judge(m, []Input{{Step: "s", Ran: true, Output: "link 1 ok\n", Cut: cut}}); v.Status != Unknown || !strings.Contains(v.Summary, "in the part kept") {
+		t.Errorf("no match in a cut output: %s %q, want UNKNOWN (the match may be in the part cut)", v.Status, v.Summary)
+	}
 }
 
 // TestOutputMatchesNeedsACommandThatSucceeded: the pattern in the output of
@@ -257,6 +264,7 @@ func TestUnreadGPUsAreNotHealthy(t *testing.T) {
 		{"a GPU without ECC", map[string]string{"ECC Mode/Current": "N/A", "ECC Errors/Volatile/DRAM Uncorrectable": "N/A"}, nil, Unknown}, // nothing counted at all
 		{"older driver, double bit total", map[string]string{"ECC Errors/Volatile/Double Bit/Total": "0"}, &on, Pass},
 		{"newer driver, SRAM split", map[string]string{"ECC Errors/Volatile/DRAM Uncorrectable": "0", "ECC Errors/Volatile/SRAM Uncorrectable Parity": "0", "ECC Errors/Volatile/SRAM Uncorrectable SEC-DED": "2"}, &on, Fail},
+		{"SRAM printed, DRAM not (cut)", map[string]string{"ECC Errors/Volatile/SRAM Uncorrectable": "0"}, &on, Unknown},
 	} {
 		q := &parse.Query{GPUs: []parse.QueryGPU{{BusID: "00000000:07:00.0", ECCCurrent: tc.ecc, Fields: tc.fields}}}
 		if v := Judge(ecc, []Input{{Step: "q", Ran: true, Value: q}}); v.Status != tc.want {
@@ -291,6 +299,60 @@ func TestUnreadGPUsAreNotHealthy(t *testing.T) {
 	} {
 		if v := Judge(aff, []Input{{Step: "topo", Ran: true, Value: tc.topo}, {Step: "numa", Ran: true, Value: tc.numa}}); v.Status != tc.want {
 			t.Errorf("%s: %s %q, want %s", tc.name, v.Status, v.Summary, tc.want)
+		}
+	}
+}
+
+// TestDamagedTopologyRowIsNoLinkDown: a row of the matrix cut short in the
+// middle of the output (not only its last line), or with a cell lost, was
+// read as a GPU with few links: "GPU3: 2 NVLink peers (NVLink down)", a
+// false FAIL. Its links were never read: the mesh is UNKNOWN.
+func TestDamagedTopologyRowIsNoLinkDown(t *testing.T) {
+	text, err := os.ReadFile("../testdata/fixtures/nvidia-smi-topo-m/hgx-a100-8gpu-nv12-mlx5_0-8numa-nps4.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu3 := regexp.MustCompile(`(?m)^GPU3\s.*$`)
+	row := gpu3.FindString(string(text))
+	f := strings.Fields(row)
+	for name, damaged := range map[string]string{
+		"cut mid-row":  "GPU3    NV12    NV12    ",
+		"a cell lost":  strings.Join(append(slices.Clone(f[:3]), f[4:]...), "\t"),
+		"a cell blank": strings.Replace(row, f[2], "", 1),
+	} {
+		topo, perr := parse.ParseTopo(gpu3.ReplaceAllLiteralString(string(text), damaged))
+		if perr == nil {
+			t.Fatalf("%s: the parser did not notice", name)
+		}
+		v := Judge(Check{ID: "mesh", Rule: "nvlink-mesh", Uses: []string{"topo"}}, []Input{Read("topo", "nvidia-smi-topo", CommandResult{}, topo, perr)})
+		if v.Status != Unknown {
+			t.Errorf("%s: %s %q, want UNKNOWN (the row's links were never read)", name, v.Status, v.Summary)
+		}
+	}
+}
+
+// TestCutLastGPUSectionIsNoHealth: nvidia-smi -q cut inside its last GPU's
+// ECC block (GPU 8's DRAM count never printed) read as "no uncorrectable
+// ECC error". The parser says the last section ended early, and no check
+// passes on it.
+func TestCutLastGPUSectionIsNoHealth(t *testing.T) {
+	text, err := os.ReadFile("../testdata/fixtures/nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := string(text)
+	if _, err := parse.ParseQuery(full); err != nil {
+		t.Fatalf("the whole output: %v", err)
+	}
+	cut := full[:strings.LastIndex(full, "DRAM Uncorrectable")]
+	q, perr := parse.ParseQuery(cut)
+	if perr == nil || !strings.Contains(perr.Error(), "the output was cut") {
+		t.Fatalf("cut in the last GPU's section: %v, want the cut said", perr)
+	}
+	for _, rule := range []string{"ecc-uncorrected", "remapped-rows", "pcie-width"} {
+		v := Judge(Check{ID: rule, Rule: rule, Uses: []string{"q"}}, []Input{Read("q", "nvidia-smi-q", CommandResult{}, q, perr)})
+		if v.Status == Pass {
+			t.Errorf("%s on a cut output: PASS %q", rule, v.Summary)
 		}
 	}
 }

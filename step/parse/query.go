@@ -3,6 +3,7 @@ package parse
 import (
 	"encoding/xml"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -84,6 +85,7 @@ func ParseQuery(text string) (*Query, error) {
 	var g *QueryGPU
 	var stack []string // section path by indent level
 	var procs []map[string]string
+	var order [][]string // each GPU's keys, in the order printed
 	flush := func() {
 		if g != nil {
 			for _, p := range procs {
@@ -106,6 +108,7 @@ func ParseQuery(text string) (*Query, error) {
 			flush()
 			q.GPUs = append(q.GPUs, QueryGPU{BusID: m[1], Processes: []QueryProcess{}, Fields: map[string]string{}})
 			g = &q.GPUs[len(q.GPUs)-1]
+			order = append(order, nil)
 			stack = nil
 			continue
 		}
@@ -136,6 +139,7 @@ func ParseQuery(text string) (*Query, error) {
 		if m := qKV.FindStringSubmatch(l); m != nil && strings.Contains(t, ":") {
 			key := strings.Join(append(append([]string{}, stack...), m[2]), "/")
 			g.Fields[key] = m[3]
+			order[len(order)-1] = append(order[len(order)-1], key)
 			if len(stack) >= 1 && stack[0] == "Processes" {
 				if m[2] == "GPU instance ID" || (m[2] == "Process ID" && (len(procs) == 0 || procs[len(procs)-1]["Process ID"] != "")) {
 					procs = append(procs, map[string]string{})
@@ -160,7 +164,39 @@ func ParseQuery(text string) (*Query, error) {
 	if q.AttachedGPUs != nil && *q.AttachedGPUs != len(q.GPUs) && !q.Elided {
 		problems.add(0, "%d GPUs attached but %d sections: the output is truncated", *q.AttachedGPUs, len(q.GPUs))
 	}
+	if !q.Elided {
+		if missing := cutTail(q.GPUs, order); len(missing) > 0 {
+			last := q.GPUs[len(q.GPUs)-1]
+			problems.add(0, "GPU %s's section ends before %d fields every other GPU prints (from %s on): the output was cut", last.BusID, len(missing), missing[0])
+		}
+	}
 	return q, problems.err()
+}
+
+// cutTail is what the last GPU's section lacks at its end that every
+// other GPU's prints, in the order printed: an output cut inside its last
+// section (the ECC counters of GPU 8 never printed) whose counts would
+// otherwise read as all there. A gap in the middle is a GPU that prints
+// differently, not a cut; the process list differs from GPU to GPU and is
+// not compared.
+func cutTail(gpus []QueryGPU, order [][]string) []string {
+	if len(gpus) < 2 {
+		return nil
+	}
+	last := gpus[len(gpus)-1].Fields
+	var tail []string
+	for _, k := range order[0] {
+		lacks := func(g QueryGPU) bool { _, ok := g.Fields[k]; return !ok }
+		if strings.HasPrefix(k, "Processes") || slices.ContainsFunc(gpus[1:len(gpus)-1], lacks) {
+			continue // not printed by every other GPU
+		}
+		if _, ok := last[k]; ok {
+			tail = tail[:0] // present after a gap: the gap was no cut
+			continue
+		}
+		tail = append(tail, k)
+	}
+	return tail
 }
 
 func processFrom(p map[string]string) QueryProcess {

@@ -104,12 +104,12 @@ func ParseTopo(text string) (*Topo, error) {
 			links[t.Columns[j]] = codes[j]
 		}
 		if n < len(t.Columns) {
+			// A row cut short (the output's last line cut mid-row, or a
+			// line damaged in the middle): the links it lacks are not
+			// missing links, they were never read. The row is not kept,
+			// and the header's check below names it as without a row.
 			problems.add(i+1, "row %s has %d link codes for %d columns (truncated or reformatted)", row, n, len(t.Columns))
-			if i == len(ls)-1 || strings.TrimSpace(strings.Join(ls[i+1:], "")) == "" {
-				// The output's last line, cut mid-row: the links it
-				// lacks are not missing links, they were never read.
-				continue
-			}
+			continue
 		}
 		t.Links[row] = links
 		if strings.HasPrefix(row, "GPU") {
