@@ -273,7 +273,7 @@ func TestLabRunAgainstRealSSHD(t *testing.T) {
 	r = runInput(t, env, "\n", "lab", "run", "e2e", "--labs", "../labs/testdata/e2e.toml", "-H", "gpu01", "-F", cfg, "--results", t.TempDir(), "--step")
 	r.expect(t, 1, "metrics.gpus, metrics.non_nvlink_pairs were not measured: step topo did not run: the answers ended (end of input) before step work", "(end of input: the answers ended; stopping, cleanup runs)")
 	r.expect(t, 1, "", "gpu01  cleanup      clean          ok")
-	if r.expect(t, 1, "\nFAILED\n", ""); strings.Contains(r.stdout, "operator") {
+	if r.expect(t, 1, "\nFAILED: stopped on gpu01: the answers ended (end of input) before step work\n", ""); strings.Contains(r.stdout, "operator") {
 		t.Errorf("the end of input is said to be the operator's choice:\n%s", r.stdout)
 	}
 	// No input at all: no step ran. The run is not run, not failed, in

@@ -99,7 +99,7 @@ func TestPrintAcceptanceSaysSimulated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := tc.rec
-			rec.Lab, rec.Name = "topology-sanity", "Topology sanity"
+			rec.Lab, rec.Name, rec.Complete = "topology-sanity", "Topology sanity", true
 			var b strings.Builder
 			printAcceptance(&b, &rec, "/results/topology-sanity/run", tc.simulated)
 			lines := strings.Split(b.String(), "\n")

@@ -1163,7 +1163,7 @@ func TestVerdictTellsUndecidedFromFailed(t *testing.T) {
 		{"a major SKIPPED verified nothing", []HostRecord{host("a", sc("mesh", "major", step.Skipped), sc("ecc", "major", step.Unknown))}, "FAILED: mesh (major) SKIPPED on a"},
 		{"only a WARN", []HostRecord{host("a", sc("warm", "minor", step.Warn))}, "FAILED: no criterion passed on evidence on a (a WARN is no pass)"},
 		{"a host lost, a FAIL on another", []HostRecord{host("a", sc("mesh", "critical", step.Fail)), lost}, "; on the hosts reached, mesh (critical) FAIL on a"},
-		{"a host stopped early", []HostRecord{host("a", sc("mesh", "critical", step.Pass)), stopped}, "FAILED"},
+		{"a host stopped early says why", []HostRecord{host("a", sc("mesh", "critical", step.Pass)), stopped}, "FAILED: stopped on b: the operator stopped the run"},
 		{"a host lost", []HostRecord{host("a", sc("mesh", "critical", step.Pass)), lost}, "INCOMPLETE"},
 		{"passed", []HostRecord{host("a", sc("mesh", "critical", step.Pass))}, "PASSED"},
 	} {
@@ -1484,5 +1484,40 @@ func TestStoredPassedFlagIsNotTrustedOverScores(t *testing.T) {
 	}
 	if rows := Compare([]RecordRef{{Record: r}}); rows[0].Passed || rows[0].Outcome() != "undecided" {
 		t.Errorf("compare row: %+v", rows[0])
+	}
+}
+
+// record.md's Conclusion is the verdict the run printed (Record.Verdict),
+// for every way a run ends: it once computed its own, and said FAILED for
+// an interrupted run and for one with a host not reached, and UNDECIDED
+// for a run killed mid-step, whose end it wrote as year 1.
+func TestRecordConclusionIsTheVerdict(t *testing.T) {
+	started := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	pending := HostRecord{Host: "a", Class: orchestrator.OK, Scores: []Score{{ID: "mesh", Impact: "critical", Status: Pending}},
+		Steps: []StepRecord{{ID: "s", Phase: "observe", Class: orchestrator.OK}}}
+	refused := HostRecord{Host: "b", Class: orchestrator.Refused, Err: "connection refused", Scores: []Score{{ID: "mesh", Impact: "critical", Status: step.Unknown}}}
+	passed := HostRecord{Host: "a", Class: orchestrator.OK, Passed: true, Scores: []Score{{ID: "mesh", Impact: "critical", Status: step.Pass}},
+		Steps: []StepRecord{{ID: "s", Phase: "observe", Class: orchestrator.OK}}}
+	for _, tc := range []struct {
+		name string
+		rec  *Record
+		want string
+	}{
+		{"killed mid-run", &Record{Lab: "x", Name: "x", Started: started, Hosts: []HostRecord{pending}}, "- Conclusion: **INCOMPLETE**: the run did not reach its end"},
+		{"a host not reached", func() *Record {
+			r := &Record{Lab: "x", Name: "x", Started: started, Hosts: []HostRecord{passed, refused}}
+			r.finish(started.Add(time.Minute), false)
+			return r
+		}(), "- Conclusion: **INCOMPLETE**: not every host ran to the end"},
+		{"interrupted", func() *Record {
+			r := &Record{Lab: "x", Name: "x", Started: started, Hosts: []HostRecord{pending}}
+			r.finish(started.Add(time.Minute), true)
+			return r
+		}(), "- Conclusion: **INTERRUPTED** (cleanup ran"},
+	} {
+		md := tc.rec.Markdown()
+		if !strings.Contains(md, tc.want) || strings.Contains(md, "**FAILED**") || strings.Contains(md, "UNDECIDED") || strings.Contains(md, "0001-01-01") {
+			t.Errorf("%s: record.md, want %q (verdict %q):\n%s", tc.name, tc.want, tc.rec.Verdict(), md)
+		}
 	}
 }

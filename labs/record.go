@@ -194,6 +194,8 @@ func (r *Record) Verdict() string {
 			v += "; on the hosts reached, " + why
 		}
 		return v + "; the lab did not pass, and the record is marked incomplete"
+	case !r.Complete:
+		return "INCOMPLETE: the run did not reach its end (gpulab stopped before it finished, and the record holds what was saved until then); the lab did not pass"
 	case r.passes():
 		return "PASSED"
 	}
@@ -215,8 +217,27 @@ func (r *Record) failedBecause() string {
 	var parts, bare []string
 	for _, g := range FoldScores(r.Hosts) {
 		if (g.Status == step.Fail || g.Status == step.Skipped) && g.Impact != "minor" {
-			parts = append(parts, fmt.Sprintf("%s (%s) %s on %s", g.ID, g.Impact, g.Status, g.Hosts))
+			id := g.ID
+			if kind := g.Kind(); kind != "" {
+				id += " (" + kind + ")"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s on %s", id, g.Status, g.Hosts))
 		}
+	}
+	// A host reached but stopped before it measured (a prerequisite not
+	// met, a step that failed the run): why, folded by reason.
+	var reasons []string
+	stopped := map[string][]string{}
+	for _, h := range r.Hosts {
+		if h.Class == orchestrator.OK && h.Stopped != "" {
+			if _, ok := stopped[h.Stopped]; !ok {
+				reasons = append(reasons, h.Stopped)
+			}
+			stopped[h.Stopped] = append(stopped[h.Stopped], h.Host)
+		}
+	}
+	for _, why := range reasons {
+		parts = append(parts, "stopped on "+inventory.FoldNames(stopped[why])+": "+orchestrator.FirstLine(why))
 	}
 	if len(parts) > 0 {
 		return strings.Join(parts, ", ")
@@ -240,7 +261,7 @@ func (r *Record) failedBecause() string {
 // told apart from a failed one because "the GPU is sick" and "gpulab could
 // not tell" call for different actions.
 func (r *Record) Undecided() []string {
-	if r.passes() || r.Interrupted || r.NotRun != "" || len(r.Unreached) > 0 || len(r.Hosts) == 0 {
+	if r.passes() || !r.Complete || r.Interrupted || r.NotRun != "" || len(r.Unreached) > 0 || len(r.Hosts) == 0 {
 		return nil
 	}
 	var ids []string

@@ -121,13 +121,6 @@ func hostNames(hosts []HostRecord) []string {
 // lab, hosts, when and how complete, mode, conclusion, how to reproduce.
 func (r *Record) mdHeader(b *strings.Builder) {
 	names := hostNames(r.Hosts)
-	verdict := "FAILED"
-	switch {
-	case r.passes():
-		verdict = "PASSED"
-	case len(r.Undecided()) > 0:
-		verdict = "UNDECIDED (" + strings.Join(r.Undecided(), ", ") + " could not be decided)"
-	}
 	state := "complete"
 	switch {
 	case r.NotRun != "":
@@ -146,14 +139,27 @@ func (r *Record) mdHeader(b *strings.Builder) {
 	}
 	fmt.Fprintf(b, "- Lab: `%s` (maturity %s, %s)\n", r.Lab, r.Maturity, r.Source)
 	fmt.Fprintf(b, "- Hosts: %s\n", inventory.FoldNames(names))
-	fmt.Fprintf(b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)
+	if r.Finished.IsZero() {
+		fmt.Fprintf(b, "- Run: %s → no end recorded (gpulab stopped before the run ended), %s\n", r.Started.UTC().Format(time.RFC3339), state)
+	} else {
+		fmt.Fprintf(b, "- Run: %s → %s (%s), %s\n", r.Started.UTC().Format(time.RFC3339), r.Finished.UTC().Format(time.RFC3339), r.Finished.Sub(r.Started).Round(time.Second), state)
+	}
 	if r.Solved {
 		b.WriteString("- Mode: **--solve** (the lab's demo fast-forward ran instead of the full steps: a demonstration, not a measurement to cite)\n")
 	}
 	if r.Guided {
 		b.WriteString("- Mode: guided (the operator chose, step by step, what ran; skipped steps are in the evidence)\n")
 	}
-	conclusion := "**" + verdict + "**"
+	// The verdict the run printed (Record.Verdict), its first word bold.
+	verdict := r.Verdict()
+	word := strings.IndexAny(verdict, ":(")
+	if word < 0 {
+		word = len(verdict)
+	}
+	conclusion := "**" + strings.TrimSpace(verdict[:word]) + "**" + strings.TrimPrefix(verdict[word:], " ")
+	if verdict[word:] != "" && verdict[word] == '(' {
+		conclusion = "**" + strings.TrimSpace(verdict[:word]) + "** " + verdict[word:]
+	}
 	if r.NotRun != "" {
 		conclusion = "**NOT RUN** (no step ran: " + mdCell(r.NotRun) + "; nothing was measured)"
 	}
