@@ -218,7 +218,7 @@ func (ro *runbookRunOptions) Run(ctx context.Context, stdout, stderr io.Writer) 
 	switch worst := out.Worst; {
 	case worst == step.Fail || out.CutShort:
 		return errSilentFailure
-	case worst == step.Skipped: // nothing was checked: never a pass
+	case worst == step.Skipped || !runbooks.AnyVerdict(out.Runs): // nothing was checked: never a pass
 		return &exitError{code: ExitUnknown, err: errors.New("")}
 	case runbooks.AnyUnknown(out.Runs) && !ro.allowUnknown:
 		return &exitError{code: ExitUnknown, err: errors.New("")}

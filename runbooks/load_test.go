@@ -63,6 +63,7 @@ func TestLoadErrors(t *testing.T) {
 		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, "parser = \"nvidia-smi-topo\"\ntimeout = \"1ms\"", 1), `bad.toml:10:1: step "topo" timeout 1ms: want 1s to 24h`},
 		{strings.Replace(goodRunbook, `parser = "nvidia-smi-topo"`, "parser = \"nvidia-smi-topo\"\ntimeout = \"0s\"", 1), `bad.toml:10:12: duration "0s" must be positive`},
 		{strings.Replace(goodRunbook, `id = "mine"`, `id = "health"`, 1), `runbook "health" is already defined in builtin/health.toml`},
+		{goodRunbook[:strings.Index(goodRunbook, "[[check]]")], `runbook "mine" has no [[check]]: its steps' output would reach no verdict`},
 		{strings.Replace(goodRunbook, `title = "`, `title = "tab\there `, 1), `bad.toml:2:1: runbook "mine": title has the control character U+0009 (character 4)`},
 	}
 	for _, tt := range tests {

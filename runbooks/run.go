@@ -309,7 +309,28 @@ func Summary(runs []HostRun) string {
 	if skipped := skippedChecks(runs); len(skipped) > 0 {
 		line += "; not checked: " + strings.Join(skipped, ", ") + " (SKIPPED)"
 	}
+	if hidden := hiddenUnknown(runs); len(hidden) > 0 {
+		line += "; also UNKNOWN: " + strings.Join(hidden, ", ")
+	}
 	return line
+}
+
+// hiddenUnknown are the checks UNKNOWN on a host whose count above is a
+// WARN or a FAIL: the host's worst status hides that they were not
+// decided, and the exit status (3) would be unexplained.
+func hiddenUnknown(runs []HostRun) []string {
+	var ids []string
+	for _, r := range runs {
+		if r.HostStatus() == step.Unknown {
+			continue
+		}
+		for _, v := range r.Verdicts {
+			if v.Status == step.Unknown && !slices.Contains(ids, v.Check) {
+				ids = append(ids, v.Check)
+			}
+		}
+	}
+	return ids
 }
 
 // skippedChecks are the checks SKIPPED on some host because their step was
@@ -327,6 +348,12 @@ func skippedChecks(runs []HostRun) []string {
 		}
 	}
 	return ids
+}
+
+// AnyVerdict reports whether any host has a verdict at all: a run
+// without one (no host, no check) decided nothing.
+func AnyVerdict(runs []HostRun) bool {
+	return slices.ContainsFunc(runs, func(r HostRun) bool { return len(r.Verdicts) > 0 })
 }
 
 // AnyUnknown reports whether any verdict of any host is UNKNOWN: a check

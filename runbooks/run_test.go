@@ -484,6 +484,15 @@ func TestWorstAndSummary(t *testing.T) {
 	if got, want := runbooks.Summary(skipped), "2 hosts: 2 PASS; not checked: nccl-bw (SKIPPED)"; got != want {
 		t.Errorf("summary %q, want %q", got, want)
 	}
+	// A host's WARN (or FAIL) hides the checks it could not decide; the
+	// summary names them, so that exit 3 is explained.
+	hidden := []runbooks.HostRun{
+		{Host: "gpu01", Steps: []runbooks.StepRun{{}}, Verdicts: []step.Verdict{{Check: "mesh", Status: step.Unknown}, {Check: "nic", Status: step.Warn}, {Check: "aff", Status: step.Unknown}}},
+		{Host: "gpu02", Steps: []runbooks.StepRun{{}}, Verdicts: []step.Verdict{{Check: "mesh", Status: step.Unknown}, {Check: "nic", Status: step.Warn}}},
+	}
+	if got, want := runbooks.Summary(hidden), "2 hosts: 2 WARN (gpu[01-02]); also UNKNOWN: mesh, aff"; got != want {
+		t.Errorf("summary %q, want %q", got, want)
+	}
 	for _, tc := range []struct {
 		name string
 		vs   []step.Verdict

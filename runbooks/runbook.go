@@ -140,6 +140,11 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
 		}
 	}
+	if len(rb.Checks) == 0 {
+		// Its steps would run and nothing would judge them: every host
+		// UNKNOWN, a run that cannot pass.
+		bad(nil, "runbook %q has no [[check]]: its steps' output would reach no verdict; add a [[check]] with a rule (%s)", rb.ID, strings.Join(step.RuleNames(), ", "))
+	}
 	for i, c := range rb.Checks {
 		if !tomlpos.ValidID(c.ID) {
 			bad([]any{"check", i, "id"}, "check id %q: use lower-case letters, digits and '-'", c.ID)
