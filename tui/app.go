@@ -3,8 +3,10 @@
 // and draws the header with tabs, the status bar and the help around it.
 //
 // Views are pure: they draw from their state and the size SetSize gave them.
-// The package reads no files and opens no connections; its data arrives
-// through Options.
+// The package opens no connections, and reads files only off the UI
+// goroutine, in commands (tea.Cmd) whose results come back as messages:
+// the Results tab's records (labs.ListRecords, labs.ReadMarkdown). Its
+// other data arrives through Options.
 package tui
 
 import (

@@ -162,7 +162,7 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			continue
 		}
 		switch msg.(type) {
-		case streamMsg[fleetItem], streamMsg[app.RunbookHost], streamMsg[app.LabUpdate], recordsMsg:
+		case streamMsg[fleetItem], streamMsg[app.RunbookHost], streamMsg[app.LabUpdate], recordsMsg, recordPageMsg:
 		default:
 			continue // cursor blinks and the like
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // scriptedLabs replays a run's events: the view's contract (labs' own
@@ -228,7 +229,8 @@ func TestResultsTab(t *testing.T) {
 	if !strings.Contains(v, "throughput 900 tok/s (× 0.45)") || !strings.Contains(v, "P99 480 (interference 1.2)") {
 		t.Errorf("comparison against the marked baseline:\n%s", v)
 	}
-	m, _ = press(t, m, "esc", "enter")
+	m, cmd := press(t, m, "esc", "enter")
+	m = drain(t, m, cmd) // the record is read off the UI goroutine
 	if v := m.View(); !strings.Contains(v, "Lab record: mig-isolation") || strings.Contains(v, "| Host |") {
 		t.Errorf("enter opens the record, rendered:\n%s", v)
 	}
@@ -270,7 +272,8 @@ func TestResultsTabEscapesRecords(t *testing.T) {
 	m = next.(Model)
 	m, _ = press(t, m, "6")
 	list := m.View()
-	m, _ = press(t, m, "enter")
+	m, cmd := press(t, m, "enter")
+	m = drain(t, m, cmd)
 	record := m.View()
 	for name, v := range map[string]string{"the list": list, "the record": record} {
 		if strings.ContainsAny(v, "\x1b\a") || !strings.Contains(v, `\x1b]0;pwned\a`) {
@@ -449,5 +452,41 @@ func TestLabRecordEndsTheRun(t *testing.T) {
 	}
 	if _, quit := msgOf(func() tea.Cmd { _, c := press(t, m, "q"); return c }()).(tea.QuitMsg); !quit {
 		t.Errorf("q after the record did not quit:\n%s", m.View())
+	}
+}
+
+// TestResultsTabReadsTheRecordAgainWhenItsRunEnds: a presenter's last
+// step opens the newest record while its run may still be writing it (on
+// a busy machine it read "INCOMPLETE … no end recorded"); when a lab run
+// ends, the open record is read again, in place, and shows the end.
+func TestResultsTabReadsTheRecordAgainWhenItsRunEnds(t *testing.T) {
+	dir := t.TempDir()
+	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Started: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
+		Hosts: []labs.HostRecord{{Host: "gpu01", Class: orchestrator.OK}}}
+	d, err := r.CreateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(d, ""); err != nil { // saved mid-run
+		t.Fatal(err)
+	}
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	m = drain(t, m, m.Init())
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+	m = next.(Model)
+	m, cmd := press(t, m, "6", "enter")
+	m = drain(t, m, cmd)
+	if v := m.View(); !strings.Contains(v, "no end recorded") {
+		t.Fatalf("the record saved mid-run:\n%s", v)
+	}
+	r.Finished, r.Complete, r.Passed = r.Started.Add(time.Minute), true, false
+	if err := r.Write(d, ""); err != nil { // the run's end
+		t.Fatal(err)
+	}
+	next, cmd = m.Update(streamMsg[app.LabUpdate]{closed: true})
+	m = drain(t, next.(Model), cmd)
+	if v := m.View(); strings.Contains(v, "no end recorded") || !strings.Contains(v, "Lab record: Topology sanity") || !strings.Contains(v, "(1m0s), complete") {
+		t.Errorf("the open record was not read again when the run ended:\n%s", v)
 	}
 }

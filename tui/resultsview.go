@@ -44,6 +44,11 @@ type resultsView struct {
 	// wrapped (nil: shown).
 	openNewest bool
 	mask       *masker
+	// pending is the record being read for its page (read off the UI
+	// goroutine), shown is the record whose page is open ("" for none, or
+	// a comparison), and reopen the record to read again once the list is
+	// reloaded: a lab run that just ended has rewritten it.
+	pending, shown, reopen string
 
 	width, height int
 }
@@ -82,7 +87,7 @@ func (v *resultsView) load() tea.Cmd {
 
 // loaded shows the records read; the selection and the baseline are kept
 // by record directory, not by position (a new record shifts the list).
-func (v *resultsView) loaded(m recordsMsg) {
+func (v *resultsView) loaded(m recordsMsg) tea.Cmd {
 	selDir := ""
 	if v.sel < len(v.refs) {
 		selDir = v.refs[v.sel].Dir
@@ -100,8 +105,16 @@ func (v *resultsView) loaded(m recordsMsg) {
 	}
 	if v.openNewest && len(v.refs) > 0 {
 		v.sel, v.openNewest = 0, false
-		v.open()
+		return v.open()
 	}
+	if dir := v.reopen; dir != "" {
+		v.reopen = ""
+		if i := v.index(dir); i >= 0 && v.shown == dir {
+			v.sel, v.pending = i, dir
+			return readRecord(v.refs[i], true)
+		}
+	}
+	return nil
 }
 
 // present opens the newest record, now or as soon as one is listed.
@@ -171,10 +184,17 @@ func (v *resultsView) FullHelp() [][]key.Binding {
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	if u, ok := msg.(streamMsg[app.LabUpdate]); ok && u.closed {
-		return v, v.load() // a lab run from the Labs tab just wrote its record
+		// A lab run from the Labs tab just wrote its record: the list,
+		// and the record open, if it is that one (a presenter opens the
+		// newest while the run still writes it), are read again.
+		v.reopen = v.shown
+		return v, v.load()
 	}
 	if m, ok := msg.(recordsMsg); ok {
-		v.loaded(m)
+		return v, v.loaded(m)
+	}
+	if m, ok := msg.(recordPageMsg); ok {
+		v.opened(m)
 		return v, nil
 	}
 	if mm, ok := msg.(tea.MouseMsg); ok && v.page != nil {
@@ -188,7 +208,7 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	k := v.keys
 	if v.page != nil {
 		if key.Matches(km, k.Back) {
-			v.page = nil
+			v.page, v.shown, v.pending = nil, "", ""
 			return v, nil
 		}
 		v.page.update(msg, k.Up, k.Down, k.Page)
@@ -203,7 +223,7 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.base = v.refs[v.sel].Dir
 		}
 	case key.Matches(km, k.Open):
-		v.open()
+		return v, v.open()
 	case key.Matches(km, k.Compare):
 		if b := v.index(v.base); len(v.refs) > 0 && b >= 0 {
 			v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[b], v.refs[v.sel]})))
@@ -212,26 +232,55 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	return v, nil
 }
 
-// open shows the selected record's Markdown.
-func (v *resultsView) open() {
+// recordPageMsg is a record's Markdown, read for its page; keep says it
+// is the open page read again, to be shown where the reader was.
+type recordPageMsg struct {
+	dir, md string
+	keep    bool
+}
+
+// open reads the selected record's Markdown for its page, off the UI
+// goroutine (record.md is a file on a disk that may be slow or remote).
+func (v *resultsView) open() tea.Cmd {
 	if len(v.refs) == 0 {
+		return nil
+	}
+	v.pending = v.refs[v.sel].Dir
+	return readRecord(v.refs[v.sel], false)
+}
+
+func readRecord(ref labs.RecordRef, keep bool) tea.Cmd {
+	return func() tea.Msg {
+		md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
+		if err != nil {
+			md = err.Error() + "\n\nThe record, from record.json:\n\n" + ref.Record.Markdown()
+		}
+		return recordPageMsg{dir: ref.Dir, md: md, keep: keep}
+	}
+}
+
+// opened shows a record read, unless the reader has gone on (back to the
+// list, or to another record) since it was asked for.
+func (v *resultsView) opened(m recordPageMsg) {
+	if m.dir != v.pending {
 		return
 	}
-	ref := v.refs[v.sel]
-	md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
-	if err != nil {
-		md = err.Error() + "\n\nThe record, from record.json:\n\n" + ref.Record.Markdown()
-	}
+	old := v.page
+	v.pending, v.shown = "", m.dir
 	// A record is anyone's file: its control characters are escaped
 	// before it is rendered.
 	v.redraw = func() {
-		v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(md)), v.width), v.width, v.height)
+		v.page = newTextPage(renderMarkdown(v.mask.apply(visible.Text(m.md)), v.width), v.width, v.height)
 	}
 	v.redraw()
+	if m.keep && old != nil {
+		v.page.keepPlace(old)
+	}
 }
 
 // show opens text (a comparison) in a scrolling page.
 func (v *resultsView) show(text string) {
+	v.shown, v.pending = "", ""
 	v.redraw = func() { v.page = newTextPage(plainLines(v.mask.apply(visible.Text(text)), v.width), v.width, v.height) }
 	v.redraw()
 }

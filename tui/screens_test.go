@@ -83,8 +83,11 @@ type screen struct {
 	keys []string
 	// run drains the commands the last key started; after are the keys
 	// pressed once it ended.
-	run   bool
-	after []string
+	run bool
+	// settle waits for what the keys asked for off the UI goroutine (a
+	// record read from disk).
+	settle bool
+	after  []string
 }
 
 var screens = []screen{
@@ -96,7 +99,7 @@ var screens = []screen{
 	{name: "labs", keys: []string{"5"}},
 	{name: "labs_run", keys: []string{"5", "end", "enter"}, run: true},
 	{name: "results", keys: []string{"6", "end", "b", "home"}},
-	{name: "results_record", keys: []string{"6", "end", "enter"}},
+	{name: "results_record", keys: []string{"6", "end", "enter"}, settle: true},
 	{name: "results_compare", keys: []string{"6", "down", "b", "up", "c"}},
 	{name: "cluster", keys: []string{"7"}},
 	{name: "help_fleet", keys: []string{"3", "?"}},
@@ -127,7 +130,7 @@ func TestGoldenScreens(t *testing.T) {
 				switch {
 				case sc.run && sc.name == "labs_run":
 					m = drain(t, m, onlyUpdates(cmd)) // not the run's timer
-				case sc.run:
+				case sc.run, sc.settle:
 					m = drain(t, m, cmd)
 				}
 				m, _ = press(t, m, sc.after...)
