@@ -3,7 +3,6 @@ package labs_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -145,7 +144,7 @@ func TestUnreachedHostTakesNoRunWideValue(t *testing.T) {
 	}
 	e, ts := standInFleet(t, []map[string]string{{}})
 	down := ts[0]
-	down.Name, down.Port = "gpu02", closedPort(t)
+	down.Name, down.Port = "gpu02", sshtest.FreePort(t) // held, refused
 	rec := labs.Run(context.Background(), e, append(ts, down), l, labs.RunOptions{})
 	if s := score(rec.Hosts[0], "count"); s.Status != "PASS" {
 		t.Errorf("gpu01 ran the step: %s %q, want PASS", s.Status, s.Summary)
@@ -161,19 +160,6 @@ func TestUnreachedHostTakesNoRunWideValue(t *testing.T) {
 	if rec.Passed || rec.Hosts[1].Passed {
 		t.Errorf("passed %v (gpu02 %v) with a host never reached", rec.Passed, rec.Hosts[1].Passed)
 	}
-}
-
-// closedPort is a loopback port nothing listens on: one a listener had
-// and gave back.
-func closedPort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return port
 }
 
 // A lab reads the step library's verdicts as a runbook does, from a

@@ -265,11 +265,7 @@ func TestResultsTabEscapesRecords(t *testing.T) {
 	if err := r.Write(d, ""); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := landscape.Builtin()
-	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
-	m = drain(t, m, m.Init())
-	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
-	m = next.(Model)
+	m := resultsModel(t, dir)
 	m, _ = press(t, m, "6")
 	list := m.View()
 	m, cmd := press(t, m, "enter")
@@ -470,11 +466,7 @@ func TestResultsTabReadsTheRecordAgainWhenItsRunEnds(t *testing.T) {
 	if err := r.Write(d, ""); err != nil { // saved mid-run
 		t.Fatal(err)
 	}
-	c, _ := landscape.Builtin()
-	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
-	m = drain(t, m, m.Init())
-	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
-	m = next.(Model)
+	m := resultsModel(t, dir)
 	m, cmd := press(t, m, "6", "enter")
 	m = drain(t, m, cmd)
 	if v := m.View(); !strings.Contains(v, "no end recorded") {
@@ -484,9 +476,20 @@ func TestResultsTabReadsTheRecordAgainWhenItsRunEnds(t *testing.T) {
 	if err := r.Write(d, ""); err != nil { // the run's end
 		t.Fatal(err)
 	}
-	next, cmd = m.Update(streamMsg[app.LabUpdate]{closed: true})
+	next, cmd := m.Update(streamMsg[app.LabUpdate]{closed: true})
 	m = drain(t, next.(Model), cmd)
 	if v := m.View(); strings.Contains(v, "no end recorded") || !strings.Contains(v, "Lab record: Topology sanity") || !strings.Contains(v, "(1m0s), complete") {
 		t.Errorf("the open record was not read again when the run ended:\n%s", v)
 	}
+}
+
+// resultsModel is the workbench on the results in dir, its records read,
+// at 160×30.
+func resultsModel(t *testing.T, dir string) Model {
+	t.Helper()
+	c, _ := landscape.Builtin()
+	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
+	m = drain(t, m, m.Init())
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+	return next.(Model)
 }
