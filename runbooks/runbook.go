@@ -93,7 +93,7 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	errs := []error{err}
 	rb := f.Runbook
 	rb.Source = name
-	bad := func(path []any, format string, args ...any) {
+	var bad complain = func(path []any, format string, args ...any) {
 		errs = append(errs, ix.Errorf(path, format, args...))
 	}
 	if !tomlpos.ValidID(rb.ID) {
@@ -111,6 +111,19 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 		bad([]any{"plane"}, "plane %q: want control, data or workload", rb.Plane)
 	}
 	step.CheckParamDefs(rb.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
+	steps := checkSteps(rb, bad)
+	checkChecks(rb, steps, bad)
+	if err := tomlpos.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &rb, nil
+}
+
+// complain records a problem at a path in the file (tomlpos.Index.Errorf).
+type complain func(path []any, format string, args ...any)
+
+// checkSteps validates the runbook's [[step]]s and returns their ids.
+func checkSteps(rb Runbook, bad complain) map[string]bool {
 	steps := map[string]bool{}
 	for i, s := range rb.Steps {
 		for _, msg := range step.CheckCommand(rb.Params, s.Command) {
@@ -140,6 +153,12 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			bad([]any{"step", i, "timeout"}, "step %q timeout %v", s.ID, err)
 		}
 	}
+	return steps
+}
+
+// checkChecks validates the runbook's [[check]]s against its steps and
+// the step library's rules.
+func checkChecks(rb Runbook, steps map[string]bool, bad complain) {
 	if len(rb.Checks) == 0 {
 		// Its steps would run and nothing would judge them: every host
 		// UNKNOWN, a run that cannot pass.
@@ -176,8 +195,4 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 			}
 		}
 	}
-	if err := tomlpos.Join(errs...); err != nil {
-		return nil, err
-	}
-	return &rb, nil
 }

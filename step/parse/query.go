@@ -80,97 +80,127 @@ var (
 // ParseQuery reads `nvidia-smi -q`: top-level versions, then one section
 // per GPU whose nested keys are read by indentation.
 func ParseQuery(text string) (*Query, error) {
-	q := &Query{GPUs: []QueryGPU{}}
-	var problems errs
-	var g *QueryGPU
-	var stack []string // section path by indent level
-	var procs []map[string]string
-	var order [][]string // each GPU's keys, in the order printed
-	flush := func() {
-		if g != nil {
-			for _, p := range procs {
-				g.Processes = append(g.Processes, processFrom(p))
-			}
-			procs = nil
-			fill(g)
-		}
-	}
+	r := &queryReader{q: &Query{GPUs: []QueryGPU{}}}
 	for i, l := range lines(text) {
-		t := strings.TrimSpace(l)
-		if t == "" || strings.HasPrefix(t, "====") {
-			continue
-		}
-		if t == "[...]" {
-			q.Elided = true
-			continue
-		}
-		if m := qGPU.FindStringSubmatch(l); m != nil {
-			flush()
-			q.GPUs = append(q.GPUs, QueryGPU{BusID: m[1], Processes: []QueryProcess{}, Fields: map[string]string{}})
-			g = &q.GPUs[len(q.GPUs)-1]
-			order = append(order, nil)
-			stack = nil
-			continue
-		}
-		indent := len(l) - len(strings.TrimLeft(l, " \t"))
-		level := indent / 4
-		if g == nil {
-			if m := qKV.FindStringSubmatch(l); m != nil {
-				switch m[2] {
-				case "Driver Version":
-					q.DriverVersion = m[3]
-				case "CUDA Version":
-					q.CUDAVersion = m[3]
-				case "Attached GPUs":
-					q.AttachedGPUs = intNA(m[3])
-				}
-				continue
-			}
-			problems.add(i+1, "line before any GPU section not understood: %q", t)
-			continue
-		}
-		if level < 1 {
-			problems.add(i+1, "line not indented under its GPU: %q", t)
-			continue
-		}
-		if len(stack) > level-1 {
-			stack = stack[:level-1]
-		}
-		if m := qKV.FindStringSubmatch(l); m != nil && strings.Contains(t, ":") {
-			key := strings.Join(append(append([]string{}, stack...), m[2]), "/")
-			g.Fields[key] = m[3]
-			order[len(order)-1] = append(order[len(order)-1], key)
-			if len(stack) >= 1 && stack[0] == "Processes" {
-				if m[2] == "GPU instance ID" || (m[2] == "Process ID" && (len(procs) == 0 || procs[len(procs)-1]["Process ID"] != "")) {
-					procs = append(procs, map[string]string{})
-				}
-				if len(procs) > 0 {
-					procs[len(procs)-1][m[2]] = m[3]
-				}
-			}
-			continue
-		}
-		if m := qSection.FindStringSubmatch(l); m != nil {
-			for len(stack) < level-1 {
-				stack = append(stack, "?")
-			}
-			stack = append(stack[:level-1], m[2])
-		}
+		r.line(i+1, l)
 	}
-	flush()
+	r.flush()
+	r.check()
+	return r.q, r.problems.err()
+}
+
+// queryReader is ParseQuery's state between lines.
+type queryReader struct {
+	q        *Query
+	problems errs
+	g        *QueryGPU           // the GPU section being read
+	stack    []string            // section path by indent level
+	procs    []map[string]string // the current GPU's processes, as read
+	order    [][]string          // each GPU's keys, in the order printed
+}
+
+func (r *queryReader) line(n int, l string) {
+	t := strings.TrimSpace(l)
+	if t == "" || strings.HasPrefix(t, "====") {
+		return
+	}
+	if t == "[...]" {
+		r.q.Elided = true
+		return
+	}
+	if m := qGPU.FindStringSubmatch(l); m != nil {
+		r.flush()
+		r.q.GPUs = append(r.q.GPUs, QueryGPU{BusID: m[1], Processes: []QueryProcess{}, Fields: map[string]string{}})
+		r.g = &r.q.GPUs[len(r.q.GPUs)-1]
+		r.order = append(r.order, nil)
+		r.stack = nil
+		return
+	}
+	if r.g == nil {
+		r.top(n, l, t)
+		return
+	}
+	level := (len(l) - len(strings.TrimLeft(l, " \t"))) / 4
+	if level < 1 {
+		r.problems.add(n, "line not indented under its GPU: %q", t)
+		return
+	}
+	if len(r.stack) > level-1 {
+		r.stack = r.stack[:level-1]
+	}
+	if m := qKV.FindStringSubmatch(l); m != nil && strings.Contains(t, ":") {
+		r.field(m[2], m[3])
+		return
+	}
+	if m := qSection.FindStringSubmatch(l); m != nil {
+		for len(r.stack) < level-1 {
+			r.stack = append(r.stack, "?")
+		}
+		r.stack = append(r.stack[:level-1], m[2])
+	}
+}
+
+// top reads a line before any GPU section: the versions.
+func (r *queryReader) top(n int, l, t string) {
+	m := qKV.FindStringSubmatch(l)
+	if m == nil {
+		r.problems.add(n, "line before any GPU section not understood: %q", t)
+		return
+	}
+	switch m[2] {
+	case "Driver Version":
+		r.q.DriverVersion = m[3]
+	case "CUDA Version":
+		r.q.CUDAVersion = m[3]
+	case "Attached GPUs":
+		r.q.AttachedGPUs = intNA(m[3])
+	}
+}
+
+// field keeps a key of the current GPU under its section path; under
+// Processes, a GPU instance ID or a second Process ID starts a process.
+func (r *queryReader) field(name, value string) {
+	key := strings.Join(append(append([]string{}, r.stack...), name), "/")
+	r.g.Fields[key] = value
+	r.order[len(r.order)-1] = append(r.order[len(r.order)-1], key)
+	if len(r.stack) == 0 || r.stack[0] != "Processes" {
+		return
+	}
+	if name == "GPU instance ID" || (name == "Process ID" && (len(r.procs) == 0 || r.procs[len(r.procs)-1]["Process ID"] != "")) {
+		r.procs = append(r.procs, map[string]string{})
+	}
+	if len(r.procs) > 0 {
+		r.procs[len(r.procs)-1][name] = value
+	}
+}
+
+// flush ends the current GPU's section.
+func (r *queryReader) flush() {
+	if r.g == nil {
+		return
+	}
+	for _, p := range r.procs {
+		r.g.Processes = append(r.g.Processes, processFrom(p))
+	}
+	r.procs = nil
+	fill(r.g)
+}
+
+// check names an output that is not nvidia-smi -q or was cut.
+func (r *queryReader) check() {
+	q := r.q
 	if len(q.GPUs) == 0 && q.DriverVersion == "" {
-		problems.add(0, "no GPU section and no driver version: not nvidia-smi -q output")
+		r.problems.add(0, "no GPU section and no driver version: not nvidia-smi -q output")
 	}
 	if q.AttachedGPUs != nil && *q.AttachedGPUs != len(q.GPUs) && !q.Elided {
-		problems.add(0, "%d GPUs attached but %d sections: the output is truncated", *q.AttachedGPUs, len(q.GPUs))
+		r.problems.add(0, "%d GPUs attached but %d sections: the output is truncated", *q.AttachedGPUs, len(q.GPUs))
 	}
 	if !q.Elided {
-		if missing := cutTail(q.GPUs, order); len(missing) > 0 {
+		if missing := cutTail(q.GPUs, r.order); len(missing) > 0 {
 			last := q.GPUs[len(q.GPUs)-1]
-			problems.add(0, "GPU %s's section ends before %d fields every other GPU prints (from %s on): the output was cut", last.BusID, len(missing), missing[0])
+			r.problems.add(0, "GPU %s's section ends before %d fields every other GPU prints (from %s on): the output was cut", last.BusID, len(missing), missing[0])
 		}
 	}
-	return q, problems.err()
 }
 
 // cutTail is what the last GPU's section lacks at its end that every

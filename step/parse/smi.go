@@ -122,11 +122,8 @@ func ParseSMI(text string) (*SMI, error) {
 			}
 			continue
 		}
-		if t == "" {
-			continue
-		}
 		if !strings.HasPrefix(t, "|") {
-			continue
+			continue // blank, or not a row
 		}
 		cells := splitCells(t)
 		switch section {
@@ -141,16 +138,29 @@ func ParseSMI(text string) (*SMI, error) {
 				}
 			}
 		case "procs":
-			if strings.Contains(t, "No running processes found") {
-				continue
-			}
-			if p, ok := procLine(cells, procGICI); ok {
-				s.Processes = append(s.Processes, p)
-			} else if strings.TrimSpace(strings.Join(cells, "")) != "" {
-				problems.add(n, "process row not understood: %q", t)
-			}
+			s.procRow(t, cells, procGICI, n, &problems)
 		}
 	}
+	s.complete(ls, closed, section, sawProcs, &problems)
+	return s, problems.err()
+}
+
+// procRow reads a row of the Processes table.
+func (s *SMI) procRow(t string, cells []string, gici bool, n int, problems *errs) {
+	if strings.Contains(t, "No running processes found") {
+		return
+	}
+	if p, ok := procLine(cells, gici); ok {
+		s.Processes = append(s.Processes, p)
+	} else if strings.TrimSpace(strings.Join(cells, "")) != "" {
+		problems.add(n, "process row not understood: %q", t)
+	}
+}
+
+// complete names an output that is not nvidia-smi's table or was cut: a
+// table left open (closed is false, in section), no GPU table, or no
+// Processes table after it.
+func (s *SMI) complete(ls []string, closed bool, section string, sawProcs bool, problems *errs) {
 	last := len(ls)
 	for last > 1 && strings.TrimSpace(ls[last-1]) == "" {
 		last--
@@ -165,7 +175,6 @@ func ParseSMI(text string) (*SMI, error) {
 	case !sawProcs:
 		problems.add(last, "no Processes table after the GPU table: the output is truncated")
 	}
-	return s, problems.err()
 }
 
 func sectionName(s string) string {

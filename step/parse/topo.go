@@ -51,94 +51,28 @@ func ParseTopo(text string) (*Topo, error) {
 	t := &Topo{GPUs: []TopoGPU{}, NICs: []TopoNIC{}, Links: map[string]map[string]string{}, Columns: []string{}}
 	var problems errs
 	ls := lines(text)
-	header := -1
-	var attrs []string
-	for i, l := range ls {
-		f := strings.Fields(l)
-		if len(f) > 0 && f[0] == "GPU0" && !topoCode.MatchString(safeIndex(f, 1)) {
-			header = i
-			t.Columns, attrs = splitHeader(l)
-			break
-		}
-	}
+	header, attrs := topoHeader(ls, t)
 	if header < 0 {
 		return t, errorf(0, "no header line starting with GPU0: not nvidia-smi topo -m output")
 	}
-	legend := map[string]string{}
-	for _, l := range ls {
-		if m := nicLegend.FindStringSubmatch(l); m != nil {
-			legend[m[1]] = m[2]
-		}
-	}
+	legend := nicLegends(ls)
 	for _, c := range t.Columns {
 		if !strings.HasPrefix(c, "GPU") {
-			dev := c
-			if d, ok := legend[c]; ok {
-				dev = d
-			}
-			t.NICs = append(t.NICs, TopoNIC{Name: c, Device: dev})
+			t.NICs = append(t.NICs, TopoNIC{Name: c, Device: legendDevice(legend, c)})
 		}
 	}
 	for i := header + 1; i < len(ls); i++ {
-		l := ls[i]
-		f := strings.Fields(l)
+		f := strings.Fields(ls[i])
 		if len(f) == 0 {
 			if len(t.Links) > 0 {
 				break // the blank line before the legend
 			}
 			continue
 		}
-		if strings.HasPrefix(strings.TrimSpace(l), "Legend") {
+		if strings.HasPrefix(strings.TrimSpace(ls[i]), "Legend") {
 			break
 		}
-		row := f[0]
-		codes := f[1:]
-		n := min(len(codes), len(t.Columns))
-		links := map[string]string{}
-		for j := 0; j < n; j++ {
-			if !topoCode.MatchString(codes[j]) {
-				problems.add(i+1, "row %s, column %s: %q is not a link code", row, t.Columns[j], codes[j])
-				n = j
-				break
-			}
-			links[t.Columns[j]] = codes[j]
-		}
-		if n < len(t.Columns) {
-			// A row cut short (the output's last line cut mid-row, or a
-			// line damaged in the middle): the links it lacks are not
-			// missing links, they were never read. The row is not kept,
-			// and the header's check below names it as without a row.
-			problems.add(i+1, "row %s has %d link codes for %d columns (truncated or reformatted)", row, n, len(t.Columns))
-			continue
-		}
-		t.Links[row] = links
-		if strings.HasPrefix(row, "GPU") {
-			g := TopoGPU{Name: row}
-			vals := codes[n:]
-			for k, a := range attrs {
-				if k >= len(vals) {
-					break
-				}
-				switch a {
-				case "CPU Affinity":
-					g.CPUAffinity = na(vals[k])
-				case "NUMA Affinity":
-					g.NUMAAffinity = atoiNA(vals[k])
-				case "GPU NUMA ID":
-					g.GPUNUMAID = atoiNA(vals[k])
-				}
-			}
-			t.GPUs = append(t.GPUs, g)
-		} else if _, ok := columnIndex(t.Columns, row); !ok {
-			// A NIC row the header does not list (seen in pasted output):
-			// keep it, and its device from the legend.
-			dev := row
-			if d, ok := legend[row]; ok {
-				dev = d
-			}
-			t.NICs = append(t.NICs, TopoNIC{Name: row, Device: dev})
-			problems.add(i+1, "row %s is not among the header's columns", row)
-		}
+		t.addRow(i+1, f, attrs, legend, &problems)
 	}
 	// Each column the header names has its row: a matrix short of rows
 	// was cut (head, a lost connection), and a mesh judged on the rows
@@ -153,6 +87,91 @@ func ParseTopo(text string) (*Topo, error) {
 		problems.add(0, "the header names %d devices but %d have no row (%s): the output was cut", len(t.Columns), len(missing), strings.Join(missing, ", "))
 	}
 	return t, problems.err()
+}
+
+// topoHeader finds the header line (GPU0 followed by a column name, not a
+// link code), sets t.Columns and returns its index and the attribute
+// columns; -1 when there is none.
+func topoHeader(ls []string, t *Topo) (int, []string) {
+	for i, l := range ls {
+		f := strings.Fields(l)
+		if len(f) > 0 && f[0] == "GPU0" && !topoCode.MatchString(safeIndex(f, 1)) {
+			var attrs []string
+			t.Columns, attrs = splitHeader(l)
+			return i, attrs
+		}
+	}
+	return -1, nil
+}
+
+// nicLegends reads the NIC Legend: NIC0 is mlx5_0.
+func nicLegends(ls []string) map[string]string {
+	legend := map[string]string{}
+	for _, l := range ls {
+		if m := nicLegend.FindStringSubmatch(l); m != nil {
+			legend[m[1]] = m[2]
+		}
+	}
+	return legend
+}
+
+func legendDevice(legend map[string]string, name string) string {
+	if d, ok := legend[name]; ok {
+		return d
+	}
+	return name
+}
+
+// addRow reads one matrix row (line is its 1-based line number): its link
+// codes, one per header column, then a GPU's affinity columns.
+func (t *Topo) addRow(line int, f, attrs []string, legend map[string]string, problems *errs) {
+	row, codes := f[0], f[1:]
+	n := min(len(codes), len(t.Columns))
+	links := map[string]string{}
+	for j := 0; j < n; j++ {
+		if !topoCode.MatchString(codes[j]) {
+			problems.add(line, "row %s, column %s: %q is not a link code", row, t.Columns[j], codes[j])
+			n = j
+			break
+		}
+		links[t.Columns[j]] = codes[j]
+	}
+	if n < len(t.Columns) {
+		// A row cut short (the output's last line cut mid-row, or a
+		// line damaged in the middle): the links it lacks are not
+		// missing links, they were never read. The row is not kept,
+		// and ParseTopo's check names it as without a row.
+		problems.add(line, "row %s has %d link codes for %d columns (truncated or reformatted)", row, n, len(t.Columns))
+		return
+	}
+	t.Links[row] = links
+	if strings.HasPrefix(row, "GPU") {
+		t.GPUs = append(t.GPUs, topoGPU(row, attrs, codes[n:]))
+	} else if _, ok := columnIndex(t.Columns, row); !ok {
+		// A NIC row the header does not list (seen in pasted output):
+		// keep it, and its device from the legend.
+		t.NICs = append(t.NICs, TopoNIC{Name: row, Device: legendDevice(legend, row)})
+		problems.add(line, "row %s is not among the header's columns", row)
+	}
+}
+
+// topoGPU reads a GPU row's affinity columns, in the header's order.
+func topoGPU(name string, attrs, vals []string) TopoGPU {
+	g := TopoGPU{Name: name}
+	for k, a := range attrs {
+		if k >= len(vals) {
+			break
+		}
+		switch a {
+		case "CPU Affinity":
+			g.CPUAffinity = na(vals[k])
+		case "NUMA Affinity":
+			g.NUMAAffinity = atoiNA(vals[k])
+		case "GPU NUMA ID":
+			g.GPUNUMAID = atoiNA(vals[k])
+		}
+	}
+	return g
 }
 
 // splitHeader separates device columns from the trailing attribute
