@@ -217,60 +217,77 @@ func (inv *Inventory) addHosts(ix *tomlpos.Index, entries []hostEntry) ([][]stri
 			}
 		}
 		expanded[i] = names
-		if len(names) > 1 && e.Address != "" && !strings.Contains(e.Address, "{name}") {
-			errs = append(errs, ix.Errorf(at("address"), "address %q is shared by %d hosts; use {name} in it (for example \"{name}.cluster.local\")", e.Address, len(names)))
-		}
-		if e.Address != "" {
-			if err := checkAddress(e.Address); err != nil {
-				errs = append(errs, ix.Errorf(at("address"), "host %q: %v", e.Name, err))
-			}
-		}
-		if e.User != "" {
-			if err := checkUserName("user", e.User); err != nil {
-				errs = append(errs, ix.Errorf(at("user"), "host %q: %v", e.Name, err))
-			}
-		}
-		if err := checkPort(ix, e.Port, at("port")...); err != nil {
-			errs = append(errs, err)
-		}
-		if e.Jump != "" {
-			if err := checkJump(e.Jump); err != nil {
-				errs = append(errs, ix.Errorf(at("jump"), "%v", err))
-			}
-		}
-		for k, v := range e.Labels {
-			if !labelRE.MatchString(k) {
-				errs = append(errs, ix.Errorf([]any{"host", i, "labels", k}, "label key %q: use letters, digits, '.', '_', '-' and '/'", k))
-			}
-			if !labelRE.MatchString(v) {
-				errs = append(errs, ix.Errorf([]any{"host", i, "labels", k}, "label %s=%q: values use letters, digits, '.', '_', '-' and '/'", k, v))
-			}
-		}
-		for gi, g := range e.Groups {
-			if !nameRE.MatchString(g) {
-				errs = append(errs, ix.Errorf([]any{"host", i, "groups", gi}, "group name %q: use letters, digits, '.', '_' and '-'", g))
-			}
-		}
-		pos, _ := ix.Lookup("host", i)
-		src := fmt.Sprintf("%s:%d:%d", ix.File, pos.Line, pos.Col)
-		for _, n := range names { // none when the name has a problem
-			if j, dup := inv.byName[n]; dup {
-				errs = append(errs, ix.Errorf(at("name"), "host %q is already defined at %s", n, inv.Hosts[j].Source))
-				continue
-			}
-			addr := e.Address
-			if addr == "" {
-				addr = n
-			}
-			h := Host{
-				Name: n, Address: strings.ReplaceAll(addr, "{name}", n), Port: e.Port, User: e.User,
-				IdentityFile: e.IdentityFile, Jump: e.Jump, Labels: e.Labels, Source: src,
-			}
-			inv.byName[n] = len(inv.Hosts)
-			inv.Hosts = append(inv.Hosts, h)
-		}
+		errs = append(errs, checkHostEntry(ix, i, e, len(names))...)
+		errs = append(errs, inv.addNames(ix, i, e, names)...)
 	}
 	return expanded, errs
+}
+
+// checkHostEntry checks the fields of the i-th [[host]] other than its
+// name, which names n hosts.
+func checkHostEntry(ix *tomlpos.Index, i int, e hostEntry, n int) []error {
+	var errs []error
+	at := func(k string) []any { return []any{"host", i, k} }
+	if n > 1 && e.Address != "" && !strings.Contains(e.Address, "{name}") {
+		errs = append(errs, ix.Errorf(at("address"), "address %q is shared by %d hosts; use {name} in it (for example \"{name}.cluster.local\")", e.Address, n))
+	}
+	if e.Address != "" {
+		if err := checkAddress(e.Address); err != nil {
+			errs = append(errs, ix.Errorf(at("address"), "host %q: %v", e.Name, err))
+		}
+	}
+	if e.User != "" {
+		if err := checkUserName("user", e.User); err != nil {
+			errs = append(errs, ix.Errorf(at("user"), "host %q: %v", e.Name, err))
+		}
+	}
+	if err := checkPort(ix, e.Port, at("port")...); err != nil {
+		errs = append(errs, err)
+	}
+	if e.Jump != "" {
+		if err := checkJump(e.Jump); err != nil {
+			errs = append(errs, ix.Errorf(at("jump"), "%v", err))
+		}
+	}
+	for k, v := range e.Labels {
+		if !labelRE.MatchString(k) {
+			errs = append(errs, ix.Errorf([]any{"host", i, "labels", k}, "label key %q: use letters, digits, '.', '_', '-' and '/'", k))
+		}
+		if !labelRE.MatchString(v) {
+			errs = append(errs, ix.Errorf([]any{"host", i, "labels", k}, "label %s=%q: values use letters, digits, '.', '_', '-' and '/'", k, v))
+		}
+	}
+	for gi, g := range e.Groups {
+		if !nameRE.MatchString(g) {
+			errs = append(errs, ix.Errorf([]any{"host", i, "groups", gi}, "group name %q: use letters, digits, '.', '_' and '-'", g))
+		}
+	}
+	return errs
+}
+
+// addNames adds the hosts the i-th [[host]] expands to (none when its
+// name has a problem), refusing a name already defined.
+func (inv *Inventory) addNames(ix *tomlpos.Index, i int, e hostEntry, names []string) []error {
+	var errs []error
+	pos, _ := ix.Lookup("host", i)
+	src := fmt.Sprintf("%s:%d:%d", ix.File, pos.Line, pos.Col)
+	for _, n := range names {
+		if j, dup := inv.byName[n]; dup {
+			errs = append(errs, ix.Errorf([]any{"host", i, "name"}, "host %q is already defined at %s", n, inv.Hosts[j].Source))
+			continue
+		}
+		addr := e.Address
+		if addr == "" {
+			addr = n
+		}
+		h := Host{
+			Name: n, Address: strings.ReplaceAll(addr, "{name}", n), Port: e.Port, User: e.User,
+			IdentityFile: e.IdentityFile, Jump: e.Jump, Labels: e.Labels, Source: src,
+		}
+		inv.byName[n] = len(inv.Hosts)
+		inv.Hosts = append(inv.Hosts, h)
+	}
+	return errs
 }
 
 // indexLabels fills byLabel from the hosts' labels.

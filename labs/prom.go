@@ -54,28 +54,10 @@ func queryPrometheus(ctx context.Context, base, query string, rng, res time.Dura
 }
 
 func askPrometheus(ctx context.Context, base, query string, rng, res time.Duration, now time.Time) (*PromResult, error) {
-	u, err := url.Parse(strings.TrimRight(base, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("prometheus URL %q: want http://host:port", base)
-	}
-	v := url.Values{"query": {query}}
-	if rng > 0 {
-		if res <= 0 {
-			res = max(rng/60, time.Second)
-		}
-		u.Path += "/api/v1/query_range"
-		v.Set("start", strconv.FormatFloat(float64(now.Add(-rng).UnixMilli())/1000, 'f', 3, 64))
-		v.Set("end", strconv.FormatFloat(float64(now.UnixMilli())/1000, 'f', 3, 64))
-		v.Set("step", strconv.FormatFloat(res.Seconds(), 'f', -1, 64))
-	} else {
-		u.Path += "/api/v1/query"
-		v.Set("time", strconv.FormatFloat(float64(now.UnixMilli())/1000, 'f', 3, 64))
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(v.Encode()))
+	req, err := promRequest(ctx, base, query, rng, res, now)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	client := &http.Client{Timeout: 30 * time.Second, CheckRedirect: redirect.SameHost("prometheus", "gpulab follows no redirect away from the Prometheus it was given")}
 	resp, err := client.Do(req)
 	if err != nil {
@@ -101,15 +83,48 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 	if ans.Status != "success" {
 		return nil, fmt.Errorf("prometheus: %s: %s", visible.String(text.Cut(ans.ErrorType, 80)), visible.String(text.Cut(ans.Error, 500)))
 	}
-	out := &PromResult{ResultType: ans.Data.ResultType, Series: []PromSeries{}}
-	switch ans.Data.ResultType {
+	return promResult(ans.Data.ResultType, ans.Data.Result)
+}
+
+// promRequest is the HTTP API request for query: instant at now, or over
+// [now-rng, now] every res (rng/60, at least a second, when res is 0).
+func promRequest(ctx context.Context, base, query string, rng, res time.Duration, now time.Time) (*http.Request, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("prometheus URL %q: want http://host:port", base)
+	}
+	v := url.Values{"query": {query}}
+	if rng > 0 {
+		if res <= 0 {
+			res = max(rng/60, time.Second)
+		}
+		u.Path += "/api/v1/query_range"
+		v.Set("start", strconv.FormatFloat(float64(now.Add(-rng).UnixMilli())/1000, 'f', 3, 64))
+		v.Set("end", strconv.FormatFloat(float64(now.UnixMilli())/1000, 'f', 3, 64))
+		v.Set("step", strconv.FormatFloat(res.Seconds(), 'f', -1, 64))
+	} else {
+		u.Path += "/api/v1/query"
+		v.Set("time", strconv.FormatFloat(float64(now.UnixMilli())/1000, 'f', 3, 64))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(v.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return req, nil
+}
+
+// promResult reads an answer's data.result of the given resultType.
+func promResult(resultType string, result json.RawMessage) (*PromResult, error) {
+	out := &PromResult{ResultType: resultType, Series: []PromSeries{}}
+	switch resultType {
 	case "vector", "matrix":
 		var series []struct {
 			Metric map[string]string `json:"metric"`
 			Value  []any             `json:"value"`
 			Values [][]any           `json:"values"`
 		}
-		if err := json.Unmarshal(ans.Data.Result, &series); err != nil {
+		if err := json.Unmarshal(result, &series); err != nil {
 			return nil, err
 		}
 		for _, s := range series {
@@ -132,7 +147,7 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 		}
 	case "scalar":
 		var p []any
-		if err := json.Unmarshal(ans.Data.Result, &p); err != nil {
+		if err := json.Unmarshal(result, &p); err != nil {
 			return nil, err
 		}
 		_, f, err := promSample(p)
@@ -141,7 +156,7 @@ func askPrometheus(ctx context.Context, base, query string, rng, res time.Durati
 		}
 		out.Series = append(out.Series, PromSeries{Metric: map[string]string{}, Value: &f})
 	default:
-		return nil, fmt.Errorf("prometheus answered a %q, which labs do not read", ans.Data.ResultType)
+		return nil, fmt.Errorf("prometheus answered a %q, which labs do not read", resultType)
 	}
 	return out, nil
 }

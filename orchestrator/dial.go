@@ -180,17 +180,7 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 			HostKeyAlgorithms: hk.Algorithms(keyHost),
 			ClientVersion:     "SSH-2.0-gpulab",
 		}
-		var conn net.Conn
-		var proxy *proxyConn
-		switch {
-		case via != nil:
-			conn, err = via.DialContext(dctx, "tcp", addr)
-		case t.ProxyCommand != "":
-			proxy, err = dialProxyCommand(t)
-			conn = proxy
-		default:
-			conn, err = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext(dctx, "tcp", addr)
-		}
+		conn, proxy, err := dialTransport(dctx, via, t)
 		if err != nil {
 			class := classifyDial(ctx, err)
 			return nil, &DialError{Class: class, Host: addr, Err: connectTimeoutError(class, t.ConnectTimeout, "TCP connect", err)}
@@ -211,12 +201,7 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 		}
 		conn.Close()
 		if keyErr != nil {
-			class := HostKeyUnknown
-			var he *HostKeyError
-			if errors.As(keyErr, &he) && he.Changed {
-				class = HostKeyChanged
-			}
-			return nil, &DialError{Class: class, Host: addr, Err: keyErr}
+			return nil, hostKeyDialError(addr, keyErr)
 		}
 		if proxy == nil && attempt < handshakeRetries && resetDuringHandshake(err) && dctx.Err() == nil {
 			// sshd drops handshakes beyond MaxStartups; back off and retry.
@@ -232,6 +217,36 @@ func (d *Dialer) dialHop(ctx context.Context, via *ssh.Client, t Target) (*ssh.C
 		}
 		return nil, &DialError{Class: class, Host: addr, Err: connectTimeoutError(class, t.ConnectTimeout, "SSH handshake", err)}
 	}
+}
+
+// dialTransport opens the byte stream an SSH handshake runs over: a
+// channel through the jump host via, the ProxyCommand's pipes (proxy, for
+// its stderr), or TCP.
+func dialTransport(ctx context.Context, via *ssh.Client, t Target) (net.Conn, *proxyConn, error) {
+	switch {
+	case via != nil:
+		conn, err := via.DialContext(ctx, "tcp", t.HostPort())
+		return conn, nil, err
+	case t.ProxyCommand != "":
+		proxy, err := dialProxyCommand(t)
+		if err != nil {
+			return nil, nil, err
+		}
+		return proxy, proxy, nil
+	default:
+		conn, err := (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext(ctx, "tcp", t.HostPort())
+		return conn, nil, err
+	}
+}
+
+// hostKeyDialError classes a host key refusal: changed, or unknown.
+func hostKeyDialError(addr string, keyErr error) *DialError {
+	class := HostKeyUnknown
+	var he *HostKeyError
+	if errors.As(keyErr, &he) && he.Changed {
+		class = HostKeyChanged
+	}
+	return &DialError{Class: class, Host: addr, Err: keyErr}
 }
 
 // connectTimeoutError names the limit a connection ran into, and where it

@@ -111,18 +111,13 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 	stdout := &capture{limit: limit, stream: 1, activity: &activity, onOutput: o.OnOutput}
 	stderr := &capture{limit: limit, stream: 2, activity: &activity, onOutput: o.OnOutput}
 	sess.Stdout, sess.Stderr = stdout, stderr
-	var stdinPipe io.WriteCloser
-	switch {
-	case o.Raw && o.Stdin != nil:
-		sess.Stdin = o.Stdin
-	case !o.Raw:
-		p, err := sess.StdinPipe() // held open; closing it stops the command
-		if err != nil {
-			sess.Close()
-			return finish(Lost, fmt.Errorf("open session stdin: %w", err))
-		}
-		stdinPipe = p
-		defer p.Close()
+	stdinPipe, err := attachStdin(sess, o)
+	if err != nil {
+		sess.Close()
+		return finish(Lost, fmt.Errorf("open session stdin: %w", err))
+	}
+	if stdinPipe != nil {
+		defer stdinPipe.Close()
 	}
 	collect := func() {
 		r.Stdout, r.StdoutBytes = stdout.close()
@@ -140,6 +135,33 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
 
+	ended, waitErr, stopped, stopErr := watch(ctx, done, o, &activity)
+	if ended {
+		collect()
+		return finish(exitClass(&r, waitErr))
+	}
+	stopRemote(sess, stdinPipe, done)
+	collect()
+	return finish(stopped, stopErr)
+}
+
+// attachStdin gives the session its standard input: o.Stdin for a raw
+// command, else a pipe held open, whose closing stops the wrapped command
+// (returned for stopRemote).
+func attachStdin(sess *ssh.Session, o RunOptions) (io.WriteCloser, error) {
+	switch {
+	case o.Raw && o.Stdin != nil:
+		sess.Stdin = o.Stdin
+	case !o.Raw:
+		return sess.StdinPipe()
+	}
+	return nil, nil
+}
+
+// watch waits for the command to end (ended, with the session's Wait
+// error) or for the first reason to stop it: cancel, the command timeout,
+// or no output for o.Inactivity (stopped, with why).
+func watch(ctx context.Context, done <-chan error, o RunOptions, activity *atomic.Int64) (ended bool, waitErr error, stopped Class, stopErr error) {
 	var timeout <-chan time.Time
 	if o.Timeout > 0 {
 		t := time.NewTimer(o.Timeout)
@@ -152,30 +174,20 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 		defer t.Stop()
 		tick = t.C
 	}
-	var stopped Class = OK
-	var stopErr error
-loop:
 	for {
 		select {
 		case err := <-done:
-			collect()
-			return finish(exitClass(&r, err))
+			return true, err, OK, nil
 		case <-ctx.Done():
-			stopped, stopErr = Cancelled, errors.New("cancelled")
-			break loop
+			return false, nil, Cancelled, errors.New("cancelled")
 		case <-timeout:
-			stopped, stopErr = TimeoutCommand, fmt.Errorf("still running after the command timeout (%v)", o.Timeout)
-			break loop
+			return false, nil, TimeoutCommand, fmt.Errorf("still running after the command timeout (%v)", o.Timeout)
 		case <-tick:
 			if idle := time.Since(time.Unix(0, activity.Load())); idle >= o.Inactivity {
-				stopped, stopErr = Inactive, fmt.Errorf("no output for %v (inactivity timeout): the command looks hung", idle.Round(time.Millisecond))
-				break loop
+				return false, nil, Inactive, fmt.Errorf("no output for %v (inactivity timeout): the command looks hung", idle.Round(time.Millisecond))
 			}
 		}
 	}
-	stopRemote(sess, stdinPipe, done)
-	collect()
-	return finish(stopped, stopErr)
 }
 
 // stopRemote stops the remote command: a SIGTERM request (sshd honours it

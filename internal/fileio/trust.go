@@ -128,25 +128,43 @@ func checkTrusted(path string, dirItself bool) error {
 			if err := checkDir(next, me, untrusted); err != nil {
 				return err
 			}
-			if dirItself && len(rest) == 0 && st.Mode().Perm()&0o022 != 0 && !privateGroup(next, st, me, 0o020) {
-				fix := "chmod go-w " + quote(next)
-				if st.Mode()&fs.ModeSticky != 0 { // /tmp: not to be closed, but not to write into either
-					fix = "write into a directory of your own (mktemp -d makes one; a name of your choosing there, another user could take first)"
+			if dirItself && len(rest) == 0 {
+				if err := checkOwnDir(next, st, me, untrusted); err != nil {
+					return err
 				}
-				return untrusted(next, "writable by others (mode "+st.Mode().String()+")", fix)
 			}
 		default:
-			if !st.Mode().IsRegular() {
-				return nil // not a file to read: ReadRegular says what it is
-			}
-			if st.Mode().Perm()&0o022 != 0 && !privateGroup(next, st, me, 0o020) {
-				return untrusted(next, "writable by others (mode "+st.Mode().String()+")", "chmod go-w "+quote(next))
-			}
-			if hasACL(next) {
-				return untrusted(next, "writable by the users its access control list names (ls -l shows +)", "setfacl -b "+quote(next))
-			}
+			return checkFile(next, st, me, untrusted)
 		}
 		cur = next
+	}
+	return nil
+}
+
+// checkOwnDir checks a directory gpulab writes into: no other user may
+// write it, sticky or not.
+func checkOwnDir(dir string, st fs.FileInfo, me int, untrusted func(at, why, fix string) error) error {
+	if st.Mode().Perm()&0o022 == 0 || privateGroup(dir, st, me, 0o020) {
+		return nil
+	}
+	fix := "chmod go-w " + quote(dir)
+	if st.Mode()&fs.ModeSticky != 0 { // /tmp: not to be closed, but not to write into either
+		fix = "write into a directory of your own (mktemp -d makes one; a name of your choosing there, another user could take first)"
+	}
+	return untrusted(dir, "writable by others (mode "+st.Mode().String()+")", fix)
+}
+
+// checkFile checks the file at the end of the path: no other user may
+// write it, by its mode or by an access control list.
+func checkFile(file string, st fs.FileInfo, me int, untrusted func(at, why, fix string) error) error {
+	if !st.Mode().IsRegular() {
+		return nil // not a file to read: ReadRegular says what it is
+	}
+	if st.Mode().Perm()&0o022 != 0 && !privateGroup(file, st, me, 0o020) {
+		return untrusted(file, "writable by others (mode "+st.Mode().String()+")", "chmod go-w "+quote(file))
+	}
+	if hasACL(file) {
+		return untrusted(file, "writable by the users its access control list names (ls -l shows +)", "setfacl -b "+quote(file))
 	}
 	return nil
 }
