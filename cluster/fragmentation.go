@@ -96,15 +96,45 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 	for _, n := range o.Nodes {
 		objs[n.Name] = n
 	}
-	// A class is the pods of one resource and count that may use the
-	// same nodes (those that have the resource), its key those nodes.
-	type class struct {
-		res  string
-		n    int64
-		pods []*corev1.Pod
+	classes := o.shapeClasses(ns, nodes, objs)
+	out := make([]Shape, 0, len(classes))
+	for _, c := range classes {
+		s := Shape{Resource: c.res, Count: c.n, Pending: len(c.pods)}
+		p := &corev1.Pod{} // a reference shape's: no toleration, no selector
+		if len(c.pods) > 0 {
+			p = c.pods[0] // its class's nodes are every pod's of it
+		}
+		for _, cp := range c.pods {
+			s.Pods = append(s.Pods, cp.Namespace+"/"+cp.Name)
+		}
+		slices.Sort(s.Pods)
+		out = append(out, s.measure(nodes, func(node string) string {
+			if n := objs[node]; n != nil {
+				return excluded(p, n)
+			}
+			return ""
+		}))
 	}
-	var classes []*class
-	byKey := map[string]*class{}
+	slices.SortStableFunc(out, func(a, b Shape) int {
+		return cmp.Or(strings.Compare(a.Resource, b.Resource), cmp.Compare(a.Count, b.Count), slices.Compare(a.Pods, b.Pods))
+	})
+	return out
+}
+
+// shapeClass is the pods of one resource and count that may use the same
+// nodes (those that have the resource); a reference shape has no pods.
+type shapeClass struct {
+	res  string
+	n    int64
+	pods []*corev1.Pod
+}
+
+// shapeClasses groups the waiting GPU pods of namespace ns ("" for all)
+// by resource, count and the nodes they may use, and adds the reference
+// shapes of each resource no pod waits for.
+func (o *Objects) shapeClasses(ns string, nodes []GPUNode, objs map[string]*corev1.Node) []*shapeClass {
+	var classes []*shapeClass
+	byKey := map[string]*shapeClass{}
 	waiting := map[string]bool{}
 	add := func(res string, n int64, p *corev1.Pod) {
 		k := res + "\x00" + fmt.Sprint(n)
@@ -117,7 +147,7 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 		}
 		c, ok := byKey[k]
 		if !ok {
-			c = &class{res: res, n: n}
+			c = &shapeClass{res: res, n: n}
 			byKey[k] = c
 			classes = append(classes, c)
 		}
@@ -148,28 +178,7 @@ func (o *Objects) Fragmentation(ns string) []Shape {
 			add(res, n, nil)
 		}
 	}
-	out := make([]Shape, 0, len(classes))
-	for _, c := range classes {
-		s := Shape{Resource: c.res, Count: c.n, Pending: len(c.pods)}
-		p := &corev1.Pod{} // a reference shape's: no toleration, no selector
-		if len(c.pods) > 0 {
-			p = c.pods[0] // its class's nodes are every pod's of it
-		}
-		for _, cp := range c.pods {
-			s.Pods = append(s.Pods, cp.Namespace+"/"+cp.Name)
-		}
-		slices.Sort(s.Pods)
-		out = append(out, s.measure(nodes, func(node string) string {
-			if n := objs[node]; n != nil {
-				return excluded(p, n)
-			}
-			return ""
-		}))
-	}
-	slices.SortStableFunc(out, func(a, b Shape) int {
-		return cmp.Or(strings.Compare(a.Resource, b.Resource), cmp.Compare(a.Count, b.Count), slices.Compare(a.Pods, b.Pods))
-	})
-	return out
+	return classes
 }
 
 func hasResource(n GPUNode, res string) bool {

@@ -210,45 +210,10 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 	if ix.allPods != "" {
 		fmt.Fprintf(b, " (Only namespace %s's pods could be read: what other namespaces hold is counted as free.)", ix.allPods)
 	}
-	var names []string
-	why := map[string]string{}
-	sole := map[string]bool{} // one reason alone keeps the pod off the node
-	var may []GPUNode
-	var free, best, alloc, freeOut, bestOut, allocOut int64
-	bestNode, allocNode, bestOutNode, allocOutNode := "", "", "", ""
-	for _, n := range ix.nodes {
-		if _, has := n.Allocatable[r]; !has && n.Capacity[r] == 0 {
-			continue
-		}
-		names = append(names, n.Name)
-		f := max(n.Free(r), 0)
-		if node := ix.nodeObjs[n.Name]; node != nil {
-			if rs := exclusionsOf(p, node); len(rs) > 0 {
-				why[n.Name], sole[n.Name] = rs[0], len(rs) == 1
-			}
-		}
-		if why[n.Name] != "" {
-			freeOut += f
-			if f > bestOut && sole[n.Name] {
-				bestOut, bestOutNode = f, n.Name
-			}
-			// A node the pod's own selection leaves out does not make it
-			// runnable as asked; one a cordon, a taint or readiness
-			// keeps it off does, once that changes.
-			if a := n.Allocatable[r]; sole[n.Name] && !strings.HasPrefix(why[n.Name], "does not match") && (allocOutNode == "" || a > allocOut) {
-				allocOut, allocOutNode = a, n.Name
-			}
-			continue
-		}
-		may = append(may, n)
-		free += f
-		if f > best {
-			best, bestNode = f, n.Name
-		}
-		if a := n.Allocatable[r]; allocNode == "" || a > alloc {
-			alloc, allocNode = a, n.Name
-		}
-	}
+	v := ix.survey(p, r)
+	names, why, may := v.names, v.why, v.may
+	free, best, alloc, freeOut, bestOut, allocOut := v.free, v.best, v.alloc, v.freeOut, v.bestOut, v.allocOut
+	bestNode, allocNode, bestOutNode, allocOutNode := v.bestNode, v.allocNode, v.bestOutNode, v.allocOutNode
 	out := exclusions(why, names)
 	apart := ""
 	if out != "" {
@@ -285,6 +250,61 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 	default:
 		fmt.Fprintf(b, " Only %d %s are free on the %s it may use: it waits for running pods there to end, or for more nodes.%s", free, r, nodesWord(len(may)), apart)
 	}
+}
+
+// roomSurvey is what the nodes with a GPU resource offer a pod: names,
+// the nodes that have the resource; why, the first reason the pod may not
+// use one; may, those it may use, with their free units in all (free), the
+// most on one (best, on bestNode) and the largest allocatable (alloc, on
+// allocNode); the Out figures are the same for the nodes it is kept off
+// by one reason alone, the one that changes (allocOut: not its own
+// selection).
+type roomSurvey struct {
+	names                                          []string
+	why                                            map[string]string
+	may                                            []GPUNode
+	free, best, alloc, freeOut, bestOut, allocOut  int64
+	bestNode, allocNode, bestOutNode, allocOutNode string
+}
+
+// survey tallies what the nodes with resource r offer pod p.
+func (ix *index) survey(p *corev1.Pod, r string) roomSurvey {
+	v := roomSurvey{why: map[string]string{}}
+	sole := map[string]bool{} // one reason alone keeps the pod off the node
+	for _, n := range ix.nodes {
+		if _, has := n.Allocatable[r]; !has && n.Capacity[r] == 0 {
+			continue
+		}
+		v.names = append(v.names, n.Name)
+		f := max(n.Free(r), 0)
+		if node := ix.nodeObjs[n.Name]; node != nil {
+			if rs := exclusionsOf(p, node); len(rs) > 0 {
+				v.why[n.Name], sole[n.Name] = rs[0], len(rs) == 1
+			}
+		}
+		if v.why[n.Name] != "" {
+			v.freeOut += f
+			if f > v.bestOut && sole[n.Name] {
+				v.bestOut, v.bestOutNode = f, n.Name
+			}
+			// A node the pod's own selection leaves out does not make it
+			// runnable as asked; one a cordon, a taint or readiness
+			// keeps it off does, once that changes.
+			if a := n.Allocatable[r]; sole[n.Name] && !strings.HasPrefix(v.why[n.Name], "does not match") && (v.allocOutNode == "" || a > v.allocOut) {
+				v.allocOut, v.allocOutNode = a, n.Name
+			}
+			continue
+		}
+		v.may = append(v.may, n)
+		v.free += f
+		if f > v.best {
+			v.best, v.bestNode = f, n.Name
+		}
+		if a := n.Allocatable[r]; v.allocNode == "" || a > v.alloc {
+			v.alloc, v.allocNode = a, n.Name
+		}
+	}
+	return v
 }
 
 func nodesWord(n int) string {

@@ -229,35 +229,7 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 			s.Status, s.Summary = Pending, "waiting for "+strings.Join(prefixed(missing), ", ")
 			return s
 		}
-		// Metrics missing for the same reason share one sentence. When the
-		// operator chose to skip every step they come from, the criterion
-		// is SKIPPED, not UNKNOWN.
-		var reasons []string
-		byReason := map[string][]string{}
-		chosen := true
-		for _, m := range missing {
-			reason := why[m]
-			if reason == "" {
-				reason = "step " + l.MetricsFrom[m] + " gave no value"
-			}
-			chosen = chosen && slices.Contains(skipped, m)
-			if byReason[reason] == nil {
-				reasons = append(reasons, reason)
-			}
-			byReason[reason] = append(byReason[reason], "metrics."+m)
-		}
-		var parts []string
-		for _, r := range reasons {
-			verb := " was"
-			if len(byReason[r]) > 1 {
-				verb = " were"
-			}
-			parts = append(parts, strings.Join(byReason[r], ", ")+verb+" not measured: "+r)
-		}
-		s.Status, s.Summary = step.Unknown, "no evidence: "+strings.Join(parts, "; ")
-		if chosen {
-			s.Status, s.Summary = step.Skipped, "skipped: "+strings.Join(parts, "; ")
-		}
+		s.Status, s.Summary = l.unmeasured(missing, why, skipped)
 		return s
 	}
 	for _, name := range p.params {
@@ -277,6 +249,39 @@ func (l *Lab) score(p *program, c Criterion, counter bool, metrics map[string]an
 		return s
 	}
 	return verdict(s, c, ok, measured(s.Values)+"against "+c.Expr)
+}
+
+// unmeasured is the status and summary of a criterion whose metrics are
+// missing at the end of a run: metrics missing for the same reason share
+// one sentence; when the operator chose to skip every step they come from,
+// the criterion is SKIPPED, not UNKNOWN.
+func (l *Lab) unmeasured(missing []string, why map[string]string, skipped []string) (step.Status, string) {
+	var reasons []string
+	byReason := map[string][]string{}
+	chosen := true
+	for _, m := range missing {
+		reason := why[m]
+		if reason == "" {
+			reason = "step " + l.MetricsFrom[m] + " gave no value"
+		}
+		chosen = chosen && slices.Contains(skipped, m)
+		if byReason[reason] == nil {
+			reasons = append(reasons, reason)
+		}
+		byReason[reason] = append(byReason[reason], "metrics."+m)
+	}
+	var parts []string
+	for _, r := range reasons {
+		verb := " was"
+		if len(byReason[r]) > 1 {
+			verb = " were"
+		}
+		parts = append(parts, strings.Join(byReason[r], ", ")+verb+" not measured: "+r)
+	}
+	if chosen {
+		return step.Skipped, "skipped: " + strings.Join(parts, "; ")
+	}
+	return step.Unknown, "no evidence: " + strings.Join(parts, "; ")
 }
 
 // verdict sets the status a criterion's result gives: a failure is WARN

@@ -557,19 +557,7 @@ func RunChild() int {
 		defer out.Unlock()
 		_ = enc.Encode(m)
 	}
-	line, err := readLine(in, 64<<20)
-	var init childInit
-	if err == nil {
-		err = json.Unmarshal(line, &init)
-	}
-	if err == nil && (init.Config.Hosts < 1 || len(init.HostKeys) != init.Config.Hosts || len(init.Client) != ed25519.SeedSize) {
-		err = errors.New("no fleet in its first line")
-	}
-	for _, k := range init.HostKeys {
-		if err == nil && len(k) != ed25519.SeedSize {
-			err = errors.New("a host key of the wrong size")
-		}
-	}
+	init, err := readInit(in)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gpulab: %s=1 is set, and this process was not started by gpulab to run a simulated fleet (%v)\n", ChildEnv, err)
 		return 2
@@ -612,25 +600,49 @@ func RunChild() int {
 		if json.Unmarshal(line, &m) != nil {
 			continue
 		}
-		reply := childMsg{ID: m.ID, Op: m.Op}
-		switch m.Op {
-		case "kill":
-			if err := f.Kill(m.Host); err != nil {
-				reply.Err = err.Error()
-			}
-		case "kube":
-			ko, err := f.cluster.KubeObjects()
-			if err == nil {
-				reply.Kube, err = json.Marshal(ko)
-			}
-			if err != nil {
-				reply.Err = err.Error()
-			}
-		default:
-			reply.Err = "no such request: " + m.Op
-		}
-		send(reply)
+		send(f.answer(m))
 	}
+}
+
+// answer is the child's reply to a request of its parent.
+func (f *Fleet) answer(m childMsg) childMsg {
+	reply := childMsg{ID: m.ID, Op: m.Op}
+	switch m.Op {
+	case "kill":
+		if err := f.Kill(m.Host); err != nil {
+			reply.Err = err.Error()
+		}
+	case "kube":
+		ko, err := f.cluster.KubeObjects()
+		if err == nil {
+			reply.Kube, err = json.Marshal(ko)
+		}
+		if err != nil {
+			reply.Err = err.Error()
+		}
+	default:
+		reply.Err = "no such request: " + m.Op
+	}
+	return reply
+}
+
+// readInit reads the parent's first line: the fleet's configuration and
+// keys.
+func readInit(in *bufio.Reader) (childInit, error) {
+	var init childInit
+	line, err := readLine(in, 64<<20)
+	if err == nil {
+		err = json.Unmarshal(line, &init)
+	}
+	if err == nil && (init.Config.Hosts < 1 || len(init.HostKeys) != init.Config.Hosts || len(init.Client) != ed25519.SeedSize) {
+		err = errors.New("no fleet in its first line")
+	}
+	for _, k := range init.HostKeys {
+		if err == nil && len(k) != ed25519.SeedSize {
+			err = errors.New("a host key of the wrong size")
+		}
+	}
+	return init, err
 }
 
 // readLine reads one line of at most max bytes.

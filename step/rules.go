@@ -490,13 +490,6 @@ func nvlinkMesh(in []Input, with map[string]any) Verdict {
 	if len(gpus) < 2 {
 		return verdict(Skipped, fmt.Sprintf("%d GPU: no pairs to link", len(gpus)))
 	}
-	links := func(code string) int {
-		if m := nvRE.FindStringSubmatch(code); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			return n
-		}
-		return 0
-	}
 	peers, total := map[string]int{}, map[string]int{}
 	any := false
 	for _, a := range gpus {
@@ -504,7 +497,7 @@ func nvlinkMesh(in []Input, with map[string]any) Verdict {
 			if a == b {
 				continue
 			}
-			if n := links(t.Links[a][b]); n > 0 {
+			if n := nvLinks(t.Links[a][b]); n > 0 {
 				peers[a]++
 				total[a] += n
 				any = true
@@ -515,25 +508,13 @@ func nvlinkMesh(in []Input, with map[string]any) Verdict {
 		return verdict(Skipped, fmt.Sprintf("%d GPUs, no NVLink between them", len(gpus)))
 	}
 	if exp, ok := with["expect"].(string); ok && exp != "" {
-		var bad []Evidence
-		for a := 0; a < len(gpus); a++ {
-			for b := a + 1; b < len(gpus); b++ {
-				if c := t.Links[gpus[a]][gpus[b]]; c != exp {
-					bad = append(bad, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s–%s %s", gpus[a], gpus[b], c)})
-				}
-			}
-		}
-		if len(bad) == 0 {
-			return verdict(Pass, fmt.Sprintf("%d GPUs, %s full mesh", len(gpus), exp))
-		}
-		return verdict(Fail, fmt.Sprintf("%s (expected %s)", facts(bad), exp), bad...)
+		return fullMesh(in[0].Step, t, gpus, exp)
 	}
 	maxPeers, maxTotal := 0, 0
 	for _, g := range gpus {
 		maxPeers, maxTotal = max(maxPeers, peers[g]), max(maxTotal, total[g])
 	}
 	var short []string
-	var ev []Evidence
 	for _, g := range gpus {
 		if peers[g] < maxPeers || total[g] < maxTotal {
 			short = append(short, g)
@@ -545,7 +526,45 @@ func nvlinkMesh(in []Input, with map[string]any) Verdict {
 		}
 		return verdict(Pass, fmt.Sprintf("%d GPUs, regular partial mesh: each NVLinked to %d peers over %d links", len(gpus), maxPeers, maxTotal))
 	}
-	// Name the pairs between short GPUs that are not linked like the rest.
+	ev := unlinked(in[0].Step, t, gpus, short)
+	if len(ev) == 0 {
+		for _, g := range short {
+			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s: %d NVLink peers, %d links (others %d, %d)", g, peers[g], total[g], maxPeers, maxTotal)})
+		}
+	}
+	return verdict(Fail, fmt.Sprintf("%s (NVLink down)", facts(ev)), ev...)
+}
+
+// nvLinks is the number of NVLinks a topology code names: 12 for NV12,
+// 0 for any other code.
+func nvLinks(code string) int {
+	if m := nvRE.FindStringSubmatch(code); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+// fullMesh demands every pair of gpus linked by exp (NV12).
+func fullMesh(stepID string, t *parse.Topo, gpus []string, exp string) Verdict {
+	var bad []Evidence
+	for a := 0; a < len(gpus); a++ {
+		for b := a + 1; b < len(gpus); b++ {
+			if c := t.Links[gpus[a]][gpus[b]]; c != exp {
+				bad = append(bad, Evidence{Step: stepID, Fact: fmt.Sprintf("%s–%s %s", gpus[a], gpus[b], c)})
+			}
+		}
+	}
+	if len(bad) == 0 {
+		return verdict(Pass, fmt.Sprintf("%d GPUs, %s full mesh", len(gpus), exp))
+	}
+	return verdict(Fail, fmt.Sprintf("%s (expected %s)", facts(bad), exp), bad...)
+}
+
+// unlinked names the pairs between short GPUs (fewer NVLink peers or
+// links than their siblings) that have no NVLink between them.
+func unlinked(stepID string, t *parse.Topo, gpus, short []string) []Evidence {
+	var ev []Evidence
 	shortSet := map[string]bool{}
 	for _, g := range short {
 		shortSet[g] = true
@@ -553,17 +572,12 @@ func nvlinkMesh(in []Input, with map[string]any) Verdict {
 	for a := 0; a < len(gpus); a++ {
 		for b := a + 1; b < len(gpus); b++ {
 			ga, gb := gpus[a], gpus[b]
-			if shortSet[ga] && shortSet[gb] && links(t.Links[ga][gb]) == 0 {
-				ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s–%s %s", ga, gb, t.Links[ga][gb])})
+			if shortSet[ga] && shortSet[gb] && nvLinks(t.Links[ga][gb]) == 0 {
+				ev = append(ev, Evidence{Step: stepID, Fact: fmt.Sprintf("%s–%s %s", ga, gb, t.Links[ga][gb])})
 			}
 		}
 	}
-	if len(ev) == 0 {
-		for _, g := range short {
-			ev = append(ev, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("%s: %d NVLink peers, %d links (others %d, %d)", g, peers[g], total[g], maxPeers, maxTotal)})
-		}
-	}
-	return verdict(Fail, fmt.Sprintf("%s (NVLink down)", facts(ev)), ev...)
+	return ev
 }
 
 func facts(ev []Evidence) string {

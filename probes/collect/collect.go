@@ -176,6 +176,28 @@ func (c *collector) gpu(i int, d nvml.Device) report.GPU {
 	if c.call(f("pci_bus_id"), idx, "nvmlDeviceGetPciInfo", func() (r nvml.Return) { pci, r = d.GetPciInfo(); return }) {
 		g.PCIBusID = busID(pci)
 	}
+	c.pcie(&g, d, f)
+	c.sensors(&g, d, f)
+	c.modes(&g, d, f)
+	g.MIG = c.mig(i, d)
+	g.NVLinks = c.nvlinks(i, d)
+	var v int
+	if c.call(f("numa_node"), idx, "nvmlDeviceGetNumaNodeId", func() (r nvml.Return) { v, r = d.GetNumaNodeId(); return }) {
+		g.NUMANode = ptr(v)
+	}
+	var aff []uint
+	if c.call(f("cpu_affinity"), idx, "nvmlDeviceGetCpuAffinity", func() (r nvml.Return) { aff, r = d.GetCpuAffinity(cpuWords()); return }) {
+		g.CPUAffinity = cpuList(aff)
+	}
+	c.processes(i, d)
+	g.Findings = findings(g)
+	return g
+}
+
+// pcie reads the GPU's PCIe link: generation and width, current and
+// maximum. f names a field of this GPU.
+func (c *collector) pcie(g *report.GPU, d nvml.Device, f func(string) string) {
+	idx := &g.Index
 	var v int
 	if c.call(f("pcie.gen_current"), idx, "nvmlDeviceGetCurrPcieLinkGeneration", func() (r nvml.Return) { v, r = d.GetCurrPcieLinkGeneration(); return }) {
 		g.PCIe.GenCurrent = ptr(v)
@@ -189,6 +211,12 @@ func (c *collector) gpu(i int, d nvml.Device) report.GPU {
 	if c.call(f("pcie.width_max"), idx, "nvmlDeviceGetMaxPcieLinkWidth", func() (r nvml.Return) { v, r = d.GetMaxPcieLinkWidth(); return }) {
 		g.PCIe.WidthMax = ptr(v)
 	}
+}
+
+// sensors reads what the GPU measures now: memory, utilisation,
+// temperature, power, clocks and the clock-event reasons.
+func (c *collector) sensors(g *report.GPU, d nvml.Device, f func(string) string) {
+	idx := &g.Index
 	var mem nvml.Memory
 	if c.call(f("memory"), idx, "nvmlDeviceGetMemoryInfo", func() (r nvml.Return) { mem, r = d.GetMemoryInfo(); return }) {
 		g.Memory = &report.Memory{TotalMiB: mem.Total >> 20, UsedMiB: mem.Used >> 20, FreeMiB: mem.Free >> 20}
@@ -217,6 +245,13 @@ func (c *collector) gpu(i int, d nvml.Device) report.GPU {
 	if c.call(f("throttle_reasons"), idx, "nvmlDeviceGetCurrentClocksEventReasons", func() (r nvml.Return) { reasons, r = d.GetCurrentClocksEventReasons(); return }) {
 		g.ThrottleReasons = throttleNames(reasons)
 	}
+}
+
+// modes reads the GPU's modes and its memory health: persistence, compute
+// mode, ECC with its counts, and row remapping (retired pages where the
+// GPU has no row remapping).
+func (c *collector) modes(g *report.GPU, d nvml.Device, f func(string) string) {
+	idx, i := &g.Index, g.Index
 	var st, pend nvml.EnableState
 	if c.call(f("persistence_mode"), idx, "nvmlDeviceGetPersistenceMode", func() (r nvml.Return) { st, r = d.GetPersistenceMode(); return }) {
 		g.PersistenceMode = ptr(st == nvml.FEATURE_ENABLED)
@@ -239,18 +274,6 @@ func (c *collector) gpu(i int, d nvml.Device) report.GPU {
 	} else {
 		g.RetiredPages = c.retired(i, d, f("retired_pages"))
 	}
-	g.MIG = c.mig(i, d)
-	g.NVLinks = c.nvlinks(i, d)
-	if c.call(f("numa_node"), idx, "nvmlDeviceGetNumaNodeId", func() (r nvml.Return) { v, r = d.GetNumaNodeId(); return }) {
-		g.NUMANode = ptr(v)
-	}
-	var aff []uint
-	if c.call(f("cpu_affinity"), idx, "nvmlDeviceGetCpuAffinity", func() (r nvml.Return) { aff, r = d.GetCpuAffinity(cpuWords()); return }) {
-		g.CPUAffinity = cpuList(aff)
-	}
-	c.processes(i, d)
-	g.Findings = findings(g)
-	return g
 }
 
 func (c *collector) ecc(i int, d nvml.Device, counter nvml.EccCounterType, field string) *report.ECCCounts {

@@ -62,21 +62,7 @@ func ParseNumactl(text string) (*NUMA, error) {
 			inDist, sawDist = true, true
 		case inDist && strings.HasPrefix(t, "node"):
 		case inDist:
-			head, rest, ok := strings.Cut(t, ":")
-			if _, err := strconv.Atoi(head); !ok || err != nil {
-				problems.add(i+1, "distance row not understood: %q", t)
-				continue
-			}
-			var row []int
-			for _, f := range strings.Fields(rest) {
-				d, err := strconv.Atoi(f)
-				if err != nil {
-					problems.add(i+1, "distance %q is not a number", f)
-					break
-				}
-				row = append(row, d)
-			}
-			n.Distances = append(n.Distances, row)
+			n.distanceRow(i+1, t, &problems)
 		default:
 			m := numaLine.FindStringSubmatch(t)
 			if m == nil {
@@ -84,22 +70,7 @@ func ParseNumactl(text string) (*NUMA, error) {
 				continue
 			}
 			id, _ := strconv.Atoi(m[1])
-			nd := node(id)
-			switch m[2] {
-			case "cpus":
-				for _, f := range strings.Fields(m[3]) {
-					c, err := strconv.Atoi(f)
-					if err != nil {
-						problems.add(i+1, "cpu %q is not a number", f)
-						break
-					}
-					nd.CPUs = append(nd.CPUs, c)
-				}
-			case "size":
-				nd.SizeMB = intNA(strings.TrimSuffix(m[3], " MB"))
-			case "free":
-				nd.FreeMB = intNA(strings.TrimSuffix(m[3], " MB"))
-			}
+			node(id).set(i+1, m[2], m[3], &problems)
 		}
 	}
 	if len(n.Nodes) == 0 && len(problems) == 0 {
@@ -114,6 +85,44 @@ func ParseNumactl(text string) (*NUMA, error) {
 		problems.add(0, "no node distances table after the nodes: the output was cut")
 	}
 	return n, problems.err()
+}
+
+// distanceRow reads a row of the node distances table ("0:  10  21").
+func (n *NUMA) distanceRow(line int, t string, problems *errs) {
+	head, rest, ok := strings.Cut(t, ":")
+	if _, err := strconv.Atoi(head); !ok || err != nil {
+		problems.add(line, "distance row not understood: %q", t)
+		return
+	}
+	var row []int
+	for _, f := range strings.Fields(rest) {
+		d, err := strconv.Atoi(f)
+		if err != nil {
+			problems.add(line, "distance %q is not a number", f)
+			break
+		}
+		row = append(row, d)
+	}
+	n.Distances = append(n.Distances, row)
+}
+
+// set reads a node's "cpus", "size" or "free" line.
+func (nd *NUMANode) set(line int, key, value string, problems *errs) {
+	switch key {
+	case "cpus":
+		for _, f := range strings.Fields(value) {
+			c, err := strconv.Atoi(f)
+			if err != nil {
+				problems.add(line, "cpu %q is not a number", f)
+				break
+			}
+			nd.CPUs = append(nd.CPUs, c)
+		}
+	case "size":
+		nd.SizeMB = intNA(strings.TrimSuffix(value, " MB"))
+	case "free":
+		nd.FreeMB = intNA(strings.TrimSuffix(value, " MB"))
+	}
 }
 
 // CPUTable is `lscpu -e`: one row per CPU, columns as printed.
