@@ -42,8 +42,8 @@ access is enough.`,
 	pf.StringVar(&cf.src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
 	pf.StringVar(&cf.src.Context, "context", "", "the kubeconfig context `NAME` to use (default: the current context)")
 	pf.StringVarP(&cf.ns, "namespace", "n", "", "the `NAMESPACE` for pending and why (default: the context's)")
-	cmd.AddCommand(newClusterPendingCmd(o, &cf.src, &cf.ns, &cf.all), newClusterWhyCmd(o, &cf.src, &cf.ns), newClusterQuotasCmd(o, &cf.src, &cf.ns, &cf.all),
-		newClusterFragmentationCmd(o, &cf.src, &cf.ns), newClusterReconcileCmd(o, &cf.src))
+	cmd.AddCommand(newClusterPendingCmd(o, cf), newClusterWhyCmd(o, cf), newClusterQuotasCmd(o, cf),
+		newClusterFragmentationCmd(o, cf), newClusterReconcileCmd(o, cf))
 	nodesCmd := &cobra.Command{
 		Use:   "nodes [--wide]",
 		Short: "GPU nodes: capacity, allocatable and allocated of every GPU resource",
@@ -117,7 +117,7 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wi
 	return tw.Flush()
 }
 
-func newClusterPendingCmd(o *options, src *cluster.Source, ns *string, all *bool) *cobra.Command {
+func newClusterPendingCmd(o *options, cf *clusterFlags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "pending [-n NAMESPACE | -A]",
 		Short: "Pods waiting for a node, and workloads with no pod (quota, Kueue), each with why",
@@ -139,14 +139,14 @@ Exit status 1 when anything waits, 0 when nothing does.`,
 		Example: "  gpulab cluster pending -A\n  gpulab cluster pending -n ml-team --json | jq -r '.pods[].why, .blocked[].why'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, ns, err := readObjects(c, o, src, *ns, *all)
+			objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, cf.all)
 			if err != nil {
 				return err
 			}
 			return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)})
 		},
 	}
-	c.Flags().BoolVarP(all, "all-namespaces", "A", false, "every namespace")
+	c.Flags().BoolVarP(&cf.all, "all-namespaces", "A", false, "every namespace")
 	return c
 }
 
@@ -167,7 +167,7 @@ func unreadable(o *cluster.Objects) []string {
 	return o.Unreadable
 }
 
-func newClusterWhyCmd(o *options, src *cluster.Source, ns *string) *cobra.Command {
+func newClusterWhyCmd(o *options, cf *clusterFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "why NAME [-n NAMESPACE]",
 		Short: "Why one pod (or a Job with no pod) waits, in one paragraph with its evidence",
@@ -178,7 +178,7 @@ names the namespaces where something of that name does wait).`,
 		Example: "  gpulab cluster why train-0 -n ml-team\n  gpulab cluster why sweep -n ml-team --json",
 		Args:    exactArgs(1, "a pod's or a Job's name"),
 		RunE: func(c *cobra.Command, args []string) error {
-			objs, ctxName, ns, err := readObjects(c, o, src, *ns, false)
+			objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, false)
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
-func newClusterQuotasCmd(o *options, src *cluster.Source, ns *string, all *bool) *cobra.Command {
+func newClusterQuotasCmd(o *options, cf *clusterFlags) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "quotas [-n NAMESPACE | -A]",
 		Short: "ResourceQuotas: each limited resource's hard limit and use, GPU resources first",
@@ -29,7 +29,7 @@ says who waits for it).`,
 		Example: "  gpulab cluster quotas -A\n  gpulab cluster quotas -n ml-team --json | jq '.quotas[].resources[] | select(.full)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, ns, err := readObjects(c, o, src, *ns, *all)
+			objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, cf.all)
 			if err != nil {
 				return err
 			}
@@ -43,7 +43,7 @@ says who waits for it).`,
 			return printQuotas(c, r)
 		},
 	}
-	c.Flags().BoolVarP(all, "all-namespaces", "A", false, "every namespace")
+	c.Flags().BoolVarP(&cf.all, "all-namespaces", "A", false, "every namespace")
 	return c
 }
 
@@ -105,7 +105,7 @@ func printQuotas(c *cobra.Command, r quotasReport) error {
 	return tw.Flush()
 }
 
-func newClusterFragmentationCmd(o *options, src *cluster.Source, ns *string) *cobra.Command {
+func newClusterFragmentationCmd(o *options, cf *clusterFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "fragmentation [-n NAMESPACE]",
 		Short: "For each GPU request shape: nodes that fit it, free units in total, the fragmentation rate",
@@ -133,7 +133,7 @@ free in total (fragmentation is what holds it), else 0.`,
 		Example: "  gpulab cluster fragmentation\n  gpulab cluster fragmentation --context prod --json | jq '.shapes[] | select(.pending > 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, scope, err := readObjects(c, o, src, *ns, *ns == "")
+			objs, ctxName, scope, err := readObjects(c, o, &cf.src, cf.ns, cf.ns == "")
 			if err != nil {
 				return err
 			}

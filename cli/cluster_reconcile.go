@@ -27,7 +27,7 @@ type reconcileOptions struct {
 	faultsFile string
 }
 
-func newClusterReconcileCmd(o *options, src *cluster.Source) *cobra.Command {
+func newClusterReconcileCmd(o *options, cf *clusterFlags) *cobra.Command {
 	ro := &reconcileOptions{}
 	cmd := &cobra.Command{
 		Use:   "reconcile -H EXPR [--context NAME] [--json]",
@@ -81,7 +81,7 @@ not be read; 2 for usage or configuration errors.`,
   gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runReconcile(c, o, src, &ro.ssh, ro.pf, ro.faultsFile)
+			return runReconcile(c, o, &cf.src, &ro.ssh, ro.pf, ro.faultsFile)
 		},
 	}
 	ro.ssh.register(cmd)

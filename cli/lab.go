@@ -127,8 +127,11 @@ levels).`,
 	return cmd
 }
 
-// labRunFlags are gpulab lab run's flags.
-type labRunFlags struct {
+// labRunOptions are gpulab lab run's flags and argument, bound by
+// newLabRunCmd; Complete, Validate and Run are the command's three steps
+// (kubectl's shape), each callable without cobra.
+type labRunOptions struct {
+	*options
 	f       sshFlags
 	yes     bool
 	solve   bool
@@ -137,10 +140,14 @@ type labRunFlags struct {
 	pf      probeFlags
 	noProbe bool
 	guided  bool
+
+	// Complete fills these in from the argument and --set.
+	lab    *labs.Lab
+	params map[string]string
 }
 
 func newLabRunCmd(o *options) *cobra.Command {
-	lr := &labRunFlags{}
+	lr := &labRunOptions{options: o}
 	run := &cobra.Command{
 		Use:   "run ID -H EXPR",
 		Short: "Run a lab on hosts, score each criterion live, write the lab record",
@@ -182,7 +189,15 @@ Ctrl-C.`,
   gpulab lab run mig-isolation -H gpu07 --set model=Qwen/Qwen2-7B --set mig_b=MIG-5c1e... --results ./results
   gpulab lab run nccl-allreduce -H gpu07 --set image=registry/nccl-tests:2.19 --step --solve`,
 		Args: exactArgs(1, "a lab id (gpulab lab list)"),
-		RunE: func(c *cobra.Command, args []string) error { return o.runLab(c, args[0], lr) },
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := lr.Complete(args); err != nil {
+				return err
+			}
+			if err := lr.Validate(); err != nil {
+				return err
+			}
+			return lr.Run(c.InOrStdin(), c.OutOrStdout(), c.ErrOrStderr())
+		},
 	}
 	lr.f.register(run)
 	run.Flags().StringVar(&lr.results, "results", "", "write the lab record under `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
@@ -196,10 +211,10 @@ Ctrl-C.`,
 	return run
 }
 
-// runLab runs lab id as gpulab lab run does: the verdicts printed, the
-// record written, the exit status from them.
-func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
-	l, err := o.findLab(id)
+// Complete finds the lab args names, binds its parameters and settles
+// where its record goes.
+func (lr *labRunOptions) Complete(args []string) error {
+	l, err := lr.findLab(args[0])
 	if err != nil {
 		return err
 	}
@@ -208,8 +223,20 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 		return usageErr("%v", err)
 	}
 	if lr.results == "" {
-		lr.results = o.resultsDir()
+		lr.results = lr.resultsDir()
 	}
+	lr.lab, lr.params = l, params
+	return nil
+}
+
+// Validate checks the connection flags.
+func (lr *labRunOptions) Validate() error { return lr.f.check() }
+
+// Run runs the lab as gpulab lab run does (labs.Execute): the verdicts
+// printed, the record written, the exit status from them. stdin answers
+// --step's questions.
+func (lr *labRunOptions) Run(stdin io.Reader, stdout, stderr io.Writer) error {
+	o, l, params := lr.options, lr.lab, lr.params
 	r, err := o.newRunner(&lr.f)
 	if err != nil {
 		return err
@@ -220,14 +247,14 @@ func (o *options) runLab(c *cobra.Command, id string, lr *labRunFlags) error {
 		return err
 	}
 	abandonNote := "abandoning cleanup: the record lists what was left on each host (Ctrl-C again to quit now)"
-	ctx, abandon, stop := interruptibleCleanup(c.ErrOrStderr(), "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
+	ctx, abandon, stop := interruptibleCleanup(stderr, "stopping the lab; cleanup runs on every host (Ctrl-C again to abandon it)", &abandonNote)
 	defer stop()
-	w, errw := c.OutOrStdout(), c.ErrOrStderr()
-	progress := &progressLines{w: errw}
+	w := stdout
+	progress := &progressLines{w: stderr}
 	start := time.Now()
 	var guide func(context.Context, labs.GuideStep) labs.GuideAnswer
 	if lr.guided {
-		guide = stepper(c.InOrStdin(), progress, !readsTerminal(c.InOrStdin()))
+		guide = stepper(stdin, progress, !readsTerminal(stdin))
 	}
 	kube, kubeProblem := o.labCluster(r, r.Targets)
 	out := labs.Execute(ctx, labs.RunSpec{Engine: r.Engine, Targets: r.Targets, Lab: l, Results: lr.results,
