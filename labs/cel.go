@@ -26,7 +26,7 @@ var (
 )
 
 func init() {
-	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction, countFunction}, append(statsFunctions, quotaFunctions...)...)
+	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction, countFunction, unmeasuredFunction}, append(statsFunctions, quotaFunctions...)...)
 	var err error
 	stepEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("out", cel.DynType),
@@ -79,6 +79,16 @@ var sumFunction = cel.Function("sum",
 				return types.Double(floats + float64(ints))
 			}
 			return types.Int(ints)
+		})))
+
+// unmeasuredFunction adds unmeasured(why): no value, with why, for the
+// branch of a metric where the output is no evidence ("exit_code == 0 ?
+// ... : unmeasured('the pod did not run')"): the metric is then not
+// measured and its criteria are UNKNOWN, saying why.
+var unmeasuredFunction = cel.Function("unmeasured",
+	cel.Overload("unmeasured_string", []*cel.Type{cel.StringType}, cel.DynType,
+		cel.UnaryBinding(func(v ref.Val) ref.Val {
+			return types.NewErr("%s", string(v.(types.String)))
 		})))
 
 // countFunction adds count(string): a counter as a tool prints it

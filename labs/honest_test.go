@@ -190,3 +190,58 @@ func TestLabChecksAreNoEvidenceOfAFailedCommand(t *testing.T) {
 		t.Errorf("exit 1: nvlink %v (%v), want not measured, saying the step exited 1", v, errs["nvlink"])
 	}
 }
+
+// A step whose command exited non-zero measures nothing from what it
+// printed, unless the metric reads exit_code: "echo ALL PASSED; exit 1"
+// and a dcgmi table of zeros followed by exit 1 are no passes.
+func TestFailedCommandOutputIsNoMetric(t *testing.T) {
+	dir := t.TempDir()
+	lab := `id = "failed-output"
+name = "metrics of a failed command"
+goal = "a failed command's output is no evidence"
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+
+[[step]]
+id = "say"
+phase = "observe"
+title = "say"
+command = "echo ALL PASSED; exit 1"
+
+[step.metrics]
+said = "stdout.contains('PASSED')"
+refused = "exit_code != 0 && stdout.contains('PASSED')"
+
+[[criterion]]
+id = "said"
+description = "it said so"
+expr = "metrics.said"
+impact = "critical"
+
+[[criterion]]
+id = "refused"
+description = "it was refused"
+expr = "metrics.refused"
+impact = "critical"
+`
+	if err := os.WriteFile(filepath.Join(dir, "l.toml"), []byte(lab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := labs.Load([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := labs.Find(ls, "failed-output")
+	vals, errs := l.MeasureStep("say", labs.StepOutput{Stdout: "ALL PASSED\n", ExitCode: 1})
+	if v, ok := vals["said"]; ok || errs["said"] == nil || !strings.Contains(errs["said"].Error(), "exited 1") {
+		t.Errorf("exit 1: said = %v (%v), want not measured, saying the command exited 1", v, errs["said"])
+	}
+	if vals["refused"] != true {
+		t.Errorf("exit 1: refused = %v (%v), want true: the metric reads exit_code", vals["refused"], errs["refused"])
+	}
+	vals, errs = l.MeasureStep("say", labs.StepOutput{Stdout: "ALL PASSED\n", ExitCode: 0})
+	if vals["said"] != true || vals["refused"] != false {
+		t.Errorf("exit 0: said %v refused %v (%v), want true and false", vals["said"], vals["refused"], errs)
+	}
+}

@@ -537,10 +537,23 @@ func TestKubernetesLabsOnRealOutputs(t *testing.T) {
 	m = map[string]any{}
 	measure(t, l, "with", "nvidia-smi-L/dgx-a100-80gb-srun-1g10gb-single-mig.txt", m)
 	measure(t, l, "events", "kubectl-get-events/gpu-pod-insufficient-then-scheduled-field-selector.txt", m)
-	vals, _ = l.Measure("without", nil, "Failed to initialize NVML: Unknown Error\n", 9)
+	// The step's exit status is kubectl logs': 0 when it read what the
+	// pod printed, whatever nvidia-smi in it did.
+	vals, _ = l.Measure("without", nil, "Failed to initialize NVML: Unknown Error\n", 0)
 	m["gpus_seen_without_request"] = vals["gpus_seen_without_request"]
 	if got := statuses(l.Score(m, nil, nil, 1, true)); got != "sees-with-request=PASS scheduled=PASS no-request-no-gpu=PASS" {
 		t.Errorf("pod-cannot-see-gpu: %s (%v)", got, m)
+	}
+	// A namespace that does not exist: kubectl fails, prints nothing, and
+	// no GPU line is no evidence that the pod saw none.
+	vals, errs = l.Measure("without", nil, "", 1)
+	if v, ok := vals["gpus_seen_without_request"]; ok {
+		t.Errorf("pod-cannot-see-gpu: kubectl exited 1 with no output, gpus_seen_without_request = %v, want not measured", v)
+	}
+	m["gpus_seen_without_request"] = nil
+	delete(m, "gpus_seen_without_request")
+	if got := statuses(l.Score(m, map[string]string{"gpus_seen_without_request": errs["gpus_seen_without_request"].Error()}, nil, 1, true)); got != "sees-with-request=PASS scheduled=PASS no-request-no-gpu=UNKNOWN" {
+		t.Errorf("pod-cannot-see-gpu after kubectl exited 1: %s, want no-request-no-gpu UNKNOWN", got)
 	}
 }
 
@@ -974,6 +987,12 @@ func TestSharingMetrics(t *testing.T) {
 		if m["penetration_gib"] != tc.penetration || scores[1].Status != Status(tc.verdict) {
 			t.Errorf("%d GiB then OOM: penetration %v (%v), no-penetration %s", tc.got, m["penetration_gib"], errs, scores[1].Status)
 		}
+	}
+	// kubectl exec failed (the pod is gone): no line printed is no
+	// evidence that the limit held.
+	vals, errs := l.MeasureStep("beyond", StepOutput{Stderr: `Error from server (NotFound): pods "gpulab-hami" not found`, ExitCode: 1})
+	if _, ok := vals["allocated_gib"]; ok || errs["allocated_gib"] == nil || !strings.Contains(errs["allocated_gib"].Error(), "not for want of memory") {
+		t.Errorf("kubectl exec failed: allocated_gib %v (%v), want not measured, saying the failure was not for want of memory", vals["allocated_gib"], errs["allocated_gib"])
 	}
 }
 

@@ -143,6 +143,15 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 			errs[m] = fmt.Errorf("the step's output was cut (%s): a value read from part of it could be wrong", so.OutputCut)
 			continue
 		}
+		if so.ExitCode != 0 && !prg.vars["exit_code"] && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"]) {
+			// What a failed command printed can read as a pass ("ALL
+			// PASSED", a table of zeros, an empty list). Only a metric that
+			// says how it takes the exit status (hami-sharing's
+			// beyond_refused) judges a command that failed; checks are
+			// judged by their rules, which see failures where they mean one.
+			errs[m] = fmt.Errorf("the step's command exited %d: what it printed is no evidence (a metric that reads exit_code may judge a failed command)", so.ExitCode)
+			continue
+		}
 		v, err := prg.eval(vars)
 		switch {
 		case err != nil && prg.vars["checks"] && undecidedIn(prg.expr, undecided) != "":

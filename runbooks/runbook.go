@@ -173,10 +173,8 @@ func checkChecks(rb Runbook, steps map[string]bool, bad complain) {
 			bad([]any{"check", i, "rule"}, "check %q: no rule %q (rules: %s)", c.ID, c.Rule, strings.Join(step.RuleNames(), ", "))
 			continue
 		}
-		if rule.CheckWith != nil {
-			if err := rule.CheckWith(c.With); err != nil {
-				bad([]any{"check", i, "with"}, "check %q: %v", c.ID, err)
-			}
+		if err := step.CheckWith(c.Rule, c.With); err != nil {
+			bad([]any{"check", i, "with"}, "check %q: %v", c.ID, err)
 		}
 		for j, u := range c.Uses {
 			if !steps[u] {

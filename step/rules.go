@@ -2,6 +2,7 @@ package step
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -84,9 +85,58 @@ type Rule struct {
 	// for every rule.
 	SeesFailures bool
 	Fn           func(in []Input, with map[string]any) Verdict
-	// CheckWith, when set, vets a check's with table as its runbook
-	// loads: a check that could never fail is refused there.
+	// With names the keys of a check's with table the rule reads, each a
+	// string, and says what each holds; a key not named is refused at
+	// load (a typo would be a check that silently ignores what it was
+	// told to demand).
+	With map[string]string
+	// CheckWith, when set, vets a check's with table further as its
+	// runbook loads: a check that could never fail is refused there.
 	CheckWith func(with map[string]any) error
+}
+
+// CheckWith vets the with table of a check that names rule: only the
+// keys the rule reads, each a string, then the rule's own CheckWith.
+func CheckWith(rule string, with map[string]any) error {
+	r, ok := rules[rule]
+	if !ok {
+		return fmt.Errorf("no rule %q", rule)
+	}
+	for _, k := range slices.Sorted(maps.Keys(with)) {
+		what, ok := r.With[k]
+		if !ok {
+			if len(r.With) == 0 {
+				return fmt.Errorf("rule %s reads no with table (with.%s would be ignored)", rule, k)
+			}
+			var keys []string
+			for _, k := range slices.Sorted(maps.Keys(r.With)) {
+				keys = append(keys, "with."+k+" ("+r.With[k]+")")
+			}
+			return fmt.Errorf("rule %s reads no with.%s (it reads %s)", rule, k, strings.Join(keys, ", "))
+		}
+		if _, isString := with[k].(string); !isString {
+			return fmt.Errorf("with.%s is %s, want a string: %s", k, tomlKind(with[k]), what)
+		}
+	}
+	if r.CheckWith != nil {
+		return r.CheckWith(with)
+	}
+	return nil
+}
+
+// tomlKind names the kind of a decoded TOML value.
+func tomlKind(v any) string {
+	switch v.(type) {
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "a table"
+	case int64, float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("a %T", v)
 }
 
 var rules = map[string]Rule{}
@@ -297,7 +347,8 @@ func verdict(s Status, summary string, ev ...Evidence) Verdict {
 }
 
 func init() {
-	rules["nvlink-mesh"] = Rule{Inputs: []string{"nvidia-smi-topo"}, Fn: nvlinkMesh}
+	rules["nvlink-mesh"] = Rule{Inputs: []string{"nvidia-smi-topo"}, Fn: nvlinkMesh,
+		With: map[string]string{"expect": `the link code every pair must show, e.g. "NV12"`}, CheckWith: nvlinkMeshWith}
 	rules["nic-nearest"] = Rule{Inputs: []string{"nvidia-smi-topo"}, Fn: nicNearest}
 	rules["affinity-numa"] = Rule{Inputs: []string{"nvidia-smi-topo", "numactl-hardware"}, Fn: affinityNUMA}
 	rules["driver-loaded"] = Rule{Inputs: []string{"nvidia-smi"}, SeesFailures: true, Fn: driverLoaded}
@@ -309,10 +360,13 @@ func init() {
 	rules["xid-recent"] = Rule{Inputs: []string{"dmesg-xid"}, Fn: xidRecent}
 	rules["rdma-up"] = Rule{Inputs: []string{"rdma-link"}, Fn: rdmaUp}
 	rules["ran"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: ran}
-	rules["output-matches"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: outputMatches, CheckWith: outputMatchesWith}
-	rules["node-allocatable"] = Rule{Inputs: []string{"kubectl-describe-node"}, Fn: nodeAllocatable}
+	rules["output-matches"] = Rule{Inputs: []string{"*"}, SeesFailures: true, Fn: outputMatches, CheckWith: outputMatchesWith,
+		With: map[string]string{"pattern": "a regular expression the output must match", "absent": `"WARN" or "FAIL", what a miss is`}}
+	rules["node-allocatable"] = Rule{Inputs: []string{"kubectl-describe-node"}, Fn: nodeAllocatable,
+		With: map[string]string{"resource": `the GPU resource the node must offer, e.g. "nvidia.com/gpu"`}}
 	rules["pending-reasons"] = Rule{Inputs: []string{"kubectl-get-events"}, Fn: pendingReasons}
-	rules["mig-expected"] = Rule{Inputs: []string{"nvidia-smi-mig-lgi"}, Fn: migExpected}
+	rules["mig-expected"] = Rule{Inputs: []string{"nvidia-smi-mig-lgi"}, Fn: migExpected,
+		With: map[string]string{"expect": `the GPU instance profiles, comma-separated, e.g. "3g.20gb,3g.20gb"`}, CheckWith: migExpectedWith}
 	rules["mig-mode"] = Rule{Inputs: []string{"nvidia-smi-q"}, Fn: migMode}
 	rules["nccl-transport"] = Rule{Inputs: []string{"nccl-debug", "rdma-link"}, Fn: ncclTransport}
 	rules["nccl-env"] = Rule{Inputs: []string{"nccl-debug", "rdma-link", "ip-br-link"}, Fn: ncclEnv}
@@ -381,6 +435,28 @@ func outputMatchesWith(with map[string]any) error {
 	}
 	if a, ok := with["absent"]; ok && a != string(Warn) && a != string(Fail) {
 		return fmt.Errorf("with.absent %v: want %q or %q", a, Warn, Fail)
+	}
+	return nil
+}
+
+// nvlinkMeshWith refuses an expect that is no NVLink code.
+func nvlinkMeshWith(with map[string]any) error {
+	if exp, ok := with["expect"].(string); ok && !nvRE.MatchString(exp) {
+		return fmt.Errorf("with.expect %q is not an NVLink code: want NV and the link count, e.g. \"NV12\"", exp)
+	}
+	return nil
+}
+
+// migExpectedWith refuses an expect with an empty profile.
+func migExpectedWith(with map[string]any) error {
+	exp, ok := with["expect"].(string)
+	if !ok {
+		return nil
+	}
+	for _, p := range strings.Split(exp, ",") {
+		if strings.TrimSpace(p) == "" {
+			return fmt.Errorf("with.expect %q names an empty profile: want profiles separated by commas, e.g. \"3g.20gb,3g.20gb\"", exp)
+		}
 	}
 	return nil
 }

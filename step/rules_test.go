@@ -356,3 +356,42 @@ func TestCutLastGPUSectionIsNoHealth(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckWithRefusesWhatARuleDoesNotRead: a with table the rule would
+// ignore (a typo, an array for a string, a key on a rule that reads none)
+// is refused at load, for the check would pass without demanding it.
+func TestCheckWithRefusesWhatARuleDoesNotRead(t *testing.T) {
+	for _, c := range []struct {
+		rule string
+		with map[string]any
+		says string
+	}{
+		{"mig-expected", map[string]any{"expected": "7g.40gb"}, "reads no with.expected"},
+		{"mig-expected", map[string]any{"expect": []any{"3g.20gb", "3g.20gb"}}, "is an array, want a string"},
+		{"mig-expected", map[string]any{"expect": "3g.20gb,,1g.5gb"}, "empty profile"},
+		{"nvlink-mesh", map[string]any{"expect": int64(12)}, "is a number"},
+		{"nvlink-mesh", map[string]any{"expects": "NV18"}, "reads no with.expects"},
+		{"nvlink-mesh", map[string]any{"expect": "12"}, "not an NVLink code"},
+		{"ran", map[string]any{"pattern": "ok"}, "reads no with table"},
+		{"node-allocatable", map[string]any{"resource": true}, "is a boolean"},
+	} {
+		err := CheckWith(c.rule, c.with)
+		if err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%s with %v: %v, want refused saying %q", c.rule, c.with, err, c.says)
+		}
+	}
+	for _, c := range []struct {
+		rule string
+		with map[string]any
+	}{
+		{"mig-expected", map[string]any{"expect": "3g.20gb,3g.20gb"}},
+		{"nvlink-mesh", map[string]any{"expect": "NV12"}},
+		{"ran", nil},
+		{"output-matches", map[string]any{"pattern": "nvidia", "absent": "WARN"}},
+		{"node-allocatable", map[string]any{"resource": "nvidia.com/gpu"}},
+	} {
+		if err := CheckWith(c.rule, c.with); err != nil {
+			t.Errorf("%s with %v refused: %v", c.rule, c.with, err)
+		}
+	}
+}
