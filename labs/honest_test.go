@@ -245,3 +245,55 @@ impact = "critical"
 		t.Errorf("exit 0: said %v refused %v (%v), want true and false", vals["said"], vals["refused"], errs)
 	}
 }
+
+// TestHealthGateMeasuresOnlyWhatWasDiagnosed: ECC disabled on every GPU
+// has no counter to read; dcgmi tables where every test was skipped, or
+// that a dcgmi exiting non-zero printed with no failure, diagnosed
+// nothing; a failure dcgmi reports counts whatever its exit status.
+func TestHealthGateMeasuresOnlyWhatWasDiagnosed(t *testing.T) {
+	ls, err := labs.Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, _ := labs.Find(ls, "health-gate")
+	q, err := os.ReadFile(fx + "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := strings.NewReplacer("Current                           : Enabled", "Current                           : Disabled").Replace(string(q))
+	if off == string(q) {
+		t.Fatal("the fixture has no ECC mode line to turn off: the test would prove nothing")
+	}
+	pq, err := parse.ParseQuery(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, errs := l.MeasureStep("query", labs.StepOutput{Out: pq, Stdout: off})
+	if v, ok := vals["uncorrectable_ecc"]; ok || errs["uncorrectable_ecc"] == nil || !strings.Contains(errs["uncorrectable_ecc"].Error(), "ECC is disabled on every GPU") {
+		t.Errorf("ECC disabled everywhere: uncorrectable_ecc %v (%v), want not measured", v, errs["uncorrectable_ecc"])
+	}
+	diag := func(name string) *parse.DCGMDiag {
+		data, err := os.ReadFile(fx + "workloads/dcgmi-diag/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := parse.ParseDCGMDiag(string(data))
+		return d
+	}
+	pass := diag("dcgm4.4.2-r2-i0-1xA10G-pass.txt")
+	if vals, errs := l.MeasureStep("dcgm", labs.StepOutput{Out: pass, ExitCode: 1}); vals["dcgm_failed"] != nil || errs["dcgm_failed"] == nil {
+		t.Errorf("a passing table from a dcgmi that exited 1: dcgm_failed %v (%v), want not measured", vals["dcgm_failed"], errs["dcgm_failed"])
+	}
+	if vals, errs := l.MeasureStep("dcgm", labs.StepOutput{Out: pass}); fmt.Sprint(vals["dcgm_failed"]) != "0" {
+		t.Errorf("a passing table: dcgm_failed %v (%v), want 0", vals["dcgm_failed"], errs["dcgm_failed"])
+	}
+	fail := diag("dcgm4.4.1-r2-8xB200-slurm-pcie-fail-warning.txt")
+	if vals, errs := l.MeasureStep("dcgm", labs.StepOutput{Out: fail, ExitCode: 226}); vals["dcgm_failed"] == nil || fmt.Sprint(vals["dcgm_failed"]) == "0" {
+		t.Errorf("a failing table from a dcgmi that exited 226: dcgm_failed %v (%v), want the failures counted", vals["dcgm_failed"], errs["dcgm_failed"])
+	}
+	skipped := *pass
+	skipped.Passed, skipped.Failed, skipped.Warned, skipped.Skipped = 0, 0, 0, len(pass.Tests)
+	if vals, errs := l.MeasureStep("dcgm", labs.StepOutput{Out: &skipped}); vals["dcgm_failed"] != nil || errs["dcgm_failed"] == nil || !strings.Contains(errs["dcgm_failed"].Error(), "skipped") {
+		t.Errorf("every test skipped: dcgm_failed %v (%v), want not measured", vals["dcgm_failed"], errs["dcgm_failed"])
+	}
+}

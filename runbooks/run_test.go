@@ -234,9 +234,11 @@ func TestPodCannotSeeGPURunbook(t *testing.T) {
 	rb := load(t, "pod-cannot-see-gpu")
 	folded := runbooks.Fold(rb, runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{}))
 	checks := map[string][]string{
-		"driver":      {"PASS gpu[01,03]: driver 535.230.02", "FAIL gpu02: nvidia-smi failed"},
-		"toolkit":     {"PASS gpu01: NVIDIA Container Toolkit CLI version 1.17.8", "FAIL gpu[02-03]"},
-		"plugin":      {"PASS gpu01: nvidia-device-plugin-daemonset-kdcg6   1/1     Running", "SKIPPED gpu[02-03]: step plugin runs on the first host only"},
+		"driver":  {"PASS gpu[01,03]: driver 535.230.02", "FAIL gpu02: nvidia-smi failed"},
+		"toolkit": {"PASS gpu01: NVIDIA Container Toolkit CLI version 1.17.8", "FAIL gpu[02-03]"},
+		// Each node lists its own pods: gpu02's kubectl lists none there,
+		// gpu03's reaches no cluster.
+		"plugin":      {"PASS gpu01: nvidia-device-plugin-daemonset-kdcg6   1/1     Running", "FAIL gpu02: no match for", "UNKNOWN gpu03: no match for"},
 		"allocatable": {"PASS gpu01: nvidia.com/gpu=1", "UNKNOWN gpu02: part of step node's output could not be read (no Capacity or Allocatable section (grepped output?)", "nvidia.com/gpu=6 holds only for the part read", "UNKNOWN gpu03: no evidence: step node exited "},
 	}
 	for check, wants := range checks {
@@ -263,6 +265,11 @@ func TestFirstStepsRunOnTheFirstHostReached(t *testing.T) {
 	down.Name, down.Port = "gpu00", sshtest.FreePort(t) // nothing listens there: refused
 	ts = append([]orchestrator.Target{down}, ts...)
 	rb := load(t, "pod-cannot-see-gpu")
+	for i := range rb.Steps {
+		if rb.Steps[i].ID == "plugin" {
+			rb.Steps[i].Hosts = "first" // a cluster-wide listing, once
+		}
+	}
 	runs := runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{})
 	got := groups(runbooks.Fold(rb, runs), "plugin")
 	for _, want := range []string{"UNKNOWN gpu00: no evidence: step plugin did not run: host refused", "PASS gpu01: nvidia-device-plugin-daemonset-kdcg6", "SKIPPED gpu02: step plugin runs on the first host only"} {
@@ -508,3 +515,26 @@ func TestWorstAndSummary(t *testing.T) {
 		}
 	}
 }
+
+// A device plugin pod that is Running but not ready (0/1) serves no GPU.
+func TestPluginNotReadyIsNoPlugin(t *testing.T) {
+	rb := load(t, "pod-cannot-see-gpu")
+	var plugin step.Check
+	for _, c := range rb.Checks {
+		if c.ID == "plugin" {
+			plugin = c
+		}
+	}
+	for listing, want := range map[string]step.Status{
+		"kube-system   nvidia-device-plugin-daemonset-kdcg6   0/1     Running   3          47m   10.0.1.57    gpu01\n": step.Fail,
+		"kube-system   nvidia-device-plugin-daemonset-kdcg6   1/1     Running   0          47m   10.0.1.57    gpu01\n": step.Pass,
+		"gpu-operator  gpu-operator-7d9f8b7c4-x2x9q           1/1     Running   0          47m   10.0.1.9     gpu01\n": step.Fail,
+	} {
+		v := step.Judge(plugin, []step.Input{{Step: "plugin", Ran: true, Class: orchestrator.OK, Output: podsHeader + listing}})
+		if v.Status != want {
+			t.Errorf("%q: %s %q, want %s", listing, v.Status, v.Summary, want)
+		}
+	}
+}
+
+const podsHeader = "NAMESPACE     NAME                                   READY   STATUS    RESTARTS   AGE   IP           NODE\n"

@@ -497,11 +497,19 @@ func pendingReasons(in []Input, _ map[string]any) Verdict {
 	evs := in[0].Value.([]parse.Event)
 	sum := map[string]int{}
 	var ev []Evidence
+	other := 0 // FailedScheduling messages not in the "0/N nodes" shape
 	for _, e := range evs {
-		if e.Scheduling == nil {
-			continue
+		if e.Reason != "FailedScheduling" && e.Scheduling == nil || strings.HasPrefix(e.Message, "skip schedule deleting pod") {
+			continue // not a failure, or the pod was being deleted
 		}
 		ev = append(ev, Evidence{Step: in[0].Step, Fact: e.Object + ": " + e.Message})
+		if e.Scheduling == nil {
+			// "running PreFilter plugin VolumeBinding: ...", "pod has
+			// unbound immediate PersistentVolumeClaims": a pod that waits
+			// all the same, for a reason given in words.
+			other++
+			continue
+		}
 		for _, r := range e.Scheduling.Reasons {
 			sum[r.Reason] += r.Nodes
 		}
@@ -514,6 +522,9 @@ func pendingReasons(in []Input, _ map[string]any) Verdict {
 		parts = append(parts, fmt.Sprintf("%s (%d node-times)", r, n))
 	}
 	sort.Strings(parts)
+	if other > 0 {
+		parts = append(parts, fmt.Sprintf("%d with a reason in words (see the evidence)", other))
+	}
 	return verdict(Fail, fmt.Sprintf("%d FailedScheduling event(s): %s", len(ev), strings.Join(parts, "; ")), ev...)
 }
 
@@ -1196,6 +1207,10 @@ func ncclEnv(in []Input, _ map[string]any) Verdict {
 		check("NCCL_SOCKET_IFNAME", v, have, up)
 	}
 	switch {
+	case len(set) == 0 && n.Transport == "" && len(n.SocketInterfaces) == 0 && len(n.HCAs) == 0 && len(n.Channels) == 0:
+		// NCCL says what the environment set at INFO level, with its
+		// network choice; a log without the one has not the other either.
+		return verdict(Unknown, "the log shows no NCCL initialisation (no network, interface or channel line): whether NCCL_IB_HCA or NCCL_SOCKET_IFNAME was set is not in it; run with NCCL_DEBUG=INFO")
 	case len(set) == 0:
 		return verdict(Pass, "NCCL_IB_HCA and NCCL_SOCKET_IFNAME are not set: NCCL chooses the devices itself")
 	case len(bad) > 0:

@@ -395,3 +395,40 @@ func TestCheckWithRefusesWhatARuleDoesNotRead(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedSchedulingInWordsIsNoPass: a FailedScheduling event whose
+// message is not in the "0/N nodes are available" shape is a pod that
+// waits all the same.
+func TestFailedSchedulingInWordsIsNoPass(t *testing.T) {
+	text := `LAST SEEN   TYPE      REASON             OBJECT        MESSAGE
+2m          Warning   FailedScheduling   pod/train-0   running PreFilter plugin "VolumeBinding": persistentvolumeclaim "data" not found
+1m          Warning   FailedScheduling   pod/train-1   pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.
+30s         Warning   FailedScheduling   pod/old       skip schedule deleting pod: default/old
+`
+	evs, err := parse.ParseGetEvents(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := Judge(Check{ID: "pending", Rule: "pending-reasons"}, []Input{{Step: "events", Ran: true, Class: orchestrator.OK, Value: evs}})
+	if v.Status != Fail || !strings.Contains(v.Summary, "2 FailedScheduling") || len(v.Evidence) != 2 {
+		t.Errorf("%s %q %v, want FAIL naming the 2 events that keep pods waiting", v.Status, v.Summary, v.Evidence)
+	}
+	evs, _ = parse.ParseGetEvents("LAST SEEN   TYPE      REASON             OBJECT        MESSAGE\n30s         Warning   FailedScheduling   pod/old       skip schedule deleting pod: default/old\n")
+	if v := Judge(Check{ID: "pending", Rule: "pending-reasons"}, []Input{{Step: "events", Ran: true, Class: orchestrator.OK, Value: evs}}); v.Status != Pass {
+		t.Errorf("a pod skipped as it was deleted: %s %q, want PASS", v.Status, v.Summary)
+	}
+}
+
+// TestNCCLEnvNeedsAnInfoLog: a log that shows no NCCL initialisation
+// (NCCL_DEBUG=VERSION prints the version alone) says nothing of the
+// environment.
+func TestNCCLEnvNeedsAnInfoLog(t *testing.T) {
+	n, err := parse.ParseNCCL("node1:1234:1234 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []Input{{Step: "log", Ran: true, Class: orchestrator.OK, Value: n}, {Step: "rdma", Ran: true, Class: orchestrator.OK, Value: []parse.RdmaLink{}}, {Step: "ip", Ran: true, Class: orchestrator.OK, Value: []parse.Link{}}}
+	if v := Judge(Check{ID: "env", Rule: "nccl-env"}, in); v.Status != Unknown {
+		t.Errorf("a version-only log: %s %q, want UNKNOWN", v.Status, v.Summary)
+	}
+}

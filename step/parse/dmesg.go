@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/probes/report"
 )
 
@@ -64,8 +65,14 @@ var (
 	}
 	// kernelTS is the dmesg timestamp that older kernels and rsyslog
 	// configurations keep after a syslog prefix ("kernel: [240314.528856]").
-	kernelTS   = regexp.MustCompile(`^\[\s*(\d+\.\d+)\] ?`)
-	xidRE      = regexp.MustCompile(`^(?:NVRM: |nvidia-nvswitch\d*: )(S?Xid) \(PCI:([0-9a-fA-F:.]+)\): (\d+),\s*(.*)$`)
+	kernelTS = regexp.MustCompile(`^\[\s*(\d+\.\d+)\] ?`)
+	// xidRE is an Xid or SXid line: "(PCI:0000:3b:00)" on current
+	// drivers, "(0000:3b:00)" on old ones, with what follows the address
+	// inside the parentheses ("GPU-I:01") kept out of PCI.
+	xidRE = regexp.MustCompile(`^(?:NVRM: |nvidia-nvswitch\d*: )(S?Xid) \((?:PCI:)?([0-9a-fA-F]+:[0-9a-fA-F:.]+)(?:\s[^)]*)?\): (\d+)(?:,\s*(.*))?$`)
+	// xidStart is any line that says it is an Xid: one xidRE does not
+	// read is a parse problem, never "no Xid".
+	xidStart   = regexp.MustCompile(`^(?:NVRM: |nvidia-nvswitch\d*: )S?Xid\b`)
 	pidRE      = regexp.MustCompile(`^pid=('?<?\w+>?'?),\s*`)
 	nameRE     = regexp.MustCompile(`^name=([^,]*),\s*`)
 	gpuAtRE    = regexp.MustCompile(`NVRM: GPU at PCI:([0-9a-fA-F:.]+): (GPU-[0-9a-fA-F-]+)`)
@@ -170,6 +177,10 @@ func (k *KernelLog) readMessage(t, ts, kts string, line int, problems *errs) {
 		if code == 79 && !e.SXid {
 			k.addOffBus(e.PCI)
 		}
+		return
+	}
+	if xidStart.MatchString(t) {
+		problems.add(line, "an Xid line not understood (cut, or a format gpulab does not know): %q", text.Cut(t, 200))
 		return
 	}
 	if strings.Contains(t, offBusText) {

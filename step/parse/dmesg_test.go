@@ -115,3 +115,20 @@ func FuzzDmesgXid(f *testing.F) {
 		}
 	})
 }
+
+// TestEveryXidLineIsReadOrRefused: an Xid line in an older or MIG form is
+// read; one gpulab cannot read (cut mid-line) is a parse problem, never
+// "no Xid".
+func TestEveryXidLineIsReadOrRefused(t *testing.T) {
+	k, err := ParseDmesgXid("[  100.000001] NVRM: Xid (0000:07:00): 48, An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.\n" +
+		"[  101.000001] NVRM: Xid (PCI:0000:07:00 GPU-I:01): 79, pid=1234, name=python3, GPU has fallen off the bus.\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(k.XIDs) != 2 || k.XIDs[0].XID != 48 || k.XIDs[0].PCI != "0000:07:00" || k.XIDs[1].XID != 79 || k.XIDs[1].PCI != "0000:07:00" {
+		t.Errorf("read %+v, want Xid 48 and 79 on 0000:07:00", k.XIDs)
+	}
+	if _, err := ParseDmesgXid("[  100.000001] NVRM: Xid (PCI:0000:07:00): \n"); err == nil || !strings.Contains(err.Error(), "Xid line not understood") {
+		t.Errorf("a cut Xid line: %v, want a parse problem naming it", err)
+	}
+}
