@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 # go-nvml's cgo wrappers call entry points NVML marks deprecated; say so once, not per build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build run test probes kube-testenv bench bench-kube bench-ssh lint fuzz clean
+.PHONY: build run test probes kube-testenv bench bench-kube bench-ssh lint fuzz docs man clean
 
 # The NVML probes gpulab embeds (probes/bundle/bin/*.gz). `make build` makes
 # the ones for this machine's architecture with the native cgo toolchain (Go,
@@ -91,6 +91,12 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
 	for f in FuzzParsers FuzzTopo FuzzSMI FuzzSMIList FuzzDmesgXid FuzzWorkloads; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./step/parse || exit 1; done
+
+docs: build ## write docs/reference/ again from the commands' own help (a test checks it is current)
+	rm -rf docs/reference && ./$(BIN) docs docs/reference
+
+man: build ## man pages for every command in build/man (man -l build/man/gpulab.1)
+	./$(BIN) docs --man build/man
 
 clean:
 	rm -rf bin dist build/native $(BUNDLE)/nvml* $(BUNDLE)/.portable

@@ -379,8 +379,8 @@ func TestConnectionFlagsRangeChecked(t *testing.T) {
 	}
 }
 
-// The top-level help lists every exit code gpulab uses (the constants) and
-// the same codes as the README's Commands section.
+// The top-level help lists every exit code gpulab uses (the constants),
+// and so do the README's Commands section and docs/commands.md.
 func TestHelpListsEveryExitCode(t *testing.T) {
 	r := run(t, noEnv(t), "--help")
 	_, help, ok := strings.Cut(r.stdout, "Exit codes:\n")
@@ -394,27 +394,31 @@ func TestHelpListsEveryExitCode(t *testing.T) {
 			inHelp[f[0]] = true
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(readme), "## Commands\n\nExit codes: ")
-	section, _, _ = strings.Cut(section, "\n\n")
-	inReadme := map[string]bool{}
-	for _, m := range regexp.MustCompile(`\*\*(\d+)\*\*`).FindAllStringSubmatch(section, -1) {
-		inReadme[m[1]] = true
+	for _, doc := range []string{"../README.md", "../docs/commands.md"} {
+		text, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, section, _ := strings.Cut(string(text), "\nExit codes: ")
+		section, _, _ = strings.Cut(section, "\n\n")
+		inDoc := map[string]bool{}
+		for _, m := range regexp.MustCompile(`\*\*(\d+)\*\*`).FindAllStringSubmatch(section, -1) {
+			inDoc[m[1]] = true
+		}
+		for _, code := range []int{ExitOK, ExitFailed, ExitUsage, ExitUnknown, ExitNotSaved, ExitInterrupted} {
+			c := strconv.Itoa(code)
+			if !inDoc[c] {
+				t.Errorf("%s's exit codes do not list %s", doc, c)
+			}
+		}
+		if len(inHelp) != len(inDoc) {
+			t.Errorf("gpulab --help lists exit codes %v, %s %v", inHelp, doc, inDoc)
+		}
 	}
 	for _, code := range []int{ExitOK, ExitFailed, ExitUsage, ExitUnknown, ExitNotSaved, ExitInterrupted} {
-		c := strconv.Itoa(code)
-		if !inHelp[c] {
+		if c := strconv.Itoa(code); !inHelp[c] {
 			t.Errorf("gpulab --help does not list exit code %s:\n%s", c, help)
 		}
-		if !inReadme[c] {
-			t.Errorf("the README's Commands section does not list exit code %s", c)
-		}
-	}
-	if len(inHelp) != len(inReadme) {
-		t.Errorf("gpulab --help lists exit codes %v, the README %v", inHelp, inReadme)
 	}
 }
 
