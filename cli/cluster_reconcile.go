@@ -68,7 +68,7 @@ probed, and why (unreachable, no host selected).
 
 --mock dgxa100 runs the probe against a simulated DGX A100 (the output
 says SIMULATED), and --mock-faults FILE gives each host's simulated
-machine: a JSON object of host name to probes/sim/spec.Faults, e.g.
+machine: a JSON object of host name to sim/spec.Faults, e.g.
 {"gpu01": {"utilization": {"0": 87}, "processes": [{"gpu": 0, "pid": 4242,
 "name": "python", "used_mib": 2048, "cgroup": "0::/system.slice/x.service"}]}}.
 

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/cluster"
-	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/sim/spec"
 	"github.com/gpulab/gpulab/tui"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/suggest"
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // faultsExample is a --mock-faults file in one line, for messages.

@@ -31,8 +31,8 @@ import (
 
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
-	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/sim/dgx"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // Fault is what a host does with connections.

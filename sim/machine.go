@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/sim/dgx"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // plan picks the sick host and every host's faults (sim/dgx), and gives

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/probes/bundle"
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 	"golang.org/x/sys/unix"
 )
 

@@ -16,8 +16,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
+	"github.com/gpulab/gpulab/probes/nvmlsim"
 	"github.com/gpulab/gpulab/probes/report"
-	"github.com/gpulab/gpulab/probes/sim"
 )
 
 func newDGX(t *testing.T) *dgxa100.Server {
@@ -233,7 +233,7 @@ func TestMissingSymbolIsNotCalled(t *testing.T) {
 }
 
 func TestSimulatedDGXA100(t *testing.T) {
-	s := sim.DGXA100()
+	s := nvmlsim.DGXA100()
 	s.Init()
 	snap := Collect(s, Options{})
 	for _, l := range snap.Topology {
@@ -275,7 +275,7 @@ type xidSet struct {
 }
 
 func TestWaitXIDs(t *testing.T) {
-	s := sim.DGXA100()
+	s := nvmlsim.DGXA100()
 	s.Init()
 	set := &xidSet{}
 	set.FreeFunc = func() nvml.Return { return nvml.SUCCESS }
@@ -313,7 +313,7 @@ func TestWaitXIDs(t *testing.T) {
 
 // ReadKmsgXIDs on /dev/kmsg-style records built from a real Xid line.
 func TestReadKmsgXIDs(t *testing.T) {
-	s := sim.DGXA100()
+	s := nvmlsim.DGXA100()
 	s.Init()
 	snap := Collect(s, Options{})
 	path := filepath.Join(t.TempDir(), "kmsg")

@@ -9,7 +9,7 @@
 //	nvmlprobe --watch 2s [--count N]
 //
 // --mock-faults gives the simulated machine faults, as the JSON of
-// probes/sim.Faults: {"nvlink_down":[[1,6]],"ecc":{"3":{"volatile_uncorrected":2}},
+// sim/spec.Faults: {"nvlink_down":[[1,6]],"ecc":{"3":{"volatile_uncorrected":2}},
 // "remap_pending":[3],"xids":[{"gpu":3,"code":48,"message":"...","seconds_after_boot":90}],
 // "mig":{"2":["3g.20gb","3g.20gb"]},"utilization":{"1":87},
 // "processes":[{"gpu":1,"pid":4242,"name":"python","used_mib":2048,
@@ -52,7 +52,7 @@ const libName = "libnvidia-ml.so.1"
 func main() {
 	fs := flag.NewFlagSet("nvmlprobe", flag.ContinueOnError)
 	mock := fs.String("mock", "", "collect from a simulated machine instead of NVML: dgxa100")
-	mockFaults := fs.String("mock-faults", "", "with --mock, what is wrong with the simulated machine (`JSON` of probes/sim.Faults)")
+	mockFaults := fs.String("mock-faults", "", "with --mock, what is wrong with the simulated machine (`JSON` of sim/spec.Faults)")
 	kmsg := fs.Bool("kmsg", false, "read recent NVRM Xid lines from the kernel log (/dev/kmsg) when readable")
 	xidWait := fs.Duration("xid-wait", 0, "listen for NVML Xid events this long after collecting")
 	timeout := fs.Duration("timeout", 20*time.Second, "watchdog: give up if NVML has not answered by then (plus --xid-wait)")

@@ -191,7 +191,7 @@ func TestMockFaults(t *testing.T) {
 		args []string
 		says string
 	}{
-		{[]string{"--mock", "dgxa100", "--mock-faults", `{"nvlink_down":[[1,6]]`}, "not the JSON of a sim.Faults"},
+		{[]string{"--mock", "dgxa100", "--mock-faults", `{"nvlink_down":[[1,6]]`}, "not the JSON of the faults of a simulated machine"},
 		{[]string{"--mock", "dgxa100", "--mock-faults", `{"nvlink_dwon":[[1,6]]}`}, `unknown field "nvlink_dwon"`},
 		{[]string{"--mock", "dgxa100", "--mock-faults", `{"mig":{"0":["9g.90gb"]}}`}, `no MIG profile "9g.90gb"`},
 		{[]string{"--mock-faults", `{}`}, "needs --mock dgxa100"},

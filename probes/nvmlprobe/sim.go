@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/gpulab/gpulab/probes/sim"
+	"github.com/gpulab/gpulab/probes/nvmlsim"
 )
 
 // simulator returns the simulated machine for --mock, with the faults
@@ -22,12 +22,12 @@ import (
 // its /proc, so the simulated processes are mapped to pods by the same
 // code as real ones; the machine's remove deletes it.
 func simulator(_ string, faults string) (*simulated, error) {
-	var f sim.Faults
+	var f nvmlsim.Faults
 	if faults != "" {
 		dec := json.NewDecoder(bytes.NewReader([]byte(faults)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&f); err != nil {
-			return nil, fmt.Errorf("--mock-faults: not the JSON of a sim.Faults: %w", err)
+			return nil, fmt.Errorf("--mock-faults: not the JSON of the faults of a simulated machine (sim/spec.Faults): %w", err)
 		}
 		if dec.More() {
 			return nil, fmt.Errorf("--mock-faults: text after the JSON object")
@@ -36,7 +36,7 @@ func simulator(_ string, faults string) (*simulated, error) {
 			return nil, fmt.Errorf("--mock-faults: %w", err)
 		}
 	}
-	m := &simulated{lib: sim.DGXA100With(f), remove: func() {}}
+	m := &simulated{lib: nvmlsim.DGXA100With(f), remove: func() {}}
 	if len(f.Processes) == 0 {
 		return m, nil
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // Cluster is the simulated Kubernetes cluster a fleet's hosts belong to:

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // Versions of the simulated cluster's software.

@@ -12,17 +12,17 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpulab/gpulab/probes/collect"
+	"github.com/gpulab/gpulab/probes/nvmlsim"
 	"github.com/gpulab/gpulab/probes/report"
-	"github.com/gpulab/gpulab/probes/sim"
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
 // probe is what gpulab's probe reports for the machine with faults f: the
-// collector over probes/sim's NVML mock, Xids read from NVML events.
+// collector over probes/nvmlsim's NVML mock, Xids read from NVML events.
 func probe(t *testing.T, f spec.Faults) *report.Snapshot {
 	t.Helper()
-	s := sim.DGXA100With(f)
+	s := nvmlsim.DGXA100With(f)
 	if r := s.Init(); r != nvml.SUCCESS {
 		t.Fatal(r)
 	}

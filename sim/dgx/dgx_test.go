@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/sim/spec"
 	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )

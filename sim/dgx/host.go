@@ -1,5 +1,5 @@
 // Package dgx is the hardware side of gpulab's simulated DGX A100 fleet:
-// what each host is (probes/sim/spec), what is wrong with it (Plan), and
+// what each host is (sim/spec), what is wrong with it (Plan), and
 // how its GPU, network and cluster tools answer (Host.Run): nvidia-smi,
 // dcgmi, lspci, numactl, dmesg, all_reduce_perf and the others that
 // gpulab's runbooks and labs run.
@@ -9,7 +9,7 @@
 // (nvidia-smi -q of 8x A100-SXM4-40GB on driver 535.129.03) the healthy
 // answer is that recording; elsewhere the answer is rendered in the exact
 // format of the closest recording, which each renderer names. A host's
-// faults show the same way in every tool and in the probe (probes/sim
+// faults show the same way in every tool and in the probe (probes/nvmlsim
 // builds go-nvml's mock from the same spec).
 //
 // The package does no networking and runs no process: the simulated
@@ -23,7 +23,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // Host is one simulated DGX A100.

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 func init() {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 	"github.com/gpulab/gpulab/step/parse"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // program decides what a pod's container does (see kubectl_mutate.go),

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 func init() {

@@ -1,4 +1,4 @@
-package sim_test
+package nvmlsim_test
 
 import (
 	"testing"
@@ -6,8 +6,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpulab/gpulab/probes/collect"
-	"github.com/gpulab/gpulab/probes/sim"
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/probes/nvmlsim"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // The simulated machine's processes reach the snapshot through the
@@ -17,7 +17,7 @@ import (
 func TestProcessesShowInTheSnapshot(t *testing.T) {
 	gi := 2
 	const uid = "3f0c6e0a-5b1d-4d1e-9c2b-7a6f5e4d3c2b"
-	f := sim.Faults{
+	f := nvmlsim.Faults{
 		MIG: map[int][]string{5: {"3g.20gb", "3g.20gb"}},
 		Processes: []spec.Process{
 			{GPU: 1, PID: 1001, Name: "python", UsedMiB: 2048,
@@ -34,7 +34,7 @@ func TestProcessesShowInTheSnapshot(t *testing.T) {
 	if err := f.WriteProc(proc); err != nil {
 		t.Fatal(err)
 	}
-	s := sim.DGXA100With(f)
+	s := nvmlsim.DGXA100With(f)
 	if r := s.Init(); r != nvml.SUCCESS {
 		t.Fatalf("Init: %v", r)
 	}

@@ -1,4 +1,4 @@
-package sim_test
+package nvmlsim_test
 
 import (
 	"encoding/json"
@@ -11,13 +11,13 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/gpulab/gpulab/probes/collect"
+	"github.com/gpulab/gpulab/probes/nvmlsim"
 	"github.com/gpulab/gpulab/probes/report"
-	"github.com/gpulab/gpulab/probes/sim"
 )
 
-func snapshot(t *testing.T, f sim.Faults) *report.Snapshot {
+func snapshot(t *testing.T, f nvmlsim.Faults) *report.Snapshot {
 	t.Helper()
-	s := sim.DGXA100With(f)
+	s := nvmlsim.DGXA100With(f)
 	if r := s.Init(); r != nvml.SUCCESS {
 		t.Fatalf("Init: %v", r)
 	}
@@ -30,17 +30,17 @@ func snapshot(t *testing.T, f sim.Faults) *report.Snapshot {
 	return snap
 }
 
-var sick = sim.Faults{
+var sick = nvmlsim.Faults{
 	NVLinkDown:   [][2]int{{1, 6}},
-	ECC:          map[int]sim.ECCCounts{3: {VolatileUncorrected: 2, AggregateUncorrected: 2, VolatileCorrected: 5}},
+	ECC:          map[int]nvmlsim.ECCCounts{3: {VolatileUncorrected: 2, AggregateUncorrected: 2, VolatileCorrected: 5}},
 	RemapPending: []int{3},
-	XIDs: []sim.XID{{GPU: 3, Code: 48, Message: "An uncorrectable double bit error", SecondsAfterBoot: 90},
+	XIDs: []nvmlsim.XID{{GPU: 3, Code: 48, Message: "An uncorrectable double bit error", SecondsAfterBoot: 90},
 		{GPU: 5, Code: 79, Message: "GPU has fallen off the bus.", SecondsAfterBoot: 40}},
 	MIG: map[int][]string{2: {"3g.20gb", "3g.20gb"}, 7: {"4g.20gb", "2g.10gb", "1g.5gb"}},
 }
 
 func TestHealthyIsUnchanged(t *testing.T) {
-	snap := snapshot(t, sim.Faults{})
+	snap := snapshot(t, nvmlsim.Faults{})
 	if len(snap.GPUs) != 8 || len(snap.Topology) != 28 {
 		t.Fatalf("%d GPUs, %d topology pairs", len(snap.GPUs), len(snap.Topology))
 	}
@@ -60,7 +60,7 @@ func TestHealthyIsUnchanged(t *testing.T) {
 		g.UUID != "GPU-faae5314-b87e-87c0-400b-b7cfb9e7b310" || *g.TemperatureC != 22 || *g.PowerW != 52.12 {
 		t.Errorf("GPU0 = bus %s node %d cpus %s uuid %s %dC %vW", g.PCIBusID, *g.NUMANode, g.CPUAffinity, g.UUID, *g.TemperatureC, *g.PowerW)
 	}
-	a, b := snapshotJSON(t, sim.DGXA100()), snapshotJSON(t, sim.DGXA100With(sim.Faults{}))
+	a, b := snapshotJSON(t, nvmlsim.DGXA100()), snapshotJSON(t, nvmlsim.DGXA100With(nvmlsim.Faults{}))
 	if a != b {
 		t.Errorf("DGXA100() and DGXA100With(Faults{}) differ:\n%s\n%s", a, b)
 	}
@@ -128,7 +128,7 @@ func TestFaultsShowInTheSnapshot(t *testing.T) {
 
 // Xids reach the probe through an NVML event set, in time order.
 func TestXIDEvents(t *testing.T) {
-	s := sim.DGXA100With(sick)
+	s := nvmlsim.DGXA100With(sick)
 	s.Init()
 	snap := collect.Collect(s, collect.Options{})
 	collect.WaitXIDs(s, snap, 50*time.Millisecond)
@@ -142,7 +142,7 @@ func TestXIDEvents(t *testing.T) {
 	if want := []string{"79@GPU5 00000000:90:00.0", "48@GPU3 00000000:4E:00.0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("xids %q, want %q", got, want)
 	}
-	healthy := sim.DGXA100()
+	healthy := nvmlsim.DGXA100()
 	healthy.Init()
 	snap = collect.Collect(healthy, collect.Options{})
 	collect.WaitXIDs(healthy, snap, 20*time.Millisecond)

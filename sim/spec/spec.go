@@ -2,7 +2,7 @@
 // (PCI bus ids, NUMA nodes and CPUs, NVLinks, NICs), the identity of its
 // GPUs, its MIG profiles, and what can be wrong with it (Faults).
 //
-// probes/sim builds go-nvml's mock from it and sim/dgx renders the
+// probes/nvmlsim builds go-nvml's mock from it and sim/dgx renders the
 // command-line tools from it, so that the probe and the tools tell one
 // story. It needs neither cgo nor go-nvml: a program that only renders
 // tool output (the simulated fleet's shell) can import it on a build

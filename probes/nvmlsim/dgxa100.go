@@ -2,10 +2,10 @@
 // demos with no hardware and for tests. The probe marks every snapshot taken
 // from them "simulated": they are never evidence about real hardware.
 //
-// The machine's layout, identity and faults are described in probes/sim/spec
+// The machine's layout, identity and faults are described in sim/spec
 // (no cgo), which sim/dgx renders as command-line tools: the probe and the
 // tools of one simulated host agree.
-package sim
+package nvmlsim
 
 import (
 	"fmt"
@@ -18,7 +18,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 
-	"github.com/gpulab/gpulab/probes/sim/spec"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // Faults is what is wrong with one simulated DGX A100 (see spec.Faults);
