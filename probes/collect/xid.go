@@ -43,11 +43,14 @@ func WaitXIDs(lib nvml.Interface, s *report.Snapshot, d time.Duration) {
 		return
 	}
 	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		left := time.Until(deadline)
+	for {
+		ms, ok := waitMS(time.Until(deadline))
+		if !ok {
+			return
+		}
 		var ev nvml.EventData
 		ret := nvml.SUCCESS
-		ok := c.quietCall(func() nvml.Return { ev, ret = set.Wait(uint32(min(left, time.Second).Milliseconds())); return ret })
+		ok = c.quietCall(func() nvml.Return { ev, ret = set.Wait(ms); return ret })
 		if !ok {
 			if ret == nvml.ERROR_TIMEOUT {
 				continue
@@ -131,4 +134,17 @@ func samePCI(nvmlID, kmsgID string) bool {
 		return strings.Join(parts, ":")
 	}
 	return nvmlID != "" && norm(nvmlID) == norm(kmsgID)
+}
+
+// waitMS is how long one NVML event wait may block, in the milliseconds
+// nvmlEventSetWait takes, with left until the deadline: at most a second,
+// at least one; false once the deadline has passed. The time left is read
+// once, by the caller, so that the check and the wait agree (read twice, a
+// busy machine passed the deadline between them, and a negative wait
+// became a uint32 of 49 days).
+func waitMS(left time.Duration) (uint32, bool) {
+	if left <= 0 {
+		return 0, false
+	}
+	return uint32(max(min(left, time.Second).Milliseconds(), 1)), true
 }
