@@ -69,14 +69,6 @@ type clusterData struct {
 	use map[string]cluster.NodeUse
 }
 
-type clusterKeys struct {
-	MoveKeys
-	Focus, Context key.Binding
-	// WhyUp and WhyDown scroll the selected item's why and evidence (the
-	// mouse wheel too).
-	WhyUp, WhyDown key.Binding
-}
-
 // clusterFocus is the list the cursor moves in.
 type clusterFocus int
 
@@ -152,14 +144,7 @@ type clusterView struct {
 }
 
 func newClusterView(sources []ClusterSource, st Styles) *clusterView {
-	m := DefaultMoveKeys()
-	v := &clusterView{sources: sources, styles: st, probes: &nodeProbes{}, keys: clusterKeys{
-		MoveKeys: m,
-		Focus:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "nodes / waiting")),
-		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "next context")),
-		WhyUp:    key.NewBinding(key.WithKeys("["), key.WithHelp("[/]", "scroll the why")),
-		WhyDown:  key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "scroll the why")),
-	}}
+	v := &clusterView{sources: sources, styles: st, probes: &nodeProbes{}, keys: DefaultClusterKeys()}
 	v.refresh()
 	return v
 }

@@ -93,16 +93,9 @@ const (
 	paneLog
 )
 
-type fleetKeys struct {
-	MoveKeys
-	Command, Cancel, Pane, Probe, Kill key.Binding
-	// Scroll moves the output pane; Page moves a host's page.
-	Scroll, Page ScrollKeys
-}
-
 type fleetView struct {
+	runTab[fleetItem]
 	runner FleetRunner
-	styles Styles
 	keys   fleetKeys
 
 	rows   []hostRow
@@ -115,9 +108,6 @@ type fleetView struct {
 	input    textinput.Model
 	typing   bool
 	bar      progress.Model
-	stream   runStream[fleetItem]
-	running  bool
-	base     context.Context // the workbench's lifetime: runs descend from it
 	probing  bool
 	hostView *textPage // the selected host's snapshot, when open
 	scroll   scroller  // the output pane's position
@@ -135,21 +125,16 @@ type fleetView struct {
 	groups  []orchestrator.Group // results folded, once per run
 	log     []runLog
 
-	// simulated puts a SIM badge on every host. noCommands, when set, is
-	// why the command prompt is off (presenter mode); notice is the last
-	// such refusal, shown until the next key. openFlagged opens the first
-	// flagged host's GPUs once a probe has found one. mask hides host names
-	// in the host view before it is wrapped (nil: shown).
-	simulated   bool
+	// noCommands, when set, is why the command prompt is off (presenter
+	// mode); notice is the last such refusal, shown until the next key.
+	// openFlagged opens the first flagged host's GPUs once a probe has
+	// found one.
 	noCommands  string
 	notice      string
 	openFlagged bool
-	mask        *masker
 	// killHost cuts a simulated host off (gpulab demo; nil elsewhere).
 	killHost func(name string) error
-
-	width, height int
-	now           func() time.Time
+	now      func() time.Time
 }
 
 func newFleetView(runner FleetRunner, st Styles) *fleetView {
@@ -157,24 +142,9 @@ func newFleetView(runner FleetRunner, st Styles) *fleetView {
 	ti.Prompt = "$ "
 	ti.Placeholder = "command to run on every host (enter runs, esc cancels)"
 	ti.CharLimit = 4096
-	v := &fleetView{runner: runner, styles: st, input: ti, counts: map[orchestrator.Class]int{}, now: time.Now,
-		bar: progress.New(progress.WithSolidFill("#6BD48A"), progress.WithoutPercentage()),
-		keys: fleetKeys{
-			MoveKeys: DefaultMoveKeys(),
-			Command:  key.NewBinding(key.WithKeys(":", "x"), key.WithHelp(":", "run a command")),
-			Cancel:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel the run")),
-			Pane:     key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "output: host/folded/log")),
-			Probe:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "probe GPUs (NVML)")),
-			Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "cut the host off (simulated power loss)")),
-		}}
-	v.keys.Open = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "host's GPUs"))
-	// The output pane holds the long text: page up/down, home and end
-	// scroll it; the host list pages with ctrl+u/d and ends with g/G.
-	v.keys.PageUp = key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "hosts page up"))
-	v.keys.PageDown = key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "hosts page down"))
-	v.keys.Home = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "first host"))
-	v.keys.End = key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "last host"))
-	v.keys.Scroll, v.keys.Page = DefaultScrollKeys(), pageKeys()
+	v := &fleetView{runner: runner, runTab: runTab[fleetItem]{styles: st}, input: ti, counts: map[orchestrator.Class]int{}, now: time.Now,
+		bar:  progress.New(progress.WithSolidFill("#6BD48A"), progress.WithoutPercentage()),
+		keys: DefaultFleetKeys()}
 	for _, h := range runner.Hosts() {
 		v.rows = append(v.rows, hostRow{FleetHost: h})
 	}

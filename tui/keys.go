@@ -106,3 +106,126 @@ func DefaultMatrixKeys() MatrixKeys {
 		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filters")),
 	}
 }
+
+// The tabs' key maps: each binding is named once, here, and each tab's
+// help lists its own (ShortHelp, FullHelp).
+
+type labKeys struct {
+	MoveKeys
+	Run, Guided, Solve, Hosts, Params key.Binding
+	Skip                              key.Binding
+	// Scroll moves a run's criteria and steps.
+	Scroll ScrollKeys
+}
+
+type runbookKeys struct {
+	MoveKeys
+	Run, Evidence, Hosts, Params key.Binding
+	// Scroll moves the evidence pane (home and end move the cursor).
+	Scroll ScrollKeys
+}
+
+type fleetKeys struct {
+	MoveKeys
+	Command, Cancel, Pane, Probe, Kill key.Binding
+	// Scroll moves the output pane; Page moves a host's page.
+	Scroll, Page ScrollKeys
+}
+
+type clusterKeys struct {
+	MoveKeys
+	Focus, Context key.Binding
+	// WhyUp and WhyDown scroll the selected item's why and evidence (the
+	// mouse wheel too).
+	WhyUp, WhyDown key.Binding
+}
+
+type resultsKeys struct {
+	MoveKeys
+	Refresh, Baseline, Compare key.Binding
+	// Page moves an open record or comparison.
+	Page ScrollKeys
+}
+
+// DefaultFleetKeys are the Fleet tab's keys. The output pane holds the
+// long text: page up/down, home and end scroll it; the host list pages
+// with ctrl+u/d and ends with g/G.
+func DefaultFleetKeys() fleetKeys {
+	k := fleetKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Command:  key.NewBinding(key.WithKeys(":", "x"), key.WithHelp(":", "run a command")),
+		Cancel:   key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "cancel the run")),
+		Pane:     key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "output: host/folded/log")),
+		Probe:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "probe GPUs (NVML)")),
+		Kill:     key.NewBinding(key.WithKeys("K"), key.WithHelp("K", "cut the host off (simulated power loss)")),
+		Scroll:   DefaultScrollKeys(),
+		Page:     pageKeys(),
+	}
+	k.Open = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "host's GPUs"))
+	k.PageUp = key.NewBinding(key.WithKeys("ctrl+u"), key.WithHelp("ctrl+u", "hosts page up"))
+	k.PageDown = key.NewBinding(key.WithKeys("ctrl+d"), key.WithHelp("ctrl+d", "hosts page down"))
+	k.Home = key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "first host"))
+	k.End = key.NewBinding(key.WithKeys("G"), key.WithHelp("G", "last host"))
+	return k
+}
+
+// DefaultRunbookKeys are the Runbooks tab's keys: enter runs, e opens the
+// evidence (page up/down scroll it), h chooses hosts, p sets parameters.
+func DefaultRunbookKeys() runbookKeys {
+	side := DefaultScrollKeys()
+	return runbookKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
+		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
+		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
+		Scroll: ScrollKeys{PageUp: key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "evidence up")),
+			PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more evidence")),
+			Left:     side.Left, Right: side.Right},
+		Params: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "set parameters")),
+	}
+}
+
+// DefaultLabKeys are the Labs tab's keys: enter runs, t runs step by
+// step (where s skips a step, as gpulab lab run --step takes it), f
+// fast-forwards, h chooses hosts, p sets parameters. No key means two
+// things: s was once both skip and parameters.
+func DefaultLabKeys() labKeys {
+	k := labKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
+		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
+		Solve:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "fast-forward (solve)")),
+		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
+		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
+		Params:   key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "set parameters")),
+		Scroll:   DefaultScrollKeys(),
+	}
+	k.Scroll.PageDown.SetHelp("pgdn", "more")
+	return k
+}
+
+// DefaultResultsKeys are the Results tab's keys: enter opens a record, b
+// marks the baseline, c compares with it, r reloads.
+func DefaultResultsKeys() resultsKeys {
+	k := resultsKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Refresh:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
+		Baseline: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "mark baseline")),
+		Compare:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with baseline")),
+		Page:     pageKeys(),
+	}
+	k.Open.SetHelp("enter", "open record")
+	return k
+}
+
+// DefaultClusterKeys are the Cluster tab's keys: ←/→ between the nodes
+// and what waits, c the next context, [ and ] scroll the why.
+func DefaultClusterKeys() clusterKeys {
+	return clusterKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Focus:    key.NewBinding(key.WithKeys("left", "right", "h", "l"), key.WithHelp("←/→", "nodes / waiting")),
+		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "next context")),
+		WhyUp:    key.NewBinding(key.WithKeys("["), key.WithHelp("[/]", "scroll the why")),
+		WhyDown:  key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "scroll the why")),
+	}
+}

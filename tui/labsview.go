@@ -33,21 +33,13 @@ type LabRunner interface {
 // labTickMsg redraws a run's timer each second.
 type labTickMsg struct{ run int }
 
-type labKeys struct {
-	MoveKeys
-	Run, Guided, Solve, Hosts, Params key.Binding
-	Skip                              key.Binding
-	// Scroll moves a run's criteria and steps.
-	Scroll ScrollKeys
-}
-
 // labsView lists the labs (maturity, estimate) and runs one: the current
 // phase, the timer against the estimate, the criteria checklist turning
 // PASS/FAIL with values as metrics arrive, and a folded log of the steps.
 type labsView struct {
+	runTab[app.LabUpdate]
 	runner LabRunner
 	list   []*labs.Lab
-	styles Styles
 	keys   labKeys
 	now    func() time.Time
 	setup  *runSetup
@@ -55,12 +47,9 @@ type labsView struct {
 
 	sel     int
 	active  *labs.Lab
-	stream  runStream[app.LabUpdate]
-	running bool
 	started time.Time
 	ended   time.Time
 	abandon context.CancelFunc      // stops cleanup (quitting twice)
-	base    context.Context         // the workbench's lifetime: runs descend from it
 	phase   map[string]string       // host → current phase
 	current map[string]string       // host → the step it runs now ("observe topo"), until it ends
 	scores  map[string][]labs.Score // host → latest scores
@@ -78,10 +67,6 @@ type labsView struct {
 	err        string
 	// simulated puts a SIM badge on the hosts; mask hides host names
 	// before the panes cut their lines to their width (nil: shown).
-	simulated bool
-	mask      *masker
-
-	width, height int
 }
 
 type sampled struct {
@@ -102,17 +87,7 @@ type logEntry struct {
 }
 
 func newLabsView(runner LabRunner, inv *inventory.Inventory, list []*labs.Lab, st Styles) *labsView {
-	v := &labsView{runner: runner, list: list, styles: st, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: labKeys{
-		MoveKeys: DefaultMoveKeys(),
-		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
-		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
-		Solve:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "fast-forward (solve)")),
-		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
-		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
-		Params:   key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
-		Scroll:   DefaultScrollKeys(),
-	}}
-	v.keys.Scroll.PageDown.SetHelp("pgdn", "more")
+	v := &labsView{runner: runner, list: list, runTab: runTab[app.LabUpdate]{styles: st}, now: time.Now, setup: newRunSetup(inv, runner), solve: map[string]bool{}, keys: DefaultLabKeys()}
 	return v
 }
 
@@ -743,15 +718,8 @@ func (v *labsView) listView() string {
 // names masked.
 func (v *labsView) listLines() []string {
 	st := v.styles
-	lines := []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""}
-	switch {
-	case v.setup.typing():
-		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
-	case v.runner == nil || len(v.runner.Hosts()) == 0:
-		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR)."), v.width-2), "")
-	default:
-		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
-	}
+	lines := v.setup.head(st, []string{st.CardTitle.Render("Labs") + st.CardMuted.Render("  scenario · criteria scored live · lab record"), ""},
+		v.runner == nil || len(v.runner.Hosts()) == 0, "No hosts: pass --inventory FILE to run labs from here (or gpulab lab run ID -H EXPR).", v.paramsKey(), v.simulated)
 	for i, l := range v.list {
 		marker := "  "
 		if i == v.sel {
@@ -774,7 +742,7 @@ func (v *labsView) listLines() []string {
 			lines = append(lines, hanging(st.CardMuted.Render("  [counterexample] ")+c.Description, v.width-1, 4)...)
 		}
 		if len(l.Params) > 0 {
-			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, "s"))
+			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, v.keys.Params.Help().Key))
 		}
 		if l.HasSolve() {
 			state := "off"

@@ -79,7 +79,7 @@ func TestLabsTab(t *testing.T) {
 	m := newLabsModel(t, scriptedLabs{n: 3}, 140, 40)
 	m, _ = press(t, m, "5")
 	v := m.View()
-	for _, want := range []string{"▶ exclusive-baseline", "draft", "30 min", "topology-sanity", "Goal: One vLLM server", "parameters (s sets): base_url = http://127.0.0.1:8000, model = (not set)"} {
+	for _, want := range []string{"▶ exclusive-baseline", "draft", "30 min", "topology-sanity", "Goal: One vLLM server", "parameters (p sets): base_url = http://127.0.0.1:8000, model = (not set)"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("lab list lacks %q:\n%s", want, v)
 		}
@@ -113,17 +113,17 @@ func TestLabsTab(t *testing.T) {
 	if !strings.Contains(m.View(), "▶ topology-sanity") {
 		t.Errorf("esc after the run goes back to the list:\n%s", m.View())
 	}
-	// h chooses the hosts, s sets the parameters (here the baseline's).
+	// h chooses the hosts, p sets the parameters (here the baseline's).
 	m, _ = press(t, m, "h")
 	m = typeLine(t, m, "gpu00[2-3]")
 	if v := m.View(); !strings.Contains(v, "hosts: gpu00[2-3] → gpu[002-003] (2); h chooses, enter runs") {
 		t.Errorf("chosen hosts, topology-sanity (no parameters) selected:\n%s", v)
 	}
 	m, _ = press(t, m, "home")
-	if v := m.View(); !strings.Contains(v, "(2); h chooses, s sets parameters, enter runs") {
-		t.Errorf("a lab with parameters selected, s is not offered:\n%s", v)
+	if v := m.View(); !strings.Contains(v, "(2); h chooses, p sets parameters, enter runs") {
+		t.Errorf("a lab with parameters selected, p is not offered:\n%s", v)
 	}
-	m, _ = press(t, m, "s")
+	m, _ = press(t, m, "p")
 	if v := m.View(); !strings.Contains(v, "the vLLM server under test") || !strings.Contains(v, "base_url: ") {
 		t.Errorf("the first parameter's field:\n%s", v)
 	}

@@ -16,13 +16,6 @@ import (
 	"github.com/gpulab/gpulab/labs"
 )
 
-type resultsKeys struct {
-	MoveKeys
-	Refresh, Baseline, Compare key.Binding
-	// Page moves an open record or comparison.
-	Page ScrollKeys
-}
-
 // resultsView lists the lab records in the results directory (newest
 // first), shows one (its Markdown), and compares one against a baseline:
 // throughput ratio and P99 interference coefficient.
@@ -54,14 +47,7 @@ type resultsView struct {
 }
 
 func newResultsView(dir string, st Styles) *resultsView {
-	v := &resultsView{dir: dir, styles: st, keys: resultsKeys{
-		MoveKeys: DefaultMoveKeys(),
-		Refresh:  key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reload")),
-		Baseline: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "mark baseline")),
-		Compare:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "compare with baseline")),
-		Page:     pageKeys(),
-	}}
-	v.keys.Open.SetHelp("enter", "open record")
+	v := &resultsView{dir: dir, styles: st, keys: DefaultResultsKeys()}
 	return v
 }
 

@@ -28,21 +28,14 @@ type RunbookRunner interface {
 	RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- app.RunbookHost)
 }
 
-type runbookKeys struct {
-	MoveKeys
-	Run, Evidence, Hosts, Params key.Binding
-	// Scroll moves the evidence pane (home and end move the cursor).
-	Scroll ScrollKeys
-}
-
 // runbooksView lists the runbooks, runs one on the fleet, and shows its
 // verdicts folded across hosts as they arrive, with the evidence behind a
 // verdict and the topology grid of the host it concerns.
 type runbooksView struct {
+	runTab[app.RunbookHost]
 	runner RunbookRunner
 	inv    *inventory.Inventory
 	list   []runbooks.Runbook
-	styles Styles
 	keys   runbookKeys
 
 	// The hosts to run on and each runbook's parameters.
@@ -53,9 +46,6 @@ type runbooksView struct {
 	names    []string // the hosts of the active run
 	runs     []*runbooks.HostRun
 	finished int
-	running  bool
-	stream   runStream[app.RunbookHost]
-	base     context.Context // the workbench's lifetime: runs descend from it
 	folded   []runbooks.Folded
 	cursor   int // over verdict groups
 	evidence bool
@@ -63,30 +53,13 @@ type runbooksView struct {
 	// listScroll is the list's, when the selected runbook's description
 	// runs past a short terminal.
 	listScroll scroller
-	// mask hides host names in the evidence before the pane cuts it to
-	// its width (nil: shown).
-	mask *masker
 	// focusFail keeps the cursor on the first FAIL as verdicts arrive (a
 	// presenter's step that opens the evidence).
 	focusFail bool
-	// simulated puts a SIM badge on the hosts.
-	simulated bool
-
-	width, height int
 }
 
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
-	side := DefaultScrollKeys()
-	return &runbooksView{runner: runner, inv: inv, list: list, styles: st, setup: newRunSetup(inv, runner), keys: runbookKeys{
-		MoveKeys: DefaultMoveKeys(),
-		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
-		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
-		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
-		Scroll: ScrollKeys{PageUp: key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "evidence up")),
-			PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more evidence")),
-			Left:     side.Left, Right: side.Right},
-		Params: key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "set parameters")),
-	}}
+	return &runbooksView{runner: runner, inv: inv, list: list, runTab: runTab[app.RunbookHost]{styles: st}, setup: newRunSetup(inv, runner), keys: DefaultRunbookKeys()}
 }
 
 // Running is how many hosts the run in flight works on (0: none).
@@ -490,15 +463,8 @@ func (v *runbooksView) listView() string {
 
 func (v *runbooksView) listLines() []string {
 	st := v.styles
-	lines := []string{st.CardTitle.Render("Runbooks"), ""}
-	switch {
-	case v.setup.typing():
-		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
-	case v.runner == nil || len(v.runner.Hosts()) == 0:
-		lines = append(wrap(st.Hint.Render("No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR)."), v.width-2), "")
-	default:
-		lines = append(lines, v.setup.lines(st, v.paramsKey(), v.simulated)...)
-	}
+	lines := v.setup.head(st, []string{st.CardTitle.Render("Runbooks"), ""},
+		v.runner == nil || len(v.runner.Hosts()) == 0, "No hosts: pass --inventory FILE to run runbooks from here (or use gpulab runbook run ID -H EXPR).", v.paramsKey(), v.simulated)
 	for i, rb := range v.list {
 		marker := "  "
 		if i == v.sel {
@@ -513,7 +479,7 @@ func (v *runbooksView) listLines() []string {
 	if v.sel < len(v.list) {
 		rb := v.list[v.sel]
 		if len(rb.Params) > 0 {
-			lines = append(lines, "", v.setup.paramLine(st, rb.ID, rb.Params, "s"))
+			lines = append(lines, "", v.setup.paramLine(st, rb.ID, rb.Params, v.keys.Params.Help().Key))
 		}
 		lines = append(lines, "")
 		lines = append(lines, wrap(st.CardMuted.Render(rb.Symptom), v.width-2)...)

@@ -251,7 +251,7 @@ func typeLine(t *testing.T, m Model, line string) Model {
 	return next.(Model)
 }
 
-// s sets the selected runbook's parameters, one field each, and the run
+// p sets the selected runbook's parameters, one field each, and the run
 // gets them.
 func TestRunbooksTabParameters(t *testing.T) {
 	got := make(chan map[string]string, 4)
@@ -260,10 +260,10 @@ func TestRunbooksTabParameters(t *testing.T) {
 	for i := 0; i < 10 && !strings.Contains(m.View(), "▶ nccl-slow"); i++ {
 		m, _ = press(t, m, "down")
 	}
-	if v := m.View(); !strings.Contains(v, "parameters (s sets): nccl_log = (not set)") {
+	if v := m.View(); !strings.Contains(v, "parameters (p sets): nccl_log = (not set)") {
 		t.Fatalf("a runbook's parameters are shown:\n%s", v)
 	}
-	m, _ = press(t, m, "s")
+	m, _ = press(t, m, "p")
 	if v := m.View(); !strings.Contains(v, "NCCL_DEBUG=INFO") || !strings.Contains(v, "nccl_log: ") {
 		t.Errorf("the field names the parameter and says what it is:\n%s", v)
 	}
@@ -290,7 +290,7 @@ func TestRunbooksTabParameterHelpAt80(t *testing.T) {
 	for i := 0; i < 10 && !strings.Contains(m.View(), "▶ nccl-slow"); i++ {
 		m, _ = press(t, m, "down")
 	}
-	m, _ = press(t, m, "s")
+	m, _ = press(t, m, "p")
 	flat := strings.Join(strings.Fields(m.View()), " ")
 	if !strings.Contains(flat, "without it the NCCL checks are skipped") {
 		t.Errorf("the parameter's help is cut:\n%s", m.View())

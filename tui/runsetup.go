@@ -202,6 +202,17 @@ func (s *runSetup) values(id string, defs []step.Param) map[string]string {
 	return out
 }
 
+// head is what a run tab draws above its list: its title and the run
+// setup's lines (the field being typed, or the hosts and parameters a run
+// takes), or, with no hosts to run on and nothing typed, only noHosts,
+// which says how to get some.
+func (s *runSetup) head(st Styles, title []string, hostless bool, noHosts, paramsKey string, simulated bool) []string {
+	if hostless && !s.typing() {
+		return append(wrap(st.Hint.Render(noHosts), s.width-2), "")
+	}
+	return append(title, s.lines(st, paramsKey, simulated)...)
+}
+
 // lines is the setup as the list views show it: the open field (with the
 // parameter's help and any error), or the chosen hosts.
 func (s *runSetup) lines(st Styles, paramsKey string, simulated bool) []string {

@@ -16,6 +16,21 @@ type runStream[T any] struct {
 	ch     <-chan T
 }
 
+// runTab is what every tab that runs something on hosts holds (Fleet,
+// Runbooks, Labs), embedded in each: its styles and size, the workbench's
+// lifetime its runs descend from, the run in flight, and how its hosts are
+// drawn (a SIM badge when simulated; mask hides host names before a pane
+// cuts its lines to its width, nil: shown).
+type runTab[T any] struct {
+	styles        Styles
+	base          context.Context
+	stream        runStream[T]
+	running       bool
+	simulated     bool
+	mask          *masker
+	width, height int
+}
+
 // streamMsg is a batch of a run's updates; closed says the run ended.
 type streamMsg[T any] struct {
 	id     int
