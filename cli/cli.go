@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -193,6 +194,17 @@ table, or as JSON with --json, for scripts.
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newLabCmd(o), newResultsCmd(o), newClusterCmd(o), newSimCmd(o), newDemoCmd(o), newVersionCmd(o), newDocsCmd(o))
 	return root
+}
+
+// noSuch is the usage error for a KIND id that none of items has, with
+// the near miss when there is one: `no lab "topology-sanit": did you mean
+// "topology-sanity"? (gpulab lab list)`.
+func noSuch[T any](kind, id string, items []T, idOf func(T) string) error {
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = idOf(it)
+	}
+	return usageErr("no %s %q%s (gpulab %s list)", kind, id, suggest.Hint(id, ids), kind)
 }
 
 // loadRunbooks loads the built-in runbooks plus --runbooks directories.

@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/render"
@@ -38,15 +37,10 @@ func (o *options) findLab(id string) (*labs.Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, ok := labs.Find(ls, id)
-	if !ok {
-		var ids []string
-		for _, l := range ls {
-			ids = append(ids, l.ID)
-		}
-		return nil, usageErr("no lab %q%s (gpulab lab list)", id, suggest.Hint(id, ids))
+	if l, ok := labs.Find(ls, id); ok {
+		return l, nil
 	}
-	return l, nil
+	return nil, noSuch("lab", id, ls, func(l *labs.Lab) string { return l.ID })
 }
 
 func newLabCmd(o *options) *cobra.Command {

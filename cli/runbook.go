@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/step"
@@ -22,15 +21,10 @@ func (o *options) findRunbook(id string) (runbooks.Runbook, error) {
 	if err != nil {
 		return runbooks.Runbook{}, err
 	}
-	rb, ok := runbooks.Find(rbs, id)
-	if !ok {
-		var ids []string
-		for _, r := range rbs {
-			ids = append(ids, r.ID)
-		}
-		return rb, usageErr("no runbook %q%s (gpulab runbook list)", id, suggest.Hint(id, ids))
+	if rb, ok := runbooks.Find(rbs, id); ok {
+		return rb, nil
 	}
-	return rb, nil
+	return runbooks.Runbook{}, noSuch("runbook", id, rbs, func(r runbooks.Runbook) string { return r.ID })
 }
 
 func newRunbookCmd(o *options) *cobra.Command {

@@ -8,27 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpulab/gpulab/sim/dgx"
 )
 
 // duration reads sleep's and timeout's NUMBER[smhd].
-func duration(s string) (time.Duration, bool) {
-	unit := time.Second
-	switch {
-	case strings.HasSuffix(s, "s"):
-		s = s[:len(s)-1]
-	case strings.HasSuffix(s, "m"):
-		s, unit = s[:len(s)-1], time.Minute
-	case strings.HasSuffix(s, "h"):
-		s, unit = s[:len(s)-1], time.Hour
-	case strings.HasSuffix(s, "d"):
-		s, unit = s[:len(s)-1], 24*time.Hour
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 {
-		return 0, false
-	}
-	return time.Duration(f * float64(unit)), true
-}
+func duration(s string) (time.Duration, bool) { return dgx.SleepArg(s) }
 
 func toolSleep(t *toolCall, args []string) int {
 	if len(args) < 2 {

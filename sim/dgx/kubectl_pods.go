@@ -52,24 +52,34 @@ func notInPath(prog string) string {
 func sleepDuration(args []string) (time.Duration, bool) {
 	var total time.Duration
 	for _, a := range args {
-		unit := time.Second
-		switch {
-		case strings.HasSuffix(a, "s"):
-			a = a[:len(a)-1]
-		case strings.HasSuffix(a, "m"):
-			a, unit = a[:len(a)-1], time.Minute
-		case strings.HasSuffix(a, "h"):
-			a, unit = a[:len(a)-1], time.Hour
-		case strings.HasSuffix(a, "d"):
-			a, unit = a[:len(a)-1], 24*time.Hour
-		}
-		f, err := strconv.ParseFloat(a, 64)
-		if err != nil || f < 0 {
+		d, ok := SleepArg(a)
+		if !ok {
 			return 0, false
 		}
-		total += time.Duration(f * float64(unit))
+		total += d
 	}
 	return total, len(args) > 0
+}
+
+// SleepArg reads one of sleep's (and timeout's) operands, NUMBER[smhd],
+// as GNU coreutils does: a fraction is fine, a negative is not.
+func SleepArg(s string) (time.Duration, bool) {
+	unit := time.Second
+	switch {
+	case strings.HasSuffix(s, "s"):
+		s = s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		s, unit = s[:len(s)-1], time.Minute
+	case strings.HasSuffix(s, "h"):
+		s, unit = s[:len(s)-1], time.Hour
+	case strings.HasSuffix(s, "d"):
+		s, unit = s[:len(s)-1], 24*time.Hour
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 {
+		return 0, false
+	}
+	return time.Duration(f * float64(unit)), true
 }
 
 // visibleDevices is NVIDIA_VISIBLE_DEVICES as the container gets it:
