@@ -83,3 +83,17 @@ func TestClusterNodes(t *testing.T) {
 	run(t, env, "cluster", "why", "big", "-n", "kube-system", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `a pod of that name waits in default (-n default)`)
 	run(t, env, "cluster", "nodes", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 2, "", "-n does not apply to nodes")
 }
+
+// With no kubeconfig anywhere, every cluster command says what gpulab
+// looked for and how to point it at a cluster, not client-go's
+// KUBERNETES_MASTER.
+func TestNoClusterConfigured(t *testing.T) {
+	env := noEnv(t)
+	for _, args := range [][]string{{"cluster", "nodes"}, {"cluster", "pending", "-A"}, {"cluster", "quotas"}} {
+		r := run(t, env, args...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, "no cluster configured: gpulab looked for $KUBECONFIG (not set), "+filepath.Join(env["HOME"], ".kube", "config")+" (not there)") ||
+			!strings.Contains(r.stderr, "--kubeconfig FILE") || strings.Contains(r.stderr, "KUBERNETES_MASTER") {
+			t.Errorf("gpulab %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}

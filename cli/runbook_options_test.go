@@ -42,7 +42,7 @@ func TestRunbookRunOptionsWithoutCobra(t *testing.T) {
 	if !errors.As(err, &ee) || ee.code != ExitFailed {
 		t.Errorf("Run = %v, want exit %d (a check failed)", err, ExitFailed)
 	}
-	if !strings.Contains(out.String(), "FAIL    gpu01: nvidia-smi failed") || !strings.Contains(out.String(), "UNKNOWN gpu01: no evidence") ||
+	if !strings.Contains(out.String(), "FAIL    gpu01: nvidia-smi is not installed on this host") || !strings.Contains(out.String(), "UNKNOWN gpu01: no evidence") ||
 		!strings.HasPrefix(errOut.String(), "1 host: 1 FAIL (gpu01)") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}

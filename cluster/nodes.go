@@ -60,6 +60,9 @@ func (s Source) Connect() (*Client, error) {
 	}
 	ctxName := cmp.Or(s.Context, raw.CurrentContext)
 	cfg, err := cc.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, s.noCluster(rules)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -73,6 +76,36 @@ func (s Source) Connect() (*Client, error) {
 	}
 	c.Context, c.Namespace = ctxName, ns
 	return c, nil
+}
+
+// ErrNoCluster is what Connect returns when no kubeconfig names a cluster
+// and gpulab runs in no pod: nothing is configured, which is not a cluster
+// that failed. A check that needs a cluster says UNKNOWN for it.
+var ErrNoCluster = errors.New("no cluster configured")
+
+// noCluster says what Connect looked for, where, and how to point it at a
+// cluster (client-go's own words name KUBERNETES_MASTER, long gone).
+func (s Source) noCluster(rules *clientcmd.ClientConfigLoadingRules) error {
+	getenv := s.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var looked []string
+	if s.Kubeconfig != "" {
+		looked = append(looked, "--kubeconfig "+s.Kubeconfig+" (no cluster in it)")
+	} else {
+		env := getenv(clientcmd.RecommendedConfigPathEnvVar)
+		if env == "" {
+			looked = append(looked, "$KUBECONFIG (not set)")
+		} else {
+			looked = append(looked, "$KUBECONFIG="+env+" (none of its files names a cluster)")
+		}
+		if env == "" && len(rules.Precedence) == 1 {
+			looked = append(looked, rules.Precedence[0]+" (not there)")
+		}
+	}
+	looked = append(looked, "an in-cluster service account (gpulab is not running in a pod)")
+	return fmt.Errorf("%w: gpulab looked for %s. Point it at a cluster as kubectl is pointed: --kubeconfig FILE or KUBECONFIG=FILE, and --context NAME; the workbench's Cluster tab shows a SIMULATED one (gpulab demo)", ErrNoCluster, strings.Join(looked, ", "))
 }
 
 // rules are kubectl's loading rules: --kubeconfig alone when given, else

@@ -794,6 +794,13 @@ func cpuList(s string) []int {
 // ladder (driver → toolkit → device plugin → allocatable).
 func driverLoaded(in []Input, _ map[string]any) Verdict {
 	i := in[0]
+	if !i.Ran && i.Class == orchestrator.Exit && i.ExitCode == 127 {
+		// The shell found no nvidia-smi: no driver package on this host,
+		// which says nothing of a module or a GPU gone.
+		v := verdict(Fail, "nvidia-smi is not installed on this host (exit 127: command not found)", Evidence{Step: i.Step, Fact: orchestrator.FirstLine(i.Output + " " + i.Problem)})
+		v.Hint = "install the NVIDIA driver, which brings nvidia-smi (or select the GPU hosts only: is this one meant to have GPUs?)"
+		return v
+	}
 	if !i.Ran {
 		fact := orchestrator.FirstLine(i.Output + " " + i.Problem)
 		return verdict(Fail, "nvidia-smi failed: "+fact, Evidence{Step: i.Step, Fact: fact})

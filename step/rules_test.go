@@ -432,3 +432,17 @@ func TestNCCLEnvNeedsAnInfoLog(t *testing.T) {
 		t.Errorf("a version-only log: %s %q, want UNKNOWN", v.Status, v.Summary)
 	}
 }
+
+// TestNoNvidiaSMIIsNotAFallenGPU: exit 127 (command not found) says the
+// driver is not installed, with its own hint, not the module-or-bus advice.
+func TestNoNvidiaSMIIsNotAFallenGPU(t *testing.T) {
+	c := Check{ID: "driver", Rule: "driver-loaded", Hint: "the kernel module is not loaded or the GPU fell off the bus"}
+	v := Judge(c, []Input{{Step: "smi", Class: orchestrator.Exit, ExitCode: 127, Output: "bash: line 1: nvidia-smi: command not found\n", Problem: "exited 127"}})
+	if v.Status != Fail || !strings.Contains(v.Summary, "not installed") || strings.Contains(v.Hint, "fell off the bus") {
+		t.Errorf("exit 127: %s %q hint %q, want FAIL saying nvidia-smi is not installed, with its own hint", v.Status, v.Summary, v.Hint)
+	}
+	v = Judge(c, []Input{{Step: "smi", Class: orchestrator.Exit, ExitCode: 9, Output: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", Problem: "exited 9"}})
+	if v.Status != Fail || !strings.Contains(v.Hint, "fell off the bus") {
+		t.Errorf("exit 9: %s %q hint %q, want FAIL with the module-or-bus hint", v.Status, v.Summary, v.Hint)
+	}
+}
