@@ -128,6 +128,10 @@ func TestDemoInTmux(t *testing.T) {
 	screen := screenWait(t, s, nil, "4 hosts: dgx[01-04]", "127.0.0.1:")
 	s.keys("p")
 	screen = screenWait(t, s, nil, "$ gpulab probe done", "4/4  3 ok, 1 flagged ("+sick+")", "⚑ "+sick+": NVLink "+pair+" down (SYS)")
+	s.keys("1")
+	screenWait(t, s, nil, "[Map]", "3 Fleet: 4 hosts, 1 flagged")
+	s.keys("3")
+	screenWait(t, s, nil, "$ gpulab probe done")
 	if !regexp.MustCompile(`(?m)^. ` + sick + ` SIM +127\.0\.0\.1:\d+ +ok FLAGGED `).MatchString(screen) {
 		t.Errorf("the sick host's row is not flagged:\n%s", screen)
 	}
@@ -278,7 +282,8 @@ func TestDemoSignalsInTmux(t *testing.T) {
 func TestDefaultIsTheDemoInTmux(t *testing.T) {
 	bin := buildGpulab(t)
 	s, tmp := demoTmux(t, bin, 80, 24, "NO_COLOR=1 ")
-	screenWait(t, s, nil, "gpulab  SIMULATED  [Map]")
+	// The first screen says where the fleet is.
+	screenWait(t, s, nil, "gpulab  SIMULATED  [Map]", "3 Fleet: 4 hosts  ")
 	if esc := s.run("capture-pane", "-e", "-p", "-t", "smoke"); strings.Contains(esc, "\x1b[38") || strings.Contains(esc, "\x1b[48") || strings.Contains(esc, "\x1b[7m") {
 		t.Errorf("NO_COLOR is set but the screen has colour escapes:\n%q", esc)
 	}

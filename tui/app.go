@@ -539,6 +539,14 @@ func (m Model) statusBar() string {
 	v := m.views[m.active]
 	left := m.styles.Status.Render(v.Status())
 	keys := append(v.ShortHelp(), m.keys.Help, m.keys.Quit)
+	// Where the fleet is, from every other tab, first of the hints (the
+	// first screen is the Map, and nothing else there says that hosts
+	// wait in tab 3): "3 Fleet: 4 hosts, 1 flagged".
+	for i, fv := range m.views {
+		if f, ok := fv.(*fleetView); ok && i != m.active {
+			keys = append([]key.Binding{key.NewBinding(key.WithKeys(strconv.Itoa(i+1)), key.WithHelp(strconv.Itoa(i+1), f.Title()+": "+f.Brief()))}, keys...)
+		}
+	}
 	if p := m.present; p != nil { // offered where they step: not n at the last step, not p before the first
 		var step []key.Binding
 		if p.at < len(p.steps)-1 {

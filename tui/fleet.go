@@ -162,6 +162,25 @@ func (v *fleetView) Status() string {
 	return fmt.Sprintf("%d hosts", len(v.rows))
 }
 
+// Brief is the fleet in a few words, for the header of the other tabs:
+// how many hosts, how many the last probe flagged, whether a run goes on.
+func (v *fleetView) Brief() string {
+	b := text.Plural(len(v.rows), "host", "hosts")
+	n := 0
+	for _, r := range v.rows {
+		if len(r.flags) > 0 {
+			n++
+		}
+	}
+	if n > 0 {
+		b += fmt.Sprintf(", %d flagged", n)
+	}
+	if v.running {
+		b += ", running"
+	}
+	return b
+}
+
 func (v *fleetView) ShortHelp() []key.Binding {
 	if v.typing {
 		esc := key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"))
