@@ -296,7 +296,7 @@ func TestWorkbenchQuitMidRunCleansUp(t *testing.T) {
 	s := newTmux(t, tmux, 120, 30, "HOME="+h.dir+" SSH_AUTH_SOCK= GPULAB_RESULTS="+h.results+" "+gpulabBinary(t)+" --inventory "+h.inv+" --labs "+h.labs)
 	s.waitFor("CONTROL PLANE")
 	s.keys("5")
-	s.waitFor("▶ exclusive-baseline")
+	s.waitFor("▶ topology-sanity") // hosts and no cluster: a lab that needs none
 	s.keys("End")
 	s.waitFor("▶ zz-hold")
 	s.keys("Enter")

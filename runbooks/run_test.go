@@ -27,7 +27,10 @@ type host struct {
 	// kubectl maps a kubectl subcommand ("describe node", "get events",
 	// "get pods") to a fixture file; absent means no kubectl on the host.
 	kubectl map[string]string
-	ctk     bool // nvidia-ctk installed
+	// kubectlNoConfig: kubectl is there, with no kubeconfig (what it
+	// prints then, recorded, and exit 1).
+	kubectlNoConfig bool
+	ctk             bool // nvidia-ctk installed
 	// hang names a tool ("dmesg") that hangs instead of answering, after
 	// writing a line into the FIFO at started (the test's event).
 	hang, started string
@@ -70,6 +73,9 @@ func standIns(t *testing.T, hosts []host) func(int) map[string]string {
 		}
 		if h.ctk {
 			write("nvidia-ctk", "#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version 1.17.8'\n")
+		}
+		if h.kubectlNoConfig {
+			write("kubectl", "#!/bin/sh\ncat "+abs("kubectl-no-config/kubectl-1.32-get-pods-no-kubeconfig.stderr.txt")+" >&2\nexit 1\n")
 		}
 		if h.kubectl != nil {
 			var b strings.Builder
@@ -538,3 +544,29 @@ func TestPluginNotReadyIsNoPlugin(t *testing.T) {
 }
 
 const podsHeader = "NAMESPACE     NAME                                   READY   STATUS    RESTARTS   AGE   IP           NODE\n"
+
+// A host whose kubectl has no kubeconfig has no cluster to read: the
+// checks on kubectl's steps are UNKNOWN "no cluster configured", never
+// FAIL, and none of kubectl's klog lines reaches a verdict.
+func TestNoClusterIsUnknownNotFail(t *testing.T) {
+	e, ts := fleet(t, []host{{smi: "nvidia-smi/a10g-drv535-in-pod-empty-processes.txt", ctk: true, kubectlNoConfig: true}})
+	rb := load(t, "pod-cannot-see-gpu")
+	runs := runbooks.Run(context.Background(), e, ts, rb, runbooks.RunOptions{})
+	for _, id := range []string{"plugin", "allocatable"} {
+		got := groups(runbooks.Fold(rb, runs), id)
+		if !strings.HasPrefix(got, "UNKNOWN gpu01: no evidence: step ") || !strings.Contains(got, "no cluster configured") {
+			t.Errorf("%s: %s, want UNKNOWN saying no cluster is configured", id, got)
+		}
+	}
+	for _, r := range runs {
+		for _, v := range r.Verdicts {
+			text := v.Summary + " " + v.Hint
+			for _, e := range v.Evidence {
+				text += " " + e.Fact
+			}
+			if strings.Contains(text, "memcache.go") || strings.Contains(text, "E1203") {
+				t.Errorf("%s: kubectl's klog line reached the verdict: %s", v.Check, text)
+			}
+		}
+	}
+}

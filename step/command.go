@@ -3,6 +3,7 @@ package step
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -61,6 +62,13 @@ func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Tar
 	switch r.Class {
 	case orchestrator.OK:
 	case orchestrator.Exit:
+		if slices.Contains(needs, "kubectl") && NoKubeconfig(out.Stderr) {
+			// Not a cluster that failed: none is configured there. No
+			// verdict can come of it, and kubectl's klog lines are no
+			// message for a screen.
+			out.Class, out.Problem = orchestrator.Error, NoClusterProblem
+			break
+		}
 		msg := strings.TrimSpace(out.Stderr)
 		if msg == "" {
 			msg = orchestrator.FirstLine(out.Stdout)
@@ -70,6 +78,18 @@ func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Tar
 		out.Problem = fmt.Sprintf("%s: %s", r.Class, r.Err)
 	}
 	return out
+}
+
+// NoClusterProblem is a kubectl step's problem on a host where kubectl
+// has no kubeconfig: its checks are UNKNOWN for it, never FAIL.
+const NoClusterProblem = "no cluster configured: kubectl on this host has no kubeconfig for the login user (it fell back to localhost:8080)"
+
+// NoKubeconfig says whether kubectl's stderr is its answer without a
+// kubeconfig: it falls back to localhost:8080 and finds nothing there
+// ("The connection to the server localhost:8080 was refused").
+func NoKubeconfig(stderr string) bool {
+	return strings.Contains(stderr, "The connection to the server localhost:8080 was refused") ||
+		strings.Contains(stderr, `"http://localhost:8080/api?timeout=`) && strings.Contains(stderr, "connection refused")
 }
 
 func bytesString(b []byte) string {

@@ -324,6 +324,8 @@ func EvidenceHint(i Input) string {
 		return "the host could not be reached or was lost: see its error, then run again"
 	case i.Class == orchestrator.Cancelled:
 		return "the run was stopped before this step gave its evidence"
+	case p == NoClusterProblem:
+		return "give the login user a kubeconfig on the host (~/.kube/config, or KUBECONFIG in its environment), or leave out the checks that read the cluster"
 	case i.ExitCode == 127 || strings.Contains(p, "not found"):
 		tool := "the step's tool"
 		if m := notFoundRE.FindStringSubmatch(p); m != nil {

@@ -158,10 +158,11 @@ func New(opts Options) Model {
 	rbv.base, rbv.simulated, rbv.mask = base, opts.Simulated, mask
 	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
 	lv.base, lv.simulated, lv.mask = base, opts.Simulated, mask
-	if opts.Simulated {
-		// A newcomer's first enter runs what works on simulated hosts
-		// alone and shows the sick one (the first lab, exclusive-baseline,
-		// needs a vLLM server).
+	if opts.Simulated || len(opts.Clusters) == 0 {
+		// The first enter runs what works on the hosts alone (and shows
+		// the simulated fleet's sick one), not a runbook that reads a
+		// cluster none is configured for (the first, cluster-overview)
+		// or a lab that needs a vLLM server (exclusive-baseline).
 		rbv.selectID(simulatedRunbook)
 		lv.selectID(simulatedLab)
 	}

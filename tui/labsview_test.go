@@ -77,7 +77,7 @@ func newLabsModel(t testing.TB, r LabRunner, w, h int) Model {
 
 func TestLabsTab(t *testing.T) {
 	m := newLabsModel(t, scriptedLabs{n: 3}, 140, 40)
-	m, _ = press(t, m, "5")
+	m, _ = press(t, m, "5", "home")
 	v := m.View()
 	for _, want := range []string{"▶ exclusive-baseline", "draft", "30 min", "topology-sanity", "Goal: One vLLM server", "parameters (p sets): base_url = http://127.0.0.1:8000, model = (not set)"} {
 		if !strings.Contains(v, want) {

@@ -104,7 +104,7 @@ func newRunbooksModel(t testing.TB, r RunbookRunner, w, h int) Model {
 
 func TestRunbooksTab(t *testing.T) {
 	m := newRunbooksModel(t, fakeRunbooks{n: 6, unreachable: 3}, 160, 48)
-	m, _ = press(t, m, "4")
+	m, _ = press(t, m, "4", "home")
 	v := m.View()
 	if m.Active() != "Runbooks" {
 		t.Fatalf("key 4 opens %s", m.Active())
@@ -256,7 +256,7 @@ func typeLine(t *testing.T, m Model, line string) Model {
 func TestRunbooksTabParameters(t *testing.T) {
 	got := make(chan map[string]string, 4)
 	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1, params: got}, 120, 30)
-	m, _ = press(t, m, "4")
+	m, _ = press(t, m, "4", "home")
 	for i := 0; i < 10 && !strings.Contains(m.View(), "▶ nccl-slow"); i++ {
 		m, _ = press(t, m, "down")
 	}
@@ -283,7 +283,7 @@ func TestRunbooksTabParameters(t *testing.T) {
 // parameters offers no s.
 func TestRunbooksTabParameterHelpAt80(t *testing.T) {
 	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1}, 80, 24)
-	m, _ = press(t, m, "4")
+	m, _ = press(t, m, "4", "home")
 	if v := m.View(); strings.Contains(v, "sets parameters") {
 		t.Errorf("the first runbook has no parameters, but s is offered:\n%s", v)
 	}
@@ -312,17 +312,24 @@ func TestSimulatedDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		simulated      bool
-		runbook, lab   string
-		notRunbook, no string
+		simulated, cluster bool
+		runbook, lab       string
+		notRunbook, no     string
 	}{
-		{true, "▶ topology ", "▶ topology-sanity ", "▶ cluster-overview", "▶ exclusive-baseline"},
-		{false, "▶ cluster-overview ", "▶ exclusive-baseline ", "▶ topology ", "▶ topology-sanity"},
+		{true, false, "▶ topology ", "▶ topology-sanity ", "▶ cluster-overview", "▶ exclusive-baseline"},
+		// Hosts and no cluster: what runs on the hosts alone, not a
+		// runbook whose kubectl would find no cluster.
+		{false, false, "▶ topology ", "▶ topology-sanity ", "▶ cluster-overview", "▶ exclusive-baseline"},
+		{false, true, "▶ cluster-overview ", "▶ exclusive-baseline ", "▶ topology ", "▶ topology-sanity"},
 	} {
-		t.Run(fmt.Sprint("simulated=", tc.simulated), func(t *testing.T) {
+		t.Run(fmt.Sprint("simulated=", tc.simulated, ",cluster=", tc.cluster), func(t *testing.T) {
 			fleet := fakeRunbooks{n: 4, unreachable: -1}
+			var clusters []ClusterSource
+			if tc.cluster {
+				clusters = []ClusterSource{{Name: "lab", Err: "not reached in this test"}}
+			}
 			m := New(Options{Catalog: c, Inventory: inventory.Empty(), Runbooks: rbs, RunbookRunner: fleet, Labs: ls, LabRunner: scriptedLabs{n: 4},
-				Styles: DefaultStyles(), Simulated: tc.simulated})
+				Styles: DefaultStyles(), Simulated: tc.simulated, Clusters: clusters})
 			next, _ := m.Update(tea.WindowSizeMsg{Width: 140, Height: 50})
 			m = next.(Model)
 			m, _ = press(t, m, "4")
@@ -342,7 +349,7 @@ func TestSimulatedDefaults(t *testing.T) {
 // shows the end of the description (at 60x16 it was cut mid-sentence).
 func TestRunbooksListScrollsWhenShort(t *testing.T) {
 	m := newRunbooksModel(t, fakeRunbooks{n: 2, unreachable: -1}, 60, 16)
-	m, _ = press(t, m, "4")
+	m, _ = press(t, m, "4", "home")
 	if v := m.View(); !strings.Contains(v, "more lines below · pgdn") {
 		t.Fatalf("the cut description is not said:\n%s", v)
 	}
