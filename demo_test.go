@@ -201,26 +201,42 @@ func TestDemoPresentMaskedInTmux(t *testing.T) {
 	masked := fmt.Sprintf("host-%d", i+1)
 	unmasked := regexp.MustCompile(`dgx0|127\.0\.0\.1|` + regexp.QuoteMeta(sick))
 	steps := []struct{ caption, shows string }{
-		{"1/8  Three planes: who gets GPUs, how a GPU is shared, what runs on it", "CONTROL PLANE"},
-		{"2/8  Each project on four axes: unit, isolation, fragmentation, governance", "[Matrix]"},
-		{"3/8  " + masked + " is flagged: NVLink " + pair + " is down (SYS)", "1 flagged (" + masked + ")"},
-		{"4/8  " + masked + "'s GPUs: " + pair + " at SYS; GPU", "SIMULATED   driver 535"},
-		{"5/8  topology: FAIL on " + masked + " (" + pair + " at SYS), PASS on the other 3", "FAIL    " + masked + " SIM: " + pair + " SYS"},
-		{"6/8  The evidence: nvidia-smi topo -m on " + masked + ", and what to check next", "topology of " + masked},
-		{"7/8  topology-sanity, live: nvlink-mesh FAIL on " + masked + ", PASS on the other 3", "✗ FAIL    nvlink-mesh (critical) " + masked + " SIM"},
-		{"8/8  The lab record: each criterion with its values (Markdown, JSON, JUnit)", "Conclusion: FAILED"}, // the record, rendered
+		{"1/9  Three planes: who gets GPUs, how a GPU is shared, what runs on it", "CONTROL PLANE"},
+		{"2/9  Each project on four axes: unit, isolation, fragmentation, governance", "[Matrix]"},
+		{"3/9  " + masked + " is flagged: NVLink " + pair + " is down (SYS)", "1 flagged (" + masked + ")"},
+		{"4/9  " + masked + "'s GPUs: " + pair + " at SYS; GPU", "SIMULATED   driver 535"},
+		{"5/9  topology: FAIL on " + masked + " (" + pair + " at SYS), PASS on the other 3", "FAIL    " + masked + " SIM: " + pair + " SYS"},
+		{"6/9  The evidence: nvidia-smi topo -m on " + masked + ", and what to check next", "topology of " + masked},
+		{"7/9  topology-sanity, live: nvlink-mesh FAIL on " + masked + ", PASS on the other 3", "✗ FAIL    nvlink-mesh (critical) " + masked + " SIM"},
+		{"8/9  The cluster: why the 8-GPU job waits", "llm-finetune-8gpu"},
+		{"9/9  The end: the lab record; b marks a baseline", "Conclusion: FAILED"}, // the record, rendered
 	}
 	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}} {
 		t.Run(fmt.Sprintf("%dx%d", sz.w, sz.h), func(t *testing.T) {
 			s, tmp := demoTmux(t, bin, sz.w, sz.h, "", "demo", "--present", "--mask")
-			screenWait(t, s, unmasked, "SIMULATED", "Presenter mode: 8 steps. n next step")
+			screenWait(t, s, unmasked, "SIMULATED", "Presenter mode: 9 steps. n next step")
 			for _, st := range steps {
 				s.keys("n")
 				screenWait(t, s, unmasked, st.caption, st.shows)
 			}
-			// The command prompt is off, and says so. The Fleet still shows
-			// the sick host's GPUs: esc first, and wait for it to land (an
-			// esc and a key that arrive together read as alt+key).
+			// The end says so; stepping back shows each step as it was
+			// shown going forward: the evidence closed at 5, the host's
+			// GPUs closed at 3.
+			s.keys("n")
+			screenWait(t, s, unmasked, "9/9  That was the last step: p goes back, q quits")
+			s.keys("p", "p", "p")
+			screenWait(t, s, unmasked, steps[5].caption, steps[5].shows)
+			s.keys("p")
+			if screen := screenWait(t, s, unmasked, steps[4].caption, steps[4].shows); strings.Contains(screen, "topology of "+masked) {
+				t.Errorf("back at step 5, step 6's evidence is still open:\n%s", screen)
+			}
+			s.keys("p", "p")
+			if screen := screenWait(t, s, unmasked, steps[2].caption, "  HOST "); strings.Contains(screen, "SIMULATED   driver 535") {
+				t.Errorf("back at step 3, step 4's GPUs are still open:\n%s", screen)
+			}
+			// The command prompt is off, and says so (esc first, and wait
+			// for it to land: an esc and a key that arrive together read as
+			// alt+key).
 			s.keys("3", "Escape")
 			screenWait(t, s, unmasked, "  HOST           ") // ADDRESS gives way at 80 columns
 			s.keys(":")

@@ -191,7 +191,8 @@ func presentSteps(hosts []sim.Host) []tui.PresentStep {
 		{Tab: "Runbooks", Run: "topology", Caption: fmt.Sprintf("topology: FAIL on %s (%s at SYS)%s", sick, pair, rest)},
 		{Tab: "Runbooks", Open: true, Caption: fmt.Sprintf("The evidence: nvidia-smi topo -m on %s, and what to check next", sick)},
 		{Tab: "Labs", Run: "topology-sanity", Caption: fmt.Sprintf("topology-sanity, live: nvlink-mesh FAIL on %s%s", sick, rest)},
-		{Tab: "Results", Open: true, Caption: "The lab record: each criterion with its values (Markdown, JSON, JUnit)"},
+		{Tab: "Cluster", Open: true, Caption: "The cluster: why the 8-GPU job waits; GPUs allocated against used"},
+		{Tab: "Results", Open: true, Caption: "The end: the lab record; b marks a baseline, c compares a run with it"},
 	}
 }
 

@@ -41,7 +41,7 @@ func TestPresentSteps(t *testing.T) {
 	for _, s := range steps {
 		tabs = append(tabs, s.Tab)
 	}
-	if got, want := strings.Join(tabs, " "), "Map Matrix Fleet Fleet Runbooks Runbooks Labs Results"; got != want {
+	if got, want := strings.Join(tabs, " "), "Map Matrix Fleet Fleet Runbooks Runbooks Labs Cluster Results"; got != want {
 		t.Errorf("the steps show %s, want %s", got, want)
 	}
 	if got, want := steps[2].Caption, sick+" is flagged: NVLink GPU"; !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " is down (SYS)") {
@@ -73,7 +73,7 @@ func TestPresentCaptionsFit(t *testing.T) {
 				}
 			}
 			for i, s := range presentSteps(hosts) {
-				if w := utf8.RuneCountInString(s.Caption) + len(" 8/8   "); w > 80 {
+				if w := utf8.RuneCountInString(s.Caption) + len(" 9/9   "); w > 80 {
 					t.Errorf("%d hosts, seed %d: step %d's caption is %d columns: %q", n, seed, i+1, w, s.Caption)
 				}
 			}

@@ -454,7 +454,11 @@ func (m Model) View() string {
 		for range m.styles.Spacing {
 			parts = append(parts, m.fit("", 1))
 		}
-		parts = append(parts, m.fit(m.styles.Caption.Render(" "+m.present.caption(m.width)+" "), 1))
+		caption := m.present.caption(m.width)
+		if p := m.present; p.at >= 0 && p.steps[p.at].Tab != m.views[m.active].Title() {
+			caption = p.offStep(m.views[m.active].Title())
+		}
+		parts = append(parts, m.fit(m.styles.Caption.Render(" "+caption+" "), 1))
 		for range m.styles.Spacing {
 			parts = append(parts, m.fit("", 1))
 		}

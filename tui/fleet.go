@@ -399,14 +399,17 @@ func (v *fleetView) openHost() {
 	v.hostView = newTextPage(strings.Split(text, "\n"), v.width, v.height)
 }
 
-// present starts the probe ("probe") and, with open, opens the first
-// flagged host's GPUs as soon as the probe has flagged one.
-func (v *fleetView) present(run string, open bool) tea.Cmd {
-	v.openFlagged = open
+// present starts the probe ("probe", with start) and, with open, opens
+// the first flagged host's GPUs as soon as the probe has flagged one;
+// without, the host list is shown, its GPUs closed.
+func (v *fleetView) present(run string, open, start bool) tea.Cmd {
+	v.openFlagged, v.hostView, v.typing = open, nil, false
+	v.cursor, v.offset = 0, 0
+	v.input.Blur()
 	if open && !v.running {
 		v.openFirstFlagged()
 	}
-	if run == "probe" && !v.running && len(v.rows) > 0 {
+	if start && run == "probe" && !v.running && len(v.rows) > 0 {
 		return v.start("", true)
 	}
 	return nil

@@ -361,10 +361,18 @@ func (v *labsView) selectID(id string) {
 
 // present runs the lab whose id is run on the chosen hosts (not step by
 // step), unless a lab runs already.
-func (v *labsView) present(run string, _ bool) tea.Cmd {
+func (v *labsView) present(run string, _, start bool) tea.Cmd {
 	for i, l := range v.list {
-		if l.ID == run && !v.running && v.runner != nil && v.setup.hostCount() > 0 {
-			v.sel = i
+		if l.ID != run {
+			continue
+		}
+		v.sel = i
+		v.scroll.home()
+		switch {
+		case v.running:
+		case !start && v.active == nil && v.rec != nil && v.rec.Lab == run:
+			v.active = l // the step's run, put away with esc: its record is kept
+		case (start || v.active == nil) && v.runner != nil && v.setup.hostCount() > 0:
 			return v.start(l, false)
 		}
 	}

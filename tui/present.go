@@ -28,9 +28,12 @@ type PresentStep struct {
 
 // presentable is a view a presenter's step can drive.
 type presentable interface {
-	// present starts run (see PresentStep.Run) and opens the detail when
-	// open; it returns the command of the run it started, if any.
-	present(run string, open bool) tea.Cmd
+	// present puts the view in the step's state, whatever keys were
+	// pressed since: the step's run (see PresentStep.Run) selected, and
+	// started when start (the first time the step is reached going
+	// forward); its detail open when open, closed when not. It returns the
+	// command of the run it started, if any.
+	present(run string, open, start bool) tea.Cmd
 }
 
 // scrollable is a view whose pane in view page down and page up scroll:
@@ -69,6 +72,9 @@ type presenter struct {
 	at      int // -1 before the first n
 	started map[int]bool
 	keys    presentKeys
+	// notice is said after the caption until the next step: n at the
+	// last one.
+	notice string
 }
 
 func newPresenter(steps []PresentStep) *presenter {
@@ -85,7 +91,26 @@ func (p *presenter) caption(width int) string {
 		}
 		return fmt.Sprintf("Presenter mode: %d steps. n next step · p previous step · q quit", len(p.steps))
 	}
-	return fmt.Sprintf("%d/%d  %s", p.at+1, len(p.steps), p.steps[p.at].Caption)
+	c := fmt.Sprintf("%d/%d  %s", p.at+1, len(p.steps), p.steps[p.at].Caption)
+	if end := " · the end: p goes back, q quits"; p.at == len(p.steps)-1 && ansi.StringWidth(c+end)+2 <= width {
+		c += end
+	}
+	if p.notice != "" { // the caption was read already: the notice takes its place
+		return fmt.Sprintf("%d/%d  %s", p.at+1, len(p.steps), p.notice)
+	}
+	return c
+}
+
+// offStep is the caption while the tab in front is not the step's (the
+// presenter went to another tab by hand): the step's caption would
+// describe a screen that is not shown.
+func (p *presenter) offStep(tab string) string {
+	return fmt.Sprintf("%d/%d is on the %s tab: n goes on from there, p goes back", p.at+1, len(p.steps), p.steps[p.at].Tab) + func() string {
+		if tab == "" {
+			return ""
+		}
+		return " (this is " + tab + ")"
+	}()
 }
 
 // goTo moves the walkthrough to step i (clamped) and shows it: its tab,
@@ -94,7 +119,7 @@ func (m *Model) goTo(i int) tea.Cmd {
 	p := m.present
 	i = max(0, min(i, len(p.steps)-1))
 	forward := i > p.at
-	p.at = i
+	p.at, p.notice = i, ""
 	s := p.steps[i]
 	for k, v := range m.views {
 		if v.Title() == s.Tab {
@@ -102,12 +127,13 @@ func (m *Model) goTo(i int) tea.Cmd {
 			break
 		}
 	}
-	if !forward || p.started[i] {
-		return nil
-	}
-	p.started[i] = true
-	if pv, ok := m.views[m.active].(presentable); ok && (s.Run != "" || s.Open) {
-		return pv.present(s.Run, s.Open)
+	// Each step owns its whole screen: entered from either side, or after
+	// any key the presenter pressed, it shows what it shows going forward.
+	m.showHelp = false
+	start := forward && !p.started[i]
+	p.started[i] = p.started[i] || forward
+	if pv, ok := m.views[m.active].(presentable); ok {
+		return pv.present(s.Run, s.Open, start)
 	}
 	return nil
 }
@@ -120,6 +146,9 @@ func (m *Model) handlePresentKey(msg tea.KeyMsg) (cmd tea.Cmd, handled bool) {
 	switch {
 	case key.Matches(msg, k.Down) && m.paneScrolls(true), key.Matches(msg, k.Up) && m.paneScrolls(false):
 		return nil, false
+	case (key.Matches(msg, k.Next) || key.Matches(msg, k.Down)) && m.present.at == len(m.present.steps)-1:
+		m.present.notice = "That was the last step: p goes back, q quits"
+		return nil, true
 	case key.Matches(msg, k.Next), key.Matches(msg, k.Down):
 		return m.goTo(m.present.at + 1), true
 	case key.Matches(msg, k.Prev), key.Matches(msg, k.Up):
@@ -140,4 +169,34 @@ func (m *Model) paneScrolls(down bool) bool {
 	}
 	s, ok := m.views[m.active].(scrollable)
 	return ok && s.canScroll(down)
+}
+
+// present shows the Map as it opens: the first project, no card.
+func (v *mapView) present(string, bool, bool) tea.Cmd {
+	fresh := newMapView(v.cat, v.styles)
+	fresh.SetSize(v.width, v.height)
+	*v = *fresh
+	return nil
+}
+
+// present shows the Matrix as it opens: no filter, search, sort or card.
+func (v *matrixView) present(string, bool, bool) tea.Cmd {
+	fresh := newMatrixView(v.cat, v.styles)
+	fresh.SetSize(v.width, v.height)
+	*v = *fresh
+	return nil
+}
+
+// present shows what waits, the first item selected with its why from the
+// top (open), or the nodes (not open).
+func (v *clusterView) present(_ string, open, _ bool) tea.Cmd {
+	v.focus = focusNodes
+	if open {
+		v.focus = focusWaiting
+	}
+	v.waitCursor, v.waitOffset, v.waitChosen = 0, 0, false
+	v.nodeCursor, v.nodeOffset, v.nodeChosen = 0, 0, false
+	v.why.home()
+	v.whyOf = ""
+	return nil
 }

@@ -390,21 +390,19 @@ func TestPresentClickerScrollsFirst(t *testing.T) {
 		t.Fatalf("page down at the pane's end: step %d in %s, want step 5 in Runbooks", m.present.at+1, m.Active())
 	}
 	// Back: the Runbooks step has nothing scrolled, so page up steps back
-	// to the host view, still at its end; page up scrolls it to its top,
-	// as many pages as it went down, then steps back.
+	// to the host view, shown as step 4 shows it, from its top; page up
+	// there steps back to step 3, the host list, its GPUs closed.
 	m = step(m, "pgup")
-	ups := 0
-	for m.present.at == 3 && ups <= 20 {
-		m = step(m, "pgup")
-		ups++
+	if v := m.View(); m.present.at != 3 || !strings.Contains(v, "more lines below · pgdn") || strings.Contains(v, "end of output") {
+		t.Fatalf("page up into step 4 does not show its host view from the top:\n%s", v)
 	}
-	if m.present.at != 2 || ups != pages+1 {
-		t.Errorf("page up left step 4 after %d presses (at step %d), want %d pages and then step 3", ups, m.present.at+1, pages+1)
+	if m = step(m, "pgup"); m.present.at != 2 {
+		t.Errorf("page up at step 4's top left it at step %d, want 3", m.present.at+1)
+	}
+	if v := m.View(); strings.Contains(v, "more lines below · pgdn") || !strings.Contains(v, "HOST           STATE") {
+		t.Fatalf("step 3 shows step 4's host view, not the host list:\n%s", v)
 	}
 	// n and p step whatever the pane has below.
-	if !strings.Contains(m.View(), "more lines below") {
-		t.Fatalf("step 3 does not show the host view at its top:\n%s", m.View())
-	}
 	if m = step(m, "n"); m.present.at != 3 {
 		t.Errorf("n with more below went to step %d, want 4", m.present.at+1)
 	}
@@ -460,5 +458,64 @@ func TestPresentOffersOnlyStepsThatMove(t *testing.T) {
 	}
 	if b := bar(m); strings.Contains(b, "n next step") || !strings.Contains(b, "p previous step") {
 		t.Errorf("at the last step: %q", b)
+	}
+}
+
+// TestPresentStepOwnsItsScreen: every step shows the screen it shows
+// going forward, entered from either side, and after stray keys the
+// presenter pressed; a tab that is not the step's says so instead of the
+// step's caption; n at the last step says it was the last.
+func TestPresentStepOwnsItsScreen(t *testing.T) {
+	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 100, 30)
+	step := func(m Model, keys ...string) Model {
+		t.Helper()
+		for _, k := range keys {
+			var cmd tea.Cmd
+			m, cmd = press(t, m, k)
+			m = drain(t, m, cmd)
+		}
+		return m
+	}
+	// The screen above the status bar: the bar says live things (the
+	// fleet flagged once the probe ran) that are no part of a step.
+	body := func(v string) string { return v[:strings.LastIndex(v, "\n")] }
+	forward := map[int]string{}
+	for i := range demoSteps {
+		m = step(m, "n")
+		if m.present.at != i {
+			t.Fatalf("n %d: at step %d", i+1, m.present.at+1)
+		}
+		forward[i] = m.View()
+	}
+	if v := m.View(); !strings.Contains(v, "8/8  caption eight: the record · the end: p goes back, q quits") {
+		t.Errorf("the last step does not say it is the end:\n%s", v)
+	}
+	m = step(m, "n")
+	if v := m.View(); m.present.at != len(demoSteps)-1 || !strings.Contains(v, "8/8  That was the last step: p goes back, q quits") {
+		t.Errorf("n at the last step:\n%s", v)
+	}
+	// Backward, then forward again, with stray keys at every step: each
+	// step's screen is its forward screen.
+	for i := len(demoSteps) - 2; i >= 0; i-- {
+		m = step(m, "p")
+		if v := m.View(); m.present.at != i || body(v) != body(forward[i]) {
+			t.Errorf("p into step %d: at %d, screen\n%s\nwant\n%s", i+1, m.present.at+1, v, forward[i])
+		}
+		m = step(m, "down", "enter", "e", "esc")
+	}
+	for i := 1; i < len(demoSteps); i++ {
+		m = step(m, "enter", "down", "esc", "n")
+		if v := m.View(); m.present.at != i || body(v) != body(forward[i]) {
+			t.Errorf("n into step %d after stray keys: at %d, screen\n%s\nwant\n%s", i+1, m.present.at+1, v, forward[i])
+		}
+	}
+	// Another tab by hand: the caption says where the step is.
+	m = step(m, "p", "p", "p", "p", "p") // from step 8 to step 3, the Fleet
+	m = step(m, "7")
+	if v := m.View(); !strings.Contains(v, "3/8 is on the Fleet tab: n goes on from there, p goes back (this is Cluster)") || strings.Contains(v, "caption three") {
+		t.Errorf("the Cluster tab under step 3:\n%s", v)
+	}
+	if m = step(m, "n"); m.present.at != 3 || m.Active() != "Fleet" {
+		t.Errorf("n from another tab: step %d in %s, want 4 in the Fleet", m.present.at+1, m.Active())
 	}
 }

@@ -104,8 +104,9 @@ func (v *resultsView) loaded(m recordsMsg) tea.Cmd {
 }
 
 // present opens the newest record, now or as soon as one is listed.
-func (v *resultsView) present(_ string, open bool) tea.Cmd {
+func (v *resultsView) present(_ string, open, _ bool) tea.Cmd {
 	if !open {
+		v.page, v.shown, v.openNewest = nil, "", false
 		return nil
 	}
 	v.openNewest = true

@@ -56,6 +56,9 @@ type runbooksView struct {
 	// focusFail keeps the cursor on the first FAIL as verdicts arrive (a
 	// presenter's step that opens the evidence).
 	focusFail bool
+	// last is the finished run esc put away, kept with its verdicts until
+	// the next run.
+	last *runbooks.Runbook
 }
 
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
@@ -217,6 +220,10 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 		v.evidence = !v.evidence
 	case key.Matches(km, k.Back):
 		v.stream.stop()
+		v.last = v.active // its verdicts, for a presenter's step that shows them again
+		if v.running {
+			v.last = nil // stopped part way: nothing whole to show again
+		}
 		v.active, v.running, v.evidence = nil, false, false
 	}
 	v.focusFail = false // the operator moved: the cursor is theirs
@@ -235,18 +242,29 @@ func (v *runbooksView) selectID(id string) {
 
 // present runs the runbook whose id is run on the chosen hosts and, with
 // open, shows the evidence of its first FAIL as soon as there is one.
-func (v *runbooksView) present(run string, open bool) tea.Cmd {
+func (v *runbooksView) present(run string, open, start bool) tea.Cmd {
 	var cmd tea.Cmd
 	for i, rb := range v.list {
-		if rb.ID == run && v.runner != nil && v.setup.hostCount() > 0 {
-			v.stream.stop()
-			v.sel = i
-			cmd = v.start(rb)
-			break
+		if rb.ID != run {
+			continue
 		}
+		v.sel = i
+		switch {
+		case v.active == nil && v.last != nil && v.last.ID == run && !start:
+			v.active, v.last = v.last, nil // the step's run, put away with esc
+		case (start || v.active == nil) && v.runner != nil && v.setup.hostCount() > 0:
+			v.stream.stop()
+			cmd = v.start(rb)
+		}
+		break
 	}
-	if open && v.active != nil {
-		v.evidence, v.focusFail = true, true
+	if run == "" && v.active == nil && v.last != nil {
+		v.active, v.last = v.last, nil // the run this step opens the evidence of
+	}
+	v.evidence, v.focusFail = open && v.active != nil, open
+	v.cursor = 0
+	v.evScroll.home()
+	if open {
 		v.cursorOnFail()
 	}
 	return cmd
@@ -267,7 +285,7 @@ func (v *runbooksView) cursorOnFail() {
 }
 
 func (v *runbooksView) start(rb runbooks.Runbook) tea.Cmd {
-	v.active = &rb
+	v.active, v.last = &rb, nil
 	v.names = v.setup.names()
 	v.runs = make([]*runbooks.HostRun, len(v.names))
 	v.finished, v.running, v.cursor, v.evidence, v.folded = 0, true, 0, false, nil
