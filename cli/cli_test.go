@@ -149,7 +149,7 @@ func TestCatalogCommands(t *testing.T) {
 
 func TestInventoryCommands(t *testing.T) {
 	env := noEnv(t)
-	run(t, env, "inventory", "check", "../inventory.toml").expect(t, 0, "../inventory.toml: ok (16 hosts, 7 groups, 1 kube contexts)", "")
+	run(t, env, "inventory", "check", "../inventory.toml").expect(t, 0, "../inventory.toml: ok (16 hosts, 7 groups, 1 kube context)", "")
 	run(t, env, "inventory", "check").expect(t, 2, "", "no inventory file: looked in \""+env["HOME"]+"/.config/gpulab/inventory.toml\"")
 	run(t, env, "inventory", "check", "/nonexistent/inv.toml").expect(t, 2, "", `inventory "/nonexistent/inv.toml" does not exist`)
 

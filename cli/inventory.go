@@ -70,7 +70,7 @@ levels).`,
 				err = o.resolveAll(inv)
 			}
 			return reportCheck(cmd.OutOrStdout(), o.json, path, err, func() string {
-				return fmt.Sprintf("%s: ok (%d hosts, %d groups, %d kube contexts)", path, len(inv.Hosts), len(inv.Groups), len(inv.Kube))
+				return fmt.Sprintf("%s: ok (%s, %s, %s)", path, text.Plural(len(inv.Hosts), "host", "hosts"), text.Plural(len(inv.Groups), "group", "groups"), text.Plural(len(inv.Kube), "kube context", "kube contexts"))
 			})
 		},
 	}

@@ -502,8 +502,16 @@ func stepper(in io.Reader, out *progressLines, echo bool) func(context.Context, 
 func printLab(w io.Writer, l *labs.Lab) {
 	fmt.Fprintf(w, "%s: %s\n%s plane · %s · about %d min · %s\n\nGoal: %s\n", l.ID, l.Name, l.Plane, l.Maturity, l.EstimateMinutes, l.Cost, l.Goal)
 	printParams(w, l.Params)
-	fmt.Fprintf(w, "\nConstraints\n  hardware:   %s\n  MIG:        %s\n  Kubernetes: %s\n  workload:   %s\n",
-		l.Constraints.Hardware, l.Constraints.MIG, l.Constraints.Kubernetes, l.Constraints.Workload)
+	// Only the constraints the lab states: an empty row reads as "none".
+	var cons []string
+	for _, c := range [][2]string{{"hardware", l.Constraints.Hardware}, {"MIG", l.Constraints.MIG}, {"Kubernetes", l.Constraints.Kubernetes}, {"workload", l.Constraints.Workload}} {
+		if c[1] != "" {
+			cons = append(cons, fmt.Sprintf("  %-11s %s", c[0]+":", c[1]))
+		}
+	}
+	if len(cons) > 0 {
+		fmt.Fprintf(w, "\nConstraints\n%s\n", strings.Join(cons, "\n"))
+	}
 	if len(l.Prerequisites) > 0 {
 		fmt.Fprintln(w, "\nPrerequisites")
 		for _, p := range l.Prerequisites {

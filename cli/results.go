@@ -237,7 +237,7 @@ results list prints it, or the run's start alone (LAB/20261129-104700).
 P95 and P99 of each run, its P99 interference coefficient written above
 it) and compare-nccl-busbw.svg (bus bandwidth against message size, one
 line per run that ran nccl-tests).`,
-		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07\n  gpulab results compare BASE RUN --svg ./charts",
+		Example: "  gpulab results compare exclusive-baseline/20261129-101500-gpu07 mig-isolation/20261129-104700-gpu07\n  gpulab results compare BASELINE RUN --svg ./charts",
 		Args:    compareArgs,
 		RunE:    func(c *cobra.Command, args []string) error { return co.Run(args, c.OutOrStdout(), c.ErrOrStderr()) },
 	}

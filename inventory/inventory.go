@@ -74,6 +74,8 @@ type Defaults struct {
 	CommandTimeout    Duration `toml:"command_timeout" json:"command_timeout"`
 	InactivityTimeout Duration `toml:"inactivity_timeout" json:"inactivity_timeout"`
 	Concurrency       int      `toml:"concurrency" json:"concurrency"`
+	// builtin names the keys applyBuiltins filled in (see Builtin).
+	builtin map[string]bool
 }
 
 // Host is one SSH host. Empty strings and zero ports mean the inventory does
@@ -115,19 +117,25 @@ func Empty() *Inventory {
 }
 
 func (d *Defaults) applyBuiltins() {
-	if d.ConnectTimeout.Duration == 0 {
-		d.ConnectTimeout.Duration = DefaultConnectTimeout
-	}
-	if d.CommandTimeout.Duration == 0 {
-		d.CommandTimeout.Duration = DefaultCommandTimeout
-	}
-	if d.InactivityTimeout.Duration == 0 {
-		d.InactivityTimeout.Duration = DefaultInactivityTimeout
+	d.builtin = map[string]bool{}
+	for _, f := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"connect_timeout", &d.ConnectTimeout.Duration, DefaultConnectTimeout}, {"command_timeout", &d.CommandTimeout.Duration, DefaultCommandTimeout}, {"inactivity_timeout", &d.InactivityTimeout.Duration, DefaultInactivityTimeout}} {
+		if *f.v == 0 {
+			*f.v, d.builtin[f.name] = f.def, true
+		}
 	}
 	if d.Concurrency == 0 {
 		d.Concurrency = DefaultConcurrency
 	}
 }
+
+// Builtin says whether the [defaults] key (connect_timeout,
+// command_timeout, inactivity_timeout) holds gpulab's built-in value
+// because the inventory did not set it.
+func (d Defaults) Builtin(key string) bool { return d.builtin[key] }
 
 // Only returns a copy of inv whose hosts are hosts (as Select returns
 // them: inventory hosts and ad-hoc ones, which become hosts of the copy),

@@ -297,3 +297,16 @@ func TestHealthGateMeasuresOnlyWhatWasDiagnosed(t *testing.T) {
 		t.Errorf("every test skipped: dcgm_failed %v (%v), want not measured", vals["dcgm_failed"], errs["dcgm_failed"])
 	}
 }
+
+// A lab with no cleanup step does not say its cleanup ran.
+func TestRecordSaysWhenThereWasNoCleanup(t *testing.T) {
+	r := &labs.Record{Schema: labs.RecordSchema, Lab: "l", Name: "l", Complete: true, Started: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC),
+		Hosts: []labs.HostRecord{
+			{Host: "gpu01", CleanupRan: true, Steps: []labs.StepRecord{{Phase: "observe", ID: "topo"}}},
+			{Host: "gpu02", CleanupRan: true, Steps: []labs.StepRecord{{Phase: "observe", ID: "topo"}, {Phase: "cleanup", ID: "rm"}}},
+		}}
+	md := r.Markdown()
+	if !strings.Contains(md, "Cleanup had nothing to do: the lab has no cleanup step.") || strings.Count(md, "Cleanup ran.") != 1 {
+		t.Errorf("record.md:\n%s", md)
+	}
+}

@@ -314,8 +314,11 @@ func (r *Record) mdEvidence(b *strings.Builder) {
 			fmt.Fprintf(b, "| %s | %s | `%s` | %s | %s |\n", s.Phase, s.ID, strings.ReplaceAll(s.Command, "|", `\|`), exit, mdCell(out))
 		}
 		cleanup := "ran"
-		if !h.CleanupRan {
+		switch {
+		case !h.CleanupRan:
 			cleanup = "did not run"
+		case !slices.ContainsFunc(h.Steps, func(s StepRecord) bool { return s.Phase == "cleanup" }):
+			cleanup = "had nothing to do: the lab has no cleanup step"
 		}
 		if len(h.CleanupProblems) > 0 {
 			cleanup += " with problems: " + strings.Join(h.CleanupProblems, "; ")

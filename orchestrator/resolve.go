@@ -522,18 +522,19 @@ func (x *resolving) timeouts() error {
 		dst      *time.Duration
 		flag     time.Duration
 		inv      inventory.Duration
+		key      string // the [defaults] key
 		sshKey   string
 		fallback time.Duration
 	}{
-		{"ConnectTimeout", &t.ConnectTimeout, o.ConnectTimeout, d.ConnectTimeout, "ConnectTimeout", inventory.DefaultConnectTimeout},
-		{"CommandTimeout", &t.CommandTimeout, o.CommandTimeout, d.CommandTimeout, "", inventory.DefaultCommandTimeout},
-		{"InactivityTimeout", &t.InactivityTimeout, o.InactivityTimeout, d.InactivityTimeout, "", inventory.DefaultInactivityTimeout},
+		{"ConnectTimeout", &t.ConnectTimeout, o.ConnectTimeout, d.ConnectTimeout, "connect_timeout", "ConnectTimeout", inventory.DefaultConnectTimeout},
+		{"CommandTimeout", &t.CommandTimeout, o.CommandTimeout, d.CommandTimeout, "command_timeout", "", inventory.DefaultCommandTimeout},
+		{"InactivityTimeout", &t.InactivityTimeout, o.InactivityTimeout, d.InactivityTimeout, "inactivity_timeout", "", inventory.DefaultInactivityTimeout},
 	}
 	for _, du := range durations {
 		switch {
 		case du.flag > 0:
 			*du.dst, t.Sources[du.field] = du.flag, "flag"
-		case x.r.Inventory.File != "" && du.inv.Duration > 0:
+		case x.r.Inventory.File != "" && du.inv.Duration > 0 && !d.Builtin(du.key):
 			*du.dst, t.Sources[du.field] = du.inv.Duration, defSrc
 		default:
 			*du.dst, t.Sources[du.field] = du.fallback, "default"

@@ -214,14 +214,16 @@ func TestCommandFaults(t *testing.T) {
 		s[5]: "head -c 100000000 /dev/zero",
 	}, "echo ok")
 	ts := targets(f)
+	// Only the hosts that test a limit have a short one: on a busy
+	// machine sshd can take longer than 800 ms to start "echo ok", which
+	// is no hang.
 	for i := range ts {
-		ts[i].CommandTimeout = 1500 * time.Millisecond
-		ts[i].InactivityTimeout = 800 * time.Millisecond
+		ts[i].CommandTimeout = 30 * time.Second
+		ts[i].InactivityTimeout = 30 * time.Second
 	}
-	ts[1].InactivityTimeout = 10 * time.Second // only the command timeout applies
-	ts[4].CommandTimeout = 10 * time.Second
-	ts[5].CommandTimeout = 20 * time.Second
-	ts[5].InactivityTimeout = 10 * time.Second
+	ts[1].CommandTimeout = 1500 * time.Millisecond // only the command timeout applies
+	ts[2].InactivityTimeout = 800 * time.Millisecond
+	ts[4].InactivityTimeout = 2 * time.Second // a line every 0.25 s keeps it alive
 
 	stopWatch := heapwatch.Start()
 	results := newEngine().Run(context.Background(), orchestrator.Plan{Targets: ts, Steps: step(cmd)}, nil)

@@ -329,7 +329,7 @@ func (v *resultsView) View() string {
 	if runW >= 10 {
 		head = "RUN"
 	}
-	lines = append(lines, st.TableHeader.Render("  "+noSim+v.rowText("STARTED", "LAB", "HOSTS", "RESULT", "BASE", head)))
+	lines = append(lines, st.TableHeader.Render("  "+noSim+v.rowText("STARTED", "LAB", "HOSTS", "RESULT", "BASELINE", head)))
 	room := max(1, v.height-len(lines))
 	top := 0
 	if v.sel >= room {
@@ -347,7 +347,7 @@ func (v *resultsView) View() string {
 func (v *resultsView) rowText(started, lab, hosts, result, base, run string) string {
 	// cell pads and cuts by columns: a wide character's two kept the rows
 	// in line no more than fmt's padding by runes did.
-	s := fmt.Sprintf("%-19s %s %s %-10s %-4s ", started, cell(lab, 20), cell(hosts, 16), result, base)
+	s := fmt.Sprintf("%-19s %s %s %-10s %-8s ", started, cell(lab, 20), cell(hosts, 16), result, base)
 	if run == "" {
 		return s
 	}
