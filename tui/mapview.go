@@ -108,13 +108,19 @@ func (v *mapView) layout() {
 		x := 0
 		started := false
 		for ; i < len(v.order) && v.order[i].Plane == pl.ID; i++ {
+			// A column between chips: two marked ones side by side
+			// (‹HAMi +ctrl›‹DRA›) read as one name without it.
 			w := lipgloss.Width(chipLabel(v.order[i])) + 2
-			if started && x+w > inner {
-				row++
-				x = 0
+			gap := 0
+			if started && x > 0 {
+				gap = 1
 			}
-			v.chips[i] = chipPos{row: row, x0: x, x1: x + w}
-			x += w
+			if started && x+gap+w > inner {
+				row++
+				x, gap = 0, 0
+			}
+			v.chips[i] = chipPos{row: row, x0: x + gap, x1: x + gap + w}
+			x += gap + w
 			started = true
 		}
 		if started {
@@ -241,6 +247,8 @@ func (v *mapView) bands() (out []string, at int) {
 					line.Reset()
 				}
 				row = c.row
+			} else {
+				line.WriteString(" ") // the column between chips (layout)
 			}
 			if i == v.sel {
 				at = len(out)

@@ -10,6 +10,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/muesli/termenv"
 
 	"github.com/gpulab/gpulab/inventory"
@@ -446,5 +447,27 @@ func TestFastTyping(t *testing.T) {
 	f, _ = press(t, f, "3", ":ls -l")
 	if v := f.View(); !strings.Contains(v, "$ ls -l") {
 		t.Errorf("the text after : goes to the command field:\n%s", v)
+	}
+}
+
+// TestMapChipsNeverTouch: on any selection at 80 columns, two marked
+// chips side by side keep a column between them (‹HAMi +ctrl›‹Dynamic…›
+// read as one name).
+func TestMapChipsNeverTouch(t *testing.T) {
+	c, err := landscape.Builtin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := newMapView(c, DefaultStyles())
+	v.SetSize(80, 22)
+	for i := range v.order {
+		v.sel = i
+		for _, l := range strings.Split(ansi.Strip(v.View()), "\n") {
+			for _, touch := range []string{"›‹", "]‹", "›[", "]["} {
+				if strings.Contains(l, touch) {
+					t.Errorf("selecting %s, two chips touch (%q): %q", v.order[i].ID, touch, l)
+				}
+			}
+		}
 	}
 }
