@@ -170,7 +170,7 @@ func TestDemoInTmux(t *testing.T) {
 	screenWait(t, s, nil, "▶ topology-sanity ")
 
 	s.keys("6")
-	screen = screenWait(t, s, nil, "Results  lab records in "+tmp)
+	screen = screenWait(t, s, nil, "Results  lab records in "+tmp, "Removed when the demo quits; GPULAB_RESULTS=DIR gpulab demo keeps them in DIR.")
 	if n := strings.Count(screen, "topology-sanity      dgx[01-04]       failed"); n != 2 {
 		t.Fatalf("Results lists %d topology-sanity records, want 2:\n%s", n, screen)
 	}

@@ -121,10 +121,11 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 		}
 	}()
 	results := o.getenv("GPULAB_RESULTS")
-	if results == "" {
+	gone := results == ""
+	if gone {
 		results = filepath.Join(dir, "results")
 	}
-	w := &workbench{simulated: true, mask: d.mask, results: results, demo: &d}
+	w := &workbench{simulated: true, mask: d.mask, results: results, resultsGone: gone, demo: &d}
 	w.hosts = func() error {
 		s := fleet()
 		if s.err != nil {

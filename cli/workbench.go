@@ -65,6 +65,8 @@ type workbench struct {
 	present   []tui.PresentStep
 	mask      bool
 	results   string
+	// resultsGone: results is a temporary directory, gone on quit.
+	resultsGone bool
 	// kill cuts a simulated host off (Fleet's K in the demo).
 	kill func(name string) error
 	// simFleet is the demo's fleet process (the status bar says when it
@@ -152,7 +154,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	} else {
 		lipgloss.HasDarkBackground()
 	}
-	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Labs: ls, Version: Version, Styles: tui.DefaultStyles(), Results: results, Context: life,
+	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Labs: ls, Version: Version, Styles: tui.DefaultStyles(), Results: results, ResultsGone: w.resultsGone, Context: life,
 		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask, KillHost: w.kill, SimFleet: w.simFleet}
 	if len(w.present) > 0 {
 		opts.Styles = tui.PresenterStyles()

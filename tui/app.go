@@ -45,6 +45,9 @@ type Options struct {
 	LabRunner LabRunner
 	// Results is the results directory the Results tab reads.
 	Results string
+	// ResultsGone says the records go with the workbench (the demo's,
+	// in its temporary directory): the tab says so, and how to keep them.
+	ResultsGone bool
 	// Version is shown in the header.
 	Version string
 	Styles  Styles
@@ -167,6 +170,7 @@ func New(opts Options) Model {
 		lv.selectID(simulatedLab)
 	}
 	rv := newResultsView(opts.Results, st)
+	rv.gone = opts.ResultsGone
 	rv.mask = mask
 	var cv Component = newHintView("Cluster", clusterHint(inv), st)
 	if len(opts.Clusters) > 0 {

@@ -42,6 +42,8 @@ type resultsView struct {
 	// a comparison), and reopen the record to read again once the list is
 	// reloaded: a lab run that just ended has rewritten it.
 	pending, shown, reopen string
+	// gone says the records go when the workbench quits (the demo's).
+	gone bool
 
 	width, height int
 }
@@ -307,6 +309,10 @@ func (v *resultsView) View() string {
 	}
 	st := v.styles
 	lines := []string{st.CardTitle.Render("Results") + st.CardMuted.Render("  lab records in "+visible.String(v.dir)), ""}
+	if v.gone {
+		lines = append(lines[:1], wrap(st.Hint.Render("Removed when the demo quits; GPULAB_RESULTS=DIR gpulab demo keeps them in DIR."), v.width-2)...)
+		lines = append(lines, "")
+	}
 	if v.err != "" {
 		lines = append(lines, st.Error.Render(visible.Text(v.err)))
 	}
