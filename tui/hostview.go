@@ -60,6 +60,17 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 	}
 	add("", st.CardLabel.Render("Health"))
 	healthy := true
+	// What the probe flags the host with beyond one GPU's findings and
+	// the Xids (the Fleet row's flags: report.Flags): an NVLink down,
+	// the kernel's Xid history not read.
+	for _, f := range report.NVLinksDown(s) {
+		healthy = false
+		add(st.Error.Render("  ! " + f))
+	}
+	if e := report.KmsgUnread(s); e != nil && e.Code != "SIMULATED" {
+		healthy = false
+		add(st.Error.Render(fmt.Sprintf("  ! Xid history not read (/dev/kmsg: %s: %s)", e.Code, e.Message)))
+	}
 	for _, g := range s.GPUs {
 		for _, f := range g.Findings {
 			healthy = false

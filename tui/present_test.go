@@ -11,6 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/inventory"
@@ -193,6 +194,11 @@ func TestNVLinksDown(t *testing.T) {
 	}
 	if got, want := strings.Join(report.NVLinksDown(s), "; "), "NVLink GPU0–GPU4 down (SYS)"; got != want {
 		t.Errorf("nvlinksDown(GPU0–GPU4 at SYS) = %q, want %q", got, want)
+	}
+	// The host's GPUs say it in Health, as the Fleet row flags it.
+	health := ansi.Strip(renderHost(s, true, DefaultStyles(), 120))
+	if _, h, _ := strings.Cut(health, "Health"); !strings.Contains(h, "! NVLink GPU0–GPU4 down (SYS)") || strings.Contains(h, "no findings") {
+		t.Errorf("the host view's Health lacks the NVLink down:\n%s", health)
 	}
 	for i := range s.Topology {
 		s.Topology[i].Level = "SYS"
