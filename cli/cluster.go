@@ -17,6 +17,8 @@ import (
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/render"
+	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/sim/dgx"
 )
 
 // clusterFlags are the cluster commands' shared flags (kubectl's
@@ -206,6 +208,13 @@ names the namespaces where something of that name does wait).`,
 // (as reconcile and the workbench read them).
 func (o *options) connect(c *cobra.Command, src *cluster.Source) (*cluster.Client, error) {
 	s := *src
+	if s.Context == sim.KubeContext {
+		if has, err := s.HasContext(s.Context); err != nil {
+			return nil, configErr(err)
+		} else if !has {
+			return o.simulatedCluster(c)
+		}
+	}
 	if s.Context != "" {
 		inv, err := o.loadInventory(false)
 		if err != nil {
@@ -316,4 +325,27 @@ func printWhy(w io.Writer, why string, evidence []string) {
 		}
 		fmt.Fprintln(w, "  - "+visible.String(e))
 	}
+}
+
+// simulatedCluster is --context simulated where no kubeconfig names such
+// a context: the cluster of the simulated fleet gpulab demo starts (its
+// 4 DGX A100 nodes and seed 0's sick one), built in this process, said
+// SIMULATED on the first line of the text output (on standard error
+// with --json, whose output keeps its shape).
+func (o *options) simulatedCluster(c *cobra.Command) (*cluster.Client, error) {
+	names := make([]string, defaultDemoHosts)
+	for i := range names {
+		names[i] = sim.HostName(i, len(names))
+	}
+	_, faults := dgx.Plan(0, len(names))
+	client, err := sim.MirrorCluster(c.Context(), dgx.NewCluster(names, faults), sim.KubeResync)
+	if err != nil {
+		return nil, &exitError{code: ExitFailed, err: fmt.Errorf("the simulated cluster: %w", err)}
+	}
+	w := c.OutOrStdout()
+	if o.json {
+		w = c.ErrOrStderr()
+	}
+	fmt.Fprintf(w, "SIMULATED cluster: gpulab demo's %d simulated DGX A100 nodes, built in this process (no API server; --context simulated names it while no kubeconfig does)\n", len(names))
+	return client, nil
 }

@@ -97,3 +97,30 @@ func TestNoClusterConfigured(t *testing.T) {
 		}
 	}
 }
+
+// --context simulated, where no kubeconfig names that context, is the
+// simulated fleet's cluster: every cluster command can be tried on it,
+// SIMULATED said first (on standard error with --json).
+func TestClusterCommandsOnTheSimulatedCluster(t *testing.T) {
+	env := noEnv(t)
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"cluster", "nodes"}, ExitOK, "dgx01  Ready"},
+		{[]string{"cluster", "pending", "-A"}, ExitFailed, "research/llm-finetune-8gpu-"},
+		{[]string{"cluster", "quotas", "-n", "ml-team"}, ExitOK, "gpu-quota"},
+		{[]string{"cluster", "fragmentation"}, ExitFailed, "8 nvidia.com/gpu          1        0 of 4"}, // the 8-GPU job fits no node: fragmented
+	} {
+		r := run(t, env, append(c.args, "--context", "simulated")...)
+		if r.code != c.code || !strings.HasPrefix(r.stdout, "SIMULATED cluster: ") || !strings.Contains(r.stdout, c.want) {
+			t.Errorf("gpulab %s --context simulated: exit %d (want %d)\n%s%s", strings.Join(c.args, " "), r.code, c.code, r.stdout, r.stderr)
+		}
+	}
+	r := run(t, env, "cluster", "nodes", "--context", "simulated", "--json")
+	var nodes []map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil || len(nodes) != 4 || !strings.HasPrefix(r.stderr, "SIMULATED cluster: ") {
+		t.Errorf("--json: %v, %d nodes, stderr %q", err, len(nodes), r.stderr)
+	}
+}

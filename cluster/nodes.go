@@ -78,6 +78,26 @@ func (s Source) Connect() (*Client, error) {
 	return c, nil
 }
 
+// HasContext says whether the kubeconfig Connect would load names a
+// context called name (false, nil when there is no kubeconfig at all).
+func (s Source) HasContext(name string) (bool, error) {
+	rules := s.rules()
+	for _, p := range append([]string{rules.ExplicitPath}, rules.Precedence...) {
+		if p == "" {
+			continue
+		}
+		if err := fileio.CheckTrusted(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, fmt.Errorf("kubeconfig: %w", err)
+		}
+	}
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return false, fmt.Errorf("kubeconfig: %w", err)
+	}
+	_, ok := raw.Contexts[name]
+	return ok, nil
+}
+
 // ErrNoCluster is what Connect returns when no kubeconfig names a cluster
 // and gpulab runs in no pod: nothing is configured, which is not a cluster
 // that failed. A check that needs a cluster says UNKNOWN for it.
@@ -105,7 +125,7 @@ func (s Source) noCluster(rules *clientcmd.ClientConfigLoadingRules) error {
 		}
 	}
 	looked = append(looked, "an in-cluster service account (gpulab is not running in a pod)")
-	return fmt.Errorf("%w: gpulab looked for %s. Point it at a cluster as kubectl is pointed: --kubeconfig FILE or KUBECONFIG=FILE, and --context NAME; the workbench's Cluster tab shows a SIMULATED one (gpulab demo)", ErrNoCluster, strings.Join(looked, ", "))
+	return fmt.Errorf("%w: gpulab looked for %s. Point it at a cluster as kubectl is pointed: --kubeconfig FILE or KUBECONFIG=FILE, and --context NAME; or try the SIMULATED one: --context simulated", ErrNoCluster, strings.Join(looked, ", "))
 }
 
 // rules are kubectl's loading rules: --kubeconfig alone when given, else
