@@ -118,7 +118,7 @@ judges it; a pod with no toleration or selector for a reference shape) could pla
 it, how many units are free in total and on the best node, how many pods of
 that shape fit at once, and the fragmentation rate, the share of free units
 that shape cannot use (free units left on each node after packing whole
-requests, over all free units; the rate the labs compute, DOMAIN.md), and
+requests, over all free units; the rate the labs compute), and
 its state: fits (a node has room), fragmented (enough free in all, on no
 one node) or short (not enough free in the whole cluster). -n keeps the
 pending shapes of one namespace. Free units on nodes a shape's pods may not

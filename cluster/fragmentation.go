@@ -41,7 +41,7 @@ type Shape struct {
 	FreeExcluded int64  `json:"free_excluded"`
 	Excluded     string `json:"excluded,omitempty"`
 	// Rate is the share of the free units this shape cannot use (the
-	// fragmentation rate of the labs, DOMAIN.md): 0 when none is free.
+	// fragmentation rate the labs compute): 0 when none is free.
 	Rate float64 `json:"fragmentation_rate"`
 	// State sums it up: "fits" (a node has room), "fragmented" (enough
 	// units are free in all, on no one node), "short" (not enough free in

@@ -145,22 +145,28 @@ func Percentile(samples []float64, p float64) (float64, error) {
 	return s[max(rank, 1)-1], nil
 }
 
+// listAndDouble binds f(list of numbers, double) as a CEL function: an
+// element that is no number, or f's error, is the call's error.
+func listAndDouble(f func([]float64, float64) (float64, error)) cel.OverloadOpt {
+	return cel.BinaryBinding(func(l, d ref.Val) ref.Val {
+		xs, bad := numbers(l)
+		if bad != nil {
+			return bad
+		}
+		v, err := f(xs, float64(d.(types.Double)))
+		if err != nil {
+			return types.NewErr("%v", err)
+		}
+		return types.Double(v)
+	})
+}
+
 // statsFunctions add percentile(list, p) (nearest rank) and mean(list)
 // for metrics computed from samples (dmon rows, per-request latencies).
 var statsFunctions = []cel.EnvOption{
 	cel.Function("percentile",
 		cel.Overload("percentile_list_double", []*cel.Type{cel.ListType(cel.DynType), cel.DoubleType}, cel.DoubleType,
-			cel.BinaryBinding(func(l, p ref.Val) ref.Val {
-				xs, bad := numbers(l)
-				if bad != nil {
-					return bad
-				}
-				v, err := Percentile(xs, float64(p.(types.Double)))
-				if err != nil {
-					return types.NewErr("%v", err)
-				}
-				return types.Double(v)
-			}))),
+			listAndDouble(Percentile))),
 	cel.Function("mean",
 		cel.Overload("mean_list", []*cel.Type{cel.ListType(cel.DynType)}, cel.DoubleType,
 			cel.UnaryBinding(func(l ref.Val) ref.Val {
@@ -186,24 +192,14 @@ func Fragmentation(free []float64, request float64) (float64, error) {
 	return cluster.FragmentationRate(free, request)
 }
 
-// quotaFunctions are the sharing metrics of DOMAIN.md: fragmentation rate,
+// quotaFunctions are the metrics of sharing a GPU pool: fragmentation rate,
 // quota fulfilment (what a tenant got ÷ what its quota promised: 1 is
 // fulfilled, above 1 is borrowing) and penetration (how far a tenant went
 // beyond its limit, 0 when it stayed within).
 var quotaFunctions = []cel.EnvOption{
 	cel.Function("fragmentation",
 		cel.Overload("fragmentation_list_double", []*cel.Type{cel.ListType(cel.DynType), cel.DoubleType}, cel.DoubleType,
-			cel.BinaryBinding(func(l, r ref.Val) ref.Val {
-				xs, bad := numbers(l)
-				if bad != nil {
-					return bad
-				}
-				v, err := Fragmentation(xs, float64(r.(types.Double)))
-				if err != nil {
-					return types.NewErr("%v", err)
-				}
-				return types.Double(v)
-			}))),
+			listAndDouble(Fragmentation))),
 	cel.Function("fulfilment",
 		cel.Overload("fulfilment_double_double", []*cel.Type{cel.DoubleType, cel.DoubleType}, cel.DoubleType,
 			cel.BinaryBinding(func(got, promised ref.Val) ref.Val {

@@ -129,27 +129,8 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples, "checks": checks}
 	for m := range st.Metrics {
 		prg := l.programs["metric:"+m]
-		if prg.vars["samples"] && len(so.Samples) == 0 {
-			// An empty list would make filter(...).size() a confident 0:
-			// no samples is no evidence.
-			errs[m] = fmt.Errorf("no probe samples: %s", cmp.Or(so.SampleProblem, "the step "+stepID+" was not sampled"))
-			continue
-		}
-		if so.ParseError != "" && (prg.vars["out"] || prg.vars["checks"]) {
-			errs[m] = fmt.Errorf("the %s parser could not read the step's output (%s): a value read from it would be no evidence", st.Parser, orchestrator.FirstLine(so.ParseError))
-			continue
-		}
-		if so.OutputCut != "" && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"] || prg.vars["checks"]) {
-			errs[m] = fmt.Errorf("the step's output was cut (%s): a value read from part of it could be wrong", so.OutputCut)
-			continue
-		}
-		if so.ExitCode != 0 && !prg.vars["exit_code"] && (prg.vars["out"] || prg.vars["stdout"] || prg.vars["stderr"]) {
-			// What a failed command printed can read as a pass ("ALL
-			// PASSED", a table of zeros, an empty list). Only a metric that
-			// says how it takes the exit status (hami-sharing's
-			// beyond_refused) judges a command that failed; checks are
-			// judged by their rules, which see failures where they mean one.
-			errs[m] = fmt.Errorf("the step's command exited %d: what it printed is no evidence (a metric that reads exit_code may judge a failed command)", so.ExitCode)
+		if err := so.noEvidenceFor(prg, stepID, st.Parser); err != nil {
+			errs[m] = err
 			continue
 		}
 		v, err := prg.eval(vars)
@@ -166,6 +147,31 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 		}
 	}
 	return vals, errs
+}
+
+// noEvidenceFor is why what a step gave is no evidence for a metric that
+// reads what prg reads, nil when it is: no samples for one that reads
+// samples, output the parser could not read, output cut at its limit, or
+// what a command that failed printed (unless the metric reads exit_code,
+// and so says how it takes a failure).
+func (so StepOutput) noEvidenceFor(prg *program, stepID, parser string) error {
+	reads := prg.vars
+	switch {
+	case reads["samples"] && len(so.Samples) == 0:
+		// An empty list would make filter(...).size() a confident 0: no
+		// samples is no evidence.
+		return fmt.Errorf("no probe samples: %s", cmp.Or(so.SampleProblem, "the step "+stepID+" was not sampled"))
+	case so.ParseError != "" && (reads["out"] || reads["checks"]):
+		return fmt.Errorf("the %s parser could not read the step's output (%s): a value read from it would be no evidence", parser, orchestrator.FirstLine(so.ParseError))
+	case so.OutputCut != "" && (reads["out"] || reads["stdout"] || reads["stderr"] || reads["checks"]):
+		return fmt.Errorf("the step's output was cut (%s): a value read from part of it could be wrong", so.OutputCut)
+	case so.ExitCode != 0 && !reads["exit_code"] && (reads["out"] || reads["stdout"] || reads["stderr"]):
+		// What a failed command printed can read as a pass ("ALL
+		// PASSED", a table of zeros, an empty list). Checks are judged
+		// by their rules, which see failures where they mean one.
+		return fmt.Errorf("the step's command exited %d: what it printed is no evidence (a metric that reads exit_code may judge a failed command)", so.ExitCode)
+	}
+	return nil
 }
 
 // undecidedIn names the undecided check an expression reads, or "".

@@ -74,6 +74,11 @@ func standIns(t *testing.T, hosts []host) func(int) map[string]string {
 		if h.ctk {
 			write("nvidia-ctk", "#!/bin/sh\necho 'NVIDIA Container Toolkit CLI version 1.17.8'\n")
 		}
+		if h.kubectl == nil && !h.kubectlNoConfig && h.hang != "kubectl" {
+			// No kubectl on this host, whatever the machine running the
+			// test has in /usr/bin.
+			write("kubectl", "#!/bin/sh\necho 'sh: 1: kubectl: not found' >&2\nexit 127\n")
+		}
 		if h.kubectlNoConfig {
 			write("kubectl", "#!/bin/sh\ncat "+abs("kubectl-no-config/kubectl-1.32-get-pods-no-kubeconfig.stderr.txt")+" >&2\nexit 1\n")
 		}

@@ -58,6 +58,28 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 		}
 		add(fmt.Sprintf("  GPU%d  pid %-8d %-16s %8d MiB  %s", p.GPU, p.PID, text.Cut(p.Name, 16), p.UsedMiB, where))
 	}
+	add(healthLines(s, st, width)...)
+	if n := len(s.Errors); n > 0 {
+		codes := map[string]int{}
+		for _, e := range s.Errors {
+			codes[e.Code]++
+		}
+		var parts []string
+		for c, k := range codes {
+			parts = append(parts, fmt.Sprintf("%d %s", k, c))
+		}
+		sort.Strings(parts)
+		add(st.CardMuted.Render(fmt.Sprintf("  %d fields NVML did not give: %s (gpulab probe --json lists them)", n, strings.Join(parts, ", "))))
+	}
+	return strings.Join(b, "\n")
+}
+
+// healthLines are the host view's Health section: what the probe flags
+// the host with (report.Flags, as the Fleet row shows them), each Xid with
+// its meaning and action, or that there is nothing.
+func healthLines(s *report.Snapshot, st Styles, width int) []string {
+	var b []string
+	add := func(lines ...string) { b = append(b, lines...) }
 	add("", st.CardLabel.Render("Health"))
 	healthy := true
 	// What the probe flags the host with beyond one GPU's findings and
@@ -92,19 +114,7 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 	if healthy {
 		add(st.CardText.Render("  no findings, no Xid"))
 	}
-	if n := len(s.Errors); n > 0 {
-		codes := map[string]int{}
-		for _, e := range s.Errors {
-			codes[e.Code]++
-		}
-		var parts []string
-		for c, k := range codes {
-			parts = append(parts, fmt.Sprintf("%d %s", k, c))
-		}
-		sort.Strings(parts)
-		add(st.CardMuted.Render(fmt.Sprintf("  %d fields NVML did not give: %s (gpulab probe --json lists them)", n, strings.Join(parts, ", "))))
-	}
-	return strings.Join(b, "\n")
+	return b
 }
 
 // topoGrid draws the GPU×GPU matrix with NUMA and CPU affinity, coloured

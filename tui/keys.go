@@ -107,8 +107,10 @@ func DefaultMatrixKeys() MatrixKeys {
 	}
 }
 
-// The tabs' key maps: each binding is named once, here, and each tab's
-// help lists its own (ShortHelp, FullHelp).
+// The tabs' key maps, built here and nowhere else; each tab's help lists
+// its own (ShortHelp, FullHelp). Within a tab a key means one thing where
+// the tab handles it: in Runbooks and Labs, h chooses hosts (the lists
+// move with the arrows and j/k; h and l do not move them there).
 
 type labKeys struct {
 	MoveKeys
