@@ -367,15 +367,7 @@ func BenchmarkMaskedFleetView(b *testing.B) {
 // its top before it steps back; n and p always step.
 func TestPresentClickerScrollsFirst(t *testing.T) {
 	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 80, 24)
-	step := func(m Model, keys ...string) Model {
-		t.Helper()
-		for _, k := range keys {
-			var cmd tea.Cmd
-			m, cmd = press(t, m, k)
-			m = drain(t, m, cmd)
-		}
-		return m
-	}
+	step := func(m Model, keys ...string) Model { t.Helper(); return pressAll(t, m, keys...) }
 	m = step(m, "n", "n", "n", "n") // step 4: the flagged host's GPUs, longer than the screen
 	if v := m.View(); m.present.at != 3 || !strings.Contains(v, "more lines below · pgdn") {
 		t.Fatalf("step 4 does not show a host view with more below:\n%s", v)
@@ -473,15 +465,7 @@ func TestPresentOffersOnlyStepsThatMove(t *testing.T) {
 // step's caption; n at the last step says it was the last.
 func TestPresentStepOwnsItsScreen(t *testing.T) {
 	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 100, 30)
-	step := func(m Model, keys ...string) Model {
-		t.Helper()
-		for _, k := range keys {
-			var cmd tea.Cmd
-			m, cmd = press(t, m, k)
-			m = drain(t, m, cmd)
-		}
-		return m
-	}
+	step := func(m Model, keys ...string) Model { t.Helper(); return pressAll(t, m, keys...) }
 	// The screen above the status bar: the bar says live things (the
 	// fleet flagged once the probe ran) that are no part of a step.
 	body := func(v string) string { return v[:strings.LastIndex(v, "\n")] }
@@ -524,4 +508,16 @@ func TestPresentStepOwnsItsScreen(t *testing.T) {
 	if m = step(m, "n"); m.present.at != 3 || m.Active() != "Fleet" {
 		t.Errorf("n from another tab: step %d in %s, want 4 in the Fleet", m.present.at+1, m.Active())
 	}
+}
+
+// pressAll presses keys one at a time, each command drained before the
+// next key, as a person at the keyboard would.
+func pressAll(t *testing.T, m Model, keys ...string) Model {
+	t.Helper()
+	for _, k := range keys {
+		var cmd tea.Cmd
+		m, cmd = press(t, m, k)
+		m = drain(t, m, cmd)
+	}
+	return m
 }
