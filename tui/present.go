@@ -72,8 +72,8 @@ type presenter struct {
 	at      int // -1 before the first n
 	started map[int]bool
 	keys    presentKeys
-	// notice is said after the caption until the next step: n at the
-	// last one.
+	// notice takes the caption's place until the next step (n at the
+	// last one says there is none).
 	notice string
 }
 
@@ -105,12 +105,7 @@ func (p *presenter) caption(width int) string {
 // presenter went to another tab by hand): the step's caption would
 // describe a screen that is not shown.
 func (p *presenter) offStep(tab string) string {
-	return fmt.Sprintf("%d/%d is on the %s tab: n goes on from there, p goes back", p.at+1, len(p.steps), p.steps[p.at].Tab) + func() string {
-		if tab == "" {
-			return ""
-		}
-		return " (this is " + tab + ")"
-	}()
+	return fmt.Sprintf("%d/%d is on the %s tab: n goes on from there, p goes back (this is %s)", p.at+1, len(p.steps), p.steps[p.at].Tab, tab)
 }
 
 // goTo moves the walkthrough to step i (clamped) and shows it: its tab,
