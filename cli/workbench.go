@@ -189,6 +189,12 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		}
 		return fmt.Errorf("workbench: %w", err)
 	}
+	// A signal ended it (its runs stopped and cleaned up): say so as
+	// every other command does, so that a script or a supervisor never
+	// reads a killed workbench as a clean quit.
+	if life.Err() != nil {
+		return &exitError{code: ExitInterrupted, err: errors.New("")}
+	}
 	return nil
 }
 
