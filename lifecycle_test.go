@@ -106,20 +106,21 @@ func lifecycleCommands() []lifecycleCommand {
 			_ = json.Unmarshal(doc["worst"], &worst)
 			var passed bool
 			_ = json.Unmarshal(doc["passed"], &passed)
-			return hs, passed || worst == "PASS" || worst == "ok"
+			// counts (exec's by class, probe's by outcome) claim a pass
+			// when "ok" is the only one with hosts.
+			var counts map[string]int
+			_ = json.Unmarshal(doc["counts"], &counts)
+			allOK := counts["ok"] > 0
+			for k, n := range counts {
+				allOK = allOK && (k == "ok" || n == 0)
+			}
+			return hs, passed || worst == "PASS" || worst == "ok" || allOK
 		}
 	}
 	return []lifecycleCommand{
 		{"exec", func(string) []string { return []string{"exec", "--json", "--", "true"} }, list("hosts")},
 		{"push", func(file string) []string { return []string{"push", file, "--json"} }, list("hosts")},
-		{"probe", func(string) []string { return []string{"probe", "--json"} }, func(t *testing.T, stdout string) ([]lifecycleHost, bool) {
-			t.Helper()
-			var hs []lifecycleHost
-			if err := json.Unmarshal([]byte(stdout), &hs); err != nil {
-				t.Fatalf("--json: %v\n%s", err, stdout)
-			}
-			return hs, false
-		}},
+		{"probe", func(string) []string { return []string{"probe", "--json"} }, list("hosts")},
 		{"runbook run", func(string) []string { return []string{"runbook", "run", "topology", "--json"} }, list("hosts")},
 		{"lab run", func(string) []string { return []string{"lab", "run", "topology-sanity", "--json"} }, list("hosts")},
 		{"cluster reconcile", func(string) []string { return []string{"cluster", "reconcile", "--json"} }, list("hosts")},
@@ -199,6 +200,13 @@ func TestEveryHostAnswersOnce(t *testing.T) {
 					}
 					if b := hosts[2]; b.Class != bc.class || b.Err == "" {
 						t.Errorf("gpulab %s --json: %s is %q (%q), want class %q with its error\n%s", c.name, selected, b.Class, b.Err, bc.class, r.stderr)
+					}
+					// A script reading --json, and its operator reading
+					// stderr, learn the same: the bad host with its class.
+					if !slices.ContainsFunc(strings.Split(r.stderr, "\n"), func(l string) bool {
+						return strings.Contains(l, selected) && strings.Contains(l, bc.class)
+					}) {
+						t.Errorf("gpulab %s --json: stderr does not name %s with its class %s:\n%s", c.name, selected, bc.class, r.stderr)
 					}
 					// The same run as text: the bad host is named with its
 					// class, and nothing says the selection passed.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/probes/report"
 )
@@ -33,15 +34,32 @@ type ProbeResult struct {
 	// NVLink down, uncorrected ECC errors, a row remap pending, an Xid):
 	// a flagged host makes the probe exit 1.
 	Flags []string `json:"flags,omitempty"`
+	// Outcome is what the probe says of the host, as the summary line
+	// counts it: "ok", "flagged" or "failed" (Outcome()). Class is how
+	// reaching the host ended: a flagged host's class is "ok".
+	Outcome string `json:"outcome"`
 }
 
-// OK: the host gave a snapshot in which NVML answered.
+// OK: the probe ran to its end on the host and gave a snapshot in which
+// NVML answered (flagged or not).
 func (p ProbeResult) OK() bool {
-	return p.Snapshot != nil && p.Snapshot.NVML.Available
+	return report.OutcomeOf(p.Snapshot, p.Class) != report.Failed
+}
+
+// Finish sets the fields computed from the others (Outcome), once the
+// result is final.
+func (p *ProbeResult) Finish() {
+	p.Outcome = report.OutcomeOf(p.Snapshot, p.Class).String()
 }
 
 // ReadSnapshot parses the probe's output into r.
 func ReadSnapshot(r ProbeResult, stdout []byte, stderr string, runErr error) ProbeResult {
+	r = readSnapshot(r, stdout, stderr, runErr)
+	r.Finish()
+	return r
+}
+
+func readSnapshot(r ProbeResult, stdout []byte, stderr string, runErr error) ProbeResult {
 	s, err := remote.Decode(stdout)
 	if err != nil {
 		r.Class = "error"
@@ -131,6 +149,9 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 		*res = ReadSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
 		switch {
 		case run.Class == orchestrator.Cancelled || run.Class == orchestrator.Lost || run.Class == orchestrator.TimeoutCommand:
+			// The probe did not end: what it printed is no evidence, even
+			// where it decoded (a report cut short, or never finished).
+			res.Snapshot, res.Flags = nil, nil
 			fail(run.Class, run.Err)
 		case res.Snapshot == nil || !res.Snapshot.NVML.Available: // the probe saw no GPU: not an ok host
 			hr.Class, hr.Err = orchestrator.Exit, res.Error
@@ -143,6 +164,7 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 	}
 	for i := range results {
 		results[i].Simulated = rn.Simulated || (results[i].Snapshot != nil && results[i].Snapshot.Simulated)
+		results[i].Finish()
 	}
 	if localErr != nil && len(results) > 0 && allFailed(results) {
 		return nil, &LocalError{localErr}
@@ -157,4 +179,16 @@ func allFailed(rs []ProbeResult) bool {
 		}
 	}
 	return true
+}
+
+// EmbeddedProber installs the probe gpulab carries (probes/bundle) for
+// each host's architecture: the simulator build when simulated (a
+// simulated fleet, or --mock), else the one for real GPUs; a host that
+// says it is simulated gets the simulator build however it was reached
+// (an ssh_config, -H).
+func EmbeddedProber(simulated bool) *remote.Prober {
+	return &remote.Prober{
+		Source:    func(arch string) ([]byte, []byte, error) { return bundle.Probe(arch, simulated) },
+		SimSource: func(arch string) ([]byte, []byte, error) { return bundle.Probe(arch, true) },
+	}
 }

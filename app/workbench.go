@@ -24,8 +24,12 @@ type Workbench struct {
 	// line; the parameters are added per run.
 	Reproduce []string
 	// Kube finds the cluster a lab's hosts belong to (nil: none), or
-	// says why there is none.
+	// says why there is none; nil: the inventory's [[kube]] table whose
+	// nodes they are (Fleet.Cluster, with Getenv).
 	Kube func([]orchestrator.Target) (*cluster.Client, string)
+	// Getenv gives $HOME and kubectl's variables (nil: no cluster
+	// unless Kube finds one).
+	Getenv func(string) string
 	// Demo is the demo's fleet, nil elsewhere (see ReproduceFor).
 	Demo *Demo
 }
@@ -168,8 +172,11 @@ func (w *Workbench) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabR
 	targets := w.Fleet.Chosen(hosts)
 	var kube *cluster.Client
 	var kubeProblem string
-	if w.Kube != nil {
+	switch {
+	case w.Kube != nil:
 		kube, kubeProblem = w.Kube(targets)
+	case w.Getenv != nil:
+		kube, kubeProblem = w.Fleet.Cluster(w.Getenv, targets)
 	}
 	repro, fleet := w.ReproduceFor(l, o.Params)
 	out := labs.Execute(ctx, labs.RunSpec{Engine: w.Fleet.Engine, Targets: targets, Lab: l, Results: w.Results,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/render"
@@ -220,8 +221,8 @@ func (o *options) connect(c *cobra.Command, src *cluster.Source) (*cluster.Clien
 		if err != nil {
 			return nil, err
 		}
-		if s, _, err = kubeSource(inv, s, c.Flags().Changed("kubeconfig"), nil, o.getenv("HOME")); err != nil {
-			return nil, err
+		if s, _, err = app.KubeSource(inv, s, c.Flags().Changed("kubeconfig"), nil, o.getenv("HOME")); err != nil {
+			return nil, configErr(err)
 		}
 	}
 	client, err := s.Connect()

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -128,9 +127,9 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 		return err
 	}
-	source, kube, err := kubeSource(r.Inv, *src, c.Flags().Changed("kubeconfig"), r.Names(), o.getenv("HOME"))
+	source, kube, err := app.KubeSource(r.Inv, *src, c.Flags().Changed("kubeconfig"), r.Names(), o.getenv("HOME"))
 	if err != nil {
-		return err
+		return configErr(err)
 	}
 	client, err := source.Connect()
 	if err != nil {
@@ -160,6 +159,9 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if err != nil {
 		return err
 	}
+	// The probed hosts counted, on stderr as probe counts them: a host
+	// the probe did not read is named there, whatever the output format.
+	fmt.Fprintln(c.ErrOrStderr(), probeTotal(results))
 	if ctx.Err() != nil {
 		return &exitError{code: ExitInterrupted, err: errors.New("")}
 	}
@@ -177,39 +179,6 @@ func jsonError(data []byte, err error) string {
 		return fmt.Sprintf("line %d: %v", line, err)
 	}
 	return err.Error()
-}
-
-// kubeSource picks the cluster: the inventory's [[kube]] table named by
-// --context, else the one whose nodes include the selected hosts, else
-// kubectl's rules with --kubeconfig and --context as given. A [[kube]]
-// table's relative kubeconfig is relative to the inventory's directory.
-func kubeSource(inv *inventory.Inventory, src cluster.Source, explicitFile bool, hosts []string, home string) (cluster.Source, *inventory.KubeContext, error) {
-	var kube *inventory.KubeContext
-	for i := range inv.Kube {
-		k := &inv.Kube[i]
-		switch {
-		case src.Context != "" && k.Name == src.Context:
-			kube = k
-		case src.Context == "" && !explicitFile && slices.ContainsFunc(hosts, func(h string) bool { return slices.Contains(k.NodeNames, h) }):
-			if kube != nil && kube.Name != k.Name {
-				return src, nil, usageErr("the hosts are nodes of kube contexts %q and %q in %s: say which with --context", kube.Name, k.Name, inv.File)
-			}
-			kube = k
-		}
-	}
-	if kube == nil {
-		return src, nil, nil
-	}
-	s := cluster.Source{Kubeconfig: src.Kubeconfig, Context: kube.Context, Getenv: src.Getenv}
-	if !explicitFile && kube.Kubeconfig != "" {
-		s.Kubeconfig = kube.Kubeconfig
-		if rest, ok := strings.CutPrefix(s.Kubeconfig, "~/"); ok {
-			s.Kubeconfig = filepath.Join(home, rest)
-		} else if !filepath.IsAbs(s.Kubeconfig) && inv.File != "" {
-			s.Kubeconfig = filepath.Join(filepath.Dir(inv.File), s.Kubeconfig)
-		}
-	}
-	return s, kube, nil
 }
 
 // mapHosts maps each probed host to the node it is (see the command's

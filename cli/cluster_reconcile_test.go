@@ -265,7 +265,7 @@ nodes = "h2"
 		{"--kubeconfig wins", cluster.Source{Kubeconfig: "/k", Context: "lab"}, true, nil, cluster.Source{Kubeconfig: "/k", Context: "lab-admin"}, "lab", ""},
 		{"kubectl's rules", cluster.Source{Context: "other"}, false, []string{"h3"}, cluster.Source{Context: "other"}, "", ""},
 	} {
-		got, kube, err := kubeSource(inv, tc.src, tc.explicit, tc.hosts, "/home/u")
+		got, kube, err := app.KubeSource(inv, tc.src, tc.explicit, tc.hosts, "/home/u")
 		name := ""
 		if kube != nil {
 			name = kube.Name

@@ -163,22 +163,27 @@ func TestProbeAgainstRealSSHD(t *testing.T) {
 	r.expect(t, 0, "gpu[01-03]: 8× NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.129.03, SIMULATED", "")
 	r.expect(t, 0, "00000000:BD:00.0", "")
 	r = run(t, env, "probe", "-H", "gpu01", "-F", cfg, "--probe-binary", probe, "--mock", "dgxa100", "--keep", "--json")
-	var out []struct {
-		Host     string `json:"host"`
-		Class    string `json:"class"`
-		Pushed   int64  `json:"pushed_bytes"`
-		Snapshot struct {
-			Simulated bool `json:"simulated"`
-			GPUs      []struct {
-				Name string `json:"name"`
-			} `json:"gpus"`
-		} `json:"snapshot"`
+	var out struct {
+		Hosts []struct {
+			Host     string `json:"host"`
+			Class    string `json:"class"`
+			Pushed   int64  `json:"pushed_bytes"`
+			Snapshot struct {
+				Simulated bool `json:"simulated"`
+				GPUs      []struct {
+					Name string `json:"name"`
+				} `json:"gpus"`
+			} `json:"snapshot"`
+		} `json:"hosts"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 0 {
 		t.Fatalf("probe --json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
-	if out[0].Pushed != 0 || !out[0].Snapshot.Simulated || len(out[0].Snapshot.GPUs) != 8 {
-		t.Errorf("second run with --keep pushed %d bytes (want 0), snapshot %+v", out[0].Pushed, out[0].Snapshot)
+	if len(out.Hosts) != 1 {
+		t.Fatalf("probe --json -H gpu01: %d hosts, want 1\n%s", len(out.Hosts), r.stdout)
+	}
+	if h := out.Hosts[0]; h.Pushed != 0 || !h.Snapshot.Simulated || len(h.Snapshot.GPUs) != 8 {
+		t.Errorf("second run with --keep pushed %d bytes (want 0), snapshot %+v", h.Pushed, h.Snapshot)
 	}
 	run(t, env, "probe", "--local", "-H", "gpu01").expect(t, 2, "", "--local and -H exclude each other")
 	run(t, env, "probe", "--local", "--mock", "dgxh999").expect(t, 2, "", "the only simulated machine is dgxa100")

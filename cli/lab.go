@@ -71,15 +71,9 @@ labs/builtin/*.toml).`,
 			if err != nil {
 				return err
 			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), ls)
-			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPLANE\tMATURITY\tMIN\tCRITERIA\tNAME")
-			for _, l := range ls {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d+%d\t%s\n", l.ID, l.Plane, l.Maturity, l.EstimateMinutes, len(l.Criteria), len(l.Counter), l.Name)
-			}
-			return tw.Flush()
+			return printList(c.OutOrStdout(), o.json, ls, []string{"ID", "PLANE", "MATURITY", "MIN", "CRITERIA", "NAME"}, func(l *labs.Lab) []string {
+				return []string{l.ID, l.Plane, l.Maturity, fmt.Sprint(l.EstimateMinutes), fmt.Sprintf("%d+%d", len(l.Criteria), len(l.Counter)), l.Name}
+			})
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
@@ -88,15 +82,10 @@ labs/builtin/*.toml).`,
 		Example: "  gpulab lab show topology-sanity\n  gpulab lab show health-gate --json | jq '.criteria'",
 		Args:    exactArgs(1, "a lab id (gpulab lab list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			l, err := o.findLab(args[0])
-			if err != nil {
-				return err
-			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), l)
-			}
-			printLab(c.OutOrStdout(), l)
-			return nil
+			return printShown(c.OutOrStdout(), o.json, func() (*labs.Lab, error) { return o.findLab(args[0]) }, func(w io.Writer, l *labs.Lab) error {
+				printLab(w, l)
+				return nil
+			})
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
@@ -250,7 +239,7 @@ func (lr *labRunOptions) Run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if lr.guided {
 		guide = stepper(stdin, progress, !readsTerminal(stdin))
 	}
-	kube, kubeProblem := o.labCluster(r, r.Targets)
+	kube, kubeProblem := r.Cluster(o.getenv, r.Targets)
 	out := labs.Execute(ctx, labs.RunSpec{Engine: r.Engine, Targets: r.Targets, Lab: l, Results: lr.results,
 		Options: labs.RunOptions{Simulated: r.Simulated, Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.Inv.File, &lr.f, lr.set),
 			Cluster: kube, ClusterProblem: kubeProblem,
@@ -270,6 +259,9 @@ func (lr *labRunOptions) Run(stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if o.json { // the verdict, naming a host not reached, where the text has it
+		fmt.Fprintln(stderr, rec.Verdict())
 	}
 	if out.WriteErr != nil {
 		return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but %w", out.WriteErr)}

@@ -33,8 +33,6 @@ type probeFlags struct {
 	xidWait time.Duration
 	binary  string
 	local   bool
-	// simulated is set from the inventory, not a flag (see prober).
-	simulated bool
 	// faults are each host's --mock-faults JSON, by host name (none for
 	// a healthy simulated machine).
 	faults map[string]string
@@ -57,7 +55,7 @@ func newProbeCmd(o *options) *cobra.Command {
 		Short: "Push the NVML probe to hosts, run it, and read one JSON snapshot per host",
 		Long:  probeLong,
 		Example: `  gpulab probe -H 'gpu[01-08]'
-  gpulab probe -H @a100 --json | jq '.[] | {host, gpus: [.snapshot.gpus[].name]}'
+  gpulab probe -H @a100 --json | jq '.hosts[] | {host, outcome, gpus: [.snapshot.gpus[]?.name]}'
   gpulab probe -H gpu03 --kmsg --xid-wait 30s
   gpulab probe -H 'gpu[01-06]' --mock dgxa100 --mock-faults faults.json   # {"gpu04": {"nvlink_down": [[0,1]]}}
   gpulab probe --local --mock dgxa100`,
@@ -68,7 +66,7 @@ func newProbeCmd(o *options) *cobra.Command {
 			}
 			ctx, stop := interruptible(cmd.ErrOrStderr())
 			defer stop()
-			return po.Run(ctx, cmd.OutOrStdout())
+			return po.Run(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	po.ssh.register(cmd)
@@ -93,31 +91,59 @@ func (po *probeOptions) Validate() error {
 	return checkMockFlags(po.pf, po.faultsFile)
 }
 
-// Run probes the hosts (or this machine), prints the snapshots (folded,
-// per host, or --json), and returns the exit status they give: 1 for a
-// host flagged, without a snapshot or without NVML.
-func (po *probeOptions) Run(ctx context.Context, w io.Writer) error {
+// Run probes the hosts (or this machine), prints the snapshots on stdout
+// (folded, per host, or --json) and the line that counts them on stderr,
+// as exec does, and returns the exit status they give: 1 for a host
+// flagged, without a snapshot or without NVML.
+func (po *probeOptions) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	results, err := po.probeHosts(ctx, &po.ssh, po.pf, po.faultsFile)
 	if err != nil {
 		return err
 	}
+	total := probeTotal(results)
 	if po.json {
 		markHardwareGroups(results)
-		if err := writeJSON(w, results); err != nil {
-			return err
-		}
-	} else if err := printProbes(w, results, !po.noFold); err != nil {
+		err = writeJSON(stdout, newProbeDocument(results, total))
+	} else {
+		err = printProbes(stdout, results, !po.noFold)
+	}
+	if err != nil {
 		return err
 	}
+	fmt.Fprintln(stderr, total)
 	if ctx.Err() != nil {
 		return &exitError{code: ExitInterrupted, err: errors.New("")}
 	}
 	for _, r := range results {
-		if !r.OK() || len(r.Flags) > 0 {
+		if r.Outcome != report.Healthy.String() {
 			return errSilentFailure
 		}
 	}
 	return nil
+}
+
+// probeDocument is probe --json: every host's result, in selection order,
+// and the counts the summary line gives (by outcome: ok, flagged, failed).
+type probeDocument struct {
+	Hosts     []app.ProbeResult `json:"hosts"`
+	Summary   string            `json:"summary"`
+	Counts    map[string]int    `json:"counts"`
+	Simulated bool              `json:"simulated,omitempty"`
+}
+
+func newProbeDocument(results []app.ProbeResult, summary string) probeDocument {
+	d := probeDocument{Hosts: results, Summary: summary, Counts: map[string]int{}}
+	if d.Hosts == nil {
+		d.Hosts = []app.ProbeResult{}
+	}
+	for _, o := range []report.Outcome{report.Healthy, report.Flagged, report.Failed} {
+		d.Counts[o.String()] = 0
+	}
+	for _, r := range results {
+		d.Counts[r.Outcome]++
+		d.Simulated = d.Simulated || r.Simulated
+	}
+	return d
 }
 
 // probeLong is gpulab probe's --help.
@@ -143,8 +169,16 @@ node set, as exec folds outputs; every other group is a diff against the
 largest (its rows marked "- " and "+ "), so a GPU missing, a link down or
 another driver stands out. Each group ends with the range of what changes
 by the second (utilisation, temperature, power, memory in use).
---no-fold prints every host's table instead, and nothing folded. A last
-line counts the hosts ok, flagged and failed, and names the others.
+--no-fold prints every host's table instead, and nothing folded. A line on
+stderr counts the hosts ok, flagged and failed, and names the others.
+
+--json prints {"hosts": [...], "summary", "counts"}: one entry per selected
+host, in selection order (the inventory's; hosts it does not list after
+them, by name), each with its "class", how reaching it ended (ok, refused,
+auth, lost, ...), and its "outcome", what the probe says of it as the
+summary counts it: "ok", "flagged" (reached and read, something worth a
+look) or "failed" (no snapshot, no NVML, or a run that did not end: a
+probe cut short or lost is never evidence). "counts" counts the outcomes.
 
 A host is flagged for what its snapshot shows worth a look: an NVLink
 down, uncorrected ECC errors, a row remap pending or failed, a downtrained
@@ -223,14 +257,12 @@ func (pf probeFlags) prober(none, simulated bool) (*remote.Prober, error) {
 	case pf.mock != "" && pf.mock != "dgxa100":
 		return nil, usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
 	}
-	pf.simulated = simulated
-	// A host that says it is simulated gets the simulator build, however
-	// it was reached (an ssh_config, -H), unless a binary was named.
-	var simSource remote.Source
-	if pf.binary == "" {
-		simSource = func(arch string) ([]byte, []byte, error) { return bundle.Probe(arch, true) }
+	p := app.EmbeddedProber(simulated || pf.mock != "")
+	p.Args = pf.args("")
+	if pf.binary != "" { // this file for every host, simulated or not
+		p.Source, p.SimSource, p.AnyArch = pf.probeFor, nil, true
 	}
-	return &remote.Prober{Source: pf.probeFor, SimSource: simSource, Args: pf.args(""), AnyArch: pf.binary != ""}, nil
+	return p, nil
 }
 
 // probeFor returns the probe for an architecture, plain and gzipped:
@@ -243,7 +275,7 @@ func (pf probeFlags) probeFor(arch string) (data, gz []byte, err error) {
 		}
 		return data, orchestrator.Gzip(data), nil
 	}
-	return bundle.Probe(arch, pf.mock != "" || pf.simulated)
+	return bundle.Probe(arch, pf.mock != "")
 }
 
 func runLocalProbe(ctx context.Context, pf probeFlags) (app.ProbeResult, error) {
@@ -282,15 +314,13 @@ func withoutBindNow(env []string) []string {
 
 // printProbes prints one line per kind of host (its hardware in a
 // phrase, under its node set), then the GPUs folded; or, without fold,
-// every host's table alone. A line that counts the hosts ok, flagged and
-// failed ends both.
+// every host's table alone (Run prints the line that counts them).
 //
 // Hosts without a snapshot fold by their class (auth, refused, ...), as
 // exec folds them, each host's error under them (errors name addresses).
 func printProbes(w io.Writer, results []app.ProbeResult, fold bool) error {
 	if !fold {
 		printProbeTables(w, results)
-		fmt.Fprintf(w, "\n%s\n", probeTotal(results))
 		return nil
 	}
 	groups := map[string][]string{}
@@ -314,11 +344,7 @@ func printProbes(w io.Writer, results []app.ProbeResult, fold bool) error {
 			fmt.Fprintln(w, e)
 		}
 	}
-	if err := printProbesFolded(w, results); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\n%s\n", probeTotal(results))
-	return nil
+	return printProbesFolded(w, results)
 }
 
 // probeTotal counts the hosts: ok, flagged (what the probe found worth a

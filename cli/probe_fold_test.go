@@ -17,8 +17,8 @@ import (
 // The snapshots are a real probe run's (--local --mock dgxa100), edited.
 func TestProbeFoldOutliers(t *testing.T) {
 	r := run(t, noEnv(t), "probe", "--local", "--mock", "dgxa100", "--json")
-	var base []app.ProbeResult
-	if err := json.Unmarshal([]byte(r.stdout), &base); err != nil || r.code != 0 || len(base) != 1 || base[0].Snapshot == nil {
+	base, err := probeJSON(r.stdout)
+	if err != nil || r.code != 0 || len(base) != 1 || base[0].Snapshot == nil {
 		t.Fatalf("probe --local --mock dgxa100 --json: exit %d, %v\n%s", r.code, err, r.stderr)
 	}
 	snap := func(edit func(*report.Snapshot)) *report.Snapshot {
@@ -60,11 +60,13 @@ func TestProbeFoldOutliers(t *testing.T) {
 		"\n---------------- n4 (1 host): differs from n[1,3,5]\n",
 		"\n+ driver 550.54.15, ",
 		"\nn[6-7]: auth\n  n6: dial 10.0.0.6:22: authentication as ops failed\n  n7: dial 10.0.0.7:22: authentication as ops failed\n",
-		"\n\n7 hosts: 5 ok, 2 failed: 2 auth (n[6-7])\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("folded output lacks %q", want)
 		}
+	}
+	if total := probeTotal(results); total != "7 hosts: 5 ok, 2 failed: 2 auth (n[6-7])" {
+		t.Errorf("the hosts counted: %q", total)
 	}
 	n2 := got[strings.Index(got, "n2 (1 host)"):strings.Index(got, "n4 (1 host)")]
 	if !strings.Contains(n2, "\n- 7 ") || strings.Contains(n2, "\n+") || strings.Contains(n2, "\n- 6 ") {
@@ -84,8 +86,8 @@ func BenchmarkProbeFold1000(b *testing.B) {
 	if code := Main([]string{"probe", "--local", "--mock", "dgxa100", "--json"}, Env{Stdout: &out, Stderr: &errOut, Getenv: func(k string) string { return env[k] }}); code != 0 {
 		b.Fatalf("probe --local: exit %d: %s", code, errOut.String())
 	}
-	var base []app.ProbeResult
-	if err := json.Unmarshal(out.Bytes(), &base); err != nil {
+	base, err := probeJSON(out.String())
+	if err != nil {
 		b.Fatal(err)
 	}
 	results := make([]app.ProbeResult, 1000)

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -28,14 +31,14 @@ func TestProbeFoldsIdenticalHardware(t *testing.T) {
 	args := []string{"probe", "-H", "gpu[01-06]", "-F", cfg, "--probe-binary", probetest.Build(t), "--mock", "dgxa100", "--mock-faults", faults}
 	r := run(t, env, args...)
 	t.Logf("gpulab %s\n%s", strings.Join(args, " "), r.stdout)
-	// gpu04 is flagged (a link down, ECC errors): exit 1, and the last
-	// line says which host.
+	// gpu04 is flagged (a link down, ECC errors): exit 1, and the line
+	// that counts the hosts, on stderr as exec's, says which host.
 	r.expect(t, 1, "gpu[01-03,05-06]: 8× NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.129.03, SIMULATED\n", "")
 	r.expect(t, 1, "\n---------------- gpu[01-03,05-06] (5 hosts)\ndriver 535.129.03, CUDA ", "")
 	r.expect(t, 1, "\ntopology: every pair NV12\nnow: utilisation 0%", "")
 	r.expect(t, 1, "\n---------------- gpu04 (1 host): differs from gpu[01-03,05-06]\n", "")
-	if !strings.HasSuffix(r.stdout, "\n\n6 hosts: 5 ok, 1 flagged (gpu04)\n") {
-		t.Errorf("the output does not end with the hosts counted:\n%s", r.stdout)
+	if r.stderr != "6 hosts: 5 ok, 1 flagged (gpu04)\n" || strings.Contains(r.stdout, "6 hosts:") {
+		t.Errorf("the hosts are not counted on stderr alone:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
 	}
 	if n := strings.Count(r.stdout, "\nGPU  NAME"); n != 1 {
 		t.Errorf("%d GPU tables, want 1 (the five healthy hosts' once, gpu04's as a diff)", n)
@@ -60,18 +63,32 @@ func TestProbeFoldsIdenticalHardware(t *testing.T) {
 		}
 	}
 
-	// --json says the same: gpu04 alone in group 1, the others in 0.
 	// --json says the same: gpu04 alone in group 1, the others in 0; it
-	// alone has flags, and the exit status is 1 as for the text.
+	// alone has flags and the outcome "flagged" (its class is "ok": it
+	// was reached), the document's summary and counts are the text's, and
+	// the exit status is 1 as for the text.
 	r = run(t, env, append(args, "--json")...)
-	var res []app.ProbeResult
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || len(res) != 6 || r.code != 1 {
+	var doc struct {
+		Hosts   []app.ProbeResult `json:"hosts"`
+		Summary string            `json:"summary"`
+		Counts  map[string]int    `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || len(doc.Hosts) != 6 || r.code != 1 {
 		t.Fatalf("--json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
-	for _, p := range res {
-		want, set, flags := 0, "gpu[01-03,05-06]", "[]"
+	if doc.Summary != "6 hosts: 5 ok, 1 flagged (gpu04)" || r.stderr != doc.Summary+"\n" || fmt.Sprint(doc.Counts) != "map[failed:0 flagged:1 ok:5]" {
+		t.Errorf("--json: summary %q, counts %v, stderr %q; want the text's count, 5 ok and 1 flagged", doc.Summary, doc.Counts, r.stderr)
+	}
+	for i, p := range doc.Hosts {
+		if want := fmt.Sprintf("gpu%02d", i+1); p.Host != want {
+			t.Errorf("--json host %d is %s, want %s (selection order)", i, p.Host, want)
+		}
+		want, set, flags, outcome := 0, "gpu[01-03,05-06]", "[]", "ok"
 		if p.Host == "gpu04" {
-			want, set, flags = 1, "gpu04", "[NVLink GPU0–GPU1 down (PXB) GPU3: 2 uncorrected ECC errors since the driver loaded]"
+			want, set, flags, outcome = 1, "gpu04", "[NVLink GPU0–GPU1 down (PXB) GPU3: 2 uncorrected ECC errors since the driver loaded]", "flagged"
+		}
+		if p.Outcome != outcome || p.Class != "ok" {
+			t.Errorf("--json %s: outcome %q, class %q; want %q, \"ok\"", p.Host, p.Outcome, p.Class, outcome)
 		}
 		if p.HardwareGroup == nil || *p.HardwareGroup != want || p.HardwareHosts != set {
 			t.Errorf("--json %s: hardware group %v %q, want %d %q", p.Host, p.HardwareGroup, p.HardwareHosts, want, set)
@@ -103,15 +120,68 @@ func TestProbeFoldsIdenticalHardware(t *testing.T) {
 			t.Errorf("--no-fold lacks %q", want)
 		}
 	}
-	if !strings.HasPrefix(r.stdout, "gpu01: ") || !strings.HasSuffix(r.stdout, "\n\n6 hosts: 5 ok, 1 flagged (gpu04)\n") {
-		t.Errorf("--no-fold should start with gpu01's table and end with the count:\n%s", r.stdout)
+	if !strings.HasPrefix(r.stdout, "gpu01: ") || r.stderr != "6 hosts: 5 ok, 1 flagged (gpu04)\n" {
+		t.Errorf("--no-fold should start with gpu01's table and count the hosts on stderr:\nstdout: %s\nstderr: %s", r.stdout, r.stderr)
 	}
 
 	// No faults: nothing flagged, exit 0 either way.
 	writeFile(t, faults, `{}`)
-	run(t, env, args...).expect(t, 0, "\n6 hosts: 6 ok\n", "")
-	run(t, env, append(args, "--no-fold")...).expect(t, 0, "\n6 hosts: 6 ok\n", "")
+	run(t, env, args...).expect(t, 0, "", "6 hosts: 6 ok\n")
+	run(t, env, append(args, "--no-fold")...).expect(t, 0, "", "6 hosts: 6 ok\n")
 	writeFile(t, faults, `{"gpu09": {}}`)
 	run(t, env, args...).expect(t, 2, "", `host "gpu09" is not among the hosts -H selects`)
 	run(t, env, "probe", "-H", "gpu01", "-F", cfg, "--mock-faults", faults).expect(t, 2, "", "--mock-faults needs --mock dgxa100")
+}
+
+// probeJSON reads probe --json's document and returns its hosts.
+func probeJSON(stdout string) ([]app.ProbeResult, error) {
+	var doc struct {
+		Hosts []app.ProbeResult `json:"hosts"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		return nil, err
+	}
+	return doc.Hosts, nil
+}
+
+// A probe that printed a whole snapshot and then lost its connection
+// before it ended (the host went away) is no evidence: the host is
+// failed as "lost", with no snapshot in --json, never counted ok. The
+// pushed probe is a script: a real probe run's output, then it kills the
+// sshd process that serves its session.
+func TestLostProbeIsNoEvidence(t *testing.T) {
+	probe := probetest.Build(t)
+	snapshot, err := exec.Command(probe, "--mock", "dgxa100", "--host", "gpu01").Output()
+	if err != nil || !bytes.Contains(snapshot, []byte(`"gpus"`)) {
+		t.Fatalf("the real probe: %v\n%s", err, snapshot)
+	}
+	script := filepath.Join(t.TempDir(), "probe.sh")
+	writeFile(t, script, "#!/bin/sh\ncat <<'SNAPSHOT'\n"+string(snapshot)+"\nSNAPSHOT\n"+
+		`p=$PPID
+while [ "$p" -gt 1 ]; do
+	case $(cat /proc/$p/comm) in sshd*) kill -9 "$p"; exit 0 ;; esac
+	p=$(cut -d' ' -f4 /proc/$p/stat)
+done
+echo "no sshd above the probe" >&2
+exit 3
+`)
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := sshtest.Start(t, 2, sshtest.Options{})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	env := noEnv(t)
+	args := []string{"probe", "-H", "gpu[01-02]", "-F", cfg, "--probe-binary", script}
+	r := run(t, env, args...)
+	r.expect(t, 1, "", "2 hosts: 0 ok, 2 failed: 2 lost (gpu[01-02])\n")
+	r = run(t, env, append(args, "--json")...)
+	hosts, err := probeJSON(r.stdout)
+	if err != nil || r.code != 1 || len(hosts) != 2 {
+		t.Fatalf("--json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+	}
+	for _, h := range hosts {
+		if h.Class != "lost" || h.Outcome != "failed" || h.Snapshot != nil || h.OK() {
+			t.Errorf("%s: class %q, outcome %q, snapshot kept %v; want lost, failed, none", h.Host, h.Class, h.Outcome, h.Snapshot != nil)
+		}
+	}
 }

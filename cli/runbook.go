@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -56,15 +55,9 @@ func newRunbookListCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), rbs)
-			}
-			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPLANE\tTITLE\tCHECKS")
-			for _, rb := range rbs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", rb.ID, rb.Plane, rb.Title, len(rb.Checks))
-			}
-			return tw.Flush()
+			return printList(c.OutOrStdout(), o.json, rbs, []string{"ID", "PLANE", "TITLE", "CHECKS"}, func(rb runbooks.Runbook) []string {
+				return []string{rb.ID, rb.Plane, rb.Title, fmt.Sprint(len(rb.Checks))}
+			})
 		},
 	}
 }
@@ -76,31 +69,29 @@ func newRunbookShowCmd(o *options) *cobra.Command {
 		Example: "  gpulab runbook show health",
 		Args:    exactArgs(1, "a runbook id (gpulab runbook list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			rb, err := o.findRunbook(args[0])
-			if err != nil {
-				return err
-			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), rb)
-			}
-			w := c.OutOrStdout()
-			fmt.Fprintf(w, "%s: %s (%s plane)\n%s\n", rb.ID, rb.Title, rb.Plane, rb.Symptom)
-			printParams(w, rb.Params)
-			fmt.Fprintln(w, "\nSteps:")
-			for _, s := range rb.Steps {
-				extra := ""
-				if len(s.Needs) > 0 {
-					extra = " (needs " + strings.Join(s.Needs, ", ") + ")"
-				}
-				fmt.Fprintf(w, "  %-8s %s%s\n", s.ID, s.Command, extra)
-			}
-			fmt.Fprintln(w, "\nChecks:")
-			for _, ch := range rb.Checks {
-				fmt.Fprintf(w, "  %-14s %s (uses %s)\n", ch.ID, ch.Title, strings.Join(ch.Uses, ", "))
-			}
-			return nil
+			return printShown(c.OutOrStdout(), o.json, func() (runbooks.Runbook, error) { return o.findRunbook(args[0]) }, printRunbook)
 		},
 	}
+}
+
+// printRunbook is runbook show's text: what the runbook is for, its
+// parameters, steps and checks.
+func printRunbook(w io.Writer, rb runbooks.Runbook) error {
+	fmt.Fprintf(w, "%s: %s (%s plane)\n%s\n", rb.ID, rb.Title, rb.Plane, rb.Symptom)
+	printParams(w, rb.Params)
+	fmt.Fprintln(w, "\nSteps:")
+	for _, s := range rb.Steps {
+		extra := ""
+		if len(s.Needs) > 0 {
+			extra = " (needs " + strings.Join(s.Needs, ", ") + ")"
+		}
+		fmt.Fprintf(w, "  %-8s %s%s\n", s.ID, s.Command, extra)
+	}
+	fmt.Fprintln(w, "\nChecks:")
+	for _, ch := range rb.Checks {
+		fmt.Fprintf(w, "  %-14s %s (uses %s)\n", ch.ID, ch.Title, strings.Join(ch.Uses, ", "))
+	}
+	return nil
 }
 
 // runbookRunOptions are gpulab runbook run's flags and argument, bound

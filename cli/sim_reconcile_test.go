@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
-	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/sim"
 )
@@ -22,8 +20,8 @@ func TestSimReconciles(t *testing.T) {
 	f, files := simFleet(t, sim.Config{Hosts: 4, Seed: 1})
 	sick, _ := sickAndHealthy(t, f)
 	r := run(t, noEnv(t), "probe", "--inventory", files.Inventory, "-H", "@dgx", "--json")
-	var probes []app.ProbeResult
-	if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 { // 1: the sick host is flagged
+	probes, err := probeJSON(r.stdout)
+	if err != nil || r.code != 1 || len(probes) != 4 { // 1: the sick host is flagged
 		t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/probes/report"
@@ -87,8 +86,8 @@ func TestSimFindsTheSickHost(t *testing.T) {
 			// summary differs (links down) and it has ECC errors: it alone
 			// is flagged, and the probe exits 1.
 			r = run(t, env, append(append([]string{"probe"}, inv...), "--json")...)
-			var probes []app.ProbeResult
-			if err := json.Unmarshal([]byte(r.stdout), &probes); err != nil || r.code != 1 || len(probes) != 4 {
+			probes, err := probeJSON(r.stdout)
+			if err != nil || r.code != 1 || len(probes) != 4 {
 				t.Fatalf("probe --json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
 			}
 			summaries := map[string]string{}

@@ -200,16 +200,12 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 
 // fleetOptions sets the workbench's runners on runner r's hosts, a lab's
 // cluster found by kube (nil: the inventory's [[kube]] table of its hosts,
-// labCluster), the files a lab run read (reproduce) and the demo's fleet
+// app.Fleet.Cluster), the files a lab run read (reproduce) and the demo's fleet
 // (nil elsewhere); the returned function closes their keys and
 // connections.
 func (o *options) fleetOptions(opts *tui.Options, r *app.Fleet, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string), demo *demoFlags) func() {
-	closeFleet := r.Pool()                                // the terminal is the workbench's; the second command on a host pays no handshake
-	probe, _ := probeFlags{}.prober(false, inv.Simulated) // the embedded probe: no flags to refuse
-	if kube == nil {
-		kube = func(ts []orchestrator.Target) (*cluster.Client, string) { return o.labCluster(r, ts) }
-	}
-	w := &app.Workbench{Fleet: r, Results: results, Prober: probe, Reproduce: reproduce, Kube: kube}
+	closeFleet := r.Pool() // the terminal is the workbench's; the second command on a host pays no handshake
+	w := &app.Workbench{Fleet: r, Results: results, Prober: app.EmbeddedProber(inv.Simulated), Reproduce: reproduce, Kube: kube, Getenv: o.getenv}
 	if demo != nil {
 		w.Demo = &app.Demo{Seed: demo.seed, Hosts: demo.hosts}
 	}

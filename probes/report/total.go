@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 )
 
@@ -24,10 +25,16 @@ const (
 )
 
 // OutcomeOf is a host's outcome from its snapshot (nil when the probe
-// gave none).
-func OutcomeOf(s *Snapshot) Outcome {
+// gave none) and its class, how reaching it ended (the orchestrator's
+// class: "ok", "lost", "timeout-command", ...; "" when unknown). A run
+// that did not end as it should (any class but "ok" or "no-nvml") is
+// Failed whatever its snapshot says: what it printed may be the start of
+// a report, never evidence of a healthy host.
+func OutcomeOf(s *Snapshot, class string) Outcome {
 	switch {
 	case s == nil || !s.NVML.Available:
+		return Failed
+	case class != "" && class != "ok" && class != "no-nvml":
 		return Failed
 	case len(Flags(s)) > 0:
 		return Flagged
@@ -51,15 +58,20 @@ func Total(hosts []string, snaps []*Snapshot, classes []string) string {
 		if i < len(snaps) {
 			s = snaps[i]
 		}
-		switch OutcomeOf(s) {
+		class := ""
+		if i < len(classes) {
+			class = classes[i]
+		}
+		switch OutcomeOf(s, class) {
 		case Failed:
 			failed = append(failed, h)
 			reason := "no NVML"
-			if s == nil {
+			switch {
+			case s != nil && !s.NVML.Available: // the probe ran and saw no GPU
+			case class != "" && class != "ok" && class != "no-nvml":
+				reason = class
+			case s == nil:
 				reason = "no snapshot"
-				if i < len(classes) && classes[i] != "" && classes[i] != "ok" {
-					reason = classes[i]
-				}
 			}
 			if _, ok := why[reason]; !ok {
 				whyOrder = append(whyOrder, reason)
@@ -80,9 +92,17 @@ func Total(hosts []string, snaps []*Snapshot, classes []string) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d failed: %s", len(failed), strings.Join(reasons, ", ")))
 	}
-	noun := "hosts"
-	if len(hosts) == 1 {
-		noun = "host"
+	return text.Plural(len(hosts), "host", "hosts") + ": " + strings.Join(parts, ", ")
+}
+
+// String is the outcome as the summary line counts it and probe --json
+// names it: "ok", "flagged", "failed".
+func (o Outcome) String() string {
+	switch o {
+	case Healthy:
+		return "ok"
+	case Flagged:
+		return "flagged"
 	}
-	return fmt.Sprintf("%d %s: %s", len(hosts), noun, strings.Join(parts, ", "))
+	return "failed"
 }
