@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -233,7 +234,7 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 	case best >= want:
 		fmt.Fprintf(b, " %s, which it may use, has %d %s free: the GPUs are there, so what holds it is the scheduler's other reasons (affinity to other pods, topology spread, ports, volumes, gates, quota).%s", bestNode, best, r, apart)
 	case alloc < want && allocOut >= want:
-		fmt.Fprintf(b, " None of the %s it may use is large enough (at most %d %s allocatable, on %s); %s has %d, and only this keeps it off: %s.%s", nodesWord(len(may)), alloc, r, allocNode, allocOutNode, allocOut, why[allocOutNode], apart)
+		fmt.Fprintf(b, " None of the %s it may use is large enough (at most %d %s allocatable, on %s); %s has %d, and only this keeps it off: %s.%s", text.Plural(len(may), "node", "nodes"), alloc, r, allocNode, allocOutNode, allocOut, why[allocOutNode], apart)
 	case alloc < want:
 		n := nodeNamed(may, allocNode)
 		fmt.Fprintf(b, " It can never run as asked: the nodes it may use offer at most %d %s (%s: allocatable %d of capacity %d), fewer than the %d it asks for one node.", alloc, r, allocNode, alloc, n.Capacity[r], want)
@@ -246,9 +247,9 @@ func (ix *index) room(b *strings.Builder, p *corev1.Pod, r string, want int64) {
 			b.WriteString(" Ask for at most that many on one node, or let it use the nodes it is kept off:" + apart)
 		}
 	case free >= want:
-		fmt.Fprintf(b, " %d %s are free on the %s it may use but at most %d on one (%s): fragmentation. It runs when one node has %d free (pods there end, or are moved where nothing pins them to their node), or as a request that spans nodes.%s", free, r, nodesWord(len(may)), best, cmp.Or(bestNode, "none"), want, apart)
+		fmt.Fprintf(b, " %d %s are free on the %s it may use but at most %d on one (%s): fragmentation. It runs when one node has %d free (pods there end, or are moved where nothing pins them to their node), or as a request that spans nodes.%s", free, r, text.Plural(len(may), "node", "nodes"), best, cmp.Or(bestNode, "none"), want, apart)
 	default:
-		fmt.Fprintf(b, " Only %d %s are free on the %s it may use: it waits for running pods there to end, or for more nodes.%s", free, r, nodesWord(len(may)), apart)
+		fmt.Fprintf(b, " Only %d %s are free on the %s it may use: it waits for running pods there to end, or for more nodes.%s", free, r, text.Plural(len(may), "node", "nodes"), apart)
 	}
 }
 
@@ -305,13 +306,6 @@ func (ix *index) survey(p *corev1.Pod, r string) roomSurvey {
 		}
 	}
 	return v
-}
-
-func nodesWord(n int) string {
-	if n == 1 {
-		return "1 node"
-	}
-	return fmt.Sprintf("%d nodes", n)
 }
 
 func nodeNamed(nodes []GPUNode, name string) GPUNode {

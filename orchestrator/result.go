@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 )
 
@@ -129,11 +130,7 @@ func Summary(results []HostResult) string {
 		}
 		parts = append(parts, p)
 	}
-	noun := "hosts"
-	if len(results) == 1 {
-		noun = "host"
-	}
-	return fmt.Sprintf("%d %s: %s", len(results), noun, strings.Join(parts, ", "))
+	return text.Plural(len(results), "host", "hosts") + ": " + strings.Join(parts, ", ")
 }
 
 // FirstLine is s trimmed, up to its first line break: the one line of a

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/step"
@@ -293,11 +294,7 @@ func Summary(runs []HostRun) string {
 		}
 		parts = append(parts, p)
 	}
-	noun := "hosts"
-	if len(runs) == 1 {
-		noun = "host"
-	}
-	line := fmt.Sprintf("%d %s: %s", len(runs), noun, strings.Join(parts, ", "))
+	line := text.Plural(len(runs), "host", "hosts") + ": " + strings.Join(parts, ", ")
 	if len(unreached) > 0 {
 		_, classes, _ := strings.Cut(orchestrator.Summary(unreached), ": ")
 		line += "; not reached: " + classes

@@ -19,7 +19,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
@@ -670,7 +669,7 @@ func fit(s string, width, height int) string {
 	for i, l := range lines {
 		l = uniform(l)
 		if w := lipgloss.Width(l); w > width {
-			l = ansi.Truncate(l, width, "…")
+			l = text.Cut(l, width)
 			w = lipgloss.Width(l)
 			lines[i] = l + strings.Repeat(" ", max(0, width-w))
 		} else {

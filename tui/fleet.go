@@ -671,7 +671,7 @@ func (v *fleetView) headline() string {
 	st := v.styles
 	if v.typing && v.running && v.notice == runGoing { // the field gives way to it: it pads to its width
 		note := st.Error.Render(runGoing)
-		return ansi.Truncate(v.input.View(), max(10, v.width-lipgloss.Width(note)-2), "") + "  " + note
+		return text.Clip(v.input.View(), max(10, v.width-lipgloss.Width(note)-2)) + "  " + note
 	}
 	if v.typing {
 		return v.input.View()

@@ -12,9 +12,9 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -734,7 +734,7 @@ func (v *labsView) listLines() []string {
 			marker = "▶ "
 		}
 		row := marker + st.CardLabel.Render(fmt.Sprintf("%-20s", l.ID)) + st.CardMuted.Render(fmt.Sprintf(" %-17s %3d min  ", l.Maturity, l.EstimateMinutes))
-		lines = append(lines, row+ansi.Truncate(l.Name, max(0, v.width-lipgloss.Width(row)), "…")) // whole under the list when selected
+		lines = append(lines, row+text.Cut(l.Name, max(0, v.width-lipgloss.Width(row)))) // whole under the list when selected
 	}
 	if v.sel < len(v.list) {
 		l := v.list[v.sel]

@@ -11,8 +11,8 @@ import (
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/landscape"
 )
 
@@ -557,7 +557,7 @@ func (v *matrixView) rowLine(i int) string {
 // cell pads or cuts s to width columns.
 func cell(s string, width int) string {
 	if lipgloss.Width(s) > width {
-		s = ansi.Truncate(s, width, "…") // a wide character cut leaves a column: padded below
+		s = text.Cut(s, width) // a wide character cut leaves a column: padded below
 	}
 	return pad(s, width)
 }

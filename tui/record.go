@@ -11,6 +11,8 @@ import (
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
+
+	cells "github.com/gpulab/gpulab/internal/text"
 )
 
 // The record renderer: goldmark parses the Markdown (CommonMark and GFM
@@ -94,7 +96,7 @@ const maxNest = 24
 
 func nest(prefix string) string {
 	if ansi.StringWidth(prefix) > maxNest {
-		return ansi.Truncate(prefix, maxNest, "")
+		return cells.Clip(prefix, maxNest)
 	}
 	return prefix
 }
@@ -168,7 +170,7 @@ func (r *mdRenderer) block(n ast.Node, prefix string) {
 		for i := 0; i < lines.Len(); i++ {
 			seg := lines.At(i)
 			l := strings.TrimRight(string(seg.Value(r.src)), "\n")
-			r.out = append(r.out, prefix+"    "+mdCode.Render(ansi.Truncate(ansi.Strip(l), r.width-4-len(prefix), "…")))
+			r.out = append(r.out, prefix+"    "+mdCode.Render(cells.Cut(ansi.Strip(l), r.width-4-ansi.StringWidth(prefix))))
 		}
 		r.blank()
 	case *east.Table:

@@ -152,3 +152,29 @@ func TestRecordTablePicksTheShorterForm(t *testing.T) {
 		t.Errorf("at 300 columns the table is not drawn whole:\n%s", strings.Join(wide, "\n"))
 	}
 }
+
+// TestRecordCodeInQuotesFits: a code block inside quotes is cut to the
+// room its prefix leaves, counted in cells: it fills the pane to its
+// margin (renderMarkdown keeps two columns) and no further (a "│ " is two bytes wider than its cells: counted as
+// bytes, each quote level took two more columns off the code).
+func TestRecordCodeInQuotesFits(t *testing.T) {
+	const width = 40
+	md := "> > > ```\n> > > " + strings.Repeat("nvidia-smi topo -m ", 8) + "\n> > > ```\n"
+	lines := renderMarkdown(md, width)
+	cut := false
+	for i, l := range lines {
+		l = ansi.Strip(l)
+		if w := ansi.StringWidth(l); w > width {
+			t.Errorf("line %d is %d columns at width %d: %q", i, w, width, l)
+		}
+		if strings.HasSuffix(l, "…") {
+			cut = true
+			if w := ansi.StringWidth(l); w != width-2 {
+				t.Errorf("the cut code line is %d columns, want the pane's %d less its margin of 2: %q", w, width, l)
+			}
+		}
+	}
+	if !cut {
+		t.Errorf("the long code line is not cut with …:\n%s", strings.Join(lines, "\n"))
+	}
+}

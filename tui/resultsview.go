@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 
 	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
@@ -143,10 +144,7 @@ func (v *resultsView) SetSize(w, h int) {
 }
 
 func (v *resultsView) Status() string {
-	if len(v.refs) == 1 {
-		return "1 record"
-	}
-	return fmt.Sprintf("%d records", len(v.refs))
+	return text.Plural(len(v.refs), "record", "records")
 }
 
 func (v *resultsView) ShortHelp() []key.Binding {

@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
@@ -358,7 +357,7 @@ func (v *runbooksView) View() string {
 			break
 		}
 	}
-	head = ansi.Truncate(head, v.width, "…")
+	head = text.Cut(head, v.width)
 	body, at := v.verdictLines()
 	room := max(1, v.height-1)
 	var pane []string

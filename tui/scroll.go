@@ -195,7 +195,7 @@ func (s scroller) render(lines []string, width, height int, st Styles) []string 
 // its visible half as a space.
 func cutSideways(l string, col, width int) string {
 	if col <= 0 || width < 2 {
-		return ansi.Truncate(l, width, "…")
+		return text.Cut(l, width)
 	}
 	lw := ansi.StringWidth(l)
 	switch {
@@ -204,11 +204,11 @@ func cutSideways(l string, col, width int) string {
 	case lw <= col+1: // all of it is left of the view
 		return "…"
 	}
-	rest, half := ansi.TruncateLeft(l, col+1, ""), ""
+	rest, half := text.From(l, col+1), ""
 	if ansi.StringWidth(rest) > lw-col-1 { // a wide character across the edge
-		rest, half = ansi.TruncateLeft(l, col+2, ""), " "
+		rest, half = text.From(l, col+2), " "
 	}
-	return ansi.Truncate("…"+half+rest, width, "…")
+	return text.Cut("…"+half+rest, width)
 }
 
 // moreMarker says how many lines are above and below the view, and which

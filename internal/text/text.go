@@ -28,3 +28,18 @@ func Cut(s string, w int) string {
 	}
 	return ansi.Truncate(s, w, "…")
 }
+
+// Clip is s in at most w terminal cells, cut with no mark: a field the
+// edge of its box cuts (an input line, a nesting prefix).
+func Clip(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	return ansi.Truncate(s, w, "")
+}
+
+// From is s without its first n terminal cells: a line scrolled sideways
+// (a wide character cut in two is dropped whole).
+func From(s string, n int) string {
+	return ansi.TruncateLeft(s, n, "")
+}
