@@ -112,17 +112,32 @@ func DefaultMatrixKeys() MatrixKeys {
 // the tab handles it: in Runbooks and Labs, h chooses hosts (the lists
 // move with the arrows and j/k; h and l do not move them there).
 
-type labKeys struct {
+// runTabKeys are what the run tabs, Runbooks and Labs, share: enter
+// runs, h chooses hosts, p sets parameters.
+type runTabKeys struct {
 	MoveKeys
-	Run, Guided, Solve, Hosts, Params key.Binding
-	Skip                              key.Binding
+	Run, Hosts, Params key.Binding
+}
+
+func defaultRunTabKeys() runTabKeys {
+	return runTabKeys{
+		MoveKeys: DefaultMoveKeys(),
+		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
+		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
+		Params:   key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "set parameters")),
+	}
+}
+
+type labKeys struct {
+	runTabKeys
+	Guided, Solve, Skip key.Binding
 	// Scroll moves a run's criteria and steps.
 	Scroll ScrollKeys
 }
 
 type runbookKeys struct {
-	MoveKeys
-	Run, Evidence, Hosts, Params key.Binding
+	runTabKeys
+	Evidence key.Binding
 	// Scroll moves the evidence pane (home and end move the cursor).
 	Scroll ScrollKeys
 }
@@ -176,14 +191,11 @@ func DefaultFleetKeys() fleetKeys {
 func DefaultRunbookKeys() runbookKeys {
 	side := DefaultScrollKeys()
 	return runbookKeys{
-		MoveKeys: DefaultMoveKeys(),
-		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
-		Evidence: key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
-		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
+		runTabKeys: defaultRunTabKeys(),
+		Evidence:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "evidence")),
 		Scroll: ScrollKeys{PageUp: key.NewBinding(key.WithKeys("pgup"), key.WithHelp("pgup", "evidence up")),
 			PageDown: key.NewBinding(key.WithKeys("pgdown"), key.WithHelp("pgdn", "more evidence")),
 			Left:     side.Left, Right: side.Right},
-		Params: key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "set parameters")),
 	}
 }
 
@@ -193,14 +205,11 @@ func DefaultRunbookKeys() runbookKeys {
 // things: s was once both skip and parameters.
 func DefaultLabKeys() labKeys {
 	k := labKeys{
-		MoveKeys: DefaultMoveKeys(),
-		Run:      key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "run")),
-		Guided:   key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
-		Solve:    key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "fast-forward (solve)")),
-		Skip:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
-		Hosts:    key.NewBinding(key.WithKeys("h", "H"), key.WithHelp("h", "choose hosts")),
-		Params:   key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "set parameters")),
-		Scroll:   DefaultScrollKeys(),
+		runTabKeys: defaultRunTabKeys(),
+		Guided:     key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "run step by step")),
+		Solve:      key.NewBinding(key.WithKeys("f"), key.WithHelp("f", "fast-forward (solve)")),
+		Skip:       key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "skip the step")),
+		Scroll:     DefaultScrollKeys(),
 	}
 	k.Scroll.PageDown.SetHelp("pgdn", "more")
 	return k
