@@ -1,7 +1,12 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,4 +41,55 @@ func TestArchitectureWalksRealCode(t *testing.T) {
 			t.Errorf("ARCHITECTURE.md names %s:%s, which %s does not define", file, strings.TrimPrefix(m[0], "`"+file+":"), file)
 		}
 	}
+}
+
+// maxFuncLines is the longest a function may be: past it, a reader holds
+// more than one idea at once (the review that split ParseTopo, resolve
+// and Record.Markdown set it).
+const maxFuncLines = 80
+
+// TestNoFunctionOver80Lines: no function or method outside tests is
+// longer than maxFuncLines, counted from its func line to its closing
+// brace, so that the next long one is split when it is written.
+func TestNoFunctionOver80Lines(t *testing.T) {
+	fset := token.NewFileSet()
+	n := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || fileExists(filepath.Join(path, "go.mod"))) {
+			return filepath.SkipDir // hidden, test data, or another module (tools/kube)
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			fn, ok := decl.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			n++
+			lines := fset.Position(fn.End()).Line - fset.Position(fn.Pos()).Line + 1
+			if lines > maxFuncLines {
+				t.Errorf("%s: %s is %d lines, over %d: split it", fset.Position(fn.Pos()), fn.Name.Name, lines, maxFuncLines)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 1000 {
+		t.Fatalf("read %d functions: the walk no longer finds the module's code", n)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -143,17 +143,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	if results == "" {
 		results = o.resultsDir()
 	}
-	// Colours for the terminal the workbench draws on, asked of it here
-	// (its background: ESC ] 11 ; ?), before Bubble Tea takes it over.
-	// No command but the workbench asks the terminal anything: see
-	// internal/termquiet.
-	lipgloss.SetDefaultRenderer(lipgloss.NewRenderer(o.env.Stdout))
-	if o.noColor || o.getenv("NO_COLOR") != "" {
-		lipgloss.SetColorProfile(termenv.Ascii)
-		lipgloss.SetHasDarkBackground(true) // no colours: nothing to ask
-	} else {
-		lipgloss.HasDarkBackground()
-	}
+	o.terminalColours()
 	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Labs: ls, Version: Version, Styles: tui.DefaultStyles(), Results: results, ResultsGone: w.resultsGone, Context: life,
 		Simulated: w.simulated || inv.Simulated, Present: w.present, Mask: w.mask, KillHost: w.kill, SimFleet: w.simFleet}
 	if len(w.present) > 0 {
@@ -196,6 +186,20 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 		return &exitError{code: ExitInterrupted, err: errors.New("")}
 	}
 	return nil
+}
+
+// terminalColours sets the colours for the terminal the workbench draws
+// on, asked of it here (its background: ESC ] 11 ; ?), before Bubble Tea
+// takes it over; none with --no-color or NO_COLOR. No command but the
+// workbench asks the terminal anything: see internal/termquiet.
+func (o *options) terminalColours() {
+	lipgloss.SetDefaultRenderer(lipgloss.NewRenderer(o.env.Stdout))
+	if o.noColor || o.getenv("NO_COLOR") != "" {
+		lipgloss.SetColorProfile(termenv.Ascii)
+		lipgloss.SetHasDarkBackground(true) // no colours: nothing to ask
+	} else {
+		lipgloss.HasDarkBackground()
+	}
 }
 
 // fleetOptions sets the workbench's runners on runner r's hosts, a lab's
