@@ -32,6 +32,7 @@ func main() {
 		os.Exit(sim.RunChild())
 	}
 	termquiet.Restore()
+	cli.CatchSignals()
 	os.Exit(cli.Main(os.Args[1:], cli.Env{
 		Stdin:      os.Stdin,
 		Stdout:     os.Stdout,

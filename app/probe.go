@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/remote"
@@ -76,6 +77,23 @@ func readSnapshot(r ProbeResult, stdout []byte, stderr string, runErr error) Pro
 		}
 		return r
 	}
+	// A report is evidence only from a probe that ended as it should: 0,
+	// or the exit that says NVML is missing with a report that says so.
+	// Printed and then exited otherwise (its watchdog, a crash, a kill),
+	// it may be a report that stopped half-way or says what is not so.
+	noNVML := !s.NVML.Available && (r.ExitCode == report.ExitNoNVML || r.ExitCode == report.ExitNVMLError)
+	if r.ExitCode != report.ExitOK && !noNVML {
+		r.Class = orchestrator.Exit.String()
+		why := fmt.Sprintf("exited %d", r.ExitCode)
+		if r.ExitCode < 0 {
+			why = "did not exit (killed by a signal)"
+		}
+		r.Error = "the probe " + why + " after printing a report: a report from a probe that did not end cleanly is no evidence"
+		if msg := strings.TrimSpace(stderr); msg != "" {
+			r.Error += " (" + orchestrator.FirstLine(msg) + ")"
+		}
+		return r
+	}
 	r.Snapshot = s
 	r.Class = "ok"
 	r.Flags = report.Flags(s)
@@ -100,8 +118,9 @@ type ProbeOptions struct {
 }
 
 // LocalError is a probe run in which no host gave a snapshot and the
-// reason is on this machine (the probe could not be had or read): the
-// user's to fix here, not the hosts'.
+// reason is on this machine (the probe could not be had or read: a
+// remote.SourceError): the user's to fix here, not the hosts'. Probe
+// returns it with every host's result all the same.
 type LocalError struct{ Err error }
 
 func (e *LocalError) Error() string { return e.Err.Error() }
@@ -133,9 +152,9 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 		}
 		in, class, err := prober.Install(ctx, conn, t.CommandTimeout)
 		if err != nil {
-			if class == orchestrator.Error {
+			if se := (*remote.SourceError)(nil); errors.As(err, &se) {
 				mu.Lock()
-				localErr = err
+				localErr = se.Err
 				mu.Unlock()
 			}
 			fail(class, err.Error())
@@ -148,11 +167,18 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 		res.ExitCode = run.ExitCode
 		*res = ReadSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
 		switch {
-		case run.Class == orchestrator.Cancelled || run.Class == orchestrator.Lost || run.Class == orchestrator.TimeoutCommand:
-			// The probe did not end: what it printed is no evidence, even
+		case run.Class != orchestrator.OK && run.Class != orchestrator.Exit:
+			// The probe did not end by itself (lost, cancelled, timed
+			// out, killed, silent): what it printed is no evidence, even
 			// where it decoded (a report cut short, or never finished).
 			res.Snapshot, res.Flags = nil, nil
 			fail(run.Class, run.Err)
+		case res.Snapshot != nil && res.Snapshot.Host != t.Name:
+			// The probe is told the host's name (--host): a report that
+			// names another is not this host's evidence.
+			msg := fmt.Sprintf("the probe's report names host %q, not %s: not this host's evidence", visible.String(res.Snapshot.Host), t.Name)
+			res.Snapshot, res.Flags = nil, nil
+			fail(orchestrator.Error, msg)
 		case res.Snapshot == nil || !res.Snapshot.NVML.Available: // the probe saw no GPU: not an ok host
 			hr.Class, hr.Err = orchestrator.Exit, res.Error
 		}
@@ -167,7 +193,7 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 		results[i].Finish()
 	}
 	if localErr != nil && len(results) > 0 && allFailed(results) {
-		return nil, &LocalError{localErr}
+		return results, &LocalError{localErr}
 	}
 	return results, nil
 }

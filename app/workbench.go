@@ -142,13 +142,12 @@ func (w *Workbench) Run(ctx context.Context, command string, events chan<- orche
 // Probe pushes and runs the probe on every host: one outcome each, in
 // order.
 func (w *Workbench) Probe(ctx context.Context, events chan<- orchestrator.Event) []ProbeOutcome {
-	results, err := w.Fleet.Probe(ctx, ProbeOptions{Prober: w.Prober}, events)
+	// A LocalError comes with every host's result all the same, each
+	// host's error its own (this machine's problem where it met it).
+	results, _ := w.Fleet.Probe(ctx, ProbeOptions{Prober: w.Prober}, events)
 	out := make([]ProbeOutcome, len(w.Fleet.Targets))
 	for i := range out {
-		switch {
-		case err != nil:
-			out[i].Err = err.Error()
-		case i < len(results):
+		if i < len(results) {
 			out[i] = ProbeOutcome{Snapshot: results[i].Snapshot, Err: results[i].Error}
 		}
 	}

@@ -86,6 +86,10 @@ func configErr(err error) error { return &exitError{code: ExitUsage, err: err} }
 // errSilentFailure reports exit 1 after the command printed its own result.
 var errSilentFailure = &exitError{code: ExitFailed, err: errors.New("")}
 
+// errInterrupted reports exit 130 after a stop signal, the command having
+// said what it stopped.
+var errInterrupted = &exitError{code: ExitInterrupted, err: errors.New("")}
+
 // options are the persistent flags.
 type options struct {
 	env       Env

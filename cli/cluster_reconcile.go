@@ -16,6 +16,7 @@ import (
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/sim"
 )
 
 // reconcileOptions are gpulab cluster reconcile's flags beside the
@@ -106,7 +107,10 @@ type reconcileHost struct {
 	Node     string `json:"node,omitempty"`
 	Unmapped string `json:"unmapped,omitempty"`
 	Class    string `json:"class"`
-	Error    string `json:"error,omitempty"`
+	// Outcome is what the probe says of the host, as probe --json and
+	// the summary on stderr count it: ok, flagged or failed.
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
 }
 
 func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags, pf probeFlags, faultsFile string) error {
@@ -131,6 +135,13 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	if err != nil {
 		return configErr(err)
 	}
+	if kube == nil && source.Context == sim.KubeContext {
+		if has, err := source.HasContext(source.Context); err == nil && !has {
+			// Its pods are not the processes any fleet's hosts run:
+			// joined with them, every pod would read idle.
+			return usageErr("--context %s is gpulab demo's cluster, built in this process, with no hosts behind it to probe: the demo reconciles its own fleet in its Cluster tab (gpulab demo: 3 and p to probe, then 7), or reconcile hosts against a real API server", sim.KubeContext)
+		}
+	}
 	client, err := source.Connect()
 	if err != nil {
 		return configErr(err)
@@ -140,7 +151,10 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	readCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	objs, err := cluster.Read(readCtx, client, "", 0)
 	cancel()
-	if err != nil {
+	switch {
+	case ctx.Err() != nil: // a stop signal while the API server answered
+		return errInterrupted
+	case err != nil:
 		return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", client.Context, err)}
 	}
 	results, err := probeFleet(ctx, r, pf)
@@ -163,7 +177,7 @@ func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags
 	// the probe did not read is named there, whatever the output format.
 	fmt.Fprintln(c.ErrOrStderr(), probeTotal(results))
 	if ctx.Err() != nil {
-		return &exitError{code: ExitInterrupted, err: errors.New("")}
+		return errInterrupted
 	}
 	if out.Wrong() || slices.ContainsFunc(results, func(p app.ProbeResult) bool { return !p.OK() }) {
 		return errSilentFailure
@@ -192,7 +206,7 @@ func mapHosts(inv *inventory.Inventory, kube *inventory.KubeContext, objs *clust
 	probes := map[string]cluster.NodeProbe{}
 	out.Hosts = []reconcileHost{}
 	for _, res := range results {
-		h := reconcileHost{Host: res.Host, Class: res.Class, Error: res.Error}
+		h := reconcileHost{Host: res.Host, Class: res.Class, Outcome: res.Outcome, Error: res.Error}
 		node, why := nodeOf(inv, kube, nodes, res.Host)
 		if prev, taken := probes[node]; why == "" && taken {
 			why = fmt.Sprintf("node %s is already host %s's", node, prev.Host)

@@ -123,4 +123,8 @@ func TestClusterCommandsOnTheSimulatedCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil || len(nodes) != 4 || !strings.HasPrefix(r.stderr, "SIMULATED cluster: ") {
 		t.Errorf("--json: %v, %d nodes, stderr %q", err, len(nodes), r.stderr)
 	}
+	// reconcile joins a cluster's pods with its hosts' processes: this
+	// cluster's pods are no fleet's, so it says so rather than call every
+	// pod idle.
+	run(t, env, "cluster", "reconcile", "-H", "127.0.0.1", "--context", "simulated").expect(t, ExitUsage, "", "--context simulated is gpulab demo's cluster")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -93,7 +92,7 @@ func runDemo(cmd *cobra.Command, o *options, d demoFlags) error {
 	if !o.env.IsTerminal {
 		return errNeedsTerminal
 	}
-	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
+	life, stopLife := signalContext()
 	defer stopLife()
 	dir, err := sim.PrivateDir("gpulab-demo-") // a crashed demo's is removed first
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"os/user"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -177,10 +176,6 @@ func (o *options) passphrasePrompt() func(string) ([]byte, error) {
 	}
 }
 
-// stopSignals end a run as Ctrl-C does: SIGINT, SIGTERM, and SIGHUP, which
-// an operator gets when the terminal, or the SSH link to it, goes away.
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
-
 // interruptible returns a context cancelled by the first stop signal; a
 // second one exits at once.
 func interruptible(stderr io.Writer) (context.Context, func()) {
@@ -196,6 +191,7 @@ func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (
 	run, cancel := context.WithCancel(context.Background())
 	abandon, cancelCleanup := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 3)
+	signalOwners.Add(1)
 	signal.Notify(ch, stopSignals...)
 	go func() {
 		n := 0
@@ -213,7 +209,7 @@ func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (
 			}
 		}
 	}()
-	return run, abandon, func() { signal.Stop(ch); close(ch); cancel(); cancelCleanup() }
+	return run, abandon, func() { signal.Stop(ch); close(ch); cancel(); cancelCleanup(); signalOwners.Add(-1) }
 }
 
 // execInOrder runs plan and writes each host as soon as it and the hosts
@@ -354,7 +350,7 @@ func (eo *execOptions) Run(ctx context.Context, stdout, stderr io.Writer) error 
 func fanOutExit(ctx context.Context, results []orchestrator.HostResult) error {
 	switch {
 	case ctx.Err() != nil:
-		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+		return errInterrupted
 	case orchestrator.Worst(results) != orchestrator.OK:
 		return errSilentFailure
 	}

@@ -263,11 +263,13 @@ func (lr *labRunOptions) Run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if o.json { // the verdict, naming a host not reached, where the text has it
 		fmt.Fprintln(stderr, rec.Verdict())
 	}
-	if out.WriteErr != nil {
+	switch {
+	case rec.Interrupted && out.WriteErr != nil: // 130 says how it ended; the record's loss is said all the same
+		return &exitError{code: ExitInterrupted, err: fmt.Errorf("interrupted, and %w", out.WriteErr)}
+	case rec.Interrupted:
+		return errInterrupted
+	case out.WriteErr != nil:
 		return &exitError{code: ExitNotSaved, err: fmt.Errorf("the lab ran, but %w", out.WriteErr)}
-	}
-	if rec.Interrupted {
-		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
 	}
 	switch {
 	case rec.Passed:

@@ -112,7 +112,7 @@ func (po *probeOptions) Run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintln(stderr, total)
 	if ctx.Err() != nil {
-		return &exitError{code: ExitInterrupted, err: errors.New("")}
+		return errInterrupted
 	}
 	for _, r := range results {
 		if r.Outcome != report.Healthy.String() {
@@ -298,8 +298,10 @@ func runLocalProbe(ctx context.Context, pf probeFlags) (app.ProbeResult, error) 
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
 	err = c.Run()
-	r := app.ProbeResult{Host: host, ExitCode: c.ProcessState.ExitCode()}
-	return app.ReadSnapshot(r, out.Bytes(), errOut.String(), err), nil
+	r := app.ReadSnapshot(app.ProbeResult{Host: host, ExitCode: c.ProcessState.ExitCode()}, out.Bytes(), errOut.String(), err)
+	// --mock says so where a probe over SSH does: the host and the document
+	r.Simulated = pf.mock != "" || (r.Snapshot != nil && r.Snapshot.Simulated)
+	return r, nil
 }
 
 func withoutBindNow(env []string) []string {

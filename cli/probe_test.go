@@ -144,44 +144,106 @@ func probeJSON(stdout string) ([]app.ProbeResult, error) {
 	return doc.Hosts, nil
 }
 
-// A probe that printed a whole snapshot and then lost its connection
-// before it ended (the host went away) is no evidence: the host is
-// failed as "lost", with no snapshot in --json, never counted ok. The
-// pushed probe is a script: a real probe run's output, then it kills the
-// sshd process that serves its session.
-func TestLostProbeIsNoEvidence(t *testing.T) {
+// A report is evidence only from a probe that ended as it should. Each
+// pushed probe below is a script that prints a real probe run's report
+// (for the host it is told, --host) and then ends otherwise: its
+// connection lost (it kills the sshd serving its session), its watchdog's
+// exit, a kill, or a report naming another host. None is counted ok, none
+// keeps its snapshot in --json, and the exit status is 1. A report whose
+// NVML answers with no GPU is flagged.
+func TestProbeEvidenceOnlyFromACleanEnd(t *testing.T) {
 	probe := probetest.Build(t)
-	snapshot, err := exec.Command(probe, "--mock", "dgxa100", "--host", "gpu01").Output()
+	snapshot, err := exec.Command(probe, "--mock", "dgxa100", "--host", "@HOST@").Output()
 	if err != nil || !bytes.Contains(snapshot, []byte(`"gpus"`)) {
 		t.Fatalf("the real probe: %v\n%s", err, snapshot)
 	}
-	script := filepath.Join(t.TempDir(), "probe.sh")
-	writeFile(t, script, "#!/bin/sh\ncat <<'SNAPSHOT'\n"+string(snapshot)+"\nSNAPSHOT\n"+
-		`p=$PPID
+	var noGPU map[string]any
+	if err := json.Unmarshal(snapshot, &noGPU); err != nil {
+		t.Fatal(err)
+	}
+	noGPU["gpus"], noGPU["topology"] = []any{}, []any{}
+	noGPUJSON, _ := json.Marshal(noGPU)
+	const killSSHD = `p=$PPID
 while [ "$p" -gt 1 ]; do
 	case $(cat /proc/$p/comm) in sshd*) kill -9 "$p"; exit 0 ;; esac
 	p=$(cut -d' ' -f4 /proc/$p/stat)
 done
 echo "no sshd above the probe" >&2
 exit 3
-`)
-	if err := os.Chmod(script, 0o755); err != nil {
-		t.Fatal(err)
+`
+	// $2 is the host's name: the probe is run as PROBE --host NAME.
+	report := func(snap []byte, host string) string {
+		return "cat <<'SNAPSHOT' | sed \"s/@HOST@/" + host + "/\"\n" + string(snap) + "\nSNAPSHOT\n"
 	}
 	f := sshtest.Start(t, 2, sshtest.Options{})
 	cfg := sshConfigFor(t, f, f.KnownHosts)
 	env := noEnv(t)
-	args := []string{"probe", "-H", "gpu[01-02]", "-F", cfg, "--probe-binary", script}
-	r := run(t, env, args...)
-	r.expect(t, 1, "", "2 hosts: 0 ok, 2 failed: 2 lost (gpu[01-02])\n")
-	r = run(t, env, append(args, "--json")...)
+	for _, tc := range []struct {
+		name, script   string
+		class, outcome string
+		total          string
+		keepsSnapshot  bool
+	}{
+		{"lost", report(snapshot, "$2") + killSSHD, "lost", "failed", "2 hosts: 0 ok, 2 failed: 2 lost (gpu[01-02])", false},
+		{"watchdog", report(snapshot, "$2") + "exit 5\n", "exit", "failed", "2 hosts: 0 ok, 2 failed: 2 exit (gpu[01-02])", false},
+		{"killed", report(snapshot, "$2") + "kill -9 $$\n", "exit", "failed", "2 hosts: 0 ok, 2 failed: 2 exit (gpu[01-02])", false},
+		{"another host", report(snapshot, "dgx99"), "error", "failed", "2 hosts: 0 ok, 2 failed: 2 error (gpu[01-02])", false},
+		{"no GPU", report(noGPUJSON, "$2"), "ok", "flagged", "2 hosts: 0 ok, 2 flagged (gpu[01-02])", true},
+	} {
+		t.Run(strings.ReplaceAll(tc.name, " ", "-"), func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "probe.sh")
+			writeFile(t, script, "#!/bin/sh\n"+tc.script)
+			if err := os.Chmod(script, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"probe", "-H", "gpu[01-02]", "-F", cfg, "--probe-binary", script}
+			run(t, env, args...).expect(t, 1, "", tc.total+"\n")
+			r := run(t, env, append(args, "--json")...)
+			hosts, err := probeJSON(r.stdout)
+			if err != nil || r.code != 1 || len(hosts) != 2 {
+				t.Fatalf("--json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+			}
+			for _, h := range hosts {
+				if h.Class != tc.class || h.Outcome != tc.outcome || (h.Snapshot != nil) != tc.keepsSnapshot {
+					t.Errorf("%s: class %q, outcome %q, snapshot kept %v (%s); want %s, %s, %v", h.Host, h.Class, h.Outcome, h.Snapshot != nil, h.Error, tc.class, tc.outcome, tc.keepsSnapshot)
+				}
+			}
+		})
+	}
+}
+
+// A host the probe cannot serve (a machine type no probe exists for) is
+// that host's failure, not this machine's: every selected host is still
+// listed with its own error, and the run exits 1, not 2.
+func TestProbeUnsupportedHostIsTheHosts(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(bin, "uname"), "#!/bin/sh\necho riscv64\n")
+	if err := os.Chmod(filepath.Join(bin, "uname"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := sshtest.Start(t, 1, sshtest.Options{Env: map[string]string{"PATH": bin + ":/usr/bin:/bin"}})
+	cfg := sshConfigFor(t, f, f.KnownHosts)
+	// gpu02 refuses connections: a port nothing listens on, held.
+	base, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, string(base)+fmt.Sprintf("Host gpu02\n  HostName 127.0.0.1\n  Port %d\n  User %s\n  IdentityFile %s\n  UserKnownHostsFile %s\n", sshtest.FreePort(t), f.User, f.ClientKey, f.KnownHosts))
+	r := run(t, noEnv(t), "probe", "-H", "gpu[01-02]", "-F", cfg, "--json")
 	hosts, err := probeJSON(r.stdout)
 	if err != nil || r.code != 1 || len(hosts) != 2 {
-		t.Fatalf("--json: exit %d, %v\n%s\n%s", r.code, err, r.stdout, r.stderr)
+		t.Fatalf("exit %d, %v, want 1 and both hosts\n%s\n%s", r.code, err, r.stdout, r.stderr)
 	}
-	for _, h := range hosts {
-		if h.Class != "lost" || h.Outcome != "failed" || h.Snapshot != nil || h.OK() {
-			t.Errorf("%s: class %q, outcome %q, snapshot kept %v; want lost, failed, none", h.Host, h.Class, h.Outcome, h.Snapshot != nil)
-		}
+	if h := hosts[0]; h.Host != "gpu01" || h.Outcome != "failed" || !strings.Contains(h.Error, `no probe for machine type "riscv64"`) {
+		t.Errorf("gpu01: %+v", h)
+	}
+	if h := hosts[1]; h.Host != "gpu02" || h.Class != "refused" || strings.Contains(h.Error, "riscv64") {
+		t.Errorf("gpu02 has another host's error or none of its own: %+v", h)
+	}
+	if !strings.Contains(r.stderr, "2 hosts: 0 ok, 2 failed: 1 error (gpu01), 1 refused (gpu02)") {
+		t.Errorf("stderr: %s", r.stderr)
 	}
 }

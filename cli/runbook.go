@@ -198,7 +198,7 @@ func (ro *runbookRunOptions) Run(ctx context.Context, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintln(stderr, out.Summary)
 	if ctx.Err() != nil {
-		return &exitError{code: ExitInterrupted, err: fmt.Errorf("")}
+		return errInterrupted
 	}
 	switch worst := out.Worst; {
 	case worst == step.Fail || out.CutShort:

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"time"
@@ -117,7 +116,7 @@ func (so *simServeOptions) Validate(args []string) error {
 // Run starts the fleet in its child process, writes the inventory, says
 // ready, and serves until a stop signal.
 func (so *simServeOptions) Run(cmd *cobra.Command) error {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	ctx, stop := signalContext()
 	defer stop()
 	// The fleet runs in a child process under hard limits (see
 	// sim.Spawn): a simulated command that runs it into one ends

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -52,7 +51,7 @@ func runWorkbench(cmd *cobra.Command, o *options, wf *sshFlags) error {
 	// The workbench's lifetime: SIGTERM, SIGHUP (the terminal went away)
 	// or an outside SIGINT stop the runs in flight, their cleanup runs, and
 	// the workbench quits once it has.
-	life, stopLife := signal.NotifyContext(context.Background(), stopSignals...)
+	life, stopLife := signalContext()
 	defer stopLife()
 	return openWorkbench(cmd, o, life, &workbench{ssh: wf})
 }
@@ -128,6 +127,9 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	}
 	if w.hosts != nil {
 		if err := w.hosts(); err != nil {
+			if life.Err() != nil { // a signal while the demo's fleet started
+				return errInterrupted
+			}
 			return err
 		}
 	}
@@ -183,7 +185,7 @@ func openWorkbench(cmd *cobra.Command, o *options, life context.Context, w *work
 	// every other command does, so that a script or a supervisor never
 	// reads a killed workbench as a clean quit.
 	if life.Err() != nil {
-		return &exitError{code: ExitInterrupted, err: errors.New("")}
+		return errInterrupted
 	}
 	return nil
 }

@@ -55,6 +55,16 @@ type probe struct {
 // line) and its C library (the rest). Only uname decides the exit status.
 const hostQuery = "uname -m || exit; " + bundle.LibcCommand + "; exit 0"
 
+// SourceError is an Install that failed on this machine: the probe for
+// the host's architecture could not be had or read (a build without it,
+// an unreadable --probe-binary). Every other Install error is the host's
+// (a machine type no probe exists for, a C library older than the
+// probe's).
+type SourceError struct{ Err error }
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
+
 // Installed is the probe on one host.
 type Installed struct {
 	Path string
@@ -86,7 +96,7 @@ func (p *Prober) Install(ctx context.Context, conn *orchestrator.Conn, timeout t
 	sim := p.SimSource != nil && conn.Simulated()
 	pr, err := p.probe(arch, sim)
 	if err != nil {
-		return nil, orchestrator.Error, err
+		return nil, orchestrator.Error, &SourceError{err}
 	}
 	if err := bundle.CheckLibc(libc, pr.glibc); err != nil {
 		return nil, orchestrator.Error, err

@@ -67,6 +67,11 @@ func Flags(s *Snapshot) []string {
 		return nil
 	}
 	out := NVLinksDown(s)
+	if s.NVML.Available && len(s.GPUs) == 0 {
+		// The driver answers and counts no device: on a GPU node every
+		// GPU is gone (off the bus, or never enumerated).
+		out = append(out, "NVML answers but sees no GPU (nvidia-smi -L; the kernel log for Xid 79 or a GPU that fell off the bus)")
+	}
 	for _, g := range s.GPUs {
 		for _, f := range g.Findings {
 			out = append(out, fmt.Sprintf("GPU%d: %s", g.Index, f))

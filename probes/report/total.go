@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
 )
 
@@ -92,7 +91,13 @@ func Total(hosts []string, snaps []*Snapshot, classes []string) string {
 		}
 		parts = append(parts, fmt.Sprintf("%d failed: %s", len(failed), strings.Join(reasons, ", ")))
 	}
-	return text.Plural(len(hosts), "host", "hosts") + ": " + strings.Join(parts, ", ")
+	// Not internal/text's Plural: report is in the probe pushed to every
+	// host, and text brings its terminal-cell tables (130 KB of probe).
+	noun := "hosts"
+	if len(hosts) == 1 {
+		noun = "host"
+	}
+	return fmt.Sprintf("%d %s: %s", len(hosts), noun, strings.Join(parts, ", "))
 }
 
 // String is the outcome as the summary line counts it and probe --json
