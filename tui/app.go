@@ -655,29 +655,3 @@ func (m Model) helpColumns(groups [][]key.Binding) string {
 	}
 	return strings.Join(rows, "\n\n")
 }
-
-// fit pads or cuts s to exactly width columns and height lines, so that a
-// view can never push the status bar off screen. Every line of every
-// frame passes here: each is made uniform first (no tab, no character a
-// terminal counts wider or narrower than lipgloss does), so that what is
-// measured is what the terminal draws.
-func fit(s string, width, height int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > height {
-		lines = lines[:height]
-	}
-	for i, l := range lines {
-		l = uniform(l)
-		if w := lipgloss.Width(l); w > width {
-			l = text.Cut(l, width)
-			w = lipgloss.Width(l)
-			lines[i] = l + strings.Repeat(" ", max(0, width-w))
-		} else {
-			lines[i] = l + strings.Repeat(" ", width-w)
-		}
-	}
-	for len(lines) < height {
-		lines = append(lines, strings.Repeat(" ", width))
-	}
-	return strings.Join(lines, "\n")
-}

@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/charmbracelet/lipgloss"
-
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/probes/report"
 )
@@ -153,20 +151,6 @@ func topoGrid(s *report.Snapshot, st Styles) []string {
 		lines = append(lines, row+fmt.Sprintf("%-6s%s", numa, dashed(g.CPUAffinity)))
 	}
 	return lines
-}
-
-func topoStyle(level string, st Styles) lipgloss.Style {
-	switch {
-	case strings.HasPrefix(level, "NV"):
-		return st.planeTitle("data")
-	case level == "PIX" || level == "PXB":
-		return st.planeTitle("control")
-	case level == "PHB" || level == "NODE":
-		return st.planeTitle("workload")
-	case level == "SYS" || level == "SOC":
-		return st.Error
-	}
-	return st.CardMuted
 }
 
 func migLayout(s *report.Snapshot) []string {

@@ -71,6 +71,9 @@ func DefaultMoveKeys() MoveKeys {
 	}
 }
 
+// moveHint stands for the four arrows in the status bar.
+var moveHint = key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("←↑↓→", "move"))
+
 // MatrixKeys are the Matrix view's own bindings.
 type MatrixKeys struct {
 	MoveKeys

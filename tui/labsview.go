@@ -264,12 +264,6 @@ func (v *labsView) apply(u app.LabUpdate) {
 	}
 }
 
-// listScrolls says whether km is one of the keys that move the list's
-// pane (home and end move the cursor instead).
-func listScrolls(km tea.KeyMsg, k ScrollKeys) bool {
-	return key.Matches(km, k.PageUp) || key.Matches(km, k.PageDown) || key.Matches(km, k.Left) || key.Matches(km, k.Right)
-}
-
 // canScroll says whether a page down (down) or up moves what the tab
 // shows: a run's criteria and steps, or the list.
 func (v *labsView) canScroll(down bool) bool {
@@ -534,20 +528,6 @@ func (v *labsView) guideLines() []string {
 		lines = append(lines, st.CardMuted.Render(what))
 	}
 	return append(lines, st.Hint.Render("  enter runs it · s skips it · esc stops here (cleanup runs)"))
-}
-
-// hanging wraps s to width, its later lines indented by indent.
-func hanging(s string, width, indent int) []string {
-	lines := wrap(s, width)
-	if len(lines) == 1 {
-		return lines
-	}
-	rest := strings.Join(lines[1:], " ")
-	out := []string{lines[0]}
-	for _, l := range wrap(rest, max(10, width-indent)) {
-		out = append(out, strings.Repeat(" ", indent)+l)
-	}
-	return out
 }
 
 // sampleLine sums up the probe's samples: how many, and the latest on the

@@ -82,9 +82,6 @@ func (v *mapView) FullHelp() [][]key.Binding {
 // canScroll says whether a page down (down) or up moves the open card.
 func (v *mapView) canScroll(down bool) bool { return v.open && v.pager.canScroll(down) }
 
-// moveHint stands for the four arrows in the status bar.
-var moveHint = key.NewBinding(key.WithKeys("up", "down", "left", "right"), key.WithHelp("←↑↓→", "move"))
-
 func (v *mapView) SetSize(w, h int) {
 	v.width, v.height = w, h
 	v.bandsWidth = w

@@ -12,7 +12,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/landscape"
 )
 
@@ -554,14 +553,6 @@ func (v *matrixView) rowLine(i int) string {
 	return marker + strings.Join(cells, " ")
 }
 
-// cell pads or cuts s to width columns.
-func cell(s string, width int) string {
-	if lipgloss.Width(s) > width {
-		s = text.Cut(s, width) // a wide character cut leaves a column: padded below
-	}
-	return pad(s, width)
-}
-
 // detail explains the selected cell.
 func (v *matrixView) detail() []string {
 	st := v.styles
@@ -641,22 +632,4 @@ func (v *matrixView) axisDetail(p landscape.Project, w int) []string {
 		}
 	}
 	return out
-}
-
-func clipLines(lines []string, n int) []string {
-	if len(lines) > n {
-		return lines[:n]
-	}
-	return lines
-}
-
-// planeAbbrev shortens a plane ID to four letters for narrow tables.
-func planeAbbrev(id string) string {
-	switch {
-	case id == "control":
-		return "ctrl"
-	case len(id) > 4:
-		return id[:4]
-	}
-	return id
 }

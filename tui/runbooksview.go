@@ -374,29 +374,6 @@ func (v *runbooksView) View() string {
 	return strings.Join(lines, "\n")
 }
 
-// cursorWindow shows room lines of body around line at (the cursor's),
-// the last of them saying what is above and below when not all fit.
-func cursorWindow(body []string, at, room int, st Styles) []string {
-	if len(body) <= room {
-		return body
-	}
-	n := max(1, room-1)
-	top := min(max(0, at-n/2), len(body)-n)
-	out := append(make([]string, 0, room), body[top:top+n]...)
-	if room > 1 {
-		above, below := top, len(body)-top-n
-		marker := fmt.Sprintf("↑ %d above · ↓ %d below · ↑/↓ move", above, below)
-		switch {
-		case above == 0:
-			marker = fmt.Sprintf("↓ %d more below · ↑/↓ move", below)
-		case below == 0:
-			marker = fmt.Sprintf("↑ %d above · ↑/↓ move", above)
-		}
-		out = append(out, st.Hint.Render(marker))
-	}
-	return out
-}
-
 // verdictLines are the run's verdict groups under their checks, and the
 // line the cursor is on.
 func (v *runbooksView) verdictLines() ([]string, int) {
@@ -502,18 +479,6 @@ func (v *runbooksView) listLines() []string {
 		lines = append(lines, wrap(st.CardMuted.Render(rb.Symptom), v.width-2)...)
 	}
 	return lines
-}
-
-func statusStyle(s step.Status, st Styles) lipgloss.Style {
-	switch s {
-	case step.Pass:
-		return st.planeTitle("data")
-	case step.Fail:
-		return st.Error
-	case step.Warn:
-		return st.planeTitle("workload")
-	}
-	return st.CardMuted
 }
 
 // evidenceLines lists, for the hosts of a verdict group, the facts behind

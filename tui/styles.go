@@ -1,6 +1,12 @@
 package tui
 
-import "github.com/charmbracelet/lipgloss"
+import (
+	"strings"
+
+	"github.com/charmbracelet/lipgloss"
+
+	"github.com/gpulab/gpulab/step"
+)
 
 // Styles holds every style the workbench draws with, so that views carry no
 // colours of their own. Build it with DefaultStyles; NO_COLOR is handled by
@@ -141,4 +147,30 @@ func PresenterStyles() Styles {
 		s.PlaneTitle[id] = bold.Foreground(c)
 	}
 	return s
+}
+
+func statusStyle(s step.Status, st Styles) lipgloss.Style {
+	switch s {
+	case step.Pass:
+		return st.planeTitle("data")
+	case step.Fail:
+		return st.Error
+	case step.Warn:
+		return st.planeTitle("workload")
+	}
+	return st.CardMuted
+}
+
+func topoStyle(level string, st Styles) lipgloss.Style {
+	switch {
+	case strings.HasPrefix(level, "NV"):
+		return st.planeTitle("data")
+	case level == "PIX" || level == "PXB":
+		return st.planeTitle("control")
+	case level == "PHB" || level == "NODE":
+		return st.planeTitle("workload")
+	case level == "SYS" || level == "SOC":
+		return st.Error
+	}
+	return st.CardMuted
 }
