@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -463,4 +464,35 @@ func follow(offset, cursor, n int) int {
 		return cursor - n + 1
 	}
 	return offset
+}
+
+// nodeProbes holds the latest probe run as the reconciliation takes it,
+// by node: a host is the node of its name. Commands read it when they
+// compute, so a change computed after a probe run sees that run.
+type nodeProbes struct {
+	p atomic.Pointer[map[string]cluster.NodeProbe]
+}
+
+func (n *nodeProbes) set(msg FleetProbedMsg) {
+	m := map[string]cluster.NodeProbe{}
+	for i, h := range msg.Hosts {
+		np := cluster.NodeProbe{Host: h, Err: "not probed"}
+		if i < len(msg.Outcomes) {
+			o := msg.Outcomes[i]
+			np.Snapshot, np.Err = o.Snapshot, o.Err
+			if o.Snapshot != nil && !o.Snapshot.NVML.Available {
+				np.Snapshot, np.Err = nil, "host "+h+" has no NVML"
+			}
+		}
+		m[h] = np
+	}
+	n.p.Store(&m)
+}
+
+// get is the latest run's probes, nil before any.
+func (n *nodeProbes) get() map[string]cluster.NodeProbe {
+	if p := n.p.Load(); p != nil {
+		return *p
+	}
+	return nil
 }

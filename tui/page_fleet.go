@@ -999,3 +999,12 @@ func termLine(l string) string {
 	}
 	return uniform(visible.Text(l))
 }
+
+// probedCmd tells the other views what the probe run found.
+func (v *fleetView) probedCmd(outcomes []app.ProbeOutcome) tea.Cmd {
+	msg := FleetProbedMsg{Hosts: make([]string, len(v.rows)), Outcomes: outcomes}
+	for i, r := range v.rows {
+		msg.Hosts[i] = r.Name
+	}
+	return func() tea.Msg { return msg }
+}
