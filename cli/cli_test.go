@@ -226,6 +226,28 @@ func TestLabCommands(t *testing.T) {
 	run(t, env, "lab", "show", "topology-sanit").expect(t, 2, "", `no lab "topology-sanit": did you mean "topology-sanity"? (gpulab lab list)`)
 	run(t, env, "runbook", "show", "topolgy").expect(t, 2, "", `no runbook "topolgy": did you mean "topology"? (gpulab runbook list)`)
 	run(t, env, "parse", "nvidia-smi-topo-m").expect(t, 2, "", `no parser "nvidia-smi-topo-m": did you mean "nvidia-smi-topo"? (kinds: `)
+	run(t, env, "parse", "nvidia-smi-nvlink").expect(t, 2, "", `did you mean "nvidia-smi-nvlink-errors" or "nvidia-smi-nvlink-status"?`)
+	// What a lab author writes criteria against: the keys and their types,
+	// then the output for a real recorded one, with its source.
+	run(t, env, "parse", "nvidia-smi-topo", "--shape").expect(t, 0, "out: object\n  gpus: list(object)\n    name: string\n", "")
+	run(t, env, "parse", "nvidia-smi-L", "--shape").expect(t, 0, "out for testdata/fixtures/nvidia-smi-L/", "")
+	run(t, env, "parse", "nvidia-smi-L", "x.txt", "--shape").expect(t, 2, "", "--shape reads no input")
+	shape := run(t, env, "parse", "nvidia-smi-L", "--shape", "--json")
+	var sh struct {
+		Shape struct {
+			Type   string `json:"type"`
+			Fields []struct {
+				Key string `json:"key"`
+			} `json:"fields"`
+		} `json:"shape"`
+		Example struct {
+			Source string          `json:"source"`
+			Value  json.RawMessage `json:"value"`
+		} `json:"example"`
+	}
+	if err := json.Unmarshal([]byte(shape.stdout), &sh); err != nil || sh.Shape.Type != "object" || len(sh.Shape.Fields) == 0 || sh.Shape.Fields[0].Key != "gpus" || sh.Example.Source == "" || !strings.Contains(string(sh.Example.Value), `"gpus"`) {
+		t.Errorf("parse --shape --json: %v\n%s", err, shape.stdout)
+	}
 	r := run(t, env, "lab", "show", "topology-sanity", "--json")
 	var l struct {
 		ID       string `json:"id"`

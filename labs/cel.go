@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
+	celast "cel.dev/cel-go/common/ast"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
@@ -224,6 +225,9 @@ type program struct {
 	// vars are the environment's variables the expression reads
 	// (samples, out, stdout...), from the checked AST.
 	vars map[string]bool
+	// ast is the checked expression, for lab check to hold the keys it
+	// reads to the shapes of out, samples and checks (readShapes).
+	ast *celast.AST
 	// partial evaluates with some metrics unknown (criteria only): a
 	// criterion is decided as soon as the metrics it has decide it.
 	partial cel.Program
@@ -250,7 +254,7 @@ func compile(env *cel.Env, expr string, wantBool bool) (*program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CEL: %v", err)
 	}
-	p := &program{expr: expr, prg: prg, vars: map[string]bool{}}
+	p := &program{expr: expr, prg: prg, vars: map[string]bool{}, ast: ast.NativeRep()}
 	if wantBool {
 		if p.partial, err = env.Program(ast, cel.EvalOptions(cel.OptPartialEval), cel.CostLimit(1_000_000)); err != nil {
 			return nil, fmt.Errorf("CEL: %v", err)

@@ -164,6 +164,7 @@ func (c *labCheck) prerequisites() {
 			c.bad([]any{"prerequisite", i, "expect"}, "prerequisite %d: %v", i+1, err)
 		} else {
 			c.l.programs[fmt.Sprintf("prerequisite:%d", i)] = prg
+			c.shapes([]any{"prerequisite", i, "expect"}, fmt.Sprintf("prerequisite %d", i+1), prg, p.Parser)
 		}
 	}
 }
@@ -287,6 +288,24 @@ func (c *labCheck) stepMetrics(i int, s Step) {
 		}
 		c.l.MetricsFrom[m] = s.ID
 		c.l.programs["metric:"+m] = prg
+		c.shapes(path, "metric "+m, prg, s.Parser)
+	}
+}
+
+// shapes holds the keys prg reads to what its step's parser writes (and
+// to samples and checks): a key the output cannot have is an error here,
+// at the key, not an UNKNOWN "no such key" at run time.
+func (c *labCheck) shapes(path []any, what string, prg *program, parser string) {
+	var out *parse.Shape
+	if k, ok := parse.Lookup(parser); ok {
+		out = k.ShapeOf()
+	}
+	for _, problem := range readShapes(prg, out) {
+		hint := ""
+		if out != nil {
+			hint = fmt.Sprintf(" (gpulab parse %s --shape)", parser)
+		}
+		c.bad(path, "%s: %s%s", what, problem, hint)
 	}
 }
 

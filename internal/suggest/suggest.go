@@ -1,41 +1,70 @@
 // Package suggest finds the name a user probably meant: "did you mean".
 package suggest
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Closest returns the candidate nearest to name, when one is near enough
 // to be a likely typo: at most a quarter of name's letters apart (at
 // least 2), or one name the other's start ("nvidia-smi-topo-m" for
-// "nvidia-smi-topo"). Ties go to the first candidate. It returns "" when
-// none is near, or when name is one of them.
+// "nvidia-smi-topo"). Of candidates equally near, one that goes on from
+// what was typed ("nvidia-smi-nvlink-status" for "nvidia-smi-nvlink")
+// comes before one that stops short of it ("nvidia-smi"); past that, ties
+// go to the first candidate. It returns "" when none is near, or when
+// name is one of them.
 func Closest(name string, candidates []string) string {
-	best, bestD := "", -1
+	if all := nearest(name, candidates); len(all) > 0 {
+		return all[0]
+	}
+	return ""
+}
+
+// nearest is every candidate as near as the nearest, in their order.
+func nearest(name string, candidates []string) []string {
+	var best []string
+	bestScore := -1
 	limit := max(2, len(name)/4)
 	for _, c := range candidates {
 		if c == name {
-			return ""
+			return nil
 		}
-		d := distance(strings.ToLower(name), strings.ToLower(c))
-		if d > limit && !(len(name) >= 3 && (strings.HasPrefix(c, name) || strings.HasPrefix(name, c))) {
+		lc, ln := strings.ToLower(c), strings.ToLower(name)
+		d := distance(ln, lc)
+		goesOn := len(name) >= 3 && strings.HasPrefix(lc, ln)
+		if d > limit && !goesOn && !(len(name) >= 3 && strings.HasPrefix(ln, lc)) {
 			continue
 		}
-		if bestD < 0 || d < bestD {
-			best, bestD = c, d
+		score := 2 * d
+		if !goesOn {
+			score++
+		}
+		switch {
+		case bestScore < 0 || score < bestScore:
+			best, bestScore = []string{c}, score
+		case score == bestScore:
+			best = append(best, c)
 		}
 	}
 	return best
 }
 
-// Hint is Closest as a message's tail: `: did you mean "x"?`, or "".
+// Hint is Closest as a message's tail: `: did you mean "x"?`, or "";
+// candidates equally near are all named (`"a" or "b"`), up to three.
 func Hint(name string, candidates []string) string {
-	if c := Closest(name, candidates); c != "" {
-		return ": did you mean \"" + c + "\"?"
+	all := nearest(name, candidates)
+	if len(all) == 0 {
+		return ""
 	}
-	return ""
+	all = all[:min(len(all), 3)]
+	quoted := make([]string, len(all))
+	for i, c := range all {
+		quoted[i] = strconv.Quote(c)
+	}
+	return ": did you mean " + strings.Join(quoted, " or ") + "?"
 }
 
-// distance is the Levenshtein distance between a and b, in bytes (names
-// here are ASCII).
 func distance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)

@@ -23,3 +23,15 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+// A name typed short of two kinds suggests both, before a kind it runs
+// past: "nvidia-smi-nvlink" is not "nvidia-smi".
+func TestHintGoesOnFromWhatWasTyped(t *testing.T) {
+	kinds := []string{"nvidia-smi", "nvidia-smi-L", "nvidia-smi-nvlink-errors", "nvidia-smi-nvlink-status", "nvidia-smi-topo"}
+	if got, want := Hint("nvidia-smi-nvlink", kinds), `: did you mean "nvidia-smi-nvlink-errors" or "nvidia-smi-nvlink-status"?`; got != want {
+		t.Errorf("Hint = %q, want %q", got, want)
+	}
+	if got, want := Hint("nvidia-smi-nvlink-stat", kinds), `: did you mean "nvidia-smi-nvlink-status"?`; got != want {
+		t.Errorf("Hint = %q, want %q", got, want)
+	}
+}
