@@ -15,6 +15,7 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
+	"github.com/gpulab/gpulab/internal/clip"
 	"github.com/gpulab/gpulab/internal/fileio"
 )
 
@@ -364,7 +365,7 @@ func agentLabel(s ssh.Signer) string {
 	}
 	c := strings.TrimSpace(k.Comment)
 	if len(c) > 64 {
-		c = c[:64] + "…"
+		c = c[:clip.CutAt(c, 64)] + "…" // never half a character
 	}
 	return "agent: " + c
 }
