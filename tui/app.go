@@ -202,7 +202,11 @@ func New(opts Options) Model {
 		m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.StatusKey, st.Status, st.Status
 		m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.StatusKey, st.Status, st.Status
 		m.help.Styles.Ellipsis = st.Status
-		m.views[1].(*matrixView).presenting()
+		for _, v := range m.views {
+			if pv, ok := v.(interface{ presenting() }); ok {
+				pv.presenting()
+			}
+		}
 	}
 	m.SetSize(80, 24)
 	return m

@@ -243,3 +243,11 @@ func DefaultClusterKeys() clusterKeys {
 		WhyDown:  key.NewBinding(key.WithKeys("]"), key.WithHelp("]", "scroll the why")),
 	}
 }
+
+// yieldP gives a binding on p to P, keeping what its help says: in
+// presenter mode p steps the walkthrough back, and a tab's own p (probe,
+// set parameters, filter plane) would otherwise never be heard while its
+// help still offered it.
+func yieldP(b *key.Binding) {
+	*b = key.NewBinding(key.WithKeys("P"), key.WithHelp("P", b.Help().Desc))
+}

@@ -683,9 +683,10 @@ func (v *fleetView) headline() string {
 		return st.Hint.Render("No hosts: pass --inventory FILE, or -H names from ~/.ssh/config.")
 	}
 	if v.command == "" {
-		line := fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, p to probe their GPUs.", len(v.rows), v.nodeSet())
+		probe := v.keys.Probe.Help().Key // P in presenter mode
+		line := fmt.Sprintf("%d hosts: %s. Press : to run a command on all of them, %s to probe their GPUs.", len(v.rows), v.nodeSet(), probe)
 		if lipgloss.Width(line) > v.width {
-			line = fmt.Sprintf("%d hosts: %s. : runs a command on all, p probes GPUs.", len(v.rows), v.nodeSet())
+			line = fmt.Sprintf("%d hosts: %s. : runs a command on all, %s probes GPUs.", len(v.rows), v.nodeSet(), probe)
 		}
 		return st.Hint.Render(line)
 	}
@@ -1008,3 +1009,7 @@ func (v *fleetView) probedCmd(outcomes []app.ProbeOutcome) tea.Cmd {
 	}
 	return func() tea.Msg { return msg }
 }
+
+// presenting gives the probe to P: in presenter mode p steps the
+// walkthrough back.
+func (v *fleetView) presenting() { yieldP(&v.keys.Probe) }

@@ -754,3 +754,7 @@ func (v *labsView) paramsKey() string {
 	}
 	return ""
 }
+
+// presenting gives setting parameters to P: in presenter mode p steps
+// the walkthrough back.
+func (v *labsView) presenting() { yieldP(&v.keys.Params) }

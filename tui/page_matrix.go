@@ -101,9 +101,7 @@ func (v *matrixView) canScroll(down bool) bool {
 
 // presenting gives the plane filter to P alone: in presenter mode p
 // steps the walkthrough back.
-func (v *matrixView) presenting() {
-	v.keys.Plane = key.NewBinding(key.WithKeys("P"), key.WithHelp("P", "filter plane"))
-}
+func (v *matrixView) presenting() { yieldP(&v.keys.Plane) }
 
 // columns returns the column titles.
 func (v *matrixView) columns() []string {

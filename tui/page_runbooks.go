@@ -588,3 +588,7 @@ func (v *runbooksView) paramsKey() string {
 	}
 	return ""
 }
+
+// presenting gives setting parameters to P: in presenter mode p steps
+// the walkthrough back.
+func (v *runbooksView) presenting() { yieldP(&v.keys.Params) }

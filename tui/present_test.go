@@ -441,6 +441,33 @@ func TestPresentMatrixPlaneKey(t *testing.T) {
 	}
 }
 
+// TestPresentTabsKeepTheirP: in presenter mode p steps back, so every
+// tab whose own key was p (the Fleet's probe, Runbooks' and Labs'
+// parameters) offers it on P, its guidance and help say P, and P does it.
+func TestPresentTabsKeepTheirP(t *testing.T) {
+	m := newDemoModel(t, Options{Simulated: true, Present: demoSteps, Styles: PresenterStyles()}, 160, 48)
+	m, _ = press(t, m, "3")
+	if v := m.View(); !strings.Contains(v, "P to probe their GPUs") || strings.Contains(v, "p to probe") {
+		t.Fatalf("the Fleet's guidance in presenter mode:\n%s", v)
+	}
+	at := m.present.at
+	m = pressAll(t, m, "P")
+	if m.present.at != at {
+		t.Errorf("P stepped the walkthrough (%d to %d)", at, m.present.at)
+	}
+	if v := m.View(); !strings.Contains(v, "1 flagged") {
+		t.Errorf("P did not probe the fleet:\n%s", v)
+	}
+	for _, tab := range []string{"4", "5"} {
+		m, _ = press(t, m, tab, "?")
+		v := m.View()
+		if !regexp.MustCompile(`\bP +set parameters`).MatchString(v) || regexp.MustCompile(`\bp +set parameters`).MatchString(v) {
+			t.Errorf("tab %s's help in presenter mode:\n%s", tab, v)
+		}
+		m, _ = press(t, m, "?")
+	}
+}
+
 // TestPresentOffersOnlyStepsThatMove: before the first step the status
 // bar offers n, not p; at the last step p, not n.
 func TestPresentOffersOnlyStepsThatMove(t *testing.T) {
