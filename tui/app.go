@@ -197,19 +197,25 @@ func New(opts Options) Model {
 		},
 	}
 	if len(opts.Present) > 0 {
-		m.present = newPresenter(opts.Present)
-		// The help panel's own greys would wash out on a projector.
-		m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.StatusKey, st.Status, st.Status
-		m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.StatusKey, st.Status, st.Status
-		m.help.Styles.Ellipsis = st.Status
-		for _, v := range m.views {
-			if pv, ok := v.(interface{ presenting() }); ok {
-				pv.presenting()
-			}
-		}
+		m.presenting(opts.Present, st)
 	}
 	m.SetSize(80, 24)
 	return m
+}
+
+// presenting starts the walkthrough: help in the presenter's styles, and
+// every tab's own p on P, since p steps back.
+func (m *Model) presenting(steps []PresentStep, st Styles) {
+	m.present = newPresenter(steps)
+	// The help panel's own greys would wash out on a projector.
+	m.help.Styles.FullKey, m.help.Styles.FullDesc, m.help.Styles.FullSeparator = st.StatusKey, st.Status, st.Status
+	m.help.Styles.ShortKey, m.help.Styles.ShortDesc, m.help.Styles.ShortSeparator = st.StatusKey, st.Status, st.Status
+	m.help.Styles.Ellipsis = st.Status
+	for _, v := range m.views {
+		if pv, ok := v.(interface{ presenting() }); ok {
+			pv.presenting()
+		}
+	}
 }
 
 // maskedHosts are the hosts whose names and addresses a mask hides: the
