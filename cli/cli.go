@@ -155,7 +155,7 @@ func indentJoined(msg string) string {
 }
 
 func newRoot(o *options) *cobra.Command {
-	var wf sshFlags // the workbench's -H, -F, --known-hosts
+	wb := &workbenchOptions{options: o}
 	root := &cobra.Command{
 		Use:   "gpulab",
 		Short: "Terminal workbench and agentless SSH lab orchestrator for GPU clusters",
@@ -180,13 +180,13 @@ table, or as JSON with --json, for scripts.
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.json {
-				return usageErr("--json applies to a command (gpulab map --json, gpulab matrix --json, ...); the workbench itself draws on a terminal")
+			if err := wb.Validate(cmd); err != nil {
+				return err
 			}
-			return runWorkbench(cmd, o, &wf)
+			return runWorkbench(cmd, o, &wb.ssh)
 		},
 	}
-	wf.registerWorkbench(root)
+	wb.ssh.registerWorkbench(root)
 	root.Version = Version
 	pf := root.PersistentFlags()
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of text (stable keys, for scripts)")

@@ -22,8 +22,9 @@ import (
 	"github.com/gpulab/gpulab/sim/dgx"
 )
 
-// clusterFlags are the cluster commands' shared flags (kubectl's
-// --kubeconfig, --context, -n), bound once on the group; wide is nodes'.
+// clusterFlags are the cluster commands' options (kubectl's
+// --kubeconfig, --context, -n), bound once on the group; all is pending's
+// and quotas', wide is nodes'. Each command runs as a method on them.
 type clusterFlags struct {
 	src  cluster.Source
 	ns   string
@@ -57,27 +58,7 @@ non-terminated pods bound to it request, and what is left.`,
 		Example: "  gpulab cluster nodes\n  gpulab cluster nodes --context prod --json | jq '.[] | select(.allocated[\"nvidia.com/gpu\"] == 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			if c.Flags().Changed("namespace") {
-				return usageErr("-n does not apply to nodes: they belong to no namespace, and what they hold is counted over every namespace")
-			}
-			client, err := o.connect(c, &cf.src)
-			if err != nil {
-				return err
-			}
-			ctxName := client.Context
-			ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
-			defer cancel()
-			nodes, err := cluster.Nodes(ctx, client)
-			if err != nil {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", ctxName, err)}
-			}
-			if o.json {
-				if nodes == nil {
-					nodes = []cluster.GPUNode{}
-				}
-				return writeJSON(c.OutOrStdout(), nodes)
-			}
-			return printGPUNodes(c, ctxName, nodes, cf.wide)
+			return cf.runNodes(c, o)
 		},
 	}
 	nodesCmd.Flags().BoolVar(&cf.wide, "wide", false, "also each node's GPU product and MIG strategy (GPU feature discovery's labels), kubelet, runtime and OS")
@@ -142,11 +123,7 @@ Exit status 1 when anything waits, 0 when nothing does.`,
 		Example: "  gpulab cluster pending -A\n  gpulab cluster pending -n ml-team --json | jq -r '.pods[].why, .blocked[].why'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, cf.all)
-			if err != nil {
-				return err
-			}
-			return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)})
+			return cf.runPending(c, o)
 		},
 	}
 	c.Flags().BoolVarP(&cf.all, "all-namespaces", "A", false, "every namespace")
@@ -181,25 +158,7 @@ names the namespaces where something of that name does wait).`,
 		Example: "  gpulab cluster why train-0 -n ml-team\n  gpulab cluster why sweep -n ml-team --json",
 		Args:    exactArgs(1, "a pod's or a Job's name"),
 		RunE: func(c *cobra.Command, args []string) error {
-			objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, false)
-			if err != nil {
-				return err
-			}
-			r := pendingReport{Context: ctxName, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}, Unreadable: unreadable(objs)}
-			for _, p := range objs.Pending(ns) {
-				if p.Name == args[0] {
-					r.Pods = append(r.Pods, p)
-				}
-			}
-			for _, b := range objs.Blocked(ns) {
-				if b.Name == args[0] {
-					r.Blocked = append(r.Blocked, b)
-				}
-			}
-			if len(r.Pods)+len(r.Blocked) == 0 {
-				return notWaiting(c, o, objs, r, args[0], ns)
-			}
-			return printPending(c, o, r)
+			return cf.runWhy(c, o, args[0])
 		},
 	}
 }
@@ -349,4 +308,61 @@ func (o *options) simulatedCluster(c *cobra.Command) (*cluster.Client, error) {
 	}
 	fmt.Fprintf(w, "SIMULATED cluster: gpulab demo's %d simulated DGX A100 nodes, built in this process (no API server; --context simulated names it while no kubeconfig does)\n", len(names))
 	return client, nil
+}
+
+// runNodes is gpulab cluster nodes.
+func (cf *clusterFlags) runNodes(c *cobra.Command, o *options) error {
+	if c.Flags().Changed("namespace") {
+		return usageErr("-n does not apply to nodes: they belong to no namespace, and what they hold is counted over every namespace")
+	}
+	client, err := o.connect(c, &cf.src)
+	if err != nil {
+		return err
+	}
+	ctxName := client.Context
+	ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
+	defer cancel()
+	nodes, err := cluster.Nodes(ctx, client)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", ctxName, err)}
+	}
+	if o.json {
+		if nodes == nil {
+			nodes = []cluster.GPUNode{}
+		}
+		return writeJSON(c.OutOrStdout(), nodes)
+	}
+	return printGPUNodes(c, ctxName, nodes, cf.wide)
+}
+
+// runPending is gpulab cluster pending.
+func (cf *clusterFlags) runPending(c *cobra.Command, o *options) error {
+	objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, cf.all)
+	if err != nil {
+		return err
+	}
+	return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)})
+}
+
+// runWhy is gpulab cluster why NAME.
+func (cf *clusterFlags) runWhy(c *cobra.Command, o *options, name string) error {
+	objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, false)
+	if err != nil {
+		return err
+	}
+	r := pendingReport{Context: ctxName, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}, Unreadable: unreadable(objs)}
+	for _, p := range objs.Pending(ns) {
+		if p.Name == name {
+			r.Pods = append(r.Pods, p)
+		}
+	}
+	for _, b := range objs.Blocked(ns) {
+		if b.Name == name {
+			r.Blocked = append(r.Blocked, b)
+		}
+	}
+	if len(r.Pods)+len(r.Blocked) == 0 {
+		return notWaiting(c, o, objs, r, name, ns)
+	}
+	return printPending(c, o, r)
 }

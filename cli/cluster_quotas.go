@@ -29,18 +29,7 @@ says who waits for it).`,
 		Example: "  gpulab cluster quotas -A\n  gpulab cluster quotas -n ml-team --json | jq '.quotas[].resources[] | select(.full)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, cf.all)
-			if err != nil {
-				return err
-			}
-			r := quotasReport{Context: ctxName, Namespace: ns, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues, Unreadable: unreadable(objs)}
-			if r.ClusterQueues == nil {
-				r.ClusterQueues = []cluster.ClusterQueue{}
-			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), r)
-			}
-			return printQuotas(c, r)
+			return cf.runQuotas(c, o)
 		},
 	}
 	c.Flags().BoolVarP(&cf.all, "all-namespaces", "A", false, "every namespace")
@@ -133,28 +122,7 @@ free in total (fragmentation is what holds it), else 0.`,
 		Example: "  gpulab cluster fragmentation\n  gpulab cluster fragmentation --context prod --json | jq '.shapes[] | select(.pending > 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			objs, ctxName, scope, err := readObjects(c, o, &cf.src, cf.ns, cf.ns == "")
-			if err != nil {
-				return err
-			}
-			shapes := objs.Fragmentation(scope)
-			if o.json {
-				err = writeJSON(c.OutOrStdout(), struct {
-					Context string          `json:"context"`
-					Shapes  []cluster.Shape `json:"shapes"`
-				}{ctxName, shapes})
-			} else {
-				err = printShapes(c, ctxName, shapes)
-			}
-			if err != nil {
-				return err
-			}
-			for _, s := range shapes {
-				if s.Pending > 0 && s.State == "fragmented" {
-					return errSilentFailure
-				}
-			}
-			return nil
+			return cf.runFragmentation(c, o)
 		},
 	}
 }
@@ -212,4 +180,46 @@ func shapeLabels(shapes []cluster.Shape) []string {
 		}
 	}
 	return out
+}
+
+// runQuotas is gpulab cluster quotas.
+func (cf *clusterFlags) runQuotas(c *cobra.Command, o *options) error {
+	objs, ctxName, ns, err := readObjects(c, o, &cf.src, cf.ns, cf.all)
+	if err != nil {
+		return err
+	}
+	r := quotasReport{Context: ctxName, Namespace: ns, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues, Unreadable: unreadable(objs)}
+	if r.ClusterQueues == nil {
+		r.ClusterQueues = []cluster.ClusterQueue{}
+	}
+	if o.json {
+		return writeJSON(c.OutOrStdout(), r)
+	}
+	return printQuotas(c, r)
+}
+
+// runFragmentation is gpulab cluster fragmentation.
+func (cf *clusterFlags) runFragmentation(c *cobra.Command, o *options) error {
+	objs, ctxName, scope, err := readObjects(c, o, &cf.src, cf.ns, cf.ns == "")
+	if err != nil {
+		return err
+	}
+	shapes := objs.Fragmentation(scope)
+	if o.json {
+		err = writeJSON(c.OutOrStdout(), struct {
+			Context string          `json:"context"`
+			Shapes  []cluster.Shape `json:"shapes"`
+		}{ctxName, shapes})
+	} else {
+		err = printShapes(c, ctxName, shapes)
+	}
+	if err != nil {
+		return err
+	}
+	for _, s := range shapes {
+		if s.Pending > 0 && s.State == "fragmented" {
+			return errSilentFailure
+		}
+	}
+	return nil
 }

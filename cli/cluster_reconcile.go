@@ -81,7 +81,10 @@ not be read; 2 for usage or configuration errors.`,
   gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runReconcile(c, o, &cf.src, &ro.ssh, ro.pf, ro.faultsFile)
+			if err := ro.Validate(); err != nil {
+				return err
+			}
+			return ro.Run(c, o, &cf.src)
 		},
 	}
 	ro.ssh.register(cmd)
@@ -113,13 +116,18 @@ type reconcileHost struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func runReconcile(c *cobra.Command, o *options, src *cluster.Source, f *sshFlags, pf probeFlags, faultsFile string) error {
-	if pf.mock != "" && pf.mock != "dgxa100" {
-		return usageErr("--mock %q: the only simulated machine is dgxa100", pf.mock)
+// Validate checks the simulated machine's flags.
+func (ro *reconcileOptions) Validate() error {
+	if ro.pf.mock != "" && ro.pf.mock != "dgxa100" {
+		return usageErr("--mock %q: the only simulated machine is dgxa100", ro.pf.mock)
 	}
-	if err := checkMockFlags(pf, faultsFile); err != nil {
-		return err
-	}
+	return checkMockFlags(ro.pf, ro.faultsFile)
+}
+
+// Run reads the cluster src names, probes the hosts -H selects and joins
+// the two.
+func (ro *reconcileOptions) Run(c *cobra.Command, o *options, src *cluster.Source) error {
+	f, pf, faultsFile := &ro.ssh, ro.pf, ro.faultsFile
 	r, err := o.newRunner(f)
 	if err != nil {
 		return err

@@ -31,7 +31,7 @@ type demoFlags struct {
 }
 
 func newDemoCmd(o *options) *cobra.Command {
-	d := demoFlags{hosts: defaultDemoHosts}
+	d := &demoFlags{hosts: defaultDemoHosts}
 	c := &cobra.Command{
 		Use:   "demo [--hosts N] [--seed S] [--present] [--mask]",
 		Short: "The workbench on a SIMULATED DGX A100 fleet (no hardware, no inventory)",
@@ -64,16 +64,10 @@ screen: dgx01 reads host-1, 127.0.0.1:PORT reads masked.`,
   gpulab demo --hosts 16 --seed 7`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.json {
-				return usageErr("demo: --json does not apply: the demo is the workbench, on a terminal (gpulab sim serve --json serves a fleet for scripts)")
+			if err := d.Validate(o); err != nil {
+				return err
 			}
-			if o.inventory != "" {
-				return usageErr("demo: --inventory does not apply: the demo runs on its own simulated fleet (gpulab --inventory %s opens the workbench on your hosts)", o.inventory)
-			}
-			if d.hosts < 1 || d.hosts > sim.MaxHosts {
-				return usageErr("demo: --hosts %d: between 1 and %d", d.hosts, sim.MaxHosts)
-			}
-			return runDemo(cmd, o, d)
+			return runDemo(cmd, o, *d)
 		},
 	}
 	fl := c.Flags()
@@ -82,6 +76,21 @@ screen: dgx01 reads host-1, 127.0.0.1:PORT reads masked.`,
 	fl.BoolVar(&d.present, "present", false, "a scripted walkthrough for a projector: n next step, p back")
 	fl.BoolVar(&d.mask, "mask", false, "hide host names and addresses on screen (dgx01 → host-1)")
 	return c
+}
+
+// Validate refuses what the demo does not take: it is the workbench on
+// its own fleet.
+func (d *demoFlags) Validate(o *options) error {
+	if o.json {
+		return usageErr("demo: --json does not apply: the demo is the workbench, on a terminal (gpulab sim serve --json serves a fleet for scripts)")
+	}
+	if o.inventory != "" {
+		return usageErr("demo: --inventory does not apply: the demo runs on its own simulated fleet (gpulab --inventory %s opens the workbench on your hosts)", o.inventory)
+	}
+	if d.hosts < 1 || d.hosts > sim.MaxHosts {
+		return usageErr("demo: --hosts %d: between 1 and %d", d.hosts, sim.MaxHosts)
+	}
+	return nil
 }
 
 // runDemo starts the simulated fleet, opens the workbench on it, and

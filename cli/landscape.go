@@ -319,7 +319,7 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
 			})
 		},
 	})
-	var so struct{ width int } // catalog show's flag
+	so := &catalogShowOptions{options: o}
 	show := &cobra.Command{
 		Use:   "show PROJECT",
 		Short: "Print a project's card: axes with reasons, acceptance questions, labs, links",
@@ -327,19 +327,7 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
   gpulab catalog show hami --json`,
 		Args: exactArgs(1, "a project id (gpulab map lists them)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := o.loadCatalog()
-			if err != nil {
-				return err
-			}
-			p, ok := c.Project(args[0])
-			if !ok {
-				return usageErr("no project %q in the catalog (gpulab map lists them)", args[0])
-			}
-			if o.json {
-				return writeJSON(cmd.OutOrStdout(), p)
-			}
-			_, err = fmt.Fprintln(cmd.OutOrStdout(), tui.PlainCard(c, p, so.width))
-			return err
+			return so.Run(cmd.OutOrStdout(), args[0])
 		},
 	}
 	show.Flags().IntVar(&so.width, "width", 80, "wrap at `COLUMNS`")
@@ -408,4 +396,27 @@ func levelIDs(a landscape.Axis) string {
 		ids = append(ids, l.ID)
 	}
 	return strings.Join(ids, ", ")
+}
+
+// catalogShowOptions is gpulab catalog show: the width the card wraps at.
+type catalogShowOptions struct {
+	*options
+	width int
+}
+
+// Run prints the project's card, or its JSON.
+func (so *catalogShowOptions) Run(w io.Writer, id string) error {
+	c, err := so.loadCatalog()
+	if err != nil {
+		return err
+	}
+	p, ok := c.Project(id)
+	if !ok {
+		return usageErr("no project %q in the catalog (gpulab map lists them)", id)
+	}
+	if so.json {
+		return writeJSON(w, p)
+	}
+	_, err = fmt.Fprintln(w, tui.PlainCard(c, p, so.width))
+	return err
 }

@@ -80,7 +80,7 @@ type resultsQuery struct {
 }
 
 func newResultsListCmd(o *options, rd *resultsDir) *cobra.Command {
-	var f resultsQuery
+	f := &resultsQuery{}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List lab records, newest first",
@@ -90,28 +90,7 @@ func newResultsListCmd(o *options, rd *resultsDir) *cobra.Command {
   gpulab results list --lab exclusive-baseline -H gpu07 --status passed --last 1`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			refs, err := labs.ListRecords(rd.dir())
-			if err != nil && len(refs) == 0 {
-				return configErr(err)
-			}
-			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "gpulab: %v\n", err)
-			}
-			if err := o.checkLabQuery(f.lab, rd.dir(), refs); err != nil {
-				return err
-			}
-			q, err := f.query(o)
-			if err != nil {
-				return err
-			}
-			keep := q.Select(refs)
-			if o.json {
-				if keep == nil {
-					keep = []labs.RecordRef{}
-				}
-				return writeJSON(c.OutOrStdout(), keep)
-			}
-			return printRecordList(c.OutOrStdout(), rd.dir(), refs, keep)
+			return f.Run(c, o, rd)
 		},
 	}
 	list.Flags().StringVar(&f.lab, "lab", "", "only the records of lab `ID`")
@@ -120,6 +99,32 @@ func newResultsListCmd(o *options, rd *resultsDir) *cobra.Command {
 	list.Flags().StringVar(&f.since, "since", "", "only the records started since `WHEN`: a duration back (90m, 36h, 7d) or a date (2026-11-01)")
 	list.Flags().IntVar(&f.q.Last, "last", 0, "only the newest `N` records that match")
 	return list
+}
+
+// Run lists the records the query selects, newest first.
+func (f *resultsQuery) Run(c *cobra.Command, o *options, rd *resultsDir) error {
+	refs, err := labs.ListRecords(rd.dir())
+	if err != nil && len(refs) == 0 {
+		return configErr(err)
+	}
+	if err != nil {
+		fmt.Fprintf(c.ErrOrStderr(), "gpulab: %v\n", err)
+	}
+	if err := o.checkLabQuery(f.lab, rd.dir(), refs); err != nil {
+		return err
+	}
+	q, err := f.query(o)
+	if err != nil {
+		return err
+	}
+	keep := q.Select(refs)
+	if o.json {
+		if keep == nil {
+			keep = []labs.RecordRef{}
+		}
+		return writeJSON(c.OutOrStdout(), keep)
+	}
+	return printRecordList(c.OutOrStdout(), rd.dir(), refs, keep)
 }
 
 // query checks the flags and makes the query: -H's hosts from the

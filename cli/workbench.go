@@ -28,6 +28,24 @@ const EnvFirstFrameExit = "GPULAB_EXIT_AFTER_FIRST_FRAME"
 // errNeedsTerminal is the workbench's answer off a terminal.
 var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `gpulab map` or `gpulab matrix` (--json for scripts)")
 
+// workbenchOptions is plain gpulab: the workbench, on the hosts -H, -F
+// and --known-hosts name.
+type workbenchOptions struct {
+	*options
+	ssh sshFlags
+}
+
+// Validate refuses what the workbench does not take.
+func (wb *workbenchOptions) Validate(cmd *cobra.Command) error {
+	if wb.json {
+		return usageErr("--json applies to a command (gpulab map --json, gpulab matrix --json, ...); the workbench itself draws on a terminal")
+	}
+	if cmd.Flags().Changed("hosts") && strings.TrimSpace(wb.ssh.hosts) == "" {
+		return usageErr("-H is empty: which hosts? (e.g. -H 'gpu[01-08]', -H @a100, -H '*')")
+	}
+	return nil
+}
+
 // runWorkbench opens the workbench on the inventory's hosts or, when there
 // is no inventory at all (no --inventory, no $GPULAB_INVENTORY, no
 // ~/.config/gpulab/inventory.toml), on a simulated fleet, as gpulab demo.
@@ -37,9 +55,6 @@ var errNeedsTerminal = usageErr("the workbench needs a terminal; for text use `g
 // -H opens it on the hosts it selects, inventory hosts or not (names
 // ~/.ssh/config or -F knows, addresses): no inventory is needed then.
 func runWorkbench(cmd *cobra.Command, o *options, wf *sshFlags) error {
-	if cmd.Flags().Changed("hosts") && strings.TrimSpace(wf.hosts) == "" {
-		return usageErr("-H is empty: which hosts? (e.g. -H 'gpu[01-08]', -H @a100, -H '*')")
-	}
 	if !o.env.IsTerminal {
 		return errNeedsTerminal
 	}
