@@ -135,7 +135,7 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
 
-	ended, waitErr, stopped, stopErr := watch(ctx, done, o, &activity)
+	ended, waitErr, stopped, stopErr := watch(ctx, done, c.Target.Capped(o), &activity)
 	if ended {
 		collect()
 		return finish(exitClass(&r, waitErr))
@@ -143,6 +143,24 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 	stopRemote(sess, stdinPipe, done)
 	collect()
 	return finish(stopped, stopErr)
+}
+
+// Capped holds a command's own limits to the operator's: --timeout and
+// --inactivity-timeout, given on the command line, bound every command
+// with a limit that runs on the host, a runbook's or a lab's step (which
+// carry their own, often longer) and the environment's reads included, so
+// that one hung host cannot hold a run for the steps' minutes. A command
+// with no limit of its own (a probe's sampling session, which lasts as
+// long as its step) keeps none. Limits from the inventory or the defaults
+// do not cap: they are exec's, and a 30-minute dcgmi diag step is longer.
+func (t Target) Capped(o RunOptions) RunOptions {
+	if t.Sources["CommandTimeout"] == "flag" && t.CommandTimeout > 0 && o.Timeout > t.CommandTimeout {
+		o.Timeout = t.CommandTimeout
+	}
+	if t.Sources["InactivityTimeout"] == "flag" && t.InactivityTimeout > 0 && o.Inactivity > t.InactivityTimeout {
+		o.Inactivity = t.InactivityTimeout
+	}
+	return o
 }
 
 // attachStdin gives the session its standard input: o.Stdin for a raw

@@ -104,9 +104,11 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 				}
 			}
 			// The host's class is the worst thing that happened to its
-			// connection (lost, cancelled, a timeout), not a command that
-			// merely exited non-zero.
-			if sr.Class >= orchestrator.Lost && sr.Class > hr.Class {
+			// connection or its commands' time (lost, cancelled, a command
+			// past its timeout or silent past the inactivity timeout: a
+			// hung nvidia-smi is a sick host), not a command that merely
+			// exited non-zero or died by a signal, which the checks judge.
+			if sr.Class >= orchestrator.Inactive && sr.Class > hr.Class {
 				hr.Class = sr.Class
 				if hr.Err == "" {
 					hr.Err = "step " + s.ID + ": " + sr.Problem

@@ -575,3 +575,34 @@ func TestNoClusterIsUnknownNotFail(t *testing.T) {
 		}
 	}
 }
+
+// A host whose tool hangs is cut short by its class (timeout-command), as
+// exec says it: its checks are UNKNOWN, and the run is cut short, which no
+// --allow-unknown accepts (it read UNKNOWN with the host "ok", exit 0 with
+// --allow-unknown). --timeout on the command line caps the step's own
+// limit (30s), so one hung host does not hold the run for it.
+func TestRunbookHostHungIsCutShort(t *testing.T) {
+	clean := filepath.Join(t.TempDir(), "kernel.txt")
+	os.WriteFile(clean, []byte(cleanKernelLog), 0o644)
+	good := host{smi: "nvidia-smi/a10g-drv535-in-pod-empty-processes.txt", query: "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt", kernel: clean}
+	hung := good
+	hung.hang, hung.started = "dmesg", filepath.Join(t.TempDir(), "started")
+	e, ts := fleet(t, []host{good, hung})
+	for i := range ts {
+		ts[i].CommandTimeout = 2 * time.Second
+		ts[i].Sources = map[string]string{"CommandTimeout": "flag"} // gpulab runbook run --timeout 2s
+	}
+	out := runbooks.Execute(context.Background(), e, ts, load(t, "health"), runbooks.RunOptions{})
+	if !out.CutShort || out.Runs[0].CutShort() || out.Runs[1].Class != orchestrator.TimeoutCommand {
+		t.Errorf("cut short %v; gpu01 %s, gpu02 %s (%s): want gpu02 timeout-command, the run cut short", out.CutShort, out.Runs[0].Class, out.Runs[1].Class, out.Runs[1].Err)
+	}
+	if !strings.Contains(out.Summary, "cut short: 1 timeout-command (gpu02)") {
+		t.Errorf("summary %q does not name the host that hung", out.Summary)
+	}
+	if !strings.Contains(out.Runs[1].Err, "(2s)") {
+		t.Errorf("gpu02: %q: want the step cut at --timeout's 2s, not its own limit", out.Runs[1].Err)
+	}
+	if got := groups(out.Folded, "xid"); !strings.Contains(got, "PASS gpu01") || !strings.Contains(got, "UNKNOWN gpu02") {
+		t.Errorf("xid:\n%s", got)
+	}
+}
