@@ -82,8 +82,7 @@ func (f *Fleet) Chosen(hosts []int) []orchestrator.Target {
 // that could not be resolved ends at once with its error); progress goes
 // to events, closed at the end (nil: none).
 func (f *Fleet) Exec(ctx context.Context, command string, events chan<- orchestrator.Event) []orchestrator.HostResult {
-	plan := orchestrator.Plan{Targets: f.Targets, Steps: []orchestrator.Step{{Name: "exec", Command: command}}}
-	return f.Engine.Run(ctx, plan, events)
+	return f.Engine.Run(ctx, f.ExecPlan(command), events)
 }
 
 // Pool keeps the fleet's connections open between runs, as the workbench

@@ -158,7 +158,7 @@ func (w *Workbench) Probe(ctx context.Context, events chan<- orchestrator.Event)
 // as soon as it is complete, then closing done.
 func (w *Workbench) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts []int, params map[string]string, done chan<- RunbookHost) {
 	defer close(done)
-	runbooks.Execute(ctx, w.Fleet.Engine, w.Fleet.Chosen(hosts), rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
+	w.Fleet.RunRunbook(ctx, w.Fleet.Chosen(hosts), rb, runbooks.RunOptions{Params: params, OnHost: func(i int, r runbooks.HostRun) {
 		done <- RunbookHost{Index: i, Run: r}
 	}})
 }
@@ -168,20 +168,10 @@ func (w *Workbench) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts [
 // written); then events is closed.
 func (w *Workbench) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate) {
 	defer close(events)
-	targets := w.Fleet.Chosen(hosts)
-	var kube *cluster.Client
-	var kubeProblem string
-	switch {
-	case w.Kube != nil:
-		kube, kubeProblem = w.Kube(targets)
-	case w.Getenv != nil:
-		kube, kubeProblem = w.Fleet.Cluster(w.Getenv, targets)
-	}
 	repro, fleet := w.ReproduceFor(l, o.Params)
-	out := labs.Execute(ctx, labs.RunSpec{Engine: w.Fleet.Engine, Targets: targets, Lab: l, Results: w.Results,
-		Options: labs.RunOptions{Simulated: w.Fleet.Simulated, Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: w.Prober, Abandon: o.Abandon,
+	out := w.Fleet.RunLab(ctx, LabRun{Lab: l, Targets: w.Fleet.Chosen(hosts), Results: w.Results, Kube: w.Kube, Getenv: w.Getenv,
+		Options: labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: w.Prober, Abandon: o.Abandon,
 			Reproduce: repro, ReproduceFleet: fleet,
-			Cluster: kube, ClusterProblem: kubeProblem,
 			OnEvent: func(ev labs.Event) {
 				e := ev
 				if e.Step != nil {

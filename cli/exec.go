@@ -55,8 +55,8 @@ func (f *sshFlags) register(cmd *cobra.Command) {
 	fl.IntVarP(&f.port, "port", "p", 0, "`PORT` for every host")
 	fl.StringVarP(&f.identity, "identity", "i", "", "identity `FILE` offered after ssh-agent's keys")
 	fl.DurationVar(&f.connectTimeout, "connect-timeout", 0, "TCP connect plus SSH handshake limit (default 10s)")
-	fl.DurationVar(&f.timeout, "timeout", 0, "limit for each command (default 10m)")
-	fl.DurationVar(&f.inactivity, "inactivity-timeout", 0, "a command silent this long is hung (default 2m)")
+	fl.DurationVar(&f.timeout, "timeout", 0, "limit for each command (default 10m); given, it also caps a runbook's or lab's steps, which have their own")
+	fl.DurationVar(&f.inactivity, "inactivity-timeout", 0, "a command silent this long is hung (default 2m); given, it also caps the steps'")
 	fl.IntVar(&f.concurrency, "concurrency", 0, "hosts worked on at once, a sliding window (default 64)")
 }
 
@@ -326,7 +326,7 @@ func (eo *execOptions) Run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	defer r.Keys.Close()
 	start := time.Now()
-	plan := orchestrator.Plan{Targets: r.Targets, Steps: []orchestrator.Step{{Name: "exec", Command: eo.line}}}
+	plan := r.ExecPlan(eo.line)
 	var results []orchestrator.HostResult
 	if eo.json || eo.noFold || (!eo.fold && len(r.Targets) == 1) {
 		results, err = eo.execInOrder(ctx, stdout, r, plan, start)

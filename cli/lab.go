@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/render"
@@ -239,10 +240,8 @@ func (lr *labRunOptions) Run(stdin io.Reader, stdout, stderr io.Writer) error {
 	if lr.guided {
 		guide = stepper(stdin, progress, !readsTerminal(stdin))
 	}
-	kube, kubeProblem := r.Cluster(o.getenv, r.Targets)
-	out := labs.Execute(ctx, labs.RunSpec{Engine: r.Engine, Targets: r.Targets, Lab: l, Results: lr.results,
-		Options: labs.RunOptions{Simulated: r.Simulated, Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.Inv.File, &lr.f, lr.set),
-			Cluster: kube, ClusterProblem: kubeProblem,
+	out := r.RunLab(ctx, app.LabRun{Lab: l, Targets: r.Targets, Results: lr.results, Getenv: o.getenv,
+		Options: labs.RunOptions{Yes: lr.yes, Solve: lr.solve, Params: params, Probe: prober, Guide: guide, Abandon: abandon, Reproduce: o.reproduce(r.Inv.File, &lr.f, lr.set),
 			OnEvent: func(ev labs.Event) {
 				if o.json || ev.Kind != labs.StepFinished {
 					return

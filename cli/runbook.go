@@ -180,7 +180,7 @@ func (ro *runbookRunOptions) Run(ctx context.Context, stdout, stderr io.Writer) 
 		return err
 	}
 	defer r.Keys.Close()
-	out := runbooks.Execute(ctx, r.Engine, r.Targets, ro.rb, runbooks.RunOptions{Yes: ro.yes, Params: ro.params})
+	out := r.RunRunbook(ctx, r.Targets, ro.rb, runbooks.RunOptions{Yes: ro.yes, Params: ro.params})
 	if ro.json {
 		err = writeJSON(stdout, struct {
 			Runbook   string             `json:"runbook"`
