@@ -39,6 +39,9 @@ type badClass struct {
 	// the fleet.
 	cfg   func(c *sim.Config, bad string)
 	block func(f *sim.Fleet, healthy []string, bad string) string
+	// flags are the class's own (the operator's --timeout, which caps
+	// every command: a runbook's and a lab's steps too).
+	flags []string
 }
 
 func lifecycleClasses() []badClass {
@@ -69,6 +72,10 @@ func lifecycleClasses() []badClass {
 		}},
 		{name: "hang", class: "timeout-connect", cfg: func(c *sim.Config, bad string) { c.Hang = []string{bad} }},
 		{name: "killed-mid-command", class: "lost", cfg: func(c *sim.Config, bad string) { c.Die = []string{bad} }},
+		// Logged in, and every command hangs, silent: a hung nvidia-smi.
+		// --timeout caps every command, so the run ends in seconds; a
+		// simulated healthy host answers in milliseconds, far below it.
+		{name: "hang-mid-command", class: "timeout-command", cfg: func(c *sim.Config, bad string) { c.Stall = []string{bad} }, flags: []string{"--timeout", "10s"}},
 	}
 }
 
@@ -177,7 +184,7 @@ func TestEveryHostAnswersOnce(t *testing.T) {
 				}
 			}
 			selection := []string{healthy[0], healthy[1], selected}
-			common := []string{"-H", strings.Join(selection, ","), "--inventory", files.Inventory, "-F", sshConfig, "--connect-timeout", "1s"}
+			common := append([]string{"-H", strings.Join(selection, ","), "--inventory", files.Inventory, "-F", sshConfig, "--connect-timeout", "1s"}, bc.flags...)
 			env := []string{"HOME=" + dir, "GODEBUG=netdns=go", "GPULAB_RESULTS=" + filepath.Join(dir, "results"), "KUBECONFIG=" + cp.Kubeconfig}
 			for _, c := range lifecycleCommands() {
 				t.Run(strings.ReplaceAll(c.name, " ", "-"), func(t *testing.T) {

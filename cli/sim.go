@@ -79,6 +79,7 @@ decides what runs as you. Another is refused before a host starts.`,
 	fl.DurationVar(&so.cfg.Latency, "latency", 0, "delay added before every packet each host sends")
 	fl.StringArrayVar(&so.cfg.Drop, "drop", nil, "`HOST` refuses connections (repeatable)")
 	fl.StringArrayVar(&so.cfg.Hang, "hang", nil, "`HOST` accepts connections and never answers (repeatable)")
+	fl.StringArrayVar(&so.cfg.Stall, "stall", nil, "`HOST` logs in, and every command it is given hangs, silent, until it is stopped, as a hung nvidia-smi does (repeatable)")
 	fl.StringArrayVar(&so.cfg.Die, "die", nil, "`HOST` logs in, and each connection is cut as a command starts on it, as a power cut would (repeatable)")
 	fl.StringArrayVar(&so.cfg.Deny, "deny", nil, "`HOST` accepts no key: every login fails (repeatable)")
 	fl.StringVar(&so.out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")

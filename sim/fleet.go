@@ -44,6 +44,7 @@ const (
 	Hang                 // accepts them and never answers
 	Die                  // logs in; each connection is cut as its first command starts
 	Deny                 // answers, and accepts no key (every login fails)
+	Stall                // logs in; every command it is given hangs, silent, until it is stopped
 )
 
 // Config says what fleet to simulate.
@@ -59,6 +60,10 @@ type Config struct {
 	Die []string
 	// Deny are hosts that accept no key: every login fails (auth).
 	Deny []string
+	// Stall are hosts that log in and whose every command hangs, printing
+	// nothing, until the client stops it: a hung nvidia-smi, a D-state
+	// process (timeout-command, or inactive).
+	Stall []string
 	// Dir holds the hosts' trees; default a new temporary directory,
 	// removed by Close.
 	Dir string
@@ -157,7 +162,7 @@ func (cfg Config) check() (Config, error) {
 	for i := 0; i < cfg.Hosts; i++ {
 		names[HostName(i, cfg.Hosts)] = true
 	}
-	for _, n := range slices.Concat(cfg.Drop, cfg.Hang, cfg.Die, cfg.Deny) {
+	for _, n := range slices.Concat(cfg.Drop, cfg.Hang, cfg.Die, cfg.Deny, cfg.Stall) {
 		if !names[n] {
 			return cfg, fmt.Errorf("sim: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
 		}
@@ -165,13 +170,13 @@ func (cfg Config) check() (Config, error) {
 		for _, g := range []struct {
 			flag  string
 			hosts []string
-		}{{"--drop", cfg.Drop}, {"--hang", cfg.Hang}, {"--die", cfg.Die}, {"--deny", cfg.Deny}} {
+		}{{"--drop", cfg.Drop}, {"--hang", cfg.Hang}, {"--die", cfg.Die}, {"--deny", cfg.Deny}, {"--stall", cfg.Stall}} {
 			if slices.Contains(g.hosts, n) {
 				flags = append(flags, g.flag)
 			}
 		}
 		if len(flags) > 1 {
-			return cfg, fmt.Errorf("sim: %s is given %s: a host refuses connections, never answers, dies under its commands or refuses every key; one of them", n, strings.Join(flags, " and "))
+			return cfg, fmt.Errorf("sim: %s is given %s: a host refuses connections, never answers, dies under its commands, refuses every key or hangs in every command; one of them", n, strings.Join(flags, " and "))
 		}
 	}
 	return cfg, nil
@@ -188,6 +193,8 @@ func (cfg Config) modeOf(name string) Fault {
 		return Die
 	case slices.Contains(cfg.Deny, name):
 		return Deny
+	case slices.Contains(cfg.Stall, name):
+		return Stall
 	}
 	return Healthy
 }

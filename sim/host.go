@@ -222,6 +222,18 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 				sc.Close()
 				continue
 			}
+			if h.mode == Stall && req.Type == "exec" { // the command starts, and never prints or ends
+				if req.WantReply {
+					_ = req.Reply(true, nil)
+				}
+				started = true
+				go func() {
+					defer close(done)
+					<-ctx.Done() // a signal, or the client closing the session
+					_ = ch.Close()
+				}()
+				continue
+			}
 			start, ok := h.starter(ctx, ch, req, env, pty)
 			// The reply goes before the command starts: a command that ends
 			// at once closes the channel, and a reply after that is lost.
