@@ -438,9 +438,9 @@ func TestSimServeCtrlC(t *testing.T) {
 func TestSimServeFaults(t *testing.T) {
 	const latency = 20 * time.Millisecond
 	out := filepath.Join(t.TempDir(), "inventory.toml")
-	s := startSimServe(t, out, "--inventory-out", out, "--hosts", "4", "--drop", "dgx02", "--hang", "dgx03", "--latency", latency.String()) // the same FILE twice
+	s := startSimServe(t, out, "--inventory-out", out, "--hosts", "4", "--drop", "dgx02", "--hang", "dgx03", "--stall", "dgx04", "--latency", latency.String()) // the same FILE twice
 	s.line(t)
-	r := run(t, noEnv(t), "exec", "--inventory", out, "-H", "@dgx", "--connect-timeout", "2s", "--json", "--", "hostname")
+	r := run(t, noEnv(t), "exec", "--inventory", out, "-H", "@dgx", "--connect-timeout", "2s", "--timeout", "5s", "--json", "--", "hostname")
 	var res struct {
 		Hosts []struct {
 			Host      string `json:"host"`
@@ -466,6 +466,10 @@ func TestSimServeFaults(t *testing.T) {
 			if h.Class != "timeout-connect" {
 				t.Errorf("hung %s: %s (%s), want timeout-connect", h.Host, h.Class, h.Error)
 			}
+		case "dgx04":
+			if h.Class != "timeout-command" || h.Stdout != "" {
+				t.Errorf("stalled %s: %s %q (%s), want timeout-command, silent", h.Host, h.Class, h.Stdout, h.Error)
+			}
 		default:
 			if h.Class != "ok" || h.Stdout != h.Host+"\n" || len(h.Steps) != 1 {
 				t.Errorf("%s: %s %q (%s), want ok", h.Host, h.Class, h.Stdout, h.Error)
@@ -481,7 +485,7 @@ func TestSimServeFaults(t *testing.T) {
 			}
 		}
 	}
-	r.expect(t, ExitFailed, "", "4 hosts: 2 ok, 1 timeout-connect (dgx03), 1 refused (dgx02)")
+	r.expect(t, ExitFailed, "", "4 hosts: 1 ok, 1 timeout-command (dgx04), 1 timeout-connect (dgx03), 1 refused (dgx02)")
 	if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,15 @@ const (
 	Stall                // logs in; every command it is given hangs, silent, until it is stopped
 )
 
+// String is the fault's flag name ("" for a healthy host).
+func (f Fault) String() string {
+	names := [...]string{"", "drop", "hang", "die", "deny", "stall"}
+	if int(f) < len(names) {
+		return names[f]
+	}
+	return fmt.Sprintf("fault(%d)", int(f))
+}
+
 // Config says what fleet to simulate.
 type Config struct {
 	Hosts   int           // how many hosts (default 4)
@@ -423,7 +432,7 @@ type Host struct {
 	Port    int    `json:"port"`
 	HostKey string `json:"host_key"` // authorized_keys format
 	Sick    bool   `json:"sick"`
-	Fault   string `json:"fault,omitempty"` // "drop", "hang", "die", "deny"
+	Fault   string `json:"fault,omitempty"` // "drop", "hang", "die", "deny", "stall"
 	Faults  string `json:"faults,omitempty"`
 }
 
@@ -432,7 +441,7 @@ func (f *Fleet) Hosts() []Host {
 	out := make([]Host, len(f.hosts))
 	for i, h := range f.hosts {
 		out[i] = Host{Name: h.name, Address: "127.0.0.1", Port: portOf(h.addr), HostKey: string(ssh.MarshalAuthorizedKey(h.signer.PublicKey())),
-			Sick: h.sick, Fault: [...]string{"", "drop", "hang", "die", "deny"}[h.mode], Faults: string(h.faults)}
+			Sick: h.sick, Fault: h.mode.String(), Faults: string(h.faults)}
 	}
 	return out
 }

@@ -223,15 +223,8 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 				continue
 			}
 			if h.mode == Stall && req.Type == "exec" { // the command starts, and never prints or ends
-				if req.WantReply {
-					_ = req.Reply(true, nil)
-				}
 				started = true
-				go func() {
-					defer close(done)
-					<-ctx.Done() // a signal, or the client closing the session
-					_ = ch.Close()
-				}()
+				stall(ctx, ch, req, done)
 				continue
 			}
 			start, ok := h.starter(ctx, ch, req, env, pty)
@@ -266,6 +259,20 @@ func (h *host) session(ctx context.Context, sc *ssh.ServerConn, ch ssh.Channel, 
 	if started {
 		<-done
 	}
+}
+
+// stall starts a command that never prints or ends (a --stall host's):
+// the channel stays open until a signal or the client ends the session,
+// then done is closed.
+func stall(ctx context.Context, ch ssh.Channel, req *ssh.Request, done chan<- struct{}) {
+	if req.WantReply {
+		_ = req.Reply(true, nil)
+	}
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		_ = ch.Close()
+	}()
 }
 
 // acceptEnv is sshd's default AcceptEnv on Debian and Ubuntu.
