@@ -434,7 +434,19 @@ func (x *hostRun) cleanup(before kernelState) {
 	// Stability over the run, read before cleanup touches anything; a
 	// lab's own metric of the same name wins. A host where no step ran
 	// has nothing to measure it over.
-	metrics, why := stabilityMetrics(before, countStability(cctx, x.conn))
+	// Only a host where a step ran has a run to count over; after an
+	// interrupt the operator is waiting, and a hung host would hold them
+	// the read's whole 30 s: it gets 5.
+	var after kernelState
+	if h.RanSteps() {
+		sctx, cancelRead := cctx, context.CancelFunc(func() {})
+		if x.ctx.Err() != nil {
+			sctx, cancelRead = context.WithTimeout(cctx, 5*time.Second)
+		}
+		after = countStability(sctx, x.conn)
+		cancelRead()
+	}
+	metrics, why := stabilityMetrics(before, after)
 	for m, v := range metrics {
 		if x.lab.MetricsFrom[m] == "stability" && h.RanSteps() {
 			h.Metrics[m] = v
