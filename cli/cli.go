@@ -197,6 +197,7 @@ table, or as JSON with --json, for scripts.
 	pf.BoolVar(&o.noColor, "no-color", false, "draw without colour (also when NO_COLOR is set)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newLabCmd(o), newResultsCmd(o), newClusterCmd(o), newSimCmd(o), newDemoCmd(o), newVersionCmd(o), newDocsCmd(o))
+	o.completeHosts(root)
 	return root
 }
 

@@ -78,10 +78,11 @@ labs/builtin/*.toml).`,
 		},
 	})
 	cmd.AddCommand(&cobra.Command{
-		Use:     "show ID",
-		Short:   "Show a lab: goal, constraints, flow, criteria, comparison table",
-		Example: "  gpulab lab show topology-sanity\n  gpulab lab show health-gate --json | jq '.criteria'",
-		Args:    exactArgs(1, "a lab id (gpulab lab list)"),
+		Use:               "show ID",
+		ValidArgsFunction: completeWith(o.labIDs, false),
+		Short:             "Show a lab: goal, constraints, flow, criteria, comparison table",
+		Example:           "  gpulab lab show topology-sanity\n  gpulab lab show health-gate --json | jq '.criteria'",
+		Args:              exactArgs(1, "a lab id (gpulab lab list)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return printShown(c.OutOrStdout(), o.json, func() (*labs.Lab, error) { return o.findLab(args[0]) }, func(w io.Writer, l *labs.Lab) error {
 				printLab(w, l)
@@ -133,8 +134,9 @@ type labRunOptions struct {
 func newLabRunCmd(o *options) *cobra.Command {
 	lr := &labRunOptions{options: o}
 	run := &cobra.Command{
-		Use:   "run ID -H EXPR",
-		Short: "Run a lab on hosts, score each criterion live, write the lab record",
+		Use:               "run ID -H EXPR",
+		ValidArgsFunction: completeWith(o.labIDs, false),
+		Short:             "Run a lab on hosts, score each criterion live, write the lab record",
 		Long: `Run a lab on every selected host over SSH: prerequisites, then setup, run,
 observe and check, then cleanup, which always runs (after a failure, a lost
 host or Ctrl-C). Each criterion is scored as its metrics arrive and printed

@@ -321,8 +321,9 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
 	})
 	so := &catalogShowOptions{options: o}
 	show := &cobra.Command{
-		Use:   "show PROJECT",
-		Short: "Print a project's card: axes with reasons, acceptance questions, labs, links",
+		Use:               "show PROJECT",
+		ValidArgsFunction: completeWith(o.projectIDs, false),
+		Short:             "Print a project's card: axes with reasons, acceptance questions, labs, links",
 		Example: `  gpulab catalog show mig
   gpulab catalog show hami --json`,
 		Args: exactArgs(1, "a project id (gpulab map lists them)"),

@@ -29,8 +29,9 @@ type parseOptions struct {
 func newParseCmd(o *options) *cobra.Command {
 	po := &parseOptions{options: o}
 	cmd := &cobra.Command{
-		Use:   "parse KIND [FILE|-]",
-		Short: "Turn one command's output into structured JSON",
+		Use:               "parse KIND [FILE|-]",
+		ValidArgsFunction: completeWith(parseKinds, true),
+		Short:             "Turn one command's output into structured JSON",
 		Long: `Parse what a GPU-node command printed (a file, or standard input) and print
 the facts as JSON. The input is a regular file or a pipe of at most 64 MiB
 (one command's output). Damaged or truncated input still prints what could be

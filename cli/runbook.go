@@ -64,10 +64,11 @@ func newRunbookListCmd(o *options) *cobra.Command {
 
 func newRunbookShowCmd(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:     "show ID",
-		Short:   "Show a runbook's steps and checks",
-		Example: "  gpulab runbook show health",
-		Args:    exactArgs(1, "a runbook id (gpulab runbook list)"),
+		Use:               "show ID",
+		ValidArgsFunction: completeWith(o.runbookIDs, false),
+		Short:             "Show a runbook's steps and checks",
+		Example:           "  gpulab runbook show health",
+		Args:              exactArgs(1, "a runbook id (gpulab runbook list)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return printShown(c.OutOrStdout(), o.json, func() (runbooks.Runbook, error) { return o.findRunbook(args[0]) }, printRunbook)
 		},
@@ -112,8 +113,9 @@ type runbookRunOptions struct {
 func newRunbookRunCmd(o *options) *cobra.Command {
 	ro := &runbookRunOptions{options: o}
 	run := &cobra.Command{
-		Use:   "run ID -H EXPR",
-		Short: "Run a runbook on hosts and print folded verdicts",
+		Use:               "run ID -H EXPR",
+		ValidArgsFunction: completeWith(o.runbookIDs, false),
+		Short:             "Run a runbook on hosts and print folded verdicts",
 		Long: `Run a runbook on every selected host (one SSH connection each) and print each
 check's verdicts with identical hosts folded.
 
