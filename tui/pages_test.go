@@ -17,7 +17,7 @@ var rootFiles = []string{"app.go", "present.go"}
 
 // pageOf is the page a file belongs to: page_fleet.go and
 // page_fleet_host.go are both "fleet". Every other file is the shared kit
-// (keys, styles, layout, scroller, run pane, run setup, masker, cells).
+// (keys, styles, layout, scroller, the run stream, run setup, masker, cells).
 func pageOf(file string) string {
 	name, ok := strings.CutPrefix(strings.TrimSuffix(file, ".go"), "page_")
 	if !ok {
