@@ -7,6 +7,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/step/parse"
 )
 
@@ -37,28 +40,26 @@ func completeWith(ids func() []string, thenFiles bool) func(*cobra.Command, []st
 	}
 }
 
-func (o *options) labIDs() []string {
-	ls, err := o.loadLabs()
+// idsOf is each item's id, or none when they could not be loaded.
+func idsOf[T any](items []T, err error, id func(T) string) []string {
 	if err != nil {
 		return nil
 	}
-	ids := make([]string, len(ls))
-	for i, l := range ls {
-		ids[i] = l.ID
+	ids := make([]string, len(items))
+	for i, it := range items {
+		ids[i] = id(it)
 	}
 	return ids
 }
 
+func (o *options) labIDs() []string {
+	ls, err := o.loadLabs()
+	return idsOf(ls, err, func(l *labs.Lab) string { return l.ID })
+}
+
 func (o *options) runbookIDs() []string {
 	rbs, err := o.loadRunbooks()
-	if err != nil {
-		return nil
-	}
-	ids := make([]string, len(rbs))
-	for i, rb := range rbs {
-		ids[i] = rb.ID
-	}
-	return ids
+	return idsOf(rbs, err, func(rb runbooks.Runbook) string { return rb.ID })
 }
 
 func (o *options) projectIDs() []string {
@@ -66,11 +67,7 @@ func (o *options) projectIDs() []string {
 	if err != nil {
 		return nil
 	}
-	ids := make([]string, len(c.Projects))
-	for i, p := range c.Projects {
-		ids[i] = p.ID
-	}
-	return ids
+	return idsOf(c.Projects, nil, func(p landscape.Project) string { return p.ID })
 }
 
 func parseKinds() []string {
