@@ -85,6 +85,8 @@ func newPushCmd(o *options) *cobra.Command {
   gpulab push big.tar -H gpu01 --json`,
 		Args: exactArgs(1, "the local FILE to push"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// Validate before Complete, unlike kubectl's order: the name and
+			// the flags are refused before a file of up to MaxPush is read.
 			if err := po.Validate(args); err != nil {
 				return err
 			}
