@@ -30,14 +30,19 @@ func completeWith(ids func() []string, thenFiles bool) func(*cobra.Command, []st
 			}
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		var out []string
-		for _, id := range ids() {
-			if strings.HasPrefix(id, prefix) {
-				out = append(out, id)
-			}
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return withPrefix(ids(), prefix), cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// withPrefix keeps the names that start with what was typed.
+func withPrefix(names []string, prefix string) []string {
+	var out []string
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // idsOf is each item's id, or none when they could not be loaded.
@@ -102,13 +107,7 @@ func (o *options) completeHosts(root *cobra.Command) {
 	walk = func(c *cobra.Command) {
 		if c.Flags().Lookup("hosts") != nil {
 			_ = c.RegisterFlagCompletionFunc("hosts", func(_ *cobra.Command, _ []string, prefix string) ([]string, cobra.ShellCompDirective) {
-				var out []string
-				for _, h := range o.hostNames() {
-					if strings.HasPrefix(h, prefix) {
-						out = append(out, h)
-					}
-				}
-				return out, cobra.ShellCompDirectiveNoFileComp
+				return withPrefix(o.hostNames(), prefix), cobra.ShellCompDirectiveNoFileComp
 			})
 		}
 		for _, sub := range c.Commands() {

@@ -493,13 +493,11 @@ func (r *labRun) finalize(i int, hr orchestrator.HostResult) {
 	if seen > h.Class {
 		h.Class, h.Err = seen, seenErr
 	}
-	// The host's class is the worst thing that happened to it: a
-	// connection lost in a step (or the run cancelled), a command past its
-	// timeout or silent past the inactivity timeout (a hung nvidia-smi is
-	// a sick host) count, as in a runbook's run; not a command that merely
-	// exited non-zero or died by a signal, which the criteria judge.
+	// The host's class is the worst thing that happened to it
+	// (Class.HostFault), as in a runbook's run; not a command's exit
+	// status, which the criteria judge.
 	for _, s := range h.Steps {
-		if s.Class >= orchestrator.Inactive && s.Class > h.Class {
+		if s.Class.HostFault() && s.Class > h.Class {
 			h.Class = s.Class
 			if h.Err == "" {
 				h.Err = "step " + s.ID + ": " + s.Problem

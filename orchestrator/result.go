@@ -45,6 +45,14 @@ const (
 var classNames = [...]string{"ok", "exit", "killed", "inactive", "timeout-command", "lost", "timeout-connect",
 	"unreachable", "refused", "auth", "hostkey-unknown", "hostkey-changed", "cancelled", "error"}
 
+// HostFault says whether c is something that happened to the host rather
+// than to one command's result: a command hung past its timeout or silent
+// past the inactivity timeout (a hung nvidia-smi is a sick host), the
+// connection lost or never made, the run cancelled. A runbook's or lab's
+// host whose step ends so takes the class as its own; a command that
+// exited non-zero or died by a signal is the checks' to judge.
+func (c Class) HostFault() bool { return c >= Inactive }
+
 func (c Class) String() string {
 	if int(c) < len(classNames) {
 		return classNames[c]

@@ -103,12 +103,9 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 					first.Settle(i, true)
 				}
 			}
-			// The host's class is the worst thing that happened to its
-			// connection or its commands' time (lost, cancelled, a command
-			// past its timeout or silent past the inactivity timeout: a
-			// hung nvidia-smi is a sick host), not a command that merely
-			// exited non-zero or died by a signal, which the checks judge.
-			if sr.Class >= orchestrator.Inactive && sr.Class > hr.Class {
+			// The host's class is the worst thing that happened to it
+			// (Class.HostFault), not a command's exit status.
+			if sr.Class.HostFault() && sr.Class > hr.Class {
 				hr.Class = sr.Class
 				if hr.Err == "" {
 					hr.Err = "step " + s.ID + ": " + sr.Problem

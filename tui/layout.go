@@ -62,6 +62,20 @@ func listScrolls(km tea.KeyMsg, k ScrollKeys) bool {
 	return key.Matches(km, k.PageUp) || key.Matches(km, k.PageDown) || key.Matches(km, k.Left) || key.Matches(km, k.Right)
 }
 
+// follow is the first row shown of a list of rows, n at a time, that
+// keeps the cursor in view, moving no further than it must; the cursor
+// is clamped to the list.
+func follow(cursor, offset, rows, n int) (int, int) {
+	cursor = max(0, min(cursor, rows-1))
+	if cursor < offset {
+		offset = cursor
+	}
+	if cursor >= offset+n {
+		offset = cursor - n + 1
+	}
+	return cursor, max(0, min(offset, rows-n))
+}
+
 // cursorWindow shows room lines of body around line at (the cursor's),
 // the last of them saying what is above and below when not all fit.
 func cursorWindow(body []string, at, room int, st Styles) []string {

@@ -445,25 +445,13 @@ func (v *clusterView) nodeHeight() int {
 	return min(max(len(v.rows), 1), max(3, v.height-fixed))
 }
 
-// scroll keeps the cursors in range and on screen.
+// scroll keeps the cursors in range and on screen. The cursors come in
+// range first: the panes' heights depend on what the wait cursor is on.
 func (v *clusterView) scroll() {
-	v.nodeCursor = clampIndex(v.nodeCursor, len(v.rows))
-	v.waitCursor = clampIndex(v.waitCursor, len(v.waiting))
-	v.nodeOffset = follow(v.nodeOffset, v.nodeCursor, v.nodeHeight())
-	v.waitOffset = follow(v.waitOffset, v.waitCursor, v.waitHeight())
-}
-
-func clampIndex(i, n int) int { return max(0, min(i, n-1)) }
-
-// follow is the first row shown so that cursor is among the n shown.
-func follow(offset, cursor, n int) int {
-	if cursor < offset {
-		return cursor
-	}
-	if cursor >= offset+n {
-		return cursor - n + 1
-	}
-	return offset
+	v.nodeCursor = max(0, min(v.nodeCursor, len(v.rows)-1))
+	v.waitCursor = max(0, min(v.waitCursor, len(v.waiting)-1))
+	v.nodeCursor, v.nodeOffset = follow(v.nodeCursor, v.nodeOffset, len(v.rows), v.nodeHeight())
+	v.waitCursor, v.waitOffset = follow(v.waitCursor, v.waitOffset, len(v.waiting), v.waitHeight())
 }
 
 // nodeProbes holds the latest probe run as the reconciliation takes it,

@@ -257,15 +257,7 @@ func (v *fleetView) paneHeight() int {
 func (v *fleetView) tableHeight() int { return max(1, v.height-3-v.paneHeight()) }
 
 func (v *fleetView) clamp() {
-	v.cursor = max(0, min(v.cursor, len(v.rows)-1))
-	n := v.tableHeight()
-	if v.cursor < v.offset {
-		v.offset = v.cursor
-	}
-	if v.cursor >= v.offset+n {
-		v.offset = v.cursor - n + 1
-	}
-	v.offset = max(0, min(v.offset, len(v.rows)-n))
+	v.cursor, v.offset = follow(v.cursor, v.offset, len(v.rows), v.tableHeight())
 }
 
 func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {

@@ -386,15 +386,7 @@ func (v *matrixView) refresh(keep string) {
 }
 
 func (v *matrixView) clampOffset() {
-	v.row = max(0, min(v.row, len(v.rows)-1))
-	n := v.visibleRows()
-	if v.row < v.offset {
-		v.offset = v.row
-	}
-	if v.row >= v.offset+n {
-		v.offset = v.row - n + 1
-	}
-	v.offset = max(0, min(v.offset, len(v.rows)-n))
+	v.row, v.offset = follow(v.row, v.offset, len(v.rows), v.visibleRows())
 }
 
 func (v *matrixView) View() string {
