@@ -87,6 +87,9 @@ type Overrides struct {
 	InactivityTimeout time.Duration
 }
 
+// SourceFlag is Target.Sources' word for a setting the command line gave.
+const SourceFlag = "flag"
+
 // Resolver turns inventory hosts into Targets. Precedence, highest first:
 // command-line overrides, the inventory host, the inventory defaults,
 // ~/.ssh/config (or the file given like ssh -F), OpenSSH's defaults.
@@ -428,13 +431,13 @@ func (x *resolving) address() error {
 	t.HostName = x.pick("HostName", sourced{addr, invSrc}, x.sshV("HostName"), sourced{h.Name, "name"})
 	t.HostName = x.r.expandTokens(t.HostName, h.Name, "")
 
-	portS := x.pick("Port", sourced{itoaNZ(o.Port), "flag"}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, x.sshV("Port"), sourced{"22", "default"})
+	portS := x.pick("Port", sourced{itoaNZ(o.Port), SourceFlag}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, x.sshV("Port"), sourced{"22", "default"})
 	port, err := strconv.Atoi(portS)
 	if err != nil || port < 1 || port > 65535 {
 		return fmt.Errorf("host %s: port %q from %s is not a port number", h.Name, portS, t.Sources["Port"])
 	}
 	t.Port = port
-	t.User = x.pick("User", sourced{o.User, "flag"}, sourced{h.User, invSrc}, sourced{d.User, defSrc}, x.sshV("User"), sourced{x.r.LocalUser, "local user"})
+	t.User = x.pick("User", sourced{o.User, SourceFlag}, sourced{h.User, invSrc}, sourced{d.User, defSrc}, x.sshV("User"), sourced{x.r.LocalUser, "local user"})
 	if bad := badChars(t.HostName, hostNameRune); bad != "" || strings.HasPrefix(t.HostName, "-") {
 		return fmt.Errorf("host %s: HostName %q (from %s) holds characters a host name cannot (%s): OpenSSH refuses it too", h.Name, t.HostName, t.Sources["HostName"], cmp.Or(bad, "a leading '-'"))
 	}
@@ -451,7 +454,7 @@ func (x *resolving) identities() error {
 	invSrc, defSrc := x.invSrc, x.defSrc
 	switch {
 	case o.IdentityFile != "":
-		t.IdentityFiles, t.Sources["IdentityFile"] = []string{o.IdentityFile}, "flag"
+		t.IdentityFiles, t.Sources["IdentityFile"] = []string{o.IdentityFile}, SourceFlag
 	case h.IdentityFile != "":
 		t.IdentityFiles, t.Sources["IdentityFile"] = []string{h.IdentityFile}, invSrc
 	case d.IdentityFile != "":
@@ -491,7 +494,7 @@ func (x *resolving) identities() error {
 func (x *resolving) knownHosts() error {
 	t, h, d, o := x.t, x.h, x.r.Inventory.Defaults, x.r.Overrides
 	defSrc := x.defSrc
-	kh := x.pick("KnownHosts", sourced{o.KnownHosts, "flag"}, sourced{d.KnownHosts, defSrc}, x.sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
+	kh := x.pick("KnownHosts", sourced{o.KnownHosts, SourceFlag}, sourced{d.KnownHosts, defSrc}, x.sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
 	for _, f := range strings.Fields(kh) {
 		t.KnownHosts = append(t.KnownHosts, x.r.expandTokens(f, h.Name, t.User))
 	}
@@ -533,7 +536,7 @@ func (x *resolving) timeouts() error {
 	for _, du := range durations {
 		switch {
 		case du.flag > 0:
-			*du.dst, t.Sources[du.field] = du.flag, "flag"
+			*du.dst, t.Sources[du.field] = du.flag, SourceFlag
 		case x.r.Inventory.File != "" && du.inv.Duration > 0 && !d.Builtin(du.key):
 			*du.dst, t.Sources[du.field] = du.inv.Duration, defSrc
 		default:

@@ -154,10 +154,10 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 // long as its step) keeps none. Limits from the inventory or the defaults
 // do not cap: they are exec's, and a 30-minute dcgmi diag step is longer.
 func (t Target) Capped(o RunOptions) RunOptions {
-	if t.Sources["CommandTimeout"] == "flag" && t.CommandTimeout > 0 && o.Timeout > t.CommandTimeout {
+	if t.Sources["CommandTimeout"] == SourceFlag && t.CommandTimeout > 0 && o.Timeout > t.CommandTimeout {
 		o.Timeout = t.CommandTimeout
 	}
-	if t.Sources["InactivityTimeout"] == "flag" && t.InactivityTimeout > 0 && o.Inactivity > t.InactivityTimeout {
+	if t.Sources["InactivityTimeout"] == SourceFlag && t.InactivityTimeout > 0 && o.Inactivity > t.InactivityTimeout {
 		o.Inactivity = t.InactivityTimeout
 	}
 	return o
