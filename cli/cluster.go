@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -72,12 +71,11 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wi
 		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "NODE\tSTATUS\tRESOURCE\tALLOCATED\tALLOCATABLE\tFREE\tTAINTS")
+	heads := []string{"NODE", "STATUS", "RESOURCE", "ALLOCATED", "ALLOCATABLE", "FREE", "TAINTS"}
 	if wide {
-		fmt.Fprint(tw, "\tPRODUCT\tMIG STRATEGY\tKUBELET\tRUNTIME\tOS")
+		heads = append(heads, "PRODUCT", "MIG STRATEGY", "KUBELET", "RUNTIME", "OS")
 	}
-	fmt.Fprintln(tw)
+	t := render.NewTable(heads...)
 	for _, n := range nodes {
 		status := render.NodeStatus(n)
 		res := make([]string, 0, len(n.Allocatable))
@@ -90,15 +88,15 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wi
 			if i > 0 {
 				name, status, taints = "", "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s", name, status, visible.String(r), n.Allocated[r], n.Allocatable[r], n.Free(r), visible.String(taints))
+			row := []string{name, status, visible.String(r), fmt.Sprint(n.Allocated[r]), fmt.Sprint(n.Allocatable[r]), fmt.Sprint(n.Free(r)), visible.String(taints)}
 			if wide && i == 0 {
-				fmt.Fprintf(tw, "\t%s\t%s\t%s\t%s\t%s", visible.String(cmp.Or(n.Product, "-")), visible.String(cmp.Or(n.MIGStrategy, "-")),
+				row = append(row, visible.String(cmp.Or(n.Product, "-")), visible.String(cmp.Or(n.MIGStrategy, "-")),
 					visible.String(n.Kubelet), visible.String(n.Runtime), visible.String(n.OS))
 			}
-			fmt.Fprintln(tw)
+			t.Add(row...)
 		}
 	}
-	return tw.Flush()
+	return t.WriteText(w)
 }
 
 func newClusterPendingCmd(o *options, cf *clusterFlags) *cobra.Command {

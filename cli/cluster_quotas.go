@@ -6,12 +6,12 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/render"
 )
 
 func newClusterQuotasCmd(o *options, cf *clusterFlags) *cobra.Command {
@@ -53,32 +53,30 @@ func printQuotas(c *cobra.Command, r quotasReport) error {
 		}
 		fmt.Fprintf(w, "no ResourceQuota in %s of %s\n", visible.String(where), visible.String(r.Context))
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	if len(r.Quotas) > 0 {
-		fmt.Fprintln(tw, "NAMESPACE\tQUOTA\tRESOURCE\tUSED\tHARD")
-	}
+	quotas := render.NewTable("NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "")
 	for _, q := range r.Quotas {
 		for i, res := range q.Resources {
 			ns, name := visible.String(q.Namespace), visible.String(q.Name)
 			if i > 0 {
 				ns, name = "", ""
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s", ns, name, visible.String(res.Name), cmp.Or(res.Used, "(not counted)"), res.Hard)
+			full := ""
 			if res.Full {
-				fmt.Fprint(tw, "\tFULL")
+				full = "FULL"
 			}
-			fmt.Fprintln(tw)
+			quotas.Add(ns, name, visible.String(res.Name), cmp.Or(res.Used, "(not counted)"), res.Hard, full)
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	if len(quotas.Rows) > 0 {
+		if err := quotas.WriteText(w); err != nil {
+			return err
+		}
 	}
 	if len(r.ClusterQueues) == 0 {
 		return nil
 	}
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CLUSTERQUEUE\tCOHORT\tRESOURCE\tUSED\tNOMINAL\tPENDING\tADMITTED")
+	queues := render.NewTable("CLUSTERQUEUE", "COHORT", "RESOURCE", "USED", "NOMINAL", "PENDING", "ADMITTED")
 	for _, cq := range r.ClusterQueues {
 		first := true
 		for _, res := range slices.Sorted(maps.Keys(cq.Nominal)) {
@@ -88,10 +86,10 @@ func printQuotas(c *cobra.Command, r quotasReport) error {
 				name, cohort, pend, adm = "", "", "", ""
 			}
 			first = false
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", name, cohort, visible.String(res), cq.Used[res], cq.Nominal[res], pend, adm)
+			queues.Add(name, cohort, visible.String(res), fmt.Sprint(cq.Used[res]), fmt.Sprint(cq.Nominal[res]), pend, adm)
 		}
 	}
-	return tw.Flush()
+	return queues.WriteText(w)
 }
 
 func newClusterFragmentationCmd(o *options, cf *clusterFlags) *cobra.Command {
@@ -133,18 +131,17 @@ func printShapes(c *cobra.Command, ctxName string, shapes []cluster.Shape) error
 		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SHAPE\tPENDING\tNODES THAT FIT\tFREE\tBEST NODE\tPLACEABLE\tFRAGMENTATION\tSTATE")
+	t := render.NewTable("SHAPE", "PENDING", "NODES THAT FIT", "FREE", "BEST NODE", "PLACEABLE", "FRAGMENTATION", "STATE")
 	label := shapeLabels(shapes)
 	for i, s := range shapes {
 		pending := fmt.Sprint(s.Pending)
 		if s.Pending == 0 {
 			pending = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d of %d\t%d\t%d\t%d\t%s\t%s\n", label[i], pending, s.NodesThatFit, s.Nodes,
-			s.Free, s.Largest, s.Placeable, fmt.Sprintf("%.0f%%", 100*s.Rate), s.State)
+		t.Add(label[i], pending, fmt.Sprintf("%d of %d", s.NodesThatFit, s.Nodes),
+			fmt.Sprint(s.Free), fmt.Sprint(s.Largest), fmt.Sprint(s.Placeable), fmt.Sprintf("%.0f%%", 100*s.Rate), s.State)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.WriteText(w); err != nil {
 		return err
 	}
 	// Capacity a shape's pods may not use is shown apart, never as free.

@@ -42,7 +42,7 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": cp.Kubeconfig}
 
 	run(t, env, "cluster", "quotas", "-n", "ml").expect(t, 0,
-		"NAMESPACE  QUOTA  RESOURCE                 USED  HARD\nml         gpu    requests.nvidia.com/gpu  14    14  FULL\n                  pods                     3     10\n", "")
+		"NAMESPACE  QUOTA  RESOURCE                 USED  HARD\nml         gpu    requests.nvidia.com/gpu  14    14    FULL\n                  pods                     3     10\n", "")
 	var qr struct {
 		Quotas []struct {
 			Resources []struct {
@@ -71,7 +71,7 @@ func TestClusterQuotasPendingFragmentation(t *testing.T) {
 	inv := filepath.Join(t.TempDir(), "inventory.toml")
 	writeFile(t, inv, "[[kube]]\nname = \"lab\"\nkubeconfig = "+strconv.Quote(cp.Kubeconfig)+"\ncontext = \"kubetest\"\n")
 	noKube := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": filepath.Join(t.TempDir(), "missing")}
-	run(t, noKube, "cluster", "quotas", "-n", "ml", "--context", "lab", "--inventory", inv).expect(t, 0, "requests.nvidia.com/gpu  14    14  FULL", "")
+	run(t, noKube, "cluster", "quotas", "-n", "ml", "--context", "lab", "--inventory", inv).expect(t, 0, "requests.nvidia.com/gpu  14    14    FULL", "")
 	run(t, noKube, "cluster", "quotas", "-n", "ml", "--context", "nope", "--inventory", inv).expect(t, 2, "", `context "nope"`)
 
 	if _, err := pods.Create(t.Context(), gpuPod("one", "1", ""), metav1.CreateOptions{}); err == nil || !apierrors.IsForbidden(err) {

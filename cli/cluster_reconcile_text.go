@@ -5,13 +5,13 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/render"
 )
 
 // printReconcile prints reconcile's text output: a table per node, the
@@ -26,8 +26,7 @@ func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
 	}
 	t := out.Totals
 	fmt.Fprintf(w, "cluster %s: %s, %d probed\n\n", visible.String(out.Context), text.Plural(t.Nodes, "node", "nodes"), t.Probed)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tHOST\tGPUS\tIN-USE\tALLOCATED\tALLOC-BUSY\tALLOC-IDLE\tSTARTING\tUNALLOCATED\tMIG-STRANDED")
+	nodes := render.NewTable("NODE", "HOST", "GPUS", "IN-USE", "ALLOCATED", "ALLOC-BUSY", "ALLOC-IDLE", "STARTING", "UNALLOCATED", "MIG-STRANDED")
 	notProbed := map[string][]string{}
 	var reasons []string
 	for _, n := range out.Nodes {
@@ -39,10 +38,10 @@ func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
 			continue
 		}
 		u := n.Usage
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%d\t%d\n", visible.String(n.Node), visible.String(n.Host), n.GPUs, len(n.BusyGPUs),
-			devicesText(u.Allocated), devicesText(u.Busy), devicesText(u.Idle), devicesText(u.Starting), n.Unallocated, n.StrandedMIG)
+		nodes.Add(visible.String(n.Node), visible.String(n.Host), fmt.Sprint(n.GPUs), fmt.Sprint(len(n.BusyGPUs)),
+			devicesText(u.Allocated), devicesText(u.Busy), devicesText(u.Idle), devicesText(u.Starting), fmt.Sprint(n.Unallocated), fmt.Sprint(n.StrandedMIG))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := nodes.WriteText(w); err != nil {
 		return err
 	}
 	for _, why := range reasons {
@@ -50,14 +49,13 @@ func printReconcile(w io.Writer, out reconcileOutput, mock bool) error {
 	}
 	printReconcileFindings(w, out)
 	fmt.Fprintln(w)
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tPODS\tALLOCATED\tBUSY\tIDLE\tSTARTING\tUNKNOWN")
+	spaces := render.NewTable("NAMESPACE", "PODS", "ALLOCATED", "BUSY", "IDLE", "STARTING", "UNKNOWN")
 	for _, n := range out.Namespaces {
 		u := n.Usage
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", visible.String(n.Namespace), n.Pods, devicesText(u.Allocated), devicesText(u.Busy),
+		spaces.Add(visible.String(n.Namespace), fmt.Sprint(n.Pods), devicesText(u.Allocated), devicesText(u.Busy),
 			devicesText(u.Idle), devicesText(u.Starting), devicesText(u.Unknown))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := spaces.WriteText(w); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "\n%s\n", visible.String(reconcileSummary(out.Reconciliation)+hostsNotProbed(out.Hosts)))

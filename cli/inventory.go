@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/render"
 )
 
 func newInventoryCmd(o *options) *cobra.Command {
@@ -211,10 +211,9 @@ func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, tj)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "SETTING\tVALUE\tFROM\n")
+	tb := render.NewTable("SETTING", "VALUE", "FROM")
 	row := func(k, v, src string) {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", k, visible.String(v), visible.String(dash(t.Sources[src])))
+		tb.Add(k, visible.String(v), visible.String(dash(t.Sources[src])))
 	}
 	row("HostName", t.HostName, "HostName")
 	row("Port", strconv.Itoa(t.Port), "Port")
@@ -229,7 +228,7 @@ func printTarget(w io.Writer, t orchestrator.Target, asJSON bool) error {
 	row("CommandTimeout", t.CommandTimeout.String(), "CommandTimeout")
 	row("InactivityTimeout", t.InactivityTimeout.String(), "InactivityTimeout")
 	row("ServerAliveInterval", t.ServerAliveInterval.String(), "ServerAliveInterval")
-	return tw.Flush()
+	return tb.WriteText(w)
 }
 
 // isPlaced reports whether err holds problems at places in a file (a check
@@ -257,8 +256,7 @@ func printHosts(w io.Writer, expr string, hosts []inventory.Host, fold, asJSON b
 		_, err := fmt.Fprintln(w, folded)
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tADDRESS\tPORT\tUSER\tJUMP\tGROUPS\tLABELS")
+	t := render.NewTable("NAME", "ADDRESS", "PORT", "USER", "JUMP", "GROUPS", "LABELS")
 	for _, h := range hosts {
 		port := "-"
 		if h.Port != 0 {
@@ -268,10 +266,10 @@ func printHosts(w io.Writer, expr string, hosts []inventory.Host, fold, asJSON b
 		if h.Adhoc {
 			name += " (ad-hoc)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, visible.String(h.Address), port, visible.String(dash(h.User)), visible.String(dash(h.Jump)),
+		t.Add(name, visible.String(h.Address), port, visible.String(dash(h.User)), visible.String(dash(h.Jump)),
 			dash(strings.Join(h.Groups, ",")), dash(labels(h.Labels)))
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.WriteText(w); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%s: %s\n", text.Plural(len(hosts), "host", "hosts"), folded)

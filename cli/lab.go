@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -559,12 +558,12 @@ func printLab(w io.Writer, l *labs.Lab) {
 	}
 	if len(l.Comparison) > 0 {
 		fmt.Fprintln(w, "\nComparison")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  MODE\tUNIT\tISOLATION\tINTERFERENCE\tFRAGMENTATION\tGOVERNANCE\tOPS")
+		t := render.NewTable("MODE", "UNIT", "ISOLATION", "INTERFERENCE", "FRAGMENTATION", "GOVERNANCE", "OPS")
+		t.Indent = "  "
 		for _, r := range l.Comparison {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Mode, r.ResourceUnit, r.Isolation, r.Interference, r.Fragmentation, r.Governance, r.OpsComplexity)
+			t.Add(r.Mode, r.ResourceUnit, r.Isolation, r.Interference, r.Fragmentation, r.Governance, r.OpsComplexity)
 		}
-		tw.Flush()
+		t.WriteText(w)
 	}
 	if l.Principle != "" {
 		fmt.Fprintf(w, "\nPrinciple\n  %s\n", l.Principle)

@@ -7,12 +7,12 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/tui"
 )
 
@@ -105,15 +105,15 @@ func printMap(w io.Writer, c *landscape.Catalog, only string, asJSON bool) error
 			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "%s: %s\n", strings.ToUpper(pl.Name), pl.Question)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		t := render.Table{Columns: make([]render.Column, 3), Indent: "  "}
 		for _, p := range pl.Projects {
 			also := ""
 			if len(p.Spans) > 0 {
 				also = " (also " + strings.Join(p.Spans, ", ") + ")"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", p.ID, p.Name, p.Kind, also)
+			t.Add(p.ID, p.Name, p.Kind+also)
 		}
-		if err := tw.Flush(); err != nil {
+		if err := t.WriteRows(w); err != nil {
 			return err
 		}
 	}
@@ -257,20 +257,19 @@ func printMatrix(w io.Writer, c *landscape.Catalog, rows []landscape.Project, wh
 	// The table is aligned alone; each row's reasons are written under it
 	// afterwards, so that they do not widen the PROJECT column.
 	var table bytes.Buffer
-	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', 0)
 	head := []string{"PROJECT", "PLANE"}
 	for _, a := range c.Axes {
 		head = append(head, strings.ToUpper(a.Name))
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	t := render.NewTable(head...)
 	for _, p := range rows {
 		cells := []string{p.Name, strings.Join(append([]string{p.Plane}, p.Spans...), " +")}
 		for _, a := range c.Axes {
 			cells = append(cells, c.LevelNames(p, a.ID))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		t.Add(cells...)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.WriteText(&table); err != nil {
 		return err
 	}
 	lines := strings.SplitAfter(table.String(), "\n")

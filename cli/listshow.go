@@ -1,10 +1,9 @@
 package cli
 
 import (
-	"fmt"
 	"io"
-	"strings"
-	"text/tabwriter"
+
+	"github.com/gpulab/gpulab/render"
 )
 
 // printList is what a list command prints: the items as --json, else a
@@ -13,12 +12,11 @@ func printList[T any](w io.Writer, asJSON bool, items []T, header []string, row 
 	if asJSON {
 		return writeJSON(w, items)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	t := render.NewTable(header...)
 	for _, it := range items {
-		fmt.Fprintln(tw, strings.Join(row(it), "\t"))
+		t.Add(row(it)...)
 	}
-	return tw.Flush()
+	return t.WriteText(w)
 }
 
 // printShown is what a show command prints: the item found as --json,

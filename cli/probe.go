@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,6 +23,7 @@ import (
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/remote"
 	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/render"
 )
 
 type probeFlags struct {
@@ -386,14 +386,7 @@ func printProbeTables(w io.Writer, results []app.ProbeResult) {
 		}
 		fmt.Fprintf(w, "%s: %s\nprobe %s, %.1f ms, CUDA %s\n", host, report.Hardware(s), s.ProbeVersion, s.DurationMS, s.CUDADriverVersion)
 		if len(s.GPUs) > 0 {
-			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "GPU\tNAME\tBUS\tMEMORY\tUTIL\tTEMP\tPOWER\tECC\tMIG\tNUMA\tNVLINK\tFINDINGS")
-			for _, g := range s.GPUs {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Index, g.Name, g.PCIBusID, memText(g.Memory),
-					utilText(g.Utilization), numText(g.TemperatureC, "C"), powerText(g), eccText(g.ECC), migText(g.MIG), intText(g.NUMANode),
-					nvlinkText(g), dash(strings.Join(g.Findings, "; ")))
-			}
-			tw.Flush()
+			render.GPUTable(s).WriteText(w)
 		}
 		for _, l := range report.NVLinksDown(s) {
 			fmt.Fprintf(w, "  %s\n", l)
@@ -421,70 +414,6 @@ func xidText(x report.XIDEvent) string {
 		return "unknown Xid (not in gpulab's table): " + x.Message
 	}
 	return x.Meaning + ". Action: " + x.Action
-}
-
-func memText(m *report.Memory) string {
-	if m == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%d/%d MiB", m.UsedMiB, m.TotalMiB)
-}
-
-func utilText(u *report.Utilization) string {
-	if u == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%d%%", u.GPUPercent)
-}
-
-func numText(v *uint32, unit string) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%d%s", *v, unit)
-}
-
-func intText(v *int) string {
-	if v == nil {
-		return "-"
-	}
-	return fmt.Sprint(*v)
-}
-
-func powerText(g report.GPU) string {
-	if g.PowerW == nil {
-		return "-"
-	}
-	if g.PowerLimitW != nil {
-		return fmt.Sprintf("%.0f/%.0f W", *g.PowerW, *g.PowerLimitW)
-	}
-	return fmt.Sprintf("%.0f W", *g.PowerW)
-}
-
-func eccText(e report.ECC) string {
-	switch {
-	case e.Enabled == nil:
-		return "-"
-	case !*e.Enabled:
-		return "off"
-	case e.Volatile != nil:
-		return fmt.Sprintf("on %d/%d", e.Volatile.Corrected, e.Volatile.Uncorrected)
-	}
-	return "on"
-}
-
-func migText(m report.MIG) string {
-	if m.Current == "" {
-		return "-"
-	}
-	if m.Current != "enabled" {
-		return "off"
-	}
-	var ps []string
-	for _, gi := range m.GPUInstances {
-		ps = append(ps, gi.Profile)
-	}
-	return strings.Join(ps, ",")
 }
 
 // probeFleet probes every host of r as pf says; a failure on every host

@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
@@ -79,50 +78,18 @@ func markHardwareGroups(results []app.ProbeResult) {
 	}
 }
 
-// hardwareColumns are the folded table's columns; their widths are the
-// widest value over every host, so that one host's line reads the same
-// in any group and a diff shows only what differs.
-var hardwareColumns = []string{"GPU", "NAME", "BUS", "MEMORY", "ECC", "MIG", "NUMA", "NVLINK"}
-
-// hardwareRow is one GPU's stable values, in hardwareColumns order.
-func hardwareRow(g report.GPU) []string {
-	total := "-"
-	if g.Memory != nil {
-		total = fmt.Sprintf("%d MiB", g.Memory.TotalMiB)
-	}
-	ecc := "-"
-	if g.ECC.Enabled != nil {
-		ecc = map[bool]string{true: "on", false: "off"}[*g.ECC.Enabled]
-	}
-	return []string{fmt.Sprint(g.Index), g.Name, g.PCIBusID, total, ecc, migText(g.MIG), intText(g.NUMANode), nvlinkText(g)}
-}
-
-// nvlinkText is how many of a GPU's NVLinks are up: "10/12 up", or "-".
-func nvlinkText(g report.GPU) string {
-	if len(g.NVLinks) == 0 {
-		return "-"
-	}
-	up := 0
-	for _, l := range g.NVLinks {
-		if l.Active {
-			up++
-		}
-	}
-	return fmt.Sprintf("%d/%d up", up, len(g.NVLinks))
-}
-
 func hardwareWidths(results []app.ProbeResult) []int {
-	widths := make([]int, len(hardwareColumns))
-	for i, c := range hardwareColumns {
-		widths[i] = len(c)
+	widths := make([]int, len(render.GPUHardwareHeads))
+	for i, c := range render.GPUHardwareHeads {
+		widths[i] = text.Width(c)
 	}
 	for _, r := range results {
 		if r.Snapshot == nil {
 			continue
 		}
 		for _, g := range r.Snapshot.GPUs {
-			for i, v := range hardwareRow(g) {
-				widths[i] = max(widths[i], utf8.RuneCountInString(v))
+			for i, v := range render.GPUHardware(g) {
+				widths[i] = max(widths[i], text.Width(v))
 			}
 		}
 	}
@@ -133,17 +100,14 @@ func hardwareWidths(results []app.ProbeResult) []int {
 func hardwareText(s *report.Snapshot, widths []int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "driver %s, CUDA %s, NVML %s, probe %s\n", dash(s.DriverVersion), dash(s.CUDADriverVersion), dash(s.NVMLVersion), dash(s.ProbeVersion))
-	row := func(cells []string, findings string) {
-		for i, c := range cells {
-			fmt.Fprintf(&b, "%-*s  ", widths[i], c)
-		}
-		b.WriteString(findings)
-		b.WriteString("\n")
+	t := render.Table{Columns: make([]render.Column, len(render.GPUHardwareHeads))}
+	for i, h := range render.GPUHardwareHeads {
+		t.Columns[i] = render.Column{Head: h, Min: widths[i]}
 	}
-	row(hardwareColumns, "FINDINGS")
 	for _, g := range s.GPUs {
-		row(hardwareRow(g), dash(strings.Join(g.Findings, "; ")))
+		t.Add(render.GPUHardware(g)...)
 	}
+	t.WriteText(&b)
 	b.WriteString(topologyText(s))
 	for _, x := range s.XIDs {
 		fmt.Fprintf(&b, "Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))

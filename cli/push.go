@@ -6,8 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +13,7 @@ import (
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/render"
 )
 
 // writePushJSON writes a push's result: the file, what was sent, and a
@@ -184,9 +183,9 @@ func printPushes(w io.Writer, hosts []orchestrator.HostResult, pushes []orchestr
 		}
 		groups[k] = append(groups[k], h.Host)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	t := render.Table{Columns: make([]render.Column, 3)} // no head: a line per group
 	for _, k := range order {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", inventory.FoldNames(groups[k]), strings.ReplaceAll(k.what, "\t", " "), k.path)
+		t.Add(inventory.FoldNames(groups[k]), k.what, k.path)
 	}
-	return tw.Flush()
+	return t.WriteRows(w)
 }

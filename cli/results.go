@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +19,7 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/render"
 )
 
 // resultsDir is the results directory a results command reads: --results,
@@ -170,18 +170,17 @@ func printRecordList(w io.Writer, dir string, refs, keep []labs.RecordRef) error
 		fmt.Fprintf(w, "no lab record in %s matches the query (%s there; gpulab results list shows them all)\n", dir, text.Plural(len(refs), "record is", "records are"))
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STARTED\tLAB\tHOSTS\tRESULT\tRUN")
+	t := render.NewTable("STARTED", "LAB", "HOSTS", "RESULT", "RUN")
 	glob := ""
 	for _, r := range keep { // records are anyone's files: their names are escaped
 		run := relTo(dir, r.Dir)
 		if strings.ContainsAny(run, "[]*?") && glob == "" {
 			glob = run
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
+		t.Add(r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
 			visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(run))
 	}
-	if err := tw.Flush(); err != nil || glob == "" {
+	if err := t.WriteText(w); err != nil || glob == "" {
 		return err
 	}
 	// A shell reads [001-006] as a pattern (zsh refuses it).
@@ -399,8 +398,7 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		}
 		return labs.FormatValue(*v)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "LAB\tHOST\tWORKLOAD\tMODE\tTHROUGHPUT\tP50\tP99\tTHROUGHPUT ÷ BASE\tP99 INTERFERENCE\tRESULT")
+	t := render.NewTable("LAB", "HOST", "WORKLOAD", "MODE", "THROUGHPUT", "P50", "P99", "THROUGHPUT ÷ BASE", "P99 INTERFERENCE", "RESULT")
 	for _, r := range rows {
 		tp := f(r.Throughput)
 		if r.Throughput != nil && r.Unit != "" {
@@ -414,10 +412,10 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		if r.Baseline {
 			coef += " (baseline)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", visible.String(r.Lab), visible.String(r.Host), visible.String(r.Workload),
+		t.Add(visible.String(r.Lab), visible.String(r.Host), visible.String(r.Workload),
 			visible.String(r.Mode), visible.String(tp), f(r.P50), f(r.P99), f(r.ThroughputRatio), coef, res)
 	}
-	tw.Flush()
+	t.WriteText(w)
 }
 
 // runStart is a run directory's time, the start of its name

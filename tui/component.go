@@ -25,3 +25,10 @@ type Component interface {
 	// global keys such as q are passed to it.
 	Capturing() bool
 }
+
+// recordsChangedMsg says a run has written, or finished writing, a lab
+// record: a page that lists the records reads them again. The page whose
+// run it was sends it; no page reads another's messages.
+type recordsChangedMsg struct{}
+
+func recordsChanged() tea.Msg { return recordsChangedMsg{} }

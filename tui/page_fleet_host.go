@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/render"
 )
 
 // renderHost draws one host's probe snapshot: GPUs with memory bars, the
@@ -29,12 +30,7 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 		return strings.Join(b, "\n")
 	}
 	add("", st.CardLabel.Render("GPUs"))
-	add(st.TableHeader.Render(fmt.Sprintf("%-3s %-28s %-17s %-22s %5s %5s %11s %-9s %s", "GPU", "NAME", "BUS", "MEMORY", "UTIL", "TEMP", "POWER", "ECC", "MIG")))
-	for _, g := range s.GPUs {
-		line := fmt.Sprintf("%-3d %-28s %-17s %-22s %5s %5s %11s %-9s %s", g.Index, text.Cut(g.Name, 28), g.PCIBusID, memBar(g.Memory),
-			utilPct(g.Utilization), tempC(g.TemperatureC), power(g), ecc(g.ECC), mig(g.MIG))
-		add(line)
-	}
+	add(gpuTable(s, st, width)...)
 	if grid := topoGrid(s, st); len(grid) > 0 {
 		add("", st.CardLabel.Render("Topology")+st.CardMuted.Render("  NV# NVLinks · PIX/PXB PCIe switch · PHB host bridge · NODE same NUMA · SYS across sockets"))
 		add(grid...)
@@ -184,61 +180,30 @@ func migLayout(s *report.Snapshot) []string {
 	return out
 }
 
+// gpuTable is the probe's GPU table (render.GPUTable, worded as the
+// command line words it) fitted to the screen, memory with a bar: on a
+// narrow one the columns that give way are named under it.
+func gpuTable(s *report.Snapshot, st Styles, width int) []string {
+	t := render.GPUTable(s)
+	for i, g := range s.GPUs {
+		t.Rows[i][render.GPUMemoryColumn] = memBar(g.Memory) + t.Rows[i][render.GPUMemoryColumn]
+	}
+	head, rows, left := t.Fit(width)
+	lines := append([]string{st.TableHeader.Render(head)}, rows...)
+	if len(left) > 0 {
+		lines = append(lines, st.CardMuted.Render("  not shown: "+strings.Join(left, ", ")+" (gpulab probe --no-fold has them)"))
+	}
+	return lines
+}
+
+// memBar is the share of memory in use, as a bar before the figures.
 func memBar(m *report.Memory) string {
 	if m == nil || m.TotalMiB == 0 {
-		return "-"
+		return ""
 	}
 	const w = 8
 	used := int(float64(m.UsedMiB) / float64(m.TotalMiB) * w)
-	return "[" + strings.Repeat("█", used) + strings.Repeat("░", w-used) + "] " + fmt.Sprintf("%.0f/%.0fG", float64(m.UsedMiB)/1024, float64(m.TotalMiB)/1024)
-}
-
-func utilPct(u *report.Utilization) string {
-	if u == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%d%%", u.GPUPercent)
-}
-
-func tempC(t *uint32) string {
-	if t == nil {
-		return "-"
-	}
-	return fmt.Sprintf("%dC", *t)
-}
-
-func power(g report.GPU) string {
-	switch {
-	case g.PowerW == nil:
-		return "-"
-	case g.PowerLimitW == nil:
-		return fmt.Sprintf("%.0fW", *g.PowerW)
-	}
-	return fmt.Sprintf("%.0f/%.0fW", *g.PowerW, *g.PowerLimitW)
-}
-
-func ecc(e report.ECC) string {
-	switch {
-	case e.Enabled == nil:
-		return "-"
-	case !*e.Enabled:
-		return "off"
-	case e.Volatile != nil && e.Volatile.Uncorrected > 0:
-		return fmt.Sprintf("UE %d", e.Volatile.Uncorrected)
-	case e.Volatile != nil:
-		return fmt.Sprintf("ok %d CE", e.Volatile.Corrected)
-	}
-	return "on"
-}
-
-func mig(m report.MIG) string {
-	switch m.Current {
-	case "":
-		return "-"
-	case "enabled":
-		return fmt.Sprintf("on (%d GI)", len(m.GPUInstances))
-	}
-	return "off"
+	return "[" + strings.Repeat("█", used) + strings.Repeat("░", w-used) + "] "
 }
 
 func dashed(s string) string {

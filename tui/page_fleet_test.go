@@ -162,7 +162,7 @@ func drain(t testing.TB, m Model, cmd tea.Cmd) Model {
 			continue
 		}
 		switch msg.(type) {
-		case streamMsg[fleetItem], streamMsg[app.RunbookHost], streamMsg[app.LabUpdate], recordsMsg, recordPageMsg:
+		case streamMsg[fleetItem], streamMsg[app.RunbookHost], streamMsg[app.LabUpdate], recordsMsg, recordPageMsg, recordsChangedMsg:
 		default:
 			continue // cursor blinks and the like
 		}
@@ -647,25 +647,35 @@ func TestFleetScrollsSideways(t *testing.T) {
 	}
 }
 
-// The host view's GPU table is wider than 80 columns: > shows its ECC
-// and MIG columns.
-func TestFleetHostViewScrollsSideways(t *testing.T) {
+// The host view's GPU table fits the screen: at 80 columns it keeps
+// what says whether a GPU is sick (memory, ECC, MIG, findings), names
+// the columns it leaves out, and > still reaches the end of the
+// topology grid; at 160 it leaves out nothing.
+func TestFleetHostViewFitsItsGPUTable(t *testing.T) {
 	m := newFleetModel(t, fakeFleet{n: 2, odd: -1}, 80, 24)
 	m, cmd := press(t, m, "3", "p")
 	m = drain(t, m, cmd)
 	m, _ = press(t, m, "enter")
-	if v := m.View(); strings.Contains(v, "MIG\n") || !strings.Contains(v, "> sideways") {
-		t.Fatalf("the host view at 80 columns shows the table whole, or does not offer >:\n%s", v)
-	}
-	m, n := pressUntil(t, m, ">", func(v string) bool { return strings.Contains(v, "ECC       MIG") }, 10)
-	if n == 0 {
-		t.Fatalf("> never shows the GPU table's MIG column:\n%s", m.View())
-	}
 	v := m.View()
-	if !regexp.MustCompile(`(?m)^…[^\n]*/400W ok 0 CE +(on \(2 GI\)|off) *$`).MatchString(v) {
-		t.Errorf("the GPU rows do not show their ECC and MIG shifted:\n%s", v)
+	if !regexp.MustCompile(`(?m)^GPU +MEMORY +UTIL +TEMP +ECC +MIG +FINDINGS *$`).MatchString(v) ||
+		!regexp.MustCompile(`(?m)^0 +\[░+\] 0/40960 MiB +0% +29C on 0 UE 0 CE +3g\.20gb,3g\.20gb +- *$`).MatchString(v) {
+		t.Errorf("the host view at 80 columns does not show each GPU's memory, ECC, MIG and findings unscrolled:\n%s", v)
 	}
-	golden(t, "fleet_host_wide_80x24", v)
+	if !strings.Contains(v, "not shown: BUS, POWER, NAME, NUMA, NVLINK") || !strings.Contains(v, "> sideways") {
+		t.Errorf("the host view at 80 columns does not name the columns it leaves out, or does not offer > for the rest:\n%s", v)
+	}
+	golden(t, "fleet_host_narrow_80x24", v)
+	if m, n := pressUntil(t, m, ">", func(v string) bool { return strings.Contains(v, "CPU affinity") && !strings.Contains(v, "> sideways") }, 20); n == 0 {
+		t.Errorf("> never reaches the end of the topology grid:\n%s", m.View())
+	}
+
+	m = newFleetModel(t, fakeFleet{n: 2, odd: -1}, 160, 48)
+	m, cmd = press(t, m, "3", "p")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "enter")
+	if v := m.View(); !regexp.MustCompile(`(?m)^GPU +NAME +BUS +MEMORY +UTIL +TEMP +POWER +ECC +MIG +NUMA +NVLINK +FINDINGS *$`).MatchString(v) || strings.Contains(v, "not shown:") {
+		t.Errorf("the host view at 160 columns leaves a column of the GPU table out:\n%s", v)
+	}
 }
 
 // With names masked, a shifted pane masks a line before cutting it: at

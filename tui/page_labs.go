@@ -200,7 +200,7 @@ func (v *labsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			if v.running {
 				v.running, v.ended = false, v.now()
 			}
-			return v, nil
+			return v, recordsChanged // the run's record is written
 		}
 		return v, v.stream.wait()
 	case labTickMsg:

@@ -476,10 +476,31 @@ func TestResultsTabReadsTheRecordAgainWhenItsRunEnds(t *testing.T) {
 	if err := r.Write(d, ""); err != nil { // the run's end
 		t.Fatal(err)
 	}
-	next, cmd := m.Update(streamMsg[app.LabUpdate]{closed: true})
+	next, cmd := m.Update(recordsChangedMsg{}) // what the Labs page sends when its run ends
 	m = drain(t, next.(Model), cmd)
 	if v := m.View(); strings.Contains(v, "no end recorded") || !strings.Contains(v, "Lab record: Topology sanity") || !strings.Contains(v, "(1m0s), complete") {
 		t.Errorf("the open record was not read again when the run ended:\n%s", v)
+	}
+}
+
+// When a lab run from the Labs page ends, the page says the records
+// changed (the Results page reads them again on that, and on no other
+// page's message).
+func TestLabRunEndSaysTheRecordsChanged(t *testing.T) {
+	m := newLabsModel(t, scriptedLabs{n: 2}, 140, 40)
+	m, _ = press(t, m, "5", "end")
+	m, cmd := press(t, m, "enter")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if cmd == nil || time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for the run's end to say the records changed:\n%s", m.View())
+		}
+		msg := onlyUpdates(cmd)()
+		if _, ok := msg.(recordsChangedMsg); ok {
+			return
+		}
+		var next tea.Model
+		next, cmd = m.Update(msg)
+		m = next.(Model)
 	}
 }
 

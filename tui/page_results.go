@@ -10,7 +10,6 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 
-	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
@@ -170,7 +169,7 @@ func (v *resultsView) FullHelp() [][]key.Binding {
 }
 
 func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
-	if u, ok := msg.(streamMsg[app.LabUpdate]); ok && u.closed {
+	if _, ok := msg.(recordsChangedMsg); ok {
 		// A lab run from the Labs tab just wrote its record: the list,
 		// and the record open, if it is that one (a presenter opens the
 		// newest while the run still writes it), are read again.

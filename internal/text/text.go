@@ -43,3 +43,7 @@ func Clip(s string, w int) string {
 func From(s string, n int) string {
 	return ansi.TruncateLeft(s, n, "")
 }
+
+// Width is the terminal cells s takes: a wide character two, escape
+// sequences none.
+func Width(s string) int { return ansi.StringWidth(s) }

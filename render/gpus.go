@@ -1,0 +1,158 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// A probe's GPU table: each column's cell is worded here once, for
+// `gpulab probe --no-fold`, the folded probe's hardware table and the
+// workbench's host view. What NVML did not give is "-", never a zero.
+
+// GPUMemoryColumn is the GPU table's MEMORY column, which the workbench
+// draws with a bar before the figures.
+const GPUMemoryColumn = 3
+
+// GPUTable is a snapshot's GPUs with what they read now. On a narrow
+// screen the bus id, the name, power, NUMA node and temperature give way
+// first; the findings, ECC and MIG state stay.
+func GPUTable(s *report.Snapshot) Table {
+	t := Table{Columns: []Column{
+		{Head: "GPU"}, {Head: "NAME", Drop: 4, Max: 24}, {Head: "BUS", Drop: 6}, {Head: "MEMORY"},
+		{Head: "UTIL", Right: true}, {Head: "TEMP", Right: true, Drop: 1}, {Head: "POWER", Right: true, Drop: 5},
+		{Head: "ECC"}, {Head: "MIG", Max: 20}, {Head: "NUMA", Drop: 3}, {Head: "NVLINK", Drop: 2}, {Head: "FINDINGS", Max: 40},
+	}}
+	for _, g := range s.GPUs {
+		t.Add(fmt.Sprint(g.Index), visible.String(g.Name), visible.String(g.PCIBusID), GPUMemory(g.Memory),
+			GPUUtil(g.Utilization), GPUTemp(g.TemperatureC), GPUPower(g), GPUECC(g.ECC), GPUMIG(g.MIG),
+			GPUNUMA(g.NUMANode), GPUNVLinks(g), GPUFindings(g))
+	}
+	return t
+}
+
+// GPUHardwareHeads are the columns of a GPU's hardware, what does not
+// change from second to second: the key the probe folds hosts by.
+var GPUHardwareHeads = []string{"GPU", "NAME", "BUS", "MEMORY", "ECC", "MIG", "NUMA", "NVLINK", "FINDINGS"}
+
+// GPUHardware is one GPU's hardware cells, in GPUHardwareHeads' order.
+func GPUHardware(g report.GPU) []string {
+	total := "-"
+	if g.Memory != nil && g.Memory.TotalMiB > 0 {
+		total = fmt.Sprintf("%d MiB", g.Memory.TotalMiB)
+	}
+	return []string{fmt.Sprint(g.Index), visible.String(g.Name), visible.String(g.PCIBusID), total, GPUECCMode(g.ECC),
+		GPUMIG(g.MIG), GPUNUMA(g.NUMANode), GPUNVLinks(g), GPUFindings(g)}
+}
+
+// GPUMemory is memory in use of the total, as nvidia-smi counts it:
+// "1024/81559 MiB".
+func GPUMemory(m *report.Memory) string {
+	if m == nil || m.TotalMiB == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d MiB", m.UsedMiB, m.TotalMiB)
+}
+
+// GPUUtil is the share of the last sample period a kernel ran: "37%".
+func GPUUtil(u *report.Utilization) string {
+	if u == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d%%", u.GPUPercent)
+}
+
+// GPUTemp is the GPU's temperature: "41C".
+func GPUTemp(t *uint32) string {
+	if t == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%dC", *t)
+}
+
+// GPUPower is the draw, of the limit when NVML gave it: "52/400 W".
+func GPUPower(g report.GPU) string {
+	switch {
+	case g.PowerW == nil:
+		return "-"
+	case g.PowerLimitW == nil:
+		return fmt.Sprintf("%.0f W", *g.PowerW)
+	}
+	return fmt.Sprintf("%.0f/%.0f W", *g.PowerW, *g.PowerLimitW)
+}
+
+// GPUECCMode is whether ECC is on: "on", "off", or "-".
+func GPUECCMode(e report.ECC) string {
+	if e.Enabled == nil {
+		return "-"
+	}
+	if *e.Enabled {
+		return "on"
+	}
+	return "off"
+}
+
+// GPUECC is ECC's mode and its volatile counts, uncorrected first:
+// "on 0 UE 3 CE"; an uncorrected error is what the findings flag.
+func GPUECC(e report.ECC) string {
+	if e.Enabled != nil && *e.Enabled && e.Volatile != nil {
+		return fmt.Sprintf("on %d UE %d CE", e.Volatile.Uncorrected, e.Volatile.Corrected)
+	}
+	return GPUECCMode(e)
+}
+
+// GPUMIG is MIG's mode: "off", or the GPU instances' profiles when it is
+// on ("3g.40gb,4g.40gb"), "on (no GI)" when it has none, and the mode it
+// changes to at the next reset.
+func GPUMIG(m report.MIG) string {
+	s := "off"
+	switch m.Current {
+	case "":
+		return "-"
+	case "enabled":
+		var ps []string
+		for _, gi := range m.GPUInstances {
+			ps = append(ps, visible.String(gi.Profile))
+		}
+		s = strings.Join(ps, ",")
+		if len(ps) == 0 {
+			s = "on (no GI)"
+		}
+	}
+	if m.Pending != "" && m.Pending != m.Current {
+		s += " (pending " + visible.String(m.Pending) + ")"
+	}
+	return s
+}
+
+// GPUNUMA is the GPU's NUMA node.
+func GPUNUMA(n *int) string {
+	if n == nil {
+		return "-"
+	}
+	return fmt.Sprint(*n)
+}
+
+// GPUNVLinks is how many of a GPU's NVLinks are up: "10/12 up", or "-".
+func GPUNVLinks(g report.GPU) string {
+	if len(g.NVLinks) == 0 {
+		return "-"
+	}
+	up := 0
+	for _, l := range g.NVLinks {
+		if l.Active {
+			up++
+		}
+	}
+	return fmt.Sprintf("%d/%d up", up, len(g.NVLinks))
+}
+
+// GPUFindings is what the probe flags the GPU with, "; " between them.
+func GPUFindings(g report.GPU) string {
+	if len(g.Findings) == 0 {
+		return "-"
+	}
+	return visible.String(strings.Join(g.Findings, "; "))
+}
