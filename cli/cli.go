@@ -17,8 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/problem"
 	"github.com/gpulab/gpulab/internal/suggest"
-	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/landscape"
@@ -267,36 +267,9 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// Problem is one error as JSON: where, and what.
-type Problem struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Column  int    `json:"column,omitempty"`
-	Message string `json:"message"`
-}
+// Problem is one error as JSON: where, and what (gpulab's one error
+// shape, problem.Problem).
+type Problem = problem.Problem
 
 // problems flattens joined errors into Problems.
-func problems(err error) []Problem {
-	var out []Problem
-	var walk func(error)
-	walk = func(e error) {
-		switch x := e.(type) {
-		case interface{ Unwrap() []error }:
-			for _, inner := range x.Unwrap() {
-				walk(inner)
-			}
-			return
-		case *tomlpos.Error:
-			out = append(out, Problem{File: x.File, Line: x.Pos.Line, Column: x.Pos.Col, Message: x.Msg})
-			return
-		}
-		// A wrapper that only adds a prefix ("catalog: ") says nothing new.
-		if inner := errors.Unwrap(e); inner != nil && strings.HasSuffix(e.Error(), inner.Error()) {
-			walk(inner)
-			return
-		}
-		out = append(out, Problem{Message: e.Error()})
-	}
-	walk(err)
-	return out
-}
+func problems(err error) []Problem { return problem.List(err) }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/problem"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -37,6 +38,9 @@ type DialError struct {
 
 func (e *DialError) Error() string { return fmt.Sprintf("dial %s: %v", e.Host, e.Err) }
 func (e *DialError) Unwrap() error { return e.Err }
+
+// Where is the host dialled (problem.Placed).
+func (e *DialError) Where() problem.Place { return problem.Place{Host: e.Host} }
 
 // Conn is an open connection to one host, reused for every step and push
 // of a run. Close it when done; it closes its jump hosts too.

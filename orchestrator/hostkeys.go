@@ -16,6 +16,7 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/problem"
 )
 
 // HostKeyError is a host key that could not be verified: unknown (not in
@@ -39,6 +40,9 @@ func (e *HostKeyError) Error() string {
 	return fmt.Sprintf("host key for %s is not known: %s %s. Check the fingerprint, then trust it with --accept-new-host-keys (or add it to known_hosts)",
 		e.Host, e.KeyType, e.Fingerprint)
 }
+
+// Where is the host whose key it is (problem.Placed).
+func (e *HostKeyError) Where() problem.Place { return problem.Place{Host: e.Host} }
 
 // removal is the ssh-keygen command that removes the host's entries:
 // with -f FILE for each file that is not ssh's default (~/.ssh/known_hosts),

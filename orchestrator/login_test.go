@@ -427,19 +427,26 @@ func gpulabRun(t *testing.T, cfg, host, cmd string) orchestrator.HostResult {
 // A job the command leaves in the background outlives the session, as with
 // ssh HOST CMD; a command stopped by a cancel takes its whole group along.
 func TestBackgroundJobsOutliveTheCommand(t *testing.T) {
-	pgrep := testreq.Tool(t, "pgrep", "the test looks for the remote processes (apt-get install procps)")
 	f := sshtest.Start(t, 1, sshtest.Options{})
-	mark := fmt.Sprintf("%d.%d", 50+os.Getpid()%40, time.Now().Nanosecond()%991)
-	r := newEngine().Run(context.Background(), orchestrator.Plan{Targets: targets(f), Steps: step("sleep " + mark + " >/dev/null 2>&1 & echo left")}, nil)[0]
-	if r.Class != orchestrator.OK {
+	// The command says its job's pid ($!): the job is that process
+	// whether or not it has exec'd sleep yet (a busy machine may not
+	// have), so nothing is waited for by name.
+	r := newEngine().Run(context.Background(), orchestrator.Plan{Targets: targets(f), Steps: step("sleep 300 >/dev/null 2>&1 & echo left $!")}, nil)[0]
+	if r.Class != orchestrator.OK || len(r.Steps) != 1 {
 		t.Fatalf("%s %s", r.Class, r.Err)
 	}
-	out, err := exec.Command(pgrep, "-f", "^sleep "+mark).Output()
-	if err != nil {
-		t.Fatalf("the background job was stopped with the session (pgrep: %v)", err)
+	var pid int
+	if _, err := fmt.Sscanf(string(r.Steps[0].Stdout), "left %d", &pid); err != nil || pid <= 0 {
+		t.Fatalf("the command did not say its job's pid: %q", r.Steps[0].Stdout)
 	}
-	for _, pid := range strings.Fields(string(out)) {
-		_ = exec.Command("kill", pid).Run()
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("the background job (pid %d) was stopped with the session: %v", pid, err)
+	}
+	// Field 3, after the command's name in parentheses, is the state.
+	if i := strings.LastIndexByte(string(stat), ')'); i < 0 || len(stat) < i+3 || stat[i+2] == 'Z' || stat[i+2] == 'X' {
+		t.Fatalf("the background job (pid %d) was stopped with the session: %s", pid, stat)
 	}
 }
 

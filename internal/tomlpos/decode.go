@@ -12,42 +12,25 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/gpulab/gpulab/internal/clip"
+	"github.com/gpulab/gpulab/internal/problem"
 )
 
-// Error is a problem at a place in a file. Its text reads
-// "file:line:col: message", the form editors and terminals link to.
-type Error struct {
-	File string
-	Pos  Pos
-	Msg  string
-	// Err, when set, is a cause that callers test with errors.Is, such as
-	// ErrLimit; Msg says it in words.
-	Err error
+// Error is a problem at a place in a file (problem.Error, gpulab's one
+// error shape). Its text reads "file:line:col: message", the form
+// editors and terminals link to.
+type Error = problem.Error
 
-	more int // problems that Join left out, counted in this one
+// at is the place of pos in file.
+func at(file string, pos Pos) problem.Place {
+	return problem.Place{File: file, Line: pos.Line, Column: pos.Col}
 }
-
-func (e *Error) Error() string {
-	switch {
-	case e.File == "":
-		return e.Msg
-	case e.Pos.Line == 0:
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	case e.Pos.Col == 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Pos.Line, e.Msg)
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", e.File, e.Pos.Line, e.Pos.Col, e.Msg)
-}
-
-// Unwrap returns e.Err.
-func (e *Error) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error placed at path, or at its nearest indexed parent.
 // Strings and errors among args that it quotes (%q) are cut at MaxQuoted
 // bytes, with an ellipsis and their length, those it prints (%s, %v) at
 // four times that: a message quotes the file's keys and values.
 func (ix *Index) Errorf(path []any, format string, args ...any) *Error {
-	return &Error{File: ix.File, Pos: ix.Nearest(path...), Msg: fmt.Sprintf(format, clipArgs(args)...)}
+	return &Error{Place: at(ix.File, ix.Nearest(path...)), Msg: fmt.Sprintf(format, clipArgs(args)...)}
 }
 
 // Decode decodes src into v (a pointer to a struct) and rejects what v has no
@@ -70,7 +53,7 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &Error{File: file, Pos: Pos{Line: pe.Position.Line, Col: pe.Position.Col}, Msg: parseMessage(pe)}
+			return nil, &Error{Place: at(file, Pos{Line: pe.Position.Line, Col: pe.Position.Col}), Msg: parseMessage(pe)}
 		}
 		return nil, typeError(file, src, err)
 	}
@@ -93,7 +76,7 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 			places = []Pos{{}}
 		}
 		for _, p := range places {
-			errs = append(errs, &Error{File: file, Pos: p, Msg: msg})
+			errs = append(errs, &Error{Place: at(file, p), Msg: msg})
 		}
 	}
 	return ix, Join(errs...)
@@ -109,7 +92,7 @@ var (
 func typeError(file string, src []byte, err error) *Error {
 	m := typeErrRE.FindStringSubmatch(err.Error())
 	if m == nil {
-		return &Error{File: file, Msg: clipMessage(strings.TrimPrefix(err.Error(), "toml: "))}
+		return &Error{Place: problem.Place{File: file}, Msg: clipMessage(strings.TrimPrefix(err.Error(), "toml: "))}
 	}
 	line, _ := strconv.Atoi(m[1])
 	key, msg := m[2], m[3]
@@ -123,7 +106,7 @@ func typeError(file string, src []byte, err error) *Error {
 			break
 		}
 	}
-	return &Error{File: file, Pos: pos, Msg: fmt.Sprintf("key %q: %s", clipArgs([]any{key})[0], clipMessage(msg))}
+	return &Error{Place: at(file, pos), Msg: fmt.Sprintf("key %q: %s", clipArgs([]any{key})[0], clipMessage(msg))}
 }
 
 // parseMessage is the toml package's message for a syntax error, the

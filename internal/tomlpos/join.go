@@ -3,6 +3,8 @@ package tomlpos
 import (
 	"errors"
 	"fmt"
+
+	"github.com/gpulab/gpulab/internal/problem"
 )
 
 // MaxProblems is how many problems Join keeps; it counts the others.
@@ -31,8 +33,8 @@ func Join(errs ...error) error {
 			}
 			return
 		case *Error:
-			if x.more > 0 {
-				more += x.more
+			if x.More > 0 {
+				more += x.More
 				file, files[x.File] = x.File, true
 				return
 			}
@@ -56,7 +58,7 @@ func Join(errs ...error) error {
 		if len(files) > 1 {
 			file = "" // the problems left out are in several files
 		}
-		kept = append(kept, &Error{File: file, Msg: fmt.Sprintf("and %d more problems", more), more: more})
+		kept = append(kept, &Error{Place: problem.Place{File: file}, Msg: fmt.Sprintf("and %d more problems", more), More: more})
 	}
 	return errors.Join(kept...)
 }

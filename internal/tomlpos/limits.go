@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/problem"
 )
 
 // Limits on the TOML that gpulab reads. Its TOML files are written by people
@@ -49,10 +50,10 @@ func sizeError(file string, size int64) *Error {
 	if size >= 0 {
 		msg = fmt.Sprintf("the file is %d bytes (%.1f MiB), more than the %d MiB gpulab reads", size, float64(size)/(1<<20), MaxFileSize>>20)
 	}
-	return &Error{File: file, Msg: msg, Err: ErrLimit}
+	return &Error{Place: problem.Place{File: file}, Msg: msg, Err: ErrLimit}
 }
 
 // depthError refuses file for nesting too deeply at p.
 func depthError(file string, p Pos) *Error {
-	return &Error{File: file, Pos: p, Msg: fmt.Sprintf("nested more than %d levels deep, the most gpulab reads (tables, dotted keys, inline tables and arrays each count one level)", MaxDepth), Err: ErrLimit}
+	return &Error{Place: at(file, p), Msg: fmt.Sprintf("nested more than %d levels deep, the most gpulab reads (tables, dotted keys, inline tables and arrays each count one level)", MaxDepth), Err: ErrLimit}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/gpulab/gpulab/internal/problem"
 )
 
 const doc = `# comment
@@ -355,7 +356,7 @@ func TestJoin(t *testing.T) {
 	problems := func(file string, n int) []error {
 		var errs []error
 		for i := range n {
-			errs = append(errs, &Error{File: file, Pos: Pos{Line: i + 1}, Msg: "bad"})
+			errs = append(errs, &Error{Place: problem.Place{File: file, Line: i + 1}, Msg: "bad"})
 		}
 		return errs
 	}

@@ -13,24 +13,16 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpulab/gpulab/internal/problem"
 	"github.com/gpulab/gpulab/internal/suggest"
 
 	"github.com/gpulab/gpulab/internal/clip"
 )
 
 // Error is a problem at a line of the input (1-based; 0 for the whole
-// input). Parsers return it alongside the partial result.
-type Error struct {
-	Line int
-	Msg  string
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return e.Msg
-	}
-	return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
-}
+// input): problem.Error, placed by its Line alone ("line 4: ...").
+// Parsers return it alongside the partial result.
+type Error = problem.Error
 
 // MaxQuoted is how many bytes of a string from the input an error quotes:
 // a line of damaged input may be megabytes long, and the error names its
@@ -45,7 +37,7 @@ const MaxProblems = 20
 // MaxQuoted are cut there, with an ellipsis and their length: parsers
 // quote the input's lines and fields.
 func errorf(line int, format string, args ...any) *Error {
-	return &Error{Line: line, Msg: fmt.Sprintf(format, clip.Args(args, MaxQuoted)...)}
+	return &Error{Place: problem.Place{Line: line}, Msg: fmt.Sprintf(format, clip.Args(args, MaxQuoted)...)}
 }
 
 // errs collects problems while a parser goes on reading: the first

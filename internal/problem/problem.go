@@ -1,0 +1,115 @@
+// Package problem is gpulab's one shape for an error that has a place: a
+// host, a file's line and column (an inventory, a lab, a runbook, a
+// catalog), or a line of a tool's output. Its text is "place: message",
+// the form editors and terminals link to ("labs/mig.toml:12:3: ...",
+// "dgx01: ...", "line 4: ..."); --json writes it as a Problem. Errors of
+// other shapes that know their host (orchestrator's dial and host-key
+// errors) say so with a Where method, and List places them too.
+package problem
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Place is where a problem is; every part may be empty.
+type Place struct {
+	Host   string `json:"host,omitempty"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+}
+
+// String is the place as an error's text starts: "dgx01",
+// "file:line:col", "file:line", "file", "line 4", or "".
+func (p Place) String() string {
+	var at string
+	switch {
+	case p.File == "" && p.Line > 0:
+		at = fmt.Sprintf("line %d", p.Line)
+	case p.File == "":
+	case p.Line == 0:
+		at = p.File
+	case p.Column == 0:
+		at = fmt.Sprintf("%s:%d", p.File, p.Line)
+	default:
+		at = fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+	}
+	switch {
+	case p.Host == "":
+		return at
+	case at == "":
+		return p.Host
+	}
+	return p.Host + ": " + at
+}
+
+// Error is a problem at a Place.
+type Error struct {
+	Place
+	Msg string
+	// Err, when set, is a cause that callers test with errors.Is (a
+	// limit reached); Msg says it in words.
+	Err error
+	// More counts the problems a list left out that this one stands
+	// for ("and 12 more problems").
+	More int
+}
+
+func (e *Error) Error() string {
+	if at := e.Place.String(); at != "" {
+		return at + ": " + e.Msg
+	}
+	return e.Msg
+}
+
+// Unwrap returns e.Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Problem is one error as --json writes it: where, and what.
+type Problem struct {
+	Place
+	Message string `json:"message"`
+}
+
+// Placed is an error of another shape that knows where it happened.
+type Placed interface {
+	error
+	Where() Place
+}
+
+// List flattens err (joined errors included) into Problems, each placed
+// where the error says: an *Error by its Place, a Placed error by Where,
+// any other by its text alone. A wrapper that only adds a prefix
+// ("catalog: ") says nothing new and is looked through.
+func List(err error) []Problem {
+	var out []Problem
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case nil:
+			return
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				walk(inner)
+			}
+			return
+		case *Error:
+			out = append(out, Problem{Place: x.Place, Message: x.Msg})
+			return
+		case Placed:
+			where := x.Where()
+			msg := strings.TrimPrefix(x.Error(), where.String()+": ")
+			out = append(out, Problem{Place: where, Message: msg})
+			return
+		}
+		if inner := errors.Unwrap(e); inner != nil && strings.HasSuffix(e.Error(), inner.Error()) {
+			walk(inner)
+			return
+		}
+		out = append(out, Problem{Message: e.Error()})
+	}
+	walk(err)
+	return out
+}

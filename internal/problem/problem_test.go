@@ -1,0 +1,61 @@
+package problem
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func TestPlaceString(t *testing.T) {
+	for _, c := range []struct {
+		p    Place
+		want string
+	}{
+		{Place{}, ""},
+		{Place{Line: 4}, "line 4"},
+		{Place{File: "a.toml"}, "a.toml"},
+		{Place{File: "a.toml", Line: 3}, "a.toml:3"},
+		{Place{File: "a.toml", Line: 3, Column: 7}, "a.toml:3:7"},
+		{Place{Host: "dgx01"}, "dgx01"},
+		{Place{Host: "dgx01", Line: 2}, "dgx01: line 2"},
+	} {
+		if got := c.p.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
+	}
+}
+
+type hostErr struct{ host string }
+
+func (e hostErr) Error() string { return "dial " + e.host + ": refused" }
+func (e hostErr) Where() Place  { return Place{Host: e.host} }
+
+// List places every error it can, looks through joins and through
+// wrappers that only add a prefix, and keeps a wrapper that says more.
+func TestList(t *testing.T) {
+	limit := errors.New("limit")
+	err := errors.Join(
+		&Error{Place: Place{File: "inv.toml", Line: 2, Column: 1}, Msg: "unknown key"},
+		fmt.Errorf("catalog: %w", &Error{Place: Place{File: "c.toml"}, Msg: "too big", Err: limit}),
+		hostErr{"dgx02"},
+		errors.New("plain"),
+		fmt.Errorf("reading x: %w, then gave up", errors.New("eof")),
+	)
+	want := []Problem{
+		{Place{File: "inv.toml", Line: 2, Column: 1}, "unknown key"},
+		{Place{File: "c.toml"}, "too big"},
+		{Place{Host: "dgx02"}, "dial dgx02: refused"},
+		{Place{}, "plain"},
+		{Place{}, "reading x: eof, then gave up"},
+	}
+	if got := List(err); !reflect.DeepEqual(got, want) {
+		t.Errorf("List:\n got %+v\nwant %+v", got, want)
+	}
+	if !errors.Is(err, limit) {
+		t.Error("an *Error's cause is lost")
+	}
+	if got := List(nil); got != nil {
+		t.Errorf("List(nil) = %v", got)
+	}
+}
