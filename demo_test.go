@@ -316,3 +316,39 @@ func TestDefaultIsTheDemoInTmux(t *testing.T) {
 		t.Errorf("the fleet's directory is still there after quitting: %v", dirs)
 	}
 }
+
+// At 80×24, what says whether a GPU is sick is on screen without
+// scrolling sideways: the Matrix shows every axis as marks beside whole
+// project names (it cut nearly every cell to "job/mo…"), and the sick
+// host's GPU table shows its uncorrectable ECC errors and findings (its
+// ECC column needed >).
+func TestDemoAt80ColumnsInTmux(t *testing.T) {
+	bin := buildGpulab(t)
+	sick, i, _ := demoPlan(t)
+	s, _ := demoTmux(t, bin, 80, 24, "NO_COLOR=1 ", "demo")
+	screenWait(t, s, nil, "[Map]")
+	s.keys("2")
+	screen := screenWait(t, s, nil, "[Matrix]", "NVIDIA Container Toolkit / CDI", "MIG (Multi-Instance GPU)")
+	for _, l := range strings.Split(screen, "\n")[3:14] { // the rows: no cell is cut
+		if strings.Contains(l, "…") {
+			t.Errorf("a Matrix row at 80 columns cuts a cell: %q\n%s", l, screen)
+		}
+	}
+
+	s.keys("3", "p")
+	screenWait(t, s, nil, "$ gpulab probe done", "1 flagged ("+sick+")")
+	for range i {
+		s.keys("Down")
+	}
+	s.keys("Enter")
+	screen = screenWait(t, s, nil, sick+"  SIMULATED", "GPU MEMORY")
+	sickGPU := regexp.MustCompile(`(?m)^\d +\[[█░]+\] \d+/\d+ MiB .* on [1-9]\d* UE \d+ CE .*$`).FindString(screen)
+	if sickGPU == "" || strings.HasSuffix(strings.TrimSpace(sickGPU), " -") {
+		t.Errorf("the sick host's GPU table at 80 columns does not show its uncorrectable ECC errors and their finding unscrolled (%q):\n%s", sickGPU, screen)
+	}
+	if !strings.Contains(screen, "not shown: ") {
+		t.Errorf("the GPU table at 80 columns does not name the columns it leaves out:\n%s", screen)
+	}
+	s.keys("Escape", "q")
+	screenWait(t, s, nil, "EXIT=0")
+}

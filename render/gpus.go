@@ -104,7 +104,7 @@ func GPUECC(e report.ECC) string {
 }
 
 // GPUMIG is MIG's mode: "off", or the GPU instances' profiles when it is
-// on ("3g.40gb,4g.40gb"), "on (no GI)" when it has none, and the mode it
+// on ("3g.40gb,1g.10gb×4"), "on (no GI)" when it has none, and the mode it
 // changes to at the next reset.
 func GPUMIG(m report.MIG) string {
 	s := "off"
@@ -112,12 +112,8 @@ func GPUMIG(m report.MIG) string {
 	case "":
 		return "-"
 	case "enabled":
-		var ps []string
-		for _, gi := range m.GPUInstances {
-			ps = append(ps, visible.String(gi.Profile))
-		}
-		s = strings.Join(ps, ",")
-		if len(ps) == 0 {
+		s = profiles(m.GPUInstances)
+		if s == "" {
 			s = "on (no GI)"
 		}
 	}
@@ -125,6 +121,26 @@ func GPUMIG(m report.MIG) string {
 		s += " (pending " + visible.String(m.Pending) + ")"
 	}
 	return s
+}
+
+// profiles is the GPU instances' profiles in the order they first come,
+// each with its count when it repeats: "3g.40gb,1g.10gb×4".
+func profiles(gis []report.GPUInstance) string {
+	var order []string
+	n := map[string]int{}
+	for _, gi := range gis {
+		p := visible.String(gi.Profile)
+		if n[p] == 0 {
+			order = append(order, p)
+		}
+		n[p]++
+	}
+	for i, p := range order {
+		if n[p] > 1 {
+			order[i] = fmt.Sprintf("%s×%d", p, n[p])
+		}
+	}
+	return strings.Join(order, ",")
 }
 
 // GPUNUMA is the GPU's NUMA node.

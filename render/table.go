@@ -84,7 +84,9 @@ func (t Table) write(w io.Writer, head bool) error {
 
 // Fit lays the table out in width cells for a screen, one space between
 // columns: it leaves out whole columns, the highest Drop first, until
-// the rest fit, and cuts a cell over its column's Max with …. It returns
+// the rest fit, and cuts a cell over its column's Max with …; when the
+// columns it keeps still do not fit, those with a Max are narrowed
+// further, the widest first. It returns
 // the head line, the rows, and the heads of the columns it left out, for
 // the screen to say so: nothing is hidden silently. A table that fits in
 // no way keeps its Drop 0 columns, for the screen to cut at its edge.
@@ -109,6 +111,7 @@ func (t Table) Fit(width int) (head string, rows []string, left []string) {
 		cols = append(cols[:worst:worst], cols[worst+1:]...)
 		widths = t.widths(cols, true)
 	}
+	t.shrink(cols, widths, width)
 	var b strings.Builder
 	t.line(&b, cols, widths, t.heads(), 1)
 	head = strings.TrimSuffix(b.String(), "\n")
@@ -118,6 +121,24 @@ func (t Table) Fit(width int) (head string, rows []string, left []string) {
 		rows = append(rows, strings.TrimSuffix(b.String(), "\n"))
 	}
 	return head, rows, left
+}
+
+// shrink narrows the columns that may be cut (those with a Max), the
+// widest first, until cols fit in width or each is down to its head.
+func (t Table) shrink(cols, widths []int, width int) {
+	for total(cols, widths) > width {
+		widest := -1
+		for k, c := range cols {
+			floor := max(text.Width(t.Columns[c].Head), 4)
+			if t.Columns[c].Max > 0 && widths[k] > floor && (widest < 0 || widths[k] > widths[widest]) {
+				widest = k
+			}
+		}
+		if widest < 0 {
+			return
+		}
+		widths[widest]--
+	}
 }
 
 func (t Table) heads() []string {

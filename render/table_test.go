@@ -64,3 +64,17 @@ func TestMinWidth(t *testing.T) {
 		t.Errorf("got %q", b.String())
 	}
 }
+
+// A table whose kept columns still do not fit narrows the columns that
+// may be cut, the widest first, down to their heads.
+func TestFitNarrowsWhatMayBeCut(t *testing.T) {
+	tb := Table{Columns: []Column{{Head: "GPU"}, {Head: "MIG", Max: 20}, {Head: "FINDINGS", Max: 40}}}
+	tb.Add("2", "1g.10gb×7", "row remapping pending; uncorrectable ECC")
+	head, rows, left := tb.Fit(30)
+	if head != "GPU MIG       FINDINGS" || rows[0] != "2   1g.10gb×7 row remapping p…" || left != nil {
+		t.Errorf("Fit(30) = %q, %q, %q", head, rows[0], left)
+	}
+	if _, rows, _ := tb.Fit(10); rows[0] != "2   1g.… row rem…" {
+		t.Errorf("Fit(10) = %q: each column down to its head, no further", rows[0])
+	}
+}

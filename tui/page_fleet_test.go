@@ -657,11 +657,11 @@ func TestFleetHostViewFitsItsGPUTable(t *testing.T) {
 	m = drain(t, m, cmd)
 	m, _ = press(t, m, "enter")
 	v := m.View()
-	if !regexp.MustCompile(`(?m)^GPU +MEMORY +UTIL +TEMP +ECC +MIG +FINDINGS *$`).MatchString(v) ||
-		!regexp.MustCompile(`(?m)^0 +\[░+\] 0/40960 MiB +0% +29C on 0 UE 0 CE +3g\.20gb,3g\.20gb +- *$`).MatchString(v) {
+	if !regexp.MustCompile(`(?m)^GPU +MEMORY +UTIL +TEMP +ECC +MIG +NVLINK +FINDINGS *$`).MatchString(v) ||
+		!regexp.MustCompile(`(?m)^0 +\[░+\] 0/40960 MiB +0% +29C on 0 UE 0 CE +3g\.20gb×2 +12/12 up +- *$`).MatchString(v) {
 		t.Errorf("the host view at 80 columns does not show each GPU's memory, ECC, MIG and findings unscrolled:\n%s", v)
 	}
-	if !strings.Contains(v, "not shown: BUS, POWER, NAME, NUMA, NVLINK") || !strings.Contains(v, "> sideways") {
+	if !strings.Contains(v, "not shown: BUS, POWER, NAME, NUMA (") || !strings.Contains(v, "> sideways") {
 		t.Errorf("the host view at 80 columns does not name the columns it leaves out, or does not offer > for the rest:\n%s", v)
 	}
 	golden(t, "fleet_host_narrow_80x24", v)

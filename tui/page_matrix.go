@@ -47,9 +47,20 @@ type matrixView struct {
 
 	width, height int
 	colW          []int
-	narrow        bool   // short labels: level labels, axis short names, plane abbreviations
-	short         []bool // columns that show short labels on a wide terminal, where the full ones do not fit
+	narrow        bool        // short labels: level labels, axis short names, plane abbreviations
+	labels        []labelMode // each column's labels, as chooseLabels fits them to the width
 }
+
+// labelMode is how much of a cell a column shows: whole words, short
+// labels, or an axis's marks alone (its levels' names are in the legend
+// and the detail under the table).
+type labelMode uint8
+
+const (
+	fullLabels labelMode = iota
+	shortLabels
+	marksOnly
+)
 
 func newMatrixView(cat *landscape.Catalog, st Styles) *matrixView {
 	ti := textinput.New()
@@ -130,46 +141,76 @@ func (v *matrixView) SetSize(w, h int) {
 	v.clampOffset()
 }
 
-// chooseLabels picks, column by column, short labels where the full ones
-// do not fit: the column that saves the most goes short first, so that a
-// wide terminal keeps whole words wherever there is room and cuts none.
+// chooseLabels picks each column's labels for the width: where whole
+// words do not fit, the column that saves the most steps down first
+// (whole words, then short labels, then an axis's marks alone), so that a
+// wide terminal keeps whole words wherever there is room and a narrow one
+// cuts no cell to "job/mo…": it shows ○●●○ and names the levels below.
 func (v *matrixView) chooseLabels(avail int) {
-	v.short = make([]bool, len(v.columns()))
+	base := fullLabels
+	if v.narrow {
+		base = shortLabels
+	}
+	v.labels = make([]labelMode, len(v.columns()))
+	for c := range v.labels {
+		v.labels[c] = base
+	}
 	total := func() int {
 		t := 0
-		for c := range v.short {
-			t += v.naturalWidth(c, v.short[c])
+		for c, m := range v.labels {
+			t += v.naturalWidth(c, m)
 		}
 		return t
 	}
-	for total() > avail {
-		best, gain := -1, 0
-		for c := colPlane; c < len(v.short); c++ {
-			if g := v.naturalWidth(c, false) - v.naturalWidth(c, true); !v.short[c] && g > gain {
-				best, gain = c, g
+	// Every column goes to short labels (the one that saves the most
+	// first) before any goes to marks alone.
+	for m := base; m < marksOnly && total() > avail; m++ {
+		for total() > avail {
+			best, gain := -1, 0
+			for c := colPlane; c < len(v.labels); c++ {
+				if v.labels[c] != m || m == shortLabels && c < firstAxisCol {
+					continue // the plane has no marks
+				}
+				if g := v.naturalWidth(c, m) - v.naturalWidth(c, m+1); g > gain {
+					best, gain = c, g
+				}
 			}
+			if best < 0 {
+				break
+			}
+			v.labels[best]++
 		}
-		if best < 0 {
-			return
-		}
-		v.short[best] = true
 	}
-	for c := range v.short { // a column the last choices made room for goes back to whole words
-		if v.short[c] {
-			v.short[c] = false
-			if total() > avail {
-				v.short[c] = true
+	// The room the last choices left goes back a step at a time, marks to
+	// short labels in every column before any short labels to whole words.
+	for m := marksOnly; m > base; m-- {
+		for c := range v.labels {
+			if v.labels[c] == m {
+				if v.labels[c]--; total() > avail {
+					v.labels[c]++
+				}
 			}
 		}
 	}
 }
 
+// headRoom is the least width of column c's head: its title, with room
+// for [ ] and a sort arrow unless the column shows marks alone (its
+// head is then cut, and the detail under the table names the axis).
+func (v *matrixView) headRoom(c int, m labelMode) int {
+	w := lipgloss.Width(v.columns()[c])
+	if m == marksOnly {
+		return w
+	}
+	return w + 4
+}
+
 // naturalWidth is what column c needs to show every project's cell
-// whole, with full or short labels.
-func (v *matrixView) naturalWidth(c int, short bool) int {
-	w := lipgloss.Width(v.columns()[c]) + 4 // room for [ ] and a sort arrow
+// whole, as m says.
+func (v *matrixView) naturalWidth(c int, m labelMode) int {
+	w := v.headRoom(c, m)
 	for _, p := range v.cat.Projects {
-		w = max(w, lipgloss.Width(v.cellLabel(p, c, short)))
+		w = max(w, lipgloss.Width(v.cellLabel(p, c, m)))
 	}
 	return w
 }
@@ -180,8 +221,8 @@ func (v *matrixView) naturalWidth(c int, short bool) int {
 func (v *matrixView) columnWidths(avail int) []int {
 	cols := v.columns()
 	w := make([]int, len(cols))
-	for c, title := range cols {
-		w[c] = lipgloss.Width(title) + 4 // room for [ ] and a sort arrow
+	for c := range cols {
+		w[c] = v.headRoom(c, v.mode(c))
 		for _, p := range v.cat.Projects {
 			w[c] = max(w[c], lipgloss.Width(v.cellText(p, c)))
 		}
@@ -469,18 +510,33 @@ func (v *matrixView) headerLine() string {
 }
 
 func (v *matrixView) cellText(p landscape.Project, col int) string {
-	return v.cellLabel(p, col, v.narrow || col < len(v.short) && v.short[col])
+	return v.cellLabel(p, col, v.mode(col))
 }
 
-func (v *matrixView) cellLabel(p landscape.Project, col int, short bool) string {
+// mode is how column col shows its cells now.
+func (v *matrixView) mode(col int) labelMode {
+	m := fullLabels
+	if col < len(v.labels) {
+		m = v.labels[col]
+	}
+	if v.narrow && m == fullLabels {
+		m = shortLabels
+	}
+	return m
+}
+
+func (v *matrixView) cellLabel(p landscape.Project, col int, m labelMode) string {
 	switch col {
 	case colProject:
 		return p.Name
 	case colPlane:
-		return planeLabel(p, short)
+		return planeLabel(p, m != fullLabels)
 	}
 	a := v.cat.Axes[col-firstAxisCol]
-	return scale(a, p.Axes[a.ID].Levels) + " " + v.cat.LevelLabels(p, a.ID, short)
+	if m == marksOnly {
+		return scale(a, p.Axes[a.ID].Levels)
+	}
+	return scale(a, p.Axes[a.ID].Levels) + " " + v.cat.LevelLabels(p, a.ID, m == shortLabels)
 }
 
 // planeLabel is a project's plane and, after a +, the others it acts in:

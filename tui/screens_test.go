@@ -179,7 +179,7 @@ func TestMatrixPlaneFilterAgreesWithPlaneColumn(t *testing.T) {
 			t.Errorf("a row under the control plane filter does not say ctrl: %q", l)
 		}
 	}
-	for _, name := range []string{"NVIDIA GPU …", "HAMi", "KServe", "llm-d"} {
+	for _, name := range []string{"NVIDIA GPU Operator", "HAMi", "KServe", "llm-d"} {
 		if !strings.Contains(v, name) {
 			t.Errorf("%s spans into the control plane and is not listed:\n%s", name, v)
 		}
