@@ -21,7 +21,7 @@ func TestMockFaultsErrors(t *testing.T) {
 		{`{"gpu01": {"ecc": {"x": {}}}}`, `line 1, column 20: host "gpu01", ecc: key "x" is not a GPU index`},
 		{`{"gpu01": {"nvlink_down": [[0, 1, 2]]}}`, `host "gpu01", nvlink_down[0]: want a pair of GPU indexes such as [0, 1], not a list of more`},
 		{`{"gpu01": {"xids": [{"gpu": 1, "code": 79}, {"gpu": "1"}]}}`, `host "gpu01", xids[1].gpu: want a whole number, not the string "1"`},
-		{`{"gpu01": {"nvlink_dwn": []}}`, `host "gpu01": unknown key "nvlink_dwn" (did you mean "nvlink_down"?); the keys here are nvlink_down, ecc,`},
+		{`{"gpu01": {"nvlink_dwn": []}}`, `host "gpu01": unknown key "nvlink_dwn" (did you mean "nvlink_down"?); the keys here are machine, nvlink_down, ecc,`},
 		{`{"gpu01": {"utilization": {"1": -3}}}`, `utilization."1": want a whole number from 0 to 4294967295, not the number -3`},
 		{`[{"gpu01": {}}]`, `line 1, column 1: want an object of host name to faults, such as {"gpu04": `},
 		{`{"gpu01": {}, "gpu01": {}}`, `line 1, column 24: host "gpu01" is named twice`},

@@ -9,26 +9,21 @@ import (
 	"github.com/gpulab/gpulab/sim/spec"
 )
 
-// plan picks the sick host and every host's faults (sim/dgx), and gives
-// them as the probe's --mock-faults JSON (none for a healthy host).
+// plan picks the sick host and every host's faults (sim/dgx), each named
+// for its host (its GPUs' serials and UUIDs are its own), and gives them
+// as the probe's --mock-faults JSON.
 func plan(seed int64, n int) (int, []spec.Faults, [][]byte) {
 	sick, faults := dgx.Plan(seed, n)
 	js := make([][]byte, n)
-	for i, f := range faults {
-		if isHealthy(f) {
-			continue
-		}
-		b, err := json.Marshal(f)
+	for i := range faults {
+		faults[i].Machine = HostName(i, n)
+		b, err := json.Marshal(faults[i])
 		if err != nil {
 			panic(err) // plain data: cannot fail
 		}
 		js[i] = b
 	}
 	return sick, faults, js
-}
-
-func isHealthy(f spec.Faults) bool {
-	return len(f.NVLinkDown) == 0 && len(f.ECC) == 0 && len(f.RemapPending) == 0 && len(f.XIDs) == 0 && len(f.MIG) == 0
 }
 
 // newCluster is the Kubernetes cluster of a fleet of n hosts with these

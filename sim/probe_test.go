@@ -48,6 +48,7 @@ func TestOnlyTheSimulatorProbeRuns(t *testing.T) {
 	}
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "marker-"+randomHex(t))
+	gpuHost := map[string]string{} // each GPU UUID's host
 	g := newGpulab(t, files, orchestrator.Overrides{})
 	ctx := context.Background()
 
@@ -120,6 +121,20 @@ func TestOnlyTheSimulatorProbeRuns(t *testing.T) {
 		}
 		if got := faultsSeen(&s); len(got) != want {
 			t.Errorf("%s (sick: %v): the probe saw %v (%s), want %d of the sick host's faults", h.Name, h.Name == sick, got, report.Hardware(&s), want)
+		}
+		// The probe and nvidia-smi name the host's own GPUs alike, and
+		// no GPU is on two hosts.
+		smi := run("nvidia-smi --query-gpu=uuid,serial --format=csv,noheader")
+		var probed []string
+		for _, g := range s.GPUs {
+			probed = append(probed, g.UUID+", "+g.Serial)
+			if other, ok := gpuHost[g.UUID]; ok {
+				t.Errorf("GPU %s is on %s and on %s", g.UUID, other, h.Name)
+			}
+			gpuHost[g.UUID] = h.Name
+		}
+		if got := strings.Join(probed, "\n") + "\n"; string(smi.Stdout) != got {
+			t.Errorf("%s: nvidia-smi's GPUs\n%s\nare not the probe's\n%s", h.Name, smi.Stdout, got)
 		}
 	}
 	// The same through OpenSSH: scp up, chmod and run with ssh.

@@ -58,7 +58,7 @@ func DGXA100With(f Faults) *server.Server {
 	events := xidEvents(f)
 	for i, dev := range s.Devices {
 		d := dev.(*server.Device)
-		identity(d, i)
+		identity(d, i, f.Machine)
 		d.MemoryInfo = nvml.Memory{Total: spec.MemoryTotalMiB << 20, Used: uint64(f.MemoryUsedMiB(i)) << 20,
 			Free: uint64(f.MemoryFreeMiB(i)) << 20}
 		readings(d, i)
@@ -82,13 +82,13 @@ func DGXA100With(f Faults) *server.Server {
 	return s
 }
 
-func identity(d *server.Device, i int) {
+func identity(d *server.Device, i int, machine string) {
 	bus := spec.BusIDs[i]
-	d.UUID = spec.UUIDs[i]
+	d.UUID = spec.UUID(machine, i)
 	d.GetNameFunc = func() (string, nvml.Return) { return spec.GPUName, nvml.SUCCESS }
 	d.PciBusID = spec.BusID(i)
 	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) { return pciInfo(0, bus, d.Config.PciDeviceId), nvml.SUCCESS }
-	d.GetSerialFunc = func() (string, nvml.Return) { return spec.Serials[i], nvml.SUCCESS }
+	d.GetSerialFunc = func() (string, nvml.Return) { return spec.Serial(machine, i), nvml.SUCCESS }
 }
 
 // readings are the idle figures of the recorded machine.

@@ -26,7 +26,7 @@ func mig(d *server.Device, i int, f Faults) {
 	var devices []nvml.Device
 	instances := map[int][]nvml.GpuInstance{} // by NVML profile index
 	for _, g := range gis {
-		devices = append(devices, migDevice(i, g))
+		devices = append(devices, migDevice(spec.UUID(f.Machine, i), g))
 		instances[g.Profile.NVMLIndex] = append(instances[g.Profile.NVMLIndex], gpuInstance(d, g))
 	}
 	d.GetMigDeviceHandleByIndexFunc = func(j int) (nvml.Device, nvml.Return) {
@@ -62,11 +62,11 @@ func profileInfo(p spec.Profile) nvml.GpuInstanceProfileInfo {
 		EncoderCount: uint32(p.ENC), JpegCount: uint32(p.JPEG), OfaCount: uint32(p.OFA), MemorySizeMB: uint64(p.MemoryMiB)}
 }
 
-func migDevice(gpu int, g spec.GPUInstance) nvml.Device {
+func migDevice(gpuUUID string, g spec.GPUInstance) nvml.Device {
 	md := &mock.Device{}
 	md.GetGpuInstanceIdFunc = func() (int, nvml.Return) { return g.ID, nvml.SUCCESS }
 	md.GetComputeInstanceIdFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
-	md.GetUUIDFunc = func() (string, nvml.Return) { return spec.MIGUUID(gpu, g.ID, 0), nvml.SUCCESS }
+	md.GetUUIDFunc = func() (string, nvml.Return) { return spec.MIGUUID(gpuUUID, g.ID, 0), nvml.SUCCESS }
 	return md
 }
 

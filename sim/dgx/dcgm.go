@@ -28,7 +28,7 @@ func dcgmi(ctx context.Context, h *Host, t *term, args []string) int {
 		return 0
 	case "discovery":
 		if len(args) == 3 && (args[2] == "-l" || args[2] == "--list") {
-			t.print(dcgmDiscovery())
+			t.print(h.dcgmDiscovery())
 			return 0
 		}
 	case "diag":
@@ -40,13 +40,13 @@ func dcgmi(ctx context.Context, h *Host, t *term, args []string) int {
 // dcgmDiscovery is dcgmi discovery -l as DCGM prints it on a DGX A100:
 // the layout and the six NvSwitch ids of a DGX A100's listing in a public
 // DCGM set-up note (code-index file 50017790420), with this host's GPUs.
-func dcgmDiscovery() string {
+func (h *Host) dcgmDiscovery() string {
 	border := "+--------+----------------------------------------------------------------------+\n"
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d GPUs found.\n%s| GPU ID | Device Information                                                   |\n%s", spec.GPUs, border, border)
 	for g := 0; g < spec.GPUs; g++ {
 		fmt.Fprintf(&b, "| %-6d | %-68s |\n|        | %-68s |\n|        | %-68s |\n%s", g, "Name: "+GPUName,
-			"PCI Bus ID: "+spec.BusID(g), "Device UUID: "+spec.UUIDs[g], border)
+			"PCI Bus ID: "+spec.BusID(g), "Device UUID: "+h.uuid(g), border)
 	}
 	b.WriteString("6 NvSwitches found.\n+-----------+\n| Switch ID |\n+-----------+\n")
 	for _, id := range []int{11, 10, 13, 9, 12, 8} {

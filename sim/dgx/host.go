@@ -48,6 +48,12 @@ type Host struct {
 	Cluster *Cluster
 }
 
+// uuid is GPU g's UUID on this machine (spec.UUID of Faults.Machine).
+func (h *Host) uuid(g int) string { return spec.UUID(h.Faults.Machine, g) }
+
+// serial is GPU g's board serial number on this machine.
+func (h *Host) serial(g int) string { return spec.Serial(h.Faults.Machine, g) }
+
 // IO is where a tool reads and writes; a nil writer discards.
 type IO struct {
 	Stdin          io.Reader

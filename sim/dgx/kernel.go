@@ -38,8 +38,8 @@ func (h *Host) kernelLog() []kmsg {
 		if !named[x.GPU] {
 			named[x.GPU] = true
 			log = append(log,
-				kmsg{x.SecondsAfterBoot, "warn", fmt.Sprintf("NVRM: GPU at PCI:%s: %s", spec.KernelBusID(x.GPU), spec.UUIDs[x.GPU])},
-				kmsg{x.SecondsAfterBoot, "warn", "NVRM: GPU Board Serial Number: " + spec.Serials[x.GPU]})
+				kmsg{x.SecondsAfterBoot, "warn", fmt.Sprintf("NVRM: GPU at PCI:%s: %s", spec.KernelBusID(x.GPU), h.uuid(x.GPU))},
+				kmsg{x.SecondsAfterBoot, "warn", "NVRM: GPU Board Serial Number: " + h.serial(x.GPU)})
 		}
 		log = append(log, kmsg{x.SecondsAfterBoot, "warn", fmt.Sprintf("NVRM: Xid (PCI:%s): %d, %s", spec.KernelBusID(x.GPU), x.Code, x.Message)})
 		if x.Code == 79 {

@@ -115,13 +115,17 @@ func (s *kstate) seenGPUs(p *kpod) (string, int) {
 	if len(p.req.ext) == 0 && visibleDevices(p) == "all" {
 		return (&Host{Faults: s.node[p.node].faults}).smiList(), 0
 	}
+	node := &Host{} // the node's machine, whose GPUs the pod holds
+	if n := s.node[p.node]; n != nil {
+		node.Faults = n.faults
+	}
 	var b strings.Builder
 	for k, g := range devices {
-		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", k, GPUName, spec.UUIDs[g])
+		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", k, GPUName, node.uuid(g))
 	}
 	for k, m := range p.migs {
-		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", len(devices)+k, GPUName, spec.UUIDs[m.gpu])
-		fmt.Fprintf(&b, "  MIG %-12sDevice %2d: (UUID: %s)\n", m.profile, 0, spec.MIGUUID(m.gpu, m.gi, 0))
+		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", len(devices)+k, GPUName, node.uuid(m.gpu))
+		fmt.Fprintf(&b, "  MIG %-12sDevice %2d: (UUID: %s)\n", m.profile, 0, spec.MIGUUID(node.uuid(m.gpu), m.gi, 0))
 	}
 	if b.Len() == 0 {
 		return "No devices were found\n", smiNotFound

@@ -64,7 +64,7 @@ func nvidiaSMI(ctx context.Context, h *Host, t *term, args []string) int {
 			k++
 		}
 	}
-	gpus, ok := smiSelect(a)
+	gpus, ok := h.smiSelect(a)
 	if !ok {
 		t.print("No devices were found\n")
 		return smiNotFound
@@ -106,7 +106,7 @@ func nvidiaSMI(ctx context.Context, h *Host, t *term, args []string) int {
 
 // smiSelect reads -i: an index, a comma list, a bus id or a UUID; all
 // GPUs without it. ok is false when -i names no GPU.
-func smiSelect(a flags) (gpus []int, ok bool) {
+func (h *Host) smiSelect(a flags) (gpus []int, ok bool) {
 	v, given := a.value("-i", "--id")
 	if !given {
 		for i := 0; i < spec.GPUs; i++ {
@@ -117,7 +117,7 @@ func smiSelect(a flags) (gpus []int, ok bool) {
 	for _, id := range strings.Split(v, ",") {
 		found := -1
 		for i := 0; i < spec.GPUs; i++ {
-			if id == strconv.Itoa(i) || strings.EqualFold(id, spec.UUIDs[i]) || strings.EqualFold(id, spec.BusID(i)) ||
+			if id == strconv.Itoa(i) || strings.EqualFold(id, h.uuid(i)) || strings.EqualFold(id, spec.BusID(i)) ||
 				strings.EqualFold(id, spec.BusID(i)[4:]) {
 				found = i
 			}
@@ -135,9 +135,9 @@ func smiSelect(a flags) (gpus []int, ok bool) {
 func (h *Host) smiList() string {
 	var b strings.Builder
 	for i := 0; i < spec.GPUs; i++ {
-		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", i, GPUName, spec.UUIDs[i])
+		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", i, GPUName, h.uuid(i))
 		for _, g := range h.Faults.Instances(i) {
-			fmt.Fprintf(&b, "  MIG %-12sDevice %2d: (UUID: %s)\n", g.Profile.Name, g.Device, spec.MIGUUID(i, g.ID, 0))
+			fmt.Fprintf(&b, "  MIG %-12sDevice %2d: (UUID: %s)\n", g.Profile.Name, g.Device, spec.MIGUUID(h.uuid(i), g.ID, 0))
 		}
 	}
 	return b.String()
@@ -148,8 +148,8 @@ func (h *Host) smiList() string {
 var queryFields = map[string]func(h *Host, i int) (header, value string){
 	"index":          func(_ *Host, i int) (string, string) { return "index", strconv.Itoa(i) },
 	"name":           func(_ *Host, i int) (string, string) { return "name", GPUName },
-	"uuid":           func(_ *Host, i int) (string, string) { return "uuid", spec.UUIDs[i] },
-	"serial":         func(_ *Host, i int) (string, string) { return "serial", spec.Serials[i] },
+	"uuid":           func(h *Host, i int) (string, string) { return "uuid", h.uuid(i) },
+	"serial":         func(h *Host, i int) (string, string) { return "serial", h.serial(i) },
 	"pci.bus_id":     func(_ *Host, i int) (string, string) { return "pci.bus_id", spec.BusID(i) },
 	"driver_version": func(_ *Host, i int) (string, string) { return "driver_version", spec.Driver },
 	"memory.total": func(_ *Host, i int) (string, string) {

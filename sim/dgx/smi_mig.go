@@ -18,7 +18,7 @@ const (
 
 // smiMIG is nvidia-smi mig -lgi, -lgip, -lci, -lcip (with -i GPUs).
 func smiMIG(h *Host, t *term, a flags) int {
-	gpus, ok := smiSelect(a)
+	gpus, ok := h.smiSelect(a)
 	if !ok {
 		t.print("No devices were found\n")
 		return smiNotFound

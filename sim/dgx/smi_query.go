@@ -12,14 +12,19 @@ import (
 // simulated host must say differently:
 //
 //   - the timestamp (the host's clock);
+//
 //   - the PCI bus ids (the recording's board is not a DGX: its GPUs sit at
 //     2F, 35, ...; a DGX A100's at 07, 0F, ...) in the GPU line, Bus,
 //     Bus Id and Board ID;
+//
 //   - Persistence Mode Enabled (DGX OS runs nvidia-persistenced; the
 //     recording's host did not);
+//
 //   - the faults: MIG mode and devices, ECC counters, remapped rows.
 //
-// Everything else, serials and UUIDs included, is the recording's. With
+//   - the serials and UUIDs, the machine's own (spec.Serial, spec.UUID).
+//
+// Everything else is the recording's. With
 // -d, each GPU block keeps only the sections named (querySections).
 func (h *Host) smiQuery(gpus []int, keep map[string]bool) string {
 	header, blocks := queryBlocks()
@@ -98,6 +103,8 @@ func filterSections(block string, keep map[string]bool) string {
 
 // queryBlock rewrites one recorded GPU block for GPU i.
 func (h *Host) queryBlock(i int, block string) string {
+	// The recording's serial and UUID are this machine's own.
+	block = strings.ReplaceAll(strings.ReplaceAll(block, spec.UUIDs[i], h.uuid(i)), spec.Serials[i], h.serial(i))
 	set := h.queryValues(i)
 	var out []string
 	var stack []string

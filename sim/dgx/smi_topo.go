@@ -144,7 +144,7 @@ const NVLinkGBps = "25 GB/s"
 // the blank line between links as in nvidia-smi-nvlink-e/h100-18links-elided.txt.
 // A link that is down shows "<inactive>".
 func smiNVLink(h *Host, t *term, a flags) int {
-	gpus, ok := smiSelect(a)
+	gpus, ok := h.smiSelect(a)
 	if !ok {
 		t.print("No devices were found\n")
 		return smiNotFound
@@ -157,7 +157,7 @@ func smiNVLink(h *Host, t *term, a flags) int {
 	}
 	var b strings.Builder
 	for _, g := range gpus {
-		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", g, GPUName, spec.UUIDs[g])
+		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", g, GPUName, h.uuid(g))
 		for l := 0; l < spec.LinksPerGPU; l++ {
 			switch {
 			case status && h.Faults.LinkUp(g, l):

@@ -8,6 +8,10 @@ import (
 // Faults is what is wrong with one simulated DGX A100. The zero value is a
 // healthy machine. It is what `nvmlprobe --mock-faults` takes as JSON.
 type Faults struct {
+	// Machine names the simulated machine: its GPUs' serials and UUIDs
+	// are derived from it (Serial, UUID), so that each host of a fleet
+	// has GPUs of its own. Empty: the recorded machine's.
+	Machine string `json:"machine,omitempty"`
 	// NVLinkDown lists GPU index pairs whose NVLink is down: `nvidia-smi
 	// topo -m` shows the pair's PCIe path (SYS across NUMA nodes) instead
 	// of NV#, and each GPU of a pair loses the links LinksDown names.

@@ -82,8 +82,9 @@ func LinkSwitch(link int) int { return link % Switches }
 // Identity and idle readings of the eight GPUs, in index order, as
 // recorded on a real 8x A100-SXM4-40GB with driver 535.129.03
 // (testdata/fixtures/nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt;
-// sim/dgx tests that these equal the recording). Every simulated host
-// carries the same GPUs: the simulation is one machine, copied.
+// sim/dgx tests that these equal the recording). These are the recorded
+// machine's; a named simulated machine's GPUs have serials and UUIDs of
+// their own (Serial, UUID), as the GPUs of two real machines do.
 var (
 	Serials = [GPUs]string{"1323121035405", "1323121013540", "1323121015220", "1323121015264",
 		"1322921084044", "1323121035431", "1323121035302", "1322921056183"}
@@ -134,17 +135,50 @@ var NICs = [4]NIC{
 // SamePCIeSwitch reports whether two GPUs sit under one PCIe switch.
 func SamePCIeSwitch(a, b int) bool { return a/2 == b/2 }
 
-// MIGUUID is the UUID of the MIG device of GPU gpu's GPU instance gi and
-// compute instance ci: derived from the GPU's UUID so that every tool and
-// the probe name it alike ("MIG-" and a version-5 style UUID).
-func MIGUUID(gpu, gi, ci int) string {
-	u := strings.ReplaceAll(strings.TrimPrefix(UUIDs[gpu], "GPU-"), "-", "")
+// MIGUUID is the UUID of the MIG device of the GPU gpuUUID's GPU
+// instance gi and compute instance ci: derived from the GPU's UUID so
+// that every tool and the probe name it alike ("MIG-" and a version-5
+// style UUID).
+func MIGUUID(gpuUUID string, gi, ci int) string {
+	u := strings.ReplaceAll(strings.TrimPrefix(gpuUUID, "GPU-"), "-", "")
+	return "MIG-" + uuidOf(fmt.Sprintf("%s/%d/%d", u, gi, ci))
+}
+
+// UUID is GPU gpu's UUID on the simulated machine named machine: the
+// recording's for "", else one derived from the name and the recording's,
+// so that no two hosts of a fleet share a GPU (a UUID names one GPU in
+// the world, and tools that track GPUs by it must see eight per host).
+func UUID(machine string, gpu int) string {
+	if machine == "" {
+		return UUIDs[gpu]
+	}
+	return "GPU-" + uuidOf(machine+"/"+UUIDs[gpu])
+}
+
+// Serial is GPU gpu's board serial number on the simulated machine named
+// machine: the recording's for "", else 13 digits derived from the name.
+func Serial(machine string, gpu int) string {
+	if machine == "" {
+		return Serials[gpu]
+	}
+	h := fnv64(machine + "/" + Serials[gpu])
+	return fmt.Sprintf("%s%09d", Serials[gpu][:4], h%1e9)
+}
+
+// fnv64 is s's FNV-1a hash.
+func fnv64(s string) uint64 {
 	h := uint64(14695981039346656037)
-	for _, c := range fmt.Sprintf("%s/%d/%d", u, gi, ci) {
+	for _, c := range s {
 		h ^= uint64(c)
 		h *= 1099511628211
 	}
+	return h
+}
+
+// uuidOf is a version-5 style UUID derived from s.
+func uuidOf(s string) string {
+	h := fnv64(s)
 	g := h*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
-	return fmt.Sprintf("MIG-%08x-%04x-5%03x-%04x-%012x", uint32(h>>32), uint16(h>>16), uint16(h)&0xfff,
+	return fmt.Sprintf("%08x-%04x-5%03x-%04x-%012x", uint32(h>>32), uint16(h>>16), uint16(h)&0xfff,
 		0x8000|uint16(g>>48)&0x3fff, g&0xffffffffffff)
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -94,9 +95,44 @@ func TestLayout(t *testing.T) {
 		t.Errorf("bus ids %s %s", BusID(3), KernelBusID(3))
 	}
 	uuidRE := regexp.MustCompile(`^MIG-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-	a, b := MIGUUID(0, 1, 0), MIGUUID(0, 2, 0)
-	if !uuidRE.MatchString(a) || !uuidRE.MatchString(b) || a == b || a != MIGUUID(0, 1, 0) || a == MIGUUID(1, 1, 0) {
+	a, b := MIGUUID(UUIDs[0], 1, 0), MIGUUID(UUIDs[0], 2, 0)
+	if !uuidRE.MatchString(a) || !uuidRE.MatchString(b) || a == b || a != MIGUUID(UUIDs[0], 1, 0) || a == MIGUUID(UUIDs[1], 1, 0) {
 		t.Errorf("MIG UUIDs %s %s", a, b)
+	}
+	// The recorded MIG UUID is kept (the derivation did not change).
+	if a != "MIG-"+uuidOf(strings.ReplaceAll(strings.TrimPrefix(UUIDs[0], "GPU-"), "-", "")+"/1/0") {
+		t.Errorf("MIG UUID %s", a)
+	}
+}
+
+// The recorded machine keeps the recording's serials and UUIDs; each
+// named machine's GPUs have their own, well formed, and no two GPUs of a
+// 1,000-host fleet share either.
+func TestIdentityPerMachine(t *testing.T) {
+	if UUID("", 3) != UUIDs[3] || Serial("", 3) != Serials[3] {
+		t.Errorf("the recorded machine's GPU 3 is %s %s", UUID("", 3), Serial("", 3))
+	}
+	uuidRE := regexp.MustCompile(`^GPU-[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
+	serialRE := regexp.MustCompile(`^\d{13}$`)
+	uuids, serials := map[string]string{}, map[string]string{}
+	for h := range 1000 {
+		m := fmt.Sprintf("dgx%04d", h)
+		for g := range GPUs {
+			u, s := UUID(m, g), Serial(m, g)
+			if !uuidRE.MatchString(u) || !serialRE.MatchString(s) {
+				t.Fatalf("%s GPU %d: UUID %q, serial %q", m, g, u, s)
+			}
+			if other, ok := uuids[u]; ok {
+				t.Fatalf("%s GPU %d has the UUID of %s", m, g, other)
+			}
+			if other, ok := serials[s]; ok {
+				t.Fatalf("%s GPU %d has the serial of %s", m, g, other)
+			}
+			uuids[u], serials[s] = fmt.Sprintf("%s GPU %d", m, g), fmt.Sprintf("%s GPU %d", m, g)
+		}
+	}
+	if UUID("dgx01", 0) != UUID("dgx01", 0) || UUID("dgx01", 0) == UUIDs[0] {
+		t.Error("a machine's UUID is not stable, or is the recording's")
 	}
 }
 
