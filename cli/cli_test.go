@@ -490,3 +490,38 @@ func TestInventoryEnvMissing(t *testing.T) {
 		t.Errorf("gpulab (the workbench) with %s missing opened the workbench; want exit %d with %q", missing, ExitUsage, want)
 	}
 }
+
+// With --json a check always writes its one document, exit 2: a file that
+// is missing, or over gpulab's limits, is a problem like any other (it
+// printed nothing on stdout, and scripts read an empty document).
+func TestCheckJSONWhateverTheFailure(t *testing.T) {
+	env := noEnv(t)
+	dir := t.TempDir()
+	deep := filepath.Join(dir, "deep.toml")
+	writeFile(t, deep, "x = "+strings.Repeat("[", 100)+strings.Repeat("]", 100)+"\n")
+	missing := filepath.Join(dir, "missing.toml")
+	for _, c := range []struct {
+		args []string
+		file string // the problem's place ("" when it has none)
+		msg  string
+	}{
+		{[]string{"inventory", "check", missing}, "", "does not exist"},
+		{[]string{"inventory", "check"}, "", "no inventory file"},
+		{[]string{"inventory", "check", deep}, deep, "nested more than 64 levels"},
+		{[]string{"lab", "check", deep}, deep, "nested more than 64 levels"},
+		{[]string{"catalog", "check", deep}, deep, "nested more than 64 levels"},
+	} {
+		r := run(t, env, append(c.args, "--json")...)
+		var out struct {
+			OK       bool      `json:"ok"`
+			Problems []Problem `json:"problems"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 2 || out.OK || len(out.Problems) != 1 {
+			t.Errorf("%v --json: exit %d, %v, %+v\nstdout: %s\nstderr: %s", c.args, r.code, err, out, r.stdout, r.stderr)
+			continue
+		}
+		if p := out.Problems[0]; p.File != c.file || !strings.Contains(p.Message, c.msg) {
+			t.Errorf("%v --json: problem %+v, want one in %q saying %q", c.args, p, c.file, c.msg)
+		}
+	}
+}

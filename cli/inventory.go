@@ -56,13 +56,13 @@ levels).`,
 			if path == "" {
 				p, err := inventory.Locate(o.getenv)
 				if err != nil {
-					return configErr(err)
+					return reportCheck(cmd.OutOrStdout(), o.json, "inventory", configErr(err), nil)
 				}
 				path = p
 			}
 			inv, err := inventory.Load(path)
 			if err != nil && !isPlaced(err) {
-				return configErr(err) // unreadable: nothing was checked
+				return reportCheck(cmd.OutOrStdout(), o.json, path, configErr(err), nil) // unreadable: nothing was checked
 			}
 			if err == nil {
 				// What loading for real would also meet: the ssh_config the

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/tui"
@@ -335,12 +334,12 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
 	return cmd
 }
 
-// reportCheck prints a check's outcome; an invalid file is exit 1, a file
-// refused for gpulab's limits on TOML (not checked) exit 2.
+// reportCheck prints a check's outcome: ok, or its problems, each placed
+// where it can be (exit 2). With --json the outcome is always the one
+// document, a file that could not be read or is over gpulab's limits
+// included (its one problem says why), so that a script reads every
+// failure the same way.
 func reportCheck(w io.Writer, asJSON bool, subject string, err error, ok func() string) error {
-	if errors.Is(err, tomlpos.ErrLimit) {
-		return configErr(err)
-	}
 	if asJSON {
 		out := struct {
 			Subject  string    `json:"subject"`

@@ -392,28 +392,14 @@ func printProbeTables(w io.Writer, results []app.ProbeResult) {
 			fmt.Fprintf(w, "  %s\n", l)
 		}
 		for _, x := range s.XIDs {
-			fmt.Fprintf(w, "  Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))
+			fmt.Fprintf(w, "  %s\n", render.XID(x))
 		}
-		n := len(s.Errors)
-		if e := report.KmsgUnread(s); e != nil {
-			n--
-			msg := e.Message
-			if e.Code != "SIMULATED" {
-				msg = e.Code + ": " + msg + " (a flag: the probe runs as a user who cannot read it; root or CAP_SYSLOG can)"
+		for _, l := range []string{render.XIDHistoryUnread(s), render.FieldsNotGiven(s)} {
+			if l != "" {
+				fmt.Fprintf(w, "  %s\n", l)
 			}
-			fmt.Fprintf(w, "  Xid history (/dev/kmsg) not read: %s\n", msg)
-		}
-		if n > 0 {
-			fmt.Fprintf(w, "  %d fields NVML did not give (--json lists them)\n", n)
 		}
 	}
-}
-
-func xidText(x report.XIDEvent) string {
-	if !x.Known {
-		return "unknown Xid (not in gpulab's table): " + x.Message
-	}
-	return x.Meaning + ". Action: " + x.Action
 }
 
 // probeFleet probes every host of r as pf says; a failure on every host

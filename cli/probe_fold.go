@@ -110,10 +110,12 @@ func hardwareText(s *report.Snapshot, widths []int) string {
 	t.WriteText(&b)
 	b.WriteString(topologyText(s))
 	for _, x := range s.XIDs {
-		fmt.Fprintf(&b, "Xid %d on %s: %s\n", x.Code, x.PCIBusID, xidText(x))
+		fmt.Fprintln(&b, render.XID(x))
 	}
-	if n := len(s.Errors); n > 0 {
-		fmt.Fprintf(&b, "%d fields NVML did not give (--json lists them)\n", n)
+	for _, l := range []string{render.XIDHistoryUnread(s), render.FieldsNotGiven(s)} {
+		if l != "" {
+			fmt.Fprintln(&b, l)
+		}
 	}
 	return b.String()
 }

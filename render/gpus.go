@@ -12,10 +12,6 @@ import (
 // `gpulab probe --no-fold`, the folded probe's hardware table and the
 // workbench's host view. What NVML did not give is "-", never a zero.
 
-// GPUMemoryColumn is the GPU table's MEMORY column, which the workbench
-// draws with a bar before the figures.
-const GPUMemoryColumn = 3
-
 // GPUTable is a snapshot's GPUs with what they read now. On a narrow
 // screen the bus id, the name, power, NUMA node and temperature give way
 // first; the findings, ECC and MIG state stay.

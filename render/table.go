@@ -44,6 +44,18 @@ func NewTable(heads ...string) Table {
 	return t
 }
 
+// Column is the index of the column headed head, -1 when there is none:
+// a front end that adds to a column's cells (a bar) finds it by its head,
+// never by a number that a new column would shift.
+func (t Table) Column(head string) int {
+	for i, c := range t.Columns {
+		if c.Head == head {
+			return i
+		}
+	}
+	return -1
+}
+
 // Add appends a row; a row shorter than the head leaves its last
 // columns empty.
 func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -53,17 +52,8 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 		add(fmt.Sprintf("  GPU%d  pid %-8d %-16s %8d MiB  %s", p.GPU, p.PID, text.Cut(p.Name, 16), p.UsedMiB, where))
 	}
 	add(healthLines(s, st, width)...)
-	if n := len(s.Errors); n > 0 {
-		codes := map[string]int{}
-		for _, e := range s.Errors {
-			codes[e.Code]++
-		}
-		var parts []string
-		for c, k := range codes {
-			parts = append(parts, fmt.Sprintf("%d %s", k, c))
-		}
-		sort.Strings(parts)
-		add(st.CardMuted.Render(fmt.Sprintf("  %d fields NVML did not give: %s (gpulab probe --json lists them)", n, strings.Join(parts, ", "))))
+	if l := render.FieldsNotGiven(s); l != "" {
+		add(st.CardMuted.Render("  " + l))
 	}
 	return strings.Join(b, "\n")
 }
@@ -85,7 +75,7 @@ func healthLines(s *report.Snapshot, st Styles, width int) []string {
 	}
 	if e := report.KmsgUnread(s); e != nil && e.Code != "SIMULATED" {
 		healthy = false
-		add(st.Error.Render(fmt.Sprintf("  ! Xid history not read (/dev/kmsg: %s: %s)", e.Code, e.Message)))
+		add(wrap(st.Error.Render("  ! "+render.XIDHistoryUnread(s)), width-2)...)
 	}
 	for _, g := range s.GPUs {
 		for _, f := range g.Findings {
@@ -95,15 +85,7 @@ func healthLines(s *report.Snapshot, st Styles, width int) []string {
 	}
 	for _, x := range s.XIDs {
 		healthy = false
-		gpu := x.PCIBusID
-		if x.GPU != nil {
-			gpu = "GPU" + strconv.Itoa(*x.GPU)
-		}
-		meaning := "unknown Xid: not in gpulab's table"
-		if x.Known {
-			meaning = x.Meaning + ". " + x.Action
-		}
-		add(wrap(st.Error.Render(fmt.Sprintf("  Xid %d on %s: ", x.Code, gpu))+meaning, width-2)...)
+		add(wrap(st.Error.Render("  "+render.XID(x)), width-2)...)
 	}
 	if healthy {
 		add(st.CardText.Render("  no findings, no Xid"))
@@ -185,8 +167,10 @@ func migLayout(s *report.Snapshot) []string {
 // narrow one the columns that give way are named under it.
 func gpuTable(s *report.Snapshot, st Styles, width int) []string {
 	t := render.GPUTable(s)
-	for i, g := range s.GPUs {
-		t.Rows[i][render.GPUMemoryColumn] = memBar(g.Memory) + t.Rows[i][render.GPUMemoryColumn]
+	if m := t.Column("MEMORY"); m >= 0 {
+		for i, g := range s.GPUs {
+			t.Rows[i][m] = memBar(g.Memory) + t.Rows[i][m]
+		}
 	}
 	head, rows, left := t.Fit(width)
 	lines := append([]string{st.TableHeader.Render(head)}, rows...)
