@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -191,16 +188,6 @@ func (ro *reconcileOptions) Run(c *cobra.Command, o *options, src *cluster.Sourc
 		return errSilentFailure
 	}
 	return nil
-}
-
-// jsonError names the line of a JSON syntax error.
-func jsonError(data []byte, err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line := 1 + bytes.Count(data[:min(int(se.Offset), len(data))], []byte("\n"))
-		return fmt.Sprintf("line %d: %v", line, err)
-	}
-	return err.Error()
 }
 
 // mapHosts maps each probed host to the node it is (see the command's

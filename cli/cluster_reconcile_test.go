@@ -102,7 +102,7 @@ func TestClusterReconcile(t *testing.T) {
 	writeFile(t, faultsFile, `{"gpu-a": {"processes": [{"gpu": 9, "pid": 1, "name": "x"}]}}`)
 	run(t, env, args...).expect(t, 2, "", `host "gpu-a": processes: PID 1: GPU 9`)
 	writeFile(t, faultsFile, "{\n\"gpu-a\": {\n}}}")
-	run(t, env, args...).expect(t, 2, "", faultsFile+": line 3")
+	run(t, env, args...).expect(t, 2, "", faultsFile+":3:")
 	writeFile(t, faultsFile, `{"gpu-z": {}}`)
 	run(t, env, args...).expect(t, 2, "", `host "gpu-z" is not among the hosts -H selects`)
 	run(t, env, "cluster", "reconcile", "--inventory", invFile, "-H", "gpu-a", "--mock-faults", faultsFile).expect(t, 2, "", "--mock-faults needs --mock dgxa100")

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/problem"
 	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/sim/spec"
 )
@@ -31,23 +33,23 @@ func readHostFaults(file string, r *app.Fleet) (map[string]string, error) {
 	if err != nil {
 		return nil, usageErr("--mock-faults: %v", err)
 	}
-	hosts, err := faultsByHost(data)
+	hosts, err := faultsByHost(file, data)
 	if err != nil {
-		return nil, usageErr("--mock-faults %s: %v", file, err)
+		return nil, usageErr("--mock-faults: %v", err)
 	}
 	selected := r.Names()
 	out := map[string]string{}
 	for _, h := range hosts {
-		at := "line " + positionIn(data, h.offset)
+		at := placeIn(file, data, h.offset)
 		if !slices.Contains(selected, h.name) {
-			return nil, usageErr("--mock-faults %s: %s: host %q is not among the hosts -H selects", file, at, h.name)
+			return nil, usageErr("--mock-faults: %v", &problem.Error{Place: at, Msg: fmt.Sprintf("host %q is not among the hosts -H selects", h.name)})
 		}
-		ft, err := decodeFaults(data, h)
+		ft, err := decodeFaults(file, data, h)
 		if err != nil {
-			return nil, usageErr("--mock-faults %s: %v", file, err)
+			return nil, usageErr("--mock-faults: %v", err)
 		}
 		if err := ft.Validate(); err != nil {
-			return nil, usageErr("--mock-faults %s: %s: host %q: %v", file, at, h.name, err)
+			return nil, usageErr("--mock-faults: %v", &problem.Error{Place: at, Msg: fmt.Sprintf("host %q: %v", h.name, err)})
 		}
 		compact, _ := json.Marshal(ft)
 		out[h.name] = string(compact)
@@ -64,14 +66,20 @@ type hostFaults struct {
 }
 
 // faultsByHost splits a faults file into its hosts, in the file's order.
-func faultsByHost(data []byte) ([]hostFaults, error) {
+// Its errors are placed at file:line:column.
+func faultsByHost(file string, data []byte) ([]hostFaults, error) {
 	if err := json.Unmarshal(data, new(any)); err != nil {
-		return nil, fmt.Errorf("%s (want a JSON object of host name to faults, such as %s)", jsonError(data, err), faultsExample)
+		at := problem.Place{File: file}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			at = placeIn(file, data, se.Offset)
+		}
+		return nil, &problem.Error{Place: at, Msg: fmt.Sprintf("%v (want a JSON object of host name to faults, such as %s)", err, faultsExample)}
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if tok, _ := dec.Token(); tok != json.Delim('{') {
-		return nil, fmt.Errorf("line %s: want an object of host name to faults, such as %s, not %s", positionIn(data, 0), faultsExample, tokenText(tok))
+		return nil, &problem.Error{Place: placeIn(file, data, 0), Msg: fmt.Sprintf("want an object of host name to faults, such as %s, not %s", faultsExample, tokenText(tok))}
 	}
 	var hosts []hostFaults
 	for dec.More() {
@@ -83,7 +91,7 @@ func faultsByHost(data []byte) ([]hostFaults, error) {
 		}
 		h := hostFaults{name: name, raw: raw, offset: dec.InputOffset() - int64(len(raw))}
 		if slices.ContainsFunc(hosts, func(o hostFaults) bool { return o.name == name }) {
-			return nil, fmt.Errorf("line %s: host %q is named twice", positionIn(data, h.offset), name)
+			return nil, &problem.Error{Place: placeIn(file, data, h.offset), Msg: fmt.Sprintf("host %q is named twice", name)}
 		}
 		hosts = append(hosts, h)
 	}
@@ -92,7 +100,7 @@ func faultsByHost(data []byte) ([]hostFaults, error) {
 
 // decodeFaults checks one host's value against what spec.Faults takes,
 // then decodes it.
-func decodeFaults(data []byte, h hostFaults) (spec.Faults, error) {
+func decodeFaults(file string, data []byte, h hostFaults) (spec.Faults, error) {
 	dec := json.NewDecoder(bytes.NewReader(h.raw))
 	dec.UseNumber()
 	s := &shapeChecker{dec: dec, raw: h.raw}
@@ -102,25 +110,25 @@ func decodeFaults(data []byte, h hostFaults) (spec.Faults, error) {
 		if se.path != "" {
 			where += ", " + se.path
 		}
-		return spec.Faults{}, fmt.Errorf("line %s: %s: %s", positionIn(data, h.offset+se.offset), where, se.msg)
+		return spec.Faults{}, &problem.Error{Place: placeIn(file, data, h.offset+se.offset), Msg: where + ": " + se.msg}
 	}
 	var ft spec.Faults
 	dec = json.NewDecoder(bytes.NewReader(h.raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ft); err != nil {
-		return ft, fmt.Errorf("line %s: host %q: %v", positionIn(data, h.offset), h.name, err)
+		return ft, &problem.Error{Place: placeIn(file, data, h.offset), Msg: fmt.Sprintf("host %q: %v", h.name, err)}
 	}
 	return ft, nil
 }
 
-// positionIn is "LINE, column COL" of a byte offset of data, the column
-// in characters.
-func positionIn(data []byte, off int64) string {
+// placeIn is where a byte offset of file's data is: its line, and its
+// column in characters.
+func placeIn(file string, data []byte, off int64) problem.Place {
 	off = min(max(off, 0), int64(len(data)))
 	before := data[:off]
 	line := 1 + bytes.Count(before, []byte("\n"))
 	col := 1 + utf8.RuneCount(before[bytes.LastIndexByte(before, '\n')+1:])
-	return fmt.Sprintf("%d, column %d", line, col)
+	return problem.Place{File: file, Line: line, Column: col}
 }
 
 // shapeError is a value of the wrong kind: where it starts (a byte offset

@@ -16,20 +16,20 @@ func TestMockFaultsErrors(t *testing.T) {
 	faults := filepath.Join(t.TempDir(), "faults.json")
 	args := []string{"probe", "-H", "gpu[01-02]", "--mock", "dgxa100", "--mock-faults", faults}
 	for _, tc := range []struct{ file, want string }{
-		{`{"gpu01": {"ecc": {"0": 5}}}`, `line 1, column 25: host "gpu01", ecc."0": want an object with keys among volatile_uncorrected, aggregate_uncorrected, volatile_corrected, aggregate_corrected, not the number 5`},
-		{"{\n  \"gpu02\": {\n    \"ecc\": {\"3\": {\"volatile_uncorrected\": 2.5}}}}", `line 3, column 43: host "gpu02", ecc."3".volatile_uncorrected: want a whole number, 0 or more, not the number 2.5`},
-		{`{"gpu01": {"ecc": {"x": {}}}}`, `line 1, column 20: host "gpu01", ecc: key "x" is not a GPU index`},
+		{`{"gpu01": {"ecc": {"0": 5}}}`, `:1:25: host "gpu01", ecc."0": want an object with keys among volatile_uncorrected, aggregate_uncorrected, volatile_corrected, aggregate_corrected, not the number 5`},
+		{"{\n  \"gpu02\": {\n    \"ecc\": {\"3\": {\"volatile_uncorrected\": 2.5}}}}", `:3:43: host "gpu02", ecc."3".volatile_uncorrected: want a whole number, 0 or more, not the number 2.5`},
+		{`{"gpu01": {"ecc": {"x": {}}}}`, `:1:20: host "gpu01", ecc: key "x" is not a GPU index`},
 		{`{"gpu01": {"nvlink_down": [[0, 1, 2]]}}`, `host "gpu01", nvlink_down[0]: want a pair of GPU indexes such as [0, 1], not a list of more`},
 		{`{"gpu01": {"xids": [{"gpu": 1, "code": 79}, {"gpu": "1"}]}}`, `host "gpu01", xids[1].gpu: want a whole number, not the string "1"`},
 		{`{"gpu01": {"nvlink_dwn": []}}`, `host "gpu01": unknown key "nvlink_dwn" (did you mean "nvlink_down"?); the keys here are machine, nvlink_down, ecc,`},
 		{`{"gpu01": {"utilization": {"1": -3}}}`, `utilization."1": want a whole number from 0 to 4294967295, not the number -3`},
-		{`[{"gpu01": {}}]`, `line 1, column 1: want an object of host name to faults, such as {"gpu04": `},
-		{`{"gpu01": {}, "gpu01": {}}`, `line 1, column 24: host "gpu01" is named twice`},
-		{`{"gpu01": {"ecc": {"9": {}}}}`, `line 1, column 11: host "gpu01": ecc: GPU 9: a DGX A100 has GPUs 0-7`},
+		{`[{"gpu01": {}}]`, `:1:1: want an object of host name to faults, such as {"gpu04": `},
+		{`{"gpu01": {}, "gpu01": {}}`, `:1:24: host "gpu01" is named twice`},
+		{`{"gpu01": {"ecc": {"9": {}}}}`, `:1:11: host "gpu01": ecc: GPU 9: a DGX A100 has GPUs 0-7`},
 	} {
 		writeFile(t, faults, tc.file)
 		r := run(t, env, args...)
-		r.expect(t, 2, "", "gpulab: --mock-faults "+faults+": line ")
+		r.expect(t, 2, "", "gpulab: --mock-faults: "+faults+":")
 		r.expect(t, 2, "", tc.want)
 		if strings.Contains(r.stderr, "Go struct") || strings.Contains(r.stderr, "spec.") {
 			t.Errorf("%s: the error names Go types:\n%s", tc.file, r.stderr)

@@ -79,37 +79,87 @@ type Placed interface {
 	Where() Place
 }
 
+// Flatten is the errors joined in err (errors.Join, at any depth), in
+// order; err alone when it joins none; nil for nil.
+func Flatten(err error) []error {
+	var out []error
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case nil:
+		case interface{ Unwrap() []error }:
+			for _, inner := range x.Unwrap() {
+				walk(inner)
+			}
+		default:
+			out = append(out, e)
+		}
+	}
+	walk(err)
+	return out
+}
+
 // List flattens err (joined errors included) into Problems, each placed
 // where the error says: an *Error by its Place, a Placed error by Where,
 // any other by its text alone. A wrapper that only adds a prefix
 // ("catalog: ") says nothing new and is looked through.
 func List(err error) []Problem {
 	var out []Problem
-	var walk func(error)
-	walk = func(e error) {
+	for _, e := range Flatten(err) {
 		switch x := e.(type) {
-		case nil:
-			return
-		case interface{ Unwrap() []error }:
-			for _, inner := range x.Unwrap() {
-				walk(inner)
-			}
-			return
 		case *Error:
 			out = append(out, Problem{Place: x.Place, Message: x.Msg})
-			return
+			continue
 		case Placed:
 			where := x.Where()
 			msg := strings.TrimPrefix(x.Error(), where.String()+": ")
 			out = append(out, Problem{Place: where, Message: msg})
-			return
+			continue
 		}
 		if inner := errors.Unwrap(e); inner != nil && strings.HasSuffix(e.Error(), inner.Error()) {
-			walk(inner)
-			return
+			out = append(out, List(inner)...)
+			continue
 		}
 		out = append(out, Problem{Message: e.Error()})
 	}
-	walk(err)
 	return out
+}
+
+// Join joins errs as errors.Join does, flattened, and keeps the first
+// max: the others are counted in a last *Error, "FILE: and N more
+// problems" (no file when they are in several), so that a broken input
+// cannot print thousands of lines. A count in errs (an *Error with More)
+// is carried on. Join returns nil when every error in errs is nil.
+func Join(max int, errs ...error) error {
+	var (
+		kept  []error
+		more  int
+		file  string
+		files = map[string]bool{}
+	)
+	for _, err := range Flatten(errors.Join(errs...)) {
+		var pe *Error
+		placed := errors.As(err, &pe)
+		switch {
+		case placed && pe == err && pe.More > 0:
+			more += pe.More
+		case len(kept) < max:
+			kept = append(kept, err)
+			continue
+		default:
+			more++
+		}
+		if placed {
+			file, files[pe.File] = pe.File, true
+		} else {
+			files[""] = true
+		}
+	}
+	if more > 0 {
+		if len(files) > 1 {
+			file = "" // the problems left out are in several files
+		}
+		kept = append(kept, &Error{Place: Place{File: file}, Msg: fmt.Sprintf("and %d more problems", more), More: more})
+	}
+	return errors.Join(kept...)
 }

@@ -59,3 +59,24 @@ func TestList(t *testing.T) {
 		t.Errorf("List(nil) = %v", got)
 	}
 }
+
+// Join keeps the first max problems and counts the others in a last one,
+// placed in their file when they share it; a count joined again is
+// carried on, not counted as one problem.
+func TestJoin(t *testing.T) {
+	var errs []error
+	for i := 1; i <= 5; i++ {
+		errs = append(errs, &Error{Place: Place{File: "a.toml", Line: i}, Msg: "bad"})
+	}
+	got := List(Join(2, errs...))
+	if len(got) != 3 || got[2].Message != "and 3 more problems" || got[2].File != "a.toml" {
+		t.Fatalf("Join(2, 5 problems) = %+v", got)
+	}
+	again := List(Join(2, Join(2, errs...), errors.New("elsewhere")))
+	if len(again) != 3 || again[2].Message != "and 4 more problems" || again[2].File != "" {
+		t.Errorf("joined again = %+v, want the 3 carried and 1 more, in no one file", again)
+	}
+	if Join(3, nil, nil) != nil {
+		t.Error("Join of nils is not nil")
+	}
+}

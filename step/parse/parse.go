@@ -7,7 +7,6 @@
 package parse
 
 import (
-	"errors"
 	"fmt"
 	"iter"
 	"sort"
@@ -41,25 +40,23 @@ func errorf(line int, format string, args ...any) *Error {
 }
 
 // errs collects problems while a parser goes on reading: the first
-// MaxProblems, then a count of the others.
+// MaxProblems, then a count of the others (problem.Join).
 type errs []error
-
-// moreProblems counts the problems past MaxProblems.
-type moreProblems struct{ n int }
-
-func (m *moreProblems) Error() string { return fmt.Sprintf("and %d more problems", m.n) }
 
 func (e *errs) add(line int, format string, args ...any) {
 	if len(*e) < MaxProblems {
 		*e = append(*e, errorf(line, format, args...))
 		return
 	}
-	if len(*e) == MaxProblems {
-		*e = append(*e, &moreProblems{})
+	if len(*e) == MaxProblems { // the rest are counted, not kept: the input may be huge
+		*e = append(*e, &problem.Error{})
 	}
-	(*e)[MaxProblems].(*moreProblems).n++
+	more := (*e)[MaxProblems].(*problem.Error)
+	more.More++
+	more.Msg = fmt.Sprintf("and %d more problems", more.More)
 }
-func (e errs) err() error { return errors.Join(e...) }
+
+func (e errs) err() error { return problem.Join(MaxProblems, e...) }
 
 // Func parses one command's output.
 type Func func(text string) (any, error)
