@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -71,32 +69,7 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wi
 		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
 		return nil
 	}
-	heads := []string{"NODE", "STATUS", "RESOURCE", "ALLOCATED", "ALLOCATABLE", "FREE", "TAINTS"}
-	if wide {
-		heads = append(heads, "PRODUCT", "MIG STRATEGY", "KUBELET", "RUNTIME", "OS")
-	}
-	t := render.NewTable(heads...)
-	for _, n := range nodes {
-		status := render.NodeStatus(n)
-		res := make([]string, 0, len(n.Allocatable))
-		for r := range n.Allocatable {
-			res = append(res, r)
-		}
-		slices.Sort(res)
-		for i, r := range res {
-			name, taints := visible.String(n.Name), strings.Join(n.Taints, ",")
-			if i > 0 {
-				name, status, taints = "", "", ""
-			}
-			row := []string{name, status, visible.String(r), fmt.Sprint(n.Allocated[r]), fmt.Sprint(n.Allocatable[r]), fmt.Sprint(n.Free(r)), visible.String(taints)}
-			if wide && i == 0 {
-				row = append(row, visible.String(cmp.Or(n.Product, "-")), visible.String(cmp.Or(n.MIGStrategy, "-")),
-					visible.String(n.Kubelet), visible.String(n.Runtime), visible.String(n.OS))
-			}
-			t.Add(row...)
-		}
-	}
-	return t.WriteText(w)
+	return render.NodeTable(nodes, wide).WriteText(w)
 }
 
 func newClusterPendingCmd(o *options, cf *clusterFlags) *cobra.Command {

@@ -31,9 +31,9 @@ func TestClusterNodes(t *testing.T) {
 	}
 	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": ""}
 	r := run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig)
-	r.expect(t, 0, "NODE   STATUS  RESOURCE        ALLOCATED  ALLOCATABLE  FREE  TAINTS\ngpu-a  Ready   nvidia.com/gpu  0          4            4\ngpu-b  Ready   nvidia.com/gpu  3          8            5", "")
+	r.expect(t, 0, "NODE   STATUS  RESOURCE        ALLOCATED  ALLOCATABLE  CAPACITY  FREE  TAINTS\ngpu-a  Ready   nvidia.com/gpu  0          4            4         4\ngpu-b  Ready   nvidia.com/gpu  3          8            8         5", "")
 
-	run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--wide").expect(t, 0, "TAINTS  PRODUCT  MIG STRATEGY  KUBELET     RUNTIME     OS\ngpu-a  Ready   nvidia.com/gpu  0          4            4             -        -             kwok-0.8.0  kwok-0.8.0", "")
+	run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--wide").expect(t, 0, "TAINTS  PRODUCT  MIG STRATEGY  KUBELET     RUNTIME     OS\ngpu-a  Ready   nvidia.com/gpu  0          4            4         4             -        -             kwok-0.8.0  kwok-0.8.0", "")
 	r = run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--json")
 	var nodes []struct {
 		Name      string           `json:"name"`

@@ -225,7 +225,7 @@ func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Fol
 		for _, g := range f.Groups {
 			fmt.Fprintf(w, "  %s\n", render.Verdict(g))
 			if g.Hint != "" {
-				fmt.Fprintf(w, "  %*s %s\n", render.StatusWidth, "", render.Next(g.Hint))
+				fmt.Fprintf(w, "  %*s %s\n", render.StatusWidth, "", render.Next(g.Hint).String())
 			}
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -31,6 +30,7 @@ const (
 	Status             // a verdict's or score's status; Span.Status names it
 	Hosts              // a node set (the workbench adds its SIM badge after it)
 	Muted              // what follows a result: its summary, its count
+	Label              // what names the words after it ("next: ")
 )
 
 // Span is one part of a Line.
@@ -92,7 +92,7 @@ func Verdict(g runbooks.FoldedGroup) Line {
 }
 
 // Next is the line under a verdict that says what to do about it.
-func Next(hint string) string { return "next: " + hint }
+func Next(hint string) Line { return Line{{Kind: Label, Text: "next: "}, {Kind: Plain, Text: hint}} }
 
 // Score is a lab criterion's score group, "PASS    mesh (critical)
 // gpu[01-04]: NV12 on every pair".
@@ -102,17 +102,4 @@ func Score(g labs.ScoreGroup) Line {
 		id += " (" + kind + ")"
 	}
 	return Line{status(g.Status), {Kind: Plain, Text: " " + id + " "}, {Kind: Hosts, Text: g.Hosts}, {Kind: Muted, Text: ": " + g.Summary}}
-}
-
-// NodeStatus is a Kubernetes node's STATUS as kubectl get nodes writes
-// it: Ready or NotReady, then ",SchedulingDisabled" when it is cordoned.
-func NodeStatus(n cluster.GPUNode) string {
-	s := "Ready"
-	if !n.Ready {
-		s = "NotReady"
-	}
-	if n.Unschedulable {
-		s += ",SchedulingDisabled"
-	}
-	return s
 }

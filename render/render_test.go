@@ -1,6 +1,8 @@
 package render
 
 import (
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/gpulab/gpulab/cluster"
@@ -59,5 +61,29 @@ func TestNodeStatusIsKubectls(t *testing.T) {
 		if got := NodeStatus(cluster.GPUNode{Ready: c.ready, Unschedulable: c.cordoned}); got != c.want {
 			t.Errorf("ready %v, cordoned %v: %q, want %q", c.ready, c.cordoned, got, c.want)
 		}
+	}
+}
+
+// A resource the kubelet holds back (capacity, nothing allocatable) is a
+// row of its own in both front ends, with its capacity: gpulab cluster
+// nodes showed only allocatable resources, and hid a GPU lost to the
+// node while the Cluster tab showed it.
+func TestNodeTableShowsCapacity(t *testing.T) {
+	n := cluster.GPUNode{Name: "dgx01", Ready: true, Unschedulable: true,
+		Capacity:    map[string]int64{"nvidia.com/gpu": 7, "nvidia.com/mig-1g.10gb": 2},
+		Allocatable: map[string]int64{"nvidia.com/gpu": 5, "example.com/only-allocatable": 1},
+		Allocated:   map[string]int64{"nvidia.com/gpu": 4}}
+	if got := NodeResources(n); !reflect.DeepEqual(got, []string{"example.com/only-allocatable", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"}) {
+		t.Errorf("NodeResources = %q", got)
+	}
+	var b strings.Builder
+	NodeTable([]cluster.GPUNode{n}, false).WriteText(&b)
+	want := "" +
+		"NODE   STATUS                    RESOURCE                      ALLOCATED  ALLOCATABLE  CAPACITY  FREE  TAINTS\n" +
+		"dgx01  Ready,SchedulingDisabled  example.com/only-allocatable  0          1            0         1\n" +
+		"                                 nvidia.com/gpu                4          5            7         1\n" +
+		"                                 nvidia.com/mig-1g.10gb        0          0            2         0\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}
 }

@@ -32,6 +32,8 @@ func drawLine(st Styles, l render.Line, simulated bool) string {
 			b.WriteString(s.Text + hostBadge(st, simulated, false))
 		case render.Muted:
 			b.WriteString(st.CardMuted.Render(s.Text))
+		case render.Label:
+			b.WriteString(st.CardLabel.Render(s.Text))
 		default:
 			b.WriteString(s.Text)
 		}

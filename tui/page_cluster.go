@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/render"
 )
 
 // LiveCluster is a cluster the Cluster tab follows: cluster.Live is one.
@@ -335,7 +336,7 @@ func computeCluster(l LiveCluster, probes map[string]cluster.NodeProbe) clusterD
 	d.pods = len(o.Pods)
 	d.nodes = o.GPUNodes()
 	for i, n := range d.nodes {
-		for k, res := range slices.Sorted(maps.Keys(n.Capacity)) {
+		for k, res := range render.NodeResources(n) {
 			d.rows = append(d.rows, nodeRow{node: i, res: res, first: k == 0})
 		}
 	}

@@ -525,7 +525,7 @@ func (v *runbooksView) evidenceLines(check string, g *runbooks.FoldedGroup) []st
 		out = append(out, st.CardMuted.Render("  no facts beyond the summary"))
 	}
 	if g.Hint != "" {
-		out = append(out, wrap(st.CardLabel.Render("next: ")+g.Hint, v.width-2)...)
+		out = append(out, wrap(drawLine(st, render.Next(g.Hint), false), v.width-2)...)
 	}
 	if first != nil {
 		for _, s := range first.Steps {
