@@ -16,7 +16,6 @@ import (
 	"github.com/gpulab/gpulab/internal/suggest"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
-	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/render"
@@ -177,8 +176,11 @@ func printRecordList(w io.Writer, dir string, refs, keep []labs.RecordRef) error
 		if strings.ContainsAny(run, "[]*?") && glob == "" {
 			glob = run
 		}
-		t.Add(r.Record.Started.Local().Format(time.DateTime), visible.String(r.Record.Lab),
-			visible.String(hostsOf(r.Record)), outcome(r.Record), visible.String(run))
+		started, lab, hosts, result := render.Record(r.Record)
+		if r.Record.Simulated {
+			result += " (SIMULATED)"
+		}
+		t.Add(started, lab, hosts, result, visible.String(run))
 	}
 	if err := t.WriteText(w); err != nil || glob == "" {
 		return err
@@ -349,22 +351,6 @@ func resolveRuns(args []string, resolve func(string) (labs.RecordRef, error)) ([
 		refs, infos = append(refs, ref), append(infos, info)
 	}
 	return refs, nil
-}
-
-func hostsOf(r *labs.Record) string {
-	names := make([]string, len(r.Hosts))
-	for i, h := range r.Hosts {
-		names[i] = h.Host
-	}
-	return inventory.FoldNames(names)
-}
-
-func outcome(r *labs.Record) string {
-	o := r.Outcome()
-	if r.Simulated {
-		o += " (SIMULATED)"
-	}
-	return o
 }
 
 // parseSince reads --since: a duration back from now (90m, 36h, 7d) or a

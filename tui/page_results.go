@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
-	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/render"
 )
 
 // resultsView lists the lab records in the results directory (newest
@@ -366,14 +365,10 @@ func (v *resultsView) recordRow(i int, noSim string, runW int) string {
 	if i == v.sel {
 		marker = "▶ "
 	}
-	res := r.Outcome()
+	started, lab, hosts, res := render.Record(r)
 	base := ""
 	if v.refs[i].Dir == v.base {
 		base = "base"
-	}
-	names := make([]string, len(r.Hosts))
-	for j, h := range r.Hosts {
-		names[j] = h.Host
 	}
 	if r.Simulated {
 		marker += simMark(st)
@@ -384,6 +379,5 @@ func (v *resultsView) recordRow(i int, noSim string, runW int) string {
 	if runW >= 10 {
 		run = cell(visible.String(filepath.Base(v.refs[i].Dir)), runW)
 	}
-	return marker + v.rowText(r.Started.Local().Format(time.DateTime), visible.String(r.Lab),
-		visible.String(inventory.FoldNames(names)), res, base, run)
+	return marker + v.rowText(started, lab, hosts, res, base, run)
 }
