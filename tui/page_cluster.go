@@ -11,33 +11,19 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/render"
 )
 
-// LiveCluster is a cluster the Cluster tab follows: cluster.Live is one.
-type LiveCluster interface {
-	// Snapshot is the cluster's objects now (read-only).
-	Snapshot() *cluster.Objects
-	// Status is the connection to its API server.
-	Status() cluster.LiveStatus
-	// Changes receives a value after a change; closed when it stops.
-	Changes() <-chan struct{}
-}
+// LiveCluster is a cluster the Cluster tab follows (app.LiveCluster):
+// cluster.Live is one.
+type LiveCluster = app.LiveCluster
 
 // ClusterSource is one cluster (a kubeconfig context) the Cluster tab can
-// show.
-type ClusterSource struct {
-	// Name is the context's name ("simulated" for the demo's).
-	Name string
-	// Simulated marks a cluster no API server holds (the demo's): the tab
-	// says SIMULATED.
-	Simulated bool
-	// Live follows it; nil when it could not be connected (Err says why).
-	Live LiveCluster
-	Err  string
-}
+// show (app.ClusterSource; app.Clusters starts them).
+type ClusterSource = app.ClusterSource
 
 // clusterComputedMsg is source's cluster computed again for a reason of
 // the tab's own (a probe run to reconcile with), not a change.
