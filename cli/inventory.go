@@ -49,31 +49,40 @@ levels).`,
   gpulab inventory check broken.toml --json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path := o.inventory
-			if len(args) == 1 {
-				path = args[0]
-			}
-			if path == "" {
-				p, err := inventory.Locate(o.getenv)
-				if err != nil {
-					return reportCheck(cmd.OutOrStdout(), o.json, "inventory", configErr(err), nil)
-				}
-				path = p
-			}
-			inv, err := inventory.Load(path)
-			if err != nil && !isPlaced(err) {
-				return reportCheck(cmd.OutOrStdout(), o.json, path, configErr(err), nil) // unreadable: nothing was checked
-			}
-			if err == nil {
-				// What loading for real would also meet: the ssh_config the
-				// inventory names, and each host resolved through it.
-				err = o.resolveAll(inv)
-			}
-			return reportCheck(cmd.OutOrStdout(), o.json, path, err, func() string {
-				return fmt.Sprintf("%s: ok (%s, %s, %s)", path, text.Plural(len(inv.Hosts), "host", "hosts"), text.Plural(len(inv.Groups), "group", "groups"), text.Plural(len(inv.Kube), "kube context", "kube contexts"))
-			})
+			return (&inventoryCheckOptions{options: o}).Run(cmd.OutOrStdout(), args)
 		},
 	}
+}
+
+// inventoryCheckOptions are gpulab inventory check's (it has no flags of
+// its own); Run checks the file args name, or the inventory gpulab finds.
+type inventoryCheckOptions struct{ *options }
+
+// Run checks the inventory and reports it (reportCheck: text or --json).
+func (c *inventoryCheckOptions) Run(w io.Writer, args []string) error {
+	path := c.inventory
+	if len(args) == 1 {
+		path = args[0]
+	}
+	if path == "" {
+		p, err := inventory.Locate(c.getenv)
+		if err != nil {
+			return reportCheck(w, c.json, "inventory", configErr(err), nil)
+		}
+		path = p
+	}
+	inv, err := inventory.Load(path)
+	if err != nil && !isPlaced(err) {
+		return reportCheck(w, c.json, path, configErr(err), nil) // unreadable: nothing was checked
+	}
+	if err == nil {
+		// What loading for real would also meet: the ssh_config the
+		// inventory names, and each host resolved through it.
+		err = c.resolveAll(inv)
+	}
+	return reportCheck(w, c.json, path, err, func() string {
+		return fmt.Sprintf("%s: ok (%s, %s, %s)", path, text.Plural(len(inv.Hosts), "host", "hosts"), text.Plural(len(inv.Groups), "group", "groups"), text.Plural(len(inv.Kube), "kube context", "kube contexts"))
+	})
 }
 
 // inventoryListOptions are gpulab inventory list's flags.

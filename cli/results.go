@@ -198,21 +198,33 @@ func newResultsShowCmd(o *options, rd *resultsDir) *cobra.Command {
 		Example: "  gpulab results show mig-isolation/20261129-104700-gpu07\n  gpulab results show 20261129-104700-gpu07 --json | jq '.hosts[].scores'",
 		Args:    exactArgs(1, "a record: its directory, LAB/RUN or RUN"),
 		RunE: func(c *cobra.Command, args []string) error {
-			ref, err := rd.resolve(args[0])
-			if err != nil {
-				return err
-			}
-			if o.json {
-				return writeJSON(c.OutOrStdout(), ref.Record)
-			}
-			md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
-			if err != nil {
-				return configErr(fmt.Errorf("%w (--json prints record.json)", err))
-			}
-			_, err = io.WriteString(c.OutOrStdout(), md)
-			return err
+			return (&resultsShowOptions{options: o, dir: rd}).Run(c.OutOrStdout(), args[0])
 		},
 	}
+}
+
+// resultsShowOptions are gpulab results show's: the results directory
+// the record is looked for in.
+type resultsShowOptions struct {
+	*options
+	dir *resultsDir
+}
+
+// Run prints the record run names: its Markdown, or record.json.
+func (s *resultsShowOptions) Run(w io.Writer, run string) error {
+	ref, err := s.dir.resolve(run)
+	if err != nil {
+		return err
+	}
+	if s.json {
+		return writeJSON(w, ref.Record)
+	}
+	md, err := labs.ReadMarkdown(ref.Dir, ref.Record)
+	if err != nil {
+		return configErr(fmt.Errorf("%w (--json prints record.json)", err))
+	}
+	_, err = io.WriteString(w, md)
+	return err
 }
 
 // resultsCompareOptions are gpulab results compare's flags; resolve finds
