@@ -76,7 +76,7 @@ func compareBars(rows []labs.CompareRow, width int) []string {
 			if r.ThroughputRatio != nil && !r.Baseline {
 				ratio = "  × " + labs.FormatValue(*r.ThroughputRatio)
 			}
-			out = append(out, fmt.Sprintf("  %-26s %-*s %s%s", label(r), barW, hbar(*r.Throughput, top, barW), labs.FormatValue(*r.Throughput), ratio))
+			out = append(out, fmt.Sprintf("  %s %-*s %s%s", cell(label(r), 26), barW, hbar(*r.Throughput, top, barW), labs.FormatValue(*r.Throughput), ratio))
 		}
 		out = append(out, "")
 	}
@@ -95,7 +95,7 @@ func compareBars(rows []labs.CompareRow, width int) []string {
 						mark += " ▲"
 					}
 				}
-				out = append(out, fmt.Sprintf("  %-26s %s %-*s %s%s", head, name, barW-4, hbar(*p, top, barW-4), labs.FormatValue(*p), mark))
+				out = append(out, fmt.Sprintf("  %s %s %-*s %s%s", cell(head, 26), name, barW-4, hbar(*p, top, barW-4), labs.FormatValue(*p), mark))
 				head = ""
 			}
 		}

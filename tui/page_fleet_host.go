@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/render"
 )
@@ -45,11 +46,11 @@ func renderHost(s *report.Snapshot, simulated bool, st Styles, width int) string
 	for _, p := range s.Processes {
 		where := "host"
 		if p.PodUID != "" {
-			where = "pod " + p.PodUID
-		} else if p.ContainerID != "" {
-			where = "container " + p.ContainerID[:12]
+			where = "pod " + visible.String(p.PodUID)
+		} else if p.ContainerID != "" { // a short id is shown whole (it was sliced at 12 bytes, and panicked)
+			where = "container " + text.Clip(visible.String(p.ContainerID), 12)
 		}
-		add(fmt.Sprintf("  GPU%d  pid %-8d %-16s %8d MiB  %s", p.GPU, p.PID, text.Cut(p.Name, 16), p.UsedMiB, where))
+		add(fmt.Sprintf("  GPU%d  pid %-8d %s %8d MiB  %s", p.GPU, p.PID, cell(visible.String(p.Name), 16), p.UsedMiB, where))
 	}
 	add(healthLines(s, st, width)...)
 	if l := render.FieldsNotGiven(s); l != "" {

@@ -730,3 +730,22 @@ func TestFleetFoldedHeadWraps(t *testing.T) {
 		t.Errorf("the group's head does not start with its count:\n%s", v)
 	}
 }
+
+// What a host says of its processes is drawn escaped and cut by cells,
+// and a container id shorter than 12 bytes is shown whole (it was sliced
+// at 12, and a snapshot with a short one panicked the workbench).
+func TestHostViewProcessesFromAnUntrustedHost(t *testing.T) {
+	s := &report.Snapshot{Host: "gpu01", NVML: report.NVMLState{Available: true}, Processes: []report.Process{
+		{GPU: 0, PID: 7, Name: "\x1b]0;owned\a训练任务训练任务训练任务", UsedMiB: 10, ContainerID: "abc"},
+		{GPU: 1, PID: 8, Name: "py", UsedMiB: 20, PodUID: "uid\x1b[31m"},
+	}}
+	out := renderHost(s, false, DefaultStyles(), 100)
+	if strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\x1b[31m") {
+		t.Errorf("an escape sequence the host sent reached the screen:\n%q", out)
+	}
+	for _, want := range []string{"container abc", `pod uid\x1b[31m`, `\x1b]0;owned\a…`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the processes lack %q:\n%s", want, out)
+		}
+	}
+}
