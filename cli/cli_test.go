@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,7 +130,8 @@ func TestCatalogCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != 2 {
 		t.Fatalf("catalog check --json: exit %d, %v\n%s", r.code, err, r.stdout)
 	}
-	if out.OK || len(out.Problems) != 5 || out.Problems[0].Line != 8 || out.Problems[1].Message == "" || out.Problems[0].File != bad {
+	if out.OK || len(out.Problems) != 5 || out.Problems[4].Line != 8 || out.Problems[1].Message == "" || out.Problems[0].File != bad ||
+		!slices.IsSortedFunc(out.Problems, func(a, b Problem) int { return a.Line - b.Line }) {
 		t.Errorf("catalog check --json problems = %+v", out.Problems)
 	}
 	// The same file is a configuration error for commands that need the catalog.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gpulab/gpulab/internal/problem"
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/tui"
@@ -340,6 +341,9 @@ when a file is over gpulab's limits (larger than 8 MiB, or nested more than
 // included (its one problem says why), so that a script reads every
 // failure the same way.
 func reportCheck(w io.Writer, asJSON bool, subject string, err error, ok func() string) error {
+	if err != nil {
+		err = problem.Sorted(err)
+	}
 	if asJSON {
 		out := struct {
 			Subject  string    `json:"subject"`

@@ -8,8 +8,10 @@
 package problem
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -123,6 +125,38 @@ func List(err error) []Problem {
 		out = append(out, Problem{Message: e.Error()})
 	}
 	return out
+}
+
+// Sorted is err's problems in the order of their places (file, line,
+// column; the unplaced first, as they come), each file's count of those
+// left out last: a check finds problems in several passes, and a reader
+// goes through the file top to bottom.
+func Sorted(err error) error {
+	errs := Flatten(err)
+	key := func(e error) (more bool, p Place) {
+		var pe *Error
+		if errors.As(e, &pe) {
+			return pe.More > 0, pe.Place
+		}
+		return false, Place{}
+	}
+	slices.SortStableFunc(errs, func(a, b error) int {
+		ma, pa := key(a)
+		mb, pb := key(b)
+		return cmp.Or(cmp.Compare(pa.Host, pb.Host), cmp.Compare(pa.File, pb.File), compareBool(ma, mb),
+			cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Column, pb.Column))
+	})
+	return errors.Join(errs...)
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // Join joins errs as errors.Join does, flattened, and keeps the first

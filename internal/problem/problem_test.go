@@ -80,3 +80,23 @@ func TestJoin(t *testing.T) {
 		t.Error("Join of nils is not nil")
 	}
 }
+
+// Sorted orders problems by file, line and column, the unplaced first,
+// each file's count of problems left out after its problems.
+func TestSorted(t *testing.T) {
+	err := errors.Join(
+		&Error{Place: Place{File: "b.toml", Line: 2}, Msg: "b2"},
+		&Error{Place: Place{File: "a.toml", Line: 8, Column: 1}, Msg: "a8"},
+		&Error{Place: Place{File: "a.toml"}, Msg: "and 3 more problems", More: 3},
+		errors.New("plain"),
+		&Error{Place: Place{File: "a.toml", Line: 2, Column: 9}, Msg: "a2:9"},
+		&Error{Place: Place{File: "a.toml", Line: 2, Column: 3}, Msg: "a2:3"},
+	)
+	var got []string
+	for _, p := range List(Sorted(err)) {
+		got = append(got, p.Message)
+	}
+	if want := []string{"plain", "a2:3", "a2:9", "a8", "and 3 more problems", "b2"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Sorted: %q, want %q", got, want)
+	}
+}
