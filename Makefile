@@ -7,7 +7,7 @@ FUZZTIME ?= 10s
 # go-nvml's cgo wrappers call entry points NVML marks deprecated; say so once, not per build.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build run test probes kube-testenv bench bench-kube bench-ssh lint fuzz docs man clean
+.PHONY: build run test probes kube-testenv bench bench-kube bench-ssh lint fuzz docs man clean readme-screen
 
 # The NVML probes gpulab embeds (probes/bundle/bin/*.gz). `make build` makes
 # the ones for this machine's architecture with the native cgo toolchain (Go,
@@ -91,6 +91,9 @@ fuzz: ## each fuzz target for $(FUZZTIME)
 	$(GO) test -run '^$$' -fuzz '^FuzzCatalogFile$$' -fuzztime $(FUZZTIME) ./landscape
 	for f in FuzzParsers FuzzTopo FuzzSMI FuzzSMIList FuzzDmesgXid FuzzWorkloads; do \
 		$(GO) test -run '^$$' -fuzz "^$$f\$$" -fuzztime $(FUZZTIME) ./step/parse || exit 1; done
+
+readme-screen: build ## take README.md's picture of the first screen again, from plain gpulab at 80x24 in tmux (a test checks it is current)
+	$(GO) test -count=1 -run '^TestReadmeFirstScreenIsCurrent$$' -update-readme .
 
 docs: build ## write docs/reference/ again from the commands' own help (a test checks it is current)
 	rm -rf docs/reference && ./$(BIN) docs docs/reference
