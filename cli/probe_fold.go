@@ -79,8 +79,9 @@ func markHardwareGroups(results []app.ProbeResult) {
 }
 
 func hardwareWidths(results []app.ProbeResult) []int {
-	widths := make([]int, len(render.GPUHardwareHeads))
-	for i, c := range render.GPUHardwareHeads {
+	heads := render.GPUHardwareHeads()
+	widths := make([]int, len(heads))
+	for i, c := range heads {
 		widths[i] = text.Width(c)
 	}
 	for _, r := range results {
@@ -100,14 +101,7 @@ func hardwareWidths(results []app.ProbeResult) []int {
 func hardwareText(s *report.Snapshot, widths []int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "driver %s, CUDA %s, NVML %s, probe %s\n", dash(s.DriverVersion), dash(s.CUDADriverVersion), dash(s.NVMLVersion), dash(s.ProbeVersion))
-	t := render.Table{Columns: make([]render.Column, len(render.GPUHardwareHeads))}
-	for i, h := range render.GPUHardwareHeads {
-		t.Columns[i] = render.Column{Head: h, Min: widths[i]}
-	}
-	for _, g := range s.GPUs {
-		t.Add(render.GPUHardware(g)...)
-	}
-	t.WriteText(&b)
+	render.GPUHardwareTable(s, widths).WriteText(&b)
 	b.WriteString(topologyText(s))
 	for _, x := range s.XIDs {
 		fmt.Fprintln(&b, render.XID(x))

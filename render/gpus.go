@@ -12,35 +12,103 @@ import (
 // `gpulab probe --no-fold`, the folded probe's hardware table and the
 // workbench's host view. What NVML did not give is "-", never a zero.
 
-// GPUTable is a snapshot's GPUs with what they read now. On a narrow
-// screen the bus id, the name, power, NUMA node and temperature give way
-// first; the findings, ECC and MIG state stay.
+// gpuColumn is one column of the GPU table: its layout, its cell now,
+// and its cell in the hardware table (nil: not hardware, it changes from
+// second to second).
+type gpuColumn struct {
+	Column
+	now, hardware func(report.GPU) string
+}
+
+// gpuColumns are the GPU table's columns, in order, each defined once: a
+// new column is one line here. On a narrow screen the bus id, the name,
+// power, NUMA node and temperature give way first; the findings, ECC and
+// MIG state stay.
+var gpuColumns = []gpuColumn{
+	{Column{Head: "GPU"}, index, index},
+	{Column{Head: "NAME", Drop: 4, Max: 24}, name, name},
+	{Column{Head: "BUS", Drop: 6}, bus, bus},
+	{Column{Head: "MEMORY"}, func(g report.GPU) string { return GPUMemory(g.Memory) }, memoryTotal},
+	{Column{Head: "UTIL", Right: true}, func(g report.GPU) string { return GPUUtil(g.Utilization) }, nil},
+	{Column{Head: "TEMP", Right: true, Drop: 1}, func(g report.GPU) string { return GPUTemp(g.TemperatureC) }, nil},
+	{Column{Head: "POWER", Right: true, Drop: 5}, GPUPower, nil},
+	{Column{Head: "ECC"}, func(g report.GPU) string { return GPUECC(g.ECC) }, func(g report.GPU) string { return GPUECCMode(g.ECC) }},
+	{Column{Head: "MIG", Max: 20}, mig, mig},
+	{Column{Head: "NUMA", Drop: 3}, numa, numa},
+	{Column{Head: "NVLINK", Drop: 2}, GPUNVLinks, GPUNVLinks},
+	{Column{Head: "FINDINGS", Max: 40}, GPUFindings, GPUFindings},
+}
+
+func index(g report.GPU) string { return fmt.Sprint(g.Index) }
+func name(g report.GPU) string  { return visible.String(g.Name) }
+func bus(g report.GPU) string   { return visible.String(g.PCIBusID) }
+func mig(g report.GPU) string   { return GPUMIG(g.MIG) }
+func numa(g report.GPU) string  { return GPUNUMA(g.NUMANode) }
+
+func memoryTotal(g report.GPU) string {
+	if g.Memory == nil || g.Memory.TotalMiB == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d MiB", g.Memory.TotalMiB)
+}
+
+// GPUTable is a snapshot's GPUs with what they read now.
 func GPUTable(s *report.Snapshot) Table {
-	t := Table{Columns: []Column{
-		{Head: "GPU"}, {Head: "NAME", Drop: 4, Max: 24}, {Head: "BUS", Drop: 6}, {Head: "MEMORY"},
-		{Head: "UTIL", Right: true}, {Head: "TEMP", Right: true, Drop: 1}, {Head: "POWER", Right: true, Drop: 5},
-		{Head: "ECC"}, {Head: "MIG", Max: 20}, {Head: "NUMA", Drop: 3}, {Head: "NVLINK", Drop: 2}, {Head: "FINDINGS", Max: 40},
-	}}
+	var t Table
+	for _, c := range gpuColumns {
+		t.Columns = append(t.Columns, c.Column)
+	}
 	for _, g := range s.GPUs {
-		t.Add(fmt.Sprint(g.Index), visible.String(g.Name), visible.String(g.PCIBusID), GPUMemory(g.Memory),
-			GPUUtil(g.Utilization), GPUTemp(g.TemperatureC), GPUPower(g), GPUECC(g.ECC), GPUMIG(g.MIG),
-			GPUNUMA(g.NUMANode), GPUNVLinks(g), GPUFindings(g))
+		row := make([]string, len(gpuColumns))
+		for i, c := range gpuColumns {
+			row[i] = c.now(g)
+		}
+		t.Add(row...)
 	}
 	return t
 }
 
-// GPUHardwareHeads are the columns of a GPU's hardware, what does not
-// change from second to second: the key the probe folds hosts by.
-var GPUHardwareHeads = []string{"GPU", "NAME", "BUS", "MEMORY", "ECC", "MIG", "NUMA", "NVLINK", "FINDINGS"}
-
-// GPUHardware is one GPU's hardware cells, in GPUHardwareHeads' order.
-func GPUHardware(g report.GPU) []string {
-	total := "-"
-	if g.Memory != nil && g.Memory.TotalMiB > 0 {
-		total = fmt.Sprintf("%d MiB", g.Memory.TotalMiB)
+// GPUHardwareTable is a snapshot's GPUs' hardware, what does not change
+// from second to second: the key the probe folds hosts by. Its columns
+// are at least min wide (nil: as wide as they need), so that the tables
+// of hosts that differ line up.
+func GPUHardwareTable(s *report.Snapshot, min []int) Table {
+	var t Table
+	for _, c := range gpuColumns {
+		if c.hardware != nil {
+			col := Column{Head: c.Head}
+			if len(min) > len(t.Columns) {
+				col.Min = min[len(t.Columns)]
+			}
+			t.Columns = append(t.Columns, col)
+		}
 	}
-	return []string{fmt.Sprint(g.Index), visible.String(g.Name), visible.String(g.PCIBusID), total, GPUECCMode(g.ECC),
-		GPUMIG(g.MIG), GPUNUMA(g.NUMANode), GPUNVLinks(g), GPUFindings(g)}
+	for _, g := range s.GPUs {
+		t.Add(GPUHardware(g)...)
+	}
+	return t
+}
+
+// GPUHardware is one GPU's hardware cells, in GPUHardwareTable's order.
+func GPUHardware(g report.GPU) []string {
+	var row []string
+	for _, c := range gpuColumns {
+		if c.hardware != nil {
+			row = append(row, c.hardware(g))
+		}
+	}
+	return row
+}
+
+// GPUHardwareHeads are GPUHardwareTable's heads.
+func GPUHardwareHeads() []string {
+	var heads []string
+	for _, c := range gpuColumns {
+		if c.hardware != nil {
+			heads = append(heads, c.Head)
+		}
+	}
+	return heads
 }
 
 // GPUMemory is memory in use of the total, as nvidia-smi counts it:

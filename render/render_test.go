@@ -8,6 +8,7 @@ import (
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/step"
 )
@@ -85,5 +86,28 @@ func TestNodeTableShowsCapacity(t *testing.T) {
 		"                                 nvidia.com/mig-1g.10gb        0          0            2         0\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+// The GPU table's cells are worded once: the hardware table is the live
+// table's columns that do not change from second to second, in order,
+// with memory as its total and ECC as its mode.
+func TestGPUTables(t *testing.T) {
+	on, ue, n := true, uint64(3), 1
+	s := &report.Snapshot{GPUs: []report.GPU{{Index: 2, Name: "NVIDIA A100-SXM4-40GB", PCIBusID: "00000000:47:00.0",
+		Memory: &report.Memory{TotalMiB: 40960, UsedMiB: 4}, ECC: report.ECC{Enabled: &on, Volatile: &report.ECCCounts{Uncorrected: ue, Corrected: 1}},
+		MIG:      report.MIG{Current: "enabled", GPUInstances: []report.GPUInstance{{Profile: "1g.5gb"}, {Profile: "1g.5gb"}, {Profile: "3g.20gb"}}},
+		NUMANode: &n, Findings: []string{"3 uncorrectable ECC errors"}}}}
+	var live, hw strings.Builder
+	GPUTable(s).WriteText(&live)
+	GPUHardwareTable(s, nil).WriteText(&hw)
+	wantLive := "" +
+		"GPU  NAME                   BUS               MEMORY       UTIL  TEMP  POWER  ECC           MIG               NUMA  NVLINK  FINDINGS\n" +
+		"2    NVIDIA A100-SXM4-40GB  00000000:47:00.0  4/40960 MiB     -     -      -  on 3 UE 1 CE  1g.5gb×2,3g.20gb  1     -       3 uncorrectable ECC errors\n"
+	wantHW := "" +
+		"GPU  NAME                   BUS               MEMORY     ECC  MIG               NUMA  NVLINK  FINDINGS\n" +
+		"2    NVIDIA A100-SXM4-40GB  00000000:47:00.0  40960 MiB  on   1g.5gb×2,3g.20gb  1     -       3 uncorrectable ECC errors\n"
+	if live.String() != wantLive || hw.String() != wantHW {
+		t.Errorf("live:\n%s\nwant\n%s\nhardware:\n%s\nwant\n%s", live.String(), wantLive, hw.String(), wantHW)
 	}
 }
