@@ -9,22 +9,56 @@ import (
 )
 
 func TestXIDTable(t *testing.T) {
-	want := []int{13, 31, 32, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119, 120, 154}
-	for _, c := range want {
-		if info := DecodeXID(c); !info.Known || info.Meaning == "" || info.Action == "" {
-			t.Errorf("DecodeXID(%d) = %+v, want a meaning and an action", c, info)
+	curated := []int{13, 31, 32, 43, 45, 48, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 119, 120, 154}
+	for _, c := range curated {
+		if info := DecodeXID(c); !info.Known || info.Meaning == "" || info.Action == "" || info.Immediate == "" {
+			t.Errorf("DecodeXID(%d) = %+v, want gpulab's meaning and action, and NVIDIA's resolution", c, info)
 		}
 	}
-	if got := len(KnownXIDs()); got != len(want) {
-		t.Errorf("KnownXIDs has %d codes, want %d", got, len(want))
+	// NVIDIA's catalog holds codes 1 to 172, every one known; past it,
+	// nothing is guessed.
+	if got := KnownXIDs(); len(got) != 172 || got[0] != 1 || got[171] != 172 {
+		t.Errorf("KnownXIDs = %d codes from %v, want 1-172", len(got), got[:min(3, len(got))])
 	}
-	for _, c := range []int{0, 1, 109, 145, 149, 999} {
-		if info := DecodeXID(c); info.Known || info.Meaning != "" {
-			t.Errorf("DecodeXID(%d) = %+v: an unknown code must not be guessed", c, info)
+	for _, c := range []int{0, -1, 173, 999} {
+		if info := DecodeXID(c); info.Known || info.Meaning != "" || info.Action != "" {
+			t.Errorf("DecodeXID(%d) = %+v: a code no catalog lists must not be guessed", c, info)
 		}
 	}
 	if !DecodeXID(79).Hardware || DecodeXID(13).Hardware {
 		t.Errorf("79 must be flagged hardware, 13 not")
+	}
+}
+
+// A sample of codes against NVIDIA's published catalog
+// (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html): the
+// mnemonic and the immediate and investigatory resolution buckets; the
+// action in words follows the immediate bucket, and whether the code
+// points past the application follows it too.
+func TestXIDCatalogAgainstNVIDIA(t *testing.T) {
+	for _, c := range []struct {
+		code                               int
+		mnemonic, immediate, investigatory string
+		hardware                           bool
+		action                             string
+	}{
+		{8, "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", "RESTART_APP", "CONTACT_SUPPORT", false, "Now: restart the application. Then: collect nvidia-bug-report.sh"},
+		{48, "ROBUST_CHANNEL_GPU_ECC_DBE", "WORKFLOW_XID_48", "WORKFLOW_XID_48", true, ""},
+		{54, "SILENT_RUNNING_PWR_REDUCED_CLOCKING", "CHECK_MECHANICALS", "CONTACT_SUPPORT", true, "Now: check the board's power cables and seating"},
+		{79, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "RESTART_BM", "CONTACT_SUPPORT", true, ""},
+		{95, "ROBUST_CHANNEL_UNCONTAINED_ERROR", "RESET_GPU", "IGNORE (sympathetic)", true, ""},
+		{109, "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", "RESET_GPU", "CONTACT_SUPPORT", true, "Now: drain the GPU and reset it. Then: collect nvidia-bug-report.sh and contact NVIDIA support (NVIDIA: RESET_GPU, CONTACT_SUPPORT)"},
+		{119, "GSP_RPC_TIMEOUT", "RESET_GPU", "INVESTIGATE_SW", true, ""},
+		{149, "NVLINK_NETIR_ERROR", "WORKFLOW_NVLINK5_ERR", "WORKFLOW_NVLINK5_ERR", true, "Now: follow NVIDIA's WORKFLOW_NVLINK5_ERR workflow (NVIDIA: WORKFLOW_NVLINK5_ERR)"},
+		{155, "NVLINK_SW_DEFINED_ERROR", "RESET_GPU", "INVESTIGATE_SW_USER", true, ""},
+	} {
+		info := DecodeXID(c.code)
+		if !info.Known || info.Mnemonic != c.mnemonic || info.Immediate != c.immediate || info.Investigatory != c.investigatory || info.Hardware != c.hardware {
+			t.Errorf("Xid %d = %+v, want %s, %s then %s, hardware %v", c.code, info, c.mnemonic, c.immediate, c.investigatory, c.hardware)
+		}
+		if !strings.HasPrefix(info.Action, c.action) {
+			t.Errorf("Xid %d's action %q, want it to start %q", c.code, info.Action, c.action)
+		}
 	}
 }
 
@@ -72,8 +106,11 @@ func TestParseKmsgXIDsFixtures(t *testing.T) {
 	if !ev.Known || !ev.Hardware || ev.Message != "GPU has fallen off the bus." {
 		t.Errorf("xid 79 = %+v", ev)
 	}
-	if ev := ParseKmsgXIDs("NVRM: Xid (PCI:0000:dc:00): 149, pid=1, name=x, NVLINK")[0]; ev.Known {
-		t.Errorf("xid 149 is not in the table but decoded as %+v", ev)
+	if ev := ParseKmsgXIDs("NVRM: Xid (PCI:0000:dc:00): 149, pid=1, name=x, NVLINK")[0]; !ev.Known || ev.Mnemonic != "NVLINK_NETIR_ERROR" {
+		t.Errorf("xid 149 is in NVIDIA's catalog but decoded as %+v", ev)
+	}
+	if ev := ParseKmsgXIDs("NVRM: Xid (PCI:0000:dc:00): 231, pid=1, something new")[0]; ev.Known || ev.Meaning != "" {
+		t.Errorf("xid 231 is in no catalog but decoded as %+v", ev)
 	}
 }
 

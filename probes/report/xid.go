@@ -1,9 +1,12 @@
 package report
 
 import (
+	_ "embed"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,7 +22,8 @@ type XIDEvent struct {
 }
 
 // XIDInfo is what a code means and what to do about it. Known is false
-// for codes the table does not hold: they are reported, never guessed.
+// for codes NVIDIA's catalog does not hold: they are reported, never
+// guessed.
 type XIDInfo struct {
 	Known   bool   `json:"known"`
 	Meaning string `json:"meaning,omitempty"`
@@ -27,51 +31,157 @@ type XIDInfo struct {
 	// Hardware is true when the code points at the GPU or its link rather
 	// than at the application.
 	Hardware bool `json:"hardware,omitempty"`
+	// Mnemonic, Immediate and Investigatory are NVIDIA's catalog's: the
+	// driver's name for the code, and its resolution buckets (RESTART_APP,
+	// RESET_GPU, RESTART_BM, CONTACT_SUPPORT, ...) for now and for after.
+	Mnemonic      string `json:"mnemonic,omitempty"`
+	Immediate     string `json:"immediate_action,omitempty"`
+	Investigatory string `json:"investigatory_action,omitempty"`
+}
+
+// xidWords are gpulab's own words for a code: what it means, what to do,
+// and whether it points at the hardware.
+type xidWords struct {
+	meaning, action string
+	hardware        bool
 }
 
 // xidTable holds the codes operators meet most on data-centre GPUs, in
 // gpulab's words, after NVIDIA's Xid documentation.
-var xidTable = map[int]XIDInfo{
-	13:  {true, "Graphics engine exception: usually the application (illegal instruction or address, out-of-range access)", "Check the application (compute-sanitizer); if several unrelated jobs hit it on this GPU, run diagnostics (dcgmi diag -r 2)", false},
-	31:  {true, "GPU memory page fault: the application touched memory it does not own (MMU fault)", "Debug the application; a driver or hardware cause is rare unless it repeats across jobs", false},
-	32:  {true, "Invalid or corrupted push buffer stream: commands reached the GPU damaged, often over PCIe", "Check the PCIe link (downtraining, AER errors in dmesg), risers and system memory; run diagnostics", true},
-	43:  {true, "GPU stopped processing: a channel was reset after an application fault; the GPU itself is fine", "Look at the application that was running; no action on the GPU", false},
-	45:  {true, "Preemptive cleanup after earlier errors: a process was torn down (killed, or by a preceding Xid)", "Find the Xid that came before it; alone it needs no action", false},
-	48:  {true, "Double-bit ECC error: an uncorrectable memory error", "Drain the node; reset the GPU (on A100 and newer the row is remapped at reset); replace the GPU if it recurs", true},
-	61:  {true, "Internal micro-controller breakpoint or warning (PMU firmware)", "Reset the GPU; collect nvidia-bug-report.sh and contact the vendor if it recurs", true},
-	62:  {true, "Internal micro-controller halt (PMU firmware stopped)", "Drain and reset the GPU or reboot; replace the GPU if it recurs", true},
-	63:  {true, "ECC page retirement or row remapping recorded", "No immediate action: schedule a GPU reset to apply the remap; watch remapped-row counts", true},
-	64:  {true, "ECC page retirement or row remapping could not be recorded", "Drain and reset the GPU; replace it if the failure repeats", true},
-	68:  {true, "Video decoder (NVDEC) exception", "Check the application using the decoder; update the driver if it repeats across applications", false},
-	69:  {true, "Graphics engine class error", "Check the application; update the driver if it repeats across applications", false},
-	74:  {true, "NVLink error: a link or NVSwitch reported a fault", "Check nvidia-smi nvlink -e and the fabric manager; reset the GPUs on the link; reseat or replace hardware if it recurs", true},
-	79:  {true, "GPU has fallen off the bus: it stopped answering on PCIe", "Drain the node and reboot; check PCIe slot, power and cooling; likely hardware if it recurs", true},
-	92:  {true, "High single-bit ECC error rate", "Watch the corrected-error counters; reset the GPU; replace it if the rate stays high", true},
-	94:  {true, "Contained ECC error: an uncorrectable error was contained to the processes using that memory", "Restart the affected applications; reset the GPU when convenient to remap the row", true},
-	95:  {true, "Uncontained ECC error: every application on the GPU is affected", "Drain the node and reset the GPU now; replace it if it recurs", true},
-	119: {true, "GSP RPC timeout: the GPU System Processor firmware stopped answering", "Reset the GPU or reboot; update the driver; collect nvidia-bug-report.sh if it recurs", true},
-	120: {true, "GSP error: the GPU System Processor firmware reported an error", "Reset the GPU or reboot; collect nvidia-bug-report.sh", true},
-	154: {true, "GPU recovery action changed: the driver says what recovery the GPU now needs", "Read the recovery action in the message (none, GPU reset, node reboot, drain and reset) and do it", true},
+var xidTable = map[int]xidWords{
+	13:  {"Graphics engine exception: usually the application (illegal instruction or address, out-of-range access)", "Check the application (compute-sanitizer); if several unrelated jobs hit it on this GPU, run diagnostics (dcgmi diag -r 2)", false},
+	31:  {"GPU memory page fault: the application touched memory it does not own (MMU fault)", "Debug the application; a driver or hardware cause is rare unless it repeats across jobs", false},
+	32:  {"Invalid or corrupted push buffer stream: commands reached the GPU damaged, often over PCIe", "Check the PCIe link (downtraining, AER errors in dmesg), risers and system memory; run diagnostics", true},
+	43:  {"GPU stopped processing: a channel was reset after an application fault; the GPU itself is fine", "Look at the application that was running; no action on the GPU", false},
+	45:  {"Preemptive cleanup after earlier errors: a process was torn down (killed, or by a preceding Xid)", "Find the Xid that came before it; alone it needs no action", false},
+	48:  {"Double-bit ECC error: an uncorrectable memory error", "Drain the node; reset the GPU (on A100 and newer the row is remapped at reset); replace the GPU if it recurs", true},
+	61:  {"Internal micro-controller breakpoint or warning (PMU firmware)", "Reset the GPU; collect nvidia-bug-report.sh and contact the vendor if it recurs", true},
+	62:  {"Internal micro-controller halt (PMU firmware stopped)", "Drain and reset the GPU or reboot; replace the GPU if it recurs", true},
+	63:  {"ECC page retirement or row remapping recorded", "No immediate action: schedule a GPU reset to apply the remap; watch remapped-row counts", true},
+	64:  {"ECC page retirement or row remapping could not be recorded", "Drain and reset the GPU; replace it if the failure repeats", true},
+	68:  {"Video decoder (NVDEC) exception", "Check the application using the decoder; update the driver if it repeats across applications", false},
+	69:  {"Graphics engine class error", "Check the application; update the driver if it repeats across applications", false},
+	74:  {"NVLink error: a link or NVSwitch reported a fault", "Check nvidia-smi nvlink -e and the fabric manager; reset the GPUs on the link; reseat or replace hardware if it recurs", true},
+	79:  {"GPU has fallen off the bus: it stopped answering on PCIe", "Drain the node and reboot; check PCIe slot, power and cooling; likely hardware if it recurs", true},
+	92:  {"High single-bit ECC error rate", "Watch the corrected-error counters; reset the GPU; replace it if the rate stays high", true},
+	94:  {"Contained ECC error: an uncorrectable error was contained to the processes using that memory", "Restart the affected applications; reset the GPU when convenient to remap the row", true},
+	95:  {"Uncontained ECC error: every application on the GPU is affected", "Drain the node and reset the GPU now; replace it if it recurs", true},
+	119: {"GSP RPC timeout: the GPU System Processor firmware stopped answering", "Reset the GPU or reboot; update the driver; collect nvidia-bug-report.sh if it recurs", true},
+	120: {"GSP error: the GPU System Processor firmware reported an error", "Reset the GPU or reboot; collect nvidia-bug-report.sh", true},
+	154: {"GPU recovery action changed: the driver says what recovery the GPU now needs", "Read the recovery action in the message (none, GPU reset, node reboot, drain and reset) and do it", true},
 }
 
-// DecodeXID returns what the table knows of code; unknown codes come back
-// with Known false and no meaning.
+// DecodeXID returns what gpulab knows of code: its words for the codes in
+// xidTable, NVIDIA's catalog's description and resolution for every code
+// the catalog lists, both for the codes in both. A code in neither comes
+// back with Known false and no meaning.
 func DecodeXID(code int) XIDInfo {
-	return xidTable[code]
+	c, inCatalog := xidCatalog()[code]
+	w, curated := xidTable[code]
+	var info XIDInfo
+	switch {
+	case curated:
+		info = XIDInfo{Known: true, Meaning: w.meaning, Action: w.action, Hardware: w.hardware,
+			Mnemonic: c.mnemonic, Immediate: c.immediate, Investigatory: c.investigatory}
+	case inCatalog:
+		info = XIDInfo{Known: true, Meaning: c.description, Action: resolutionText(c.immediate, c.investigatory),
+			Hardware: nodeAction(c.immediate), Mnemonic: c.mnemonic, Immediate: c.immediate, Investigatory: c.investigatory}
+	}
+	return info
 }
 
-// KnownXIDs lists the codes the table holds, ascending.
+// KnownXIDs lists the codes gpulab knows, ascending: NVIDIA's catalog's
+// and its own table's.
 func KnownXIDs() []int {
 	var codes []int
-	for c := range xidTable {
+	for c := range xidCatalog() {
 		codes = append(codes, c)
 	}
-	for i := 1; i < len(codes); i++ {
-		for j := i; j > 0 && codes[j] < codes[j-1]; j-- {
-			codes[j], codes[j-1] = codes[j-1], codes[j]
+	for c := range xidTable {
+		if _, ok := xidCatalog()[c]; !ok {
+			codes = append(codes, c)
 		}
 	}
+	slices.Sort(codes)
 	return codes
+}
+
+//go:embed xid_catalog.tsv
+var xidCatalogTSV string
+
+// catalogEntry is one row of NVIDIA's Xid catalog.
+type catalogEntry struct {
+	mnemonic, description, immediate, investigatory string
+}
+
+// xidCatalog is NVIDIA's Xid catalog by code, read once from
+// xid_catalog.tsv (its source is in the file).
+var xidCatalog = sync.OnceValue(func() map[int]catalogEntry {
+	out := map[int]catalogEntry{}
+	for _, line := range strings.Split(xidCatalogTSV, "\n") {
+		f := strings.Split(line, "\t")
+		if strings.HasPrefix(line, "#") || len(f) != 5 {
+			continue
+		}
+		code, err := strconv.Atoi(f[0])
+		if err != nil {
+			panic("xid_catalog.tsv: " + line) // embedded data, checked by the tests
+		}
+		out[code] = catalogEntry{f[1], f[2], f[3], f[4]}
+	}
+	return out
+})
+
+// bucketWords are NVIDIA's resolution buckets in gpulab's words.
+var bucketWords = map[string]string{
+	"RESTART_APP":       "restart the application",
+	"RESET_GPU":         "drain the GPU and reset it",
+	"RESTART_VM":        "restart the VM",
+	"RESTART_BM":        "drain the node and reboot it",
+	"CONTACT_SUPPORT":   "collect nvidia-bug-report.sh and contact NVIDIA support",
+	"IGNORE":            "no action",
+	"CHECK_MECHANICALS": "check the board's power cables and seating",
+	"CHECK_UVM":         "check the application's unified memory use",
+	"UPDATE_SWFW":       "update the driver and the GPU's firmware",
+	"XID_154":           "do the recovery action the Xid 154 beside it names",
+	"CHECK_APP/CUDA":    "check the application and its CUDA code",
+	"INVESTIGATE_SW":    "look into the driver and software stack",
+}
+
+// resolutionText says NVIDIA's resolution for a code in words, its
+// buckets after: "Now: restart the application. Then: collect ... (NVIDIA:
+// RESTART_APP, CONTACT_SUPPORT)".
+func resolutionText(immediate, investigatory string) string {
+	words := func(b string) string {
+		if w, ok := bucketWords[b]; ok {
+			return w
+		}
+		if strings.HasPrefix(b, "WORKFLOW_") {
+			return "follow NVIDIA's " + b + " workflow"
+		}
+		return b
+	}
+	var parts, buckets []string
+	if immediate != "" {
+		parts, buckets = append(parts, "Now: "+words(immediate)), append(buckets, immediate)
+	}
+	if investigatory != "" && investigatory != immediate && !strings.HasPrefix(investigatory, "N/A") {
+		parts, buckets = append(parts, "Then: "+words(investigatory)), append(buckets, investigatory)
+	}
+	if len(parts) == 0 {
+		return "NVIDIA's catalog gives no resolution"
+	}
+	return strings.Join(parts, ". ") + " (NVIDIA: " + strings.Join(buckets, ", ") + ")"
+}
+
+// nodeAction reports whether an immediate bucket asks for more than the
+// application's restart: the GPU, the node or the vendor is involved.
+func nodeAction(immediate string) bool {
+	switch immediate {
+	case "", "RESTART_APP", "IGNORE", "CHECK_UVM":
+		return false
+	}
+	return true
 }
 
 // kmsgXid matches the driver's line: "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus."

@@ -27,8 +27,8 @@ func TestDmesgXidFixtures(t *testing.T) {
 		t.Errorf("iso decode: last = %+v", last)
 	}
 	k, _ = ParseDmesgXid(fixture(t, "dmesg-xid", "dmesg-ctime-xid13-xid109-ctx-switch-timeout.txt"))
-	if x := k.XIDs[3]; x.XID != 109 || x.Known || x.Meaning != "" || *x.PID != 1797828 {
-		t.Errorf("xid 109 must be reported as unknown, not guessed: %+v", x)
+	if x := k.XIDs[3]; x.XID != 109 || !x.Known || x.Mnemonic != "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR" || x.Immediate != "RESET_GPU" || *x.PID != 1797828 {
+		t.Errorf("xid 109 must carry NVIDIA's catalog entry (CTXSW timeout, RESET_GPU): %+v", x)
 	}
 	k, _ = ParseDmesgXid(fixture(t, "dmesg-xid", "rtx5090-xid79-fallen-off-bus-gsp-rc-no-timestamps.txt"))
 	if len(k.FallenOffBus) != 1 || k.XIDs[0].XID != 79 || !k.XIDs[0].Hardware {
