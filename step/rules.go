@@ -1019,8 +1019,15 @@ func throttle(in []Input, _ map[string]any) Verdict {
 
 func xidRecent(in []Input, _ map[string]any) Verdict {
 	k := in[0].Value.(*parse.KernelLog)
-	var hw, other []Evidence
+	var hw, other, remaps []Evidence
 	for _, x := range k.XIDs {
+		if x.XID == 63 && !x.SXid {
+			// A row remap recorded (NVIDIA: IGNORE, IGNORE): the remap's
+			// state, pending or failed, is the remapped-rows check's to
+			// judge, not an Xid of its own.
+			remaps = append(remaps, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("Xid 63 on %s: row remap recorded (the remapped-rows check judges the remap state)", x.PCI), Line: x.Line})
+			continue
+		}
 		if x.SXid {
 			other = append(other, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("SXid %d on NVSwitch %s", x.XID, x.PCI), Line: x.Line})
 			continue
@@ -1047,19 +1054,23 @@ func xidRecent(in []Input, _ map[string]any) Verdict {
 		offBus++
 		hw = append(hw, Evidence{Step: in[0].Step, Fact: p + " fell off the bus"})
 	}
+	all := append(append(hw, other...), remaps...)
 	switch {
 	case xids == 0 && offBus > 0:
-		return verdict(Fail, fmt.Sprintf("%d GPU(s) fallen off the bus without an Xid", offBus), append(hw, other...)...)
+		return verdict(Fail, fmt.Sprintf("%d GPU(s) fallen off the bus without an Xid", offBus), all...)
 	case offBus > 0:
-		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s), %d GPU(s) fallen off the bus without an Xid", xids, offBus), append(hw, other...)...)
+		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s), %d GPU(s) fallen off the bus without an Xid", xids, offBus), all...)
 	case len(hw) > 0:
-		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s)", len(hw)), append(hw, other...)...)
+		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s)", len(hw)), all...)
 	case len(other) > 0:
-		return verdict(Warn, fmt.Sprintf("%d application-level Xid event(s)", len(other)), other...)
+		return verdict(Warn, fmt.Sprintf("%d application-level Xid event(s)", len(other)), append(other, remaps...)...)
 	}
 	over := fmt.Sprintf("%d kernel log line(s) read", k.Lines)
 	if k.First != "" {
 		over += ", from " + k.First + " to " + k.Last
+	}
+	if len(remaps) > 0 {
+		return verdict(Pass, fmt.Sprintf("no Xid in the kernel log but %d row remap record(s) (Xid 63)", len(remaps)), append(remaps, Evidence{Step: in[0].Step, Fact: over})...)
 	}
 	return verdict(Pass, "no Xid in the kernel log", Evidence{Step: in[0].Step, Fact: over})
 }

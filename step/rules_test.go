@@ -446,3 +446,27 @@ func TestNoNvidiaSMIIsNotAFallenGPU(t *testing.T) {
 		t.Errorf("exit 9: %s %q hint %q, want FAIL with the module-or-bus hint", v.Status, v.Summary, v.Hint)
 	}
 }
+
+// Xid 63 announces a row remap the driver recorded (NVIDIA: IGNORE,
+// IGNORE): the remapped-rows check judges the remap's state, so the Xid
+// check passes and names it in its evidence (a real A100 kernel log); a
+// catalog code beside it still counts.
+func TestXidRecentLeavesRowRemapsToTheirCheck(t *testing.T) {
+	data, err := os.ReadFile("../testdata/fixtures/dmesg-xid/xid63-row-remapper-a100.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := parse.ParseDmesgXid(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := JudgeOutput("dmesg-xid", Read("dmesg", "dmesg-xid", CommandResult{}, k, nil))["xid-recent"]
+	if v.Status != Pass || !strings.Contains(v.Summary, "1 row remap record(s) (Xid 63)") || len(v.Evidence) == 0 ||
+		!strings.Contains(v.Evidence[0].Fact, "remapped-rows check judges") {
+		t.Errorf("Xid 63 alone: %s %q %+v, want PASS naming the remap", v.Status, v.Summary, v.Evidence)
+	}
+	k2, _ := parse.ParseDmesgXid(string(data) + "\nNVRM: Xid (PCI:0000:10:1c): 109, pid=1, Ch 00000008, errorString CTX SWITCH TIMEOUT\n")
+	if v := JudgeOutput("dmesg-xid", Read("dmesg", "dmesg-xid", CommandResult{}, k2, nil))["xid-recent"]; v.Status != Fail || !strings.HasPrefix(v.Summary, "1 hardware Xid event(s)") {
+		t.Errorf("Xid 63 and 109: %s %q, want FAIL for the 109 (NVIDIA: RESET_GPU)", v.Status, v.Summary)
+	}
+}

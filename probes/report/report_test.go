@@ -169,3 +169,19 @@ func TestUnreadKmsgIsAFlag(t *testing.T) {
 		t.Errorf("simulated: flags %q, KmsgUnread %v", f, KmsgUnread(s))
 	}
 }
+
+// An Xid 63 is not a flag of its own where the snapshot read its GPU's
+// row-remap state (the remap pending, or failed, is that GPU's finding);
+// where it did not, the Xid is the only word of it and stays.
+func TestXid63LeavesTheRemapToItsFinding(t *testing.T) {
+	gpu := 3
+	s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 3, PCIBusID: "00000000:10:1C.0", RemappedRows: &RemappedRows{}}},
+		XIDs: []XIDEvent{{Code: 63, PCIBusID: "0000:10:1c"}, {Code: 63, GPU: &gpu}, {Code: 79, GPU: &gpu}}}
+	if got := strings.Join(Flags(s), "; "); got != "Xid 79 on GPU3" {
+		t.Errorf("flags %q, want only the Xid 79", got)
+	}
+	s.GPUs[0].RemappedRows = nil
+	if got := Flags(s); len(got) != 3 {
+		t.Errorf("flags %q: with the remap state unread, each Xid 63 must stay", got)
+	}
+}

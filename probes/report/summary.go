@@ -78,6 +78,9 @@ func Flags(s *Snapshot) []string {
 		}
 	}
 	for _, x := range s.XIDs {
+		if x.Code == 63 && remapRead(s, x) {
+			continue // the row remap it announces is its GPU's row-remap finding, or none
+		}
 		where := x.PCIBusID
 		if x.GPU != nil {
 			where = fmt.Sprintf("GPU%d", *x.GPU)
@@ -127,4 +130,23 @@ func NVLinksDown(s *Snapshot) []string {
 		}
 	}
 	return out
+}
+
+// remapRead reports whether the snapshot read the row-remap state of the
+// GPU an Xid names (by index, or by its bus and device: the kernel writes
+// "0000:10:1c", NVML "00000000:10:1C.0").
+func remapRead(s *Snapshot, x XIDEvent) bool {
+	busDev := func(id string) string {
+		id = strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(id, ".0"), ".00"))
+		if i := strings.Index(id, ":"); i >= 0 {
+			return id[i+1:]
+		}
+		return id
+	}
+	for _, g := range s.GPUs {
+		if x.GPU != nil && g.Index == *x.GPU || x.GPU == nil && x.PCIBusID != "" && busDev(g.PCIBusID) == busDev(x.PCIBusID) {
+			return g.RemappedRows != nil
+		}
+	}
+	return false
 }
