@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/heapwatch"
 )
 
 // hostileRead reads the cluster at server with a bearer token, as a
@@ -57,34 +58,16 @@ func TestAPIServerRedirectElsewhereRefused(t *testing.T) {
 	}
 }
 
-// heapPeak samples the heap while f runs and returns its peak above what
-// it held before.
+// heapPeak samples the heap while f runs (internal/heapwatch) and returns
+// its peak above what it held before.
 func heapPeak(f func()) uint64 {
 	runtime.GC()
 	var base runtime.MemStats
 	runtime.ReadMemStats(&base)
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		var ms runtime.MemStats
-		for {
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > peak.Load() {
-				peak.Store(ms.HeapAlloc)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	stop := heapwatch.Start()
 	f()
-	close(done)
-	<-stopped
-	return peak.Load() - min(peak.Load(), base.HeapAlloc)
+	peak := stop()
+	return peak - min(peak, base.HeapInuse)
 }
 
 // A broken or hostile API server cannot exhaust gpulab's memory: a
