@@ -49,6 +49,7 @@ func Parse(name string, data []byte) (*Lab, error) {
 	l.Source = name
 	c := &labCheck{l: &l, ix: ix, errs: []error{err}, params: map[string]bool{}}
 	c.header()
+	c.texts()
 	c.prerequisites()
 	c.steps()
 	c.derived()
@@ -86,6 +87,13 @@ func (c *labCheck) bad(path []any, format string, args ...any) {
 	e := c.ix.Errorf(path, "")
 	e.Msg = fmt.Sprintf(format, args...)
 	c.errs = append(c.errs, e)
+}
+
+// texts refuses a control character anywhere in the lab's texts (its
+// goal, descriptions, titles, commands: step.PlainTexts); the id and name
+// have their own, stricter checks.
+func (c *labCheck) texts() {
+	step.PlainTexts(*c.l, "a lab's", []string{"id", "name"}, func(path []any, msg string) { c.bad(path, "%s", msg) })
 }
 
 // header checks the lab's own keys and its parameters.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 )
@@ -106,7 +107,10 @@ func (r *Record) Markdown() string {
 	r.mdAcceptance(&b)
 	r.mdEvidence(&b)
 	b.WriteString("Outputs are in record.json (`jq '.hosts[].steps[] | {id, stdout}'`).\n")
-	return b.String()
+	// What hosts printed and what the lab file says reach a terminal when
+	// the record is read (cat record.md, results show): every control
+	// character but line breaks and tabs is escaped, once, here.
+	return visible.Text(b.String())
 }
 
 func hostNames(hosts []HostRecord) []string {

@@ -105,6 +105,7 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 	if msg := step.OneLine(rb.Title); msg != "" {
 		bad([]any{"title"}, "runbook %q: title has %s: a title is one line of plain text", rb.ID, msg)
 	}
+	step.PlainTexts(rb, "a runbook's", []string{"id", "title"}, func(path []any, msg string) { bad(path, "%s", msg) })
 	switch rb.Plane {
 	case "control", "data", "workload":
 	default:

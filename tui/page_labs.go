@@ -722,12 +722,14 @@ func (v *labsView) listLines() []string {
 		if lipgloss.Width(l.Name) > v.width-50 { // its row cut the name: here it is whole
 			lines = append(lines, wrap(st.CardTitle.Render(l.Name), v.width-2)...)
 		}
-		lines = append(lines, wrap(st.CardLabel.Render("Goal: ")+l.Goal, v.width-2)...)
+		// A lab file's texts are refused with a control character in them
+		// (lab check); escaped here too, as anything read from a file.
+		lines = append(lines, wrap(st.CardLabel.Render("Goal: ")+visible.Text(l.Goal), v.width-2)...)
 		for _, c := range l.Criteria {
-			lines = append(lines, hanging(st.CardMuted.Render("  ["+c.Impact+"] ")+c.Description, v.width-1, 4)...)
+			lines = append(lines, hanging(st.CardMuted.Render("  ["+visible.String(c.Impact)+"] ")+visible.Text(c.Description), v.width-1, 4)...)
 		}
 		for _, c := range l.Counter {
-			lines = append(lines, hanging(st.CardMuted.Render("  [counterexample] ")+c.Description, v.width-1, 4)...)
+			lines = append(lines, hanging(st.CardMuted.Render("  [counterexample] ")+visible.Text(c.Description), v.width-1, 4)...)
 		}
 		if len(l.Params) > 0 {
 			lines = append(lines, "", v.setup.paramLine(st, l.ID, l.Params, v.keys.Params.Help().Key))
