@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/sim"
@@ -103,9 +104,13 @@ Exit status 1 when anything waits, 0 when nothing does.`,
 
 // pendingReport is what pending and why print.
 type pendingReport struct {
-	Context string               `json:"context"`
-	Pods    []cluster.PendingPod `json:"pods"`
-	Blocked []cluster.Blocked    `json:"blocked"`
+	Context string `json:"context"`
+	// Namespace is the one looked in ("" for every namespace, -A), and
+	// Elsewhere how many pods wait for a node in the others.
+	Namespace string               `json:"namespace"`
+	Elsewhere int                  `json:"elsewhere,omitempty"`
+	Pods      []cluster.PendingPod `json:"pods"`
+	Blocked   []cluster.Blocked    `json:"blocked"`
 	// Unreadable is what RBAC kept gpulab from reading, and what is
 	// unknown because of it.
 	Unreadable []string `json:"unreadable"`
@@ -219,7 +224,14 @@ func printPending(c *cobra.Command, o *options, r pendingReport) error {
 		}
 	} else {
 		if len(r.Pods)+len(r.Blocked) == 0 {
-			fmt.Fprintln(w, "no pod waits for a node, and no workload is held by a quota or a queue")
+			where := "in any namespace"
+			if r.Namespace != "" {
+				where = "in namespace " + visible.String(r.Namespace)
+			}
+			fmt.Fprintf(w, "no pod waits for a node %s, and no workload there is held by a quota or a queue\n", where)
+		}
+		if r.Elsewhere > 0 { // never a silent "none" where others wait
+			fmt.Fprintf(w, "%s for a node in other namespaces (-A lists them, and the workloads quotas hold there)\n", text.Plural(r.Elsewhere, "pod waits", "pods wait"))
 		}
 		for i, p := range r.Pods {
 			if i > 0 {
@@ -312,7 +324,12 @@ func (cf *clusterFlags) runPending(c *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
-	return printPending(c, o, pendingReport{Context: ctxName, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)})
+	r := pendingReport{Context: ctxName, Namespace: ns, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)}
+	if ns != "" {
+		// The pods of every namespace were read (workloads only in ns).
+		r.Elsewhere = len(objs.Pending("")) - len(r.Pods)
+	}
+	return printPending(c, o, r)
 }
 
 // runWhy is gpulab cluster why NAME.

@@ -110,6 +110,9 @@ func TestClusterCommandsOnTheSimulatedCluster(t *testing.T) {
 	}{
 		{[]string{"cluster", "nodes"}, ExitOK, "dgx01  Ready"},
 		{[]string{"cluster", "pending", "-A"}, ExitFailed, "research/llm-finetune-8gpu-"},
+		// Without -n it looks in "default", as kubectl does, and never says
+		// "none" alone where others wait (it said "no pod waits" here).
+		{[]string{"cluster", "pending"}, ExitOK, "no pod waits for a node in namespace default, and no workload there is held by a quota or a queue\n1 pod waits for a node in other namespaces (-A lists them, and the workloads quotas hold there)\n"},
 		{[]string{"cluster", "quotas", "-n", "ml-team"}, ExitOK, "gpu-quota"},
 		{[]string{"cluster", "fragmentation"}, ExitFailed, "8 nvidia.com/gpu          1        0 of 4"}, // the 8-GPU job fits no node: fragmented
 	} {
