@@ -341,10 +341,14 @@ func TestDemoAt80ColumnsInTmux(t *testing.T) {
 		s.keys("Down")
 	}
 	s.keys("Enter")
-	screen = screenWait(t, s, nil, sick+"  SIMULATED", "GPU MEMORY")
-	sickGPU := regexp.MustCompile(`(?m)^\d +\[[█░]+\] \d+/\d+ MiB .* on [1-9]\d* UE \d+ CE .*$`).FindString(screen)
+	screen = screenWait(t, s, nil, sick+"  SIMULATED", "GPUs\nGPU ")
+	sickGPU := regexp.MustCompile(`(?m)^\d +.*on [1-9]\d* UE \d+ CE .*$`).FindString(screen)
 	if sickGPU == "" || strings.HasSuffix(strings.TrimSpace(sickGPU), " -") {
 		t.Errorf("the sick host's GPU table at 80 columns does not show its uncorrectable ECC errors and their finding unscrolled (%q):\n%s", sickGPU, screen)
+	}
+	// The NVLink down is the sick host's first finding: its column stays.
+	if !regexp.MustCompile(`(?m)^\d +.* 10/12 up `).MatchString(screen) {
+		t.Errorf("the GPU table at 80 columns does not show the NVLinks down (10/12 up):\n%s", screen)
 	}
 	if !strings.Contains(screen, "not shown: ") {
 		t.Errorf("the GPU table at 80 columns does not name the columns it leaves out:\n%s", screen)

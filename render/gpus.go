@@ -21,21 +21,21 @@ type gpuColumn struct {
 }
 
 // gpuColumns are the GPU table's columns, in order, each defined once: a
-// new column is one line here. On a narrow screen the bus id, the name,
-// power, NUMA node and temperature give way first; the findings, ECC and
-// MIG state stay.
+// new column is one line here. On a narrow screen the bus id, power, the
+// name, NUMA node, temperature, utilisation and memory give way, in that
+// order; what says a GPU is sick (ECC, MIG, NVLinks, findings) stays.
 var gpuColumns = []gpuColumn{
 	{Column{Head: "GPU"}, index, index},
-	{Column{Head: "NAME", Drop: 4, Max: 24}, name, name},
-	{Column{Head: "BUS", Drop: 6}, bus, bus},
-	{Column{Head: "MEMORY"}, func(g report.GPU) string { return GPUMemory(g.Memory) }, memoryTotal},
-	{Column{Head: "UTIL", Right: true}, func(g report.GPU) string { return GPUUtil(g.Utilization) }, nil},
-	{Column{Head: "TEMP", Right: true, Drop: 1}, func(g report.GPU) string { return GPUTemp(g.TemperatureC) }, nil},
-	{Column{Head: "POWER", Right: true, Drop: 5}, GPUPower, nil},
+	{Column{Head: "NAME", Drop: 6, Max: 24}, name, name},
+	{Column{Head: "BUS", Drop: 8}, bus, bus},
+	{Column{Head: "MEMORY", Drop: 2}, func(g report.GPU) string { return GPUMemory(g.Memory) }, memoryTotal},
+	{Column{Head: "UTIL", Right: true, Drop: 3}, func(g report.GPU) string { return GPUUtil(g.Utilization) }, nil},
+	{Column{Head: "TEMP", Right: true, Drop: 4}, func(g report.GPU) string { return GPUTemp(g.TemperatureC) }, nil},
+	{Column{Head: "POWER", Right: true, Drop: 7}, GPUPower, nil},
 	{Column{Head: "ECC"}, func(g report.GPU) string { return GPUECC(g.ECC) }, func(g report.GPU) string { return GPUECCMode(g.ECC) }},
 	{Column{Head: "MIG", Max: 20}, mig, mig},
-	{Column{Head: "NUMA", Drop: 3}, numa, numa},
-	{Column{Head: "NVLINK", Drop: 2}, GPUNVLinks, GPUNVLinks},
+	{Column{Head: "NUMA", Drop: 5}, numa, numa},
+	{Column{Head: "NVLINK"}, GPUNVLinks, GPUNVLinks},
 	{Column{Head: "FINDINGS", Max: 40}, GPUFindings, GPUFindings},
 }
 
