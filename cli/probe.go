@@ -154,9 +154,10 @@ row remapping, MIG instances, NVLinks; the pairwise topology; NUMA and CPU
 affinity; processes mapped to containers and pods; Xid errors decoded. A
 field NVML refuses is listed in the snapshot's errors, never a failure.
 
-The probe goes to the host's private cache directory under its sha256, so a
-second run sends no bytes; it is removed after the run unless --keep. A host
-without the NVIDIA driver answers with a clean report that says why.
+The probe goes to the host's private cache directory under its sha256 and
+is removed after the run; with --keep it stays there, and the next run,
+finding the same sha256, sends no bytes. A host without the NVIDIA driver
+answers with a clean report that says why.
 --mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
 marked "simulated": true; --mock-faults FILE gives each host's simulated
 machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
