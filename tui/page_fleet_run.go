@@ -152,8 +152,10 @@ func (v *fleetView) probeResults(probes []app.ProbeOutcome) []orchestrator.HostR
 				line := report.Hardware(p.Snapshot) + "\n"
 				hr.Steps = []orchestrator.Result{{Step: "probe", Stdout: []byte(line), Class: hr.Class}}
 				if !p.Snapshot.NVML.Available && hr.Class == orchestrator.OK {
+					// The probe said so with its exit status, as gpulab probe
+					// --json reports it (the head read "exit (status 0)").
 					hr.Class = orchestrator.Exit
-					hr.Steps[0].Class = orchestrator.Exit
+					hr.Steps[0].Class, hr.Steps[0].ExitCode = orchestrator.Exit, report.ExitNoNVML
 				}
 			case p.Err != "":
 				hr.Err = p.Err

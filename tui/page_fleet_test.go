@@ -114,7 +114,7 @@ func TestFleetProbeAndHostView(t *testing.T) {
 	v := m.View()
 	for _, want := range []string{"$ gpulab probe done", "folded output",
 		"gpu[001-006,008-011] (10 hosts): ok", "8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 550.54.15, SIMULATED",
-		"+8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.104.05, SIMULATED", "gpu012 (1 host): exit", "no NVML"} {
+		"+8× Mock NVIDIA A100-SXM4-40GB, NV12 full mesh, driver 535.104.05, SIMULATED", "gpu012 (1 host): exit (status 3)", "no NVML"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("Fleet after probing lacks %q:\n%s", want, v)
 		}
