@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -125,9 +126,10 @@ func Main(args []string, env Env) int {
 	o := &options{env: env}
 	stdout, stderr := visible.NewWriter(env.Stdout), visible.NewWriter(env.Stderr)
 	root := newRoot(o)
+	out := &countingWriter{w: stdout}
 	root.SetArgs(args)
 	root.SetIn(env.Stdin)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	err := root.Execute()
 	defer stdout.Flush()
@@ -142,11 +144,37 @@ func Main(args []string, env Env) int {
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintf(stderr, "gpulab: %s\n", indentJoined(msg))
+		if out.n == 0 && (o.json || slices.Contains(args, "--json")) {
+			// A script that asked for JSON gets one document whatever
+			// failed, never an empty stdout: the error, its exit status,
+			// and its problems, placed where they can be.
+			writeJSON(out, errorDocument{Error: msg, ExitCode: code, Problems: problems(err)})
+		}
 	}
 	if code == ExitUsage && !errors.As(err, &ee) {
 		fmt.Fprintln(stderr, "Run 'gpulab --help' for usage.")
 	}
 	return code
+}
+
+// errorDocument is what --json prints when a command fails before it
+// printed its own document.
+type errorDocument struct {
+	Error    string    `json:"error"`
+	ExitCode int       `json:"exit_code"`
+	Problems []Problem `json:"problems"`
+}
+
+// countingWriter counts what a command writes to standard output.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // indentJoined prints the lines of a joined error under the first one.

@@ -527,3 +527,30 @@ func TestCheckJSONWhateverTheFailure(t *testing.T) {
 		}
 	}
 }
+
+// With --json every failure is one JSON document on standard output (the
+// error, its exit status, its problems), whatever failed and however
+// early: a script that parses stdout never reads an empty one.
+func TestJSONFailuresAreDocuments(t *testing.T) {
+	env := noEnv(t)
+	for _, args := range [][]string{
+		{"lab", "show", "no-such-lab"},
+		{"runbook", "show", "no-such-runbook"},
+		{"catalog", "show", "no-such-project"},
+		{"parse", "no-such-kind"},
+		{"results", "show", "no-such-run"},
+		{"cluster", "nodes"},
+		{"inventory", "list", "--inventory", "../inventory.toml", "-H", "gpu[01"},
+		{"exec", "--no-such-flag"},
+	} {
+		r := run(t, env, append(args, "--json")...)
+		var doc struct {
+			Error    string    `json:"error"`
+			ExitCode int       `json:"exit_code"`
+			Problems []Problem `json:"problems"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code == 0 || doc.ExitCode != r.code || doc.Error == "" || len(doc.Problems) == 0 {
+			t.Errorf("gpulab %s --json: exit %d, %v, %+v\nstdout: %q\nstderr: %q", strings.Join(args, " "), r.code, err, doc, r.stdout, r.stderr)
+		}
+	}
+}
