@@ -209,7 +209,7 @@ func TestDemoPresentMaskedInTmux(t *testing.T) {
 		{"6/9  The evidence: nvidia-smi topo -m on " + masked + ", and what to check next", "topology of " + masked},
 		{"7/9  topology-sanity, live: nvlink-mesh FAIL on " + masked + ", PASS on the other 3", "✗ FAIL    nvlink-mesh (critical) " + masked + " SIM"},
 		{"8/9  The cluster: why the 8-GPU job waits", "llm-finetune-8gpu"},
-		{"9/9  The end: the lab record; b marks a baseline", "Conclusion: FAILED"}, // the record, rendered
+		{"9/9  The end: the lab record; b marks it the baseline", "Conclusion: FAILED"}, // the record, rendered
 	}
 	for _, sz := range []struct{ w, h int }{{80, 24}, {160, 48}} {
 		t.Run(fmt.Sprintf("%dx%d", sz.w, sz.h), func(t *testing.T) {

@@ -514,3 +514,30 @@ func resultsModel(t *testing.T, dir string) Model {
 	next, _ := m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
 	return next.(Model)
 }
+
+// b on an open record marks it the baseline (the walkthrough's last step
+// opens the record and offers b); c on the baseline itself says why it
+// does not compare, as results compare refuses a run with itself.
+func TestResultsBaselineFromTheOpenRecord(t *testing.T) {
+	dir := t.TempDir()
+	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Started: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
+		Finished: time.Date(2026, 12, 3, 9, 1, 0, 0, time.UTC), Complete: true, Hosts: []labs.HostRecord{{Host: "gpu01", Class: orchestrator.OK}}}
+	d, err := r.CreateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(d, ""); err != nil {
+		t.Fatal(err)
+	}
+	m := resultsModel(t, dir)
+	m, cmd := press(t, m, "6", "enter")
+	m = drain(t, m, cmd)
+	m, _ = press(t, m, "b")
+	if v := m.View(); !strings.Contains(v, "baseline: this run") {
+		t.Errorf("b on the open record did not mark it:\n%s", v)
+	}
+	m, _ = press(t, m, "esc", "c")
+	if v := m.View(); !strings.Contains(v, "base") || !strings.Contains(v, "this run is the baseline: pick another run") || strings.Contains(v, "Comparison") {
+		t.Errorf("c on the baseline itself compared it with itself, or said nothing:\n%s", v)
+	}
+}

@@ -19,7 +19,10 @@ import (
 // first), shows one (its Markdown), and compares one against a baseline:
 // throughput ratio and P99 interference coefficient.
 type resultsView struct {
-	dir    string
+	dir string
+	// notice answers the last key where it did nothing else ("this run
+	// is the baseline"); the next key clears it.
+	notice string
 	styles Styles
 	keys   resultsKeys
 	// redraw draws the open page again (a record at a new width).
@@ -142,6 +145,9 @@ func (v *resultsView) SetSize(w, h int) {
 }
 
 func (v *resultsView) Status() string {
+	if v.notice != "" {
+		return v.notice
+	}
 	return text.Plural(len(v.refs), "record", "records")
 }
 
@@ -191,9 +197,16 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		return v, nil
 	}
 	k := v.keys
+	v.notice = ""
 	if v.page != nil {
-		if key.Matches(km, k.Back) {
+		switch {
+		case key.Matches(km, k.Back):
 			v.page, v.shown, v.pending = nil, "", ""
+			return v, nil
+		case key.Matches(km, k.Baseline) && v.shown != "":
+			// The open record is marked where it is read (the walkthrough's
+			// last step opens it and offers b).
+			v.base, v.notice = v.shown, "baseline: this run; c in the list compares another run with it"
 			return v, nil
 		}
 		v.page.update(msg, k.Up, k.Down, k.Page)
@@ -210,7 +223,12 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case key.Matches(km, k.Open):
 		return v, v.open()
 	case key.Matches(km, k.Compare):
-		if b := v.index(v.base); len(v.refs) > 0 && b >= 0 {
+		switch b := v.index(v.base); {
+		case b < 0:
+			v.notice = "no baseline: b marks one"
+		case b == v.sel:
+			v.notice = "this run is the baseline: pick another run to compare with it" // as results compare refuses a run with itself
+		default:
 			v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[b], v.refs[v.sel]})))
 		}
 	}
