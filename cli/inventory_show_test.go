@@ -19,7 +19,7 @@ func TestInventoryShowSaysWhereTimeoutsComeFrom(t *testing.T) {
 	inv := filepath.Join(dir, "inventory.toml")
 	writeFile(t, inv, "[defaults]\ncommand_timeout = \"5m\"\nssh_config = \""+cfg+"\"\n\n[[host]]\nname = \"gpu[01-02]\"\n")
 	r := run(t, env, "inventory", "show", "gpu01", "--inventory", inv)
-	for _, want := range []string{`ConnectTimeout +10s +default`, `CommandTimeout +5m0s +` + regexp.QuoteMeta(inv) + ` \[defaults\]`, `InactivityTimeout +2m0s +default`} {
+	for _, want := range []string{`ConnectTimeout +10s +built-in default`, `CommandTimeout +5m0s +` + regexp.QuoteMeta(inv) + ` \[defaults\]`, `InactivityTimeout +2m0s +built-in default`} {
 		if !regexp.MustCompile(`(?m)^` + want + ` *$`).MatchString(r.stdout) {
 			t.Errorf("inventory show gpu01 lacks %s:\n%s", want, r.stdout)
 		}

@@ -52,7 +52,7 @@ type Target struct {
 	ServerAliveCountMax int
 
 	// Sources says where each setting came from, by field name:
-	// "inventory.toml:12:1", "~/.ssh/config:4", "default", "flag".
+	// "inventory.toml:12:1", "~/.ssh/config:4", "built-in default", "flag".
 	Sources map[string]string
 
 	// Unresolved, when set, says why this selected host could not be
@@ -87,8 +87,12 @@ type Overrides struct {
 	InactivityTimeout time.Duration
 }
 
-// SourceFlag is Target.Sources' word for a setting the command line gave.
-const SourceFlag = "flag"
+// SourceFlag is Target.Sources' word for a setting the command line gave,
+// SourceDefault for one gpulab or OpenSSH sets when nothing else does.
+const (
+	SourceFlag    = "flag"
+	SourceDefault = "built-in default"
+)
 
 // Resolver turns inventory hosts into Targets. Precedence, highest first:
 // command-line overrides, the inventory host, the inventory defaults,
@@ -431,7 +435,7 @@ func (x *resolving) address() error {
 	t.HostName = x.pick("HostName", sourced{addr, invSrc}, x.sshV("HostName"), sourced{h.Name, "name"})
 	t.HostName = x.r.expandTokens(t.HostName, h.Name, "")
 
-	portS := x.pick("Port", sourced{itoaNZ(o.Port), SourceFlag}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, x.sshV("Port"), sourced{"22", "default"})
+	portS := x.pick("Port", sourced{itoaNZ(o.Port), SourceFlag}, sourced{itoaNZ(h.Port), invSrc}, sourced{itoaNZ(d.Port), defSrc}, x.sshV("Port"), sourced{"22", SourceDefault})
 	port, err := strconv.Atoi(portS)
 	if err != nil || port < 1 || port > 65535 {
 		return fmt.Errorf("host %s: port %q from %s is not a port number", h.Name, portS, t.Sources["Port"])
@@ -467,7 +471,7 @@ func (x *resolving) identities() error {
 	t.Explicit = len(t.IdentityFiles) > 0
 	if !t.Explicit {
 		t.IdentityFiles = []string{"~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa"}
-		t.Sources["IdentityFile"] = "default"
+		t.Sources["IdentityFile"] = SourceDefault
 	}
 	for i, f := range t.IdentityFiles {
 		t.IdentityFiles[i] = x.r.expandTokens(f, h.Name, t.User)
@@ -494,13 +498,13 @@ func (x *resolving) identities() error {
 func (x *resolving) knownHosts() error {
 	t, h, d, o := x.t, x.h, x.r.Inventory.Defaults, x.r.Overrides
 	defSrc := x.defSrc
-	kh := x.pick("KnownHosts", sourced{o.KnownHosts, SourceFlag}, sourced{d.KnownHosts, defSrc}, x.sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", "default"})
+	kh := x.pick("KnownHosts", sourced{o.KnownHosts, SourceFlag}, sourced{d.KnownHosts, defSrc}, x.sshV("UserKnownHostsFile"), sourced{"~/.ssh/known_hosts", SourceDefault})
 	for _, f := range strings.Fields(kh) {
 		t.KnownHosts = append(t.KnownHosts, x.r.expandTokens(f, h.Name, t.User))
 	}
 	// The global known_hosts files are read too, after the user's (which
 	// take new keys), as OpenSSH reads them.
-	gkh := x.pick("GlobalKnownHosts", x.sshV("GlobalKnownHostsFile"), sourced{"/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2", "default"})
+	gkh := x.pick("GlobalKnownHosts", x.sshV("GlobalKnownHostsFile"), sourced{"/etc/ssh/ssh_known_hosts /etc/ssh/ssh_known_hosts2", SourceDefault})
 	for _, f := range strings.Fields(gkh) {
 		if !strings.EqualFold(f, "none") {
 			t.KnownHosts = append(t.KnownHosts, x.r.expandTokens(f, h.Name, t.User))
@@ -540,7 +544,7 @@ func (x *resolving) timeouts() error {
 		case x.r.Inventory.File != "" && du.inv.Duration > 0 && !d.Builtin(du.key):
 			*du.dst, t.Sources[du.field] = du.inv.Duration, defSrc
 		default:
-			*du.dst, t.Sources[du.field] = du.fallback, "default"
+			*du.dst, t.Sources[du.field] = du.fallback, SourceDefault
 			if du.sshKey != "" {
 				if v, src := x.r.sshGet(h.Name, du.sshKey); v != "" {
 					secs, err := strconv.Atoi(v)
@@ -555,7 +559,7 @@ func (x *resolving) timeouts() error {
 		}
 	}
 	t.ServerAliveInterval, t.ServerAliveCountMax = 15*time.Second, 3
-	t.Sources["ServerAliveInterval"] = "default"
+	t.Sources["ServerAliveInterval"] = SourceDefault
 	if v, src := x.r.sshGet(h.Name, "ServerAliveInterval"); v != "" {
 		secs, err := strconv.Atoi(v)
 		switch {
