@@ -183,8 +183,14 @@ func (s *Shape) describe(b *strings.Builder, indent string, open map[*Shape]bool
 			fmt.Fprintf(b, "%s%s: %s%s\n", indent, f.Key, f.Shape.Word(), opt)
 			f.Shape.describeInner(b, indent+"  ", open)
 		}
-	default:
-		fmt.Fprintf(b, "%s%s\n", indent, s.Word())
+	case "list", "map":
+		// The caller named the list ("out: list(object)"): what it holds
+		// follows, said as such, not its type again.
+		each := "each item"
+		if s.Type == "map" {
+			each = "each value"
+		}
+		fmt.Fprintf(b, "%s%s: %s\n", indent, each, s.Elem.Word())
 		s.describeInner(b, indent+"  ", open)
 	}
 }

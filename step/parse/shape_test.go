@@ -139,3 +139,17 @@ func TestShapesWriteAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// A list at the top says what each item is, and does not name the list's
+// type again under the "out: list(object)" its caller wrote (a helper read
+// the repeated "list(object)" as a list of lists).
+func TestDescribeAListSaysEachItem(t *testing.T) {
+	k, ok := Lookup("nvidia-smi-nvlink-status")
+	if !ok {
+		t.Fatal("no nvidia-smi-nvlink-status parser")
+	}
+	d := k.ShapeOf().Describe()
+	if !strings.HasPrefix(d, "each item: object\n  index: number\n") || strings.Count(d, "list(object)") != 1 {
+		t.Errorf("Describe:\n%s", d)
+	}
+}
