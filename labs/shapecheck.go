@@ -148,6 +148,14 @@ func (w *shapeWalk) key(s *parse.Shape, from celast.Expr, name string) *parse.Sh
 	case "map":
 		return s.Elem
 	case "list":
+		if _, ok := s.Elem.Field(name); s.Elem.Type == "object" && !ok {
+			// Its items lack the key too: suggesting out[0].KEY would send
+			// the author to a second round; say what the items hold.
+			keys := s.Elem.Keys()
+			w.problems = append(w.problems, fmt.Sprintf("%s.%s: %s is a %s, and its items have no key %q%s either (their keys: %s)",
+				at, name, at, s.Word(), name, suggest.Hint(name, keys), strings.Join(keys, ", ")))
+			break
+		}
 		w.problems = append(w.problems, fmt.Sprintf("%s.%s: %s is a %s, with no keys of its own: take one of them (%s[0].%s) or each (%s.all(x, x.%s ...))",
 			at, name, at, s.Word(), at, name, at, name))
 	case "any":

@@ -37,6 +37,7 @@ impact = "critical"
 func TestLabCheckHoldsKeysToTheParsersShape(t *testing.T) {
 	_, err := Parse("lab.toml", []byte(shapeLab(`gpus = "size(out.gpu)"
 first = "out.gpus.name"
+wrong = "out.gpus.uuid"
 uuids = "out.gpus.all(g, g.uuid != '')"
 util = "samples.map(s, s.gpu)"
 st = "checks['nvlink-mesh'].stat"
@@ -47,9 +48,11 @@ st = "checks['nvlink-mesh'].stat"
 	for _, want := range []string{
 		`lab.toml:15:1: metric gpus: out.gpu: out has no key "gpu": did you mean "gpus"? (its keys: columns, gpus, links, nics) (gpulab parse nvidia-smi-topo --shape)`,
 		`lab.toml:16:1: metric first: out.gpus.name: out.gpus is a list(object), with no keys of its own: take one of them (out.gpus[0].name) or each (out.gpus.all(x, x.name ...))`,
-		`lab.toml:17:1: metric uuids: g.uuid: g has no key "uuid" (its keys: cpu_affinity, gpu_numa_id, name, numa_affinity)`,
-		`lab.toml:18:1: metric util: s.gpu: s has no key "gpu": did you mean "gpus"?`,
-		`lab.toml:19:1: metric st: checks["nvlink-mesh"].stat: checks["nvlink-mesh"] has no key "stat"`,
+		// A key the list's items lack too is said so, never out.gpus[0].uuid.
+		`lab.toml:17:1: metric wrong: out.gpus.uuid: out.gpus is a list(object), and its items have no key "uuid" either (their keys: cpu_affinity, gpu_numa_id, name, numa_affinity)`,
+		`lab.toml:18:1: metric uuids: g.uuid: g has no key "uuid" (its keys: cpu_affinity, gpu_numa_id, name, numa_affinity)`,
+		`lab.toml:19:1: metric util: s.gpu: s has no key "gpu": did you mean "gpus"?`,
+		`lab.toml:20:1: metric st: checks["nvlink-mesh"].stat: checks["nvlink-mesh"] has no key "stat"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)
