@@ -201,7 +201,7 @@ func presentSteps(hosts []sim.Host) []tui.PresentStep {
 		{Tab: "Runbooks", Open: true, Caption: fmt.Sprintf("The evidence: nvidia-smi topo -m on %s, and what to check next", sick)},
 		{Tab: "Labs", Run: "topology-sanity", Caption: fmt.Sprintf("topology-sanity, live: nvlink-mesh FAIL on %s%s", sick, rest)},
 		{Tab: "Cluster", Open: true, Caption: "The cluster: why the 8-GPU job waits; GPUs allocated against used"},
-		{Tab: "Results", Open: true, Caption: "The end: the lab record; b marks it the baseline, c compares a later run with it"},
+		{Tab: "Results", Open: true, Caption: "The end: the lab record; b marks it the baseline, c compares later runs"},
 	}
 }
 
