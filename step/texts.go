@@ -3,6 +3,7 @@ package step
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -35,7 +36,7 @@ func PlainTexts(v any, whose string, skip []string, bad func(path []any, msg str
 			for i := 0; i < v.NumField(); i++ {
 				f := v.Type().Field(i)
 				key, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
-				if !f.IsExported() || key == "" || key == "-" || len(path) == 0 && contains(skip, key) {
+				if !f.IsExported() || key == "" || key == "-" || len(path) == 0 && slices.Contains(skip, key) {
 					continue
 				}
 				walk(v.Field(i), sub(key))
@@ -58,15 +59,6 @@ func PlainTexts(v any, whose string, skip []string, bad func(path []any, msg str
 		}
 	}
 	walk(reflect.ValueOf(v), nil)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // keyPath is a TOML key path as a person reads it: "criterion[2].description".

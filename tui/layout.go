@@ -124,3 +124,15 @@ func fit(s string, width, height int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// bar draws a share in width cells: what is used (█), what is left of
+// what may be used (░), and what exists but may not be (×: capacity the
+// device plugin does not offer, unhealthy GPUs). Figures past the total,
+// or below zero, are clamped: they come from hosts and API servers.
+func bar(alloc, allocatable, capacity int64, width int) string {
+	total := max(capacity, allocatable, 1)
+	cells := func(n int64) int { return int((min(max(n, 0), total)*int64(width) + total/2) / total) }
+	a := cells(alloc)
+	f := max(0, cells(allocatable)-a)
+	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, width-a-f)) + "]"
+}

@@ -202,16 +202,6 @@ func (v *clusterView) cursorLine(text string, selected bool) string {
 	return v.styles.TableRow.Render("  " + text)
 }
 
-// bar draws allocated (█), free allocatable (░) and capacity the device
-// plugin does not offer (×, unhealthy GPUs) in width cells.
-func bar(alloc, allocatable, capacity int64, width int) string {
-	total := max(capacity, allocatable, 1)
-	cells := func(n int64) int { return int((min(max(n, 0), total)*int64(width) + total/2) / total) }
-	a := cells(alloc)
-	f := max(0, cells(allocatable)-a)
-	return "[" + strings.Repeat("█", a) + strings.Repeat("░", f) + strings.Repeat("×", max(0, width-a-f)) + "]"
-}
-
 func (v *clusterView) waitLines() []string {
 	st := v.styles
 	head := st.CardLabel.Render(fmt.Sprintf("Waiting (%s)", v.count("pods", len(v.waiting))))

@@ -186,9 +186,7 @@ func memBar(m *report.Memory) string {
 	if m == nil || m.TotalMiB == 0 {
 		return ""
 	}
-	const w = 8
-	used := int(float64(m.UsedMiB) / float64(m.TotalMiB) * w)
-	return "[" + strings.Repeat("█", used) + strings.Repeat("░", w-used) + "] "
+	return bar(int64(m.UsedMiB), int64(m.TotalMiB), int64(m.TotalMiB), 8) + " " // bar clamps: a host may say it uses more than it has
 }
 
 func dashed(s string) string {

@@ -743,6 +743,12 @@ func TestHostViewProcessesFromAnUntrustedHost(t *testing.T) {
 	if strings.Contains(out, "\x1b]0;") || strings.Contains(out, "\x1b[31m") {
 		t.Errorf("an escape sequence the host sent reached the screen:\n%q", out)
 	}
+	// A host that says it uses more memory than it has is drawn full, not
+	// a panic (strings.Repeat of a negative count).
+	s.GPUs = []report.GPU{{Index: 0, Memory: &report.Memory{TotalMiB: 100, UsedMiB: 250}}}
+	if out := renderHost(s, false, DefaultStyles(), 100); !strings.Contains(out, "[████████] 250/100 MiB") {
+		t.Errorf("memory over its total:\n%s", out)
+	}
 	for _, want := range []string{"container abc", `pod uid\x1b[31m`, `\x1b]0;owned\a…`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the processes lack %q:\n%s", want, out)

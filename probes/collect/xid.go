@@ -111,7 +111,7 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 	}
 	for _, x := range report.ParseKmsgXIDs(b.String()) {
 		for i, g := range s.GPUs {
-			if samePCI(g.PCIBusID, x.PCIBusID) {
+			if report.SamePCI(g.PCIBusID, x.PCIBusID) {
 				idx := i
 				x.GPU = &idx
 			}
@@ -121,20 +121,6 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 }
 
 var kmsgPrefix = regexp.MustCompile(`^\d+,\d+,\d+,[^;]*;`)
-
-// samePCI compares NVML's "00000000:3B:00.0" with the kernel's "0000:3b:00".
-func samePCI(nvmlID, kmsgID string) bool {
-	norm := func(s string) string {
-		s = strings.ToLower(s)
-		s = strings.TrimSuffix(s, ".0")
-		parts := strings.Split(s, ":")
-		if len(parts) == 3 {
-			parts[0] = strings.TrimLeft(parts[0], "0")
-		}
-		return strings.Join(parts, ":")
-	}
-	return nvmlID != "" && norm(nvmlID) == norm(kmsgID)
-}
 
 // waitMS is how long one NVML event wait may block, in the milliseconds
 // nvmlEventSetWait takes, with left until the deadline: at most a second,

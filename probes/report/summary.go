@@ -133,20 +133,26 @@ func NVLinksDown(s *Snapshot) []string {
 }
 
 // remapRead reports whether the snapshot read the row-remap state of the
-// GPU an Xid names (by index, or by its bus and device: the kernel writes
-// "0000:10:1c", NVML "00000000:10:1C.0").
+// GPU an Xid names (by index, or by its bus id).
 func remapRead(s *Snapshot, x XIDEvent) bool {
-	busDev := func(id string) string {
-		id = strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(id, ".0"), ".00"))
-		if i := strings.Index(id, ":"); i >= 0 {
-			return id[i+1:]
-		}
-		return id
-	}
 	for _, g := range s.GPUs {
-		if x.GPU != nil && g.Index == *x.GPU || x.GPU == nil && x.PCIBusID != "" && busDev(g.PCIBusID) == busDev(x.PCIBusID) {
+		if x.GPU != nil && g.Index == *x.GPU || x.GPU == nil && SamePCI(g.PCIBusID, x.PCIBusID) {
 			return g.RemappedRows != nil
 		}
 	}
 	return false
+}
+
+// SamePCI compares NVML's "00000000:3B:00.0" with the kernel's "0000:3b:00".
+func SamePCI(nvmlID, kmsgID string) bool {
+	norm := func(s string) string {
+		s = strings.ToLower(s)
+		s = strings.TrimSuffix(s, ".0")
+		parts := strings.Split(s, ":")
+		if len(parts) == 3 {
+			parts[0] = strings.TrimLeft(parts[0], "0")
+		}
+		return strings.Join(parts, ":")
+	}
+	return nvmlID != "" && norm(nvmlID) == norm(kmsgID)
 }
