@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -63,6 +65,10 @@ its name, or of its address's short name (gpu01 for gpu01.example.net);
 the output says which hosts map to no node and which GPU nodes were not
 probed, and why (unreachable, no host selected).
 
+--context simulated, while no kubeconfig names a context so, is the
+simulated fleet gpulab demo shows, started for the run: its 4 hosts on
+127.0.0.1 (-H selects among them, every one without -H) and its cluster.
+
 --mock dgxa100 runs the probe against a simulated DGX A100 (the output
 says SIMULATED), and --mock-faults FILE gives each host's simulated
 machine: a JSON object of host name to sim/spec.Faults, e.g.
@@ -75,7 +81,8 @@ without an allocation, a host could not be probed, or the API server could
 not be read; 2 for usage or configuration errors.`,
 		Example: `  gpulab cluster reconcile -H @gpu-nodes
   gpulab cluster reconcile -H 'gpu[001-128]' --context prod --json | jq '.pods[] | select(.state == "idle")'
-  gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json`,
+  gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json
+  gpulab cluster reconcile --context simulated     # the demo's fleet and cluster, no hardware`,
 		Args: exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := ro.Validate(); err != nil {
@@ -122,37 +129,95 @@ func (ro *reconcileOptions) Validate() error {
 }
 
 // Run reads the cluster src names, probes the hosts -H selects and joins
-// the two.
+// the two. --context simulated, where no kubeconfig names that context,
+// starts the demo's simulated fleet for the run and joins its cluster
+// with its hosts.
 func (ro *reconcileOptions) Run(c *cobra.Command, o *options, src *cluster.Source) error {
-	f, pf, faultsFile := &ro.ssh, ro.pf, ro.faultsFile
-	r, err := o.newRunner(f)
+	ctx, stop := interruptible(c.ErrOrStderr())
+	defer stop()
+	if src.Context == sim.KubeContext {
+		if has, err := src.HasContext(src.Context); err != nil {
+			return configErr(err)
+		} else if !has {
+			return ro.runSimulated(ctx, c, o)
+		}
+	}
+	r, err := o.newRunner(&ro.ssh)
 	if err != nil {
 		return err
 	}
 	defer r.Keys.Close()
-	if err := mockOnSimulated(r, pf, faultsFile); err != nil {
+	if err := mockOnSimulated(r, ro.pf, ro.faultsFile); err != nil {
 		return err
 	}
-	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
+	if ro.pf.faults, err = readHostFaults(ro.faultsFile, r); err != nil {
 		return err
 	}
 	source, kube, err := app.KubeSource(r.Inv, *src, c.Flags().Changed("kubeconfig"), r.Names(), o.getenv("HOME"))
 	if err != nil {
 		return configErr(err)
 	}
-	if kube == nil && source.Context == sim.KubeContext {
-		if has, err := source.HasContext(source.Context); err == nil && !has {
-			// Its pods are not the processes any fleet's hosts run:
-			// joined with them, every pod would read idle.
-			return usageErr("--context %s is gpulab demo's cluster, built in this process, with no hosts behind it to probe: the demo reconciles its own fleet in its Cluster tab (gpulab demo: 3 and p to probe, then 7), or reconcile hosts against a real API server", sim.KubeContext)
-		}
-	}
 	client, err := source.Connect()
 	if err != nil {
 		return configErr(err)
 	}
-	ctx, stop := interruptible(c.ErrOrStderr())
-	defer stop()
+	return ro.join(ctx, c, o, r, kube, client)
+}
+
+// runSimulated is reconcile on the simulated fleet gpulab demo shows:
+// started in a child process for this run (its hosts on loopback, as sim
+// serve starts them), its cluster's pods joined with what the probe finds
+// on its hosts, and stopped when the run ends. -H selects among its hosts,
+// every one when not given.
+func (ro *reconcileOptions) runSimulated(ctx context.Context, c *cobra.Command, o *options) error {
+	if f := c.Flag("inventory"); f != nil && f.Changed {
+		return usageErr("--context %s probes the simulated fleet it starts for the run, not the hosts of --inventory %s: give one of them", sim.KubeContext, o.inventory)
+	}
+	if ro.pf.mock != "" || ro.faultsFile != "" {
+		return usageErr("--mock: with --context %s each host's probe simulates a DGX A100 already, with the faults the demo's fleet gives it; run without --mock", sim.KubeContext)
+	}
+	if ro.ssh.hosts == "" {
+		ro.ssh.hosts = "*"
+	}
+	dir, err := sim.PrivateDir("gpulab-reconcile-")
+	if err != nil {
+		return fmt.Errorf("the simulated fleet: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	f, err := sim.Spawn(ctx, sim.Config{Hosts: defaultDemoHosts, Dir: dir})
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the simulated fleet: %w", err)}
+	}
+	defer f.Close()
+	files, err := f.WriteInventory(filepath.Join(dir, "inventory.toml"))
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the simulated fleet: write its inventory: %w", err)}
+	}
+	inv, err := inventory.Load(files.Inventory)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the simulated fleet's inventory: %w", err)}
+	}
+	r, err := o.runnerOn(inv, &ro.ssh)
+	if err != nil {
+		return err
+	}
+	defer r.Keys.Close()
+	client, err := f.KubeClient(ctx)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("the simulated cluster: %w", err)}
+	}
+	w := c.OutOrStdout()
+	if o.json {
+		w = c.ErrOrStderr()
+	}
+	fmt.Fprintf(w, "SIMULATED cluster: gpulab demo's %d simulated DGX A100 nodes and their hosts, started on 127.0.0.1 for this run (--context simulated names them while no kubeconfig does)\n", len(f.Hosts()))
+	return ro.join(ctx, c, o, r, nil, client)
+}
+
+// join reads the cluster, probes r's hosts, joins the two and writes the
+// result; the exit status says whether anything is wrong.
+func (ro *reconcileOptions) join(ctx context.Context, c *cobra.Command, o *options, r *app.Fleet, kube *inventory.KubeContext, client *cluster.Client) error {
+	pf := ro.pf
 	readCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	objs, err := cluster.Read(readCtx, client, "", 0)
 	cancel()

@@ -126,8 +126,33 @@ func TestClusterCommandsOnTheSimulatedCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil || len(nodes) != 4 || !strings.HasPrefix(r.stderr, "SIMULATED cluster: ") {
 		t.Errorf("--json: %v, %d nodes, stderr %q", err, len(nodes), r.stderr)
 	}
-	// reconcile joins a cluster's pods with its hosts' processes: this
-	// cluster's pods are no fleet's, so it says so rather than call every
-	// pod idle.
-	run(t, env, "cluster", "reconcile", "-H", "127.0.0.1", "--context", "simulated").expect(t, ExitUsage, "", "--context simulated is gpulab demo's cluster")
+	// reconcile starts the demo's fleet for the run and joins its hosts'
+	// processes with the cluster's pods: the notebook holds a GPU idle, the
+	// sick host runs a process outside Kubernetes (exit 1 for both).
+	r = run(t, env, "cluster", "reconcile", "--context", "simulated")
+	for _, want := range []string{
+		"SIMULATED fleet\ncluster simulated: 4 nodes, 4 probed\n",
+		"research/notebook-alice-0 on dgx01 holds 1 GPU: no process of it on any GPU of dgx01",
+		"host dgx01 (node dgx01) GPU 6: PID 4242 python3",
+	} {
+		if r.code != ExitFailed || !strings.HasPrefix(r.stdout, "SIMULATED cluster: ") || !strings.Contains(r.stdout, want) {
+			t.Errorf("reconcile --context simulated: exit %d, want 1 and %q\n%s%s", r.code, want, r.stdout, r.stderr)
+		}
+	}
+	r = run(t, env, "cluster", "reconcile", "--context", "simulated", "-H", "dgx02", "--json")
+	var out struct {
+		Simulated bool `json:"simulated"`
+		Hosts     []struct{ Host, Node, Outcome string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != ExitOK || !out.Simulated ||
+		len(out.Hosts) != 1 || out.Hosts[0].Node != "dgx02" || out.Hosts[0].Outcome != "ok" || !strings.HasPrefix(r.stderr, "SIMULATED cluster: ") {
+		t.Errorf("reconcile --context simulated -H dgx02 --json: exit %d, %v, %+v\n%s", r.code, err, out, r.stderr)
+	}
+	// Its hosts are the simulated fleet's: another inventory's are not
+	// joined with its pods, and --mock has nothing to add.
+	run(t, env, "cluster", "reconcile", "--context", "simulated", "--inventory", "inventory.toml").expect(t, ExitUsage, "", "probes the simulated fleet it starts for the run")
+	run(t, env, "cluster", "reconcile", "--context", "simulated", "--mock", "dgxa100").expect(t, ExitUsage, "", "simulates a DGX A100 already")
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpulab-reconcile-*")); len(left) > 0 {
+		t.Errorf("the simulated fleet's directories were left: %v", left)
+	}
 }
