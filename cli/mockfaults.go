@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -68,7 +69,10 @@ type hostFaults struct {
 // faultsByHost splits a faults file into its hosts, in the file's order.
 // Its errors are placed at file:line:column.
 func faultsByHost(file string, data []byte) ([]hostFaults, error) {
-	if err := json.Unmarshal(data, new(any)); err != nil {
+	// Syntax only: a number's range is the shape check's, with its
+	// place (a number too large for any Go type failed here, unplaced).
+	if !json.Valid(data) {
+		err := json.Unmarshal(data, new(any))
 		at := problem.Place{File: file}
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
@@ -192,7 +196,17 @@ func (s *shapeChecker) check(t reflect.Type, path string) error {
 		}
 	default: // numbers
 		n, ok := tok.(json.Number)
-		if !ok || json.Unmarshal([]byte(n), reflect.New(t).Interface()) != nil {
+		if !ok {
+			return bad(describeType(t))
+		}
+		if json.Unmarshal([]byte(n), reflect.New(t).Interface()) != nil {
+			// 1e9 is a whole number in range that encoding/json will not
+			// take as an integer: say how to write it, not that it is out
+			// of range.
+			if f, err := n.Float64(); err == nil && f == math.Trunc(f) && strings.ContainsAny(string(n), "eE.") &&
+				json.Unmarshal([]byte(strconv.FormatFloat(f, 'f', -1, 64)), reflect.New(t).Interface()) == nil {
+				return &shapeError{start, path, fmt.Sprintf("write %s as %s: a whole number here takes no exponent or fraction", n, strconv.FormatFloat(f, 'f', -1, 64))}
+			}
 			return bad(describeType(t))
 		}
 	}

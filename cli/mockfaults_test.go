@@ -23,6 +23,10 @@ func TestMockFaultsErrors(t *testing.T) {
 		{`{"gpu01": {"xids": [{"gpu": 1, "code": 79}, {"gpu": "1"}]}}`, `host "gpu01", xids[1].gpu: want a whole number, not the string "1"`},
 		{`{"gpu01": {"nvlink_dwn": []}}`, `host "gpu01": unknown key "nvlink_dwn" (did you mean "nvlink_down"?); the keys here are machine, nvlink_down, ecc,`},
 		{`{"gpu01": {"utilization": {"1": -3}}}`, `utilization."1": want a whole number from 0 to 4294967295, not the number -3`},
+		// Numbers encoding/json takes as no integer: placed, and worded
+		// by what is wrong with them (1e9 is in range; 1e400 fits no type).
+		{`{"gpu01": {"utilization": {"1": 1e9}}}`, `:1:33: host "gpu01", utilization."1": write 1e9 as 1000000000: a whole number here takes no exponent or fraction`},
+		{`{"gpu01": {"utilization": {"1": 1e400}}}`, `:1:33: host "gpu01", utilization."1": want a whole number from 0 to 4294967295, not the number 1e400`},
 		{`[{"gpu01": {}}]`, `:1:1: want an object of host name to faults, such as {"gpu04": `},
 		{`{"gpu01": {}, "gpu01": {}}`, `:1:24: host "gpu01" is named twice`},
 		{`{"gpu01": {"ecc": {"9": {}}}}`, `:1:11: host "gpu01": ecc: GPU 9: a DGX A100 has GPUs 0-7`},
