@@ -51,11 +51,7 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 	}
 	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(v)
 	if err != nil {
-		var pe toml.ParseError
-		if errors.As(err, &pe) {
-			return nil, &Error{Place: at(file, Pos{Line: pe.Position.Line, Col: pe.Position.Col}), Msg: parseMessage(pe)}
-		}
-		return nil, typeError(file, src, err)
+		return nil, typeErrors(file, src, v, err)
 	}
 	var errs []error
 	var reported keyTree
@@ -97,7 +93,7 @@ func typeError(file string, src []byte, err error) *Error {
 	line, _ := strconv.Atoi(m[1])
 	key, msg := m[2], m[3]
 	if b := badTypeRE.FindStringSubmatch(msg); b != nil {
-		msg = fmt.Sprintf("wrong type: want %s, found %s", b[2], b[1])
+		msg = fmt.Sprintf("wrong type: want %s, found %s", b[2], tomlType(b[1]))
 	}
 	pos := Pos{Line: line}
 	for _, p := range New(file, src).Matches(strings.Split(key, ".")) {
@@ -107,6 +103,97 @@ func typeError(file string, src []byte, err error) *Error {
 		}
 	}
 	return &Error{Place: at(file, pos), Msg: fmt.Sprintf("key %q: %s", clipArgs([]any{key})[0], clipMessage(msg))}
+}
+
+// typeErrors is every type error of src decoded into v, not only the
+// first, which the toml package stops at (first): each key of a table and
+// each table of an array of tables is decoded on its own, so that an
+// author fixes them all in one round; one error a line. A syntax error
+// stops there: what follows it cannot be read.
+func typeErrors(file string, src []byte, v any, first error) error {
+	var doc toml.Primitive
+	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(&doc)
+	if err != nil {
+		return decodeError(file, src, first)
+	}
+	var errs []error
+	lines := map[int]bool{}
+	add := func(err error) {
+		e := decodeError(file, src, err)
+		if len(errs) < MaxProblems && !lines[e.Line] {
+			lines[e.Line] = true
+			errs = append(errs, e)
+		}
+	}
+	add(first)
+	decodePieces(md, doc, reflect.TypeOf(v), add)
+	return problem.Sorted(Join(errs...))
+}
+
+// decodeError places an error of the toml package: a syntax error, or a
+// value's own UnmarshalTOML (both toml.ParseError), at its position; a
+// type error at its key (typeError).
+func decodeError(file string, src []byte, err error) *Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		return &Error{Place: at(file, Pos{Line: pe.Position.Line, Col: pe.Position.Col}), Msg: parseMessage(pe)}
+	}
+	return typeError(file, src, err)
+}
+
+// decodePieces decodes p into a value of type t a piece at a time (see
+// typeErrors), calling add with each piece's error.
+func decodePieces(md toml.MetaData, p toml.Primitive, t reflect.Type, add func(error)) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	leaf := reflect.PointerTo(t).Implements(unmarshalerType)
+	switch {
+	case !leaf && t.Kind() == reflect.Struct:
+		var keys map[string]toml.Primitive
+		if md.PrimitiveDecode(p, &keys) == nil {
+			for k, kp := range keys {
+				if f, ok := fieldByKey(t, k); ok {
+					decodePieces(md, kp, f.Type, add)
+				}
+			}
+			return
+		}
+	case !leaf && t.Kind() == reflect.Slice && elem(t).Kind() == reflect.Struct:
+		var items []toml.Primitive
+		if md.PrimitiveDecode(p, &items) == nil {
+			for _, ip := range items {
+				decodePieces(md, ip, t.Elem(), add)
+			}
+			return
+		}
+	}
+	if err := md.PrimitiveDecode(p, reflect.New(t).Interface()); err != nil {
+		add(err)
+	}
+}
+
+// tomlType is a TOML value's type by its TOML name: the toml package
+// names it by the Go type it decoded it to.
+func tomlType(goType string) string {
+	switch goType {
+	case "int64":
+		return "integer"
+	case "float64":
+		return "float"
+	case "bool":
+		return "boolean"
+	case "string":
+		return "string"
+	case "time.Time", "toml.LocalDate", "toml.LocalTime", "toml.LocalDatetime":
+		return "datetime"
+	case "map[string]interface {}":
+		return "table"
+	}
+	if strings.HasPrefix(goType, "[]") {
+		return "array"
+	}
+	return goType
 }
 
 // parseMessage is the toml package's message for a syntax error, the

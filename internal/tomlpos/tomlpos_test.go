@@ -126,6 +126,43 @@ func TestDecodeSyntaxAndTypeErrors(t *testing.T) {
 	}
 }
 
+// Every type error is reported, each at its key, in file order: not only
+// the first, which the toml package stops at. A syntax error stops there.
+func TestDecodeEveryTypeError(t *testing.T) {
+	type step struct {
+		ID    string `toml:"id"`
+		Count int    `toml:"count"`
+	}
+	type lab struct {
+		Title string `toml:"title"`
+		Owner struct {
+			Name string `toml:"name"`
+			Age  int    `toml:"age"`
+		} `toml:"owner"`
+		Step []step `toml:"step"`
+	}
+	src := "title = 5\n[owner]\nname = \"a\"\nage = \"old\"\n[[step]]\nid = \"a\"\ncount = 1\n[[step]]\nid = 7\ncount = [1]\n"
+	var l lab
+	ix, err := Decode("lab.toml", []byte(src), &l)
+	want := []string{
+		`lab.toml:1:1: key "title": wrong type: want string, found integer`,
+		`lab.toml:4:1: key "owner.age": wrong type: want integer, found string`,
+		`lab.toml:9:1: key "step.id": wrong type: want string, found integer`,
+		`lab.toml:10:1: key "step.count": wrong type: want integer, found array`,
+	}
+	var got []string
+	for _, e := range problem.Flatten(err) {
+		got = append(got, e.Error())
+	}
+	if ix != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Decode: index %v, errors\n%s\nwant\n%s", ix != nil, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, err = Decode("lab.toml", []byte("title = 5\nage = = 3\n"), &l)
+	if got := problem.Flatten(err); len(got) != 1 || !strings.HasPrefix(got[0].Error(), "lab.toml:2:") {
+		t.Errorf("a syntax error: %v, want it alone", err)
+	}
+}
+
 // A message quotes at most MaxQuoted bytes of a token, key or value, with
 // an ellipsis and its length: a file holding x = aaaa… (7 MB) gave one
 // 7,000,077-character error line.
