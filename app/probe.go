@@ -35,6 +35,10 @@ type ProbeResult struct {
 	// NVLink down, uncorrected ECC errors, a row remap pending, an Xid):
 	// a flagged host makes the probe exit 1.
 	Flags []string `json:"flags,omitempty"`
+	// Findings are the same in a shape other tools read (report.Finding:
+	// a stable check name, fatal or not, the GPUs concerned by index, UUID
+	// and bus id, the evidence and a recommended action).
+	Findings []report.Finding `json:"findings,omitempty"`
 	// Outcome is what the probe says of the host, as the summary line
 	// counts it: "ok", "flagged" or "failed" (Outcome()). Class is how
 	// reaching the host ended: a flagged host's class is "ok".
@@ -96,7 +100,10 @@ func readSnapshot(r ProbeResult, stdout []byte, stderr string, runErr error) Pro
 	}
 	r.Snapshot = s
 	r.Class = "ok"
-	r.Flags = report.Flags(s)
+	r.Findings = report.Findings(s)
+	for _, f := range r.Findings {
+		r.Flags = append(r.Flags, f.Message)
+	}
 	if !s.NVML.Available {
 		r.Class = "no-nvml"
 		r.Error = s.NVML.Error

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,7 @@ type probeOptions struct {
 	pf         probeFlags
 	faultsFile string
 	noFold     bool
+	output     string
 }
 
 func newProbeCmd(o *options) *cobra.Command {
@@ -79,12 +81,27 @@ func newProbeCmd(o *options) *cobra.Command {
 	fl.StringVar(&po.pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
 	fl.StringVar(&po.faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
 	fl.BoolVar(&po.noFold, "no-fold", false, "print every host's GPU table, and nothing folded")
+	fl.StringVarP(&po.output, "output", "o", "", "`FORMAT`: text (the default), json (as --json), or health-events (NVSentinel HealthEvent JSON lines, docs/health-events.md)")
 	return cmd
 }
 
-// Validate refuses a simulated machine gpulab does not have and
-// --mock-faults without --mock.
+// Validate refuses a simulated machine gpulab does not have,
+// --mock-faults without --mock and an output format it does not write.
 func (po *probeOptions) Validate() error {
+	switch po.output {
+	case "", "text":
+		if po.output == "text" && po.json {
+			return usageErr("--json and --output text: give one of them")
+		}
+	case "json":
+		po.json = true
+	case "health-events":
+		if po.json {
+			return usageErr("--json and --output health-events: give one of them")
+		}
+	default:
+		return usageErr("--output %q: text, json or health-events", po.output)
+	}
 	if po.pf.mock != "" && po.pf.mock != "dgxa100" {
 		return usageErr("--mock %q: the only simulated machine is dgxa100", po.pf.mock)
 	}
@@ -101,10 +118,13 @@ func (po *probeOptions) Run(ctx context.Context, stdout, stderr io.Writer) error
 		return err
 	}
 	total := probeTotal(results)
-	if po.json {
+	switch {
+	case po.output == "health-events":
+		err = writeHealthEvents(stdout, results, time.Now())
+	case po.json:
 		markHardwareGroups(results)
 		err = writeJSON(stdout, newProbeDocument(results, total))
-	} else {
+	default:
 		err = printProbes(stdout, results, !po.noFold)
 	}
 	if err != nil {
@@ -183,11 +203,36 @@ probe cut short or lost is never evidence). "counts" counts the outcomes.
 
 A host is flagged for what its snapshot shows worth a look: an NVLink
 down, uncorrected ECC errors, a row remap pending or failed, a downtrained
-PCIe link, an Xid (--json lists them under "flags").
+PCIe link, an Xid. --json lists them under "flags", and under "findings"
+in a shape other tools read: a stable check name, whether it is fatal, the
+GPUs by index, UUID and bus id, the evidence and a recommended action
+(none, check-app, reset-gpu, restart-vm, reboot, run-diagnostics,
+contact-support, unknown; docs/probe.md maps them to NVSentinel's and
+gpud's). --output health-events writes the findings as NVSentinel
+HealthEvent JSON lines, one per finding and one healthy event per check
+found clean (a check whose evidence is missing gives none), so that a site
+that runs NVSentinel can feed them in (docs/health-events.md, schema
+gpulab.health-events/v1). A host with no snapshot gives no event: the
+summary on stderr names it.
 
 Exit status: 0 when every host gave a snapshot with NVML available and none
 is flagged; 1 when a host is flagged, gave no snapshot or has no NVML; 2 for
 usage or configuration errors; 130 when interrupted.`
+
+// writeHealthEvents writes every host's health events, one JSON object a
+// line, hosts in selection order.
+func writeHealthEvents(w io.Writer, results []app.ProbeResult, at time.Time) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, r := range results {
+		for _, e := range report.HealthEvents(r.Host, r.Snapshot, at) {
+			if err := enc.Encode(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // probeHosts runs the probe on this machine (--local) or on the hosts -H
 // selects, with each host's simulated faults (--mock-faults).

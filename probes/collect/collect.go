@@ -666,24 +666,8 @@ func cpuList(mask []uint) string {
 // findings lists what deserves an operator's look.
 func findings(g report.GPU) []string {
 	var out []string
-	p := g.PCIe
-	if p.GenCurrent != nil && p.GenMax != nil && p.WidthCurrent != nil && p.WidthMax != nil &&
-		(*p.WidthCurrent < *p.WidthMax) {
-		out = append(out, fmt.Sprintf("PCIe link downtrained: x%d of x%d", *p.WidthCurrent, *p.WidthMax))
-	}
-	if rr := g.RemappedRows; rr != nil {
-		if rr.Failure {
-			out = append(out, "row remapping failed: the GPU needs service")
-		}
-		if rr.Pending {
-			out = append(out, "row remaps pending: reset the GPU to apply them")
-		}
-	}
-	if e := g.ECC.Volatile; e != nil && e.Uncorrected > 0 {
-		out = append(out, fmt.Sprintf("%d uncorrected ECC errors since the driver loaded", e.Uncorrected))
-	}
-	if rp := g.RetiredPages; rp != nil && rp.Pending {
-		out = append(out, "page retirement pending: reset the GPU to apply it")
+	for _, f := range report.GPUFindings(g) {
+		out = append(out, f.Message)
 	}
 	return out
 }

@@ -109,6 +109,7 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 			break
 		}
 	}
+	s.XIDHistory = report.KmsgUnread(s) == nil && b.Len() < 16<<20
 	for _, x := range report.ParseKmsgXIDs(b.String()) {
 		for i, g := range s.GPUs {
 			if report.SamePCI(g.PCIBusID, x.PCIBusID) {

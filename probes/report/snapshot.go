@@ -38,11 +38,15 @@ type Snapshot struct {
 	NVMLVersion       string    `json:"nvml_version,omitempty"`
 	CUDADriverVersion string    `json:"cuda_driver_version,omitempty"` // "12.4"
 
-	GPUs      []GPU        `json:"gpus"`
-	Topology  []TopoLink   `json:"topology"`
-	Processes []Process    `json:"processes"`
-	XIDs      []XIDEvent   `json:"xids"`
-	Errors    []FieldError `json:"errors"`
+	GPUs      []GPU      `json:"gpus"`
+	Topology  []TopoLink `json:"topology"`
+	Processes []Process  `json:"processes"`
+	XIDs      []XIDEvent `json:"xids"`
+	// XIDHistory: the kernel log's Xid lines were read to the end
+	// (--kmsg), so XIDs holds every Xid since the log began, not only
+	// those of the probe's own window.
+	XIDHistory bool         `json:"xid_history,omitempty"`
+	Errors     []FieldError `json:"errors"`
 }
 
 // NVMLState says whether NVML could be used.

@@ -58,39 +58,13 @@ func Hardware(s *Snapshot) string {
 }
 
 // Flags are what a snapshot shows worth a look, one short phrase each:
-// NVLinks down (NVLinksDown), each GPU's findings (uncorrected ECC errors,
-// row remaps pending or failed, a downtrained PCIe link) and the Xids. A
-// host with none is healthy as far as the probe can tell. The workbench's
-// Fleet tab flags a host's row with the same phrases.
+// the messages of its Findings, in their order. A host with none is
+// healthy as far as the probe can tell. The workbench's Fleet tab flags a
+// host's row with the same phrases.
 func Flags(s *Snapshot) []string {
-	if s == nil {
-		return nil
-	}
-	out := NVLinksDown(s)
-	if s.NVML.Available && len(s.GPUs) == 0 {
-		// The driver answers and counts no device: on a GPU node every
-		// GPU is gone (off the bus, or never enumerated).
-		out = append(out, "NVML answers but sees no GPU (nvidia-smi -L; the kernel log for Xid 79 or a GPU that fell off the bus)")
-	}
-	for _, g := range s.GPUs {
-		for _, f := range g.Findings {
-			out = append(out, fmt.Sprintf("GPU%d: %s", g.Index, f))
-		}
-	}
-	for _, x := range s.XIDs {
-		if x.Code == 63 && remapRead(s, x) {
-			continue // the row remap it announces is its GPU's row-remap finding, or none
-		}
-		where := x.PCIBusID
-		if x.GPU != nil {
-			where = fmt.Sprintf("GPU%d", *x.GPU)
-		}
-		out = append(out, fmt.Sprintf("Xid %d on %s", x.Code, where))
-	}
-	if e := KmsgUnread(s); e != nil && e.Code != "SIMULATED" {
-		// Asked for the kernel's Xid history (--kmsg) and not given it:
-		// "no Xid" would be a reading nobody made.
-		out = append(out, fmt.Sprintf("Xid history not read (/dev/kmsg: %s: %s)", e.Code, e.Message))
+	var out []string
+	for _, f := range Findings(s) {
+		out = append(out, f.Message)
 	}
 	return out
 }
@@ -106,28 +80,12 @@ func KmsgUnread(s *Snapshot) *FieldError {
 	return nil
 }
 
-// NVLinksDown names the GPU pairs whose NVLink is down: in a mesh where
-// the GPUs have NVLink peers, the pairs between GPUs with fewer peers than
-// the most any GPU has, which are not NVLinked (as the topology runbook
-// judges it).
+// NVLinksDown names the GPU pairs whose NVLink is down (see
+// nvlinkPairsDown): "NVLink GPU0–GPU4 down (SYS)".
 func NVLinksDown(s *Snapshot) []string {
-	peers := map[int]int{}
-	maxPeers := 0
-	for _, l := range s.Topology {
-		if strings.HasPrefix(l.Level, "NV") {
-			peers[l.A]++
-			peers[l.B]++
-			maxPeers = max(maxPeers, peers[l.A], peers[l.B])
-		}
-	}
-	if maxPeers == 0 {
-		return nil // no NVLink at all: nothing is down
-	}
 	var out []string
-	for _, l := range s.Topology {
-		if !strings.HasPrefix(l.Level, "NV") && peers[l.A] < maxPeers && peers[l.B] < maxPeers {
-			out = append(out, fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", min(l.A, l.B), max(l.A, l.B), l.Level))
-		}
+	for _, d := range nvlinkPairsDown(s) {
+		out = append(out, fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", d.A, d.B, d.Level))
 	}
 	return out
 }

@@ -1,0 +1,299 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Finding is one thing a snapshot shows wrong, in a shape other tools
+// read: a stable check name, whether the GPU (or node) should take no new
+// work, the entities it concerns, its evidence and one recommended action.
+// Findings are computed from a snapshot in one place (Findings); the
+// phrases the probe flags a host with (Flags) are their messages.
+type Finding struct {
+	// Check is the check's stable name ("nvlink-down", "xid"); docs/probe.md
+	// lists them.
+	Check string `json:"check"`
+	// Fatal: the GPU, or the node, should take no new work until the
+	// action is done.
+	Fatal bool `json:"fatal"`
+	// Unknown: the check could not be made (its evidence is missing); the
+	// finding says why, and the host is not known healthy.
+	Unknown bool `json:"unknown,omitempty"`
+	// Message is the phrase the probe flags the host with.
+	Message string `json:"message"`
+	// Action is what to do, one of the Action values.
+	Action Action `json:"action"`
+	// Codes are the error codes the finding answers to: the Xid, or
+	// DCGM's failure code where one means the same (DCGM_FR_NVLINK_DOWN),
+	// so that rules written against DCGM's codes match.
+	Codes    []string `json:"codes,omitempty"`
+	Entities []Entity `json:"entities,omitempty"`
+	// Evidence is what was read, one line each.
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Entity is what a finding concerns, typed as NVSentinel types them:
+// GPU (the index), GPU_UUID, PCI (the bus id), NVLINK (a link number).
+type Entity struct {
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// Action is a finding's recommended action. The values map one to one
+// onto NVSentinel's RecommendedAction (NVSentinelAction) and onto gpud's
+// repair actions many to one (GpudAction); docs/probe.md has the table.
+type Action string
+
+const (
+	ActionNone           Action = "none"            // nothing to do now
+	ActionCheckApp       Action = "check-app"       // the application, not the GPU
+	ActionResetGPU       Action = "reset-gpu"       // drain the GPU's work and reset it
+	ActionRestartVM      Action = "restart-vm"      // restart the virtual machine
+	ActionReboot         Action = "reboot"          // drain the node and reboot it
+	ActionRunDiagnostics Action = "run-diagnostics" // field diagnostics (dcgmi diag -r 3, fieldiag)
+	ActionContactSupport Action = "contact-support" // nvidia-bug-report.sh, then the vendor: hardware service
+	ActionUnknown        Action = "unknown"         // the evidence names no action gpulab can stand behind
+)
+
+// Actions lists every Action, mildest first.
+var Actions = []Action{ActionNone, ActionCheckApp, ActionResetGPU, ActionRestartVM, ActionReboot, ActionRunDiagnostics, ActionContactSupport, ActionUnknown}
+
+// NVSentinelAction is a's name in NVSentinel's RecommendedAction enum.
+func (a Action) NVSentinelAction() string {
+	switch a {
+	case ActionNone:
+		return "NONE"
+	case ActionCheckApp:
+		return "RESTART_APP"
+	case ActionResetGPU:
+		return "COMPONENT_RESET"
+	case ActionRestartVM:
+		return "RESTART_VM"
+	case ActionReboot:
+		return "RESTART_BM"
+	case ActionRunDiagnostics:
+		return "RUN_FIELDDIAG"
+	case ActionContactSupport:
+		return "CONTACT_SUPPORT"
+	}
+	return "UNKNOWN"
+}
+
+// GpudAction is a's nearest repair action of gpud's (its API's
+// RepairActionType); "" for unknown, which gpud has no name for.
+func (a Action) GpudAction() string {
+	switch a {
+	case ActionNone:
+		return "IGNORE_NO_ACTION_REQUIRED"
+	case ActionCheckApp:
+		return "CHECK_USER_APP_AND_GPU"
+	case ActionResetGPU, ActionRestartVM, ActionReboot:
+		return "REBOOT_SYSTEM"
+	case ActionRunDiagnostics, ActionContactSupport:
+		return "HARDWARE_INSPECTION"
+	}
+	return ""
+}
+
+// xidAction is the action for NVIDIA's immediate resolution bucket of an
+// Xid.
+func xidAction(immediate string) Action {
+	switch immediate {
+	case "IGNORE":
+		return ActionNone
+	case "RESTART_APP", "CHECK_UVM", "WORKFLOW_XID_45":
+		return ActionCheckApp
+	case "RESET_GPU", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR":
+		// NVIDIA's ECC and NVLink workflows start with the GPU's reset.
+		return ActionResetGPU
+	case "RESTART_VM":
+		return ActionRestartVM
+	case "RESTART_BM":
+		return ActionReboot
+	case "CONTACT_SUPPORT", "CHECK_MECHANICALS", "UPDATE_SWFW":
+		return ActionContactSupport
+	}
+	return ActionUnknown // XID_154 (the recovery action it names), or none given
+}
+
+// gpuEntities are the entities that name g.
+func gpuEntities(g GPU) []Entity {
+	out := []Entity{{"GPU", strconv.Itoa(g.Index)}}
+	if g.UUID != "" {
+		out = append(out, Entity{"GPU_UUID", g.UUID})
+	}
+	if g.PCIBusID != "" {
+		out = append(out, Entity{"PCI", g.PCIBusID})
+	}
+	return out
+}
+
+// GPUFindings are what one GPU's own counters show wrong: a downtrained
+// PCIe link, row remaps failed or pending, uncorrected ECC errors since
+// the driver loaded, page retirement pending. Their messages are the
+// GPU's Findings in the snapshot.
+func GPUFindings(g GPU) []Finding {
+	var out []Finding
+	add := func(f Finding) {
+		f.Entities = gpuEntities(g)
+		out = append(out, f)
+	}
+	p := g.PCIe
+	if p.GenCurrent != nil && p.GenMax != nil && p.WidthCurrent != nil && p.WidthMax != nil && *p.WidthCurrent < *p.WidthMax {
+		add(Finding{Check: "pcie-width", Action: ActionContactSupport, Codes: []string{"DCGM_FR_PCIE_WIDTH"},
+			Message:  fmt.Sprintf("PCIe link downtrained: x%d of x%d", *p.WidthCurrent, *p.WidthMax),
+			Evidence: []string{fmt.Sprintf("pcie.width_current %d, pcie.width_max %d", *p.WidthCurrent, *p.WidthMax)}})
+	}
+	if rr := g.RemappedRows; rr != nil {
+		ev := []string{fmt.Sprintf("remapped_rows: correctable %d, uncorrectable %d, pending %v, failure %v", rr.Corrected, rr.Uncorrected, rr.Pending, rr.Failure)}
+		if rr.Failure {
+			add(Finding{Check: "row-remap-failed", Fatal: true, Action: ActionContactSupport, Codes: []string{"DCGM_FR_ROW_REMAP_FAILURE"},
+				Message: "row remapping failed: the GPU needs service", Evidence: ev})
+		}
+		if rr.Pending {
+			add(Finding{Check: "row-remap-pending", Fatal: true, Action: ActionResetGPU, Codes: []string{"DCGM_FR_PENDING_ROW_REMAP"},
+				Message: "row remaps pending: reset the GPU to apply them", Evidence: ev})
+		}
+	}
+	if e := g.ECC.Volatile; e != nil && e.Uncorrected > 0 {
+		add(Finding{Check: "ecc-uncorrected", Fatal: true, Action: ActionResetGPU, Codes: []string{"DCGM_FR_VOLATILE_DBE_DETECTED"},
+			Message:  fmt.Sprintf("%d uncorrected ECC errors since the driver loaded", e.Uncorrected),
+			Evidence: []string{fmt.Sprintf("ecc.volatile: corrected %d, uncorrected %d", e.Corrected, e.Uncorrected)}})
+	}
+	if rp := g.RetiredPages; rp != nil && rp.Pending {
+		add(Finding{Check: "page-retirement-pending", Fatal: true, Action: ActionResetGPU, Codes: []string{"DCGM_FR_PENDING_PAGE_RETIREMENTS"},
+			Message:  "page retirement pending: reset the GPU to apply it",
+			Evidence: []string{fmt.Sprintf("retired_pages: single-bit %d, double-bit %d, pending true", rp.SingleBit, rp.DoubleBit)}})
+	}
+	return out
+}
+
+// Findings are what s shows wrong, host-wide first: NVLinks down, NVML
+// answering with no GPU, then each GPU's findings (GPUFindings), the Xids
+// (an Xid 63 whose GPU's row-remap state was read is that state's, and
+// is left out), and the kernel's Xid history when it was asked for and
+// not read (Unknown). A host with none is healthy as far as the probe can
+// tell.
+func Findings(s *Snapshot) []Finding {
+	if s == nil {
+		return nil
+	}
+	var out []Finding
+	for _, d := range nvlinkPairsDown(s) {
+		f := Finding{Check: "nvlink-down", Fatal: true, Action: ActionResetGPU, Codes: []string{"DCGM_FR_NVLINK_DOWN"},
+			Message:  fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", d.A, d.B, d.Level),
+			Evidence: []string{fmt.Sprintf("topology GPU%d–GPU%d %s where the other GPUs' pairs are NVLinked", d.A, d.B, d.Level)}}
+		for _, i := range []int{d.A, d.B} {
+			if g, ok := gpuByIndex(s, i); ok {
+				f.Entities = append(f.Entities, gpuEntities(g)...)
+			} else {
+				f.Entities = append(f.Entities, Entity{"GPU", strconv.Itoa(i)})
+			}
+		}
+		out = append(out, f)
+	}
+	if s.NVML.Available && len(s.GPUs) == 0 {
+		// The driver answers and counts no device: on a GPU node every
+		// GPU is gone (off the bus, or never enumerated).
+		out = append(out, Finding{Check: "gpu-missing", Fatal: true, Action: ActionReboot,
+			Message:  "NVML answers but sees no GPU (nvidia-smi -L; the kernel log for Xid 79 or a GPU that fell off the bus)",
+			Evidence: []string{"nvmlDeviceGetCount: 0"}})
+	}
+	for _, g := range s.GPUs {
+		for _, f := range GPUFindings(g) {
+			f.Message = fmt.Sprintf("GPU%d: %s", g.Index, f.Message)
+			out = append(out, f)
+		}
+	}
+	for _, x := range s.XIDs {
+		if x.Code == 63 && remapRead(s, x) {
+			continue // the row remap it announces is its GPU's row-remap finding, or none
+		}
+		out = append(out, xidFinding(s, x))
+	}
+	if e := KmsgUnread(s); e != nil && e.Code != "SIMULATED" {
+		// Asked for the kernel's Xid history (--kmsg) and not given it:
+		// "no Xid" would be a reading nobody made.
+		out = append(out, Finding{Check: "xid-history", Unknown: true, Action: ActionNone,
+			Message:  fmt.Sprintf("Xid history not read (/dev/kmsg: %s: %s)", e.Code, e.Message),
+			Evidence: []string{e.Field + ": " + e.Code + ": " + e.Message}})
+	}
+	return out
+}
+
+// xidFinding is the finding an Xid event makes: fatal when it points at
+// the hardware, with NVIDIA's action for it, unknown for a code the
+// catalog does not hold.
+func xidFinding(s *Snapshot, x XIDEvent) Finding {
+	where := x.PCIBusID
+	var entities []Entity
+	if x.GPU != nil {
+		where = fmt.Sprintf("GPU%d", *x.GPU)
+	}
+	for _, g := range s.GPUs {
+		if x.GPU != nil && g.Index == *x.GPU || x.GPU == nil && SamePCI(g.PCIBusID, x.PCIBusID) {
+			entities = gpuEntities(g)
+		}
+	}
+	if entities == nil && x.PCIBusID != "" {
+		entities = []Entity{{"PCI", x.PCIBusID}}
+	}
+	action := ActionUnknown
+	if x.Known {
+		action = xidAction(x.Immediate)
+		if x.Immediate == "" && x.Hardware {
+			action = ActionResetGPU // gpulab's own table: a hardware code NVIDIA's catalog gives no bucket
+		} else if x.Immediate == "" {
+			action = ActionCheckApp
+		}
+	}
+	ev := fmt.Sprintf("Xid %d (%s)", x.Code, x.Source)
+	if x.Message != "" {
+		ev += ": " + x.Message
+	}
+	return Finding{Check: "xid", Fatal: x.Hardware, Action: action, Codes: []string{strconv.Itoa(x.Code)},
+		Message: fmt.Sprintf("Xid %d on %s", x.Code, where), Entities: entities, Evidence: []string{ev}}
+}
+
+// pairDown is a GPU pair whose NVLink is down, and how the two reach
+// each other instead.
+type pairDown struct {
+	A, B  int
+	Level string
+}
+
+// nvlinkPairsDown are the GPU pairs whose NVLink is down: in a mesh where
+// the GPUs have NVLink peers, the pairs between GPUs with fewer peers than
+// the most any GPU has, which are not NVLinked (as the topology runbook
+// judges it).
+func nvlinkPairsDown(s *Snapshot) []pairDown {
+	peers := map[int]int{}
+	maxPeers := 0
+	for _, l := range s.Topology {
+		if len(l.Level) >= 2 && l.Level[:2] == "NV" {
+			peers[l.A]++
+			peers[l.B]++
+			maxPeers = max(maxPeers, peers[l.A], peers[l.B])
+		}
+	}
+	if maxPeers == 0 {
+		return nil // no NVLink at all: nothing is down
+	}
+	var out []pairDown
+	for _, l := range s.Topology {
+		if !(len(l.Level) >= 2 && l.Level[:2] == "NV") && peers[l.A] < maxPeers && peers[l.B] < maxPeers {
+			out = append(out, pairDown{min(l.A, l.B), max(l.A, l.B), l.Level})
+		}
+	}
+	return out
+}
+
+func gpuByIndex(s *Snapshot, i int) (GPU, bool) {
+	for _, g := range s.GPUs {
+		if g.Index == i {
+			return g, true
+		}
+	}
+	return GPU{}, false
+}

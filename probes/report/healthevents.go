@@ -1,0 +1,150 @@
+package report
+
+import (
+	"strings"
+	"time"
+	"unicode"
+)
+
+// HealthEventsSchema names the health-events output's schema
+// (docs/health-events.schema.json); it changes only with the schema.
+const HealthEventsSchema = "gpulab.health-events/v1"
+
+// HealthEvent is one finding, or one check found clean, in the shape of
+// NVSentinel's HealthEvent (its protobuf's JSON form: lowerCamelCase
+// fields, enums by name, the timestamp in RFC 3339), so that a site that
+// runs NVSentinel can feed gpulab's findings in. docs/health-events.md
+// says what each field holds.
+type HealthEvent struct {
+	Version            uint32            `json:"version"`
+	Agent              string            `json:"agent"`
+	ComponentClass     string            `json:"componentClass"`
+	CheckName          string            `json:"checkName"`
+	IsFatal            bool              `json:"isFatal"`
+	IsHealthy          bool              `json:"isHealthy"`
+	Message            string            `json:"message"`
+	RecommendedAction  string            `json:"recommendedAction"`
+	ErrorCode          []string          `json:"errorCode,omitempty"`
+	EntitiesImpacted   []HealthEntity    `json:"entitiesImpacted,omitempty"`
+	Metadata           map[string]string `json:"metadata"`
+	GeneratedTimestamp string            `json:"generatedTimestamp"`
+	NodeName           string            `json:"nodeName"`
+	ProcessingStrategy string            `json:"processingStrategy,omitempty"`
+}
+
+// HealthEntity is NVSentinel's Entity.
+type HealthEntity struct {
+	EntityType  string `json:"entityType"`
+	EntityValue string `json:"entityValue"`
+}
+
+// probeCheck is one check the probe's snapshot is judged by, and whether
+// a snapshot holds what it needs: a check not made is never reported
+// healthy.
+type probeCheck struct {
+	name  string
+	ready func(s *Snapshot) bool
+}
+
+// everyGPU reports whether s has GPUs and ok holds for each.
+func everyGPU(s *Snapshot, ok func(GPU) bool) bool {
+	if len(s.GPUs) == 0 {
+		return false
+	}
+	for _, g := range s.GPUs {
+		if !ok(g) {
+			return false
+		}
+	}
+	return true
+}
+
+// probeChecks are the checks Findings makes, in its order.
+var probeChecks = []probeCheck{
+	{"nvlink-down", func(s *Snapshot) bool { return len(s.GPUs) == 1 || len(s.Topology) > 0 }},
+	{"gpu-missing", func(s *Snapshot) bool { return true }},
+	{"pcie-width", func(s *Snapshot) bool {
+		return everyGPU(s, func(g GPU) bool { return g.PCIe.WidthCurrent != nil && g.PCIe.WidthMax != nil })
+	}},
+	{"row-remap-failed", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
+	{"row-remap-pending", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
+	{"ecc-uncorrected", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.ECC.Volatile != nil }) }},
+	{"page-retirement-pending", func(s *Snapshot) bool {
+		// A100 and newer remap rows instead: their row-remap state answers.
+		return everyGPU(s, func(g GPU) bool { return g.RetiredPages != nil || g.RemappedRows != nil })
+	}},
+	{"xid", func(s *Snapshot) bool { return s.XIDHistory }},
+}
+
+// CheckName is a check's name as a HealthEvent's checkName: "Gpulab"
+// and the check's words run together ("nvlink-down": GpulabNvlinkDown),
+// the form of NVSentinel's own (GpuXidError), which names the node
+// condition it sets.
+func CheckName(check string) string {
+	var b strings.Builder
+	b.WriteString("Gpulab")
+	for _, w := range strings.Split(check, "-") {
+		if w == "" {
+			continue
+		}
+		r := []rune(w)
+		r[0] = unicode.ToUpper(r[0])
+		b.WriteString(string(r))
+	}
+	return b.String()
+}
+
+// HealthEvents are s's findings as health events for node, then one
+// healthy event for each check s holds the evidence for and found
+// nothing wrong by, so that a condition an earlier run set is cleared.
+// A finding that is Unknown is no event: it neither sets nor clears. A
+// host whose NVML did not answer gives none. Events of a simulated
+// snapshot are STORE_ONLY: nothing may act on them.
+func HealthEvents(node string, s *Snapshot, at time.Time) []HealthEvent {
+	if s == nil || !s.NVML.Available {
+		return nil
+	}
+	ts := at.UTC().Format(time.RFC3339Nano)
+	event := func(check string) HealthEvent {
+		e := HealthEvent{Version: 1, Agent: "gpulab", ComponentClass: "GPU", CheckName: CheckName(check),
+			RecommendedAction: ActionNone.NVSentinelAction(), GeneratedTimestamp: ts, NodeName: node,
+			Metadata: map[string]string{"gpulab.schema": HealthEventsSchema, "gpulab.check": check}}
+		if s.ProbeVersion != "" {
+			e.Metadata["gpulab.probe_version"] = s.ProbeVersion
+		}
+		if s.Simulated {
+			e.Metadata["gpulab.simulated"] = "true"
+			e.ProcessingStrategy = "STORE_ONLY"
+		}
+		return e
+	}
+	var out []HealthEvent
+	found := map[string]bool{}
+	for _, f := range Findings(s) {
+		found[f.Check] = true
+		if f.Unknown {
+			continue
+		}
+		e := event(f.Check)
+		e.IsFatal, e.Message, e.ErrorCode = f.Fatal, f.Message, f.Codes
+		e.RecommendedAction = f.Action.NVSentinelAction()
+		e.Metadata["gpulab.action"] = string(f.Action)
+		if len(f.Evidence) > 0 {
+			e.Metadata["gpulab.evidence"] = strings.Join(f.Evidence, "\n")
+		}
+		for _, en := range f.Entities {
+			e.EntitiesImpacted = append(e.EntitiesImpacted, HealthEntity{en.Type, en.Value})
+		}
+		out = append(out, e)
+	}
+	for _, c := range probeChecks {
+		if found[c.name] || !c.ready(s) {
+			continue
+		}
+		e := event(c.name)
+		e.IsHealthy, e.Message = true, c.name+": no finding"
+		e.Metadata["gpulab.action"] = string(ActionNone)
+		out = append(out, e)
+	}
+	return out
+}
