@@ -140,3 +140,54 @@ func waitDrained(t *testing.T, ctx context.Context, r *os.File) {
 		}
 	}
 }
+
+// reconcile --context simulated keeps its fleet's client key in a
+// directory of its own: removed when standard output closes under it
+// (| head), which ended gpulab on SIGPIPE with the directory left, and
+// the exit status is SIGPIPE's, as the shell reports a program it killed.
+func TestReconcileSimulatedClosedPipeCleansUp(t *testing.T) {
+	bin := gpulabBinary(t)
+	tmp := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, "cluster", "reconcile", "--context", "simulated")
+	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TMPDIR=" + tmp}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdout = pw
+	var errOut strings.Builder
+	c.Stderr = &errOut
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	// Read its first line, then close the pipe, as head -1 does.
+	line := make([]byte, 0, 256)
+	b := make([]byte, 1)
+	for {
+		n, err := pr.Read(b)
+		if err != nil {
+			t.Fatalf("reading its first line: %v (stderr %s)", err, errOut.String())
+		}
+		if n == 1 && b[0] == '\n' {
+			break
+		}
+		line = append(line, b[:n]...)
+	}
+	pr.Close()
+	c.Wait()
+	if ctx.Err() != nil {
+		t.Fatal("gpulab did not end within 2 minutes of its pipe closing")
+	}
+	if !strings.HasPrefix(string(line), "SIMULATED cluster: ") {
+		t.Errorf("first line %q", line)
+	}
+	if code := c.ProcessState.ExitCode(); code != 128+int(syscall.SIGPIPE) && code != -1 {
+		t.Errorf("exit %d, want SIGPIPE's (stderr %s)", code, errOut.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "gpulab-reconcile-*")); len(left) > 0 {
+		t.Errorf("the simulated fleet's directory (its client key) was left: %v", left)
+	}
+}

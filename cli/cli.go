@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -139,8 +140,18 @@ func Main(args []string, env Env) int {
 	}
 	code := ExitUsage // cobra's own errors are flag and argument errors
 	var ee *exitError
-	if errors.As(err, &ee) {
+	var errno syscall.Errno
+	switch {
+	case errors.As(err, &ee):
 		code = ee.code
+	case errors.Is(err, syscall.EPIPE):
+		// Standard output closed under the command (| head): as a
+		// program killed by SIGPIPE ends, without a word.
+		return 128 + int(syscall.SIGPIPE)
+	case errors.As(err, &errno):
+		// Writing the output failed (a full disk): not the user's usage.
+		code = ExitFailed
+		ee = &exitError{code: code, err: err}
 	}
 	if msg := err.Error(); msg != "" {
 		fmt.Fprintf(stderr, "gpulab: %s\n", indentJoined(msg))

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -176,6 +178,9 @@ func (ro *reconcileOptions) runSimulated(ctx context.Context, c *cobra.Command, 
 	if ro.pf.mock != "" || ro.faultsFile != "" {
 		return usageErr("--mock: with --context %s each host's probe simulates a DGX A100 already, with the faults the demo's fleet gives it; run without --mock", sim.KubeContext)
 	}
+	if c.Flags().Changed("hosts") && strings.TrimSpace(ro.ssh.hosts) == "" {
+		return usageErr("-H '': which hosts? Without -H, every host of the simulated fleet")
+	}
 	if ro.ssh.hosts == "" {
 		ro.ssh.hosts = "*"
 	}
@@ -184,7 +189,20 @@ func (ro *reconcileOptions) runSimulated(ctx context.Context, c *cobra.Command, 
 		return fmt.Errorf("the simulated fleet: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	// The directory holds the fleet's client key: removed also when a
+	// second Ctrl-C ends gpulab at once, and when standard output closes
+	// under it (| head), which would otherwise end it on SIGPIPE.
+	defer onForcedExit(func() { os.RemoveAll(dir) })()
+	pipe := make(chan os.Signal, 1)
+	signal.Notify(pipe, syscall.SIGPIPE)
+	defer signal.Stop(pipe)
 	f, err := sim.Spawn(ctx, sim.Config{Hosts: defaultDemoHosts, Dir: dir})
+	if ctx.Err() != nil {
+		if f != nil {
+			f.Close()
+		}
+		return errInterrupted
+	}
 	if err != nil {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("the simulated fleet: %w", err)}
 	}
@@ -202,6 +220,18 @@ func (ro *reconcileOptions) runSimulated(ctx context.Context, c *cobra.Command, 
 		return err
 	}
 	defer r.Keys.Close()
+	// -H selects among the fleet's hosts: a name it does not hold is
+	// refused, never looked up (the inventory would take it as a host of
+	// its own name, and dial it).
+	var names []string
+	for _, h := range f.Hosts() {
+		names = append(names, h.Name)
+	}
+	for _, n := range r.Names() {
+		if !slices.Contains(names, n) {
+			return usageErr("-H %q selects %s, which is not a host of the simulated fleet (%s): --context simulated probes its hosts only", ro.ssh.hosts, n, inventory.FoldNames(names))
+		}
+	}
 	client, err := f.KubeClient(ctx)
 	if err != nil {
 		return &exitError{code: ExitFailed, err: fmt.Errorf("the simulated cluster: %w", err)}

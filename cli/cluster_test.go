@@ -152,6 +152,11 @@ func TestClusterCommandsOnTheSimulatedCluster(t *testing.T) {
 	// joined with its pods, and --mock has nothing to add.
 	run(t, env, "cluster", "reconcile", "--context", "simulated", "--inventory", "inventory.toml").expect(t, ExitUsage, "", "probes the simulated fleet it starts for the run")
 	run(t, env, "cluster", "reconcile", "--context", "simulated", "--mock", "dgxa100").expect(t, ExitUsage, "", "simulates a DGX A100 already")
+	// -H selects among the fleet's hosts: another name is refused, never
+	// looked up and dialled.
+	run(t, env, "cluster", "reconcile", "--context", "simulated", "-H", "dgx0[1-5]").expect(t, ExitUsage, "",
+		`-H "dgx0[1-5]" selects dgx05, which is not a host of the simulated fleet (dgx[01-04])`)
+	run(t, env, "cluster", "reconcile", "--context", "simulated", "-H", "").expect(t, ExitUsage, "", "-H '': which hosts?")
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "gpulab-reconcile-*")); len(left) > 0 {
 		t.Errorf("the simulated fleet's directories were left: %v", left)
 	}

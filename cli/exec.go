@@ -191,8 +191,10 @@ func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (
 	run, cancel := context.WithCancel(context.Background())
 	abandon, cancelCleanup := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 3)
-	signalOwners.Add(1)
+	// Notify first: a signal between the two is this command's or, before
+	// it is counted an owner, CatchSignals' (which exits); never lost.
 	signal.Notify(ch, stopSignals...)
+	signalOwners.Add(1)
 	go func() {
 		n := 0
 		for range ch {
@@ -205,7 +207,7 @@ func interruptibleCleanup(stderr io.Writer, first string, abandonNote *string) (
 				fmt.Fprintln(stderr, "gpulab: interrupted again: "+*abandonNote)
 				cancelCleanup()
 			default:
-				os.Exit(ExitInterrupted)
+				forceExit(ExitInterrupted)
 			}
 		}
 	}()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -33,7 +34,7 @@ func CatchSignals() {
 				continue // the command in flight stops itself
 			}
 			fmt.Fprintf(os.Stderr, "gpulab: interrupted (%s)\n", sig)
-			os.Exit(ExitInterrupted)
+			forceExit(ExitInterrupted)
 		}
 	}()
 }
@@ -41,7 +42,43 @@ func CatchSignals() {
 // signalContext is a context that the first stop signal ends, for a
 // command that stops itself on it (the workbench, the demo, sim serve).
 func signalContext() (context.Context, func()) {
-	signalOwners.Add(1)
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	signalOwners.Add(1) // after NotifyContext: no signal falls between the two
 	return ctx, func() { stop(); signalOwners.Add(-1) }
+}
+
+// forcedExits are what must be undone even when gpulab exits at once (a
+// second Ctrl-C): files that hold a key, above all.
+var forcedExits struct {
+	sync.Mutex
+	next int
+	fns  map[int]func()
+}
+
+// onForcedExit has fn run if gpulab exits at once on a signal before
+// remove is called.
+func onForcedExit(fn func()) (remove func()) {
+	forcedExits.Lock()
+	defer forcedExits.Unlock()
+	if forcedExits.fns == nil {
+		forcedExits.fns = map[int]func(){}
+	}
+	id := forcedExits.next
+	forcedExits.next++
+	forcedExits.fns[id] = fn
+	return func() {
+		forcedExits.Lock()
+		defer forcedExits.Unlock()
+		delete(forcedExits.fns, id)
+	}
+}
+
+// forceExit runs what onForcedExit registered, then exits with code.
+func forceExit(code int) {
+	forcedExits.Lock()
+	for _, fn := range forcedExits.fns {
+		fn()
+	}
+	forcedExits.Unlock()
+	os.Exit(code)
 }

@@ -563,6 +563,11 @@ func TestNoClusterIsUnknownNotFail(t *testing.T) {
 			t.Errorf("%s: %s, want UNKNOWN saying no cluster is configured", id, got)
 		}
 	}
+	// The host ran every step: it is whole, not cut short (the run is
+	// undecided, exit 3, never a host failure).
+	if sum := runbooks.Summary(runs); runs[0].CutShort() || strings.Contains(sum, "cut short") || strings.Contains(sum, "not reached") {
+		t.Errorf("class %s, summary %q: a host with no cluster is no host failure", runs[0].Class, sum)
+	}
 	for _, r := range runs {
 		for _, v := range r.Verdicts {
 			text := v.Summary + " " + v.Hint

@@ -66,7 +66,7 @@ func RunCommand(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Tar
 			// Not a cluster that failed: none is configured there. No
 			// verdict can come of it, and kubectl's klog lines are no
 			// message for a screen.
-			out.Class, out.Problem = orchestrator.Error, NoClusterProblem
+			out.Problem = NoClusterProblem // the command ran: the host is whole, the verdicts UNKNOWN
 			break
 		}
 		msg := strings.TrimSpace(out.Stderr)

@@ -227,7 +227,9 @@ func Judge(c Check, in []Input) Verdict {
 		// non-zero (a driver that is not loaded is the finding); a command
 		// that never ran to its end on the host (not reached, lost, timed
 		// out, stopped, refused here) is no evidence, for any rule.
-		if !i.Ran && (!r.SeesFailures || i.Class != orchestrator.Exit) || !r.SeesFailures && i.Value == nil {
+		// kubectl with no cluster configured ran to its end, and read no
+		// cluster: no evidence either.
+		if !i.Ran && (!r.SeesFailures || i.Class != orchestrator.Exit) || !r.SeesFailures && i.Value == nil || i.Problem == NoClusterProblem {
 			v.Status, v.Summary = Unknown, fmt.Sprintf("no evidence: step %s %s", i.Step, i.Problem)
 			v.Hint = EvidenceHint(i)
 			return v

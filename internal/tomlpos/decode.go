@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,16 +52,27 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 	}
 	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(v)
 	if err != nil {
-		return nil, typeErrors(file, src, v, err)
+		return nil, typeErrors(ix, src, v, err)
 	}
+	return ix, Join(unknownKeys(ix, v, md.Undecoded())...)
+}
+
+// unknownKeys are the errors for keys v has no place for, one for each
+// place a key is written; a key inside an unknown table is not reported
+// again, nor is a key v does have a place for (its value was refused).
+func unknownKeys(ix *Index, v any, undecoded []toml.Key) []error {
 	var errs []error
 	var reported keyTree
-	for _, k := range md.Undecoded() {
+	for _, k := range undecoded {
+		exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1])
+		if exp == nil && len(k) > 1 && knownPath(reflect.TypeOf(v), k[:len(k)-1]) || slices.Contains(exp, k[len(k)-1]) {
+			continue // a known key (its value refused), or a key of a map or of a value of its own
+		}
 		if reported.add(k) {
 			continue // k, or the table it is in, is reported already
 		}
 		msg := fmt.Sprintf("unknown key %q", clipArgs([]any{k[len(k)-1]})...)
-		if exp := expectedKeys(reflect.TypeOf(v), k[:len(k)-1]); len(exp) > 0 {
+		if len(exp) > 0 {
 			where := "here"
 			if len(k) > 1 {
 				where = "in " + clip.Cut(strings.Join(k[:len(k)-1], "."), MaxQuoted)
@@ -72,10 +84,10 @@ func Decode(file string, src []byte, v any) (*Index, error) {
 			places = []Pos{{}}
 		}
 		for _, p := range places {
-			errs = append(errs, &Error{Place: at(file, p), Msg: msg})
+			errs = append(errs, &Error{Place: at(ix.File, p), Msg: msg})
 		}
 	}
-	return ix, Join(errs...)
+	return errs
 }
 
 var (
@@ -93,7 +105,7 @@ func typeError(file string, src []byte, err error) *Error {
 	line, _ := strconv.Atoi(m[1])
 	key, msg := m[2], m[3]
 	if b := badTypeRE.FindStringSubmatch(msg); b != nil {
-		msg = fmt.Sprintf("wrong type: want %s, found %s", b[2], tomlType(b[1]))
+		msg = fmt.Sprintf("wrong type: want %s, found %s", tomlKind(b[2]), tomlType(b[1]))
 	}
 	pos := Pos{Line: line}
 	for _, p := range New(file, src).Matches(strings.Split(key, ".")) {
@@ -110,7 +122,8 @@ func typeError(file string, src []byte, err error) *Error {
 // each table of an array of tables is decoded on its own, so that an
 // author fixes them all in one round; one error a line. A syntax error
 // stops there: what follows it cannot be read.
-func typeErrors(file string, src []byte, v any, first error) error {
+func typeErrors(ix *Index, src []byte, v any, first error) error {
+	file := ix.File
 	var doc toml.Primitive
 	md, err := toml.NewDecoder(bytes.NewReader(src)).Decode(&doc)
 	if err != nil {
@@ -127,6 +140,13 @@ func typeErrors(file string, src []byte, v any, first error) error {
 	}
 	add(first)
 	decodePieces(md, doc, reflect.TypeOf(v), add)
+	// The keys v has no place for, in the same round: every key of the
+	// document, those v has a place for left out by unknownKeys.
+	for _, e := range unknownKeys(ix, v, md.Keys()) {
+		if len(errs) < MaxProblems {
+			errs = append(errs, e)
+		}
+	}
 	return problem.Sorted(Join(errs...))
 }
 
@@ -194,6 +214,24 @@ func tomlType(goType string) string {
 		return "array"
 	}
 	return goType
+}
+
+// tomlKind is the TOML name of the kind of Go value the toml package
+// names as a type error's destination.
+func tomlKind(kind string) string {
+	switch {
+	case kind == "slice" || kind == "array":
+		return "array"
+	case kind == "struct" || kind == "map":
+		return "table"
+	case strings.HasPrefix(kind, "int") || strings.HasPrefix(kind, "uint"):
+		return "integer"
+	case strings.HasPrefix(kind, "float"):
+		return "float"
+	case kind == "bool":
+		return "boolean"
+	}
+	return kind
 }
 
 // parseMessage is the toml package's message for a syntax error, the
@@ -267,6 +305,28 @@ func expectedKeys(t reflect.Type, path []string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// knownPath reports whether path leads through struct fields, maps and
+// lists all the way: a key under it is a map's, or a value's of its own
+// (UnmarshalTOML), when the type there is no struct.
+func knownPath(t reflect.Type, path []string) bool {
+	t = elem(t)
+	for _, k := range path {
+		switch t.Kind() {
+		case reflect.Map:
+			t = elem(t.Elem())
+		case reflect.Struct:
+			f, ok := fieldByKey(t, k)
+			if !ok {
+				return false
+			}
+			t = elem(f.Type)
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func elem(t reflect.Type) reflect.Type {

@@ -157,6 +157,19 @@ func TestDecodeEveryTypeError(t *testing.T) {
 	if ix != nil || strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Decode: index %v, errors\n%s\nwant\n%s", ix != nil, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	// An unknown key in the same round as the type errors, and the kinds
+	// by their TOML names (array, not slice).
+	_, err = Decode("lab.toml", []byte("title = \"t\"\nstep = \"oops\"\ncomand = \"x\"\n"), &l)
+	got = nil
+	for _, e := range problem.Flatten(err) {
+		got = append(got, e.Error())
+	}
+	if want := []string{
+		`lab.toml:2:1: key "step": wrong type: want array, found string`,
+		`lab.toml:3:1: unknown key "comand" (expected here: owner, step, title)`,
+	}; strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("Decode:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 	_, err = Decode("lab.toml", []byte("title = 5\nage = = 3\n"), &l)
 	if got := problem.Flatten(err); len(got) != 1 || !strings.HasPrefix(got[0].Error(), "lab.toml:2:") {
 		t.Errorf("a syntax error: %v, want it alone", err)
