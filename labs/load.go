@@ -308,12 +308,22 @@ func (c *labCheck) shapes(path []any, what string, prg *program, parser string) 
 	if k, ok := parse.Lookup(parser); ok {
 		out = k.ShapeOf()
 	}
-	for _, problem := range readShapes(prg, out) {
+	rules := step.RulesOf(parser)
+	for _, problem := range readShapes(prg, out, rules) {
 		hint := ""
-		if out != nil {
+		switch {
+		case problem.root == "checks":
+			hint = " (checks holds the runbooks' rules that judge the step's output"
+			if parser != "" {
+				hint += ", its parser " + parser + "'s"
+			}
+			hint += ")"
+		case problem.root == "samples":
+			hint = " (docs/labs.md, Reference, says what samples holds)"
+		case problem.root == "out" && out != nil:
 			hint = fmt.Sprintf(" (gpulab parse %s --shape)", parser)
 		}
-		c.bad(path, "%s: %s%s", what, problem, hint)
+		c.bad(path, "%s: %s%s", what, problem.msg, hint)
 	}
 }
 

@@ -41,6 +41,7 @@ wrong = "out.gpus.uuid"
 uuids = "out.gpus.all(g, g.uuid != '')"
 util = "samples.map(s, s.gpu)"
 st = "checks['nvlink-mesh'].stat"
+rule = "checks['nic-nearst'].status"
 `)))
 	if err == nil {
 		t.Fatal("a lab reading keys nvidia-smi-topo never writes loaded")
@@ -51,8 +52,11 @@ st = "checks['nvlink-mesh'].stat"
 		// A key the list's items lack too is said so, never out.gpus[0].uuid.
 		`lab.toml:17:1: metric wrong: out.gpus.uuid: out.gpus is a list(object), and its items have no key "uuid" either (their keys: cpu_affinity, gpu_numa_id, name, numa_affinity)`,
 		`lab.toml:18:1: metric uuids: g.uuid: g has no key "uuid" (its keys: cpu_affinity, gpu_numa_id, name, numa_affinity)`,
-		`lab.toml:19:1: metric util: s.gpu: s has no key "gpu": did you mean "gpus"?`,
+		// A loop's variable is pointed to its own variable's help, not the parser's.
+		`lab.toml:19:1: metric util: s.gpu: s has no key "gpu": did you mean "gpus"? (its keys: at, gpus, processes, t) (docs/labs.md, Reference, says what samples holds)`,
 		`lab.toml:20:1: metric st: checks["nvlink-mesh"].stat: checks["nvlink-mesh"] has no key "stat"`,
+		// checks holds the rules that judge the step's parser's output.
+		`lab.toml:21:1: metric rule: checks["nic-nearst"]: checks has no key "nic-nearst": did you mean "nic-nearest"? (its keys: nic-nearest, nvlink-mesh) (checks holds the runbooks' rules that judge the step's output, its parser nvidia-smi-topo's)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("errors lack %q:\n%v", want, err)

@@ -179,6 +179,19 @@ func RuleNames() []string {
 	return n
 }
 
+// RulesOf lists the rules that read one output of the given parser kind
+// (those JudgeOutput runs), sorted.
+func RulesOf(kind string) []string {
+	var n []string
+	for name, r := range rules {
+		if len(r.Inputs) == 1 && r.Inputs[0] == kind {
+			n = append(n, name)
+		}
+	}
+	sort.Strings(n)
+	return n
+}
+
 // JudgeOutput runs every rule that reads one output of the given parser
 // kind over in (the step's output: how its command ended, the parser's
 // value), and returns each rule's verdict by name: the runbooks'
