@@ -396,7 +396,9 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		}
 		return labs.FormatValue(*v)
 	}
-	t := render.NewTable("LAB", "HOST", "WORKLOAD", "MODE", "THROUGHPUT", "P50", "P99", "THROUGHPUT ÷ BASE", "P99 INTERFERENCE", "RESULT")
+	// RUN first: rows of two runs of one lab on one host read the same
+	// but for it.
+	t := render.NewTable("RUN", "LAB", "HOST", "WORKLOAD", "MODE", "THROUGHPUT", "P50", "P99", "THROUGHPUT ÷ BASE", "P99 INTERFERENCE", "RESULT")
 	for _, r := range rows {
 		tp := f(r.Throughput)
 		if r.Throughput != nil && r.Unit != "" {
@@ -406,12 +408,12 @@ func printCompare(w io.Writer, rows []labs.CompareRow) {
 		if r.Simulated {
 			res += " (SIMULATED)"
 		}
-		coef := f(r.P99Coefficient)
+		run := runStart(r.Dir)
 		if r.Baseline {
-			coef += " (baseline)"
+			run += " (baseline)"
 		}
-		t.Add(visible.String(r.Lab), visible.String(r.Host), visible.String(r.Workload),
-			visible.String(r.Mode), visible.String(tp), f(r.P50), f(r.P99), f(r.ThroughputRatio), coef, res)
+		t.Add(visible.String(run), visible.String(r.Lab), visible.String(r.Host), visible.String(r.Workload),
+			visible.String(r.Mode), visible.String(tp), f(r.P50), f(r.P99), f(r.ThroughputRatio), f(r.P99Coefficient), res)
 	}
 	t.WriteText(w)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +37,13 @@ func TestResultsCompareAndLabQuery(t *testing.T) {
 	if n := strings.Count(r.stdout, "(baseline)"); r.code != 0 || n != 2 {
 		t.Errorf("compare: exit %d, %d rows marked (baseline), want 0 and 2:\n%s%s", r.code, n, r.stdout, r.stderr)
 	}
+	// Each row says its run, first: two runs of one lab read the same
+	// but for it.
+	if !strings.HasPrefix(r.stdout, "RUN ") || !strings.Contains(r.stdout, "\n20261129-100000 (baseline)  exclusive-baseline") || !regexp.MustCompile(`\n20261129-100100 +mig-isolation`).MatchString(r.stdout) {
+		t.Errorf("compare's rows do not start with their run:\n%s", r.stdout)
+	}
 	for _, l := range strings.Split(r.stdout, "\n") {
-		if strings.HasPrefix(l, "mig-isolation") && !strings.Contains(l, "  2  ") {
+		if strings.Contains(l, "mig-isolation") && !strings.Contains(l, "  2  ") {
 			t.Errorf("a row of the run is not compared with the baseline's same host (coefficient 2): %s", l)
 		}
 	}
