@@ -95,8 +95,15 @@ func (p *presenter) caption(width int) string {
 	if end := " · the end: p goes back, q quits"; p.at == len(p.steps)-1 && ansi.StringWidth(c+end)+2 <= width {
 		c += end
 	}
-	if p.notice != "" { // the caption was read already: the notice takes its place
-		return fmt.Sprintf("%d/%d  %s", p.at+1, len(p.steps), p.notice)
+	if p.notice != "" {
+		// The caption was read already: the notice comes first, and the
+		// caption after it where the width has room (its offers, such as
+		// the last step's b and c, still hold).
+		n := fmt.Sprintf("%d/%d  %s", p.at+1, len(p.steps), p.notice)
+		if both := n + " · " + p.steps[p.at].Caption; ansi.StringWidth(both)+2 <= width {
+			return both
+		}
+		return n
 	}
 	return c
 }

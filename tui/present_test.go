@@ -508,7 +508,8 @@ func TestPresentStepOwnsItsScreen(t *testing.T) {
 		t.Errorf("the last step does not say it is the end:\n%s", v)
 	}
 	m = step(m, "n")
-	if v := m.View(); m.present.at != len(demoSteps)-1 || !strings.Contains(v, "8/8  That was the last step: p goes back, q quits") {
+	// The caption (its offers) follows the notice where the width has room.
+	if v := m.View(); m.present.at != len(demoSteps)-1 || !strings.Contains(v, "8/8  That was the last step: p goes back, q quits · caption eight: the record") {
 		t.Errorf("n at the last step:\n%s", v)
 	}
 	// Backward, then forward again, with stray keys at every step: each
