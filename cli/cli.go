@@ -101,6 +101,9 @@ type options struct {
 	noColor   bool
 	runbooks  []string
 	labs      []string
+	// simulatedCtx: a cluster command reads the simulated fleet's cluster
+	// (--context simulated), which its --json says.
+	simulatedCtx bool
 }
 
 var quietKlog sync.Once

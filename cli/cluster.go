@@ -105,6 +105,8 @@ Exit status 1 when anything waits, 0 when nothing does.`,
 // pendingReport is what pending and why print.
 type pendingReport struct {
 	Context string `json:"context"`
+	// Simulated: the cluster is the simulated fleet's (--context simulated).
+	Simulated bool `json:"simulated,omitempty"`
 	// Namespace is the one looked in ("" for every namespace, -A), and
 	// Elsewhere how many pods wait for a node in the others.
 	Namespace string               `json:"namespace"`
@@ -289,6 +291,7 @@ func (o *options) simulatedCluster(c *cobra.Command) (*cluster.Client, error) {
 	if o.json {
 		w = c.ErrOrStderr()
 	}
+	o.simulatedCtx = true
 	fmt.Fprintf(w, "SIMULATED cluster: gpulab demo's %d simulated DGX A100 nodes, built in this process (no API server; --context simulated names it while no kubeconfig does)\n", len(names))
 	return client, nil
 }
@@ -324,7 +327,7 @@ func (cf *clusterFlags) runPending(c *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
-	r := pendingReport{Context: ctxName, Namespace: ns, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)}
+	r := pendingReport{Context: ctxName, Simulated: o.simulatedCtx, Namespace: ns, Pods: objs.Pending(ns), Blocked: objs.Blocked(ns), Unreadable: unreadable(objs)}
 	if ns != "" {
 		// The pods of every namespace were read (workloads only in ns).
 		r.Elsewhere = len(objs.Pending("")) - len(r.Pods)
@@ -338,7 +341,7 @@ func (cf *clusterFlags) runWhy(c *cobra.Command, o *options, name string) error 
 	if err != nil {
 		return err
 	}
-	r := pendingReport{Context: ctxName, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}, Unreadable: unreadable(objs)}
+	r := pendingReport{Context: ctxName, Simulated: o.simulatedCtx, Pods: []cluster.PendingPod{}, Blocked: []cluster.Blocked{}, Unreadable: unreadable(objs)}
 	for _, p := range objs.Pending(ns) {
 		if p.Name == name {
 			r.Pods = append(r.Pods, p)

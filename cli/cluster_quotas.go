@@ -38,6 +38,7 @@ says who waits for it).`,
 
 type quotasReport struct {
 	Context       string                 `json:"context"`
+	Simulated     bool                   `json:"simulated,omitempty"`
 	Namespace     string                 `json:"namespace"` // "" for all
 	Unreadable    []string               `json:"unreadable"`
 	Quotas        []cluster.Quota        `json:"quotas"`
@@ -185,7 +186,7 @@ func (cf *clusterFlags) runQuotas(c *cobra.Command, o *options) error {
 	if err != nil {
 		return err
 	}
-	r := quotasReport{Context: ctxName, Namespace: ns, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues, Unreadable: unreadable(objs)}
+	r := quotasReport{Context: ctxName, Simulated: o.simulatedCtx, Namespace: ns, Quotas: objs.Quotas(ns), ClusterQueues: objs.Queues.ClusterQueues, Unreadable: unreadable(objs)}
 	if r.ClusterQueues == nil {
 		r.ClusterQueues = []cluster.ClusterQueue{}
 	}
@@ -204,9 +205,10 @@ func (cf *clusterFlags) runFragmentation(c *cobra.Command, o *options) error {
 	shapes := objs.Fragmentation(scope)
 	if o.json {
 		err = writeJSON(c.OutOrStdout(), struct {
-			Context string          `json:"context"`
-			Shapes  []cluster.Shape `json:"shapes"`
-		}{ctxName, shapes})
+			Context   string          `json:"context"`
+			Simulated bool            `json:"simulated,omitempty"`
+			Shapes    []cluster.Shape `json:"shapes"`
+		}{ctxName, o.simulatedCtx, shapes})
 	} else {
 		err = printShapes(c, ctxName, shapes)
 	}

@@ -126,6 +126,15 @@ func TestClusterCommandsOnTheSimulatedCluster(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil || len(nodes) != 4 || !strings.HasPrefix(r.stderr, "SIMULATED cluster: ") {
 		t.Errorf("--json: %v, %d nodes, stderr %q", err, len(nodes), r.stderr)
 	}
+	// The documents that are objects say SIMULATED too (nodes' is a list:
+	// its standard error says it).
+	for _, args := range [][]string{{"pending", "-A"}, {"quotas", "-A"}, {"fragmentation"}} {
+		r := run(t, env, append(append([]string{"cluster"}, args...), "--context", "simulated", "--json")...)
+		var doc struct{ Simulated bool }
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || !doc.Simulated {
+			t.Errorf("cluster %s --json: %v, simulated %v\n%s", strings.Join(args, " "), err, doc.Simulated, r.stdout)
+		}
+	}
 	// reconcile starts the demo's fleet for the run and joins its hosts'
 	// processes with the cluster's pods: the notebook holds a GPU idle, the
 	// sick host runs a process outside Kubernetes (exit 1 for both).
