@@ -96,6 +96,9 @@ func TestNoClusterConfigured(t *testing.T) {
 			t.Errorf("gpulab %s: exit %d, stderr %q", strings.Join(args, " "), r.code, r.stderr)
 		}
 	}
+	// $KUBECONFIG naming a file that is not there says so.
+	env["KUBECONFIG"] = filepath.Join(env["HOME"], "nope")
+	run(t, env, "cluster", "nodes").expect(t, ExitUsage, "", "gpulab looked for $KUBECONFIG="+env["KUBECONFIG"]+" (no such file)")
 }
 
 // --context simulated, where no kubeconfig names that context, is the

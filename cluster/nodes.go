@@ -118,7 +118,7 @@ func (s Source) noCluster(rules *clientcmd.ClientConfigLoadingRules) error {
 		if env == "" {
 			looked = append(looked, "$KUBECONFIG (not set)")
 		} else {
-			looked = append(looked, "$KUBECONFIG="+env+" (none of its files names a cluster)")
+			looked = append(looked, "$KUBECONFIG="+env+" ("+kubeconfigFiles(filepath.SplitList(env))+")")
 		}
 		if env == "" && len(rules.Precedence) == 1 {
 			looked = append(looked, rules.Precedence[0]+" (not there)")
@@ -126,6 +126,28 @@ func (s Source) noCluster(rules *clientcmd.ClientConfigLoadingRules) error {
 	}
 	looked = append(looked, "an in-cluster service account (gpulab is not running in a pod)")
 	return fmt.Errorf("%w: gpulab looked for %s. Point it at a cluster as kubectl is pointed: --kubeconfig FILE or KUBECONFIG=FILE, and --context NAME; or try the SIMULATED one: --context simulated", ErrNoCluster, strings.Join(looked, ", "))
+}
+
+// kubeconfigFiles says what $KUBECONFIG's files hold for a reader
+// looking for a cluster: none there, or none naming one.
+func kubeconfigFiles(files []string) string {
+	var missing int
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			missing++
+		}
+	}
+	switch {
+	case missing == len(files) && missing == 1:
+		return "no such file"
+	case missing == len(files):
+		return "none of its files is there"
+	case missing > 0:
+		return fmt.Sprintf("%d of its %d files are not there, and the others name no cluster", missing, len(files))
+	case len(files) == 1:
+		return "it names no cluster"
+	}
+	return "none of its files names a cluster"
 }
 
 // rules are kubectl's loading rules: --kubeconfig alone when given, else
