@@ -200,6 +200,7 @@ func Findings(s *Snapshot) []Finding {
 			Message:  "NVML answers but sees no GPU (nvidia-smi -L; the kernel log for Xid 79 or a GPU that fell off the bus)",
 			Evidence: []string{"nvmlDeviceGetCount: 0"}})
 	}
+	out = append(out, nvmlSaysFindings(s)...)
 	for _, g := range s.GPUs {
 		for _, f := range GPUFindings(g) {
 			f.Message = fmt.Sprintf("GPU%d: %s", g.Index, f.Message)
@@ -218,6 +219,59 @@ func Findings(s *Snapshot) []Finding {
 		out = append(out, Finding{Check: "xid-history", Unknown: true, Action: ActionNone,
 			Message:  fmt.Sprintf("Xid history not read (/dev/kmsg: %s: %s)", e.Code, e.Message),
 			Evidence: []string{e.Field + ": " + e.Code + ": " + e.Message}})
+	}
+	return out
+}
+
+// nvmlSaysFindings are what NVML's own returns say a GPU needs, read as
+// a snapshot (a fault that happened while nothing watched is still
+// found): GPU_IS_LOST (the GPU stopped answering: the node's reboot) and
+// RESET_REQUIRED (the GPU's reset), once a GPU, named with the calls that
+// returned it.
+func nvmlSaysFindings(s *Snapshot) []Finding {
+	type said struct {
+		gpu   *int
+		code  string
+		calls []string
+	}
+	var order []*said
+	byKey := map[string]*said{}
+	for _, e := range s.Errors {
+		if e.Code != "GPU_IS_LOST" && e.Code != "RESET_REQUIRED" {
+			continue
+		}
+		key := e.Code + "/-"
+		if e.GPU != nil {
+			key = e.Code + "/" + strconv.Itoa(*e.GPU)
+		}
+		if byKey[key] == nil {
+			byKey[key] = &said{gpu: e.GPU, code: e.Code}
+			order = append(order, byKey[key])
+		}
+		byKey[key].calls = append(byKey[key].calls, e.Field)
+	}
+	var out []Finding
+	for _, w := range order {
+		f := Finding{Check: "gpu-lost", Fatal: true, Action: ActionReboot, Codes: []string{"NVML_ERROR_GPU_IS_LOST"},
+			Message: "the GPU is lost: NVML returns GPU_IS_LOST (it fell off the bus or hung): drain the node and reboot it"}
+		if w.code == "RESET_REQUIRED" {
+			f = Finding{Check: "reset-required", Fatal: true, Action: ActionResetGPU, Codes: []string{"NVML_ERROR_RESET_REQUIRED"},
+				Message: "the GPU needs a reset: NVML returns RESET_REQUIRED"}
+		}
+		where := "a GPU"
+		if w.gpu != nil {
+			where = fmt.Sprintf("GPU%d", *w.gpu)
+			if g, ok := gpuByIndex(s, *w.gpu); ok {
+				f.Entities = gpuEntities(g)
+			} else {
+				f.Entities = []Entity{{"GPU", strconv.Itoa(*w.gpu)}}
+			}
+		}
+		f.Message = where + ": " + f.Message
+		for _, c := range w.calls {
+			f.Evidence = append(f.Evidence, c+": "+w.code)
+		}
+		out = append(out, f)
 	}
 	return out
 }

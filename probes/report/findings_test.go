@@ -28,6 +28,11 @@ func sickSnapshot() *Snapshot {
 	s.GPUs[3].RemappedRows = &RemappedRows{Uncorrected: 1, Pending: true}
 	s.GPUs[4].RemappedRows = &RemappedRows{Failure: true}
 	s.GPUs[5].ECC.Volatile = &ECCCounts{Uncorrected: 2}
+	s.Errors = []FieldError{
+		{Field: "gpu[7].temperature", GPU: ptr(7), Code: "GPU_IS_LOST", Message: "GPU is lost"},
+		{Field: "gpu[7].power", GPU: ptr(7), Code: "GPU_IS_LOST", Message: "GPU is lost"},
+		{Field: "gpu[1].ecc.volatile", GPU: ptr(1), Code: "NOT_SUPPORTED"},
+	}
 	s.XIDs = []XIDEvent{
 		{Code: 79, PCIBusID: "0000:07:00", Source: "kmsg", XIDInfo: DecodeXID(79)},
 		{Code: 63, GPU: ptr(3), Source: "kmsg", XIDInfo: DecodeXID(63)},
@@ -50,14 +55,19 @@ func TestFindings(t *testing.T) {
 			t.Errorf("%s: message %q, evidence %q, action %q", f.Check, f.Message, f.Evidence, f.Action)
 		}
 	}
-	want := []string{"nvlink-down", "pcie-width", "row-remap-pending", "row-remap-failed", "ecc-uncorrected", "xid", "xid"}
+	want := []string{"nvlink-down", "gpu-lost", "pcie-width", "row-remap-pending", "row-remap-failed", "ecc-uncorrected", "xid", "xid"}
 	if !slices.Equal(checks, want) {
 		t.Fatalf("checks %v, want %v", checks, want)
 	}
 	if got := fs[0].Entities; len(got) != 6 || got[0] != (Entity{"GPU", "0"}) || got[1] != (Entity{"GPU_UUID", "GPU-a"}) || got[3] != (Entity{"GPU", "1"}) {
 		t.Errorf("nvlink-down entities %v, want both GPUs by index, UUID and bus id", got)
 	}
-	x79, x999 := fs[5], fs[6]
+	// NVML's GPU_IS_LOST, once for the GPU, with the calls that said it.
+	if lost := fs[1]; lost.Message != "GPU7: the GPU is lost: NVML returns GPU_IS_LOST (it fell off the bus or hung): drain the node and reboot it" ||
+		lost.Action != ActionReboot || !lost.Fatal || len(lost.Evidence) != 2 || lost.Entities[1] != (Entity{"GPU_UUID", "GPU-h"}) {
+		t.Errorf("gpu-lost: %+v", lost)
+	}
+	x79, x999 := fs[6], fs[7]
 	if x79.Message != "Xid 79 on 0000:07:00" || !x79.Fatal || x79.Action != ActionReboot || x79.Codes[0] != "79" ||
 		len(x79.Entities) != 3 || x79.Entities[0] != (Entity{"GPU", "6"}) {
 		t.Errorf("Xid 79: %+v, want fatal, reboot (NVIDIA: RESTART_BM), on GPU6 found by its bus id", x79)
@@ -65,7 +75,7 @@ func TestFindings(t *testing.T) {
 	if x999.Action != ActionUnknown || x999.Fatal || x999.Entities[0] != (Entity{"GPU", "7"}) {
 		t.Errorf("Xid 999 (no catalog lists it): %+v, want action unknown", x999)
 	}
-	if flags := Flags(s); len(flags) != len(fs) || flags[2] != "GPU3: row remaps pending: reset the GPU to apply them" {
+	if flags := Flags(s); len(flags) != len(fs) || flags[3] != "GPU3: row remaps pending: reset the GPU to apply them" {
 		t.Errorf("Flags %q: want the findings' messages", flags)
 	}
 }
@@ -120,8 +130,8 @@ func TestHealthEvents(t *testing.T) {
 			t.Errorf("event %+v", e)
 		}
 	}
-	if !slices.Equal(unhealthy, []string{"GpulabNvlinkDown", "GpulabPcieWidth", "GpulabRowRemapPending", "GpulabRowRemapFailed", "GpulabEccUncorrected", "GpulabXid", "GpulabXid"}) ||
-		!slices.Equal(healthy, []string{"GpulabGpuMissing", "GpulabPageRetirementPending"}) {
+	if !slices.Equal(unhealthy, []string{"GpulabNvlinkDown", "GpulabGpuLost", "GpulabPcieWidth", "GpulabRowRemapPending", "GpulabRowRemapFailed", "GpulabEccUncorrected", "GpulabXid", "GpulabXid"}) ||
+		!slices.Equal(healthy, []string{"GpulabGpuMissing", "GpulabResetRequired", "GpulabPageRetirementPending"}) {
 		t.Errorf("unhealthy %v\nhealthy %v", unhealthy, healthy)
 	}
 	if evs[0].RecommendedAction != "COMPONENT_RESET" || evs[0].ErrorCode[0] != "DCGM_FR_NVLINK_DOWN" || !evs[0].IsFatal {

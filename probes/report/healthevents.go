@@ -63,6 +63,10 @@ func everyGPU(s *Snapshot, ok func(GPU) bool) bool {
 var probeChecks = []probeCheck{
 	{"nvlink-down", func(s *Snapshot) bool { return len(s.GPUs) == 1 || len(s.Topology) > 0 }},
 	{"gpu-missing", func(s *Snapshot) bool { return true }},
+	// NVML's returns for every GPU were read: a GPU that answered is not
+	// lost, and needs no reset by NVML's word.
+	{"gpu-lost", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{"reset-required", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
 	{"pcie-width", func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PCIe.WidthCurrent != nil && g.PCIe.WidthMax != nil })
 	}},
