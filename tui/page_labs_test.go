@@ -532,9 +532,19 @@ func TestResultsBaselineFromTheOpenRecord(t *testing.T) {
 	m := resultsModel(t, dir)
 	m, cmd := press(t, m, "6", "enter")
 	m = drain(t, m, cmd)
+	// c where the record is read, before any baseline: it says why (it
+	// did nothing and said nothing).
+	m, _ = press(t, m, "c")
+	if v := m.View(); !strings.Contains(v, "no baseline: b marks this run one") {
+		t.Errorf("c on the open record with no baseline:\n%s", v)
+	}
 	m, _ = press(t, m, "b")
 	if v := m.View(); !strings.Contains(v, "baseline: this run") {
 		t.Errorf("b on the open record did not mark it:\n%s", v)
+	}
+	m, _ = press(t, m, "c")
+	if v := m.View(); !strings.Contains(v, "this run is the baseline: esc, then c on another run") {
+		t.Errorf("c on the open baseline:\n%s", v)
 	}
 	m, _ = press(t, m, "esc", "c")
 	if v := m.View(); !strings.Contains(v, "base") || !strings.Contains(v, "this run is the baseline: pick another run") || strings.Contains(v, "Comparison") {

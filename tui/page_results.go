@@ -208,6 +208,19 @@ func (v *resultsView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			// last step opens it and offers b).
 			v.base, v.notice = v.shown, "baseline: this run; c in the list compares another run with it"
 			return v, nil
+		case key.Matches(km, k.Compare) && v.shown != "":
+			// c where a record is read compares it with the baseline, or
+			// says why it cannot (it did nothing).
+			b, r := v.index(v.base), v.index(v.shown)
+			switch {
+			case b < 0:
+				v.notice = "no baseline: b marks this run one, then c on another run compares it"
+			case b == r:
+				v.notice = "this run is the baseline: esc, then c on another run compares it with this one"
+			case r >= 0:
+				v.show(v.compare(labs.Compare([]labs.RecordRef{v.refs[b], v.refs[r]})))
+			}
+			return v, nil
 		}
 		v.page.update(msg, k.Up, k.Down, k.Page)
 		return v, nil
