@@ -206,13 +206,7 @@ func TestResultsTab(t *testing.T) {
 		r := &labs.Record{Schema: labs.RecordSchema, Lab: c.lab, Name: c.lab, Started: t0.Add(time.Duration(i) * time.Hour), Complete: true, Passed: i == 0,
 			Result: labs.ResultRow{Workload: "vLLM", Throughput: "tps", Unit: "tok/s", P99: "p99"},
 			Hosts:  []labs.HostRecord{{Host: "gpu07", Passed: i == 0, Metrics: map[string]any{"tps": c.tps, "p99": c.p99}}}}
-		d, err := r.CreateDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Write(d, ""); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, dir, r)
 	}
 	c, _ := landscape.Builtin()
 	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
@@ -258,13 +252,7 @@ func TestResultsTabEscapesRecords(t *testing.T) {
 	dir := t.TempDir()
 	r := &labs.Record{Schema: labs.RecordSchema, Lab: "lab" + pwned, Name: "name" + pwned, Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Complete: true,
 		Hosts: []labs.HostRecord{{Host: "gpu" + pwned}}}
-	d, err := r.CreateDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Write(d, ""); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, dir, r)
 	m := resultsModel(t, dir)
 	m, _ = press(t, m, "6")
 	list := m.View()
@@ -288,13 +276,7 @@ func TestResultsBaselineSurvivesReload(t *testing.T) {
 		r := &labs.Record{Schema: labs.RecordSchema, Lab: "exclusive-baseline", Name: "x", Started: t0.Add(time.Duration(i) * time.Hour), Complete: true,
 			Result: labs.ResultRow{Workload: "vLLM", Throughput: "tps", Unit: "tok/s"},
 			Hosts:  []labs.HostRecord{{Host: "gpu07", Metrics: map[string]any{"tps": tps}}}}
-		d, err := r.CreateDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Write(d, ""); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, dir, r)
 	}
 	write(0, 1000)
 	write(1, 500)
@@ -323,13 +305,7 @@ func TestResultsTabMarksSimulated(t *testing.T) {
 	for i, sim := range []bool{false, true} {
 		r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "t", Started: t0.Add(time.Duration(i) * time.Hour), Complete: true,
 			Simulated: sim, Hosts: []labs.HostRecord{{Host: fmt.Sprintf("dgx%02d", i+1)}}}
-		d, err := r.CreateDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Write(d, ""); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, dir, r)
 	}
 	c, _ := landscape.Builtin()
 	m := New(Options{Catalog: c, Inventory: inventory.Empty(), Results: dir, Styles: DefaultStyles()})
@@ -459,13 +435,7 @@ func TestResultsTabReadsTheRecordAgainWhenItsRunEnds(t *testing.T) {
 	dir := t.TempDir()
 	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Started: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
 		Hosts: []labs.HostRecord{{Host: "gpu01", Class: orchestrator.OK}}}
-	d, err := r.CreateDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Write(d, ""); err != nil { // saved mid-run
-		t.Fatal(err)
-	}
+	d := writeRecord(t, dir, r) // saved mid-run
 	m := resultsModel(t, dir)
 	m, cmd := press(t, m, "6", "enter")
 	m = drain(t, m, cmd)
@@ -522,13 +492,7 @@ func TestResultsBaselineFromTheOpenRecord(t *testing.T) {
 	dir := t.TempDir()
 	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Started: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC),
 		Finished: time.Date(2026, 12, 3, 9, 1, 0, 0, time.UTC), Complete: true, Hosts: []labs.HostRecord{{Host: "gpu01", Class: orchestrator.OK}}}
-	d, err := r.CreateDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Write(d, ""); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, dir, r)
 	m := resultsModel(t, dir)
 	m, cmd := press(t, m, "6", "enter")
 	m = drain(t, m, cmd)
@@ -550,4 +514,18 @@ func TestResultsBaselineFromTheOpenRecord(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, "base") || !strings.Contains(v, "this run is the baseline: pick another run") || strings.Contains(v, "Comparison") {
 		t.Errorf("c on the baseline itself compared it with itself, or said nothing:\n%s", v)
 	}
+}
+
+// writeRecord writes r as a lab run does, in a directory of its own under
+// dir, and returns that directory.
+func writeRecord(t *testing.T, dir string, r *labs.Record) string {
+	t.Helper()
+	d, err := r.CreateDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Write(d, ""); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

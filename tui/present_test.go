@@ -65,13 +65,7 @@ func newDemoModel(t *testing.T, opts Options, w, h int) Model {
 	dir := t.TempDir()
 	r := &labs.Record{Schema: labs.RecordSchema, Lab: "topology-sanity", Name: "Topology sanity", Started: time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC), Complete: true,
 		Hosts: []labs.HostRecord{{Host: "gpu001"}, {Host: "gpu002", Err: "dial tcp 127.0.0.1:2202: connect: connection refused"}, {Host: "gpu003"}, {Host: "gpu004"}}}
-	d, err := r.CreateDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Write(d, ""); err != nil {
-		t.Fatal(err)
-	}
+	writeRecord(t, dir, r)
 	opts.Catalog, opts.Inventory, opts.Runbooks, opts.Labs, opts.Results = c, inventory.Empty(), rbs, ls, dir
 	opts.Fleet, opts.RunbookRunner, opts.LabRunner = loopbackFleet{fakeFleet{n: 4, odd: -1}}, fakeRunbooks{n: 4, unreachable: -1}, scriptedLabs{n: 4}
 	if opts.Styles.PlaneTitle == nil { // no styles given

@@ -39,13 +39,7 @@ func screenRecords(t *testing.T) string {
 	for _, r := range []*labs.Record{topo,
 		figures("exclusive-baseline", "exclusive", 2400, 180, 260, 310, at.Add(time.Hour)),
 		figures("shared-interference", "shared-HAMi", 1500, 240, 420, 560, at.Add(2*time.Hour))} {
-		d, err := r.CreateDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Write(d, ""); err != nil {
-			t.Fatal(err)
-		}
+		writeRecord(t, dir, r)
 	}
 	return dir
 }
