@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Finding is one thing a snapshot shows wrong, in a shape other tools
@@ -182,7 +183,7 @@ func Findings(s *Snapshot) []Finding {
 	var out []Finding
 	for _, d := range nvlinkPairsDown(s) {
 		f := Finding{Check: "nvlink-down", Fatal: true, Action: ActionResetGPU, Codes: []string{"DCGM_FR_NVLINK_DOWN"},
-			Message:  fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", d.A, d.B, d.Level),
+			Message:  d.String(),
 			Evidence: []string{fmt.Sprintf("topology GPU%d–GPU%d %s where the other GPUs' pairs are NVLinked", d.A, d.B, d.Level)}}
 		for _, i := range []int{d.A, d.B} {
 			if g, ok := gpuByIndex(s, i); ok {
@@ -325,7 +326,7 @@ func nvlinkPairsDown(s *Snapshot) []pairDown {
 	peers := map[int]int{}
 	maxPeers := 0
 	for _, l := range s.Topology {
-		if len(l.Level) >= 2 && l.Level[:2] == "NV" {
+		if strings.HasPrefix(l.Level, "NV") {
 			peers[l.A]++
 			peers[l.B]++
 			maxPeers = max(maxPeers, peers[l.A], peers[l.B])
@@ -336,11 +337,16 @@ func nvlinkPairsDown(s *Snapshot) []pairDown {
 	}
 	var out []pairDown
 	for _, l := range s.Topology {
-		if !(len(l.Level) >= 2 && l.Level[:2] == "NV") && peers[l.A] < maxPeers && peers[l.B] < maxPeers {
+		if !strings.HasPrefix(l.Level, "NV") && peers[l.A] < maxPeers && peers[l.B] < maxPeers {
 			out = append(out, pairDown{min(l.A, l.B), max(l.A, l.B), l.Level})
 		}
 	}
 	return out
+}
+
+// String is how the probe flags the pair: "NVLink GPU0–GPU4 down (SYS)".
+func (d pairDown) String() string {
+	return fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", d.A, d.B, d.Level)
 }
 
 func gpuByIndex(s *Snapshot, i int) (GPU, bool) {

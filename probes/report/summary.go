@@ -85,7 +85,7 @@ func KmsgUnread(s *Snapshot) *FieldError {
 func NVLinksDown(s *Snapshot) []string {
 	var out []string
 	for _, d := range nvlinkPairsDown(s) {
-		out = append(out, fmt.Sprintf("NVLink GPU%d–GPU%d down (%s)", d.A, d.B, d.Level))
+		out = append(out, d.String())
 	}
 	return out
 }
