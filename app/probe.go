@@ -119,6 +119,10 @@ type ProbeOptions struct {
 	// XidWait is how long the probe waits for new Xid events, beyond
 	// the minute every run may take.
 	XidWait time.Duration
+	// Window is how long the probe samples the GPUs for its rates
+	// (clock events, PCIe generation under load, PCIe replays); 0 for
+	// one reading, whose rates are then not known.
+	Window time.Duration
 	// HostArgs are the probe's arguments for one host (its name, its
 	// simulated faults); nil: --host NAME.
 	HostArgs func(host string) []string
@@ -168,9 +172,20 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 			return
 		}
 		res.Pushed = in.Sent
-		timeout := 60*time.Second + o.XidWait
-		run := conn.Run(ctx, "probe", in.Line(prober, true, hostArgs(t.Name)...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
+		timeout := 60*time.Second + o.XidWait + o.Window
+		args := hostArgs(t.Name)
+		if o.Window > 0 {
+			args = append(args, "--window", o.Window.String())
+		}
+		run := conn.Run(ctx, "probe", in.Line(prober, true, args...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
 		hr.Steps = append(hr.Steps, run)
+		if run.Class != orchestrator.OK && run.Class != orchestrator.Exit {
+			// Stopped before its line removed it (Ctrl-C, a timeout): the
+			// run's own copy goes now, on a context of its own.
+			rm, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			in.Remove(rm, conn)
+			cancel()
+		}
 		res.ExitCode = run.ExitCode
 		*res = ReadSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
 		switch {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/labs"
@@ -139,12 +140,16 @@ func (w *Workbench) Run(ctx context.Context, command string, events chan<- orche
 	return w.Fleet.Exec(ctx, command, events)
 }
 
+// FleetWindow is how long the Fleet's probe samples each host's GPUs:
+// long enough for a rate (ten samples), short enough to wait for.
+const FleetWindow = time.Second
+
 // Probe pushes and runs the probe on every host: one outcome each, in
 // order.
 func (w *Workbench) Probe(ctx context.Context, events chan<- orchestrator.Event) []ProbeOutcome {
 	// A LocalError comes with every host's result all the same, each
 	// host's error its own (this machine's problem where it met it).
-	results, _ := w.Fleet.Probe(ctx, ProbeOptions{Prober: w.Prober}, events)
+	results, _ := w.Fleet.Probe(ctx, ProbeOptions{Prober: w.Prober, Window: FleetWindow}, events)
 	out := make([]ProbeOutcome, len(w.Fleet.Targets))
 	for i := range out {
 		if i < len(results) {

@@ -27,33 +27,46 @@ const faultsExample = `{"gpu04": {"nvlink_down": [[0, 1]], "ecc": {"3": {"volati
 // A value of the wrong kind is named by its place in the file (line and
 // column), its path (host, key, GPU index, list index) and what it takes.
 func readHostFaults(file string, r *app.Fleet) (map[string]string, error) {
+	hosts, err := parseHostFaults("--mock-faults", file, r.Names(), "the hosts -H selects")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, ft := range hosts {
+		compact, _ := json.Marshal(ft)
+		out[name] = string(compact)
+	}
+	return out, nil
+}
+
+// parseHostFaults reads a faults FILE given to flag: a JSON object of host
+// name to faults, each validated and among names (which among says).
+func parseHostFaults(flag, file string, names []string, among string) (map[string]spec.Faults, error) {
 	if file == "" {
 		return nil, nil
 	}
 	data, err := fileio.ReadRegular(file, 1<<20)
 	if err != nil {
-		return nil, usageErr("--mock-faults: %v", err)
+		return nil, usageErr("%s: %v", flag, err)
 	}
 	hosts, err := faultsByHost(file, data)
 	if err != nil {
-		return nil, usageErr("--mock-faults: %v", err)
+		return nil, usageErr("%s: %v", flag, err)
 	}
-	selected := r.Names()
-	out := map[string]string{}
+	out := map[string]spec.Faults{}
 	for _, h := range hosts {
 		at := placeIn(file, data, h.offset)
-		if !slices.Contains(selected, h.name) {
-			return nil, usageErr("--mock-faults: %v", &problem.Error{Place: at, Msg: fmt.Sprintf("host %q is not among the hosts -H selects", h.name)})
+		if !slices.Contains(names, h.name) {
+			return nil, usageErr("%s: %v", flag, &problem.Error{Place: at, Msg: fmt.Sprintf("host %q is not among %s", h.name, among)})
 		}
 		ft, err := decodeFaults(file, data, h)
 		if err != nil {
-			return nil, usageErr("--mock-faults: %v", err)
+			return nil, usageErr("%s: %v", flag, err)
 		}
 		if err := ft.Validate(); err != nil {
-			return nil, usageErr("--mock-faults: %v", &problem.Error{Place: at, Msg: fmt.Sprintf("host %q: %v", h.name, err)})
+			return nil, usageErr("%s: %v", flag, &problem.Error{Place: at, Msg: fmt.Sprintf("host %q: %v", h.name, err)})
 		}
-		compact, _ := json.Marshal(ft)
-		out[h.name] = string(compact)
+		out[h.name] = ft
 	}
 	return out, nil
 }

@@ -27,11 +27,16 @@ import (
 	"github.com/gpulab/gpulab/render"
 )
 
+// maxProbeWindow is the longest sampling window gpulab probe asks for
+// (the probe's own limit).
+const maxProbeWindow = 10 * time.Minute
+
 type probeFlags struct {
 	mock    string
 	keep    bool
 	kmsg    bool
 	xidWait time.Duration
+	window  time.Duration
 	binary  string
 	local   bool
 	// faults are each host's --mock-faults JSON, by host name (none for
@@ -78,6 +83,7 @@ func newProbeCmd(o *options) *cobra.Command {
 	fl.BoolVar(&po.pf.keep, "keep", false, "leave the probe cached on the hosts (by sha256) after the run")
 	fl.BoolVar(&po.pf.kmsg, "kmsg", false, "also read recent NVRM Xid lines from the kernel log")
 	fl.DurationVar(&po.pf.xidWait, "xid-wait", 0, "listen for NVML Xid events this long")
+	fl.DurationVar(&po.pf.window, "window", 2*time.Second, "sample the GPUs this long for rates: clock events, PCIe generation under load, PCIe replays (0: one reading, rates unknown)")
 	fl.StringVar(&po.pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
 	fl.StringVar(&po.faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
 	fl.BoolVar(&po.noFold, "no-fold", false, "print every host's GPU table, and nothing folded")
@@ -101,6 +107,9 @@ func (po *probeOptions) Validate() error {
 		}
 	default:
 		return usageErr("--output %q: text, json or health-events", po.output)
+	}
+	if po.pf.window < 0 || po.pf.window > maxProbeWindow {
+		return usageErr("--window %v: between 0 (one reading) and %v", po.pf.window, maxProbeWindow)
 	}
 	if po.pf.mock != "" && po.pf.mock != "dgxa100" {
 		return usageErr("--mock %q: the only simulated machine is dgxa100", po.pf.mock)
@@ -181,8 +190,16 @@ answers with a clean report that says why.
 --mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
 marked "simulated": true; --mock-faults FILE gives each host's simulated
 machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
-remap_pending, xids, mig, processes, utilization); --local runs it on this
-machine.
+remap_pending, xids, mig, processes, utilization, pcie_gen, pcie_replays,
+throttle, temperature_c, power_limit_w, recovery_action, nvml_hang, vbios;
+docs/checks/README.md); --local runs it on this machine.
+
+After its snapshot the probe samples the GPUs for --window (2s; 0 for one
+reading): clock-event reasons, utilisation and PCIe generation every 100ms,
+the PCIe replay counter at both ends. A slowdown, a link below its
+generation under load and PCIe replays are findings as rates over those
+samples, never from one reading. Every NVML call has a deadline: a GPU
+whose call does not return is named hung, and the others are still read.
 
 Hosts whose hardware reads the same (GPUs, memory, ECC and MIG modes, NUMA
 nodes, NVLinks, topology, driver, findings) are printed once under their
@@ -278,6 +295,16 @@ func (pf probeFlags) args(host string) []string {
 	return a
 }
 
+// localArgs are the probe's arguments on this machine: args, and the
+// window that a fleet's run adds itself (app.ProbeOptions.Window).
+func (pf probeFlags) localArgs(host string) []string {
+	a := pf.args(host)
+	if pf.window > 0 {
+		a = append(a, "--window", pf.window.String())
+	}
+	return a
+}
+
 // hostArgs are the probe's arguments for one host: its name, and its
 // simulated machine's faults.
 func (pf probeFlags) hostArgs(host string) []string {
@@ -339,7 +366,7 @@ func runLocalProbe(ctx context.Context, pf probeFlags) (app.ProbeResult, error) 
 		return app.ProbeResult{}, err
 	}
 	host, _ := os.Hostname()
-	c := exec.CommandContext(ctx, bin, pf.args(host)...)
+	c := exec.CommandContext(ctx, bin, pf.localArgs(host)...)
 	c.Env = withoutBindNow(os.Environ())
 	var out, errOut bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errOut
@@ -406,7 +433,7 @@ func probeTotal(results []app.ProbeResult) string {
 	for i, r := range results {
 		hosts[i], snaps[i], classes[i] = r.Host, r.Snapshot, r.Class
 	}
-	return report.Total(hosts, snaps, classes)
+	return render.ProbeTotal(hosts, snaps, classes)
 }
 
 // printProbeTables prints each host's GPU table (--no-fold), or why it
@@ -456,7 +483,7 @@ func probeFleet(ctx context.Context, r *app.Fleet, pf probeFlags) ([]app.ProbeRe
 		return nil, err
 	}
 	prober.Keep = pf.keep
-	results, err := r.Probe(ctx, app.ProbeOptions{Prober: prober, XidWait: pf.xidWait, HostArgs: pf.hostArgs}, nil)
+	results, err := r.Probe(ctx, app.ProbeOptions{Prober: prober, XidWait: pf.xidWait, Window: pf.window, HostArgs: pf.hostArgs}, nil)
 	if le := (*app.LocalError)(nil); errors.As(err, &le) {
 		return nil, configErr(le.Err)
 	}

@@ -37,8 +37,9 @@ only when its sha256 is that of the build this gpulab embeds.`,
 // where its inventory goes.
 type simServeOptions struct {
 	*options
-	cfg sim.Config
-	out string
+	cfg    sim.Config
+	out    string
+	faults string
 }
 
 func newSimServeCmd(o *options) *cobra.Command {
@@ -53,7 +54,10 @@ one line that says ready and names FILE, and serves until interrupted. FILE
 is --inventory-out FILE or the one argument (both only if they agree).
 
 --seed picks which host is sick and which GPUs its faults hit, so a demo is
-repeatable. --drop makes a host refuse connections, --hang makes one accept
+repeatable. --faults FILE gives hosts faults of your choosing instead, in
+the JSON that gpulab probe --mock-faults takes (host name to faults; the
+knobs are listed in docs/checks/README.md): a PCIe link at Gen2, a throttle storm,
+a recovery action, a hung NVML call, a VBIOS that differs. --drop makes a host refuse connections, --hang makes one accept
 them and never answer, --latency delays every packet every host sends.
 
 FILE's directory must be yours and closed to other users (not writable by
@@ -62,6 +66,7 @@ decides what runs as you. Another is refused before a host starts.`,
 		Example: `  mkdir -m 700 ~/sim
   gpulab sim serve --inventory-out ~/sim/inventory.toml &
   gpulab sim serve --hosts 8 --seed 3 ~/sim/inventory.toml &   # FILE as the argument
+  gpulab sim serve --faults faults.json ~/sim/inventory.toml &  # {"dgx02": {"pcie_gen": {"5": 2}, "utilization": {"5": 95}}}
   gpulab exec --inventory ~/sim/inventory.toml -H @dgx -- nvidia-smi -L
   gpulab runbook run health --inventory ~/sim/inventory.toml -H @dgx
   ssh -F ~/sim/inventory.toml.ssh_config dgx01 nvidia-smi topo -m`,
@@ -82,6 +87,7 @@ decides what runs as you. Another is refused before a host starts.`,
 	fl.StringArrayVar(&so.cfg.Stall, "stall", nil, "`HOST` logs in, and every command it is given hangs, silent, until it is stopped, as a hung nvidia-smi does (repeatable)")
 	fl.StringArrayVar(&so.cfg.Die, "die", nil, "`HOST` logs in, and each connection is cut as a command starts on it, as a power cut would (repeatable)")
 	fl.StringArrayVar(&so.cfg.Deny, "deny", nil, "`HOST` accepts no key: every login fails (repeatable)")
+	fl.StringVar(&so.faults, "faults", "", "give hosts these simulated faults: a JSON `FILE` of host name to faults (as gpulab probe --mock-faults)")
 	fl.StringVar(&so.out, "inventory-out", "", "write the fleet's inventory to `FILE` (and FILE.key, FILE.known_hosts, FILE.ssh_config)")
 	return c
 }
@@ -105,6 +111,15 @@ func (so *simServeOptions) Validate(args []string) error {
 	if so.cfg.Latency < 0 || so.cfg.Latency > time.Minute {
 		return usageErr("sim serve: --latency %v: between 0 and 1m", so.cfg.Latency)
 	}
+	names := make([]string, so.cfg.Hosts)
+	for i := range names {
+		names[i] = sim.HostName(i, so.cfg.Hosts)
+	}
+	faults, err := parseHostFaults("sim serve: --faults", so.faults, names, fmt.Sprintf("the fleet's hosts (%s to %s)", names[0], names[len(names)-1]))
+	if err != nil {
+		return err
+	}
+	so.cfg.Faults = faults
 	// Before a host starts: the directory must be one that no
 	// other user can write (its ssh_config decides what runs as
 	// the operator).

@@ -136,7 +136,7 @@ func (c *Child) describe(cfg Config) error {
 		return err
 	}
 	d.clientPK = signer.PublicKey()
-	sick, _, js := plan(cfg.Seed, cfg.Hosts)
+	sick, _, js := plan(cfg.Seed, cfg.Hosts, cfg.Faults)
 	d.sick = sick
 	c.desc, c.keys = d, g
 	for i := range cfg.Hosts {

@@ -73,6 +73,10 @@ type Config struct {
 	// nothing, until the client stops it: a hung nvidia-smi, a D-state
 	// process (timeout-command, or inactive).
 	Stall []string
+	// Faults replace the named hosts' simulated faults (the seed's for
+	// the others): each is the JSON of spec.Faults, as the probe's
+	// --mock-faults takes it, and must pass its Validate.
+	Faults map[string]spec.Faults
 	// Dir holds the hosts' trees; default a new temporary directory,
 	// removed by Close.
 	Dir string
@@ -170,6 +174,14 @@ func (cfg Config) check() (Config, error) {
 	names := map[string]bool{}
 	for i := 0; i < cfg.Hosts; i++ {
 		names[HostName(i, cfg.Hosts)] = true
+	}
+	for n, f := range cfg.Faults {
+		if !names[n] {
+			return cfg, fmt.Errorf("sim: --faults: no host %q in this fleet (hosts are %s to %s)", n, HostName(0, cfg.Hosts), HostName(cfg.Hosts-1, cfg.Hosts))
+		}
+		if err := f.Validate(); err != nil {
+			return cfg, fmt.Errorf("sim: --faults: host %q: %w", n, err)
+		}
 	}
 	for _, n := range slices.Concat(cfg.Drop, cfg.Hang, cfg.Die, cfg.Deny, cfg.Stall) {
 		if !names[n] {
@@ -283,7 +295,7 @@ func (f *Fleet) start() error {
 		}
 		return trees
 	}
-	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts)
+	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts, f.cfg.Faults)
 	f.sick = sick
 	f.cluster = newCluster(f.cfg.Hosts, faults)
 	for i := 0; i < f.cfg.Hosts; i++ {

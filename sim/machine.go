@@ -12,10 +12,13 @@ import (
 // plan picks the sick host and every host's faults (sim/dgx), each named
 // for its host (its GPUs' serials and UUIDs are its own), and gives them
 // as the probe's --mock-faults JSON.
-func plan(seed int64, n int) (int, []spec.Faults, [][]byte) {
+func plan(seed int64, n int, over map[string]spec.Faults) (int, []spec.Faults, [][]byte) {
 	sick, faults := dgx.Plan(seed, n)
 	js := make([][]byte, n)
 	for i := range faults {
+		if f, ok := over[HostName(i, n)]; ok {
+			faults[i] = f
+		}
 		faults[i].Machine = HostName(i, n)
 		b, err := json.Marshal(faults[i])
 		if err != nil {

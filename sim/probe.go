@@ -139,7 +139,8 @@ func (t *toolCall) probeArgs() []string {
 
 // probeFaults are the host's faults with what runs on its GPUs now: the
 // simulated cluster's pods bound to it, and the sick host's stray process
-// (dgx.Cluster.Workload), so that a reconciliation of the simulated fleet
+// (dgx.Cluster.Workload), added to the processes and utilisation the
+// host's faults give it, so that a reconciliation of the simulated fleet
 // finds GPUs busy, idle and used without an allocation. A workload the
 // probe's simulator would refuse is left out rather than break the probe.
 func (h *host) probeFaults() []byte {
@@ -154,7 +155,16 @@ func (h *host) probeFaults() []byte {
 	if len(h.faults) > 0 && json.Unmarshal(h.faults, &f) != nil {
 		return h.faults
 	}
-	f.Processes, f.Utilization = procs, util
+	// The host's own knobs first: a utilisation it was given stands.
+	f.Processes = append(f.Processes, procs...)
+	for g, u := range util {
+		if _, set := f.Utilization[g]; !set {
+			if f.Utilization == nil {
+				f.Utilization = map[int]uint32{}
+			}
+			f.Utilization[g] = u
+		}
+	}
 	if f.Validate() != nil {
 		return h.faults
 	}

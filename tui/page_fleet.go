@@ -112,7 +112,7 @@ type fleetView struct {
 	finished   int
 	counts     map[orchestrator.Class]int
 	// summary is the finished run's line, computed from its results
-	// (orchestrator.Summary, or report.Total after a probe: probed).
+	// (orchestrator.Summary, or render.ProbeTotal after a probe: probed).
 	summary string
 	probed  bool
 	results []orchestrator.HostResult

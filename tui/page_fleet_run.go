@@ -9,6 +9,7 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/render"
 )
 
 // The Fleet page's runs: a command or the probe started on the selected
@@ -97,7 +98,7 @@ func (v *fleetView) finish(msg fleetDone) {
 	v.stream.stop()
 	// The counts of the finished run are its results', counted by the
 	// functions the command line counts with: a probe's by what the
-	// probe saw (report.Total), a command's by how each host ended.
+	// probe saw (render.ProbeTotal), a command's by how each host ended.
 	v.counts = map[orchestrator.Class]int{}
 	for _, r := range results {
 		v.counts[r.Class]++
@@ -113,7 +114,7 @@ func (v *fleetView) finish(msg fleetDone) {
 				snaps[i] = r.probe.Snapshot
 			}
 		}
-		v.summary = report.Total(names, snaps, classes)
+		v.summary = render.ProbeTotal(names, snaps, classes)
 	}
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = v.summary

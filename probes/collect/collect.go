@@ -2,12 +2,14 @@
 // gpulab that calls go-nvml (which needs cgo); it runs inside the probe
 // binary pushed to hosts.
 //
-// Every NVML call is guarded three ways: the entry point is looked up in the
+// Every NVML call is guarded four ways: the entry point is looked up in the
 // loaded library first (calling a symbol the driver does not export kills
 // the process), a panic (go-nvml's mocks panic on what they do not
-// implement) is recovered, and a non-SUCCESS return is recorded in the
-// snapshot's Errors with the field's name. A refused field never stops the
-// collection.
+// implement) is recovered, a call that does not return within the
+// per-call deadline is given up (the GPU is marked Hung with the call's
+// name, and nothing more is asked of it), and a non-SUCCESS return is
+// recorded in the snapshot's Errors with the field's name. A refused
+// field never stops the collection, and a hung GPU never hangs the probe.
 package collect
 
 import (
@@ -31,12 +33,27 @@ type Options struct {
 	// ProcRoot is where /proc is read for process names and cgroups; "" for /proc.
 	ProcRoot string
 	Now      func() time.Time
+	// CallTimeout is how long one NVML call may take before its GPU is
+	// called hung (0: DefaultCallTimeout). After a first hang, calls get
+	// HungCallTimeout: a driver that hung once may hold its lock for
+	// every GPU, and the probe must still answer.
+	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout and HungCallTimeout bound one NVML call: a call
+// that takes seconds is already a sick GPU (an idle GPU without
+// persistence mode wakes in about a second).
+const (
+	DefaultCallTimeout = 5 * time.Second
+	HungCallTimeout    = time.Second
+)
 
 type collector struct {
 	lib  nvml.Interface
 	snap *report.Snapshot
 	opts Options
+	// hung maps a GPU index (-1: host-wide) to the call that hung on it.
+	hung map[int]string
 }
 
 // Collect reads everything NVML offers into a snapshot. lib must already
@@ -52,7 +69,7 @@ func Collect(lib nvml.Interface, o Options) *report.Snapshot {
 	s := &report.Snapshot{Schema: report.Schema, Host: o.Host, CollectedAt: start.UTC(), ProbeVersion: o.ProbeVersion,
 		NVML: report.NVMLState{Available: true}, GPUs: []report.GPU{}, Topology: []report.TopoLink{},
 		Processes: []report.Process{}, XIDs: []report.XIDEvent{}, Errors: []report.FieldError{}}
-	c := &collector{lib: lib, snap: s, opts: o}
+	c := newCollector(lib, s, o)
 	c.system()
 	var devices []nvml.Device
 	var count int
@@ -72,26 +89,130 @@ func Collect(lib nvml.Interface, o Options) *report.Snapshot {
 	return s
 }
 
+func newCollector(lib nvml.Interface, s *report.Snapshot, o Options) *collector {
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	return &collector{lib: lib, snap: s, opts: o, hung: map[int]string{}}
+}
+
+// resume is a collector that goes on from s: what hung there is not
+// asked again.
+func resume(lib nvml.Interface, s *report.Snapshot, o Options) *collector {
+	c := newCollector(lib, s, o)
+	for _, g := range s.GPUs {
+		if g.Hung != "" {
+			c.hung[g.Index] = g.Hung
+		}
+	}
+	for _, e := range s.Errors {
+		if e.Code == "HUNG" && e.GPU == nil {
+			c.hung[-1] = e.Field
+		}
+	}
+	return c
+}
+
+// Hung reports whether any NVML call of s was given up on: the probe then
+// leaves NVML without shutting it down (that would wait on the same lock).
+func Hung(s *report.Snapshot) bool {
+	for _, e := range s.Errors {
+		if e.Code == "HUNG" {
+			return true
+		}
+	}
+	return false
+}
+
 // call runs one NVML call for field, guarded (see the package doc).
 func (c *collector) call(field string, gpu *int, symbol string, fn func() nvml.Return) (ok bool) {
+	if c.skip(gpu) {
+		return false
+	}
 	if symbol != "" {
 		if err := c.lookup(symbol); err != nil {
 			c.fail(field, gpu, "MISSING_SYMBOL", fmt.Sprintf("the driver's libnvidia-ml does not export %s", symbol))
 			return false
 		}
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			c.fail(field, gpu, "PANIC", fmt.Sprint(p))
-			ok = false
-		}
-	}()
-	ret := fn()
-	if ret != nvml.SUCCESS {
-		c.fail(field, gpu, returnCode(ret), c.errorString(ret))
+	o := c.run(fn)
+	switch {
+	case o.hung:
+		c.markHung(field, gpu, symbol)
+		return false
+	case o.panicked:
+		c.fail(field, gpu, "PANIC", fmt.Sprint(o.panic))
+		return false
+	case o.ret != nvml.SUCCESS:
+		c.fail(field, gpu, returnCode(o.ret), c.errorString(o.ret))
 		return false
 	}
 	return true
+}
+
+// outcome is how one NVML call ended.
+type outcome struct {
+	ret      nvml.Return
+	panicked bool
+	panic    any
+	hung     bool
+}
+
+// run calls fn on a goroutine of its own and waits for it until the
+// deadline. A call given up on is left blocked: NVML offers no way to
+// cancel it, and the probe exits without waiting for it.
+func (c *collector) run(fn func() nvml.Return) outcome {
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{panicked: true, panic: p}
+			}
+		}()
+		done <- outcome{ret: fn()}
+	}()
+	d := c.opts.CallTimeout
+	if len(c.hung) > 0 {
+		d = min(d, HungCallTimeout)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case o := <-done:
+		return o
+	case <-t.C:
+		return outcome{hung: true}
+	}
+}
+
+// skip reports whether gpu (nil: host-wide) must not be asked anything
+// more: it, or NVML as a whole, hung.
+func (c *collector) skip(gpu *int) bool {
+	if _, all := c.hung[-1]; all {
+		return true
+	}
+	if gpu == nil {
+		return false
+	}
+	_, ok := c.hung[*gpu]
+	return ok
+}
+
+// markHung records that symbol did not return for field on gpu (nil:
+// host-wide, and then nothing more is asked of NVML).
+func (c *collector) markHung(field string, gpu *int, symbol string) {
+	key, d := -1, c.opts.CallTimeout
+	if gpu != nil {
+		key = *gpu
+	}
+	if len(c.hung) > 0 {
+		d = min(d, HungCallTimeout)
+	}
+	if symbol == "" {
+		symbol = "an NVML call"
+	}
+	c.hung[key] = symbol
+	c.fail(field, gpu, "HUNG", fmt.Sprintf("%s did not return within %v: nothing more was asked of this %s", symbol, d, map[bool]string{true: "GPU", false: "host's NVML"}[gpu != nil]))
 }
 
 // errorString is nvml.ErrorString, unless the library lacks it.
@@ -189,9 +310,78 @@ func (c *collector) gpu(i int, d nvml.Device) report.GPU {
 	if c.call(f("cpu_affinity"), idx, "nvmlDeviceGetCpuAffinity", func() (r nvml.Return) { aff, r = d.GetCpuAffinity(cpuWords()); return }) {
 		g.CPUAffinity = cpuList(aff)
 	}
+	c.firmware(&g, d, f)
+	c.recovery(&g, d, f)
 	c.processes(i, d)
+	g.Hung = c.hung[i]
 	g.Findings = findings(g)
 	return g
+}
+
+// firmware reads the GPU's VBIOS and inforom image versions.
+func (c *collector) firmware(g *report.GPU, d nvml.Device, f func(string) string) {
+	var v string
+	if c.call(f("vbios_version"), &g.Index, "nvmlDeviceGetVbiosVersion", func() (r nvml.Return) { v, r = d.GetVbiosVersion(); return }) {
+		g.VBIOSVersion = v
+	}
+	if c.call(f("inforom_image"), &g.Index, "nvmlDeviceGetInforomImageVersion", func() (r nvml.Return) { v, r = d.GetInforomImageVersion(); return }) {
+		g.InforomImage = v
+	}
+}
+
+// recovery reads what the driver says the GPU needs now: NVML's GPU
+// recovery action field (drivers 570 and newer; older ones refuse it,
+// recorded as the field's error).
+func (c *collector) recovery(g *report.GPU, d nvml.Device, f func(string) string) {
+	vals := []nvml.FieldValue{{FieldId: nvml.FI_DEV_GET_GPU_RECOVERY_ACTION}}
+	if !c.call(f("recovery_action"), &g.Index, "nvmlDeviceGetFieldValues", func() nvml.Return { return d.GetFieldValues(vals) }) {
+		return
+	}
+	if r := nvml.Return(vals[0].NvmlReturn); r != nvml.SUCCESS {
+		c.fail(f("recovery_action"), &g.Index, returnCode(r), c.errorString(r))
+		return
+	}
+	n, ok := fieldUint(vals[0])
+	if !ok {
+		c.fail(f("recovery_action"), &g.Index, "BAD_VALUE", fmt.Sprintf("value type %d is not a whole number", vals[0].ValueType))
+		return
+	}
+	g.RecoveryAction = recoveryName(nvml.DeviceGpuRecoveryAction(n))
+}
+
+// fieldUint is a field value's unsigned whole number.
+func fieldUint(v nvml.FieldValue) (uint64, bool) {
+	b := v.Value
+	le := func(n int) uint64 {
+		var x uint64
+		for k := n - 1; k >= 0; k-- {
+			x = x<<8 | uint64(b[k])
+		}
+		return x
+	}
+	switch nvml.ValueType(v.ValueType) {
+	case nvml.VALUE_TYPE_UNSIGNED_INT, nvml.VALUE_TYPE_SIGNED_INT:
+		return le(4), true
+	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, nvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return le(8), true
+	case nvml.VALUE_TYPE_UNSIGNED_SHORT:
+		return le(2), true
+	}
+	return 0, false
+}
+
+// recoveryName names a recovery action as the snapshot does.
+func recoveryName(a nvml.DeviceGpuRecoveryAction) string {
+	names := map[nvml.DeviceGpuRecoveryAction]string{
+		nvml.GPU_RECOVERY_ACTION_NONE: "none", nvml.GPU_RECOVERY_ACTION_GPU_RESET: "gpu_reset",
+		nvml.GPU_RECOVERY_ACTION_NODE_REBOOT: "node_reboot", nvml.GPU_RECOVERY_ACTION_DRAIN_P2P: "drain_p2p",
+		nvml.GPU_RECOVERY_ACTION_DRAIN_AND_RESET: "drain_and_reset", nvml.GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN: "recover_imex_domain",
+		nvml.GPU_RECOVERY_ACTION_BUS_RESET: "bus_reset", nvml.GPU_RECOVERY_ACTION_SYSTEM_REBOOT: "system_reboot",
+	}
+	if n, ok := names[a]; ok {
+		return n
+	}
+	return fmt.Sprintf("unknown(%d)", a)
 }
 
 // pcie reads the GPU's PCIe link: generation and width, current and
@@ -211,6 +401,19 @@ func (c *collector) pcie(g *report.GPU, d nvml.Device, f func(string) string) {
 	if c.call(f("pcie.width_max"), idx, "nvmlDeviceGetMaxPcieLinkWidth", func() (r nvml.Return) { v, r = d.GetMaxPcieLinkWidth(); return }) {
 		g.PCIe.WidthMax = ptr(v)
 	}
+	if c.call(f("pcie.gen_gpu_max"), idx, "nvmlDeviceGetGpuMaxPcieLinkGeneration", func() (r nvml.Return) { v, r = d.GetGpuMaxPcieLinkGeneration(); return }) {
+		g.PCIe.GenGPUMax = ptr(v)
+	}
+	g.PCIe.Replays = c.replays(g.Index, d)
+}
+
+// replays reads GPU i's PCIe replay counter.
+func (c *collector) replays(i int, d nvml.Device) *uint64 {
+	var v int
+	if c.call(fmt.Sprintf("gpu[%d].pcie.replays", i), &i, "nvmlDeviceGetPcieReplayCounter", func() (r nvml.Return) { v, r = d.GetPcieReplayCounter(); return }) && v >= 0 {
+		return ptr(uint64(v))
+	}
+	return nil
 }
 
 // sensors reads what the GPU measures now: memory, utilisation,
@@ -234,6 +437,15 @@ func (c *collector) sensors(g *report.GPU, d nvml.Device, f func(string) string)
 	}
 	if c.call(f("power_limit_w"), idx, "nvmlDeviceGetEnforcedPowerLimit", func() (r nvml.Return) { u, r = d.GetEnforcedPowerLimit(); return }) {
 		g.PowerLimitW = ptr(float64(u) / 1000)
+	}
+	if c.call(f("power_default_limit_w"), idx, "nvmlDeviceGetPowerManagementDefaultLimit", func() (r nvml.Return) { u, r = d.GetPowerManagementDefaultLimit(); return }) {
+		g.PowerDefaultLimitW = ptr(float64(u) / 1000)
+	}
+	if c.call(f("slowdown_c"), idx, "nvmlDeviceGetTemperatureThreshold", func() (r nvml.Return) {
+		u, r = d.GetTemperatureThreshold(nvml.TEMPERATURE_THRESHOLD_SLOWDOWN)
+		return
+	}) {
+		g.SlowdownC = ptr(u)
 	}
 	if c.call(f("sm_clock_mhz"), idx, "nvmlDeviceGetClockInfo", func() (r nvml.Return) { u, r = d.GetClockInfo(nvml.CLOCK_SM); return }) {
 		g.SMClockMHz = ptr(u)
@@ -328,7 +540,7 @@ func (c *collector) mig(i int, d nvml.Device) report.MIG {
 			var gi, ci int
 			var uuid string
 			field := fmt.Sprintf("gpu[%d].mig.device[%d]", i, j)
-			if !c.quietCall(func() (r nvml.Return) { md, r = d.GetMigDeviceHandleByIndex(j); return }) {
+			if !c.quietCallOn(&i, func() (r nvml.Return) { md, r = d.GetMigDeviceHandleByIndex(j); return }) {
 				continue
 			}
 			if c.call(field+".gpu_instance_id", &i, "nvmlDeviceGetGpuInstanceId", func() (r nvml.Return) { gi, r = md.GetGpuInstanceId(); return }) &&
@@ -340,7 +552,7 @@ func (c *collector) mig(i int, d nvml.Device) report.MIG {
 	}
 	for p := 0; p < nvml.GPU_INSTANCE_PROFILE_COUNT; p++ {
 		var info nvml.GpuInstanceProfileInfo
-		if !c.quietCall(func() (r nvml.Return) { info, r = d.GetGpuInstanceProfileInfo(p); return }) {
+		if !c.quietCallOn(&i, func() (r nvml.Return) { info, r = d.GetGpuInstanceProfileInfo(p); return }) {
 			continue // this GPU does not offer the profile
 		}
 		var gis []nvml.GpuInstance
@@ -366,7 +578,7 @@ func (c *collector) computeInstances(i int, gi nvml.GpuInstance, gInfo nvml.GpuI
 	var out []report.ComputeInstance
 	for cp := 0; cp < nvml.COMPUTE_INSTANCE_PROFILE_COUNT; cp++ {
 		var info nvml.ComputeInstanceProfileInfo
-		if !c.quietCall(func() (r nvml.Return) {
+		if !c.quietCallOn(&i, func() (r nvml.Return) {
 			info, r = gi.GetComputeInstanceProfileInfo(cp, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
 			return
 		}) {
@@ -396,14 +608,27 @@ func (c *collector) computeInstances(i int, gi nvml.GpuInstance, gInfo nvml.GpuI
 }
 
 // quietCall is a guarded call whose failure is expected (probing which
-// profiles exist) and not worth an error entry.
+// profiles exist) and not worth an error entry; a hang is still one (on
+// gpu, nil for host-wide).
 func (c *collector) quietCall(fn func() nvml.Return) (ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return fn() == nvml.SUCCESS
+	return c.quietCallOn(nil, fn)
+}
+
+func (c *collector) quietCallOn(gpu *int, fn func() nvml.Return) (ok bool) {
+	return c.quietField(gpu, "nvml", "", fn)
+}
+
+// quietField is quietCallOn naming the field and NVML function that a
+// hang is recorded against.
+func (c *collector) quietField(gpu *int, field, symbol string, fn func() nvml.Return) (ok bool) {
+	if c.skip(gpu) {
+		return false
+	}
+	o := c.run(fn)
+	if o.hung {
+		c.markHung(field, gpu, symbol)
+	}
+	return !o.hung && !o.panicked && o.ret == nvml.SUCCESS
 }
 
 // giProfileName names a GPU instance profile as nvidia-smi does:
@@ -425,7 +650,7 @@ func (c *collector) nvlinks(i int, d nvml.Device) []report.NVLink {
 			if !c.call(field+".state", &i, "nvmlDeviceGetNvLinkState", func() (r nvml.Return) { st, r = d.GetNvLinkState(l); return }) {
 				return nil // no NVLink at all on this GPU (or not readable): recorded once
 			}
-		} else if !c.quietCall(func() (r nvml.Return) { st, r = d.GetNvLinkState(l); return }) {
+		} else if !c.quietCallOn(&i, func() (r nvml.Return) { st, r = d.GetNvLinkState(l); return }) {
 			break // past the last link
 		}
 		link := report.NVLink{Link: l, Active: st == nvml.FEATURE_ENABLED}
@@ -460,7 +685,7 @@ func (c *collector) topology(devices []nvml.Device) {
 			caps := map[string]nvml.GpuP2PCapsIndex{"read": nvml.P2P_CAPS_INDEX_READ, "write": nvml.P2P_CAPS_INDEX_WRITE, "nvlink": nvml.P2P_CAPS_INDEX_NVLINK, "atomics": nvml.P2P_CAPS_INDEX_ATOMICS}
 			for name, ci := range caps {
 				var st nvml.GpuP2PStatus
-				if c.quietCall(func() (r nvml.Return) { st, r = devices[a].GetP2PStatus(devices[b], ci); return }) {
+				if c.quietCallOn(&a, func() (r nvml.Return) { st, r = devices[a].GetP2PStatus(devices[b], ci); return }) {
 					if link.P2P == nil {
 						link.P2P = map[string]string{}
 					}

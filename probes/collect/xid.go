@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -18,7 +17,7 @@ import (
 // WaitXIDs listens for NVML Xid events for d and appends them to s. It
 // returns early only if NVML refuses to set the listening up (recorded).
 func WaitXIDs(lib nvml.Interface, s *report.Snapshot, d time.Duration) {
-	c := &collector{lib: lib, snap: s}
+	c := resume(lib, s, Options{})
 	var set nvml.EventSet
 	if !c.call("xid_events", nil, "nvmlEventSetCreate", func() (r nvml.Return) { set, r = lib.EventSetCreate(); return }) {
 		return
@@ -94,7 +93,7 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 		n, err := f.Read(buf)
 		if n > 0 {
 			for _, line := range strings.Split(strings.TrimRight(string(buf[:n]), "\n"), "\n") {
-				b.WriteString(kmsgPrefix.ReplaceAllString(line, "")) // "prio,seq,usec,flags;message"
+				b.WriteString(withoutKmsgPrefix(line)) // "prio,seq,usec,flags;message"
 				b.WriteByte('\n')
 			}
 		}
@@ -121,7 +120,24 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 	}
 }
 
-var kmsgPrefix = regexp.MustCompile(`^\d+,\d+,\d+,[^;]*;`)
+// withoutKmsgPrefix drops a /dev/kmsg record's "prio,seq,usec,flags;"
+// (three numbers, then anything but ";", then ";") from line.
+func withoutKmsgPrefix(line string) string {
+	head, msg, ok := strings.Cut(line, ";")
+	if !ok {
+		return line
+	}
+	f := strings.SplitN(head, ",", 4)
+	if len(f) < 4 {
+		return line
+	}
+	for _, n := range f[:3] {
+		if n == "" || strings.Trim(n, "0123456789") != "" {
+			return line
+		}
+	}
+	return msg
+}
 
 // waitMS is how long one NVML event wait may block, in the milliseconds
 // nvmlEventSetWait takes, with left until the deadline: at most a second,

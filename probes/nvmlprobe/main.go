@@ -5,8 +5,14 @@
 //
 // Usage:
 //
-//	nvmlprobe [--mock dgxa100 [--mock-faults JSON]] [--kmsg] [--xid-wait 30s] [--timeout 20s]
+//	nvmlprobe [--mock dgxa100 [--mock-faults JSON]] [--kmsg] [--xid-wait 30s] [--window 2s] [--timeout 20s] [--call-timeout 5s]
 //	nvmlprobe --watch 2s [--count N]
+//
+// --window samples the GPUs for that long after the snapshot (clock-event
+// reasons, utilisation and PCIe generation every 100ms, the PCIe replay
+// counter at both ends), so that a rate is counted, never read once.
+// --call-timeout bounds each NVML call: a GPU whose call does not return
+// is named hung, with the call, and the probe goes on without it.
 //
 // --mock-faults gives the simulated machine faults, as the JSON of
 // sim/spec.Faults: {"nvlink_down":[[1,6]],"ecc":{"3":{"volatile_uncorrected":2}},
@@ -35,6 +41,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/dl"
@@ -55,7 +63,9 @@ func main() {
 	mockFaults := fs.String("mock-faults", "", "with --mock, what is wrong with the simulated machine (`JSON` of sim/spec.Faults)")
 	kmsg := fs.Bool("kmsg", false, "read recent NVRM Xid lines from the kernel log (/dev/kmsg) when readable")
 	xidWait := fs.Duration("xid-wait", 0, "listen for NVML Xid events this long after collecting")
-	timeout := fs.Duration("timeout", 20*time.Second, "watchdog: give up if NVML has not answered by then (plus --xid-wait)")
+	timeout := fs.Duration("timeout", 20*time.Second, "watchdog: give up if NVML has not answered by then (plus --xid-wait and --window)")
+	window := fs.Duration("window", 0, "sample the GPUs this long after collecting (clock events, PCIe generation and replays as rates)")
+	callTimeout := fs.Duration("call-timeout", collect.DefaultCallTimeout, "give up on one NVML call after this long, naming its GPU hung")
 	host := fs.String("host", "", "host name to report (default: os.Hostname)")
 	showVersion := fs.Bool("version", false, "print the probe's version")
 	watch := fs.Duration("watch", 0, "print a snapshot every `interval` (one JSON object per line) until killed or --count")
@@ -67,8 +77,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nvmlprobe: --watch takes an interval of 100ms or more, and --count needs --watch")
 		os.Exit(report.ExitUsage)
 	}
-	if *watch > 0 && *xidWait > 0 {
-		fmt.Fprintln(os.Stderr, "nvmlprobe: --xid-wait and --watch do not go together")
+	if *watch > 0 && (*xidWait > 0 || *window > 0) {
+		fmt.Fprintln(os.Stderr, "nvmlprobe: --xid-wait and --window do not go with --watch")
+		os.Exit(report.ExitUsage)
+	}
+	callSet := false
+	fs.Visit(func(f *flag.Flag) { callSet = callSet || f.Name == "call-timeout" })
+	if !callSet { // the default bows to a shorter --timeout
+		*callTimeout = min(*callTimeout, *timeout)
+	}
+	if *window < 0 || *window > 10*time.Minute || *callTimeout <= 0 || *callTimeout > *timeout || callSet && *callTimeout < 100*time.Millisecond {
+		fmt.Fprintln(os.Stderr, "nvmlprobe: --window takes 0 to 10m, and --call-timeout 100ms up to --timeout")
 		os.Exit(report.ExitUsage)
 	}
 	if *showVersion {
@@ -92,8 +111,17 @@ func main() {
 		}
 		mach = m
 	}
-	watchdog := time.AfterFunc(*timeout+*xidWait, func() {
-		fmt.Fprintf(os.Stderr, "nvmlprobe: NVML did not answer within %v; giving up (the driver may be hung: check dmesg for Xid errors)\n", *timeout+*xidWait)
+	// Stopped (the run cancelled, a timeout): what the simulation wrote
+	// goes with it.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		<-stop
+		mach.cleanup()
+		os.Exit(143)
+	}()
+	watchdog := time.AfterFunc(*timeout+*xidWait+*window, func() {
+		fmt.Fprintf(os.Stderr, "nvmlprobe: NVML did not answer within %v; giving up (the driver may be hung: check dmesg for Xid errors)\n", *timeout+*xidWait+*window)
 		mach.cleanup()
 		os.Exit(report.ExitWatchdog)
 	})
@@ -102,12 +130,12 @@ func main() {
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	opts := collect.Options{Host: name, ProbeVersion: version}
+	opts := collect.Options{Host: name, ProbeVersion: version, CallTimeout: *callTimeout}
 	if mach != nil {
 		opts.ProcRoot = mach.procRoot
 	}
 	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
-	code := run(opts, mach, *kmsg, *xidWait, w)
+	code := run(opts, mach, *kmsg, *xidWait, *window, w)
 	watchdog.Stop()
 	mach.cleanup()
 	os.Exit(code)
@@ -140,7 +168,7 @@ func (m *simulated) cleanup() {
 }
 
 // run collects from mock's NVML, or from the driver's when mock is nil.
-func run(opts collect.Options, mock *simulated, kmsg bool, xidWait time.Duration, w watcher) int {
+func run(opts collect.Options, mock *simulated, kmsg bool, xidWait, window time.Duration, w watcher) int {
 	start := time.Now()
 	var lib nvml.Interface
 	simulated := mock != nil
@@ -164,11 +192,21 @@ func run(opts collect.Options, mock *simulated, kmsg bool, xidWait time.Duration
 		}
 		return emit(empty(opts, start, state), code)
 	}
-	defer lib.Shutdown()
+	var s *report.Snapshot
+	defer func() {
+		// A hung call may hold NVML's lock: shutting down would wait on
+		// it, and the snapshot is what matters now.
+		if s == nil || !collect.Hung(s) {
+			lib.Shutdown()
+		}
+	}()
 	if w.every > 0 {
 		return watch(lib, opts, simulated, w)
 	}
-	s := collect.Collect(lib, opts)
+	s = collect.Collect(lib, opts)
+	if window > 0 {
+		collect.Sample(lib, s, opts, window, collect.DefaultSampleEvery)
+	}
 	s.Simulated = simulated
 	if simulated {
 		s.NVML.Library = "simulated dgxa100 (go-nvml mock)"

@@ -61,12 +61,14 @@ func DGXA100With(f Faults) *server.Server {
 		identity(d, i, f.Machine)
 		d.MemoryInfo = nvml.Memory{Total: spec.MemoryTotalMiB << 20, Used: uint64(f.MemoryUsedMiB(i)) << 20,
 			Free: uint64(f.MemoryFreeMiB(i)) << 20}
-		readings(d, i)
+		readings(d, i, f)
 		health(d, i, f)
 		links(d, i, f)
 		placement(d, i, f)
 		mig(d, i, f)
 		processes(d, i, f)
+		state(d, i, f)
+		hang(d, f.NVMLHang[i])
 		d.RegisterEventsFunc = func(types uint64, set nvml.EventSet) nvml.Return {
 			es, ok := set.(*eventSet)
 			if !ok {
@@ -91,24 +93,35 @@ func identity(d *server.Device, i int, machine string) {
 	d.GetSerialFunc = func() (string, nvml.Return) { return spec.Serial(machine, i), nvml.SUCCESS }
 }
 
-// readings are the idle figures of the recorded machine.
-func readings(d *server.Device, i int) {
-	d.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
-	d.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 4, nvml.SUCCESS }
+// readings are the idle figures of the recorded machine, and f's
+// temperature, power limit and PCIe generation.
+func readings(d *server.Device, i int, f Faults) {
+	d.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return f.LinkGen(i), nvml.SUCCESS }
+	d.GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return spec.PCIeGen, nvml.SUCCESS }
+	d.GetGpuMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return spec.PCIeGen, nvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
 	d.GetMaxPcieLinkWidthFunc = func() (int, nvml.Return) { return 16, nvml.SUCCESS }
 	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-		return uint32(spec.TemperatureC[i]), nvml.SUCCESS
+		return uint32(f.Temperature(i)), nvml.SUCCESS
+	}
+	d.GetTemperatureThresholdFunc = func(t nvml.TemperatureThresholds) (uint32, nvml.Return) {
+		switch t {
+		case nvml.TEMPERATURE_THRESHOLD_SLOWDOWN:
+			return spec.SlowdownC, nvml.SUCCESS
+		case nvml.TEMPERATURE_THRESHOLD_SHUTDOWN:
+			return spec.ShutdownC, nvml.SUCCESS
+		}
+		return 0, nvml.ERROR_NOT_SUPPORTED
 	}
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return uint32(spec.PowerMilliW[i]), nvml.SUCCESS }
-	d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return spec.PowerLimitW * 1000, nvml.SUCCESS }
+	d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return uint32(f.PowerLimit(i)) * 1000, nvml.SUCCESS }
+	d.GetPowerManagementDefaultLimitFunc = func() (uint32, nvml.Return) { return spec.PowerLimitW * 1000, nvml.SUCCESS }
 	d.GetClockInfoFunc = func(t nvml.ClockType) (uint32, nvml.Return) {
 		if t == nvml.CLOCK_MEM {
 			return 1215, nvml.SUCCESS
 		}
 		return 210, nvml.SUCCESS
 	}
-	d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return nvml.ClocksEventReasonGpuIdle, nvml.SUCCESS }
 	d.GetPersistenceModeFunc = func() (nvml.EnableState, nvml.Return) { return nvml.FEATURE_ENABLED, nvml.SUCCESS }
 	d.GetComputeModeFunc = func() (nvml.ComputeMode, nvml.Return) { return nvml.COMPUTEMODE_DEFAULT, nvml.SUCCESS }
 }

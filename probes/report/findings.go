@@ -132,8 +132,10 @@ func gpuEntities(g GPU) []Entity {
 
 // GPUFindings are what one GPU's own counters show wrong: a downtrained
 // PCIe link, row remaps failed or pending, uncorrected ECC errors since
-// the driver loaded, page retirement pending. Their messages are the
-// GPU's Findings in the snapshot.
+// the driver loaded, page retirement pending, then what stateFindings
+// reads (a hung NVML call, the driver's recovery action, the sampling
+// window's rates, the thermal margin and the power cap). Their messages
+// are the GPU's Findings in the snapshot.
 func GPUFindings(g GPU) []Finding {
 	var out []Finding
 	add := func(f Finding) {
@@ -167,6 +169,9 @@ func GPUFindings(g GPU) []Finding {
 			Message:  "page retirement pending: reset the GPU to apply it",
 			Evidence: []string{fmt.Sprintf("retired_pages: single-bit %d, double-bit %d, pending true", rp.SingleBit, rp.DoubleBit)}})
 	}
+	for _, f := range stateFindings(g) {
+		add(f)
+	}
 	return out
 }
 
@@ -194,7 +199,14 @@ func Findings(s *Snapshot) []Finding {
 		}
 		out = append(out, f)
 	}
-	if s.NVML.Available && len(s.GPUs) == 0 {
+	if e := HungHost(s); e != nil {
+		// NVML stopped answering for the whole host: nothing after the
+		// hung call was read, and no GPU can be called missing.
+		out = append(out, Finding{Check: "nvml-hung", Fatal: true, Action: ActionReboot,
+			Message:  "NVML hung: " + e.Message,
+			Evidence: []string{e.Field + ": " + e.Code + ": " + e.Message}})
+	}
+	if s.NVML.Available && len(s.GPUs) == 0 && GPUCountRead(s) {
 		// The driver answers and counts no device: on a GPU node every
 		// GPU is gone (off the bus, or never enumerated).
 		out = append(out, Finding{Check: "gpu-missing", Fatal: true, Action: ActionReboot,
@@ -222,6 +234,31 @@ func Findings(s *Snapshot) []Finding {
 			Evidence: []string{e.Field + ": " + e.Code + ": " + e.Message}})
 	}
 	return out
+}
+
+// HungHost is the error of a host-wide NVML call that did not return
+// (nothing more was asked of NVML after it); nil if none hung.
+func HungHost(s *Snapshot) *FieldError {
+	for i, e := range s.Errors {
+		if e.Code == "HUNG" && e.GPU == nil {
+			return &s.Errors[i]
+		}
+	}
+	return nil
+}
+
+// GPUCountRead reports whether NVML's device count was read: a count of
+// zero means no GPU only then.
+func GPUCountRead(s *Snapshot) bool {
+	if HungHost(s) != nil {
+		return false
+	}
+	for _, e := range s.Errors {
+		if e.Field == "device_count" {
+			return false
+		}
+	}
+	return true
 }
 
 // nvmlSaysFindings are what NVML's own returns say a GPU needs, read as

@@ -46,6 +46,28 @@ type probeCheck struct {
 	ready func(s *Snapshot) bool
 }
 
+// ProbeChecks lists the checks the probe's findings are made by, in
+// Findings' order: the names a runbook's probe-check rule takes.
+func ProbeChecks() []string {
+	out := make([]string, len(probeChecks))
+	for i, c := range probeChecks {
+		out[i] = c.name
+	}
+	return out
+}
+
+// CheckMade reports whether s holds the evidence check needs, so that no
+// finding of it means the check passed; false for a check it does not
+// know.
+func CheckMade(s *Snapshot, check string) bool {
+	for _, c := range probeChecks {
+		if c.name == check {
+			return s != nil && s.NVML.Available && HungHost(s) == nil && c.ready(s)
+		}
+	}
+	return false
+}
+
 // everyGPU reports whether s has GPUs and ok holds for each.
 func everyGPU(s *Snapshot, ok func(GPU) bool) bool {
 	if len(s.GPUs) == 0 {
@@ -61,8 +83,11 @@ func everyGPU(s *Snapshot, ok func(GPU) bool) bool {
 
 // probeChecks are the checks Findings makes, in its order.
 var probeChecks = []probeCheck{
-	{"nvlink-down", func(s *Snapshot) bool { return len(s.GPUs) == 1 || len(s.Topology) > 0 }},
-	{"gpu-missing", func(s *Snapshot) bool { return true }},
+	// A hung GPU's links and pairs were not read.
+	{"nvlink-down", func(s *Snapshot) bool {
+		return (len(s.GPUs) == 1 || len(s.Topology) > 0) && everyGPU(s, func(g GPU) bool { return g.Hung == "" })
+	}},
+	{"gpu-missing", func(s *Snapshot) bool { return GPUCountRead(s) }},
 	// NVML's returns for every GPU were read: a GPU that answered is not
 	// lost, and needs no reset by NVML's word.
 	{"gpu-lost", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
@@ -76,6 +101,31 @@ var probeChecks = []probeCheck{
 	{"page-retirement-pending", func(s *Snapshot) bool {
 		// A100 and newer remap rows instead: their row-remap state answers.
 		return everyGPU(s, func(g GPU) bool { return g.RetiredPages != nil || g.RemappedRows != nil })
+	}},
+	{"nvml-hung", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{"recovery-action", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RecoveryAction != "" }) }},
+	{"clock-events", func(s *Snapshot) bool {
+		return everyGPU(s, func(g GPU) bool { return g.Window != nil && g.Window.Samples >= MinWindowSamples })
+	}},
+	// A GPU busy in the window showed its link under load; an idle one
+	// whose link stayed at its maximum showed it trains there. An idle
+	// link below its maximum is the power-saving down-shift: it shows
+	// nothing either way.
+	{"pcie-gen", func(s *Snapshot) bool {
+		return everyGPU(s, func(g GPU) bool {
+			w := g.Window
+			return w != nil && g.PCIe.GenMax != nil &&
+				(w.Busy >= MinWindowSamples || w.PCIeSamples >= MinWindowSamples && w.Busy == 0 && w.PCIeGenBelowIdle == 0)
+		})
+	}},
+	{"pcie-replays", func(s *Snapshot) bool {
+		return everyGPU(s, func(g GPU) bool { return g.Window != nil && g.Window.ReplaysDelta != nil })
+	}},
+	{"thermal-margin", func(s *Snapshot) bool {
+		return everyGPU(s, func(g GPU) bool { return g.SlowdownC != nil && g.TemperatureC != nil })
+	}},
+	{"power-cap", func(s *Snapshot) bool {
+		return everyGPU(s, func(g GPU) bool { return g.PowerLimitW != nil && g.PowerDefaultLimitW != nil })
 	}},
 	{"xid", func(s *Snapshot) bool { return s.XIDHistory }},
 }
@@ -142,7 +192,7 @@ func HealthEvents(node string, s *Snapshot, at time.Time) []HealthEvent {
 		out = append(out, e)
 	}
 	for _, c := range probeChecks {
-		if found[c.name] || !c.ready(s) {
+		if found[c.name] || !CheckMade(s, c.name) {
 			continue
 		}
 		e := event(c.name)

@@ -138,24 +138,6 @@ func TestContainerFromCgroup(t *testing.T) {
 	}
 }
 
-// The one count of a probe run: a host without NVML or without a
-// snapshot failed, a host with findings is flagged, not ok, and so is one
-// whose NVML answers with no GPU.
-func TestTotal(t *testing.T) {
-	one := []GPU{{Index: 0}}
-	healthy := &Snapshot{NVML: NVMLState{Available: true}, GPUs: one}
-	noNVML := &Snapshot{NVML: NVMLState{Available: false, Error: "libnvidia-ml.so.1 not found"}}
-	gpu := 0
-	flagged := &Snapshot{NVML: NVMLState{Available: true}, GPUs: one, XIDs: []XIDEvent{{Code: 79, GPU: &gpu}}}
-	noGPU := &Snapshot{NVML: NVMLState{Available: true}}
-	// g printed a whole snapshot and was lost before its probe ended:
-	// no evidence, failed for that, never ok.
-	got := Total([]string{"a", "b", "c", "d", "e", "f", "g", "h"}, []*Snapshot{healthy, noNVML, flagged, nil, nil, nil, healthy, noGPU}, []string{"ok", "exit", "ok", "refused", "refused", "ok", "lost", "ok"})
-	if want := "8 hosts: 1 ok, 2 flagged (c,h), 5 failed: 1 no NVML (b), 2 refused (d,e), 1 no snapshot (f), 1 lost (g)"; got != want {
-		t.Errorf("Total = %q, want %q", got, want)
-	}
-}
-
 // A probe asked for the kernel's Xid history (--kmsg) that could not read
 // it is flagged: "no Xid" would be a reading nobody made. On a simulated
 // host it is said, not flagged (there is no kernel log of its own to read).

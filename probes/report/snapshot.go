@@ -45,8 +45,11 @@ type Snapshot struct {
 	// XIDHistory: the kernel log's Xid lines were read to the end
 	// (--kmsg), so XIDs holds every Xid since the log began, not only
 	// those of the probe's own window.
-	XIDHistory bool         `json:"xid_history,omitempty"`
-	Errors     []FieldError `json:"errors"`
+	XIDHistory bool `json:"xid_history,omitempty"`
+	// WindowSeconds is how long the probe sampled the GPUs (--window);
+	// 0: one reading, and no rate (GPU.Window is nil).
+	WindowSeconds float64      `json:"window_seconds,omitempty"`
+	Errors        []FieldError `json:"errors"`
 }
 
 // NVMLState says whether NVML could be used.
@@ -76,6 +79,27 @@ type GPU struct {
 	ThrottleReasons []string `json:"throttle_reasons,omitempty"`
 	PersistenceMode *bool    `json:"persistence_mode,omitempty"`
 	ComputeMode     string   `json:"compute_mode,omitempty"`
+	// SlowdownC is the temperature at which the GPU slows its clocks
+	// (NVML's slowdown threshold); its margin is SlowdownC - TemperatureC.
+	SlowdownC *uint32 `json:"slowdown_c,omitempty"`
+	// PowerDefaultLimitW is the board's default power limit: an enforced
+	// limit below it is a cap someone set.
+	PowerDefaultLimitW *float64 `json:"power_default_limit_w,omitempty"`
+	// VBIOSVersion and InforomImage identify the GPU's firmware
+	// ("92.00.36.00.04", "G506.0200.00.04"): a fleet should agree.
+	VBIOSVersion string `json:"vbios_version,omitempty"`
+	InforomImage string `json:"inforom_image,omitempty"`
+	// RecoveryAction is what the driver says the GPU needs now (NVML's
+	// GPU recovery action field, drivers 570 and newer): none,
+	// gpu_reset, node_reboot, drain_p2p, drain_and_reset,
+	// recover_imex_domain, bus_reset, system_reboot.
+	RecoveryAction string `json:"recovery_action,omitempty"`
+	// Hung names the NVML call that did not return within the probe's
+	// per-call deadline; the GPU's fields after it were not read.
+	Hung string `json:"hung,omitempty"`
+	// Window is what the probe saw over its sampling window; nil for
+	// one reading.
+	Window *Window `json:"window,omitempty"`
 
 	ECC          ECC           `json:"ecc"`
 	RetiredPages *RetiredPages `json:"retired_pages,omitempty"`
@@ -97,6 +121,41 @@ type PCIe struct {
 	GenMax       *int `json:"gen_max,omitempty"`
 	WidthCurrent *int `json:"width_current,omitempty"`
 	WidthMax     *int `json:"width_max,omitempty"`
+	// GenGPUMax is the GPU's own maximum generation; GenMax is what the
+	// GPU and its slot allow together, so GenMax < GenGPUMax is the
+	// slot's limit, not the GPU's fault.
+	GenGPUMax *int `json:"gen_gpu_max,omitempty"`
+	// Replays is the link's replay counter since the GPU's reset: a
+	// replay resends a packet the other end could not read.
+	Replays *uint64 `json:"replays,omitempty"`
+}
+
+// Window is what the probe saw of a GPU over its sampling window
+// (Snapshot.WindowSeconds): how many samples it took and in how many of
+// them each condition held. A rate is counted over the samples, never
+// taken from one reading.
+type Window struct {
+	// Samples counts the samples whose clock-event reasons were read.
+	Samples int `json:"samples"`
+	// PCIeSamples counts the samples whose utilisation and PCIe link
+	// generation were both read (NVML gives no utilisation in MIG
+	// mode); Busy counts those in which the GPU's utilisation was above
+	// zero.
+	PCIeSamples int `json:"pcie_samples"`
+	Busy        int `json:"busy"`
+	// ClockEvents counts, per clock-event reason (ThrottleReasons'
+	// names), the samples in which it was active.
+	ClockEvents map[string]int `json:"clock_events,omitempty"`
+	// PCIeGenBelowBusy counts the busy samples in which the link ran
+	// below GenMax; PCIeGenBusyMin is the lowest generation seen busy.
+	PCIeGenBelowBusy int  `json:"pcie_gen_below_max_busy"`
+	PCIeGenBusyMin   *int `json:"pcie_gen_busy_min,omitempty"`
+	// PCIeGenBelowIdle counts the idle samples below GenMax: a link
+	// shifts down when idle to save power, which is normal.
+	PCIeGenBelowIdle int `json:"pcie_gen_below_max_idle"`
+	// ReplaysDelta is how much the PCIe replay counter rose over the
+	// window; nil when it could not be read at both ends.
+	ReplaysDelta *uint64 `json:"pcie_replays_delta,omitempty"`
 }
 
 // Memory is framebuffer memory in MiB.

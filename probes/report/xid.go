@@ -2,7 +2,6 @@ package report
 
 import (
 	_ "embed"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,22 +183,46 @@ func nodeAction(immediate string) bool {
 	return true
 }
 
-// kmsgXid matches the driver's line: "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus."
-var kmsgXid = regexp.MustCompile(`NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+),\s*(.*)$`)
-
-// ParseKmsgXIDs finds Xid lines in kernel log text (dmesg, /dev/kmsg).
+// ParseKmsgXIDs finds Xid lines in kernel log text (dmesg, /dev/kmsg):
+// the driver's "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen
+// off the bus.", wherever it is in the line.
 func ParseKmsgXIDs(text string) []XIDEvent {
 	var out []XIDEvent
 	for _, line := range strings.Split(text, "\n") {
-		m := kmsgXid.FindStringSubmatch(strings.TrimRight(line, "\r"))
-		if m == nil {
-			continue
+		if x, ok := kmsgXid(strings.TrimRight(line, "\r")); ok {
+			out = append(out, x)
 		}
-		code, err := strconv.Atoi(m[2])
-		if err != nil {
-			continue
-		}
-		out = append(out, XIDEvent{Code: code, PCIBusID: m[1], Source: "kmsg", Message: strings.TrimSpace(m[3]), XIDInfo: DecodeXID(code)})
 	}
 	return out
 }
+
+// kmsgXid reads the Xid of one kernel log line: the PCI address (hex
+// digits, colons and dots), the code, then a comma and the message.
+func kmsgXid(line string) (XIDEvent, bool) {
+	const mark = "NVRM: Xid (PCI:"
+	for at := 0; ; {
+		k := strings.Index(line[at:], mark)
+		if k < 0 {
+			return XIDEvent{}, false
+		}
+		rest := line[at+k+len(mark):]
+		at += k + len(mark)
+		bus := strings.IndexFunc(rest, func(r rune) bool { return !isHex(r) && r != ':' && r != '.' })
+		if bus <= 0 || !strings.HasPrefix(rest[bus:], "): ") {
+			continue
+		}
+		digits := rest[bus+3:]
+		n := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' })
+		if n <= 0 || digits[n] != ',' {
+			continue
+		}
+		code, err := strconv.Atoi(digits[:n])
+		if err != nil {
+			continue
+		}
+		msg := strings.TrimSpace(digits[n+1:])
+		return XIDEvent{Code: code, PCIBusID: rest[:bus], Source: "kmsg", Message: msg, XIDInfo: DecodeXID(code)}, true
+	}
+}
+
+func isHex(r rune) bool { return '0' <= r && r <= '9' || 'a' <= r && r <= 'f' || 'A' <= r && r <= 'F' }

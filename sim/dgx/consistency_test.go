@@ -3,6 +3,7 @@ package dgx
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,15 +19,17 @@ import (
 	"github.com/gpulab/gpulab/step/parse"
 )
 
-// probe is what gpulab's probe reports for the machine with faults f: the
-// collector over probes/nvmlsim's NVML mock, Xids read from NVML events.
-func probe(t *testing.T, f spec.Faults) *report.Snapshot {
+// windowedProbe is what gpulab's probe reports for the machine with
+// faults f: the collector over probes/nvmlsim's NVML mock, a sampling
+// window of twenty readings, Xids read from NVML events.
+func windowedProbe(t *testing.T, f spec.Faults) *report.Snapshot {
 	t.Helper()
 	s := nvmlsim.DGXA100With(f)
 	if r := s.Init(); r != nvml.SUCCESS {
 		t.Fatal(r)
 	}
 	snap := collect.Collect(s, collect.Options{})
+	collect.Sample(s, snap, collect.Options{}, 20*time.Millisecond, time.Millisecond)
 	collect.WaitXIDs(s, snap, 10*time.Millisecond)
 	return snap
 }
@@ -60,18 +63,70 @@ func (a *agreement) out(args ...string) string {
 // Each fault reads the same in every tool and in the probe, for several
 // plans (and a healthy host).
 func TestToolsAgreeWithTheProbe(t *testing.T) {
-	cases := []spec.Faults{{}}
+	cases := []spec.Faults{{}, stateFaults}
 	for seed := int64(1); seed <= 6; seed++ {
 		cases = append(cases, sickOf(seed))
 	}
 	for n, f := range cases {
-		a := &agreement{t: t, name: fmt.Sprintf("case %d (%v)", n, f.NVLinkDown), h: testHost(f), f: f, snap: probe(t, f)}
+		a := &agreement{t: t, name: fmt.Sprintf("case %d (%v)", n, f.NVLinkDown), h: testHost(f), f: f, snap: windowedProbe(t, f)}
 		a.topo = must[*parse.Topo](t)(parse.ParseTopo(a.out("nvidia-smi", "topo", "-m")))
 		a.nvlink()
 		a.gpus()
 		a.mig()
 		a.xids()
 		a.dcgm()
+		a.state()
+	}
+}
+
+// stateFaults turns every state knob but the hang (nvidia-smi would hang
+// with it, as the real one does).
+var stateFaults = spec.Faults{PCIeGen: map[int]int{5: 2}, Utilization: map[int]uint32{5: 95}, PCIeReplays: map[int]uint64{5: 40},
+	Throttle: map[int][]string{2: {"hw_slowdown", "hw_thermal_slowdown"}}, TemperatureC: map[int]int{2: 87},
+	PowerLimitW: map[int]int{4: 250}, RecoveryAction: map[int]string{3: "drain_and_reset", 1: "gpu_reset"}, VBIOS: "92.00.36.00.02"}
+
+// state: PCIe generation, temperature, power limit, reset status,
+// replays, VBIOS and clock-event reasons in -q and the probe.
+func (a *agreement) state() {
+	t, name, f, snap := a.t, a.name, a.f, a.snap
+	q := must[*parse.Query](t)(parse.ParseQuery(a.out("nvidia-smi", "-q")))
+	for g, p := range snap.GPUs {
+		qg := q.GPUs[g]
+		if *qg.PCIeGenCurrent != *p.PCIe.GenCurrent || *qg.PCIeGenMax != *p.PCIe.GenMax || *p.PCIe.GenCurrent != f.LinkGen(g) {
+			t.Errorf("%s: GPU%d PCIe gen: -q %d of %d, probe %d of %d", name, g, *qg.PCIeGenCurrent, *qg.PCIeGenMax, *p.PCIe.GenCurrent, *p.PCIe.GenMax)
+		}
+		if *qg.PowerLimitW != *p.PowerLimitW || qg.Fields["GPU Power Readings/Default Power Limit"] != fmt.Sprintf("%.2f W", *p.PowerDefaultLimitW) {
+			t.Errorf("%s: GPU%d power limit: -q %v (default %s), probe %v of %v", name, g, *qg.PowerLimitW, qg.Fields["GPU Power Readings/Default Power Limit"], *p.PowerLimitW, *p.PowerDefaultLimitW)
+		}
+		if qg.Fields["Temperature/GPU Slowdown Temp"] != fmt.Sprintf("%d C", *p.SlowdownC) || qg.Fields["VBIOS Version"] != p.VBIOSVersion {
+			t.Errorf("%s: GPU%d slowdown %s VBIOS %s, probe %d %s", name, g, qg.Fields["Temperature/GPU Slowdown Temp"], qg.Fields["VBIOS Version"], *p.SlowdownC, p.VBIOSVersion)
+		}
+		reset := qg.Fields["GPU Reset Status/Reset Required"] == "Yes"
+		drain := qg.Fields["GPU Reset Status/Drain and Reset Recommended"] == "Yes"
+		if reset != (p.RecoveryAction != "none") || drain != (p.RecoveryAction == "drain_and_reset") {
+			t.Errorf("%s: GPU%d reset status: -q reset %v drain %v, probe %s", name, g, reset, drain, p.RecoveryAction)
+		}
+		if qg.Fields["PCI/Replays Since Reset"] != fmt.Sprint(*p.PCIe.Replays+*p.Window.ReplaysDelta) {
+			t.Errorf("%s: GPU%d replays: -q %s, probe %d then +%d", name, g, qg.Fields["PCI/Replays Since Reset"], *p.PCIe.Replays, *p.Window.ReplaysDelta)
+		}
+		var active []string
+		for _, r := range spec.ThrottleReasons {
+			if p.Window.ClockEvents[r] > 0 {
+				active = append(active, r)
+			}
+		}
+		var qActive []string
+		for key, r := range map[string]string{"SW Power Cap": "sw_power_cap", "HW Slowdown": "hw_slowdown", "HW Thermal Slowdown": "hw_thermal_slowdown",
+			"HW Power Brake Slowdown": "hw_power_brake_slowdown", "SW Thermal Slowdown": "sw_thermal_slowdown"} {
+			if qg.Fields["Clocks Event Reasons/"+key] == "Active" {
+				qActive = append(qActive, r)
+			}
+		}
+		slices.Sort(active)
+		slices.Sort(qActive)
+		if !slices.Equal(active, qActive) {
+			t.Errorf("%s: GPU%d clock events: -q %v, probe %v", name, g, qActive, active)
+		}
 	}
 }
 

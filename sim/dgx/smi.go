@@ -163,14 +163,14 @@ var queryFields = map[string]func(h *Host, i int) (header, value string){
 	},
 	"utilization.gpu":    func(_ *Host, i int) (string, string) { return "utilization.gpu [%]", "0 %" },
 	"utilization.memory": func(_ *Host, i int) (string, string) { return "utilization.memory [%]", "0 %" },
-	"temperature.gpu": func(_ *Host, i int) (string, string) {
-		return "temperature.gpu", strconv.Itoa(spec.TemperatureC[i])
+	"temperature.gpu": func(h *Host, i int) (string, string) {
+		return "temperature.gpu", strconv.Itoa(h.Faults.Temperature(i))
 	},
 	"power.draw": func(_ *Host, i int) (string, string) {
 		return "power.draw [W]", fmt.Sprintf("%.2f W", float64(spec.PowerMilliW[i])/1000)
 	},
-	"power.limit": func(_ *Host, i int) (string, string) {
-		return "power.limit [W]", fmt.Sprintf("%d.00 W", spec.PowerLimitW)
+	"power.limit": func(h *Host, i int) (string, string) {
+		return "power.limit [W]", fmt.Sprintf("%d.00 W", h.Faults.PowerLimit(i))
 	},
 	"persistence_mode": func(_ *Host, i int) (string, string) { return "persistence_mode", "Enabled" },
 	"pstate":           func(_ *Host, i int) (string, string) { return "pstate", "P0" },
@@ -188,8 +188,8 @@ var queryFields = map[string]func(h *Host, i int) (header, value string){
 	"mig.mode.pending": func(h *Host, i int) (string, string) { return "mig.mode.pending", enabled(h.Faults.MIGOn(i)) },
 	"clocks.sm":        func(_ *Host, i int) (string, string) { return "clocks.current.sm [MHz]", "210 MHz" },
 	"clocks.mem":       func(_ *Host, i int) (string, string) { return "clocks.current.memory [MHz]", "1215 MHz" },
-	"pcie.link.gen.current": func(_ *Host, i int) (string, string) {
-		return "pcie.link.gen.current", "4"
+	"pcie.link.gen.current": func(h *Host, i int) (string, string) {
+		return "pcie.link.gen.current", strconv.Itoa(h.Faults.LinkGen(i))
 	},
 	"pcie.link.width.current": func(_ *Host, i int) (string, string) {
 		return "pcie.link.width.current", "16"

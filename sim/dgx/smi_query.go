@@ -164,6 +164,7 @@ func (h *Host) queryValues(i int) map[string]string {
 		"Remapped Rows/Bank Remap Availability Histogram/Max":  "640 bank(s)",
 		"Remapped Rows/Bank Remap Availability Histogram/High": "0 bank(s)",
 	}
+	h.stateValues(i, v)
 	if pending {
 		// A remapped row takes a bank from Max to High, as in
 		// testdata/fixtures/nvidia-smi-q/a100-sxm4-80gb-drv510-ecc-remap-excerpt.txt.
@@ -171,6 +172,44 @@ func (h *Host) queryValues(i int) map[string]string {
 		v["Remapped Rows/Bank Remap Availability Histogram/High"] = "1 bank(s)"
 	}
 	return v
+}
+
+// stateValues sets the fields of GPU i's -q block that the state knobs
+// change: PCIe generation and replays, clock-event reasons, temperature,
+// power limit, reset status and VBIOS (the fields the probe reads from
+// NVML, in nvidia-smi's words).
+func (h *Host) stateValues(i int, v map[string]string) {
+	f := h.Faults
+	gen := fmt.Sprint(f.LinkGen(i))
+	v["PCI/GPU Link Info/PCIe Generation/Current"] = gen
+	v["PCI/GPU Link Info/PCIe Generation/Device Current"] = gen
+	v["PCI/Replays Since Reset"] = fmt.Sprint(f.PCIeReplays[i])
+	v["VBIOS Version"] = f.VBIOSOf()
+	active := map[string]string{}
+	for _, r := range f.Throttle[i] {
+		active[r] = "Active"
+	}
+	for key, reason := range map[string]string{"SW Power Cap": "sw_power_cap", "HW Slowdown": "hw_slowdown",
+		"HW Thermal Slowdown": "hw_thermal_slowdown", "HW Power Brake Slowdown": "hw_power_brake_slowdown",
+		"SW Thermal Slowdown": "sw_thermal_slowdown"} {
+		if a, ok := active[reason]; ok {
+			v["Clocks Event Reasons/"+key] = a
+		}
+	}
+	if f.UtilizationOf(i) > 0 {
+		v["Clocks Event Reasons/Idle"] = "Not Active"
+	}
+	v["Temperature/GPU Current Temp"] = fmt.Sprintf("%d C", f.Temperature(i))
+	limit := fmt.Sprintf("%d.00 W", f.PowerLimit(i))
+	v["GPU Power Readings/Current Power Limit"] = limit
+	v["GPU Power Readings/Requested Power Limit"] = limit
+	switch f.RecoveryAction[i] {
+	case "gpu_reset":
+		v["GPU Reset Status/Reset Required"] = "Yes"
+	case "drain_and_reset":
+		v["GPU Reset Status/Reset Required"] = "Yes"
+		v["GPU Reset Status/Drain and Reset Recommended"] = "Yes"
+	}
 }
 
 func yesNo(b bool) string {

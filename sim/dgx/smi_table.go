@@ -73,8 +73,8 @@ type gpuRow struct {
 
 func (h *Host) gpuRow(i int) gpuRow {
 	r := gpuRow{Index: i, Name: GPUName, Persistence: "On", BusID: spec.BusID(i), DispA: "Off",
-		ECC: fmt.Sprint(h.Faults.ECCFor(i).VolatileUncorrected), Fan: "N/A", Temp: fmt.Sprintf("%dC", spec.TemperatureC[i]),
-		Perf: "P0", Power: fmt.Sprintf("%dW", (spec.PowerMilliW[i]+500)/1000), Cap: fmt.Sprintf("%dW", spec.PowerLimitW),
+		ECC: fmt.Sprint(h.Faults.ECCFor(i).VolatileUncorrected), Fan: "N/A", Temp: fmt.Sprintf("%dC", h.Faults.Temperature(i)),
+		Perf: "P0", Power: fmt.Sprintf("%dW", (spec.PowerMilliW[i]+500)/1000), Cap: fmt.Sprintf("%dW", h.Faults.PowerLimit(i)),
 		Used: fmt.Sprintf("%dMiB", h.memoryUsed(i)), Total: fmt.Sprintf("%dMiB", spec.MemoryTotalMiB),
 		Util: "0%", Compute: "Default", MIGMode: "Disabled"}
 	if h.Faults.MIGOn(i) {

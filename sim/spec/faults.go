@@ -2,7 +2,10 @@ package spec
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Faults is what is wrong with one simulated DGX A100. The zero value is a
@@ -33,7 +36,46 @@ type Faults struct {
 	// Utilization is a GPU's utilisation in percent, by GPU index; a GPU
 	// not named is idle (0%).
 	Utilization map[int]uint32 `json:"utilization,omitempty"`
+
+	// PCIeGen is the PCIe generation a GPU's link trains at (the
+	// recording's 4 when not named): a GPU named here and busy
+	// (Utilization) runs below its generation under load; idle, it is
+	// the power-saving down-shift every GPU does.
+	PCIeGen map[int]int `json:"pcie_gen,omitempty"`
+	// PCIeReplays: a GPU's PCIe replay counter rises by this much from
+	// one reading to the next (a link that resends packets).
+	PCIeReplays map[int]uint64 `json:"pcie_replays,omitempty"`
+	// Throttle names the clock-event reasons active on a GPU in every
+	// reading (a throttle storm): any of ThrottleReasons.
+	Throttle map[int][]string `json:"throttle,omitempty"`
+	// TemperatureC is a GPU's temperature in °C (the recording's when not
+	// named); its slowdown temperature is SlowdownC.
+	TemperatureC map[int]int `json:"temperature_c,omitempty"`
+	// PowerLimitW is a GPU's enforced power limit, capped below the
+	// default PowerLimitW.
+	PowerLimitW map[int]int `json:"power_limit_w,omitempty"`
+	// RecoveryAction is what the driver says a GPU needs: gpu_reset or
+	// drain_and_reset (what nvidia-smi -q's GPU Reset Status can say).
+	RecoveryAction map[int]string `json:"recovery_action,omitempty"`
+	// VBIOS is the machine's GPUs' VBIOS version (VBIOSVersion when
+	// empty): a host of a fleet that differs.
+	VBIOS string `json:"vbios,omitempty"`
+	// NVMLHang names, for a GPU, the NVML call that never returns on it
+	// (one of HangCalls): the probe must name it and go on.
+	NVMLHang map[int]string `json:"nvml_hang,omitempty"`
 }
+
+var vbiosForm = regexp.MustCompile(`^[0-9A-Fa-f]{2}(\.[0-9A-Fa-f]{2}){1,7}$`)
+
+// ThrottleReasons are the clock-event reasons a fault can hold active,
+// by the probe's names for them.
+var ThrottleReasons = []string{"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sw_power_cap"}
+
+// HangCalls are the NVML calls NVMLHang can name.
+var HangCalls = []string{"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors"}
+
+// RecoveryActions are the recovery actions RecoveryAction can name.
+var RecoveryActions = []string{"gpu_reset", "drain_and_reset"}
 
 // ECCCounts are a GPU's DRAM ECC error counters: volatile (since the
 // driver loaded) and aggregate (over the GPU's life).
@@ -99,7 +141,106 @@ func (f Faults) Validate() error {
 			return fmt.Errorf("mig: GPU %d: %w", i, err)
 		}
 	}
+	if err := f.validateState(gpu); err != nil {
+		return err
+	}
 	return f.validateProcesses()
+}
+
+// validateState checks the knobs of a GPU's state: PCIe, clocks,
+// temperature, power, recovery, hangs.
+func (f Faults) validateState(gpu func(string, int) error) error {
+	for i, g := range f.PCIeGen {
+		if err := gpu("pcie_gen", i); err != nil {
+			return err
+		}
+		if g < 1 || g > PCIeGen {
+			return fmt.Errorf("pcie_gen: GPU %d: generation %d: an A100's link trains at 1-%d", i, g, PCIeGen)
+		}
+	}
+	for i := range f.PCIeReplays {
+		if err := gpu("pcie_replays", i); err != nil {
+			return err
+		}
+	}
+	for i, rs := range f.Throttle {
+		if err := gpu("throttle", i); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if !slices.Contains(ThrottleReasons, r) {
+				return fmt.Errorf("throttle: GPU %d: %q: the reasons are %s", i, r, strings.Join(ThrottleReasons, ", "))
+			}
+		}
+	}
+	for i, c := range f.TemperatureC {
+		if err := gpu("temperature_c", i); err != nil {
+			return err
+		}
+		if c < 0 || c > ShutdownC {
+			return fmt.Errorf("temperature_c: GPU %d: %d °C: an A100 shuts down at %d °C", i, c, ShutdownC)
+		}
+	}
+	for i, w := range f.PowerLimitW {
+		if err := gpu("power_limit_w", i); err != nil {
+			return err
+		}
+		if w < MinPowerLimitW || w > PowerLimitW {
+			return fmt.Errorf("power_limit_w: GPU %d: %d W: an A100-SXM4-40GB's limit is %d-%d W", i, w, MinPowerLimitW, PowerLimitW)
+		}
+	}
+	for i, a := range f.RecoveryAction {
+		if err := gpu("recovery_action", i); err != nil {
+			return err
+		}
+		if !slices.Contains(RecoveryActions, a) {
+			return fmt.Errorf("recovery_action: GPU %d: %q: the simulated driver can ask for %s", i, a, strings.Join(RecoveryActions, ", "))
+		}
+	}
+	if f.VBIOS != "" && !vbiosForm.MatchString(f.VBIOS) {
+		return fmt.Errorf("vbios: %q: a VBIOS version is dotted hex, as 92.00.36.00.04", f.VBIOS)
+	}
+	for i, call := range f.NVMLHang {
+		if err := gpu("nvml_hang", i); err != nil {
+			return err
+		}
+		if !slices.Contains(HangCalls, call) {
+			return fmt.Errorf("nvml_hang: GPU %d: %q: the calls that can hang are %s", i, call, strings.Join(HangCalls, ", "))
+		}
+	}
+	return nil
+}
+
+// Temperature is gpu's temperature in °C.
+func (f Faults) Temperature(gpu int) int {
+	if c, ok := f.TemperatureC[gpu]; ok {
+		return c
+	}
+	return TemperatureC[gpu]
+}
+
+// PowerLimit is gpu's enforced power limit in W.
+func (f Faults) PowerLimit(gpu int) int {
+	if w, ok := f.PowerLimitW[gpu]; ok {
+		return w
+	}
+	return PowerLimitW
+}
+
+// LinkGen is the generation gpu's PCIe link runs at.
+func (f Faults) LinkGen(gpu int) int {
+	if g, ok := f.PCIeGen[gpu]; ok {
+		return g
+	}
+	return PCIeGen
+}
+
+// VBIOSOf is the machine's VBIOS version.
+func (f Faults) VBIOSOf() string {
+	if f.VBIOS != "" {
+		return f.VBIOS
+	}
+	return VBIOSVersion
 }
 
 func firstErr(errs ...error) error {

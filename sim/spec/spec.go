@@ -102,7 +102,13 @@ const (
 	MemoryReservedMiB = 620
 	MemoryUsedMiB     = 4
 	MemoryFreeMiB     = 40334 // as recorded: not Total-Reserved-Used
-	PowerLimitW       = 400
+	PowerLimitW       = 400   // the default and maximum limit
+	MinPowerLimitW    = 100
+	SlowdownC         = 89 // GPU Slowdown Temp
+	ShutdownC         = 92 // GPU Shutdown Temp
+	PCIeGen           = 4
+	VBIOSVersion      = "92.00.36.00.04"
+	InforomImage      = "G506.0200.00.04"
 	GPUName           = "NVIDIA A100-SXM4-40GB"
 	Driver            = "535.129.03"
 	CUDA              = "12.2"

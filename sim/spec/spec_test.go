@@ -27,6 +27,17 @@ func TestValidate(t *testing.T) {
 		{"too many", Faults{MIG: map[int][]string{0: {"3g.20gb", "3g.20gb", "3g.20gb"}}}, "at most 2"},
 		{"no room", Faults{MIG: map[int][]string{0: {"4g.20gb", "3g.20gb", "1g.5gb"}}}, "no room left for 1g.5gb"},
 		{"fits", Faults{MIG: map[int][]string{0: {"4g.20gb", "3g.20gb"}}}, ""},
+		{"pcie gen 5", Faults{PCIeGen: map[int]int{0: 5}}, "pcie_gen: GPU 0: generation 5: an A100's link trains at 1-4"},
+		{"pcie gen gpu", Faults{PCIeGen: map[int]int{8: 2}}, "pcie_gen: GPU 8"},
+		{"replays gpu", Faults{PCIeReplays: map[int]uint64{-2: 1}}, "pcie_replays: GPU -2"},
+		{"throttle reason", Faults{Throttle: map[int][]string{1: {"hw_slowdwn"}}}, `throttle: GPU 1: "hw_slowdwn": the reasons are hw_slowdown,`},
+		{"too hot", Faults{TemperatureC: map[int]int{1: 120}}, "shuts down at 92"},
+		{"power over", Faults{PowerLimitW: map[int]int{1: 500}}, "100-400 W"},
+		{"recovery", Faults{RecoveryAction: map[int]string{1: "node_reboot"}}, `recovery_action: GPU 1: "node_reboot": the simulated driver can ask for gpu_reset, drain_and_reset`},
+		{"vbios", Faults{VBIOS: "92.00.36.00.04; rm -rf /"}, "dotted hex"},
+		{"hang", Faults{NVMLHang: map[int]string{1: "nvmlInit"}}, `nvml_hang: GPU 1: "nvmlInit": the calls that can hang are`},
+		{"state knobs", Faults{PCIeGen: map[int]int{5: 2}, Throttle: map[int][]string{2: {"sw_power_cap"}}, PowerLimitW: map[int]int{2: 250},
+			RecoveryAction: map[int]string{3: "gpu_reset"}, VBIOS: "92.00.36.00.02", NVMLHang: map[int]string{6: "nvmlDeviceGetPowerUsage"}}, ""},
 	} {
 		err := tc.f.Validate()
 		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
