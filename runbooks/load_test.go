@@ -66,6 +66,37 @@ func TestLoadErrors(t *testing.T) {
 		{goodRunbook[:strings.Index(goodRunbook, "[[check]]")], `runbook "mine" has no [[check]]: its steps' output would reach no verdict`},
 		{strings.Replace(goodRunbook, `title = "`, `title = "tab\there `, 1), `bad.toml:2:1: runbook "mine": title has the control character U+0009 (character 4)`},
 	}
+	probeBook := `id = "deep"
+title = "Deep"
+plane = "data"
+symptom = "x"
+
+[[step]]
+id = "probe"
+probe = true
+window = "2s"
+timeout = "60s"
+
+[[check]]
+id = "gen"
+title = "Gen"
+rule = "probe-check"
+with = { check = "pcie-gen" }
+uses = ["probe"]
+`
+	if _, err := Load([]string{write("deep.toml", probeBook)}); err != nil {
+		t.Errorf("probe runbook: %v", err)
+	}
+	os.Remove(filepath.Join(dir, "deep.toml"))
+	tests = append(tests, []struct{ src, want string }{
+		{strings.Replace(probeBook, "probe = true", "probe = true\ncommand = \"nvidia-smi\"", 1), `step "probe" runs gpulab's probe (probe = true): it takes no command`},
+		{strings.Replace(probeBook, `window = "2s"`, `window = "2m"`, 1), `step "probe" window 2m0s: between 0 (one reading) and 1m0s`},
+		{strings.Replace(probeBook, `check = "pcie-gen"`, `check = "pcie-gne"`, 1), `check "gen": with.check "pcie-gne": the checks a probe step makes are nvlink-down, gpu-missing,`},
+		{strings.Replace(probeBook, `check = "pcie-gen"`, `check = "xid"`, 1), `a probe step does not read the kernel log; judge a dmesg-xid step with rule xid-recent`},
+		{strings.Replace(probeBook, "probe = true", "parser = \"nvidia-smi\"\nprobe = true", 1), `its input is the probe's snapshot, not parser "nvidia-smi"`},
+		{strings.Replace(probeBook, "probe = true", `command = "cat x"`, 1), `check "gen": rule probe-check wants gpulab-probe output for its input 1, step "probe" parses`},
+		{strings.Replace(probeBook, "probe = true", "command = \"cat x\"\nparser = \"gpulab-probe\"", 1), `gpulab-probe is the input of a probe step (probe = true), not a parser`},
+	}...)
 	for _, tt := range tests {
 		_, err := Load([]string{write("bad.toml", tt.src)})
 		if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), dir+"/", ""), tt.want) {

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/remote"
+	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
@@ -49,6 +53,9 @@ type RunOptions struct {
 	// OnHost, when set, is called with each host's run as soon as it is
 	// complete (from the engine's goroutines: it must be safe for that).
 	OnHost func(i int, r HostRun)
+	// Prober installs gpulab's probe for the probe steps (remote.Prober:
+	// the embedded build); nil: a probe step is UNKNOWN, saying why.
+	Prober *remote.Prober
 }
 
 // Run runs rb on every target over one connection per host and judges its
@@ -162,6 +169,9 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		in.Problem = "was skipped (dangerous, not confirmed)"
 		return sr, in
 	}
+	if s.Probe {
+		return runProbeStep(ctx, conn, t, s, o)
+	}
 	line, missing, err := step.Expand(s.Command, o.Params)
 	if err != nil {
 		sr.Problem, sr.Class = "refused: "+err.Error(), orchestrator.Error
@@ -183,6 +193,63 @@ func runStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target
 		}
 	}
 	return sr, step.Read(s.ID, s.Parser, r, sr.Value, perr)
+}
+
+// runProbeStep pushes gpulab's probe to the host, runs it with the
+// step's window and reads its snapshot: the step's input.
+func runProbeStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.Target, s Step, o RunOptions) (StepRun, step.Input) {
+	sr := StepRun{ID: s.ID, Command: "gpulab probe", ExitCode: -1}
+	if s.Window.Duration > 0 {
+		sr.Command += " --window " + s.Window.Duration.String()
+	}
+	in := step.Input{Step: s.ID}
+	if o.Prober == nil {
+		// Not the host's fault: this run has no probe to give it.
+		sr.Problem, sr.Class = "not run: this run has no probe to push", orchestrator.OK
+		in.Problem = "was not run: this run has no probe to push"
+		return sr, in
+	}
+	installed, class, err := o.Prober.Install(ctx, conn, s.Timeout.Duration)
+	if err != nil {
+		sr.Problem, sr.Class = "the probe could not be installed: "+err.Error(), class
+		in.Problem, in.Class = "was not run: the probe could not be installed: "+err.Error(), class
+		return sr, in
+	}
+	args := []string{"--host", t.Name}
+	if s.Window.Duration > 0 {
+		args = append(args, "--window", s.Window.Duration.String())
+	}
+	timeout := s.Timeout.Duration
+	if timeout == 0 {
+		timeout = DefaultProbeTimeout
+	}
+	r := step.RunCommand(ctx, conn, t, s.ID, installed.Line(o.Prober, true, args...), s.Needs, timeout+s.Window.Duration)
+	sr.Class, sr.ExitCode, sr.Output, sr.Problem, sr.Cut = r.Class, r.ExitCode, r.Stdout, r.Problem, r.Cut
+	if r.Class != orchestrator.OK && r.Class != orchestrator.Exit {
+		// Stopped before its line removed it (cancelled, timed out): the
+		// run's own copy is removed now, on a context of its own.
+		rm, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		installed.Remove(rm, conn)
+		cancel()
+	}
+	var snap *report.Snapshot
+	var perr error
+	if r.Class == orchestrator.OK || sr.Output != "" {
+		if snap, perr = remote.Decode([]byte(sr.Output)); perr != nil {
+			sr.ParseErr = perr.Error()
+		} else {
+			sr.Value = snap
+		}
+	}
+	if snap != nil && snap.Host != t.Name {
+		perr, snap = fmt.Errorf("the probe's report names host %q, not %s: not this host's evidence", visible.String(snap.Host), t.Name), nil
+		sr.Value, sr.ParseErr = nil, perr.Error()
+	}
+	var value any
+	if snap != nil {
+		value = snap
+	}
+	return sr, step.Read(s.ID, step.ProbeInput, r, value, perr)
 }
 
 // Folded is one check's verdicts with identical hosts folded.

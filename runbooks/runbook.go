@@ -12,6 +12,7 @@ package runbooks
 import (
 	"embed"
 	"strings"
+	"time"
 
 	"github.com/gpulab/gpulab/internal/tomlpos"
 	"github.com/gpulab/gpulab/inventory"
@@ -54,7 +55,21 @@ type Step struct {
 	// Hosts is "all" (the default) or "first": cluster-wide commands
 	// (kubectl) run on the first selected host only.
 	Hosts string `toml:"hosts" json:"hosts,omitempty"`
+	// Probe makes the step run gpulab's NVML probe on the host (pushed,
+	// run and removed, as gpulab probe does) instead of a command; its
+	// input is the probe's snapshot (step.ProbeInput), judged by the
+	// probe-check rule. Window is how long the probe samples the GPUs
+	// for its rates (clock events, PCIe under load, PCIe replays).
+	Probe  bool               `toml:"probe" json:"probe,omitempty"`
+	Window inventory.Duration `toml:"window" json:"window,omitempty"`
 }
+
+// MaxProbeWindow bounds a probe step's window; DefaultProbeTimeout is a
+// probe step's time beyond its window when it names none.
+const (
+	MaxProbeWindow      = time.Minute
+	DefaultProbeTimeout = 60 * time.Second
+)
 
 type fileSchema struct {
 	Runbook
@@ -112,6 +127,16 @@ func parseFile(name string, data []byte) (*Runbook, error) {
 		bad([]any{"plane"}, "plane %q: want control, data or workload", rb.Plane)
 	}
 	step.CheckParamDefs(rb.Params, func(i int, key, msg string) { bad([]any{"param", i, key}, "%s", msg) })
+	for i, st := range rb.Steps {
+		switch {
+		case st.Probe && st.Parser != "" && st.Parser != step.ProbeInput:
+			bad([]any{"step", i, "parser"}, "step %q runs gpulab's probe (probe = true): its input is the probe's snapshot, not parser %q", st.ID, st.Parser)
+		case st.Probe:
+			rb.Steps[i].Parser = step.ProbeInput
+		case st.Parser == step.ProbeInput:
+			bad([]any{"step", i, "parser"}, "step %q: %s is the input of a probe step (probe = true), not a parser of a command's output", st.ID, step.ProbeInput)
+		}
+	}
 	steps := checkSteps(rb, bad)
 	checkChecks(rb, steps, bad)
 	if err := tomlpos.Join(errs...); err != nil {
@@ -134,10 +159,19 @@ func checkSteps(rb Runbook, bad complain) map[string]bool {
 			bad([]any{"step", i, "id"}, "step id %q is missing, malformed or repeated", s.ID)
 		}
 		steps[s.ID] = true
-		if strings.TrimSpace(s.Command) == "" {
+		switch {
+		case s.Probe && s.Command != "":
+			bad([]any{"step", i, "command"}, "step %q runs gpulab's probe (probe = true): it takes no command", s.ID)
+		case s.Probe:
+			if s.Window.Duration < 0 || s.Window.Duration > MaxProbeWindow {
+				bad([]any{"step", i, "window"}, "step %q window %v: between 0 (one reading) and %v", s.ID, s.Window.Duration, MaxProbeWindow)
+			}
+		case strings.TrimSpace(s.Command) == "":
 			bad([]any{"step", i}, "step %q has no command", s.ID)
+		case s.Window.Duration != 0:
+			bad([]any{"step", i, "window"}, "step %q: window is a probe step's (probe = true)", s.ID)
 		}
-		if s.Parser != "" {
+		if s.Parser != "" && !s.Probe {
 			if _, ok := parse.Lookup(s.Parser); !ok {
 				bad([]any{"step", i, "parser"}, "step %q: no parser %q%s (gpulab parse list)", s.ID, s.Parser, parse.Hint(s.Parser))
 			}

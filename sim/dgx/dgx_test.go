@@ -159,6 +159,10 @@ func judge(t *testing.T, h *Host, rb runbooks.Runbook, replace map[string][]stri
 	t.Helper()
 	inputs := map[string]step.Input{}
 	for _, s := range rb.Steps {
+		if s.Probe { // the probe's collector over this host's simulated NVML
+			inputs[s.ID] = step.Input{Step: s.ID, Ran: true, Value: windowedProbe(t, h.Faults)}
+			continue
+		}
 		args := firstCommand(s.Command)
 		if r, ok := replace[s.ID]; ok {
 			args = r
@@ -232,7 +236,8 @@ func TestRunbookChecksSick(t *testing.T) {
 		want := map[string]step.Status{"nvlink-mesh": step.Fail, "nic-nearest": step.Pass, "cpu-affinity": step.Pass,
 			"driver": step.Pass, "persistence": step.Pass, "ecc": step.Fail,
 			"remapped-rows": step.Warn, // the rule's verdict for a pending (not failed) remap
-			"xid":           step.Fail, "pcie-width": step.Pass, "throttle": step.Pass}
+			"xid":           step.Fail, "pcie-width": step.Pass, "clock-events": step.Pass, "recovery": step.Pass,
+			"nvml-hung": step.Pass, "pcie-gen": step.Pass, "pcie-replays": step.Pass, "thermal-margin": step.Pass, "power-cap": step.Pass}
 		for id, st := range want {
 			if checks[id].Status != st {
 				t.Errorf("seed %d: %s = %s (%s), want %s", seed, id, checks[id].Status, checks[id].Summary, st)

@@ -1,0 +1,121 @@
+package step
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// ProbeInput is the input kind of a step that runs gpulab's probe on the
+// host (a runbook step with probe = true): its value is the probe's
+// *report.Snapshot, not a parser's reading of a command's text.
+const ProbeInput = "gpulab-probe"
+
+func init() {
+	rules["probe-check"] = Rule{Inputs: []string{ProbeInput}, Fn: probeCheck, CheckWith: probeCheckWith,
+		With: map[string]string{"check": "the probe's check to judge: " + strings.Join(probeStepChecks(), ", ")}}
+}
+
+// probeStepChecks are the probe's checks a probe step can make: not the
+// Xid history, which needs the kernel log (the dmesg-xid parser's
+// xid-recent rule reads it).
+func probeStepChecks() []string {
+	return slices.DeleteFunc(report.ProbeChecks(), func(c string) bool { return c == "xid" || c == "xid-history" })
+}
+
+// probeCheckWith requires with.check, one of the checks a probe step
+// can make.
+func probeCheckWith(with map[string]any) error {
+	c, _ := with["check"].(string)
+	if !slices.Contains(probeStepChecks(), c) {
+		if c == "xid" {
+			return fmt.Errorf("with.check \"xid\": a probe step does not read the kernel log; judge a dmesg-xid step with rule xid-recent")
+		}
+		return fmt.Errorf("with.check %q: the checks a probe step makes are %s", c, strings.Join(probeStepChecks(), ", "))
+	}
+	return nil
+}
+
+// probeCheck judges one of the probe's checks (with.check) on its
+// snapshot: FAIL for a fatal finding, WARN for another, UNKNOWN for a
+// finding that could not be made or a snapshot without the check's
+// evidence (no NVML, no sampling window, a field NVML refused), PASS
+// only where the evidence was read and showed nothing.
+func probeCheck(in []Input, with map[string]any) Verdict {
+	s := in[0].Value.(*report.Snapshot)
+	name, _ := with["check"].(string)
+	step := in[0].Step
+	if !s.NVML.Available {
+		return verdict(Unknown, "NVML did not answer: "+s.NVML.Error, Evidence{Step: step, Fact: "nvml: " + s.NVML.Error})
+	}
+	var found, unknown []Evidence
+	var first, firstUnknown string
+	worst := Pass
+	for _, f := range report.Findings(s) {
+		if f.Check != name {
+			continue
+		}
+		e := Evidence{Step: step, Fact: f.Message + " (action: " + string(f.Action) + ")"}
+		if f.Unknown {
+			if len(unknown) == 0 {
+				firstUnknown = f.Message
+			}
+			unknown = append(unknown, e)
+			continue
+		}
+		if len(found) == 0 {
+			first = f.Message
+		}
+		found = append(found, e)
+		if f.Fatal {
+			worst = Fail
+		} else if worst != Fail {
+			worst = Warn
+		}
+	}
+	switch {
+	case len(found) > 0:
+		if len(found) > 1 {
+			first += fmt.Sprintf(", and %d more", len(found)-1)
+		}
+		return verdict(worst, first, append(found, unknown...)...)
+	case len(unknown) > 0:
+		return verdict(Unknown, firstUnknown, unknown...)
+	case !report.CheckMade(s, name):
+		return verdict(Unknown, "the probe did not read this check's evidence: "+missingEvidence(s, name))
+	}
+	return verdict(Pass, fmt.Sprintf("%s: no finding on %d GPUs", name, len(s.GPUs)))
+}
+
+// missingEvidence says why a snapshot lacks a check's evidence.
+func missingEvidence(s *report.Snapshot, check string) string {
+	window := slices.Contains([]string{"clock-events", "pcie-gen", "pcie-replays"}, check)
+	var hung []string
+	for _, g := range s.GPUs {
+		if g.Hung != "" {
+			hung = append(hung, fmt.Sprintf("GPU%d hung in %s", g.Index, g.Hung))
+		}
+	}
+	switch {
+	case report.HungHost(s) != nil:
+		return "NVML hung: " + report.HungHost(s).Message
+	case len(hung) > 0:
+		return strings.Join(hung, ", ") + ": nothing more was read from it"
+	case len(s.GPUs) == 0:
+		return "NVML listed no GPU"
+	case window && s.WindowSeconds == 0:
+		return "the probe took one reading, no sampling window (the step's window)"
+	case check == "pcie-gen":
+		return "a GPU was idle with its link shifted down (normal power saving) and not busy long enough in the window to show its link under load: run it with work on the GPUs"
+	}
+	var refused []string
+	for _, e := range s.Errors {
+		refused = append(refused, e.Field+" "+e.Code)
+	}
+	if len(refused) == 0 {
+		return "a field it needs was not given"
+	}
+	return "NVML did not give " + strings.Join(refused[:min(3, len(refused))], ", ")
+}
