@@ -81,12 +81,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nvmlprobe: --xid-wait and --window do not go with --watch")
 		os.Exit(report.ExitUsage)
 	}
-	callSet := false
-	fs.Visit(func(f *flag.Flag) { callSet = callSet || f.Name == "call-timeout" })
-	if !callSet { // the default bows to a shorter --timeout
-		*callTimeout = min(*callTimeout, *timeout)
-	}
-	if *window < 0 || *window > 10*time.Minute || *callTimeout <= 0 || *callTimeout > *timeout || callSet && *callTimeout < 100*time.Millisecond {
+	if !deadlines(fs, *window, callTimeout, *timeout) {
 		fmt.Fprintln(os.Stderr, "nvmlprobe: --window takes 0 to 10m, and --call-timeout 100ms up to --timeout")
 		os.Exit(report.ExitUsage)
 	}
@@ -111,15 +106,7 @@ func main() {
 		}
 		mach = m
 	}
-	// Stopped (the run cancelled, a timeout): what the simulation wrote
-	// goes with it.
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	go func() {
-		<-stop
-		mach.cleanup()
-		os.Exit(143)
-	}()
+	cleanupOnStop(mach)
 	watchdog := time.AfterFunc(*timeout+*xidWait+*window, func() {
 		fmt.Fprintf(os.Stderr, "nvmlprobe: NVML did not answer within %v; giving up (the driver may be hung: check dmesg for Xid errors)\n", *timeout+*xidWait+*window)
 		mach.cleanup()
@@ -139,6 +126,29 @@ func main() {
 	watchdog.Stop()
 	mach.cleanup()
 	os.Exit(code)
+}
+
+// deadlines checks --window and --call-timeout against --timeout; the
+// default call timeout bows to a shorter --timeout.
+func deadlines(fs *flag.FlagSet, window time.Duration, callTimeout *time.Duration, timeout time.Duration) bool {
+	callSet := false
+	fs.Visit(func(f *flag.Flag) { callSet = callSet || f.Name == "call-timeout" })
+	if !callSet {
+		*callTimeout = min(*callTimeout, timeout)
+	}
+	return window >= 0 && window <= 10*time.Minute && *callTimeout > 0 && *callTimeout <= timeout && (!callSet || *callTimeout >= 100*time.Millisecond)
+}
+
+// cleanupOnStop removes what the simulation wrote when the probe is
+// stopped (the run cancelled, a timeout), and exits as a stopped process.
+func cleanupOnStop(mach *simulated) {
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		<-stop
+		mach.cleanup()
+		os.Exit(143)
+	}()
 }
 
 // watcher repeats the collection every interval; the zero value collects
