@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/remote"
@@ -179,13 +178,7 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 		}
 		run := conn.Run(ctx, "probe", in.Line(prober, true, args...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
 		hr.Steps = append(hr.Steps, run)
-		if run.Class != orchestrator.OK && run.Class != orchestrator.Exit {
-			// Stopped before its line removed it (Ctrl-C, a timeout): the
-			// run's own copy goes now, on a context of its own.
-			rm, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			in.Remove(rm, conn)
-			cancel()
-		}
+		in.RemoveIfStopped(ctx, conn, run.Class)
 		res.ExitCode = run.ExitCode
 		*res = ReadSnapshot(*res, run.Stdout, string(run.Stderr), errors.New(run.Err))
 		switch {
@@ -195,10 +188,8 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 			// where it decoded (a report cut short, or never finished).
 			res.Snapshot, res.Flags = nil, nil
 			fail(run.Class, run.Err)
-		case res.Snapshot != nil && res.Snapshot.Host != t.Name:
-			// The probe is told the host's name (--host): a report that
-			// names another is not this host's evidence.
-			msg := fmt.Sprintf("the probe's report names host %q, not %s: not this host's evidence", visible.String(res.Snapshot.Host), t.Name)
+		case remote.WrongHost(res.Snapshot, t.Name) != nil:
+			msg := remote.WrongHost(res.Snapshot, t.Name).Error()
 			res.Snapshot, res.Flags = nil, nil
 			fail(orchestrator.Error, msg)
 		case res.Snapshot == nil || !res.Snapshot.NVML.Available: // the probe saw no GPU: not an ok host

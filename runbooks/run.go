@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gpulab/gpulab/internal/text"
-	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/remote"
@@ -225,13 +223,7 @@ func runProbeStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.T
 	}
 	r := step.RunCommand(ctx, conn, t, s.ID, installed.Line(o.Prober, true, args...), s.Needs, timeout+s.Window.Duration)
 	sr.Class, sr.ExitCode, sr.Output, sr.Problem, sr.Cut = r.Class, r.ExitCode, r.Stdout, r.Problem, r.Cut
-	if r.Class != orchestrator.OK && r.Class != orchestrator.Exit {
-		// Stopped before its line removed it (cancelled, timed out): the
-		// run's own copy is removed now, on a context of its own.
-		rm, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		installed.Remove(rm, conn)
-		cancel()
-	}
+	installed.RemoveIfStopped(ctx, conn, r.Class)
 	var snap *report.Snapshot
 	var perr error
 	if r.Class == orchestrator.OK || sr.Output != "" {
@@ -241,8 +233,8 @@ func runProbeStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.T
 			sr.Value = snap
 		}
 	}
-	if snap != nil && snap.Host != t.Name {
-		perr, snap = fmt.Errorf("the probe's report names host %q, not %s: not this host's evidence", visible.String(snap.Host), t.Name), nil
+	if err := remote.WrongHost(snap, t.Name); err != nil {
+		perr, snap = err, nil
 		sr.Value, sr.ParseErr = nil, perr.Error()
 	}
 	var value any

@@ -84,38 +84,7 @@ func probeCheck(in []Input, with map[string]any) Verdict {
 	case len(unknown) > 0:
 		return verdict(Unknown, firstUnknown, unknown...)
 	case !report.CheckMade(s, name):
-		return verdict(Unknown, "the probe did not read this check's evidence: "+missingEvidence(s, name))
+		return verdict(Unknown, "the probe did not read this check's evidence: "+report.WhyNotMade(s, name))
 	}
 	return verdict(Pass, fmt.Sprintf("%s: no finding on %d GPUs", name, len(s.GPUs)))
-}
-
-// missingEvidence says why a snapshot lacks a check's evidence.
-func missingEvidence(s *report.Snapshot, check string) string {
-	window := slices.Contains([]string{"clock-events", "pcie-gen", "pcie-replays"}, check)
-	var hung []string
-	for _, g := range s.GPUs {
-		if g.Hung != "" {
-			hung = append(hung, fmt.Sprintf("GPU%d hung in %s", g.Index, g.Hung))
-		}
-	}
-	switch {
-	case report.HungHost(s) != nil:
-		return "NVML hung: " + report.HungHost(s).Message
-	case len(hung) > 0:
-		return strings.Join(hung, ", ") + ": nothing more was read from it"
-	case len(s.GPUs) == 0:
-		return "NVML listed no GPU"
-	case window && s.WindowSeconds == 0:
-		return "the probe took one reading, no sampling window (the step's window)"
-	case check == "pcie-gen":
-		return "a GPU was idle with its link shifted down (normal power saving) and not busy long enough in the window to show its link under load: run it with work on the GPUs"
-	}
-	var refused []string
-	for _, e := range s.Errors {
-		refused = append(refused, e.Field+" "+e.Code)
-	}
-	if len(refused) == 0 {
-		return "a field it needs was not given"
-	}
-	return "NVML did not give " + strings.Join(refused[:min(3, len(refused))], ", ")
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/report"
@@ -183,6 +184,28 @@ func (in *Installed) Remove(ctx context.Context, conn *orchestrator.Conn) {
 	if in != nil && in.own {
 		conn.Run(ctx, "probe: remove", "rm -f -- "+orchestrator.Quote(in.Path), orchestrator.RunOptions{Timeout: 30 * time.Second})
 	}
+}
+
+// RemoveIfStopped removes the run's own copy when the probe's run ended
+// with class before its line could remove it (cancelled, timed out,
+// lost), on a context of its own: the run's may be cancelled already.
+func (in *Installed) RemoveIfStopped(ctx context.Context, conn *orchestrator.Conn, class orchestrator.Class) {
+	if class == orchestrator.OK || class == orchestrator.Exit {
+		return // the line ran to its end, and its rm with it
+	}
+	rm, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	in.Remove(rm, conn)
+}
+
+// WrongHost is why s is not host's evidence: the probe is told its host's
+// name (--host), and a report that names another came from elsewhere.
+// Nil when s names host.
+func WrongHost(s *report.Snapshot, host string) error {
+	if s == nil || s.Host == host {
+		return nil
+	}
+	return fmt.Errorf("the probe's report names host %q, not %s: not this host's evidence", visible.String(s.Host), host)
 }
 
 // Decode reads one snapshot line, refusing a schema newer than this

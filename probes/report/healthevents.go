@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -66,6 +68,39 @@ func CheckMade(s *Snapshot, check string) bool {
 		}
 	}
 	return false
+}
+
+// WhyNotMade says why s lacks the evidence of check (CheckMade is
+// false): NVML hung, a GPU hung, no GPU, no sampling window, an idle link
+// below its generation, or the fields NVML refused.
+func WhyNotMade(s *Snapshot, check string) string {
+	window := slices.Contains([]string{"clock-events", "pcie-gen", "pcie-replays"}, check)
+	var hung []string
+	for _, g := range s.GPUs {
+		if g.Hung != "" {
+			hung = append(hung, fmt.Sprintf("GPU%d hung in %s", g.Index, g.Hung))
+		}
+	}
+	switch {
+	case HungHost(s) != nil:
+		return "NVML hung: " + HungHost(s).Message
+	case len(hung) > 0:
+		return strings.Join(hung, ", ") + ": nothing more was read from it"
+	case len(s.GPUs) == 0:
+		return "NVML listed no GPU"
+	case window && s.WindowSeconds == 0:
+		return "the probe took one reading, no sampling window (--window, a probe step's window)"
+	case check == "pcie-gen":
+		return "a GPU was idle with its link shifted down (normal power saving) and not busy long enough in the window to show its link under load: run it with work on the GPUs"
+	}
+	var refused []string
+	for _, e := range s.Errors {
+		refused = append(refused, e.Field+" "+e.Code)
+	}
+	if len(refused) == 0 {
+		return "a field it needs was not given"
+	}
+	return "NVML did not give " + strings.Join(refused[:min(3, len(refused))], ", ")
 }
 
 // everyGPU reports whether s has GPUs and ok holds for each.
