@@ -224,12 +224,28 @@ func printFoldedVerdicts(w io.Writer, rb runbooks.Runbook, folded []runbooks.Fol
 		fmt.Fprintf(w, "\n%s (%s)\n", f.Title, f.Check)
 		for _, g := range f.Groups {
 			fmt.Fprintf(w, "  %s\n", render.Verdict(g))
+			printFacts(w, g.Facts)
 			if g.Hint != "" {
 				fmt.Fprintf(w, "  %*s %s\n", render.StatusWidth, "", render.Next(g.Hint).String())
 			}
 		}
 	}
 	return nil
+}
+
+// maxTextFacts is how many facts of a verdict the text shows; --json
+// has them all.
+const maxTextFacts = 8
+
+// printFacts prints a verdict's facts under it, each a line.
+func printFacts(w io.Writer, facts []string) {
+	for i, f := range facts {
+		if i == maxTextFacts {
+			fmt.Fprintf(w, "  %*s · %d more (--json has them all)\n", render.StatusWidth, "", len(facts)-i)
+			break
+		}
+		fmt.Fprintf(w, "  %*s · %s\n", render.StatusWidth, "", f)
+	}
 }
 
 // printParams lists a runbook's or lab's parameters for `show`.

@@ -258,6 +258,10 @@ type FoldedGroup struct {
 	Status  step.Status `json:"status"`
 	Summary string      `json:"summary"`
 	Hint    string      `json:"hint,omitempty"`
+	// Facts are the evidence of a verdict that is not PASS, the same on
+	// every host of the group (hosts whose facts differ fold apart): what
+	// the operator reads before acting.
+	Facts []string `json:"facts,omitempty"`
 }
 
 // Fold folds verdicts at the level of facts: "gpu[01-07]: 8 GPUs, NV12
@@ -267,32 +271,49 @@ func Fold(rb Runbook, runs []HostRun) []Folded {
 	for ci, c := range rb.Checks {
 		f := Folded{Check: c.ID, Title: c.Title}
 		type key struct {
-			s    step.Status
-			summ string
+			s           step.Status
+			summ, facts string
 		}
 		groups := map[key][]string{}
 		var order []key
 		hints := map[key]string{}
+		facts := map[key][]string{}
 		for _, r := range runs {
 			if ci >= len(r.Verdicts) {
 				continue
 			}
 			v := r.Verdicts[ci]
-			k := key{v.Status, v.Summary}
+			k := key{s: v.Status, summ: v.Summary}
+			var fs []string
+			if v.Status != step.Pass {
+				fs = verdictFacts(v)
+				k.facts = strings.Join(fs, "\n")
+			}
 			if _, ok := groups[k]; !ok {
 				order = append(order, k)
-				hints[k] = v.Hint
+				hints[k], facts[k] = v.Hint, fs
 			}
 			groups[k] = append(groups[k], r.Host)
 		}
 		for _, k := range order {
-			g := FoldedGroup{Hosts: inventory.FoldNames(groups[k]), Count: len(groups[k]), Status: k.s, Summary: k.summ}
+			g := FoldedGroup{Hosts: inventory.FoldNames(groups[k]), Count: len(groups[k]), Status: k.s, Summary: k.summ, Facts: facts[k]}
 			if k.s != step.Pass {
 				g.Hint = hints[k]
 			}
 			f.Groups = append(f.Groups, g)
 		}
 		out = append(out, f)
+	}
+	return out
+}
+
+// verdictFacts are a verdict's evidence facts, each once, in order.
+func verdictFacts(v step.Verdict) []string {
+	var out []string
+	for _, e := range v.Evidence {
+		if e.Fact != "" && !slices.Contains(out, e.Fact) {
+			out = append(out, e.Fact)
+		}
 	}
 	return out
 }

@@ -212,9 +212,10 @@ func TestHealthRunbook(t *testing.T) {
 		"driver":        {"PASS gpu[01-02]: driver 535.230.02, CUDA 12.2, 1 GPUs", "FAIL gpu04: nvidia-smi failed: NVIDIA-SMI has failed"},
 		"persistence":   {"PASS gpu[01-02]", "WARN gpu03: persistence mode off on GPU0, GPU1", "UNKNOWN gpu04"},
 		"remapped-rows": {"PASS gpu[01-02]: no pending or failed row remap on 8 GPU(s)", "WARN gpu03: row remaps pending on 1 GPU(s)"},
-		// gpu04's kernel log is empty (cleared, or the command printed
-		// nothing): no Xid read from nothing is no evidence.
-		"xid": {"PASS gpu[01-02]: no Xid in the kernel log", "FAIL gpu03: 1 hardware Xid event(s)", "UNKNOWN gpu04: no evidence: step kernel gave output the dmesg-xid parser could not read: empty input"},
+		// gpu03's log has the fatal SXid 24007 (the Fabric Manager guide)
+		// and an Xid 62. gpu04's kernel log is empty (cleared, or the
+		// command printed nothing): no Xid read from nothing is no evidence.
+		"xid": {"PASS gpu[01-02]: no Xid in the kernel log", "FAIL gpu03: 2 hardware Xid event(s)", "UNKNOWN gpu04: no evidence: step kernel gave output the dmesg-xid parser could not read: empty input"},
 		"ecc": {"PASS gpu[01-03]: no uncorrectable ECC error", "UNKNOWN gpu04: no evidence: step query exited 9"},
 	}
 	for check, wants := range checks {

@@ -1043,15 +1043,7 @@ func xidRecent(in []Input, _ map[string]any) Verdict {
 			remaps = append(remaps, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("Xid 63 on %s: row remap recorded (the remapped-rows check judges the remap state)", x.PCI), Line: x.Line})
 			continue
 		}
-		if x.SXid {
-			other = append(other, Evidence{Step: in[0].Step, Fact: fmt.Sprintf("SXid %d on NVSwitch %s", x.XID, x.PCI), Line: x.Line})
-			continue
-		}
-		meaning := "unknown Xid (not in gpulab's table)"
-		if x.Known {
-			meaning = x.Meaning
-		}
-		e := Evidence{Step: in[0].Step, Fact: fmt.Sprintf("Xid %d on %s: %s", x.XID, x.PCI, meaning), Line: x.Line}
+		e := Evidence{Step: in[0].Step, Fact: xidFact(x), Line: x.Line}
 		if x.Hardware {
 			hw = append(hw, e)
 		} else {
@@ -1078,7 +1070,7 @@ func xidRecent(in []Input, _ map[string]any) Verdict {
 	case len(hw) > 0:
 		return verdict(Fail, fmt.Sprintf("%d hardware Xid event(s)", len(hw)), all...)
 	case len(other) > 0:
-		return verdict(Warn, fmt.Sprintf("%d application-level Xid event(s)", len(other)), append(other, remaps...)...)
+		return verdict(Warn, fmt.Sprintf("%d Xid or SXid event(s) that point at no hardware fault", len(other)), append(other, remaps...)...)
 	}
 	over := fmt.Sprintf("%d kernel log line(s) read", k.Lines)
 	if k.First != "" {
@@ -1088,6 +1080,31 @@ func xidRecent(in []Input, _ map[string]any) Verdict {
 		return verdict(Pass, fmt.Sprintf("no Xid in the kernel log but %d row remap record(s) (Xid 63)", len(remaps)), append(remaps, Evidence{Step: in[0].Step, Fact: over})...)
 	}
 	return verdict(Pass, "no Xid in the kernel log", Evidence{Step: in[0].Step, Fact: over})
+}
+
+// xidFact says what one Xid or SXid line means, with the fix: "Xid 149
+// on 0009:01:00: NVLink5 NETIR_LINK_EVT error on NVLink 1 (fatal) ...
+// Fix: ...". An unknown code is named unknown, never guessed.
+func xidFact(x parse.XIDLine) string {
+	what, where := "Xid", x.PCI
+	if x.SXid {
+		what, where = "SXid", "NVSwitch "+x.PCI
+	}
+	meaning := "unknown " + what + " (not in NVIDIA's catalog gpulab carries)"
+	if x.SXid && !x.Known && x.Hardware {
+		meaning += ", fatal by the driver's word"
+	}
+	if x.Known || x.NVLink != nil {
+		meaning = x.Meaning
+	}
+	f := fmt.Sprintf("%s %d on %s: %s", what, x.XID, where, meaning)
+	if x.Action != "" {
+		f += ". Fix: " + x.Action
+	}
+	if len(x.Detail) > 0 {
+		f += fmt.Sprintf(" (%d detail line(s) follow it)", len(x.Detail))
+	}
+	return f
 }
 
 func rdmaUp(in []Input, _ map[string]any) Verdict {

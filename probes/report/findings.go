@@ -177,8 +177,8 @@ func GPUFindings(g GPU) []Finding {
 
 // Findings are what s shows wrong, host-wide first: NVLinks down, NVML
 // answering with no GPU, then each GPU's findings (GPUFindings), the Xids
-// (an Xid 63 whose GPU's row-remap state was read is that state's, and
-// is left out), and the kernel's Xid history when it was asked for and
+// (an Xid 63 whose GPU's row-remap state was read, or an Xid 64 whose
+// GPU's state shows the failed remap, is that state's, and is left out), and the kernel's Xid history when it was asked for and
 // not read (Unknown). A host with none is healthy as far as the probe can
 // tell.
 func Findings(s *Snapshot) []Finding {
@@ -221,8 +221,11 @@ func Findings(s *Snapshot) []Finding {
 		}
 	}
 	for _, x := range s.XIDs {
-		if x.Code == 63 && remapRead(s, x) {
-			continue // the row remap it announces is its GPU's row-remap finding, or none
+		if r := remapRead(s, x); r != nil && (x.Code == 63 || x.Code == 64 && r.Failure) {
+			// The row remap an Xid 63 announces is its GPU's row-remap
+			// finding, or none; the failed remap of an Xid 64 is that
+			// finding when the state shows it (else the Xid stands).
+			continue
 		}
 		out = append(out, xidFinding(s, x))
 	}
@@ -330,6 +333,9 @@ func xidFinding(s *Snapshot, x XIDEvent) Finding {
 	}
 	if entities == nil && x.PCIBusID != "" {
 		entities = []Entity{{"PCI", x.PCIBusID}}
+	}
+	if x.NVLink != nil && x.NVLink.Link != nil {
+		entities = append(entities, Entity{"NVLINK", strconv.Itoa(*x.NVLink.Link)})
 	}
 	action := ActionUnknown
 	if x.Known {

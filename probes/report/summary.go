@@ -90,15 +90,15 @@ func NVLinksDown(s *Snapshot) []string {
 	return out
 }
 
-// remapRead reports whether the snapshot read the row-remap state of the
-// GPU an Xid names (by index, or by its bus id).
-func remapRead(s *Snapshot, x XIDEvent) bool {
+// remapRead is the row-remap state of the GPU an Xid names (by index, or
+// by its bus id); nil where the snapshot did not read it.
+func remapRead(s *Snapshot, x XIDEvent) *RemappedRows {
 	for _, g := range s.GPUs {
 		if x.GPU != nil && g.Index == *x.GPU || x.GPU == nil && SamePCI(g.PCIBusID, x.PCIBusID) {
-			return g.RemappedRows != nil
+			return g.RemappedRows
 		}
 	}
-	return false
+	return nil
 }
 
 // SamePCI compares NVML's "00000000:3B:00.0" with the kernel's "0000:3b:00".

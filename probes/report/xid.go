@@ -36,6 +36,10 @@ type XIDInfo struct {
 	Mnemonic      string `json:"mnemonic,omitempty"`
 	Immediate     string `json:"immediate_action,omitempty"`
 	Investigatory string `json:"investigatory_action,omitempty"`
+	// NVLink is an NVLink5 Xid (144-150) decoded from its message; its
+	// decode-table row, when there is one, gave Immediate, Investigatory
+	// and Hardware.
+	NVLink *NVLinkError `json:"nvlink,omitempty"`
 }
 
 // xidWords are gpulab's own words for a code: what it means, what to do,
@@ -145,6 +149,16 @@ var bucketWords = map[string]string{
 	"XID_154":           "do the recovery action the Xid 154 beside it names",
 	"CHECK_APP/CUDA":    "check the application and its CUDA code",
 	"INVESTIGATE_SW":    "look into the driver and software stack",
+	// The NVLink5 decode table's.
+	"XID_154_EVAL":                   "read the recovery action the driver sets (Xid 154, the recovery-action check)",
+	"CHECK_NVLINK_FAILURE_FLOW":      "follow NVIDIA's NVLink failure flow",
+	"INVESTIGATE_PEER_DEVICE":        "look at the GPU or NVSwitch at the link's other end",
+	"INVESTIGATE_LINK_SI":            "check the link's signal integrity (field diagnostics)",
+	"INVESTIGATE_LINK_SI_AND_CABLES": "check the link's signal integrity and its cables and cartridges",
+	"INVESTIGATE_HOST":               "look into the host (power, firmware, kernel)",
+	"INVESTIGATE_SW_USER":            "look into the software stack and the application",
+	"INVESTIGATE_SW_USER_LINK_SI":    "look into the software, the application and the link's signal integrity",
+	"SYMPATHETIC_REPORT_SOLO":        "follow the other Xid beside it; report it to NVIDIA if it came alone",
 }
 
 // resolutionText says NVIDIA's resolution for a code in words, its
@@ -221,7 +235,7 @@ func kmsgXid(line string) (XIDEvent, bool) {
 			continue
 		}
 		msg := strings.TrimSpace(digits[n+1:])
-		return XIDEvent{Code: code, PCIBusID: rest[:bus], Source: "kmsg", Message: msg, XIDInfo: DecodeXID(code)}, true
+		return XIDEvent{Code: code, PCIBusID: rest[:bus], Source: "kmsg", Message: msg, XIDInfo: DecodeXIDMessage(code, msg)}, true
 	}
 }
 

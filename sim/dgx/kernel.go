@@ -3,6 +3,7 @@ package dgx
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -47,7 +48,30 @@ func (h *Host) kernelLog() []kmsg {
 				fmt.Sprintf("NVRM: GPU %s.0: GPU has fallen off the bus.", spec.KernelBusID(x.GPU))})
 		}
 	}
+	for _, x := range h.Faults.SXids {
+		log = append(log, sxidLines(x)...)
+	}
+	sort.SliceStable(log, func(i, j int) bool { return log[i].at < log[j].at })
 	return log
+}
+
+// sxidLines are an SXid as an NVSwitch prints it: its line, then its
+// severity and data lines under the same code, as recorded in
+// testdata/fixtures/dmesg-xid/service-vm-4x-nvswitch-sxid11004-severity-data-lines.txt.
+func sxidLines(x spec.SXID) []kmsg {
+	head := fmt.Sprintf("nvidia-nvswitch%d: SXid (PCI:0000:%02x:00.0): %d, ", x.Switch, spec.SwitchBus[x.Switch], x.Code)
+	link, severity := 0, 0
+	if f := strings.Fields(x.Message); len(f) > 2 && f[1] == "Link" {
+		link, _ = strconv.Atoi(f[2])
+	}
+	if strings.HasPrefix(x.Message, "Fatal") {
+		severity = 1
+	}
+	return []kmsg{
+		{x.SecondsAfterBoot, "err", head + x.Message},
+		{x.SecondsAfterBoot + 0.000255, "err", fmt.Sprintf("%sSeverity %d Engine instance %02d Sub-engine instance 00", head, severity, link)},
+		{x.SecondsAfterBoot + 0.002242, "err", head + "Data {0x00000008, 0xff9fc39c, 0x00000008, 0xff9fc39c, 0x00000000, 0x00000000, 0x00000000, 0x00000000, 0x00000000}"},
+	}
 }
 
 func (h *Host) at(m kmsg) time.Time {

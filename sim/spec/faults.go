@@ -23,8 +23,14 @@ type Faults struct {
 	ECC map[int]ECCCounts `json:"ecc,omitempty"`
 	// RemapPending lists GPUs with a row remap pending (a reset applies it).
 	RemapPending []int `json:"remap_pending,omitempty"`
-	// XIDs are the Xid events in the kernel log since boot.
+	// XIDs are the Xid events in the kernel log since boot. An NVLink5
+	// Xid (144-150) states its unit, link and interrupt info in its
+	// message: "RLW_REMAP Fatal XC0 i0 Link 02 (0x00000004 0x00000040 ...)".
 	XIDs []XID `json:"xids,omitempty"`
+	// SXids are the NVSwitches' SXid events in the kernel log since boot,
+	// each printed as the switch prints it: its line, then its
+	// "Severity" and "Data" detail lines.
+	SXids []SXID `json:"sxids,omitempty"`
 	// MIG turns MIG mode on for a GPU and creates these GPU instance
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
@@ -96,6 +102,16 @@ type XID struct {
 	SecondsAfterBoot float64 `json:"seconds_after_boot"`
 }
 
+// SXID is one NVSwitch SXid event of the kernel log.
+type SXID struct {
+	Switch int `json:"switch"` // 0-5
+	Code   int `json:"code"`
+	// Message is the switch's text after "SXid (PCI:...): CODE, ":
+	// "Fatal, Link 28 sourcetrack timeout error (First)".
+	Message          string  `json:"message"`
+	SecondsAfterBoot float64 `json:"seconds_after_boot"`
+}
+
 // Validate reports the first thing in f that no DGX A100 can show: a GPU
 // index out of range, a pair of one GPU, an unknown MIG profile or a MIG
 // layout that does not fit, a process without a PID or in a MIG instance
@@ -131,6 +147,14 @@ func (f Faults) Validate() error {
 		}
 		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
 			return fmt.Errorf("xids: Xid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
+		}
+	}
+	for _, x := range f.SXids {
+		if x.Switch < 0 || x.Switch >= Switches {
+			return fmt.Errorf("sxids: NVSwitch %d: a DGX A100 has NVSwitches 0-%d", x.Switch, Switches-1)
+		}
+		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
+			return fmt.Errorf("sxids: SXid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
 		}
 	}
 	for i, profiles := range f.MIG {

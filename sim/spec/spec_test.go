@@ -23,6 +23,8 @@ func TestValidate(t *testing.T) {
 		{"ecc gpu", Faults{ECC: map[int]ECCCounts{-1: {}}}, "ecc: GPU -1"},
 		{"remap gpu", Faults{RemapPending: []int{9}}, "remap_pending: GPU 9"},
 		{"xid code", Faults{XIDs: []XID{{GPU: 1, Code: 0}}}, "positive code"},
+		{"sxid switch", Faults{SXids: []SXID{{Switch: 6, Code: 24007}}}, "sxids: NVSwitch 6: a DGX A100 has NVSwitches 0-5"},
+		{"sxid code", Faults{SXids: []SXID{{Switch: 1, Code: -3}}}, "sxids: SXid -3"},
 		{"unknown profile", Faults{MIG: map[int][]string{0: {"3g.40gb"}}}, `no MIG profile "3g.40gb"`},
 		{"too many", Faults{MIG: map[int][]string{0: {"3g.20gb", "3g.20gb", "3g.20gb"}}}, "at most 2"},
 		{"no room", Faults{MIG: map[int][]string{0: {"4g.20gb", "3g.20gb", "1g.5gb"}}}, "no room left for 1g.5gb"},

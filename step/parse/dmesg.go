@@ -44,6 +44,9 @@ type XIDLine struct {
 	Process    string `json:"process,omitempty"`
 	Message    string `json:"message"`
 	Line       int    `json:"line"`
+	// Detail holds the lines an NVSwitch prints after an SXid's first
+	// ("Severity 0 Engine instance 42 ...", "Data {...}"): the same event.
+	Detail []string `json:"detail,omitempty"`
 	report.XIDInfo
 }
 
@@ -170,8 +173,13 @@ func (k *KernelLog) readMessage(t, ts, kts string, line int, problems *errs) {
 			rest = rest[len(p[0]):]
 		}
 		e.Message = strings.TrimSpace(rest)
-		if !e.SXid {
-			e.XIDInfo = report.DecodeXID(code)
+		if e.SXid && report.SXidDetail(e.Message) && k.addSXidDetail(e) {
+			return
+		}
+		if e.SXid {
+			e.XIDInfo = report.DecodeSXID(code, e.Message)
+		} else {
+			e.XIDInfo = report.DecodeXIDMessage(code, e.Message)
 		}
 		k.XIDs = append(k.XIDs, e)
 		if code == 79 && !e.SXid {
@@ -189,6 +197,24 @@ func (k *KernelLog) readMessage(t, ts, kts string, line int, problems *errs) {
 		}
 	}
 }
+
+// addSXidDetail adds a detail line to the latest SXid of the same
+// NVSwitch and code; false if there is none (the line then stands alone).
+func (k *KernelLog) addSXidDetail(e XIDLine) bool {
+	for i := len(k.XIDs) - 1; i >= 0; i-- {
+		if x := &k.XIDs[i]; x.SXid && x.XID == e.XID && strings.EqualFold(x.PCI, e.PCI) {
+			if len(x.Detail) < maxSXidDetail {
+				x.Detail = append(x.Detail, e.Message)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// maxSXidDetail bounds the detail lines kept per SXid: a switch that
+// repeats its Data lines for hours costs no memory beyond these.
+const maxSXidDetail = 8
 
 func (k *KernelLog) addOffBus(pci string) {
 	pci = strings.TrimSuffix(strings.ToLower(pci), ".0")

@@ -7,10 +7,12 @@ import (
 
 func TestDmesgXidFixtures(t *testing.T) {
 	k, err := ParseDmesgXid(fixture(t, "dmesg-xid", "talos-8x-a100-sxid24007-xid62-xid45.txt"))
-	if err != nil || len(k.XIDs) != 5 || !k.XIDs[0].SXid || k.XIDs[0].XID != 24007 || k.XIDs[0].Known {
+	// The SXid's Data line is its detail, not a second event; 24007 is
+	// fatal in the Fabric Manager guide.
+	if err != nil || len(k.XIDs) != 4 || !k.XIDs[0].SXid || k.XIDs[0].XID != 24007 || !k.XIDs[0].Known || !k.XIDs[0].Hardware || len(k.XIDs[0].Detail) != 1 {
 		t.Fatalf("talos: %v %+v", err, k.XIDs)
 	}
-	x := k.XIDs[3]
+	x := k.XIDs[2]
 	if x.XID != 45 || *x.PID != 22884 || x.Process != "VLLM::Worker" || x.Time != "2026-04-22T21:25:20.560106789Z" || x.Message != "channel 0x0000000a" || x.Line != 6 {
 		t.Errorf("xid 45 = %+v", x)
 	}
@@ -130,5 +132,44 @@ func TestEveryXidLineIsReadOrRefused(t *testing.T) {
 	}
 	if _, err := ParseDmesgXid("[  100.000001] NVRM: Xid (PCI:0000:07:00): \n"); err == nil || !strings.Contains(err.Error(), "Xid line not understood") {
 		t.Errorf("a cut Xid line: %v, want a parse problem naming it", err)
+	}
+}
+
+// An NVSwitch prints an SXid's detail as more SXid lines of the same
+// code ("Severity ...", "Data {...}"): four switches, four events.
+func TestSXidDetailLinesAreOneEvent(t *testing.T) {
+	k, err := ParseDmesgXid(fixture(t, "dmesg-xid", "service-vm-4x-nvswitch-sxid11004-severity-data-lines.txt"))
+	if err != nil || len(k.XIDs) != 4 {
+		t.Fatalf("%v: %d events, want 4: %+v", err, len(k.XIDs), k.XIDs)
+	}
+	details := 0
+	for _, x := range k.XIDs {
+		details += len(x.Detail)
+		if !x.SXid || x.XID != 11004 || !x.Known || x.Hardware || !strings.HasPrefix(x.Message, "Non-fatal, Link ") {
+			t.Errorf("%+v", x)
+		}
+	}
+	if details != 15 {
+		t.Errorf("%d detail lines kept, want the 15 that follow", details)
+	}
+}
+
+// NVLink5 Xids carry their decode: unit, link, sub-code, NVIDIA's
+// resolution for that row.
+func TestNVLink5XidLines(t *testing.T) {
+	k, err := ParseDmesgXid(fixture(t, "dmesg-xid", "gb200-nvlink5-xid149-netir-link-evt-then-xid154.txt"))
+	if err != nil || len(k.XIDs) != 9 {
+		t.Fatalf("%v %+v", err, k.XIDs)
+	}
+	x := k.XIDs[0]
+	if x.NVLink == nil || x.NVLink.Unit != "NETIR_LINK_EVT" || *x.NVLink.Link != 1 || !x.NVLink.Decoded || !x.Hardware || x.Immediate != "RESET_GPU" || x.PCI != "0009:01:00" {
+		t.Errorf("149: %+v %+v", x, x.NVLink)
+	}
+	if y := k.XIDs[1]; y.XID != 154 || y.NVLink != nil || !strings.Contains(y.Message, "to 0x4 (Drain and Reset)") {
+		t.Errorf("154: %+v", y)
+	}
+	k, _ = ParseDmesgXid(fixture(t, "dmesg-xid", "gb200-nvlink5-xid145-rlw-rxpipe-xid149-netir-link-minus1.txt"))
+	if len(k.XIDs) != 2 || k.XIDs[0].NVLink == nil || k.XIDs[0].NVLink.Link != nil || k.XIDs[1].Hardware || k.XIDs[1].Immediate != "IGNORE" {
+		t.Errorf("%+v", k.XIDs)
 	}
 }
