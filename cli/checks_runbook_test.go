@@ -63,17 +63,25 @@ func TestHealthRunbookReadsTheProbe(t *testing.T) {
 	}
 }
 
-// The health runbook's xid check reads an NVSwitch's SXid (its detail
+// The health runbook reads the kernel log through the simulated hosts'
+// dmesg over SSH. Its xid check reads an NVSwitch's SXid (its detail
 // lines folded into it) and an NVLink5 Xid decoded from its interrupt
-// info, each with its meaning and fix, through the simulated hosts'
-// dmesg over SSH: a fatal SXid or NVLink error FAILs, a non-fatal SXid
-// alone WARNs, a healthy host PASSes.
-func TestHealthRunbookReadsSXidAndNVLinkXid(t *testing.T) {
+// info, each with its meaning and fix: a fatal SXid or NVLink error
+// FAILs, a non-fatal SXid alone WARNs. Its host-faults check FAILs on a
+// task hung inside the NVIDIA driver and WARNs on an OOM kill. A healthy
+// host PASSes both.
+func TestHealthRunbookReadsTheKernelLog(t *testing.T) {
 	fatal := spec.Faults{
 		SXids: []spec.SXID{{Switch: 2, Code: 24007, Message: "Fatal, Link 28 sourcetrack timeout error (First)", SecondsAfterBoot: 8123.6}},
 		XIDs:  []spec.XID{{GPU: 1, Code: 145, Message: "RLW_REMAP Fatal XC0 i0 Link 02 (0x00000004 0x00000040 0x00000000 0x00000000)", SecondsAfterBoot: 8124.1}},
+		KernelLog: []spec.KernelLine{
+			{SecondsAfterBoot: 8200, Level: "err", Text: "INFO: task python3:51234 blocked for more than 122 seconds."},
+			{SecondsAfterBoot: 8200, Level: "err", Text: "task:python3         state:D stack:0     pid:51234 ppid:51200 flags:0x00004002"},
+			{SecondsAfterBoot: 8200, Level: "warn", Text: " os_acquire_rwlock_write+0x31/0x40 [nvidia]"},
+		},
 	}
-	mild := spec.Faults{SXids: []spec.SXID{{Switch: 0, Code: 11004, Message: "Non-fatal, Link 40 ingress invalid ACL (First)", SecondsAfterBoot: 60}}}
+	mild := spec.Faults{SXids: []spec.SXID{{Switch: 0, Code: 11004, Message: "Non-fatal, Link 40 ingress invalid ACL (First)", SecondsAfterBoot: 60}},
+		KernelLog: []spec.KernelLine{{SecondsAfterBoot: 70, Level: "err", Text: "Out of memory: Killed process 7001 (python3) total-vm:99999kB, anon-rss:88888kB, file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:100kB oom_score_adj:0"}}}
 	_, files := simFleet(t, sim.Config{Hosts: 3, Seed: 1, Faults: map[string]spec.Faults{"dgx01": {}, "dgx02": fatal, "dgx03": mild}})
 	r := run(t, noEnv(t), "runbook", "run", "health", "--inventory", files.Inventory, "-H", "*", "--json")
 	if r.code != ExitFailed {
@@ -95,19 +103,22 @@ func TestHealthRunbookReadsSXidAndNVLinkXid(t *testing.T) {
 		status string
 		facts  []string
 	}{
-		"dgx01": {"PASS", nil},
-		"dgx02": {"FAIL", []string{"SXid 24007 on NVSwitch 0000:c6:00.0: NVSwitch sourcetrack timeout error: fatal", "(2 detail line(s) follow it)",
+		"dgx01 xid": {"PASS", nil},
+		"dgx02 xid": {"FAIL", []string{"SXid 24007 on NVSwitch 0000:c6:00.0: NVSwitch sourcetrack timeout error: fatal", "(2 detail line(s) follow it)",
 			"Xid 145 on 0000:0f:00: NVLink5 RLW_REMAP error on NVLink 2 (fatal)", "Fix: Now: drain the GPU and reset it"}},
-		"dgx03": {"WARN", []string{"SXid 11004 on NVSwitch 0000:c4:00.0: NVSwitch Ingress invalid ACL: not fatal"}},
+		"dgx03 xid":         {"WARN", []string{"SXid 11004 on NVSwitch 0000:c4:00.0: NVSwitch Ingress invalid ACL: not fatal"}},
+		"dgx01 host-faults": {"PASS", nil},
+		"dgx02 host-faults": {"FAIL", []string{"task python3 (pid 51234) blocked 122 s in state D inside the NVIDIA driver", "drain the node and reboot it"}},
+		"dgx03 host-faults": {"WARN", []string{"OOM killer killed pid 7001 (python3): the host ran out of memory"}},
 	}
 	seen := 0
 	for _, h := range doc.Hosts {
 		for _, v := range h.Verdicts {
-			if v.Check != "xid" {
+			w, ok := want[h.Host+" "+v.Check]
+			if !ok {
 				continue
 			}
 			seen++
-			w := want[h.Host]
 			var facts []string
 			for _, e := range v.Evidence {
 				facts = append(facts, e.Fact)
@@ -123,7 +134,7 @@ func TestHealthRunbookReadsSXidAndNVLinkXid(t *testing.T) {
 			}
 		}
 	}
-	if seen != 3 {
-		t.Errorf("%d hosts with an xid verdict, want 3", seen)
+	if seen != len(want) {
+		t.Errorf("%d of the %d verdicts looked for", seen, len(want))
 	}
 }

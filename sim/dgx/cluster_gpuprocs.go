@@ -70,7 +70,7 @@ func (c *Cluster) Workload(node string) ([]spec.Process, map[int]uint32) {
 }
 
 func isHealthyNode(n *knode) bool {
-	return len(n.faults.NVLinkDown) == 0 && len(n.faults.ECC) == 0 && len(n.faults.XIDs) == 0 && len(n.faults.SXids) == 0 && len(n.faults.MIG) == 0
+	return len(n.faults.NVLinkDown) == 0 && len(n.faults.ECC) == 0 && len(n.faults.XIDs) == 0 && len(n.faults.SXids) == 0 && len(n.faults.KernelLog) == 0 && len(n.faults.MIG) == 0
 }
 
 // pidOf is a process's PID, the same for a pod and GPU every time.

@@ -1,6 +1,7 @@
 package dgx
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -50,6 +51,9 @@ func (h *Host) kernelLog() []kmsg {
 	}
 	for _, x := range h.Faults.SXids {
 		log = append(log, sxidLines(x)...)
+	}
+	for _, l := range h.Faults.KernelLog {
+		log = append(log, kmsg{l.SecondsAfterBoot, cmp.Or(l.Level, "info"), l.Text})
 	}
 	sort.SliceStable(log, func(i, j int) bool { return log[i].at < log[j].at })
 	return log

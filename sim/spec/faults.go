@@ -31,6 +31,10 @@ type Faults struct {
 	// each printed as the switch prints it: its line, then its
 	// "Severity" and "Data" detail lines.
 	SXids []SXID `json:"sxids,omitempty"`
+	// KernelLog adds lines of the host's own to the kernel log: an OOM
+	// kill, a hung task, an EDAC or machine-check line, as the kernel
+	// prints them.
+	KernelLog []KernelLine `json:"kernel_log,omitempty"`
 	// MIG turns MIG mode on for a GPU and creates these GPU instance
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
@@ -112,6 +116,18 @@ type SXID struct {
 	SecondsAfterBoot float64 `json:"seconds_after_boot"`
 }
 
+// KernelLine is one line of the kernel log.
+type KernelLine struct {
+	SecondsAfterBoot float64 `json:"seconds_after_boot"`
+	// Level is the line's syslog level as dmesg --decode names it (err,
+	// warn, info...; "" is info).
+	Level string `json:"level,omitempty"`
+	Text  string `json:"text"`
+}
+
+// kernelLevels are the levels dmesg --decode prints.
+var kernelLevels = []string{"", "emerg", "alert", "crit", "err", "warn", "notice", "info", "debug"}
+
 // Validate reports the first thing in f that no DGX A100 can show: a GPU
 // index out of range, a pair of one GPU, an unknown MIG profile or a MIG
 // layout that does not fit, a process without a PID or in a MIG instance
@@ -155,6 +171,16 @@ func (f Faults) Validate() error {
 		}
 		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
 			return fmt.Errorf("sxids: SXid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
+		}
+	}
+	for i, l := range f.KernelLog {
+		switch {
+		case l.SecondsAfterBoot < 0:
+			return fmt.Errorf("kernel_log[%d]: at %vs: want a time after boot", i, l.SecondsAfterBoot)
+		case strings.TrimSpace(l.Text) == "" || strings.ContainsAny(l.Text, "\r\n"):
+			return fmt.Errorf("kernel_log[%d]: want one line of text", i)
+		case !slices.Contains(kernelLevels, l.Level):
+			return fmt.Errorf("kernel_log[%d]: level %q: want one of %s", i, l.Level, strings.Join(kernelLevels[1:], ", "))
 		}
 	}
 	for i, profiles := range f.MIG {

@@ -25,6 +25,8 @@ func TestValidate(t *testing.T) {
 		{"xid code", Faults{XIDs: []XID{{GPU: 1, Code: 0}}}, "positive code"},
 		{"sxid switch", Faults{SXids: []SXID{{Switch: 6, Code: 24007}}}, "sxids: NVSwitch 6: a DGX A100 has NVSwitches 0-5"},
 		{"sxid code", Faults{SXids: []SXID{{Switch: 1, Code: -3}}}, "sxids: SXid -3"},
+		{"kernel line", Faults{KernelLog: []KernelLine{{Text: "a\nb"}}}, "kernel_log[0]: want one line of text"},
+		{"kernel level", Faults{KernelLog: []KernelLine{{Text: "x", Level: "loud"}}}, `kernel_log[0]: level "loud": want one of emerg`},
 		{"unknown profile", Faults{MIG: map[int][]string{0: {"3g.40gb"}}}, `no MIG profile "3g.40gb"`},
 		{"too many", Faults{MIG: map[int][]string{0: {"3g.20gb", "3g.20gb", "3g.20gb"}}}, "at most 2"},
 		{"no room", Faults{MIG: map[int][]string{0: {"4g.20gb", "3g.20gb", "1g.5gb"}}}, "no room left for 1g.5gb"},

@@ -29,6 +29,11 @@ type KernelLog struct {
 	Lines int    `json:"lines"`
 	First string `json:"first,omitempty"`
 	Last  string `json:"last,omitempty"`
+	// Host are the host's own faults the log states: OOM kills, hung
+	// tasks, EDAC memory errors, machine checks (hostlog.go).
+	Host []HostEvent `json:"host"`
+
+	hung, hungLine int // the open hung task (its index in Host, 1-based) and its line
 }
 
 // XIDLine is one Xid (GPU) or SXid (NVSwitch) line.
@@ -88,7 +93,7 @@ var (
 // without the dmesg timestamp after "kernel:", RFC 3339 syslog, talosctl,
 // none), with multi-line messages joined.
 func ParseDmesgXid(text string) (*KernelLog, error) {
-	k := &KernelLog{XIDs: []XIDLine{}, GPUs: map[string]string{}, FallenOffBus: []string{}}
+	k := &KernelLog{XIDs: []XIDLine{}, GPUs: map[string]string{}, FallenOffBus: []string{}, Host: []HostEvent{}}
 	var problems errs
 	// One message at a time: its first line, then its continuation lines
 	// in a builder (a message may run to megabytes: joining each line with
@@ -148,6 +153,7 @@ func ParseDmesgXid(text string) (*KernelLog, error) {
 // readMessage records what one kernel message (its continuation lines
 // joined) says: a GPU's UUID, an Xid, a GPU fallen off the bus.
 func (k *KernelLog) readMessage(t, ts, kts string, line int, problems *errs) {
+	k.readHostMessage(t, ts, line)
 	if g := gpuAtRE.FindStringSubmatch(t); g != nil {
 		k.GPUs[g[1]] = g[2]
 		return

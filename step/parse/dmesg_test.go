@@ -173,3 +173,62 @@ func TestNVLink5XidLines(t *testing.T) {
 		t.Errorf("%+v", k.XIDs)
 	}
 }
+
+// The host's own faults, read from real logs: a task hung inside the
+// NVIDIA driver, EDAC corrected errors on two DIMMs, a global and a
+// cgroup OOM kill (the node-problem-detector line that repeats the
+// kernel's words is not a kernel line), a fatal machine check.
+func TestHostEventsFromRealLogs(t *testing.T) {
+	type want struct {
+		kind                string
+		fatal, gpu, cgroup  bool
+		process             string
+		pid, count, seconds int
+	}
+	for _, c := range []struct {
+		file string
+		want []want
+	}{
+		{"dmesg-T-xid119-gsp-then-hung-task-nvidia-smi-state-D.txt", []want{{HostHungTask, true, true, false, "nvidia-smi", 1346229, 0, 120}}},
+		{"dmesg-rg-oom-global-oom-killed-grep.txt", []want{{HostOOM, false, false, false, "grep", 49358, 0, 0}}},
+		{"syslog-aks-memcg-oom-killed-pod-process-npd.txt", []want{{HostOOM, false, false, true, "stress-ng-vm", 183960, 0, 0}}},
+		{"dmesg-mce-system-fatal-ue-mail-wrapped.txt", []want{{HostMCE, false, false, false, "", 0, 0, 0}, {HostMCE, true, false, false, "", 0, 0, 0}}},
+	} {
+		k, err := ParseDmesgXid(fixture(t, "dmesg-xid", c.file))
+		if err != nil || len(k.Host) != len(c.want) {
+			t.Errorf("%s: %v: %+v", c.file, err, k.Host)
+			continue
+		}
+		for i, w := range c.want {
+			h := k.Host[i]
+			got := want{h.Kind, h.Fatal, h.GPU, h.Cgroup, h.Process, h.PID, h.Count, h.Seconds}
+			if got != w {
+				t.Errorf("%s [%d]: %+v, want %+v", c.file, i, got, w)
+			}
+		}
+	}
+	k, _ := ParseDmesgXid(fixture(t, "dmesg-xid", "dmesg-edac-sbridge-ce-overflow-two-dimms-mce-logged.txt"))
+	ce := map[string]int{}
+	mce := 0
+	for _, h := range k.Host {
+		switch h.Kind {
+		case HostEDAC:
+			if h.Fatal {
+				t.Errorf("a CE line read as uncorrected: %+v", h)
+			}
+			ce[h.Where] += h.Count
+		case HostMCE:
+			mce++
+		default:
+			t.Errorf("unexpected %+v", h)
+		}
+	}
+	if ce["CPU_SrcID#0_Ha#0_Chan#0_DIMM#0"] != 5555+4858+4119+3976 || ce["CPU_SrcID#0_Ha#0_Chan#2_DIMM#0"] != 4223+24245+48 || mce != 2 {
+		t.Errorf("EDAC: %v, mce %d", ce, mce)
+	}
+	// Banners are not faults.
+	k, _ = ParseDmesgXid("[    2.122759] EDAC MC: Ver: 3.0.0\n[    2.2] mce: CPU supports 32 MCE banks\n[    3.1] EDAC MC0: Giving out device to module amd64_edac\n[ 4.0] EDAC MC0: 0 CE memory read error on DIMM_A1\n")
+	if len(k.Host) != 0 {
+		t.Errorf("banners read as faults: %+v", k.Host)
+	}
+}
