@@ -37,7 +37,8 @@ func TestHealthRunbookReadsTheProbe(t *testing.T) {
 	want := map[string]string{"recovery": "FAIL GPU3: the driver asks for recovery: drain and reset", "nvml-hung": "FAIL GPU6: NVML hung: nvmlDeviceGetPowerUsage",
 		"pcie-gen": "WARN GPU5: PCIe link at Gen2 of Gen4 under load", "pcie-replays": "WARN GPU5: PCIe replays rose by 40",
 		"clock-events": "WARN GPU2: clocks slowed by hw_slowdown", "thermal-margin": "WARN GPU2: 2 C from its slowdown temperature",
-		"power-cap": "WARN GPU4: power capped at 250 W"}
+		"power-cap": "WARN GPU4: power capped at 250 W", "stuck-process": "WARN pid 5120 (python3) in state D holding /dev/nvidia-uvm, /dev/nvidia7, /dev/nvidiactl",
+		"zombie-gpu-process": "WARN pid 5130 (train.py) is a zombie NVML still lists", "pstore-crash": "WARN 1 crash record(s) in pstore from an earlier boot: Kernel panic - not syncing"}
 	for _, h := range doc.Hosts {
 		got := map[string]string{}
 		for _, v := range h.Verdicts {

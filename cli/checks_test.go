@@ -20,6 +20,9 @@ var stateKnobs = spec.Faults{
 	Throttle: map[int][]string{2: {"hw_slowdown", "hw_thermal_slowdown"}}, TemperatureC: map[int]int{2: 87},
 	PowerLimitW: map[int]int{4: 250}, RecoveryAction: map[int]string{3: "drain_and_reset"},
 	NVMLHang: map[int]string{6: "nvmlDeviceGetPowerUsage"},
+	Processes: []spec.Process{{GPU: 7, PID: 5120, Name: "python3", UsedMiB: 1024, State: "D"},
+		{GPU: 1, PID: 5130, Name: "train.py", UsedMiB: 2048, State: "Z"}},
+	Pstore: map[string]string{"dmesg-efi-171000000101001": "Panic#1 Part1\n<0>[ 8123.512007] Kernel panic - not syncing: Fatal exception in interrupt\n"},
 }
 
 // gpulab probe on a simulated fleet whose host has every state knob
@@ -60,8 +63,8 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 			got[h.Host] = append(got[h.Host], "GPU"+gpu+" "+fd.Check+" "+fd.Action)
 		}
 	}
-	want := []string{"GPU2 clock-events contact-support", "GPU2 thermal-margin contact-support", "GPU3 recovery-action reset-gpu",
-		"GPU4 power-cap none", "GPU5 pcie-gen contact-support", "GPU5 pcie-replays contact-support", "GPU6 nvml-hung reboot"}
+	want := []string{"GPU pstore-crash none", "GPU1 zombie-gpu-process reset-gpu", "GPU2 clock-events contact-support", "GPU2 thermal-margin contact-support", "GPU3 recovery-action reset-gpu",
+		"GPU4 power-cap none", "GPU5 pcie-gen contact-support", "GPU5 pcie-replays contact-support", "GPU6 nvml-hung reboot", "GPU7 stuck-process reboot"}
 	slices.Sort(got["dgx03"])
 	if !slices.Equal(got["dgx03"], want) || len(got["dgx01"])+len(got["dgx02"]) != 0 {
 		t.Errorf("findings %v\nwant dgx03 %v, and none elsewhere", got, want)
@@ -89,7 +92,7 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 			clean[e.NodeName] = append(clean[e.NodeName], e.Metadata["gpulab.check"])
 		}
 	}
-	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "thermal-margin", "power-cap", "nvml-hung"} {
+	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "thermal-margin", "power-cap", "nvml-hung", "stuck-process", "zombie-gpu-process", "pstore-crash"} {
 		if !slices.Contains(clean["dgx01"], c) || slices.Contains(clean["dgx03"], c) {
 			t.Errorf("%s: cleared on dgx01 %v, on the sick dgx03 %v", c, clean["dgx01"], clean["dgx03"])
 		}

@@ -190,8 +190,9 @@ answers with a clean report that says why.
 --mock dgxa100 runs the probe against a simulated DGX A100 (go-nvml's mock),
 marked "simulated": true; --mock-faults FILE gives each host's simulated
 machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
-remap_pending, xids, mig, processes, utilization, pcie_gen, pcie_replays,
-throttle, temperature_c, power_limit_w, recovery_action, nvml_hang, vbios;
+remap_pending, xids, mig, processes (a state of D or Z: stuck in the
+driver, a zombie), utilization, pcie_gen, pcie_replays, throttle,
+temperature_c, power_limit_w, recovery_action, nvml_hang, vbios, pstore;
 docs/checks/README.md); --local runs it on this machine.
 
 After its snapshot the probe samples the GPUs for --window (2s; 0 for one

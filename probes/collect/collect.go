@@ -30,9 +30,13 @@ import (
 type Options struct {
 	Host         string
 	ProbeVersion string
-	// ProcRoot is where /proc is read for process names and cgroups; "" for /proc.
+	// ProcRoot is where /proc is read for process names and cgroups and
+	// scanned for stuck processes; "" for /proc.
 	ProcRoot string
-	Now      func() time.Time
+	// PstoreDir is where the kernel's crash records are listed
+	// (/sys/fs/pstore on a real host); "": not read.
+	PstoreDir string
+	Now       func() time.Time
 	// CallTimeout is how long one NVML call may take before its GPU is
 	// called hung (0: DefaultCallTimeout). After a first hang, calls get
 	// HungCallTimeout: a driver that hung once may hold its lock for
@@ -85,6 +89,7 @@ func Collect(lib nvml.Interface, o Options) *report.Snapshot {
 		}
 	}
 	c.topology(devices)
+	c.hostScan()
 	s.DurationMS = float64(o.Now().Sub(start).Microseconds()) / 1000
 	return s
 }

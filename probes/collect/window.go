@@ -64,6 +64,7 @@ func Sample(lib nvml.Interface, s *report.Snapshot, o Options, window, every tim
 		g.Findings = findings(*g)
 	}
 	s.WindowSeconds = math.Round(time.Since(start).Seconds()*1000) / 1000
+	stuckAgain(s, c.opts.ProcRoot)
 }
 
 // sample takes one reading of g into its Window.

@@ -117,9 +117,9 @@ func main() {
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	opts := collect.Options{Host: name, ProbeVersion: version, CallTimeout: *callTimeout}
+	opts := collect.Options{Host: name, ProbeVersion: version, CallTimeout: *callTimeout, PstoreDir: "/sys/fs/pstore"}
 	if mach != nil {
-		opts.ProcRoot = mach.procRoot
+		opts.ProcRoot, opts.PstoreDir = mach.procRoot, mach.pstoreDir
 	}
 	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
 	code := run(opts, mach, *kmsg, *xidWait, *window, w)
@@ -161,12 +161,12 @@ type watcher struct {
 }
 
 // simulated is the machine --mock simulates, with its faults: its NVML,
-// the directory the collector reads as /proc ("" for /proc), and remove,
-// which deletes that directory.
+// the directories the collector reads as /proc and /sys/fs/pstore, and
+// remove, which deletes them.
 type simulated struct {
-	lib      nvml.Interface
-	procRoot string
-	remove   func()
+	lib                 nvml.Interface
+	procRoot, pstoreDir string
+	remove              func()
 }
 
 // cleanup removes what the simulation wrote; nil (real NVML) has nothing.

@@ -5,8 +5,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/gpulab/gpulab/probes/nvmlsim"
 )
@@ -17,10 +19,11 @@ import (
 // (it is a megabyte of mock code); gpulab uses a separate simulator build
 // for --mock.
 //
-// When the faults have processes, their /proc entries (comm, cgroup) are
-// written to a private temporary directory that the collector reads as
-// its /proc, so the simulated processes are mapped to pods by the same
-// code as real ones; the machine's remove deletes it.
+// The simulated machine's /proc (its processes' comm, cgroup, stat and,
+// stuck in the driver, open files) and /sys/fs/pstore (its crash
+// records) are written to a private temporary directory that the
+// collector reads as the real ones, by the same code (a simulated host
+// never reads this machine's /proc); the machine's remove deletes it.
 func simulator(_ string, faults string) (*simulated, error) {
 	var f nvmlsim.Faults
 	if faults != "" {
@@ -37,17 +40,19 @@ func simulator(_ string, faults string) (*simulated, error) {
 		}
 	}
 	m := &simulated{lib: nvmlsim.DGXA100With(f), remove: func() {}}
-	if len(f.Processes) == 0 {
-		return m, nil
-	}
 	dir, err := os.MkdirTemp("", "nvmlprobe-proc-")
 	if err != nil {
-		return nil, fmt.Errorf("--mock-faults: the simulated processes' /proc: %w", err)
+		return nil, fmt.Errorf("--mock-faults: the simulated machine's /proc: %w", err)
 	}
-	if err := f.WriteProc(dir); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("--mock-faults: the simulated processes' /proc: %w", err)
+	m.procRoot, m.pstoreDir = filepath.Join(dir, "proc"), filepath.Join(dir, "pstore")
+	m.remove = func() { os.RemoveAll(dir) }
+	err = errors.Join(os.Mkdir(m.procRoot, 0o700), os.Mkdir(m.pstoreDir, 0o700))
+	if err == nil {
+		err = errors.Join(f.WriteProc(m.procRoot), f.WritePstore(m.pstoreDir))
 	}
-	m.procRoot, m.remove = dir, func() { os.RemoveAll(dir) }
+	if err != nil {
+		m.remove()
+		return nil, fmt.Errorf("--mock-faults: the simulated machine's /proc and pstore: %w", err)
+	}
 	return m, nil
 }

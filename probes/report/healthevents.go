@@ -84,6 +84,8 @@ func WhyNotMade(s *Snapshot, check string) string {
 	switch {
 	case HungHost(s) != nil:
 		return "NVML hung: " + HungHost(s).Message
+	case whyHostNotMade(s, check) != "":
+		return whyHostNotMade(s, check)
 	case len(hung) > 0:
 		return strings.Join(hung, ", ") + ": nothing more was read from it"
 	case len(s.GPUs) == 0:
@@ -162,6 +164,7 @@ var probeChecks = []probeCheck{
 	{"power-cap", func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PowerLimitW != nil && g.PowerDefaultLimitW != nil })
 	}},
+	hostChecks[0], hostChecks[1], hostChecks[2],
 	{"xid", func(s *Snapshot) bool { return s.XIDHistory }},
 }
 

@@ -48,8 +48,49 @@ type Snapshot struct {
 	XIDHistory bool `json:"xid_history,omitempty"`
 	// WindowSeconds is how long the probe sampled the GPUs (--window);
 	// 0: one reading, and no rate (GPU.Window is nil).
-	WindowSeconds float64      `json:"window_seconds,omitempty"`
-	Errors        []FieldError `json:"errors"`
+	WindowSeconds float64 `json:"window_seconds,omitempty"`
+	// HostState is the host's side: processes stuck on the GPUs, crash
+	// records from earlier boots.
+	HostState HostState    `json:"host_state"`
+	Errors    []FieldError `json:"errors"`
+}
+
+// HostState is what the probe read of the host under the GPUs.
+type HostState struct {
+	// ProcScanned: /proc was read for stuck processes (else Errors say
+	// why).
+	ProcScanned bool           `json:"proc_scanned,omitempty"`
+	Stuck       []StuckProcess `json:"stuck,omitempty"`
+	// Pstore is nil when /sys/fs/pstore was not read (Errors say why).
+	Pstore *Pstore `json:"pstore,omitempty"`
+}
+
+// StuckProcess is a process that holds the GPUs and cannot let go: in
+// state D with /dev/nvidia* open (Devices), or a zombie NVML still lists.
+type StuckProcess struct {
+	PID     int      `json:"pid"`
+	PPID    int      `json:"ppid"`
+	Name    string   `json:"name"`
+	State   string   `json:"state"` // "D", "Z"
+	Devices []string `json:"devices,omitempty"`
+	// FDsUnread: in state D, and its open files could not be read (another
+	// user's process, without root): whether it holds a GPU is unknown.
+	FDsUnread bool `json:"fds_unread,omitempty"`
+	// WholeWindow: still in that state at the end of the sampling window.
+	WholeWindow bool `json:"whole_window,omitempty"`
+}
+
+// Pstore is the kernel's crash records kept across reboots.
+type Pstore struct {
+	Records []PstoreRecord `json:"records"`
+	More    int            `json:"more,omitempty"` // records beyond those listed
+}
+
+// PstoreRecord is one record: its file name (dmesg-efi-..., dmesg-ramoops-N)
+// and the line that says what happened, when found.
+type PstoreRecord struct {
+	Name  string `json:"name"`
+	Panic string `json:"panic,omitempty"`
 }
 
 // NVMLState says whether NVML could be used.

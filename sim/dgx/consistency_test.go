@@ -1,7 +1,10 @@
 package dgx
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -28,8 +31,19 @@ func windowedProbe(t *testing.T, f spec.Faults) *report.Snapshot {
 	if r := s.Init(); r != nvml.SUCCESS {
 		t.Fatal(r)
 	}
-	snap := collect.Collect(s, collect.Options{})
-	collect.Sample(s, snap, collect.Options{}, 20*time.Millisecond, time.Millisecond)
+	// The machine's own /proc and pstore, as the probe's --mock writes
+	// them: never this machine's.
+	o := collect.Options{ProcRoot: filepath.Join(t.TempDir(), "proc"), PstoreDir: filepath.Join(t.TempDir(), "pstore")}
+	for _, d := range []string{o.ProcRoot, o.PstoreDir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(f.WriteProc(o.ProcRoot), f.WritePstore(o.PstoreDir)); err != nil {
+		t.Fatal(err)
+	}
+	snap := collect.Collect(s, o)
+	collect.Sample(s, snap, o, 20*time.Millisecond, time.Millisecond)
 	collect.WaitXIDs(s, snap, 10*time.Millisecond)
 	return snap
 }

@@ -35,6 +35,10 @@ type Faults struct {
 	// kill, a hung task, an EDAC or machine-check line, as the kernel
 	// prints them.
 	KernelLog []KernelLine `json:"kernel_log,omitempty"`
+	// Pstore holds the kernel's crash records kept from earlier boots,
+	// by file name as /sys/fs/pstore lists them ("dmesg-efi-...",
+	// "dmesg-ramoops-0"): what the record says.
+	Pstore map[string]string `json:"pstore,omitempty"`
 	// MIG turns MIG mode on for a GPU and creates these GPU instance
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
@@ -181,6 +185,14 @@ func (f Faults) Validate() error {
 			return fmt.Errorf("kernel_log[%d]: want one line of text", i)
 		case !slices.Contains(kernelLevels, l.Level):
 			return fmt.Errorf("kernel_log[%d]: level %q: want one of %s", i, l.Level, strings.Join(kernelLevels[1:], ", "))
+		}
+	}
+	for name, text := range f.Pstore {
+		if name == "" || len(name) > 64 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" || name[0] == '.' {
+			return fmt.Errorf("pstore: record %q: want a file name of letters, digits, '.', '_' and '-' (64 at most)", name)
+		}
+		if len(text) > 64<<10 {
+			return fmt.Errorf("pstore: record %q: %d bytes: 64 KiB at most", name, len(text))
 		}
 	}
 	for i, profiles := range f.MIG {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,7 +30,15 @@ type Process struct {
 	// Cgroup is the text of /proc/PID/cgroup; empty is the root cgroup
 	// ("0::/").
 	Cgroup string `json:"cgroup,omitempty"`
+	// State is the process's state in /proc/PID/stat: "" (sleeping, S),
+	// "D" (uninterruptible: stuck in the driver, its /dev/nvidia* devices
+	// open) or "Z" (a zombie its parent has not reaped, still listed by
+	// NVML).
+	State string `json:"state,omitempty"`
 }
+
+// States a simulated process may be in.
+var processStates = []string{"", "S", "R", "D", "Z"}
 
 // maxComm is the longest process name /proc/PID/comm holds (TASK_COMM_LEN
 // less the NUL).
@@ -52,8 +61,11 @@ func (f Faults) validateProcesses() error {
 		if strings.ContainsRune(p.Cgroup, 0) {
 			return fmt.Errorf("processes: PID %d: the cgroup text has a NUL byte", p.PID)
 		}
-		if prev, ok := byPID[p.PID]; ok && (prev.Name != p.Name || prev.Cgroup != p.Cgroup) {
-			return fmt.Errorf("processes: PID %d is listed twice with different names or cgroups", p.PID)
+		if !slices.Contains(processStates, p.State) {
+			return fmt.Errorf("processes: PID %d: state %q: want D (stuck in the driver), Z (a zombie), or none", p.PID, p.State)
+		}
+		if prev, ok := byPID[p.PID]; ok && (prev.Name != p.Name || prev.Cgroup != p.Cgroup || prev.State != p.State) {
+			return fmt.Errorf("processes: PID %d is listed twice with different names, cgroups or states", p.PID)
 		}
 		byPID[p.PID] = p
 		if err := f.validatePlacement(p); err != nil {
@@ -119,26 +131,72 @@ func (f Faults) processesMiB(gpu int) int {
 }
 
 // WriteProc writes, under dir, what /proc shows of f's processes: for
-// each PID a directory with comm (the name and a newline) and cgroup (the
-// process's cgroup text, "0::/" when it has none). The probe reads a
-// simulated machine's processes there, by its real code path.
+// each PID a directory with comm (the name and a newline), cgroup (the
+// process's cgroup text, "0::/" when it has none) and stat (its state and
+// parent), and for a process in state D its open files (fd/: the
+// driver's control and UVM devices and its GPUs' /dev/nvidiaN). The probe
+// reads a simulated machine's processes there, by its real code path.
 func (f Faults) WriteProc(dir string) error {
+	gpus := map[uint32][]int{}
 	for _, p := range f.Processes {
-		pd := filepath.Join(dir, strconv.FormatUint(uint64(p.PID), 10))
-		if err := os.MkdirAll(pd, 0o700); err != nil {
+		gpus[p.PID] = append(gpus[p.PID], p.GPU)
+	}
+	done := map[uint32]bool{}
+	for _, p := range f.Processes {
+		if done[p.PID] {
+			continue
+		}
+		done[p.PID] = true
+		if err := writeProcess(dir, p, gpus[p.PID]); err != nil {
 			return err
 		}
-		cg := p.Cgroup
-		if cg == "" {
-			cg = "0::/"
-		}
-		if !strings.HasSuffix(cg, "\n") {
-			cg += "\n"
-		}
-		if err := os.WriteFile(filepath.Join(pd, "comm"), []byte(p.Name+"\n"), 0o600); err != nil {
+	}
+	return nil
+}
+
+func writeProcess(dir string, p Process, gpus []int) error {
+	pd := filepath.Join(dir, strconv.FormatUint(uint64(p.PID), 10))
+	if err := os.MkdirAll(pd, 0o700); err != nil {
+		return err
+	}
+	cg := p.Cgroup
+	if cg == "" {
+		cg = "0::/"
+	}
+	if !strings.HasSuffix(cg, "\n") {
+		cg += "\n"
+	}
+	state, ppid := cmp.Or(p.State, "S"), max(p.PID-1, 1)
+	stat := fmt.Sprintf("%d (%s) %s %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", p.PID, p.Name, state, ppid, p.PID, p.PID)
+	for name, text := range map[string]string{"comm": p.Name + "\n", "cgroup": cg, "stat": stat} {
+		if err := os.WriteFile(filepath.Join(pd, name), []byte(text), 0o600); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(pd, "cgroup"), []byte(cg), 0o600); err != nil {
+	}
+	if p.State != "D" {
+		return nil
+	}
+	fd := filepath.Join(pd, "fd")
+	if err := os.MkdirAll(fd, 0o700); err != nil {
+		return err
+	}
+	links := []string{"/dev/null", "/dev/nvidiactl", "/dev/nvidia-uvm"}
+	for _, g := range gpus {
+		links = append(links, fmt.Sprintf("/dev/nvidia%d", g))
+	}
+	for i, target := range links {
+		if err := os.Symlink(target, filepath.Join(fd, strconv.Itoa(i))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WritePstore writes f's crash records under dir, as /sys/fs/pstore
+// holds them.
+func (f Faults) WritePstore(dir string) error {
+	for name, text := range f.Pstore {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,168 @@
+package collect
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// Bounds of the host scan: what a host with a million processes or a
+// process with a million files costs the probe.
+const (
+	maxProcs     = 65536 // /proc entries looked at
+	maxFDs       = 4096  // open files read of one process in state D
+	maxStuck     = 64    // processes reported
+	maxPstore    = 32    // pstore records listed
+	pstoreHeadKB = 4     // bytes of a record read for its panic line, in KiB
+)
+
+// stuckProcesses finds the processes that hold the GPUs and cannot let
+// go: in state D (uninterruptible sleep) with a /dev/nvidia* device open,
+// and zombies NVML still lists as GPU processes. It reads /proc (ProcRoot)
+// once; Sample reads the ones it found again at the window's end.
+func (c *collector) stuckProcesses() {
+	s := c.snap
+	entries, err := os.ReadDir(c.opts.ProcRoot)
+	if err != nil {
+		s.Errors = append(s.Errors, report.FieldError{Field: "host.processes", Code: "UNREADABLE", Message: err.Error()})
+		return
+	}
+	listed := map[uint32]bool{}
+	for _, p := range s.Processes {
+		listed[p.PID] = true
+	}
+	s.HostState.ProcScanned = true
+	for i, e := range entries {
+		if i == maxProcs || len(s.HostState.Stuck) == maxStuck {
+			break
+		}
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		name, state, ppid, ok := procStat(c.opts.ProcRoot, pid)
+		switch {
+		case !ok:
+		case state == "D":
+			devices, unread := nvidiaFDs(c.opts.ProcRoot, pid)
+			if len(devices) > 0 || unread {
+				s.HostState.Stuck = append(s.HostState.Stuck, report.StuckProcess{PID: pid, PPID: ppid, Name: name, State: state, Devices: devices, FDsUnread: unread})
+			}
+		case state == "Z" && listed[uint32(pid)]:
+			s.HostState.Stuck = append(s.HostState.Stuck, report.StuckProcess{PID: pid, PPID: ppid, Name: name, State: state})
+		}
+	}
+}
+
+// procStat reads a process's name, state and parent from
+// /proc/PID/stat: "1234 (python3) D 1200 ...". The name may hold spaces
+// and parentheses: it runs to the last ')'.
+func procStat(root string, pid int) (name, state string, ppid int, ok bool) {
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", "", 0, false
+	}
+	t := string(b)
+	open, end := strings.IndexByte(t, '('), strings.LastIndexByte(t, ')')
+	if open < 0 || end < open {
+		return "", "", 0, false
+	}
+	f := strings.Fields(t[end+1:])
+	if len(f) < 2 {
+		return "", "", 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return t[open+1 : end], f[0], ppid, true
+}
+
+// nvidiaFDs lists the /dev/nvidia* devices a process has open; unread is
+// true when its open files could not be read (another user's process,
+// without root).
+func nvidiaFDs(root string, pid int) (devices []string, unread bool) {
+	dir := filepath.Join(root, strconv.Itoa(pid), "fd")
+	fds, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, true
+	}
+	for i, fd := range fds {
+		if i == maxFDs {
+			break
+		}
+		target, err := os.Readlink(filepath.Join(dir, fd.Name()))
+		if err == nil && strings.HasPrefix(target, "/dev/nvidia") && !slices.Contains(devices, target) {
+			devices = append(devices, target)
+		}
+	}
+	slices.Sort(devices)
+	return devices, false
+}
+
+// stuckAgain reads the stuck processes' state again at the end of the
+// sampling window: one still in it was stuck for the whole window.
+func stuckAgain(s *report.Snapshot, root string) {
+	for i := range s.HostState.Stuck {
+		p := &s.HostState.Stuck[i]
+		if _, state, _, ok := procStat(root, p.PID); ok && state == p.State {
+			p.WholeWindow = true
+		}
+	}
+}
+
+// pstore lists the crash records the kernel kept in pstore (dir,
+// /sys/fs/pstore) from earlier boots: a kernel panic or oops that
+// rebooted the node while nothing watched. Each record's panic line is
+// read from its first few KiB.
+func pstore(s *report.Snapshot, dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		code := "UNREADABLE"
+		if os.IsNotExist(err) {
+			code = "NOT_MOUNTED"
+		} else if os.IsPermission(err) {
+			code = "NO_PERMISSION"
+		}
+		s.Errors = append(s.Errors, report.FieldError{Field: "host.pstore", Code: code, Message: err.Error()})
+		return
+	}
+	s.HostState.Pstore = &report.Pstore{Records: []report.PstoreRecord{}}
+	for _, e := range entries {
+		if len(s.HostState.Pstore.Records) == maxPstore {
+			s.HostState.Pstore.More++
+			continue
+		}
+		r := report.PstoreRecord{Name: e.Name()}
+		if f, err := os.Open(filepath.Join(dir, e.Name())); err == nil {
+			head := make([]byte, pstoreHeadKB<<10)
+			n, _ := f.Read(head)
+			f.Close()
+			r.Panic = panicLine(string(head[:n]))
+		}
+		s.HostState.Pstore.Records = append(s.HostState.Pstore.Records, r)
+	}
+}
+
+// panicLine is the line of a crash record that says what happened:
+// "Kernel panic - not syncing: ...", "BUG: ...", "Oops: ...".
+func panicLine(t string) string {
+	for _, l := range strings.Split(t, "\n") {
+		for _, mark := range []string{"Kernel panic", "BUG: ", "Oops", "general protection fault", "watchdog: "} {
+			if i := strings.Index(l, mark); i >= 0 {
+				return strings.TrimSpace(l[i:])
+			}
+		}
+	}
+	return ""
+}
+
+// hostScan is the host's side of a snapshot: the stuck processes, and
+// pstore when its directory is given.
+func (c *collector) hostScan() {
+	c.stuckProcesses()
+	if c.opts.PstoreDir != "" {
+		pstore(c.snap, c.opts.PstoreDir)
+	}
+}
