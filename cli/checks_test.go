@@ -122,3 +122,29 @@ func TestSimServeFaultsRefused(t *testing.T) {
 		run(t, noEnv(t), "probe", "--local", "--mock", "dgxa100", "--window", w).expect(t, ExitUsage, "", "--window "+w+": between 0 (one reading) and 10m0s")
 	}
 }
+
+// gpulab probe names what the fleet does not agree on: one host's VBIOS
+// (the vbios knob) is the drift, on stdout, in --json and in the summary
+// line, and the run exits 1; the hosts that agree are the first value.
+func TestProbeNamesTheFleetsDrift(t *testing.T) {
+	_, files := simFleet(t, sim.Config{Hosts: 3, Seed: 1, Faults: map[string]spec.Faults{"dgx01": {}, "dgx02": {}, "dgx03": {VBIOS: "92.00.36.00.02"}}})
+	r := run(t, noEnv(t), "probe", "--inventory", files.Inventory, "-H", "*", "--window", "0")
+	want := "VBIOS: dgx[01-02] " + spec.VBIOSVersion + "; dgx03 92.00.36.00.02"
+	if r.code != ExitFailed || !strings.Contains(r.stdout, "drift: the hosts do not agree on\n"+want+"\n") || !strings.Contains(r.stderr, "drift in VBIOS (dgx03)") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	j := run(t, noEnv(t), "probe", "--inventory", files.Inventory, "-H", "*", "--window", "0", "--json")
+	var doc struct {
+		Drift []struct {
+			Attribute string
+			Values    []struct {
+				Value, Hosts string
+				Count        int
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(j.stdout), &doc); err != nil || len(doc.Drift) != 1 || doc.Drift[0].Attribute != "VBIOS" ||
+		doc.Drift[0].Values[1].Hosts != "dgx03" || doc.Drift[0].Values[0].Count != 2 {
+		t.Errorf("%v %+v", err, doc.Drift)
+	}
+}

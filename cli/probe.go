@@ -120,7 +120,8 @@ func (po *probeOptions) Validate() error {
 // Run probes the hosts (or this machine), prints the snapshots on stdout
 // (folded, per host, or --json) and the line that counts them on stderr,
 // as exec does, and returns the exit status they give: 1 for a host
-// flagged, without a snapshot or without NVML.
+// flagged, without a snapshot or without NVML, or for hosts that do not
+// agree (drift).
 func (po *probeOptions) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	results, err := po.probeHosts(ctx, &po.ssh, po.pf, po.faultsFile)
 	if err != nil {
@@ -135,6 +136,7 @@ func (po *probeOptions) Run(ctx context.Context, stdout, stderr io.Writer) error
 		err = writeJSON(stdout, newProbeDocument(results, total))
 	default:
 		err = printProbes(stdout, results, !po.noFold)
+		printDrift(stdout, probeDrift(results))
 	}
 	if err != nil {
 		return err
@@ -148,22 +150,31 @@ func (po *probeOptions) Run(ctx context.Context, stdout, stderr io.Writer) error
 			return errSilentFailure
 		}
 	}
+	if len(probeDrift(results)) > 0 {
+		return errSilentFailure // the hosts do not agree: the ones that differ are the finding
+	}
 	return nil
 }
 
 // probeDocument is probe --json: every host's result, in selection order,
 // and the counts the summary line gives (by outcome: ok, flagged, failed).
 type probeDocument struct {
-	Hosts     []app.ProbeResult `json:"hosts"`
-	Summary   string            `json:"summary"`
-	Counts    map[string]int    `json:"counts"`
-	Simulated bool              `json:"simulated,omitempty"`
+	Hosts   []app.ProbeResult `json:"hosts"`
+	Summary string            `json:"summary"`
+	Counts  map[string]int    `json:"counts"`
+	// Drift is what the hosts do not agree on (versions, modes), each
+	// value with its hosts; [] when they agree.
+	Drift     []render.Drift `json:"drift"`
+	Simulated bool           `json:"simulated,omitempty"`
 }
 
 func newProbeDocument(results []app.ProbeResult, summary string) probeDocument {
-	d := probeDocument{Hosts: results, Summary: summary, Counts: map[string]int{}}
+	d := probeDocument{Hosts: results, Summary: summary, Counts: map[string]int{}, Drift: probeDrift(results)}
 	if d.Hosts == nil {
 		d.Hosts = []app.ProbeResult{}
+	}
+	if d.Drift == nil {
+		d.Drift = []render.Drift{}
 	}
 	for _, o := range []report.Outcome{report.Healthy, report.Flagged, report.Failed} {
 		d.Counts[o.String()] = 0
@@ -208,10 +219,14 @@ node set, as exec folds outputs; every other group is a diff against the
 largest (its rows marked "- " and "+ "), so a GPU missing, a link down or
 another driver stands out. Each group ends with the range of what changes
 by the second (utilisation, temperature, power, memory in use).
---no-fold prints every host's table instead, and nothing folded. A line on
-stderr counts the hosts ok, flagged and failed, and names the others.
+--no-fold prints every host's table instead, and nothing folded. Then what
+the hosts of one GPU model do not agree on (drift): driver, CUDA, GPU
+count, VBIOS, inforom, persistence, ECC mode, a MIG mode pending a reset,
+each value with its hosts, the most common first: "VBIOS:
+dgx[01-15] 92.00.45.00.05; dgx16 92.00.36.00.02". A line on stderr counts
+the hosts ok, flagged and failed, names the others, and names the drift.
 
---json prints {"hosts": [...], "summary", "counts"}: one entry per selected
+--json prints {"hosts": [...], "summary", "counts", "drift"}: one entry per selected
 host, in selection order (the inventory's; hosts it does not list after
 them, by name), each with its "class", how reaching it ended (ok, refused,
 auth, lost, ...), and its "outcome", what the probe says of it as the
@@ -233,9 +248,10 @@ that runs NVSentinel can feed them in (docs/health-events.md, schema
 gpulab.health-events/v1). A host with no snapshot gives no event: the
 summary on stderr names it.
 
-Exit status: 0 when every host gave a snapshot with NVML available and none
-is flagged; 1 when a host is flagged, gave no snapshot or has no NVML; 2 for
-usage or configuration errors; 130 when interrupted.`
+Exit status: 0 when every host gave a snapshot with NVML available, none
+is flagged and they agree; 1 when a host is flagged, gave no snapshot or
+has no NVML, or the hosts drift; 2 for usage or configuration errors; 130
+when interrupted.`
 
 // writeHealthEvents writes every host's health events, one JSON object a
 // line, hosts in selection order.
@@ -427,6 +443,28 @@ func printProbes(w io.Writer, results []app.ProbeResult, fold bool) error {
 // look: report.Flags) and failed (no snapshot, or NVML not available),
 // naming the flagged ones and the failed ones by why: "4 hosts: 2 ok,
 // 1 flagged (dgx01), 1 failed: 1 refused (dgx04)".
+// probeDrift is what the hosts that answered do not agree on.
+func probeDrift(results []app.ProbeResult) []render.Drift {
+	hosts := make([]string, len(results))
+	snaps := make([]*report.Snapshot, len(results))
+	classes := make([]string, len(results))
+	for i, r := range results {
+		hosts[i], snaps[i], classes[i] = r.Host, r.Snapshot, r.Class
+	}
+	return render.FleetDrift(hosts, snaps, classes)
+}
+
+// printDrift prints what the hosts do not agree on, one attribute a line.
+func printDrift(w io.Writer, drift []render.Drift) {
+	if len(drift) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\n---------------- drift: the hosts do not agree on")
+	for _, d := range drift {
+		fmt.Fprintln(w, d.String())
+	}
+}
+
 func probeTotal(results []app.ProbeResult) string {
 	hosts := make([]string, len(results))
 	snaps := make([]*report.Snapshot, len(results))

@@ -65,7 +65,8 @@ func TestProbeFoldOutliers(t *testing.T) {
 			t.Errorf("folded output lacks %q", want)
 		}
 	}
-	if total := probeTotal(results); total != "7 hosts: 5 ok, 2 failed: 2 auth (n[6-7])" {
+	// n4's driver and n2's missing GPU are the fleet's drift.
+	if total := probeTotal(results); total != "7 hosts: 5 ok, 2 failed: 2 auth (n[6-7]), drift in driver (n4), GPUs (n2)" {
 		t.Errorf("the hosts counted: %q", total)
 	}
 	n2 := got[strings.Index(got, "n2 (1 host)"):strings.Index(got, "n4 (1 host)")]

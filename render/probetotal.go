@@ -11,7 +11,8 @@ import (
 
 // ProbeTotal is the one line that counts a probe run's hosts, for gpulab probe
 // and the workbench alike: "4 hosts: 1 ok, 1 flagged (dgx02), 2 failed:
-// 1 refused (dgx03), 1 no NVML (dgx04)". snaps[i] is hosts[i]'s snapshot,
+// 1 refused (dgx03), 1 no NVML (dgx04)", then what the hosts do not agree
+// on (FleetDrift): "drift in VBIOS (dgx16)". snaps[i] is hosts[i]'s snapshot,
 // nil when it has none; classes[i] is how reaching it ended (the
 // orchestrator's class: refused, auth, exit, ...), which names why a host
 // without a snapshot failed. A host whose snapshot has no NVML failed for
@@ -58,6 +59,9 @@ func ProbeTotal(hosts []string, snaps []*report.Snapshot, classes []string) stri
 			reasons[i] = fmt.Sprintf("%d %s (%s)", len(why[r]), r, inventory.FoldNames(why[r]))
 		}
 		parts = append(parts, fmt.Sprintf("%d failed: %s", len(failed), strings.Join(reasons, ", ")))
+	}
+	if d := DriftTotal(FleetDrift(hosts, snaps, classes)); d != "" {
+		parts = append(parts, d)
 	}
 	return fmt.Sprintf("%s: %s", text.Plural(len(hosts), "host", "hosts"), strings.Join(parts, ", "))
 }
