@@ -439,19 +439,21 @@ func printProbes(w io.Writer, results []app.ProbeResult, fold bool) error {
 	return printProbesFolded(w, results)
 }
 
-// probeTotal counts the hosts: ok, flagged (what the probe found worth a
-// look: report.Flags) and failed (no snapshot, or NVML not available),
-// naming the flagged ones and the failed ones by why: "4 hosts: 2 ok,
-// 1 flagged (dgx01), 1 failed: 1 refused (dgx04)".
-// probeDrift is what the hosts that answered do not agree on.
-func probeDrift(results []app.ProbeResult) []render.Drift {
-	hosts := make([]string, len(results))
-	snaps := make([]*report.Snapshot, len(results))
-	classes := make([]string, len(results))
+// probeColumns are the results' hosts, snapshots and classes, as
+// render's one-place computations over a run take them.
+func probeColumns(results []app.ProbeResult) (hosts []string, snaps []*report.Snapshot, classes []string) {
+	hosts = make([]string, len(results))
+	snaps = make([]*report.Snapshot, len(results))
+	classes = make([]string, len(results))
 	for i, r := range results {
 		hosts[i], snaps[i], classes[i] = r.Host, r.Snapshot, r.Class
 	}
-	return render.FleetDrift(hosts, snaps, classes)
+	return hosts, snaps, classes
+}
+
+// probeDrift is what the hosts that answered do not agree on.
+func probeDrift(results []app.ProbeResult) []render.Drift {
+	return render.FleetDrift(probeColumns(results))
 }
 
 // printDrift prints what the hosts do not agree on, one attribute a line.
@@ -465,14 +467,12 @@ func printDrift(w io.Writer, drift []render.Drift) {
 	}
 }
 
+// probeTotal counts the hosts: ok, flagged (what the probe found worth a
+// look: report.Flags) and failed (no snapshot, or NVML not available),
+// naming the flagged ones and the failed ones by why, then the drift:
+// "4 hosts: 2 ok, 1 flagged (dgx01), 1 failed: 1 refused (dgx04)".
 func probeTotal(results []app.ProbeResult) string {
-	hosts := make([]string, len(results))
-	snaps := make([]*report.Snapshot, len(results))
-	classes := make([]string, len(results))
-	for i, r := range results {
-		hosts[i], snaps[i], classes[i] = r.Host, r.Snapshot, r.Class
-	}
-	return render.ProbeTotal(hosts, snaps, classes)
+	return render.ProbeTotal(probeColumns(results))
 }
 
 // printProbeTables prints each host's GPU table (--no-fold), or why it
