@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/probes/remote"
@@ -127,6 +128,23 @@ type ProbeOptions struct {
 	HostArgs func(host string) []string
 }
 
+// ExpectArgs are the probe's --expect for host, from the inventory's
+// expect = { ... }; none when it says nothing.
+func ExpectArgs(inv *inventory.Inventory, host string) []string {
+	if inv == nil {
+		return nil
+	}
+	h, ok := inv.Host(host)
+	if !ok {
+		return nil
+	}
+	e := report.Expect{GPUs: h.Expect.GPUs, IBPorts: h.Expect.IBPorts, IBRateGbps: h.Expect.IBRateGbps}
+	if e.Arg() == "" {
+		return nil
+	}
+	return []string{"--expect", e.Arg()}
+}
+
 // LocalError is a probe run in which no host gave a snapshot and the
 // reason is on this machine (the probe could not be had or read: a
 // remote.SourceError): the user's to fix here, not the hosts'. Probe
@@ -176,6 +194,7 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 		if o.Window > 0 {
 			args = append(args, "--window", o.Window.String())
 		}
+		args = append(args, ExpectArgs(rn.Inv, t.Name)...)
 		run := conn.Run(ctx, "probe", in.Line(prober, true, args...), orchestrator.RunOptions{Timeout: timeout, Inactivity: timeout, MaxOutput: 32 << 20})
 		hr.Steps = append(hr.Steps, run)
 		in.RemoveIfStopped(ctx, conn, run.Class)

@@ -21,6 +21,9 @@ func (f *Fleet) ExecPlan(command string) orchestrator.Plan {
 // RunRunbook runs rb on targets (the fleet's, or those the workbench's
 // run setup chose): runbooks.Execute, the runbook's one lifecycle.
 func (f *Fleet) RunRunbook(ctx context.Context, targets []orchestrator.Target, rb runbooks.Runbook, o runbooks.RunOptions) runbooks.Outcome {
+	if o.ExpectArgs == nil { // a probe step judges against the inventory's expect
+		o.ExpectArgs = func(host string) []string { return ExpectArgs(f.Inv, host) }
+	}
 	if o.Prober == nil { // a probe step pushes the probe gpulab carries
 		o.Prober = EmbeddedProber(f.Simulated)
 	}

@@ -23,6 +23,7 @@ var stateKnobs = spec.Faults{
 	Processes: []spec.Process{{GPU: 7, PID: 5120, Name: "python3", UsedMiB: 1024, State: "D"},
 		{GPU: 1, PID: 5130, Name: "train.py", UsedMiB: 2048, State: "Z"}},
 	Pstore: map[string]string{"dmesg-efi-171000000101001": "Panic#1 Part1\n<0>[ 8123.512007] Kernel panic - not syncing: Fatal exception in interrupt\n"},
+	IB:     map[string]spec.IBPort{"mlx5_3": {Down: true}, "mlx5_1": {RateGbps: 100, LinkDowned: 40, Flaps: 1}, "mlx5_2": {SymbolErrors: 5}},
 }
 
 // gpulab probe on a simulated fleet whose host has every state knob
@@ -63,7 +64,8 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 			got[h.Host] = append(got[h.Host], "GPU"+gpu+" "+fd.Check+" "+fd.Action)
 		}
 	}
-	want := []string{"GPU pstore-crash none", "GPU1 zombie-gpu-process reset-gpu", "GPU2 clock-events contact-support", "GPU2 thermal-margin contact-support", "GPU3 recovery-action reset-gpu",
+	want := []string{"GPU ib-link-flaps contact-support", "GPU ib-port-count contact-support", "GPU ib-port-down contact-support",
+		"GPU ib-port-errors contact-support", "GPU ib-port-rate contact-support", "GPU pstore-crash none", "GPU1 zombie-gpu-process reset-gpu", "GPU2 clock-events contact-support", "GPU2 thermal-margin contact-support", "GPU3 recovery-action reset-gpu",
 		"GPU4 power-cap none", "GPU5 pcie-gen contact-support", "GPU5 pcie-replays contact-support", "GPU6 nvml-hung reboot", "GPU7 stuck-process reboot"}
 	slices.Sort(got["dgx03"])
 	if !slices.Equal(got["dgx03"], want) || len(got["dgx01"])+len(got["dgx02"]) != 0 {
@@ -92,7 +94,8 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 			clean[e.NodeName] = append(clean[e.NodeName], e.Metadata["gpulab.check"])
 		}
 	}
-	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "thermal-margin", "power-cap", "nvml-hung", "stuck-process", "zombie-gpu-process", "pstore-crash"} {
+	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "thermal-margin", "power-cap", "nvml-hung", "stuck-process", "zombie-gpu-process", "pstore-crash",
+		"ib-port-down", "ib-port-count", "ib-port-rate", "ib-link-flaps", "ib-port-errors"} {
 		if !slices.Contains(clean["dgx01"], c) || slices.Contains(clean["dgx03"], c) {
 			t.Errorf("%s: cleared on dgx01 %v, on the sick dgx03 %v", c, clean["dgx01"], clean["dgx03"])
 		}

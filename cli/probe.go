@@ -203,15 +203,19 @@ marked "simulated": true; --mock-faults FILE gives each host's simulated
 machine its faults (a JSON object of host name to faults: nvlink_down, ecc,
 remap_pending, xids, mig, processes (a state of D or Z: stuck in the
 driver, a zombie), utilization, pcie_gen, pcie_replays, throttle,
-temperature_c, power_limit_w, recovery_action, nvml_hang, vbios, pstore;
+temperature_c, power_limit_w, recovery_action, nvml_hang, vbios, pstore, ib;
 docs/checks/README.md); --local runs it on this machine.
 
 After its snapshot the probe samples the GPUs for --window (2s; 0 for one
 reading): clock-event reasons, utilisation and PCIe generation every 100ms,
-the PCIe replay counter at both ends. A slowdown, a link below its
+the PCIe replay counter and the RDMA ports' error counters
+(/sys/class/infiniband) at both ends. A slowdown, a link below its
 generation under load and PCIe replays are findings as rates over those
 samples, never from one reading. Every NVML call has a deadline: a GPU
 whose call does not return is named hung, and the others are still read.
+The inventory's expect = { gpus, ib_ports, ib_rate_gbps } goes to the
+probe (--expect) for the GPU count and the InfiniBand ports' count and
+rate (docs/checks/ib.md).
 
 Hosts whose hardware reads the same (GPUs, memory, ECC and MIG modes, NUMA
 nodes, NVLinks, topology, driver, findings) are printed once under their

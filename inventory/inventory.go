@@ -89,11 +89,22 @@ type Host struct {
 	Jump         string            `json:"jump,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	Groups       []string          `json:"groups,omitempty"`
+	// Expect is what the host has, as the inventory says: the probe's
+	// count and rate checks judge against it.
+	Expect Expect `json:"expect,omitzero"`
 	// Adhoc is set for a host named in a host expression but absent from
 	// the inventory; it carries the defaults only.
 	Adhoc bool `json:"adhoc,omitempty"`
 	// Source is where the host was defined ("inventory.toml:12:1").
 	Source string `json:"source,omitempty"`
+}
+
+// Expect is what a host should have (expect = { gpus = 8, ib_ports = 8,
+// ib_rate_gbps = 200 }); 0 is "not said".
+type Expect struct {
+	GPUs       int `toml:"gpus" json:"gpus,omitempty"`
+	IBPorts    int `toml:"ib_ports" json:"ib_ports,omitempty"`
+	IBRateGbps int `toml:"ib_rate_gbps" json:"ib_rate_gbps,omitempty"`
 }
 
 // KubeContext names a Kubernetes cluster that gpulab reads, as kubectl

@@ -38,6 +38,7 @@ type hostEntry struct {
 	Jump         string            `toml:"jump"`
 	Labels       map[string]string `toml:"labels"`
 	Groups       []string          `toml:"groups"`
+	Expect       Expect            `toml:"expect"`
 }
 
 // ErrNotFound is returned by Locate when no inventory file exists.
@@ -257,6 +258,14 @@ func checkHostEntry(ix *tomlpos.Index, i int, e hostEntry, n int) []error {
 			errs = append(errs, ix.Errorf([]any{"host", i, "labels", k}, "label %s=%q: values use letters, digits, '.', '_', '-' and '/'", k, v))
 		}
 	}
+	for _, kv := range []struct {
+		key    string
+		v, max int
+	}{{"gpus", e.Expect.GPUs, 1024}, {"ib_ports", e.Expect.IBPorts, 64}, {"ib_rate_gbps", e.Expect.IBRateGbps, 3200}} {
+		if kv.v < 0 || kv.v > kv.max {
+			errs = append(errs, ix.Errorf([]any{"host", i, "expect", kv.key}, "expect.%s = %d: want 1 to %d (or leave it out)", kv.key, kv.v, kv.max))
+		}
+	}
 	for gi, g := range e.Groups {
 		if !nameRE.MatchString(g) {
 			errs = append(errs, ix.Errorf([]any{"host", i, "groups", gi}, "group name %q: use letters, digits, '.', '_' and '-'", g))
@@ -282,7 +291,7 @@ func (inv *Inventory) addNames(ix *tomlpos.Index, i int, e hostEntry, names []st
 		}
 		h := Host{
 			Name: n, Address: strings.ReplaceAll(addr, "{name}", n), Port: e.Port, User: e.User,
-			IdentityFile: e.IdentityFile, Jump: e.Jump, Labels: e.Labels, Source: src,
+			IdentityFile: e.IdentityFile, Jump: e.Jump, Labels: e.Labels, Expect: e.Expect, Source: src,
 		}
 		inv.byName[n] = len(inv.Hosts)
 		inv.Hosts = append(inv.Hosts, h)

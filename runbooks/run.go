@@ -51,6 +51,9 @@ type RunOptions struct {
 	// OnHost, when set, is called with each host's run as soon as it is
 	// complete (from the engine's goroutines: it must be safe for that).
 	OnHost func(i int, r HostRun)
+	// ExpectArgs are a host's probe arguments from the inventory
+	// (--expect), for the probe steps; nil: none.
+	ExpectArgs func(host string) []string
 	// Prober installs gpulab's probe for the probe steps (remote.Prober:
 	// the embedded build); nil: a probe step is UNKNOWN, saying why.
 	Prober *remote.Prober
@@ -216,6 +219,9 @@ func runProbeStep(ctx context.Context, conn *orchestrator.Conn, t orchestrator.T
 	args := []string{"--host", t.Name}
 	if s.Window.Duration > 0 {
 		args = append(args, "--window", s.Window.Duration.String())
+	}
+	if o.ExpectArgs != nil {
+		args = append(args, o.ExpectArgs(t.Name)...)
 	}
 	timeout := s.Timeout.Duration
 	if timeout == 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // Files are what WriteInventory writes: the inventory and, beside it, the
@@ -149,8 +150,8 @@ connect_timeout = "10s"
 concurrency = %d
 `, len(f.hosts), User, files.Key, files.KnownHosts, files.SSHConfig, min(max(len(f.hosts), 64), 1024))
 	for _, h := range f.hosts {
-		fmt.Fprintf(&b, "\n[[host]]\nname = %q\naddress = \"127.0.0.1\"\nport = %d\nlabels = { gpu = \"a100-sxm4-40gb\", simulated = \"true\" }\ngroups = [\"dgx\"]\n",
-			h.name, portOf(h.addr))
+		fmt.Fprintf(&b, "\n[[host]]\nname = %q\naddress = \"127.0.0.1\"\nport = %d\nlabels = { gpu = \"a100-sxm4-40gb\", simulated = \"true\" }\nexpect = { gpus = %d, ib_ports = %d, ib_rate_gbps = %d }\ngroups = [\"dgx\"]\n",
+			h.name, portOf(h.addr), spec.GPUs, len(spec.NICs), spec.IBRateGbps)
 	}
 	return b.String()
 }

@@ -50,6 +50,9 @@ func probeCheck(in []Input, with map[string]any) Verdict {
 	if !s.NVML.Available {
 		return verdict(Unknown, "NVML did not answer: "+s.NVML.Error, Evidence{Step: step, Fact: "nvml: " + s.NVML.Error})
 	}
+	if why := report.NotApplicable(s, name); why != "" {
+		return verdict(Skipped, why)
+	}
 	var found, unknown []Evidence
 	var first, firstUnknown string
 	worst := Pass

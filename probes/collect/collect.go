@@ -36,7 +36,14 @@ type Options struct {
 	// PstoreDir is where the kernel's crash records are listed
 	// (/sys/fs/pstore on a real host); "": not read.
 	PstoreDir string
-	Now       func() time.Time
+	// IBDir is where the RDMA devices are listed (/sys/class/infiniband on
+	// a real host); "": not read. ReadSys reads a file under it (nil:
+	// os.ReadFile; the simulated machine's counters rise as they are read).
+	IBDir   string
+	ReadSys func(string) ([]byte, error)
+	// Expect is what the inventory says the host has; nil: nothing.
+	Expect *report.Expect
+	Now    func() time.Time
 	// CallTimeout is how long one NVML call may take before its GPU is
 	// called hung (0: DefaultCallTimeout). After a first hang, calls get
 	// HungCallTimeout: a driver that hung once may hold its lock for

@@ -158,11 +158,16 @@ func panicLine(t string) string {
 	return ""
 }
 
-// hostScan is the host's side of a snapshot: the stuck processes, and
-// pstore when its directory is given.
+// hostScan is the host's side of a snapshot: the stuck processes, pstore
+// and the RDMA ports when their directories are given, and what the
+// inventory expects.
 func (c *collector) hostScan() {
 	c.stuckProcesses()
 	if c.opts.PstoreDir != "" {
 		pstore(c.snap, c.opts.PstoreDir)
 	}
+	if c.opts.IBDir != "" {
+		c.readIB()
+	}
+	c.snap.Expect = c.opts.Expect
 }

@@ -65,6 +65,7 @@ func Sample(lib nvml.Interface, s *report.Snapshot, o Options, window, every tim
 	}
 	s.WindowSeconds = math.Round(time.Since(start).Seconds()*1000) / 1000
 	stuckAgain(s, c.opts.ProcRoot)
+	ibAgain(s, c.opts)
 }
 
 // sample takes one reading of g into its Window.

@@ -67,6 +67,7 @@ func main() {
 	window := fs.Duration("window", 0, "sample the GPUs this long after collecting (clock events, PCIe generation and replays as rates)")
 	callTimeout := fs.Duration("call-timeout", collect.DefaultCallTimeout, "give up on one NVML call after this long, naming its GPU hung")
 	host := fs.String("host", "", "host name to report (default: os.Hostname)")
+	expect := fs.String("expect", "", "what the host should have, as the inventory says (`gpus=8,ib_ports=8,ib_rate_gbps=200`)")
 	showVersion := fs.Bool("version", false, "print the probe's version")
 	watch := fs.Duration("watch", 0, "print a snapshot every `interval` (one JSON object per line) until killed or --count")
 	count := fs.Int("count", 0, "with --watch, stop after this many snapshots (0: no limit)")
@@ -97,6 +98,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nvmlprobe: --mock-faults needs --mock dgxa100")
 		os.Exit(report.ExitUsage)
 	}
+	exp, err := report.ParseExpect(*expect)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nvmlprobe:", err)
+		os.Exit(report.ExitUsage)
+	}
 	var mach *simulated
 	if *mock != "" {
 		m, err := simulator(*mock, *mockFaults)
@@ -117,9 +123,10 @@ func main() {
 	if name == "" {
 		name, _ = os.Hostname()
 	}
-	opts := collect.Options{Host: name, ProbeVersion: version, CallTimeout: *callTimeout, PstoreDir: "/sys/fs/pstore"}
+	opts := collect.Options{Host: name, ProbeVersion: version, CallTimeout: *callTimeout, PstoreDir: "/sys/fs/pstore",
+		IBDir: "/sys/class/infiniband", Expect: exp}
 	if mach != nil {
-		opts.ProcRoot, opts.PstoreDir = mach.procRoot, mach.pstoreDir
+		opts.ProcRoot, opts.PstoreDir, opts.IBDir, opts.ReadSys = mach.procRoot, mach.pstoreDir, mach.ibDir, mach.readSys
 	}
 	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
 	code := run(opts, mach, *kmsg, *xidWait, *window, w)
@@ -161,12 +168,14 @@ type watcher struct {
 }
 
 // simulated is the machine --mock simulates, with its faults: its NVML,
-// the directories the collector reads as /proc and /sys/fs/pstore, and
-// remove, which deletes them.
+// the directories the collector reads as /proc, /sys/fs/pstore and
+// /sys/class/infiniband, how its sysfs files read (counters that rise),
+// and remove, which deletes them.
 type simulated struct {
-	lib                 nvml.Interface
-	procRoot, pstoreDir string
-	remove              func()
+	lib                        nvml.Interface
+	procRoot, pstoreDir, ibDir string
+	readSys                    func(string) ([]byte, error)
+	remove                     func()
 }
 
 // cleanup removes what the simulation wrote; nil (real NVML) has nothing.

@@ -44,11 +44,12 @@ func simulator(_ string, faults string) (*simulated, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--mock-faults: the simulated machine's /proc: %w", err)
 	}
-	m.procRoot, m.pstoreDir = filepath.Join(dir, "proc"), filepath.Join(dir, "pstore")
+	m.procRoot, m.pstoreDir, m.ibDir = filepath.Join(dir, "proc"), filepath.Join(dir, "pstore"), filepath.Join(dir, "infiniband")
 	m.remove = func() { os.RemoveAll(dir) }
+	m.readSys = f.SysReader()
 	err = errors.Join(os.Mkdir(m.procRoot, 0o700), os.Mkdir(m.pstoreDir, 0o700))
 	if err == nil {
-		err = errors.Join(f.WriteProc(m.procRoot), f.WritePstore(m.pstoreDir))
+		err = errors.Join(f.WriteProc(m.procRoot), f.WritePstore(m.pstoreDir), f.WriteIB(m.ibDir))
 	}
 	if err != nil {
 		m.remove()

@@ -65,6 +65,17 @@ func hostFindings(s *Snapshot) []Finding {
 	return out
 }
 
+// gpuCountFinding compares the GPUs NVML counts with the inventory's
+// expect.gpus: one fewer is a GPU off the bus or never enumerated.
+func gpuCountFinding(s *Snapshot) []Finding {
+	if s.Expect == nil || s.Expect.GPUs == 0 || !GPUCountRead(s) || len(s.GPUs) >= s.Expect.GPUs {
+		return nil
+	}
+	return []Finding{{Check: "gpu-count", Fatal: true, Action: ActionReboot,
+		Message:  fmt.Sprintf("NVML counts %d GPU(s) where the inventory expects %d", len(s.GPUs), s.Expect.GPUs),
+		Evidence: []string{fmt.Sprintf("nvmlDeviceGetCount: %d; expect.gpus = %d (lspci -d 10de: and the kernel log for a GPU that fell off the bus)", len(s.GPUs), s.Expect.GPUs)}}}
+}
+
 // deviceEntities names the GPUs /dev/nvidiaN devices are.
 func deviceEntities(s *Snapshot, devices []string) []Entity {
 	var out []Entity
@@ -85,6 +96,7 @@ func deviceEntities(s *Snapshot, devices []string) []Entity {
 // hostChecks are the probe checks of the host's side, and whether a
 // snapshot holds their evidence.
 var hostChecks = []probeCheck{
+	{"gpu-count", func(s *Snapshot) bool { return s.Expect != nil && s.Expect.GPUs > 0 && GPUCountRead(s) }},
 	{"stuck-process", func(s *Snapshot) bool {
 		if !s.HostState.ProcScanned {
 			return false
@@ -107,6 +119,11 @@ var hostChecks = []probeCheck{
 // check that is not the host's.
 func whyHostNotMade(s *Snapshot, check string) string {
 	switch check {
+	case "gpu-count":
+		if s.Expect == nil || s.Expect.GPUs == 0 {
+			return "the inventory gives no expect.gpus for this host"
+		}
+		return "NVML's GPU count was not read"
 	case "stuck-process", "zombie-gpu-process":
 		if !s.HostState.ProcScanned {
 			return "/proc was not read: " + fieldError(s, "host.processes")

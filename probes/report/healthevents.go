@@ -86,6 +86,8 @@ func WhyNotMade(s *Snapshot, check string) string {
 		return "NVML hung: " + HungHost(s).Message
 	case whyHostNotMade(s, check) != "":
 		return whyHostNotMade(s, check)
+	case whyIBNotMade(s, check) != "":
+		return whyIBNotMade(s, check)
 	case len(hung) > 0:
 		return strings.Join(hung, ", ") + ": nothing more was read from it"
 	case len(s.GPUs) == 0:
@@ -164,7 +166,8 @@ var probeChecks = []probeCheck{
 	{"power-cap", func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PowerLimitW != nil && g.PowerDefaultLimitW != nil })
 	}},
-	hostChecks[0], hostChecks[1], hostChecks[2],
+	hostChecks[0], hostChecks[1], hostChecks[2], hostChecks[3],
+	ibChecks[0], ibChecks[1], ibChecks[2], ibChecks[3], ibChecks[4],
 	{"xid", func(s *Snapshot) bool { return s.XIDHistory }},
 }
 

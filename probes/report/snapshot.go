@@ -8,7 +8,12 @@
 // driver lacks). A refused field is data, never a failure.
 package report
 
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Schema is the snapshot format's version; readers refuse newer majors.
 const Schema = 1
@@ -51,8 +56,44 @@ type Snapshot struct {
 	WindowSeconds float64 `json:"window_seconds,omitempty"`
 	// HostState is the host's side: processes stuck on the GPUs, crash
 	// records from earlier boots.
-	HostState HostState    `json:"host_state"`
-	Errors    []FieldError `json:"errors"`
+	HostState HostState `json:"host_state"`
+	// IB is the host's InfiniBand and RoCE ports (/sys/class/infiniband);
+	// nil when they were not read (Errors say why).
+	IB *IBState `json:"ib,omitempty"`
+	// Expect is what the inventory says the host has (the probe's
+	// --expect), judged by the count and rate checks; nil: nothing said.
+	Expect *Expect      `json:"expect,omitempty"`
+	Errors []FieldError `json:"errors"`
+}
+
+// IBState is the host's RDMA ports as sysfs shows them.
+type IBState struct {
+	Ports []IBPort `json:"ports"`
+}
+
+// IBPort is one port of an RDMA device (mlx5_0 port 1).
+type IBPort struct {
+	Device    string  `json:"device"`
+	Port      int     `json:"port"`
+	LinkLayer string  `json:"link_layer,omitempty"` // "InfiniBand", "Ethernet" (RoCE)
+	State     string  `json:"state,omitempty"`      // "ACTIVE", "DOWN", ...
+	PhysState string  `json:"phys_state,omitempty"` // "LinkUp", "Polling", "Disabled", ...
+	Rate      string  `json:"rate,omitempty"`       // "200 Gb/sec (4X HDR)"
+	RateGbps  float64 `json:"rate_gbps,omitempty"`
+	// Counters are the port's error counters since they were last
+	// cleared (link_downed is 8 bits wide in the port's PMA: 255 is "at
+	// least 255").
+	Counters map[string]uint64 `json:"counters,omitempty"`
+	// WindowDelta is how much each counter rose over the sampling window;
+	// nil for one reading.
+	WindowDelta map[string]uint64 `json:"window_delta,omitempty"`
+}
+
+// Expect is what the inventory says a host has (expect = { ... }).
+type Expect struct {
+	GPUs       int `json:"gpus,omitempty"`
+	IBPorts    int `json:"ib_ports,omitempty"`
+	IBRateGbps int `json:"ib_rate_gbps,omitempty"`
 }
 
 // HostState is what the probe read of the host under the GPUs.
@@ -310,4 +351,46 @@ type FieldError struct {
 	GPU     *int   `json:"gpu,omitempty"` // nil for host-wide fields
 	Code    string `json:"code"`          // NOT_SUPPORTED, NO_PERMISSION, MISSING_SYMBOL, PANIC, ...
 	Message string `json:"message,omitempty"`
+}
+
+// Arg is e as the probe's --expect takes it: "gpus=8,ib_ports=8,ib_rate_gbps=200",
+// the keys set only.
+func (e Expect) Arg() string {
+	var parts []string
+	for _, kv := range []struct {
+		k string
+		v int
+	}{{"gpus", e.GPUs}, {"ib_ports", e.IBPorts}, {"ib_rate_gbps", e.IBRateGbps}} {
+		if kv.v > 0 {
+			parts = append(parts, kv.k+"="+strconv.Itoa(kv.v))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// ParseExpect reads --expect's "gpus=8,ib_ports=8,ib_rate_gbps=200"; ""
+// is nil (nothing expected).
+func ParseExpect(s string) (*Expect, error) {
+	if s == "" {
+		return nil, nil
+	}
+	e := &Expect{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 || n > 100000 {
+			return nil, fmt.Errorf("--expect %q: %q: want KEY=N with N a whole number above 0", s, kv)
+		}
+		switch k {
+		case "gpus":
+			e.GPUs = n
+		case "ib_ports":
+			e.IBPorts = n
+		case "ib_rate_gbps":
+			e.IBRateGbps = n
+		default:
+			return nil, fmt.Errorf("--expect %q: %q: the keys are gpus, ib_ports and ib_rate_gbps", s, k)
+		}
+	}
+	return e, nil
 }

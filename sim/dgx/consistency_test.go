@@ -33,13 +33,16 @@ func windowedProbe(t *testing.T, f spec.Faults) *report.Snapshot {
 	}
 	// The machine's own /proc and pstore, as the probe's --mock writes
 	// them: never this machine's.
-	o := collect.Options{ProcRoot: filepath.Join(t.TempDir(), "proc"), PstoreDir: filepath.Join(t.TempDir(), "pstore")}
+	o := collect.Options{ProcRoot: filepath.Join(t.TempDir(), "proc"), PstoreDir: filepath.Join(t.TempDir(), "pstore"),
+		IBDir: filepath.Join(t.TempDir(), "infiniband"), ReadSys: f.SysReader(),
+		// What the simulated fleet's inventory says each host has.
+		Expect: &report.Expect{GPUs: spec.GPUs, IBPorts: len(spec.NICs), IBRateGbps: spec.IBRateGbps}}
 	for _, d := range []string{o.ProcRoot, o.PstoreDir} {
 		if err := os.Mkdir(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := errors.Join(f.WriteProc(o.ProcRoot), f.WritePstore(o.PstoreDir)); err != nil {
+	if err := errors.Join(f.WriteProc(o.ProcRoot), f.WritePstore(o.PstoreDir), f.WriteIB(o.IBDir)); err != nil {
 		t.Fatal(err)
 	}
 	snap := collect.Collect(s, o)

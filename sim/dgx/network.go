@@ -91,14 +91,18 @@ func ipBrief(i netIf) string {
 // testdata/fixtures/rdma-link/ib-format-mlx5_7-down-polling.txt, with the
 // netdev and the trailing space iproute2 prints (rdma-link/
 // moc-gpu-node-roce-6links-trailing-space.txt).
-func rdma(_ context.Context, _ *Host, t *term, args []string) int {
+func rdma(_ context.Context, h *Host, t *term, args []string) int {
 	a := flags(args[1:])
 	if len(a) == 0 || a[0] != "link" || len(a) > 2 || len(a) == 2 && a[1] != "show" {
 		return t.fail(1, "Usage: rdma [ OPTIONS ] OBJECT { COMMAND | help }\nwhere  OBJECT := { dev | link | resource | system | statistic | help }\n")
 	}
 	var b strings.Builder
 	for _, n := range spec.NICs {
-		fmt.Fprintf(&b, "link %s/1 subnet_prefix fe80:0000:0000:0000 lid %d sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP netdev %s \n", n.Name, n.LID, n.Netdev)
+		state, phys := "ACTIVE", "LINK_UP"
+		if h.Faults.IBPortOf(n.Name).Down { // the ib knob: as the probe's sysfs says
+			state, phys = "DOWN", "POLLING"
+		}
+		fmt.Fprintf(&b, "link %s/1 subnet_prefix fe80:0000:0000:0000 lid %d sm_lid 1 lmc 0 state %s physical_state %s netdev %s \n", n.Name, n.LID, state, phys, n.Netdev)
 	}
 	t.print(b.String())
 	return 0
@@ -107,14 +111,18 @@ func rdma(_ context.Context, _ *Host, t *term, args []string) int {
 // ibvDevinfo is ibv_devinfo in the layout of testdata/fixtures/ibv_devinfo/
 // asus-esc8000a-e12-4x-cx7-eth-portdown.txt, for ConnectX-6 HDR adapters
 // with their InfiniBand ports up.
-func ibvDevinfo(_ context.Context, _ *Host, t *term, args []string) int {
+func ibvDevinfo(_ context.Context, h *Host, t *term, args []string) int {
 	if len(args) > 1 {
 		return t.fail(255, fmt.Sprintf("ibv_devinfo: unrecognized option '%s'\n", args[1]))
 	}
 	var blocks []string
 	for _, n := range spec.NICs {
+		state := "PORT_ACTIVE (4)"
+		if h.Faults.IBPortOf(n.Name).Down {
+			state = "PORT_DOWN (1)"
+		}
 		blocks = append(blocks, ibvBlock(ibvDevice{name: n.Name, fw: "20.39.1002", guid: n.GUID, sysGUID: n.GUID, part: 4123,
-			board: "MT_0000000223", state: "PORT_ACTIVE (4)", activeMTU: "4096 (5)", smLID: 1, lid: n.LID, layer: "InfiniBand"}))
+			board: "MT_0000000223", state: state, activeMTU: "4096 (5)", smLID: 1, lid: n.LID, layer: "InfiniBand"}))
 	}
 	t.print(strings.Join(blocks, "\n"))
 	return 0

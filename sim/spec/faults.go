@@ -39,6 +39,9 @@ type Faults struct {
 	// by file name as /sys/fs/pstore lists them ("dmesg-efi-...",
 	// "dmesg-ramoops-0"): what the record says.
 	Pstore map[string]string `json:"pstore,omitempty"`
+	// IB is what is wrong with the host's RDMA ports, by device name
+	// ("mlx5_2"): down, a lower rate, flaps, symbol errors (IBPort).
+	IB map[string]IBPort `json:"ib,omitempty"`
 	// MIG turns MIG mode on for a GPU and creates these GPU instance
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
@@ -186,6 +189,9 @@ func (f Faults) Validate() error {
 		case !slices.Contains(kernelLevels, l.Level):
 			return fmt.Errorf("kernel_log[%d]: level %q: want one of %s", i, l.Level, strings.Join(kernelLevels[1:], ", "))
 		}
+	}
+	if err := f.validateIB(); err != nil {
+		return err
 	}
 	for name, text := range f.Pstore {
 		if name == "" || len(name) > 64 || strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != "" || name[0] == '.' {

@@ -1,0 +1,134 @@
+package collect
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpulab/gpulab/probes/report"
+)
+
+// IBCounters are the port error counters the probe reads (sysfs
+// ports/N/counters), the ones that say a link is sick: it went down, it
+// recovered from errors, it received bad symbols or packets.
+var IBCounters = []string{"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors",
+	"local_link_integrity_errors", "excessive_buffer_overrun_errors", "port_xmit_discards"}
+
+// Bounds of the RDMA read: devices and ports looked at.
+const (
+	maxIBDevices = 64
+	maxIBPorts   = 8
+)
+
+// readIB reads the RDMA ports under dir (/sys/class/infiniband): each
+// device's ports' state, physical state, rate, link layer and error
+// counters. read reads one file (os.ReadFile, or the simulated machine's).
+func (c *collector) readIB() {
+	dir, read := c.opts.IBDir, c.sysRead()
+	devices, err := os.ReadDir(dir)
+	if err != nil {
+		code := "UNREADABLE"
+		if os.IsNotExist(err) {
+			code = "NOT_PRESENT" // no RDMA driver loaded, or no adapter
+		}
+		c.snap.Errors = append(c.snap.Errors, report.FieldError{Field: "ib", Code: code, Message: err.Error()})
+		return
+	}
+	st := &report.IBState{Ports: []report.IBPort{}}
+	for i, d := range devices {
+		if i == maxIBDevices {
+			break
+		}
+		ports, err := os.ReadDir(filepath.Join(dir, d.Name(), "ports"))
+		if err != nil {
+			continue
+		}
+		for j, p := range ports {
+			n, err := strconv.Atoi(p.Name())
+			if err != nil || j == maxIBPorts {
+				continue
+			}
+			st.Ports = append(st.Ports, readIBPort(filepath.Join(dir, d.Name(), "ports", p.Name()), d.Name(), n, read))
+		}
+	}
+	sort.Slice(st.Ports, func(a, b int) bool {
+		if st.Ports[a].Device != st.Ports[b].Device {
+			return st.Ports[a].Device < st.Ports[b].Device
+		}
+		return st.Ports[a].Port < st.Ports[b].Port
+	})
+	c.snap.IB = st
+}
+
+func (c *collector) sysRead() func(string) ([]byte, error) {
+	if c.opts.ReadSys != nil {
+		return c.opts.ReadSys
+	}
+	return os.ReadFile
+}
+
+// readIBPort reads one port: "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X
+// HDR)", "InfiniBand", and its counters.
+func readIBPort(dir, device string, port int, read func(string) ([]byte, error)) report.IBPort {
+	p := report.IBPort{Device: device, Port: port, Counters: map[string]uint64{}}
+	value := func(name string) string {
+		b, err := read(filepath.Join(dir, name))
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	}
+	p.State, p.PhysState = afterColon(value("state")), afterColon(value("phys_state"))
+	p.LinkLayer, p.Rate = value("link_layer"), value("rate")
+	if f := strings.Fields(p.Rate); len(f) > 0 {
+		p.RateGbps, _ = strconv.ParseFloat(f[0], 64)
+	}
+	for name, v := range readIBCounters(dir, read) {
+		p.Counters[name] = v
+	}
+	return p
+}
+
+// readIBCounters reads the port's error counters that exist.
+func readIBCounters(dir string, read func(string) ([]byte, error)) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, name := range IBCounters {
+		b, err := read(filepath.Join(dir, "counters", name))
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			out[name] = v
+		}
+	}
+	return out
+}
+
+// afterColon is "ACTIVE" of "4: ACTIVE".
+func afterColon(s string) string {
+	if _, v, ok := strings.Cut(s, ": "); ok {
+		return v
+	}
+	return s
+}
+
+// ibAgain reads the ports' counters again at the end of the sampling
+// window: how much each rose.
+func ibAgain(s *report.Snapshot, o Options) {
+	if s.IB == nil {
+		return
+	}
+	read := (&collector{opts: o}).sysRead()
+	for i := range s.IB.Ports {
+		p := &s.IB.Ports[i]
+		now := readIBCounters(filepath.Join(o.IBDir, p.Device, "ports", strconv.Itoa(p.Port)), read)
+		p.WindowDelta = map[string]uint64{}
+		for name, v := range now {
+			if before, ok := p.Counters[name]; ok && v >= before {
+				p.WindowDelta[name] = v - before
+			}
+		}
+	}
+}

@@ -1,0 +1,162 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ibErrorCounters are the counters whose rise in the sampling window is
+// a sick link (link_downed has its own check: flaps).
+var ibErrorCounters = []string{"symbol_error", "port_rcv_errors", "link_error_recovery", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}
+
+// ibFindings are the host's RDMA ports' findings:
+//
+//   - ib-port-down: a port not ACTIVE and LinkUp (a cable, a transceiver,
+//     the switch port): NCCL loses that rail.
+//   - ib-port-count: fewer active InfiniBand ports than the inventory's
+//     expect.ib_ports.
+//   - ib-port-rate: an active InfiniBand port below expect.ib_rate_gbps,
+//     or, with no expectation, below the host's fastest InfiniBand port.
+//   - ib-link-flaps: the port went down since its counters were cleared
+//     (link_downed), or while sampled: a flapping link.
+//   - ib-port-errors: symbol, receive, integrity or overrun errors rose
+//     while sampled.
+func ibFindings(s *Snapshot) []Finding {
+	var out []Finding
+	ib := s.IB
+	if ib == nil {
+		if s.Expect != nil && s.Expect.IBPorts > 0 && fieldError(s, "ib") != "not asked for" {
+			out = append(out, Finding{Check: "ib-port-count", Fatal: true, Action: ActionContactSupport,
+				Message:  fmt.Sprintf("no RDMA device where the inventory expects %d InfiniBand ports", s.Expect.IBPorts),
+				Evidence: []string{"/sys/class/infiniband: " + fieldError(s, "ib")}})
+		}
+		return out
+	}
+	fastest, active := 0.0, 0
+	for _, p := range ib.Ports {
+		if p.LinkLayer == "InfiniBand" && portUp(p) {
+			fastest, active = max(fastest, p.RateGbps), active+1
+		}
+	}
+	for _, p := range ib.Ports {
+		out = append(out, ibPortFindings(s, p, fastest)...)
+	}
+	if e := s.Expect; e != nil && e.IBPorts > 0 && active < e.IBPorts {
+		out = append(out, Finding{Check: "ib-port-count", Fatal: true, Action: ActionContactSupport,
+			Message:  fmt.Sprintf("%d active InfiniBand port(s) where the inventory expects %d", active, e.IBPorts),
+			Evidence: []string{fmt.Sprintf("/sys/class/infiniband: %d port(s), %d InfiniBand ACTIVE/LinkUp", len(ib.Ports), active)}})
+	}
+	return out
+}
+
+func portUp(p IBPort) bool { return p.State == "ACTIVE" && p.PhysState == "LinkUp" }
+
+func portName(p IBPort) string { return fmt.Sprintf("%s port %d", p.Device, p.Port) }
+
+// ibPortFindings are one port's findings; fastest is the host's fastest
+// active InfiniBand port's rate.
+func ibPortFindings(s *Snapshot, p IBPort, fastest float64) []Finding {
+	var out []Finding
+	// The port is named in the message and evidence: the health events'
+	// entities are NVSentinel's GPU, GPU_UUID, PCI and NVLINK.
+	name := portName(p)
+	if !portUp(p) {
+		out = append(out, Finding{Check: "ib-port-down", Fatal: true, Action: ActionContactSupport,
+			Message:  fmt.Sprintf("%s (%s) is %s, %s", name, p.LinkLayer, p.State, p.PhysState),
+			Evidence: []string{fmt.Sprintf("%s: state %s, phys_state %s", name, p.State, p.PhysState)}})
+		return out
+	}
+	if p.LinkLayer == "InfiniBand" {
+		want, why := fastest, "the host's fastest InfiniBand port"
+		if s.Expect != nil && s.Expect.IBRateGbps > 0 {
+			want, why = float64(s.Expect.IBRateGbps), "the inventory's expect.ib_rate_gbps"
+		}
+		if p.RateGbps > 0 && p.RateGbps < want {
+			out = append(out, Finding{Check: "ib-port-rate", Action: ActionContactSupport,
+				Message:  fmt.Sprintf("%s at %g Gb/s, below %g Gb/s (%s)", name, p.RateGbps, want, why),
+				Evidence: []string{fmt.Sprintf("%s: rate %s", name, p.Rate)}})
+		}
+	}
+	if f, ok := flapFinding(p); ok {
+		out = append(out, f)
+	}
+	var rose []string
+	for _, c := range ibErrorCounters {
+		if d := p.WindowDelta[c]; d > 0 {
+			rose = append(rose, fmt.Sprintf("%s +%d", c, d))
+		}
+	}
+	if len(rose) > 0 {
+		out = append(out, Finding{Check: "ib-port-errors", Action: ActionContactSupport,
+			Message:  fmt.Sprintf("%s: errors rose in the %gs window: %s", name, s.WindowSeconds, strings.Join(rose, ", ")),
+			Evidence: []string{name + " counters over the window: " + strings.Join(rose, ", ")}})
+	}
+	return out
+}
+
+// flapFinding is a port's flaps: link_downed since the counters were
+// cleared, and its rise while sampled (a link flapping now).
+func flapFinding(p IBPort) (Finding, bool) {
+	down, rose := p.Counters["link_downed"], p.WindowDelta["link_downed"]
+	if down == 0 && rose == 0 {
+		return Finding{}, false
+	}
+	name := portName(p)
+	times := fmt.Sprintf("%d time(s)", down)
+	if down == 255 {
+		times = "at least 255 times (the 8-bit counter is saturated)"
+	}
+	msg := fmt.Sprintf("%s went down %s since its counters were cleared", name, times)
+	if rose > 0 {
+		msg = fmt.Sprintf("%s is flapping: down %d time(s) in the sampling window, %s since its counters were cleared", name, rose, times)
+	}
+	return Finding{Check: "ib-link-flaps", Action: ActionContactSupport, Codes: []string{"link_downed"}, Message: msg,
+		Evidence: []string{fmt.Sprintf("%s: counters/link_downed %d (+%d in the window); clear with perfquery -x after the fix", name, down, rose)}}, true
+}
+
+// ibChecks are the probe checks of the RDMA ports, and whether a
+// snapshot holds their evidence.
+var ibChecks = []probeCheck{
+	{"ib-port-down", func(s *Snapshot) bool { return s.IB != nil }},
+	{"ib-port-count", func(s *Snapshot) bool {
+		return s.Expect != nil && s.Expect.IBPorts > 0 && (s.IB != nil || fieldError(s, "ib") != "not asked for")
+	}},
+	{"ib-port-rate", func(s *Snapshot) bool { return s.IB != nil }},
+	{"ib-link-flaps", func(s *Snapshot) bool {
+		return s.IB != nil && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { _, ok := p.Counters["link_downed"]; return portUp(p) && !ok })
+	}},
+	{"ib-port-errors", func(s *Snapshot) bool {
+		return s.IB != nil && s.WindowSeconds > 0 && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return portUp(p) && p.WindowDelta == nil })
+	}},
+}
+
+// NotApplicable says why check does not apply to s's host ("" when it
+// does): a count checked against the inventory's expectation when the
+// inventory gives none.
+func NotApplicable(s *Snapshot, check string) string {
+	switch {
+	case check == "ib-port-count" && (s.Expect == nil || s.Expect.IBPorts == 0):
+		return "the inventory gives no expect.ib_ports for this host"
+	case check == "gpu-count" && (s.Expect == nil || s.Expect.GPUs == 0):
+		return "the inventory gives no expect.gpus for this host"
+	}
+	return ""
+}
+
+// whyIBNotMade says why an RDMA check's evidence is missing; "" for a
+// check that is not one.
+func whyIBNotMade(s *Snapshot, check string) string {
+	if !strings.HasPrefix(check, "ib-") {
+		return ""
+	}
+	switch {
+	case check == "ib-port-count" && (s.Expect == nil || s.Expect.IBPorts == 0):
+		return "the inventory gives no expect.ib_ports for this host"
+	case s.IB == nil:
+		return "/sys/class/infiniband was not read: " + fieldError(s, "ib")
+	case check == "ib-port-errors" && s.WindowSeconds == 0:
+		return "the probe took one reading, no sampling window: a rise needs two"
+	}
+	return "a port's counters were not readable"
+}

@@ -1,0 +1,74 @@
+package report
+
+import (
+	"strings"
+	"testing"
+)
+
+// The RDMA ports' findings, and which checks are made: a port down, a
+// port below the expected rate, flaps since the counters were cleared and
+// in the window, errors rising in the window, fewer active ports than
+// expected; with no sysfs read, nothing is called clean.
+func TestIBFindings(t *testing.T) {
+	up := func(dev string, rate float64, counters, delta map[string]uint64) IBPort {
+		return IBPort{Device: dev, Port: 1, LinkLayer: "InfiniBand", State: "ACTIVE", PhysState: "LinkUp", RateGbps: rate,
+			Rate: "x", Counters: counters, WindowDelta: delta}
+	}
+	zero := map[string]uint64{"link_downed": 0, "symbol_error": 0}
+	s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}}, WindowSeconds: 2,
+		Expect: &Expect{IBPorts: 4, IBRateGbps: 200},
+		IB: &IBState{Ports: []IBPort{
+			up("mlx5_0", 200, zero, map[string]uint64{"link_downed": 0, "symbol_error": 0}),
+			up("mlx5_1", 100, map[string]uint64{"link_downed": 40}, map[string]uint64{"link_downed": 2}),
+			up("mlx5_2", 200, zero, map[string]uint64{"symbol_error": 7, "port_rcv_errors": 3}),
+			{Device: "mlx5_3", Port: 1, LinkLayer: "InfiniBand", State: "DOWN", PhysState: "Polling", Counters: zero},
+		}}}
+	var got []string
+	for _, f := range Findings(s) {
+		got = append(got, f.Check+" "+map[bool]string{true: "fatal", false: "warn"}[f.Fatal]+" "+f.Message)
+	}
+	want := []string{
+		"ib-port-rate warn mlx5_1 port 1 at 100 Gb/s, below 200 Gb/s (the inventory's expect.ib_rate_gbps)",
+		"ib-link-flaps warn mlx5_1 port 1 is flapping: down 2 time(s) in the sampling window, 40 time(s) since its counters were cleared",
+		"ib-port-errors warn mlx5_2 port 1: errors rose in the 2s window: symbol_error +7, port_rcv_errors +3",
+		"ib-port-down fatal mlx5_3 port 1 (InfiniBand) is DOWN, Polling",
+		"ib-port-count fatal 3 active InfiniBand port(s) where the inventory expects 4",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, c := range []string{"ib-port-down", "ib-port-count", "ib-port-rate", "ib-link-flaps", "ib-port-errors"} {
+		if !CheckMade(s, c) {
+			t.Errorf("%s not made: %s", c, WhyNotMade(s, c))
+		}
+	}
+	// One reading: no rise to judge; no sysfs: nothing made; no
+	// expectation: the count does not apply.
+	s.WindowSeconds = 0
+	if CheckMade(s, "ib-port-errors") {
+		t.Error("ib-port-errors made without a window")
+	}
+	s.IB, s.Errors = nil, []FieldError{{Field: "ib", Code: "NOT_PRESENT", Message: "open /sys/class/infiniband: no such file or directory"}}
+	if CheckMade(s, "ib-port-down") || !strings.Contains(WhyNotMade(s, "ib-port-down"), "NOT_PRESENT") {
+		t.Errorf("no sysfs: %q", WhyNotMade(s, "ib-port-down"))
+	}
+	if f := Findings(s); len(f) != 1 || f[0].Check != "ib-port-count" || !f[0].Fatal {
+		t.Errorf("expected ports, no RDMA device: %+v", f)
+	}
+	s.Expect = nil
+	if NotApplicable(s, "ib-port-count") == "" || NotApplicable(s, "gpu-count") == "" || NotApplicable(s, "ib-port-down") != "" {
+		t.Error("NotApplicable")
+	}
+}
+
+// gpu-count: fewer GPUs than the inventory expects.
+func TestGPUCount(t *testing.T) {
+	s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}, {Index: 1}}, Expect: &Expect{GPUs: 3}}
+	if f := gpuCountFinding(s); len(f) != 1 || f[0].Message != "NVML counts 2 GPU(s) where the inventory expects 3" || !f[0].Fatal {
+		t.Errorf("%+v", f)
+	}
+	s.Expect.GPUs = 2
+	if f := gpuCountFinding(s); len(f) != 0 || !CheckMade(s, "gpu-count") {
+		t.Errorf("%+v", f)
+	}
+}
