@@ -30,8 +30,11 @@ func TestExampleInventory(t *testing.T) {
 	if !ok {
 		t.Fatal("gpu010 (from gpu[009-012]) is missing")
 	}
-	if h.Address != "gpu010.a100.example.net" || h.Labels["mig"] != "enabled" || h.Source != "../inventory.toml:49:1" {
-		t.Errorf("gpu010 = %+v, want address from {name}, label mig=enabled, source line 49", h)
+	if h.Address != "gpu010.a100.example.net" || h.Labels["mig"] != "enabled" || h.Source != "../inventory.toml:52:1" || h.Expect != (Expect{}) {
+		t.Errorf("gpu010 = %+v, want address from {name}, label mig=enabled, source line 52, no expect", h)
+	}
+	if g, _ := inv.Host("gpu003"); g.Expect != (Expect{GPUs: 8, IBPorts: 8, IBRateGbps: 200}) {
+		t.Errorf("gpu003 expect = %+v", g.Expect)
 	}
 	if got := strings.Join(h.Groups, ","); got != "a100,gpus,infer,lab" {
 		t.Errorf("gpu010 groups = %q, want a100,gpus,infer,lab", got)
@@ -516,5 +519,23 @@ labels = { rack = "r1" }
 	}
 	if len(inv.Hosts) != 4 {
 		t.Errorf("Only changed the inventory it was called on: %d hosts", len(inv.Hosts))
+	}
+}
+
+// expect = { ... } is checked as the rest of a host's table: a bad value
+// names its key and place; an unknown key is refused.
+func TestExpectRefused(t *testing.T) {
+	for _, c := range []struct{ toml, want string }{
+		{"[[host]]\nname = \"a\"\nexpect = { gpus = -1 }\n", "expect.gpus = -1: want 1 to 1024"},
+		{"[[host]]\nname = \"a\"\nexpect = { ib_ports = 65 }\n", "expect.ib_ports = 65: want 1 to 64"},
+		{"[[host]]\nname = \"a\"\nexpect = { nics = 2 }\n", "nics"},
+	} {
+		path := filepath.Join(t.TempDir(), "inventory.toml")
+		if err := os.WriteFile(path, []byte(c.toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(path); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "inventory.toml:3") {
+			t.Errorf("%q: %v, want %q at line 3", c.toml, err, c.want)
+		}
 	}
 }
