@@ -41,7 +41,8 @@ func TestHealthRunbookReadsTheProbe(t *testing.T) {
 		"zombie-gpu-process": "WARN pid 5130 (train.py) is a zombie NVML still lists", "pstore-crash": "WARN 1 crash record(s) in pstore from an earlier boot: Kernel panic - not syncing",
 		"ib-port-down": "FAIL mlx5_3 port 1 (InfiniBand) is DOWN, Polling", "ib-port-count": "FAIL 3 active InfiniBand port(s) where the inventory expects 4",
 		"ib-port-rate": "WARN mlx5_1 port 1 at 100 Gb/s, below 200 Gb/s", "ib-link-flaps": "WARN mlx5_1 port 1 is flapping: down 1 time(s) in the sampling window, 40 time(s)",
-		"ib-port-errors": "WARN mlx5_2 port 1: errors rose in the"}
+		"ib-port-errors": "WARN mlx5_2 port 1: errors rose in the",
+		"fabric-manager": "FAIL 6 NVSwitch(es) and no nv-fabricmanager running", "fabric-manager-log": "WARN the fabric manager logged an error: [Feb 27 2025 15:10:02] [ERROR]"}
 	for _, h := range doc.Hosts {
 		got := map[string]string{}
 		for _, v := range h.Verdicts {

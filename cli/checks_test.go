@@ -22,8 +22,9 @@ var stateKnobs = spec.Faults{
 	NVMLHang: map[int]string{6: "nvmlDeviceGetPowerUsage"},
 	Processes: []spec.Process{{GPU: 7, PID: 5120, Name: "python3", UsedMiB: 1024, State: "D"},
 		{GPU: 1, PID: 5130, Name: "train.py", UsedMiB: 2048, State: "Z"}},
-	Pstore: map[string]string{"dmesg-efi-171000000101001": "Panic#1 Part1\n<0>[ 8123.512007] Kernel panic - not syncing: Fatal exception in interrupt\n"},
-	IB:     map[string]spec.IBPort{"mlx5_3": {Down: true}, "mlx5_1": {RateGbps: 100, LinkDowned: 40, Flaps: 1}, "mlx5_2": {SymbolErrors: 5}},
+	Pstore:        map[string]string{"dmesg-efi-171000000101001": "Panic#1 Part1\n<0>[ 8123.512007] Kernel panic - not syncing: Fatal exception in interrupt\n"},
+	IB:            map[string]spec.IBPort{"mlx5_3": {Down: true}, "mlx5_1": {RateGbps: 100, LinkDowned: 40, Flaps: 1}, "mlx5_2": {SymbolErrors: 5}},
+	FabricManager: spec.FabricManager{Stopped: true, Log: []string{"[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:C6:00.0 physical id 3 port 61"}},
 }
 
 // gpulab probe on a simulated fleet whose host has every state knob
@@ -64,7 +65,7 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 			got[h.Host] = append(got[h.Host], "GPU"+gpu+" "+fd.Check+" "+fd.Action)
 		}
 	}
-	want := []string{"GPU ib-link-flaps contact-support", "GPU ib-port-count contact-support", "GPU ib-port-down contact-support",
+	want := []string{"GPU fabric-manager reboot", "GPU fabric-manager-log none", "GPU ib-link-flaps contact-support", "GPU ib-port-count contact-support", "GPU ib-port-down contact-support",
 		"GPU ib-port-errors contact-support", "GPU ib-port-rate contact-support", "GPU pstore-crash none", "GPU1 zombie-gpu-process reset-gpu", "GPU2 clock-events contact-support", "GPU2 thermal-margin contact-support", "GPU3 recovery-action reset-gpu",
 		"GPU4 power-cap none", "GPU5 pcie-gen contact-support", "GPU5 pcie-replays contact-support", "GPU6 nvml-hung reboot", "GPU7 stuck-process reboot"}
 	slices.Sort(got["dgx03"])
@@ -95,7 +96,7 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 		}
 	}
 	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "thermal-margin", "power-cap", "nvml-hung", "stuck-process", "zombie-gpu-process", "pstore-crash",
-		"ib-port-down", "ib-port-count", "ib-port-rate", "ib-link-flaps", "ib-port-errors"} {
+		"ib-port-down", "ib-port-count", "ib-port-rate", "ib-link-flaps", "ib-port-errors", "fabric-manager", "fabric-manager-log"} {
 		if !slices.Contains(clean["dgx01"], c) || slices.Contains(clean["dgx03"], c) {
 			t.Errorf("%s: cleared on dgx01 %v, on the sick dgx03 %v", c, clean["dgx01"], clean["dgx03"])
 		}

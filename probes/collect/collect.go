@@ -41,6 +41,9 @@ type Options struct {
 	// os.ReadFile; the simulated machine's counters rise as they are read).
 	IBDir   string
 	ReadSys func(string) ([]byte, error)
+	// PCIDir is where the PCI devices are listed (/sys/bus/pci/devices),
+	// FabricManagerLog the fabric manager's log; "": not read.
+	PCIDir, FabricManagerLog string
 	// Expect is what the inventory says the host has; nil: nothing.
 	Expect *report.Expect
 	Now    func() time.Time

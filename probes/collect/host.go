@@ -23,13 +23,14 @@ const (
 // stuckProcesses finds the processes that hold the GPUs and cannot let
 // go: in state D (uninterruptible sleep) with a /dev/nvidia* device open,
 // and zombies NVML still lists as GPU processes. It reads /proc (ProcRoot)
-// once; Sample reads the ones it found again at the window's end.
-func (c *collector) stuckProcesses() {
+// once; Sample reads the ones it found again at the window's end. It
+// reports whether the fabric manager's daemon was among the processes.
+func (c *collector) stuckProcesses() (managerSeen bool) {
 	s := c.snap
 	entries, err := os.ReadDir(c.opts.ProcRoot)
 	if err != nil {
 		s.Errors = append(s.Errors, report.FieldError{Field: "host.processes", Code: "UNREADABLE", Message: err.Error()})
-		return
+		return false
 	}
 	listed := map[uint32]bool{}
 	for _, p := range s.Processes {
@@ -37,7 +38,7 @@ func (c *collector) stuckProcesses() {
 	}
 	s.HostState.ProcScanned = true
 	for i, e := range entries {
-		if i == maxProcs || len(s.HostState.Stuck) == maxStuck {
+		if i == maxProcs {
 			break
 		}
 		pid, err := strconv.Atoi(e.Name())
@@ -45,8 +46,10 @@ func (c *collector) stuckProcesses() {
 			continue
 		}
 		name, state, ppid, ok := procStat(c.opts.ProcRoot, pid)
+		managerSeen = managerSeen || ok && name == FabricManagerComm
 		switch {
 		case !ok:
+		case len(s.HostState.Stuck) == maxStuck:
 		case state == "D":
 			devices, unread := nvidiaFDs(c.opts.ProcRoot, pid)
 			if len(devices) > 0 || unread {
@@ -56,6 +59,7 @@ func (c *collector) stuckProcesses() {
 			s.HostState.Stuck = append(s.HostState.Stuck, report.StuckProcess{PID: pid, PPID: ppid, Name: name, State: state})
 		}
 	}
+	return managerSeen
 }
 
 // procStat reads a process's name, state and parent from
@@ -162,7 +166,7 @@ func panicLine(t string) string {
 // and the RDMA ports when their directories are given, and what the
 // inventory expects.
 func (c *collector) hostScan() {
-	c.stuckProcesses()
+	c.fabricScan(c.stuckProcesses())
 	if c.opts.PstoreDir != "" {
 		pstore(c.snap, c.opts.PstoreDir)
 	}

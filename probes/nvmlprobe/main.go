@@ -124,9 +124,10 @@ func main() {
 		name, _ = os.Hostname()
 	}
 	opts := collect.Options{Host: name, ProbeVersion: version, CallTimeout: *callTimeout, PstoreDir: "/sys/fs/pstore",
-		IBDir: "/sys/class/infiniband", Expect: exp}
+		IBDir: "/sys/class/infiniband", PCIDir: "/sys/bus/pci/devices", FabricManagerLog: "/var/log/fabricmanager.log", Expect: exp}
 	if mach != nil {
 		opts.ProcRoot, opts.PstoreDir, opts.IBDir, opts.ReadSys = mach.procRoot, mach.pstoreDir, mach.ibDir, mach.readSys
+		opts.PCIDir, opts.FabricManagerLog = mach.pciDir, mach.fmLog
 	}
 	w := watcher{every: *watch, count: *count, arm: func() { watchdog.Reset(*timeout) }, disarm: func() { watchdog.Stop() }}
 	code := run(opts, mach, *kmsg, *xidWait, *window, w)
@@ -174,6 +175,7 @@ type watcher struct {
 type simulated struct {
 	lib                        nvml.Interface
 	procRoot, pstoreDir, ibDir string
+	pciDir, fmLog              string
 	readSys                    func(string) ([]byte, error)
 	remove                     func()
 }

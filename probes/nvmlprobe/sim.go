@@ -45,11 +45,12 @@ func simulator(_ string, faults string) (*simulated, error) {
 		return nil, fmt.Errorf("--mock-faults: the simulated machine's /proc: %w", err)
 	}
 	m.procRoot, m.pstoreDir, m.ibDir = filepath.Join(dir, "proc"), filepath.Join(dir, "pstore"), filepath.Join(dir, "infiniband")
+	m.pciDir, m.fmLog = filepath.Join(dir, "pci"), filepath.Join(dir, "fabricmanager.log")
 	m.remove = func() { os.RemoveAll(dir) }
 	m.readSys = f.SysReader()
 	err = errors.Join(os.Mkdir(m.procRoot, 0o700), os.Mkdir(m.pstoreDir, 0o700))
 	if err == nil {
-		err = errors.Join(f.WriteProc(m.procRoot), f.WritePstore(m.pstoreDir), f.WriteIB(m.ibDir))
+		err = errors.Join(f.WriteProc(m.procRoot), f.WritePstore(m.pstoreDir), f.WriteIB(m.ibDir), f.WritePCI(m.pciDir), f.WriteFabricManager(m.procRoot, m.fmLog))
 	}
 	if err != nil {
 		m.remove()

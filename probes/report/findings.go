@@ -223,6 +223,7 @@ func Findings(s *Snapshot) []Finding {
 	out = append(out, gpuCountFinding(s)...)
 	out = append(out, hostFindings(s)...)
 	out = append(out, ibFindings(s)...)
+	out = append(out, fabricFindings(s)...)
 	for _, x := range s.XIDs {
 		if r := remapRead(s, x); r != nil && (x.Code == 63 || x.Code == 64 && r.Failure) {
 			// The row remap an Xid 63 announces is its GPU's row-remap

@@ -88,6 +88,8 @@ func WhyNotMade(s *Snapshot, check string) string {
 		return whyHostNotMade(s, check)
 	case whyIBNotMade(s, check) != "":
 		return whyIBNotMade(s, check)
+	case whyFabricNotMade(s, check) != "":
+		return whyFabricNotMade(s, check)
 	case len(hung) > 0:
 		return strings.Join(hung, ", ") + ": nothing more was read from it"
 	case len(s.GPUs) == 0:
@@ -168,6 +170,7 @@ var probeChecks = []probeCheck{
 	}},
 	hostChecks[0], hostChecks[1], hostChecks[2], hostChecks[3],
 	ibChecks[0], ibChecks[1], ibChecks[2], ibChecks[3], ibChecks[4],
+	fabricChecks[0], fabricChecks[1], fabricChecks[2],
 	{"xid", func(s *Snapshot) bool { return s.XIDHistory }},
 }
 

@@ -60,6 +60,9 @@ type Snapshot struct {
 	// IB is the host's InfiniBand and RoCE ports (/sys/class/infiniband);
 	// nil when they were not read (Errors say why).
 	IB *IBState `json:"ib,omitempty"`
+	// Fabric is the NVIDIA devices on the PCI bus and the NVSwitch
+	// fabric's manager; nil when the bus was not read.
+	Fabric *Fabric `json:"fabric,omitempty"`
 	// Expect is what the inventory says the host has (the probe's
 	// --expect), judged by the count and rate checks; nil: nothing said.
 	Expect *Expect      `json:"expect,omitempty"`
@@ -87,6 +90,21 @@ type IBPort struct {
 	// WindowDelta is how much each counter rose over the sampling window;
 	// nil for one reading.
 	WindowDelta map[string]uint64 `json:"window_delta,omitempty"`
+}
+
+// Fabric is what the PCI bus holds of NVIDIA's, and the NVSwitch fabric
+// manager's state.
+type Fabric struct {
+	PCIRead    bool `json:"pci_read"`
+	PCIGPUs    int  `json:"pci_gpus"`   // GPUs on the bus, as lspci lists them
+	NVSwitches int  `json:"nvswitches"` // NVSwitches on the bus
+	// ManagerRunning: nv-fabricmanager is among the host's processes; nil
+	// when /proc was not read.
+	ManagerRunning *bool `json:"manager_running,omitempty"`
+	// LogRead: its log (/var/log/fabricmanager.log) was read;
+	// LogLastError is the last [ERROR] line in its last 64 KiB.
+	LogRead      bool   `json:"log_read,omitempty"`
+	LogLastError string `json:"log_last_error,omitempty"`
 }
 
 // Expect is what the inventory says a host has (expect = { ... }).

@@ -35,6 +35,7 @@ func windowedProbe(t *testing.T, f spec.Faults) *report.Snapshot {
 	// them: never this machine's.
 	o := collect.Options{ProcRoot: filepath.Join(t.TempDir(), "proc"), PstoreDir: filepath.Join(t.TempDir(), "pstore"),
 		IBDir: filepath.Join(t.TempDir(), "infiniband"), ReadSys: f.SysReader(),
+		PCIDir: filepath.Join(t.TempDir(), "pci"), FabricManagerLog: filepath.Join(t.TempDir(), "fabricmanager.log"),
 		// What the simulated fleet's inventory says each host has.
 		Expect: &report.Expect{GPUs: spec.GPUs, IBPorts: len(spec.NICs), IBRateGbps: spec.IBRateGbps}}
 	for _, d := range []string{o.ProcRoot, o.PstoreDir} {
@@ -42,7 +43,7 @@ func windowedProbe(t *testing.T, f spec.Faults) *report.Snapshot {
 			t.Fatal(err)
 		}
 	}
-	if err := errors.Join(f.WriteProc(o.ProcRoot), f.WritePstore(o.PstoreDir), f.WriteIB(o.IBDir)); err != nil {
+	if err := errors.Join(f.WriteProc(o.ProcRoot), f.WritePstore(o.PstoreDir), f.WriteIB(o.IBDir), f.WritePCI(o.PCIDir), f.WriteFabricManager(o.ProcRoot, o.FabricManagerLog)); err != nil {
 		t.Fatal(err)
 	}
 	snap := collect.Collect(s, o)

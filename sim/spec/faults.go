@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -42,6 +43,9 @@ type Faults struct {
 	// IB is what is wrong with the host's RDMA ports, by device name
 	// ("mlx5_2"): down, a lower rate, flaps, symbol errors (IBPort).
 	IB map[string]IBPort `json:"ib,omitempty"`
+	// FabricManager is what is wrong with the NVSwitch fabric manager:
+	// stopped, or lines in its log.
+	FabricManager FabricManager `json:"fabric_manager,omitzero"`
 	// MIG turns MIG mode on for a GPU and creates these GPU instance
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
@@ -190,7 +194,7 @@ func (f Faults) Validate() error {
 			return fmt.Errorf("kernel_log[%d]: level %q: want one of %s", i, l.Level, strings.Join(kernelLevels[1:], ", "))
 		}
 	}
-	if err := f.validateIB(); err != nil {
+	if err := errors.Join(f.validateIB(), f.validateFabricManager()); err != nil {
 		return err
 	}
 	for name, text := range f.Pstore {

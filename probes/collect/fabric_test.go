@@ -1,0 +1,57 @@
+package collect
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gpulab/gpulab/probes/report"
+	"github.com/gpulab/gpulab/sim/spec"
+)
+
+// The PCI bus and the fabric manager: the simulated DGX A100's sysfs (8
+// GPUs, 6 NVSwitches, 4 HCAs) counted; a real fabric manager log's last
+// [ERROR] line read; the daemon's absence from /proc said; and one GPU
+// more on the bus than NVML sees is a finding.
+func TestFabricScan(t *testing.T) {
+	dir := t.TempDir()
+	pci, proc := filepath.Join(dir, "pci"), filepath.Join(dir, "proc")
+	if err := os.Mkdir(proc, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := (spec.Faults{}).WritePCI(pci); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join("..", "..", "testdata", "fixtures", "fabricmanager-log", "feb2025-inband-multicast-then-nvswitch-non-fatal-12028.log")
+	s := &report.Snapshot{NVML: report.NVMLState{Available: true}, GPUs: make([]report.GPU, 7)}
+	c := &collector{snap: s, opts: Options{ProcRoot: proc, PCIDir: pci, FabricManagerLog: log}}
+	c.fabricScan(c.stuckProcesses())
+	f := s.Fabric
+	if f == nil || f.PCIGPUs != 8 || f.NVSwitches != 6 || f.ManagerRunning == nil || *f.ManagerRunning || !f.LogRead ||
+		f.LogLastError != "[Feb 27 2025 15:10:02] [ERROR] [tid 12727] detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:86:00.0 physical id 3 port 61" {
+		t.Fatalf("%+v", f)
+	}
+	var got []string
+	for _, x := range report.Findings(s) {
+		got = append(got, x.Check)
+	}
+	if len(got) != 3 || got[0] != "gpu-pci-count" || got[1] != "fabric-manager" || got[2] != "fabric-manager-log" {
+		t.Errorf("%v", got)
+	}
+	// The daemon running (its 15-character comm), all 8 GPUs seen: clean
+	// but for the log's error.
+	if err := (spec.Faults{}).WriteFabricManager(proc, filepath.Join(dir, "fm.log")); err != nil {
+		t.Fatal(err)
+	}
+	s = &report.Snapshot{NVML: report.NVMLState{Available: true}, GPUs: make([]report.GPU, 8)}
+	c = &collector{snap: s, opts: Options{ProcRoot: proc, PCIDir: pci, FabricManagerLog: filepath.Join(dir, "fm.log")}}
+	c.fabricScan(c.stuckProcesses())
+	if f := report.Findings(s); len(f) != 0 || !*s.Fabric.ManagerRunning {
+		t.Errorf("%+v %+v", f, s.Fabric)
+	}
+	for _, check := range []string{"gpu-pci-count", "fabric-manager", "fabric-manager-log"} {
+		if !report.CheckMade(s, check) {
+			t.Errorf("%s not made: %s", check, report.WhyNotMade(s, check))
+		}
+	}
+}
