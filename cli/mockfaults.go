@@ -258,13 +258,15 @@ func (s *shapeChecker) object(t reflect.Type, path string) error {
 	return err
 }
 
-// gpuMap checks an object whose keys are GPU indexes ("0" to "7").
+// gpuMap checks an object's values; a map keyed by integers is keyed by
+// GPU index ("0" to "7"), one keyed by strings (ib's device names,
+// pstore's record names) by any name, which the faults' Validate judges.
 func (s *shapeChecker) gpuMap(t reflect.Type, path string) error {
 	for s.dec.More() {
 		at := s.dec.InputOffset()
 		key, _ := s.dec.Token()
 		k, _ := key.(string)
-		if _, err := strconv.Atoi(k); err != nil {
+		if _, err := strconv.Atoi(k); err != nil && t.Key().Kind() != reflect.String {
 			for at < int64(len(s.raw)) && strings.IndexByte(" \t\r\n,", s.raw[at]) >= 0 {
 				at++
 			}

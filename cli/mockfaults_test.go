@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,6 +31,8 @@ func TestMockFaultsErrors(t *testing.T) {
 		{`[{"gpu01": {}}]`, `:1:1: want an object of host name to faults, such as {"gpu04": `},
 		{`{"gpu01": {}, "gpu01": {}}`, `:1:24: host "gpu01" is named twice`},
 		{`{"gpu01": {"ecc": {"9": {}}}}`, `:1:11: host "gpu01": ecc: GPU 9: a DGX A100 has GPUs 0-7`},
+		// Maps keyed by name take any name; Validate judges it.
+		{`{"gpu01": {"ib": {"mlx5_9": {"down": true}}}}`, `host "gpu01": ib: "mlx5_9": the simulated HCAs are mlx5_0 to mlx5_3`},
 	} {
 		writeFile(t, faults, tc.file)
 		r := run(t, env, args...)
@@ -53,5 +56,30 @@ func TestMockFaultsErrors(t *testing.T) {
 	r.expect(t, 2, "", "--mock and --mock-faults: "+inv+" is a simulated fleet (gpulab sim): each host's probe simulates a DGX A100 already, with the faults the fleet gave it; run without --mock and --mock-faults")
 	if strings.Contains(r.stderr, "ecc") {
 		t.Errorf("the faults file was read before the fleet was found simulated:\n%s", r.stderr)
+	}
+}
+
+// Every faults example the check pages show (docs/checks/*.md, the json
+// blocks) is taken by sim serve --faults and --mock-faults as written.
+func TestDocumentedKnobsAreAccepted(t *testing.T) {
+	pages, _ := filepath.Glob(filepath.Join("..", "docs", "checks", "*.md"))
+	n := 0
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range strings.Split(string(b), "```json\n")[1:] {
+			body, _, _ := strings.Cut(block, "```")
+			file := filepath.Join(t.TempDir(), "faults.json")
+			writeFile(t, file, body)
+			if _, err := parseHostFaults("--faults", file, []string{"dgx02"}, "the fleet's hosts"); err != nil {
+				t.Errorf("%s: the example is refused: %v\n%s", page, err, body)
+			}
+			n++
+		}
+	}
+	if n < 4 {
+		t.Errorf("%d examples found in docs/checks, want the ib, host, fabric and xid pages'", n)
 	}
 }

@@ -510,6 +510,9 @@ func printProbeTables(w io.Writer, results []app.ProbeResult) {
 		for _, x := range s.XIDs {
 			fmt.Fprintf(w, "  %s\n", render.XID(x))
 		}
+		for _, l := range render.HostFindings(s) {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
 		for _, l := range []string{render.XIDHistoryUnread(s), render.FieldsNotGiven(s)} {
 			if l != "" {
 				fmt.Fprintf(w, "  %s\n", l)

@@ -106,6 +106,9 @@ func hardwareText(s *report.Snapshot, widths []int) string {
 	for _, x := range s.XIDs {
 		fmt.Fprintln(&b, render.XID(x))
 	}
+	for _, l := range render.HostFindings(s) {
+		fmt.Fprintln(&b, l)
+	}
 	for _, l := range []string{render.XIDHistoryUnread(s), render.FieldsNotGiven(s)} {
 		if l != "" {
 			fmt.Fprintln(&b, l)

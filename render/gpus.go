@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/gpulab/gpulab/internal/visible"
@@ -235,4 +236,23 @@ func GPUFindings(g report.GPU) string {
 		return "-"
 	}
 	return visible.String(strings.Join(g.Findings, "; "))
+}
+
+// HostFindings are s's findings the GPU table does not show (the host's
+// own: stuck processes, pstore, RDMA ports, the fabric, counts), one line
+// each: "finding: mlx5_3 port 1 (InfiniBand) is DOWN, Polling (action:
+// contact-support)". The Xids and NVLinks down have lines of their own.
+func HostFindings(s *report.Snapshot) []string {
+	var out []string
+	for _, f := range report.Findings(s) {
+		if f.Check == "xid" || f.Check == "xid-history" || f.Check == "nvlink-down" || slices.ContainsFunc(f.Entities, func(e report.Entity) bool { return e.Type == "GPU" }) {
+			continue
+		}
+		l := "finding: " + f.Message + " (action: " + string(f.Action) + ")"
+		if f.Unknown {
+			l = "unknown: " + f.Message
+		}
+		out = append(out, l)
+	}
+	return out
 }

@@ -39,6 +39,7 @@ func (c *collector) stuckProcesses() (managerSeen bool) {
 	s.HostState.ProcScanned = true
 	for i, e := range entries {
 		if i == maxProcs {
+			s.HostState.Truncated = true // a process past the bound could be the stuck one
 			break
 		}
 		pid, err := strconv.Atoi(e.Name())
@@ -49,7 +50,8 @@ func (c *collector) stuckProcesses() (managerSeen bool) {
 		managerSeen = managerSeen || ok && name == FabricManagerComm
 		switch {
 		case !ok:
-		case len(s.HostState.Stuck) == maxStuck:
+		case len(s.HostState.Stuck) == maxStuck && (state == "D" || state == "Z" && listed[uint32(pid)]):
+			s.HostState.Truncated = true
 		case state == "D":
 			devices, unread := nvidiaFDs(c.opts.ProcRoot, pid)
 			if len(devices) > 0 || unread {
@@ -94,7 +96,9 @@ func nvidiaFDs(root string, pid int) (devices []string, unread bool) {
 	}
 	for i, fd := range fds {
 		if i == maxFDs {
-			break
+			// Past the bound, a GPU device could still be open: unknown,
+			// unless one was found already.
+			return devices, len(devices) == 0
 		}
 		target, err := os.Readlink(filepath.Join(dir, fd.Name()))
 		if err == nil && strings.HasPrefix(target, "/dev/nvidia") && !slices.Contains(devices, target) {
@@ -134,6 +138,12 @@ func pstore(s *report.Snapshot, dir string) {
 	}
 	s.HostState.Pstore = &report.Pstore{Records: []report.PstoreRecord{}}
 	for _, e := range entries {
+		// Crash records are dmesg-* (dmesg-efi-..., dmesg-ramoops-N,
+		// dmesg-erst-...); console-ramoops and pmsg are the last boot's
+		// console and messages, not crashes. Only regular files are read.
+		if !strings.HasPrefix(e.Name(), "dmesg-") || !e.Type().IsRegular() {
+			continue
+		}
 		if len(s.HostState.Pstore.Records) == maxPstore {
 			s.HostState.Pstore.More++
 			continue

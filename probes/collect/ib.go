@@ -37,19 +37,29 @@ func (c *collector) readIB() {
 		return
 	}
 	st := &report.IBState{Ports: []report.IBPort{}}
-	for i, d := range devices {
-		if i == maxIBDevices {
-			break
-		}
+	if len(devices) > maxIBDevices {
+		// A port past the bound could be the one down: say so, never
+		// judge what was not read.
+		st.Truncated = true
+		devices = devices[:maxIBDevices]
+	}
+	for _, d := range devices {
 		ports, err := os.ReadDir(filepath.Join(dir, d.Name(), "ports"))
 		if err != nil {
+			st.Truncated = true
 			continue
 		}
-		for j, p := range ports {
+		read1 := 0
+		for _, p := range ports {
 			n, err := strconv.Atoi(p.Name())
-			if err != nil || j == maxIBPorts {
+			if err != nil {
 				continue
 			}
+			if read1 == maxIBPorts {
+				st.Truncated = true
+				break
+			}
+			read1++
 			st.Ports = append(st.Ports, readIBPort(filepath.Join(dir, d.Name(), "ports", p.Name()), d.Name(), n, read))
 		}
 	}
@@ -115,7 +125,9 @@ func afterColon(s string) string {
 }
 
 // ibAgain reads the ports' counters again at the end of the sampling
-// window: how much each rose.
+// window: how much each rose. A port whose counters were not all read at
+// both ends, or went down (cleared in the window), gets no WindowDelta:
+// its rise is unknown, never zero.
 func ibAgain(s *report.Snapshot, o Options) {
 	if s.IB == nil {
 		return
@@ -124,11 +136,16 @@ func ibAgain(s *report.Snapshot, o Options) {
 	for i := range s.IB.Ports {
 		p := &s.IB.Ports[i]
 		now := readIBCounters(filepath.Join(o.IBDir, p.Device, "ports", strconv.Itoa(p.Port)), read)
-		p.WindowDelta = map[string]uint64{}
-		for name, v := range now {
-			if before, ok := p.Counters[name]; ok && v >= before {
-				p.WindowDelta[name] = v - before
+		delta := map[string]uint64{}
+		for _, name := range IBCounters {
+			before, ok1 := p.Counters[name]
+			v, ok2 := now[name]
+			if !ok1 || !ok2 || v < before {
+				delta = nil
+				break
 			}
+			delta[name] = v - before
 		}
+		p.WindowDelta = delta
 	}
 }

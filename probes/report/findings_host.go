@@ -98,7 +98,7 @@ func deviceEntities(s *Snapshot, devices []string) []Entity {
 var hostChecks = []probeCheck{
 	{"gpu-count", func(s *Snapshot) bool { return s.Expect != nil && s.Expect.GPUs > 0 && GPUCountRead(s) }},
 	{"stuck-process", func(s *Snapshot) bool {
-		if !s.HostState.ProcScanned {
+		if !s.HostState.ProcScanned || s.HostState.Truncated {
 			return false
 		}
 		for _, p := range s.HostState.Stuck {
@@ -111,7 +111,7 @@ var hostChecks = []probeCheck{
 		}
 		return true
 	}},
-	{"zombie-gpu-process", func(s *Snapshot) bool { return s.HostState.ProcScanned }},
+	{"zombie-gpu-process", func(s *Snapshot) bool { return s.HostState.ProcScanned && !s.HostState.Truncated }},
 	{"pstore-crash", func(s *Snapshot) bool { return s.HostState.Pstore != nil }},
 }
 
@@ -127,6 +127,9 @@ func whyHostNotMade(s *Snapshot, check string) string {
 	case "stuck-process", "zombie-gpu-process":
 		if !s.HostState.ProcScanned {
 			return "/proc was not read: " + fieldError(s, "host.processes")
+		}
+		if s.HostState.Truncated {
+			return "/proc held more processes, or more stuck ones, than the probe reads (65,536; 64)"
 		}
 		if s.WindowSeconds == 0 {
 			return "a process was in state D at the one reading taken; only a sampling window (--window) tells a moment's sleep from a wedge"

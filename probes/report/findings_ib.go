@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -63,7 +64,7 @@ func ibPortFindings(s *Snapshot, p IBPort, fastest float64) []Finding {
 	name := portName(p)
 	if !portUp(p) {
 		out = append(out, Finding{Check: "ib-port-down", Fatal: true, Action: ActionContactSupport,
-			Message:  fmt.Sprintf("%s (%s) is %s, %s", name, p.LinkLayer, p.State, p.PhysState),
+			Message:  fmt.Sprintf("%s (%s) is %s, %s", name, cmp.Or(p.LinkLayer, "link layer not read"), cmp.Or(p.State, "state not read"), cmp.Or(p.PhysState, "physical state not read")),
 			Evidence: []string{fmt.Sprintf("%s: state %s, phys_state %s", name, p.State, p.PhysState)}})
 		return out
 	}
@@ -118,18 +119,25 @@ func flapFinding(p IBPort) (Finding, bool) {
 // ibChecks are the probe checks of the RDMA ports, and whether a
 // snapshot holds their evidence.
 var ibChecks = []probeCheck{
-	{"ib-port-down", func(s *Snapshot) bool { return s.IB != nil }},
-	{"ib-port-count", func(s *Snapshot) bool {
-		return s.Expect != nil && s.Expect.IBPorts > 0 && (s.IB != nil || fieldError(s, "ib") != "not asked for")
+	{"ib-port-down", func(s *Snapshot) bool {
+		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.State == "" || p.PhysState == "" })
 	}},
-	{"ib-port-rate", func(s *Snapshot) bool { return s.IB != nil }},
+	{"ib-port-count", func(s *Snapshot) bool {
+		return s.Expect != nil && s.Expect.IBPorts > 0 && (ibRead(s) || s.IB == nil && fieldError(s, "ib") != "not asked for")
+	}},
+	{"ib-port-rate", func(s *Snapshot) bool {
+		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.LinkLayer == "InfiniBand" && portUp(p) && p.RateGbps <= 0 })
+	}},
 	{"ib-link-flaps", func(s *Snapshot) bool {
-		return s.IB != nil && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { _, ok := p.Counters["link_downed"]; return portUp(p) && !ok })
+		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { _, ok := p.Counters["link_downed"]; return portUp(p) && !ok })
 	}},
 	{"ib-port-errors", func(s *Snapshot) bool {
-		return s.IB != nil && s.WindowSeconds > 0 && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return portUp(p) && p.WindowDelta == nil })
+		return ibRead(s) && s.WindowSeconds > 0 && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return portUp(p) && p.WindowDelta == nil })
 	}},
 }
+
+// ibRead reports whether every RDMA port was read.
+func ibRead(s *Snapshot) bool { return s.IB != nil && !s.IB.Truncated }
 
 // NotApplicable says why check does not apply to s's host ("" when it
 // does): a count checked against the inventory's expectation when the
@@ -155,8 +163,16 @@ func whyIBNotMade(s *Snapshot, check string) string {
 		return "the inventory gives no expect.ib_ports for this host"
 	case s.IB == nil:
 		return "/sys/class/infiniband was not read: " + fieldError(s, "ib")
+	case s.IB.Truncated:
+		return "not every RDMA port was read (more than the probe reads, or a device's ports unreadable)"
 	case check == "ib-port-errors" && s.WindowSeconds == 0:
 		return "the probe took one reading, no sampling window: a rise needs two"
+	case check == "ib-port-errors":
+		return "a port's error counters were not read at both ends of the window, or went down (cleared) in it"
+	case check == "ib-port-rate":
+		return "an active InfiniBand port's rate was not read"
+	case check == "ib-port-down":
+		return "a port's state was not read"
 	}
-	return "a port's counters were not readable"
+	return "a port's link_downed counter was not read"
 }

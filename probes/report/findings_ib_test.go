@@ -48,6 +48,19 @@ func TestIBFindings(t *testing.T) {
 	if CheckMade(s, "ib-port-errors") {
 		t.Error("ib-port-errors made without a window")
 	}
+	// Counters not read at both ends (or cleared in the window), a rate
+	// not read, ports past the probe's bound: those checks unmade.
+	s.WindowSeconds = 2
+	s.IB.Ports[0].WindowDelta, s.IB.Ports[2].RateGbps = nil, 0
+	for _, c := range []string{"ib-port-errors", "ib-port-rate"} {
+		if CheckMade(s, c) {
+			t.Errorf("%s made with a port unread", c)
+		}
+	}
+	s.IB.Truncated = true
+	if CheckMade(s, "ib-port-down") || !strings.Contains(WhyNotMade(s, "ib-port-down"), "not every RDMA port was read") {
+		t.Errorf("truncated: %q", WhyNotMade(s, "ib-port-down"))
+	}
 	s.IB, s.Errors = nil, []FieldError{{Field: "ib", Code: "NOT_PRESENT", Message: "open /sys/class/infiniband: no such file or directory"}}
 	if CheckMade(s, "ib-port-down") || !strings.Contains(WhyNotMade(s, "ib-port-down"), "NOT_PRESENT") {
 		t.Errorf("no sysfs: %q", WhyNotMade(s, "ib-port-down"))

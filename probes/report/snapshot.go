@@ -72,6 +72,9 @@ type Snapshot struct {
 // IBState is the host's RDMA ports as sysfs shows them.
 type IBState struct {
 	Ports []IBPort `json:"ports"`
+	// Truncated: not every port was read (more devices or ports than the
+	// probe reads, a device's ports unreadable): no port check is made.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // IBPort is one port of an RDMA device (mlx5_0 port 1).
@@ -120,6 +123,9 @@ type HostState struct {
 	// why).
 	ProcScanned bool           `json:"proc_scanned,omitempty"`
 	Stuck       []StuckProcess `json:"stuck,omitempty"`
+	// Truncated: /proc held more processes, or more stuck ones, than the
+	// probe reads: the stuck-process and zombie checks are not made.
+	Truncated bool `json:"truncated,omitempty"`
 	// Pstore is nil when /sys/fs/pstore was not read (Errors say why).
 	Pstore *Pstore `json:"pstore,omitempty"`
 }

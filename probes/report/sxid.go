@@ -52,6 +52,13 @@ func DecodeSXID(code int, msg string) XIDInfo {
 		}
 		info.Immediate = "IGNORE"
 	}
+	if lineFatal && (e.class == SXidNonFatal || e.class == SXidNotable) {
+		// The switch's own word is worse than the guide's table: the
+		// worse one stands, and the words say both.
+		info.Meaning = "NVSwitch " + e.name + ": the switch reports it Fatal (the Fabric Manager guide lists it " + e.class + ")"
+		info.Action = "Drain the node and restart it to reset the NVSwitch; inspect the switch and its links if it recurs"
+		info.Immediate, info.Investigatory = "RESTART_BM", "CONTACT_SUPPORT"
+	}
 	info.Hardware = e.class == SXidFatal || e.class == SXidAlwaysFatal || lineFatal
 	return info
 }

@@ -113,6 +113,8 @@ func TestSXidCatalog(t *testing.T) {
 		{10004, "Non-fatal, thermal event", true, false, "Host_thermal_event_start"},
 		{99999, "Fatal, Link 3 something new", false, true, ""},
 		{99998, "Non-fatal, Link 3 something new", false, false, ""},
+		// The switch's word worse than the table's: fatal, and said so.
+		{22013, "Fatal, Link 3 x", true, true, "Minion Link DLREQ interrupt"},
 	} {
 		info := DecodeSXID(c.code, c.msg)
 		if info.Known != c.known || info.Hardware != c.hw || info.Mnemonic != c.mnemonic || c.known && (info.Meaning == "" || info.Action == "") {

@@ -61,7 +61,12 @@ var (
 	// bare ISO one would take its timestamp and leave "host kernel: ".
 	logPrefixes = []*regexp.Regexp{
 		regexp.MustCompile(`^\S+: kern:\s+\w+: \[([^\]]+)\]: `), // talosctl dmesg
+		regexp.MustCompile(`^kern\s*:\s*\w+\s*: \[([^\]]+)\] `), // dmesg --decode, -x -T
 		regexp.MustCompile(`^kern\s*:\s*\w+\s*: (\S+) `),        // dmesg --decode --time-format iso
+		regexp.MustCompile(`^\[\s*(\d+\.\d+)\] \S+ kernel: `),   // journalctl -o short-monotonic
+		regexp.MustCompile(`^(\d+\.\d+) \S+ kernel: `),          // journalctl -o short-unix
+		regexp.MustCompile(`^<\d+>\[\s*([^\]]+)\] `),            // dmesg -r (raw: the level first)
+		regexp.MustCompile(`^<\d+>()`),                          // dmesg -r without timestamps
 		regexp.MustCompile(`^\[\s*([^\]]+)\] `),                 // dmesg, dmesg -T, dmesg --ctime
 		// syslog files and journalctl (short, short-precise), the month
 		// as the locale writes it: "Dec  2", "Okt 06", "6月 28".
@@ -193,7 +198,9 @@ func (k *KernelLog) readMessage(t, ts, kts string, line int, problems *errs) {
 		}
 		return
 	}
-	if xidStart.MatchString(t) {
+	if xidStart.MatchString(t) || strings.Contains(t, "NVRM: Xid") || strings.Contains(t, "SXid (") {
+		// Anywhere in a line: a prefix gpulab does not know would
+		// otherwise hide an Xid, and "no Xid" would be read from it.
 		problems.add(line, "an Xid line not understood (cut, or a format gpulab does not know): %q", text.Cut(t, 200))
 		return
 	}

@@ -232,3 +232,52 @@ func TestHostEventsFromRealLogs(t *testing.T) {
 		t.Errorf("banners read as faults: %+v", k.Host)
 	}
 }
+
+// The prefixes of journalctl -o short-monotonic and short-unix, dmesg -x
+// with a padded or -T timestamp, and dmesg -r are read; an Xid behind a
+// prefix gpulab does not know is a parse problem (UNKNOWN), never "no
+// Xid".
+func TestKernelLogFormats(t *testing.T) {
+	x := "NVRM: Xid (PCI:0000:3b:00): 79, pid=123, name=python, GPU has fallen off the bus."
+	for _, l := range []string{
+		"[  123.456789] host kernel: " + x,
+		"kern  :warn  : [  417.404051] " + x,
+		"kern  :warn  : [Mon Jan  2 10:00:00 2024] " + x,
+		"1700000000.123456 host kernel: " + x + "\n[ 1.0] foo",
+		"<4>" + x + "\n[ 1.0] foo",
+		"<4>[  417.404051] " + x,
+	} {
+		if k, err := ParseDmesgXid(l); err != nil || len(k.XIDs) != 1 || k.XIDs[0].XID != 79 {
+			t.Errorf("%q: %v %+v", l, err, k.XIDs)
+		}
+	}
+	if k, err := ParseDmesgXid("weird prefix: " + x + "\n[ 1.0] foo"); err == nil || !strings.Contains(err.Error(), "an Xid line not understood") {
+		t.Errorf("an unknown prefix: %v %+v", err, k.XIDs)
+	}
+}
+
+// Host faults in the forms a review found missed: a hung task whose trace
+// the driver's own lines interrupt, machine checks the kernel calls
+// exceptions or context corrupt, APEI's {N}[Hardware Error] form, a
+// corrected machine check alone, EDAC's older count-less UE line and a
+// count too large for a number.
+func TestHostEventsOtherForms(t *testing.T) {
+	for _, c := range []struct {
+		log   string
+		kind  string
+		fatal bool
+	}{
+		{"[ 8000.0] INFO: task python3:5123 blocked for more than 122 seconds.\n[ 8000.1] Call Trace:\n[ 8000.2] NVRM: GPU at PCI:0000:3b:00: GPU-11111111-2222-3333-4444-555555555555\n[ 8000.3]  os_acquire_rwlock_write+0x31/0x40 [nvidia]", HostHungTask, true},
+		{"[ 10.0] mce: [Hardware Error]: CPU 0: Machine Check Exception: 5 Bank 1: b200000000070005", HostMCE, true},
+		{"[ 10.1] mce: [Hardware Error]: Machine check: Processor context corrupt", HostMCE, true},
+		{"[ 10.1] {1}[Hardware Error]: event severity: fatal", HostMCE, true},
+		{"[ 10.0] mce: [Hardware Error]: Corrected error, no action required.", HostMCE, false},
+		{"[ 10.0] EDAC MC0: UE page 0x0, offset 0x0, grain 0, row 2, labels \":\": i5000 UE", HostEDAC, true},
+		{"[ 10.0] EDAC MC0: 99999999999999999999 UE memory read error on DIMM_A1", HostEDAC, true},
+	} {
+		k, _ := ParseDmesgXid(c.log)
+		if len(k.Host) == 0 || k.Host[0].Kind != c.kind || k.Host[0].Fatal != c.fatal {
+			t.Errorf("%q: %+v, want %s fatal=%v", c.log, k.Host, c.kind, c.fatal)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package parse
 
 import (
+	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -51,7 +53,9 @@ const hungTrace = 64
 func (k *KernelLog) readHostMessage(t, ts string, line int) {
 	if k.hung > 0 {
 		switch {
-		case line-k.hungLine > hungTrace || strings.HasPrefix(t, "NVRM:") || strings.HasPrefix(t, "INFO: task "):
+		case line-k.hungLine > hungTrace || strings.HasPrefix(t, "INFO: task "):
+			// The driver's own lines (NVRM:) may come between the trace's:
+			// only the next hung task, or the trace's length, ends it.
 			k.hung = 0
 		case strings.Contains(t, "[nvidia"):
 			h := &k.Host[k.hung-1]
@@ -97,11 +101,15 @@ func hostEvent(t string) (HostEvent, bool) {
 		return e, true
 	case strings.HasPrefix(t, "EDAC MC"):
 		return edacEvent(t)
-	case strings.HasPrefix(t, "mce: [Hardware Error]:"), strings.HasPrefix(t, "[Hardware Error]:"), strings.HasPrefix(t, "mce: "):
+	case strings.HasPrefix(t, "mce: "), strings.HasPrefix(t, "[Hardware Error]:"), hardwareErrorRE.MatchString(t),
+		strings.HasPrefix(t, "Kernel panic - not syncing: Fatal machine check"):
 		return mceEvent(t)
 	}
 	return HostEvent{}, false
 }
+
+// hardwareErrorRE is APEI/GHES's form: "{1}[Hardware Error]: ...".
+var hardwareErrorRE = regexp.MustCompile(`^\{\d+\}\[Hardware Error\]: `)
 
 // edacEvent reads "EDAC MC0: 5555 CE memory read error on
 // CPU_SrcID#0_Ha#0_Chan#0_DIMM#0 (channel:0 ...)": a count of corrected
@@ -110,14 +118,23 @@ func hostEvent(t string) (HostEvent, bool) {
 func edacEvent(t string) (HostEvent, bool) {
 	_, rest, ok := strings.Cut(t, ": ")
 	f := strings.Fields(rest)
-	if !ok || len(f) < 2 || (f[1] != "CE" && f[1] != "UE") {
+	if !ok || len(f) < 1 {
 		return HostEvent{}, false
 	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil || n == 0 {
+	if f[0] == "CE" || f[0] == "UE" {
+		// Older drivers: "EDAC MC0: UE page 0x0, offset 0x0, ...": one error.
+		f = append([]string{"1"}, f...)
+	}
+	if len(f) < 2 || (f[1] != "CE" && f[1] != "UE") {
 		return HostEvent{}, false
 	}
-	e := HostEvent{Kind: HostEDAC, Count: n, Fatal: f[1] == "UE"}
+	n, err := strconv.ParseUint(f[0], 10, 64)
+	if err != nil && strings.Trim(f[0], "0123456789") == "" {
+		n = math.MaxInt32 // more errors than a number holds: still errors
+	} else if err != nil || n == 0 {
+		return HostEvent{}, false
+	}
+	e := HostEvent{Kind: HostEDAC, Count: int(min(n, math.MaxInt32)), Fatal: f[1] == "UE"}
 	if _, on, ok := strings.Cut(rest, " on "); ok {
 		e.Where, _, _ = strings.Cut(on, " (")
 	}
@@ -132,9 +149,11 @@ func edacEvent(t string) (HostEvent, bool) {
 func mceEvent(t string) (HostEvent, bool) {
 	lower := strings.ToLower(t)
 	switch {
-	case strings.Contains(lower, "fatal") || strings.Contains(lower, "uncorrected") || strings.Contains(lower, "not recovered"):
+	case strings.Contains(lower, "fatal") || strings.Contains(lower, "uncorrected") || strings.Contains(lower, "not recovered") ||
+		strings.Contains(lower, "machine check exception") || strings.Contains(lower, "context corrupt"):
 		return HostEvent{Kind: HostMCE, Fatal: true}, true
-	case strings.Contains(lower, "machine check events logged") || strings.Contains(lower, "corrected error"):
+	case strings.Contains(lower, "machine check events logged") || strings.Contains(lower, "corrected error") ||
+		strings.Contains(lower, "event severity: corrected"):
 		return HostEvent{Kind: HostMCE}, true
 	}
 	return HostEvent{}, false
