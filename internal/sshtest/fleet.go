@@ -292,8 +292,25 @@ func killTree(pid int) {
 	kill(pid)
 }
 
-// Restart starts a killed server again on the same port with the same key.
-func (s *Server) Restart() error { return s.start() }
+// Restart starts a killed server again on the same port with the same key
+// (as RotateHostKey left it): the targets and known_hosts made before name
+// that port, so it is never swapped for another. A port still held (the
+// old listener's socket not yet gone) is tried again until a deadline.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := s.startOnce()
+		if err == nil || s.cmd != nil || !strings.Contains(err.Error(), "Address already in use") {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("sshd %s: port %d stayed in use for 10s after it was killed (another process took it?): %w", s.Name, s.Port, err)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the port, under the deadline above
+	}
+}
 
 // RotateHostKey gives the server a new host key (it must be restarted to
 // use it): the known_hosts entry then no longer matches.
