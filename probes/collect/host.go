@@ -48,6 +48,11 @@ func (c *collector) stuckProcesses() (managerSeen bool) {
 		}
 		name, state, ppid, ok := procStat(c.opts.ProcRoot, pid)
 		managerSeen = managerSeen || ok && name == FabricManagerComm
+		if ok && state != "D" && state != "Z" && listed[uint32(pid)] && threadInD(c.opts.ProcRoot, pid) {
+			// A GPU process whose worker thread waits in the driver while
+			// its main thread sleeps is stuck as much as one in D.
+			state = "D"
+		}
 		switch {
 		case !ok:
 		case len(s.HostState.Stuck) == maxStuck && (state == "D" || state == "Z" && listed[uint32(pid)]):
@@ -85,6 +90,27 @@ func procStat(root string, pid int) (name, state string, ppid int, ok bool) {
 	return t[open+1 : end], f[0], ppid, true
 }
 
+// maxThreads bounds the threads of one process looked at.
+const maxThreads = 4096
+
+// threadInD reports whether a thread of process pid is in state D.
+func threadInD(root string, pid int) bool {
+	tasks, err := os.ReadDir(filepath.Join(root, strconv.Itoa(pid), "task"))
+	if err != nil {
+		return false
+	}
+	for i, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil || i == maxThreads {
+			continue
+		}
+		if _, st, _, ok := procStat(filepath.Join(root, strconv.Itoa(pid), "task"), tid); ok && st == "D" {
+			return true
+		}
+	}
+	return false
+}
+
 // nvidiaFDs lists the /dev/nvidia* devices a process has open; unread is
 // true when its open files could not be read (another user's process,
 // without root).
@@ -114,7 +140,7 @@ func nvidiaFDs(root string, pid int) (devices []string, unread bool) {
 func stuckAgain(s *report.Snapshot, root string) {
 	for i := range s.HostState.Stuck {
 		p := &s.HostState.Stuck[i]
-		if _, state, _, ok := procStat(root, p.PID); ok && state == p.State {
+		if _, state, _, ok := procStat(root, p.PID); ok && (state == p.State || p.State == "D" && threadInD(root, p.PID)) {
 			p.WholeWindow = true
 		}
 	}

@@ -50,17 +50,21 @@ func TestStuckProcesses(t *testing.T) {
 	writeProc(t, root, "103", "103 (a (b) c) Z 77 103 103 0 -1\n", nil)
 	writeProc(t, root, "104", "104 (sh) Z 1 104 104 0 -1\n", nil)
 	writeProc(t, root, "105", "105 (sleep) S 1 105 105 0 -1\n", nil)
+	// 106: its main thread sleeps, a worker thread waits in the driver;
+	// NVML lists it.
+	writeProc(t, root, "106", "106 (trainer) S 1 106 106 0 -1\n", []string{"/dev/nvidia1"})
+	writeProc(t, filepath.Join(root, "106", "task"), "107", "107 (cuda-worker) D 1 106 106 0 -1\n", nil)
 	if err := os.Mkdir(filepath.Join(root, "self"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	s := &report.Snapshot{Processes: []report.Process{{GPU: 2, PID: 103, UsedMiB: 512}}}
+	s := &report.Snapshot{Processes: []report.Process{{GPU: 2, PID: 103, UsedMiB: 512}, {GPU: 1, PID: 106, UsedMiB: 512}}}
 	c := &collector{snap: s, opts: Options{ProcRoot: root}}
 	c.stuckProcesses()
 	got := map[int]report.StuckProcess{}
 	for _, p := range s.HostState.Stuck {
 		got[p.PID] = p
 	}
-	if !s.HostState.ProcScanned || len(got) != 3 {
+	if !s.HostState.ProcScanned || len(got) != 4 || got[106].State != "D" || strings.Join(got[106].Devices, " ") != "/dev/nvidia1" {
 		t.Fatalf("%+v", s.HostState)
 	}
 	if p := got[100]; p.State != "D" || p.Name != "python3" || p.PPID != 90 || strings.Join(p.Devices, " ") != "/dev/nvidia3 /dev/nvidiactl" || p.FDsUnread {

@@ -274,10 +274,14 @@ func TestHostEventsOtherForms(t *testing.T) {
 		{"[ 10.0] mce: [Hardware Error]: Corrected error, no action required.", HostMCE, false},
 		{"[ 10.0] EDAC MC0: UE page 0x0, offset 0x0, grain 0, row 2, labels \":\": i5000 UE", HostEDAC, true},
 		{"[ 10.0] EDAC MC0: 99999999999999999999 UE memory read error on DIMM_A1", HostEDAC, true},
+		{"[ 10.0] Out of memory: Killed process 4242 (my (weird) proc) total-vm:1kB, anon-rss:1kB", HostOOM, false},
 	} {
 		k, _ := ParseDmesgXid(c.log)
 		if len(k.Host) == 0 || k.Host[0].Kind != c.kind || k.Host[0].Fatal != c.fatal {
 			t.Errorf("%q: %+v, want %s fatal=%v", c.log, k.Host, c.kind, c.fatal)
+		}
+		if c.kind == HostOOM && k.Host[0].Process != "my (weird) proc" {
+			t.Errorf("OOM victim %q", k.Host[0].Process)
 		}
 	}
 }

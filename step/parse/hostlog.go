@@ -84,8 +84,19 @@ func hostEvent(t string) (HostEvent, bool) {
 		rest := t[strings.Index(t, "process ")+len("process "):]
 		if sp := strings.IndexByte(rest, ' '); sp > 0 {
 			e.PID, _ = strconv.Atoi(rest[:sp])
-			if name, _, ok := strings.Cut(strings.TrimPrefix(rest[sp+1:], "("), ")"); ok {
-				e.Process = name
+			// The name runs to the ")" before the numbers that follow it
+			// (" total-vm:", " score"), or the line's last ")": a name may
+			// hold parentheses.
+			name := strings.TrimPrefix(rest[sp+1:], "(")
+			end := strings.LastIndexByte(name, ')')
+			for _, after := range []string{") total-vm:", ") score", ")\n"} {
+				if i := strings.Index(name, after); i >= 0 {
+					end = i
+					break
+				}
+			}
+			if end >= 0 {
+				e.Process = name[:end]
 			}
 		}
 		return e, true
