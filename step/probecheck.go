@@ -89,5 +89,9 @@ func probeCheck(in []Input, with map[string]any) Verdict {
 	case !report.CheckMade(s, name):
 		return verdict(Unknown, "the probe did not read this check's evidence: "+report.WhyNotMade(s, name))
 	}
-	return verdict(Pass, fmt.Sprintf("%s: no finding on %d GPUs", name, len(s.GPUs)))
+	summary := fmt.Sprintf("%s: no finding on %d GPUs", name, len(s.GPUs))
+	if report.HostLevel(name) {
+		summary = name + ": no finding"
+	}
+	return verdict(Pass, summary, Evidence{Step: step, Fact: report.PassEvidence(s, name)})
 }

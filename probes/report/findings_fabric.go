@@ -1,6 +1,9 @@
 package report
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // fabricFindings are what the PCI bus and the NVSwitch fabric show:
 //
@@ -66,4 +69,42 @@ func whyFabricNotMade(s *Snapshot, check string) string {
 		return "the fabric manager's log was not read: " + fieldError(s, "fabric.manager_log")
 	}
 	return "NVML's GPU count was not read"
+}
+
+// PassEvidence says what was read for check where it found nothing: the
+// evidence of its PASS ("4 RDMA port(s) read, every one ACTIVE/LinkUp").
+func PassEvidence(s *Snapshot, check string) string {
+	window := ""
+	if s.WindowSeconds > 0 {
+		window = fmt.Sprintf(", sampled for %gs", s.WindowSeconds)
+	}
+	switch check {
+	case "stuck-process", "zombie-gpu-process":
+		return fmt.Sprintf("/proc read: %d process(es) in state D or Z held on to nothing of the GPUs%s", len(s.HostState.Stuck), window)
+	case "pstore-crash":
+		return "/sys/fs/pstore read: no crash record"
+	case "gpu-count":
+		return fmt.Sprintf("NVML counts %d GPU(s); the inventory expects %d", len(s.GPUs), s.Expect.GPUs)
+	case "gpu-pci-count", "fabric-manager", "fabric-manager-log":
+		f := s.Fabric
+		msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, len(s.GPUs))
+		if f.NVSwitches > 0 {
+			msg += "; nv-fabricmanager runs; its log read"
+		}
+		return msg
+	}
+	if strings.HasPrefix(check, "ib-") {
+		return fmt.Sprintf("/sys/class/infiniband read: %d RDMA port(s)%s", len(s.IB.Ports), window)
+	}
+	return fmt.Sprintf("%d GPU(s) read%s", len(s.GPUs), window)
+}
+
+// HostLevel reports whether check judges the host (its processes, crash
+// records, RDMA ports, PCI bus, fabric) rather than each GPU.
+func HostLevel(check string) bool {
+	switch check {
+	case "stuck-process", "zombie-gpu-process", "pstore-crash", "gpu-count", "gpu-pci-count", "fabric-manager", "fabric-manager-log":
+		return true
+	}
+	return strings.HasPrefix(check, "ib-")
 }
