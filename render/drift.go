@@ -139,10 +139,17 @@ func DriftTotal(drift []Drift) string {
 	parts := make([]string, len(drift))
 	for i, d := range drift {
 		var off []string
-		for _, v := range d.Values[1:] {
+		from := 1
+		if d.Values[0].Count == d.Values[1].Count {
+			from = 0 // no value most hosts share: none is the odd one
+		}
+		for _, v := range d.Values[from:] {
 			off = append(off, v.Hosts)
 		}
 		parts[i] = fmt.Sprintf("%s (%s)", d.Attribute, strings.Join(off, ", "))
+		if from == 0 {
+			parts[i] = fmt.Sprintf("%s (no majority: %s)", d.Attribute, strings.Join(off, ", "))
+		}
 	}
 	return "drift in " + strings.Join(parts, ", ")
 }

@@ -29,6 +29,9 @@ func TestFleetDrift(t *testing.T) {
 	if got := DriftTotal(d); got != "drift in VBIOS (dgx03)" {
 		t.Errorf("total: %q", got)
 	}
+	if got := DriftTotal(FleetDrift(hosts[2:4], snaps[2:4], nil)); got != "drift in VBIOS (no majority: dgx03, dgx04)" {
+		t.Errorf("1 against 1: %q", got)
+	}
 	if got := ProbeTotal(hosts, snaps, nil); !strings.HasSuffix(got, ", drift in VBIOS (dgx03)") {
 		t.Errorf("ProbeTotal: %q", got)
 	}

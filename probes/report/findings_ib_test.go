@@ -85,3 +85,19 @@ func TestGPUCount(t *testing.T) {
 		t.Errorf("%+v", f)
 	}
 }
+
+// --expect: the inventory's expectation as the probe takes it, and back.
+func TestParseExpect(t *testing.T) {
+	e, err := ParseExpect("gpus=8,ib_ports=8,ib_rate_gbps=200")
+	if err != nil || *e != (Expect{GPUs: 8, IBPorts: 8, IBRateGbps: 200}) || e.Arg() != "gpus=8,ib_ports=8,ib_rate_gbps=200" {
+		t.Fatalf("%+v %v", e, err)
+	}
+	if e, err := ParseExpect(""); e != nil || err != nil {
+		t.Errorf("empty: %+v %v", e, err)
+	}
+	for in, want := range map[string]string{"gpus=8,gpus=4": "gpus given twice", "nics=2": "the keys are gpus", "gpus=-1": "want KEY=N", "gpus": "want KEY=N"} {
+		if _, err := ParseExpect(in); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}

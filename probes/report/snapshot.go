@@ -399,8 +399,13 @@ func ParseExpect(s string) (*Expect, error) {
 		return nil, nil
 	}
 	e := &Expect{}
+	seen := map[string]bool{}
 	for _, kv := range strings.Split(s, ",") {
 		k, v, _ := strings.Cut(kv, "=")
+		if seen[k] {
+			return nil, fmt.Errorf("--expect %q: %s given twice", s, k)
+		}
+		seen[k] = true
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 || n > 100000 {
 			return nil, fmt.Errorf("--expect %q: %q: want KEY=N with N a whole number above 0", s, kv)
