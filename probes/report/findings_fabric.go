@@ -1,9 +1,6 @@
 package report
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // fabricFindings are what the PCI bus and the NVSwitch fabric show:
 //
@@ -43,68 +40,37 @@ func fabricFindings(s *Snapshot) []Finding {
 
 // fabricChecks are the probe checks of the PCI bus and the fabric.
 var fabricChecks = []probeCheck{
-	{"gpu-pci-count", func(s *Snapshot) bool { return s.Fabric != nil && s.Fabric.PCIRead && GPUCountRead(s) }},
-	{"fabric-manager", func(s *Snapshot) bool {
+	{name: "gpu-pci-count", host: true, why: fabricWhy("NVML's GPU count was not read"), read: fabricRead,
+		ready: func(s *Snapshot) bool { return s.Fabric != nil && s.Fabric.PCIRead && GPUCountRead(s) }},
+	{name: "fabric-manager", host: true, why: fabricWhy("/proc was not read: ", "host.processes"), read: fabricRead, ready: func(s *Snapshot) bool {
 		return s.Fabric != nil && s.Fabric.PCIRead && (s.Fabric.NVSwitches == 0 || s.Fabric.ManagerRunning != nil)
 	}},
-	{"fabric-manager-log", func(s *Snapshot) bool {
-		return s.Fabric != nil && s.Fabric.PCIRead && (s.Fabric.NVSwitches == 0 || s.Fabric.LogRead)
-	}},
+	{name: "fabric-manager-log", host: true, why: fabricWhy("the fabric manager's log was not read: ", "fabric.manager_log"), read: fabricRead,
+		ready: func(s *Snapshot) bool {
+			return s.Fabric != nil && s.Fabric.PCIRead && (s.Fabric.NVSwitches == 0 || s.Fabric.LogRead)
+		}},
 }
 
-// whyFabricNotMade says why a fabric check's evidence is missing; "" for
-// a check that is not one.
-func whyFabricNotMade(s *Snapshot, check string) string {
-	switch check {
-	case "gpu-pci-count", "fabric-manager", "fabric-manager-log":
-	default:
-		return ""
-	}
-	switch {
-	case s.Fabric == nil || !s.Fabric.PCIRead:
-		return "the PCI bus (/sys/bus/pci/devices) was not read: " + fieldError(s, "pci")
-	case check == "fabric-manager":
-		return "/proc was not read: " + fieldError(s, "host.processes")
-	case check == "fabric-manager-log":
-		return "the fabric manager's log was not read: " + fieldError(s, "fabric.manager_log")
-	}
-	return "NVML's GPU count was not read"
-}
-
-// PassEvidence says what was read for check where it found nothing: the
-// evidence of its PASS ("4 RDMA port(s) read, every one ACTIVE/LinkUp").
-func PassEvidence(s *Snapshot, check string) string {
-	window := ""
-	if s.WindowSeconds > 0 {
-		window = fmt.Sprintf(", sampled for %gs", s.WindowSeconds)
-	}
-	switch check {
-	case "stuck-process", "zombie-gpu-process":
-		return fmt.Sprintf("/proc read: %d process(es) in state D or Z held on to nothing of the GPUs%s", len(s.HostState.Stuck), window)
-	case "pstore-crash":
-		return "/sys/fs/pstore read: no crash record"
-	case "gpu-count":
-		return fmt.Sprintf("NVML counts %d GPU(s); the inventory expects %d", len(s.GPUs), s.Expect.GPUs)
-	case "gpu-pci-count", "fabric-manager", "fabric-manager-log":
-		f := s.Fabric
-		msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, len(s.GPUs))
-		if f.NVSwitches > 0 {
-			msg += "; nv-fabricmanager runs; its log read"
+// fabricWhy says why a fabric check's evidence is missing: the PCI bus
+// not read, or detail (and the error recorded for field, when given).
+func fabricWhy(detail string, field ...string) func(*Snapshot) string {
+	return func(s *Snapshot) string {
+		if s.Fabric == nil || !s.Fabric.PCIRead {
+			return "the PCI bus (/sys/bus/pci/devices) was not read: " + fieldError(s, "pci")
 		}
-		return msg
+		if len(field) > 0 {
+			return detail + fieldError(s, field[0])
+		}
+		return detail
 	}
-	if strings.HasPrefix(check, "ib-") {
-		return fmt.Sprintf("/sys/class/infiniband read: %d RDMA port(s)%s", len(s.IB.Ports), window)
-	}
-	return fmt.Sprintf("%d GPU(s) read%s", len(s.GPUs), window)
 }
 
-// HostLevel reports whether check judges the host (its processes, crash
-// records, RDMA ports, PCI bus, fabric) rather than each GPU.
-func HostLevel(check string) bool {
-	switch check {
-	case "stuck-process", "zombie-gpu-process", "pstore-crash", "gpu-count", "gpu-pci-count", "fabric-manager", "fabric-manager-log":
-		return true
+// fabricRead is what a fabric check read where it found nothing.
+func fabricRead(s *Snapshot) string {
+	f := s.Fabric
+	msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, len(s.GPUs))
+	if f.NVSwitches > 0 {
+		msg += "; nv-fabricmanager runs; its log read"
 	}
-	return strings.HasPrefix(check, "ib-")
+	return msg
 }

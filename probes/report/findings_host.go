@@ -96,8 +96,13 @@ func deviceEntities(s *Snapshot, devices []string) []Entity {
 // hostChecks are the probe checks of the host's side, and whether a
 // snapshot holds their evidence.
 var hostChecks = []probeCheck{
-	{"gpu-count", func(s *Snapshot) bool { return s.Expect != nil && s.Expect.GPUs > 0 && GPUCountRead(s) }},
-	{"stuck-process", func(s *Snapshot) bool {
+	{name: "gpu-count", host: true, ready: func(s *Snapshot) bool { return s.Expect != nil && s.Expect.GPUs > 0 && GPUCountRead(s) },
+		applies: expects("gpus", func(e *Expect) int { return e.GPUs }),
+		why:     func(*Snapshot) string { return "NVML's GPU count was not read" },
+		read: func(s *Snapshot) string {
+			return fmt.Sprintf("NVML counts %d GPU(s); the inventory expects %d", len(s.GPUs), s.Expect.GPUs)
+		}},
+	{name: "stuck-process", host: true, why: procWhy, read: procRead, ready: func(s *Snapshot) bool {
 		if !s.HostState.ProcScanned || s.HostState.Truncated {
 			return false
 		}
@@ -111,34 +116,40 @@ var hostChecks = []probeCheck{
 		}
 		return true
 	}},
-	{"zombie-gpu-process", func(s *Snapshot) bool { return s.HostState.ProcScanned && !s.HostState.Truncated }},
-	{"pstore-crash", func(s *Snapshot) bool { return s.HostState.Pstore != nil }},
+	{name: "zombie-gpu-process", host: true, why: procWhy, read: procRead,
+		ready: func(s *Snapshot) bool { return s.HostState.ProcScanned && !s.HostState.Truncated }},
+	{name: "pstore-crash", host: true, ready: func(s *Snapshot) bool { return s.HostState.Pstore != nil },
+		why:  func(s *Snapshot) string { return "/sys/fs/pstore was not read: " + fieldError(s, "host.pstore") },
+		read: func(*Snapshot) string { return "/sys/fs/pstore read: no crash record" }},
 }
 
-// whyHostNotMade says why a host check's evidence is missing; "" for a
-// check that is not the host's.
-func whyHostNotMade(s *Snapshot, check string) string {
-	switch check {
-	case "gpu-count":
-		if s.Expect == nil || s.Expect.GPUs == 0 {
-			return "the inventory gives no expect.gpus for this host"
-		}
-		return "NVML's GPU count was not read"
-	case "stuck-process", "zombie-gpu-process":
-		if !s.HostState.ProcScanned {
-			return "/proc was not read: " + fieldError(s, "host.processes")
-		}
-		if s.HostState.Truncated {
-			return "/proc held more processes, or more stuck ones, than the probe reads (65,536; 64)"
-		}
-		if s.WindowSeconds == 0 {
-			return "a process was in state D at the one reading taken; only a sampling window (--window) tells a moment's sleep from a wedge"
-		}
-		return "a process stayed in state D for the whole window and its open files are not readable: run the probe as root"
-	case "pstore-crash":
-		return "/sys/fs/pstore was not read: " + fieldError(s, "host.pstore")
+// procWhy says why the stuck-process scan's evidence is missing.
+func procWhy(s *Snapshot) string {
+	switch {
+	case !s.HostState.ProcScanned:
+		return "/proc was not read: " + fieldError(s, "host.processes")
+	case s.HostState.Truncated:
+		return "/proc held more processes, or more stuck ones, than the probe reads (65,536; 64)"
+	case s.WindowSeconds == 0:
+		return "a process was in state D at the one reading taken; only a sampling window (--window) tells a moment's sleep from a wedge"
 	}
-	return ""
+	return "a process stayed in state D for the whole window and its open files are not readable: run the probe as root"
+}
+
+// procRead is what the stuck-process scan read where it found nothing.
+func procRead(s *Snapshot) string {
+	return fmt.Sprintf("/proc read: %d process(es) in state D or Z held on to nothing of the GPUs%s", len(s.HostState.Stuck), windowWords(s))
+}
+
+// expects is a check's applies: none where the inventory gives no
+// expect.KEY for the host.
+func expects(key string, of func(*Expect) int) func(*Snapshot) string {
+	return func(s *Snapshot) string {
+		if s.Expect == nil || of(s.Expect) == 0 {
+			return "the inventory gives no expect." + key + " for this host"
+		}
+		return ""
+	}
 }
 
 // fieldError is the error s records for field, in words.

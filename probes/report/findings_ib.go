@@ -119,60 +119,47 @@ func flapFinding(p IBPort) (Finding, bool) {
 // ibChecks are the probe checks of the RDMA ports, and whether a
 // snapshot holds their evidence.
 var ibChecks = []probeCheck{
-	{"ib-port-down", func(s *Snapshot) bool {
+	{name: "ib-port-down", host: true, why: ibWhy("a port's state was not read"), read: ibReadWords, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.State == "" || p.PhysState == "" })
 	}},
-	{"ib-port-count", func(s *Snapshot) bool {
-		return s.Expect != nil && s.Expect.IBPorts > 0 && (ibRead(s) || s.IB == nil && fieldError(s, "ib") != "not asked for")
-	}},
-	{"ib-port-rate", func(s *Snapshot) bool {
+	{name: "ib-port-count", host: true, why: ibWhy(""), read: ibReadWords, applies: expects("ib_ports", func(e *Expect) int { return e.IBPorts }),
+		ready: func(s *Snapshot) bool {
+			return s.Expect != nil && s.Expect.IBPorts > 0 && (ibRead(s) || s.IB == nil && fieldError(s, "ib") != "not asked for")
+		}},
+	{name: "ib-port-rate", host: true, why: ibWhy("an active InfiniBand port's rate was not read"), read: ibReadWords, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.LinkLayer == "InfiniBand" && portUp(p) && p.RateGbps <= 0 })
 	}},
-	{"ib-link-flaps", func(s *Snapshot) bool {
+	{name: "ib-link-flaps", host: true, why: ibWhy("a port's link_downed counter was not read"), read: ibReadWords, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { _, ok := p.Counters["link_downed"]; return portUp(p) && !ok })
 	}},
-	{"ib-port-errors", func(s *Snapshot) bool {
+	{name: "ib-port-errors", host: true, read: ibReadWords, ready: func(s *Snapshot) bool {
 		return ibRead(s) && s.WindowSeconds > 0 && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return portUp(p) && p.WindowDelta == nil })
+	}, why: func(s *Snapshot) string {
+		if ibRead(s) && s.WindowSeconds == 0 {
+			return "the probe took one reading, no sampling window: a rise needs two"
+		}
+		return ibWhy("a port's error counters were not read at both ends of the window, or went down (cleared) in it")(s)
 	}},
+}
+
+// ibWhy says why an RDMA check's evidence is missing: sysfs not read,
+// not every port read, or detail.
+func ibWhy(detail string) func(*Snapshot) string {
+	return func(s *Snapshot) string {
+		switch {
+		case s.IB == nil:
+			return "/sys/class/infiniband was not read: " + fieldError(s, "ib")
+		case s.IB.Truncated:
+			return "not every RDMA port was read (more than the probe reads, or a device's ports unreadable)"
+		}
+		return detail
+	}
+}
+
+// ibReadWords is what an RDMA check read where it found nothing.
+func ibReadWords(s *Snapshot) string {
+	return fmt.Sprintf("/sys/class/infiniband read: %d RDMA port(s)%s", len(s.IB.Ports), windowWords(s))
 }
 
 // ibRead reports whether every RDMA port was read.
 func ibRead(s *Snapshot) bool { return s.IB != nil && !s.IB.Truncated }
-
-// NotApplicable says why check does not apply to s's host ("" when it
-// does): a count checked against the inventory's expectation when the
-// inventory gives none.
-func NotApplicable(s *Snapshot, check string) string {
-	switch {
-	case check == "ib-port-count" && (s.Expect == nil || s.Expect.IBPorts == 0):
-		return "the inventory gives no expect.ib_ports for this host"
-	case check == "gpu-count" && (s.Expect == nil || s.Expect.GPUs == 0):
-		return "the inventory gives no expect.gpus for this host"
-	}
-	return ""
-}
-
-// whyIBNotMade says why an RDMA check's evidence is missing; "" for a
-// check that is not one.
-func whyIBNotMade(s *Snapshot, check string) string {
-	if !strings.HasPrefix(check, "ib-") {
-		return ""
-	}
-	switch {
-	case check == "ib-port-count" && (s.Expect == nil || s.Expect.IBPorts == 0):
-		return "the inventory gives no expect.ib_ports for this host"
-	case s.IB == nil:
-		return "/sys/class/infiniband was not read: " + fieldError(s, "ib")
-	case s.IB.Truncated:
-		return "not every RDMA port was read (more than the probe reads, or a device's ports unreadable)"
-	case check == "ib-port-errors" && s.WindowSeconds == 0:
-		return "the probe took one reading, no sampling window: a rise needs two"
-	case check == "ib-port-errors":
-		return "a port's error counters were not read at both ends of the window, or went down (cleared) in it"
-	case check == "ib-port-rate":
-		return "an active InfiniBand port's rate was not read"
-	case check == "ib-port-down":
-		return "a port's state was not read"
-	}
-	return "a port's link_downed counter was not read"
-}

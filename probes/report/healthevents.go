@@ -46,6 +46,58 @@ type HealthEntity struct {
 type probeCheck struct {
 	name  string
 	ready func(s *Snapshot) bool
+	// host: the check judges the host (its processes, crash records, RDMA
+	// ports, PCI bus, fabric), not each GPU. why says what its evidence
+	// lacks when ready is false, read what its PASS read, applies why it
+	// does not apply to a host ("" when it does); nil: the GPU checks'
+	// own words.
+	host    bool
+	why     func(s *Snapshot) string
+	read    func(s *Snapshot) string
+	applies func(s *Snapshot) string
+}
+
+// findCheck is the probe check named check.
+func findCheck(check string) (probeCheck, bool) {
+	for _, c := range probeChecks {
+		if c.name == check {
+			return c, true
+		}
+	}
+	return probeCheck{}, false
+}
+
+// NotApplicable says why check does not apply to s's host ("" when it
+// does): a count or rate judged against the inventory's expectation when
+// the inventory gives none.
+func NotApplicable(s *Snapshot, check string) string {
+	if c, ok := findCheck(check); ok && c.applies != nil {
+		return c.applies(s)
+	}
+	return ""
+}
+
+// HostLevel reports whether check judges the host rather than each GPU.
+func HostLevel(check string) bool {
+	c, _ := findCheck(check)
+	return c.host
+}
+
+// PassEvidence says what was read for check where it found nothing: the
+// evidence of its PASS ("/sys/class/infiniband read: 4 RDMA port(s)").
+func PassEvidence(s *Snapshot, check string) string {
+	if c, ok := findCheck(check); ok && c.read != nil {
+		return c.read(s)
+	}
+	return fmt.Sprintf("%d GPU(s) read%s", len(s.GPUs), windowWords(s))
+}
+
+// windowWords is ", sampled for 2s", or "" for one reading.
+func windowWords(s *Snapshot) string {
+	if s.WindowSeconds > 0 {
+		return fmt.Sprintf(", sampled for %gs", s.WindowSeconds)
+	}
+	return ""
 }
 
 // ProbeChecks lists the checks the probe's findings are made by, in
@@ -62,12 +114,8 @@ func ProbeChecks() []string {
 // finding of it means the check passed; false for a check it does not
 // know.
 func CheckMade(s *Snapshot, check string) bool {
-	for _, c := range probeChecks {
-		if c.name == check {
-			return s != nil && s.NVML.Available && HungHost(s) == nil && c.ready(s)
-		}
-	}
-	return false
+	c, ok := findCheck(check)
+	return ok && s != nil && s.NVML.Available && HungHost(s) == nil && c.ready(s)
 }
 
 // WhyNotMade says why s lacks the evidence of check (CheckMade is
@@ -75,6 +123,7 @@ func CheckMade(s *Snapshot, check string) bool {
 // below its generation, or the fields NVML refused.
 func WhyNotMade(s *Snapshot, check string) string {
 	window := slices.Contains([]string{"clock-events", "pcie-gen", "pcie-replays"}, check)
+	c, _ := findCheck(check)
 	var hung []string
 	for _, g := range s.GPUs {
 		if g.Hung != "" {
@@ -84,12 +133,8 @@ func WhyNotMade(s *Snapshot, check string) string {
 	switch {
 	case HungHost(s) != nil:
 		return "NVML hung: " + HungHost(s).Message
-	case whyHostNotMade(s, check) != "":
-		return whyHostNotMade(s, check)
-	case whyIBNotMade(s, check) != "":
-		return whyIBNotMade(s, check)
-	case whyFabricNotMade(s, check) != "":
-		return whyFabricNotMade(s, check)
+	case c.why != nil:
+		return c.why(s)
 	case len(hung) > 0:
 		return strings.Join(hung, ", ") + ": nothing more was read from it"
 	case len(s.GPUs) == 0:
@@ -125,53 +170,53 @@ func everyGPU(s *Snapshot, ok func(GPU) bool) bool {
 // probeChecks are the checks Findings makes, in its order.
 var probeChecks = []probeCheck{
 	// A hung GPU's links and pairs were not read.
-	{"nvlink-down", func(s *Snapshot) bool {
+	{name: "nvlink-down", ready: func(s *Snapshot) bool {
 		return (len(s.GPUs) == 1 || len(s.Topology) > 0) && everyGPU(s, func(g GPU) bool { return g.Hung == "" })
 	}},
-	{"gpu-missing", func(s *Snapshot) bool { return GPUCountRead(s) }},
+	{name: "gpu-missing", ready: func(s *Snapshot) bool { return GPUCountRead(s) }},
 	// NVML's returns for every GPU were read: a GPU that answered is not
 	// lost, and needs no reset by NVML's word.
-	{"gpu-lost", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
-	{"reset-required", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
-	{"pcie-width", func(s *Snapshot) bool {
+	{name: "gpu-lost", ready: func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{name: "reset-required", ready: func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{name: "pcie-width", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PCIe.WidthCurrent != nil && g.PCIe.WidthMax != nil })
 	}},
-	{"row-remap-failed", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
-	{"row-remap-pending", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
-	{"ecc-uncorrected", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.ECC.Volatile != nil }) }},
-	{"page-retirement-pending", func(s *Snapshot) bool {
+	{name: "row-remap-failed", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
+	{name: "row-remap-pending", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
+	{name: "ecc-uncorrected", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.ECC.Volatile != nil }) }},
+	{name: "page-retirement-pending", ready: func(s *Snapshot) bool {
 		// A100 and newer remap rows instead: their row-remap state answers.
 		return everyGPU(s, func(g GPU) bool { return g.RetiredPages != nil || g.RemappedRows != nil })
 	}},
-	{"nvml-hung", func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
-	{"recovery-action", func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RecoveryAction != "" }) }},
-	{"clock-events", func(s *Snapshot) bool {
+	{name: "nvml-hung", ready: func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{name: "recovery-action", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RecoveryAction != "" }) }},
+	{name: "clock-events", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.Window != nil && g.Window.Samples >= MinWindowSamples })
 	}},
 	// A GPU busy in the window showed its link under load; an idle one
 	// whose link stayed at its maximum showed it trains there. An idle
 	// link below its maximum is the power-saving down-shift: it shows
 	// nothing either way.
-	{"pcie-gen", func(s *Snapshot) bool {
+	{name: "pcie-gen", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool {
 			w := g.Window
 			return w != nil && g.PCIe.GenMax != nil &&
 				(w.Busy >= MinWindowSamples || w.PCIeSamples >= MinWindowSamples && w.Busy == 0 && w.PCIeGenBelowIdle == 0)
 		})
 	}},
-	{"pcie-replays", func(s *Snapshot) bool {
+	{name: "pcie-replays", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.Window != nil && g.Window.ReplaysDelta != nil })
 	}},
-	{"thermal-margin", func(s *Snapshot) bool {
+	{name: "thermal-margin", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.SlowdownC != nil && g.TemperatureC != nil })
 	}},
-	{"power-cap", func(s *Snapshot) bool {
+	{name: "power-cap", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PowerLimitW != nil && g.PowerDefaultLimitW != nil })
 	}},
 	hostChecks[0], hostChecks[1], hostChecks[2], hostChecks[3],
 	ibChecks[0], ibChecks[1], ibChecks[2], ibChecks[3], ibChecks[4],
 	fabricChecks[0], fabricChecks[1], fabricChecks[2],
-	{"xid", func(s *Snapshot) bool { return s.XIDHistory }},
+	{name: "xid", ready: func(s *Snapshot) bool { return s.XIDHistory }},
 }
 
 // CheckName is a check's name as a HealthEvent's checkName: "Gpulab"
