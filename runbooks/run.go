@@ -303,7 +303,8 @@ func Fold(rb Runbook, runs []HostRun) []Folded {
 		}
 		for _, k := range order {
 			g := FoldedGroup{Hosts: inventory.FoldNames(groups[k]), Count: len(groups[k]), Status: k.s, Summary: k.summ, Facts: facts[k]}
-			if k.s != step.Pass {
+			if k.s != step.Pass && k.s != step.Skipped {
+				// A check that does not apply asks nothing of the operator.
 				g.Hint = hints[k]
 			}
 			f.Groups = append(f.Groups, g)

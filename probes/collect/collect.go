@@ -327,6 +327,7 @@ func (c *collector) gpu(i int, d nvml.Device) report.GPU {
 	}
 	c.firmware(&g, d, f)
 	c.recovery(&g, d, f)
+	c.gpuFabric(&g, d, f)
 	c.processes(i, d)
 	g.Hung = c.hung[i]
 	g.Findings = findings(g)

@@ -1,7 +1,10 @@
 package collect
 
 import (
+	"fmt"
+
 	"bytes"
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"io"
 	"os"
 	"path/filepath"
@@ -84,4 +87,82 @@ func (c *collector) fabricScan(managerSeen bool) {
 	if f := c.snap.Fabric; f != nil && f.NVSwitches > 0 && c.opts.FabricManagerLog != "" {
 		c.readFabricManagerLog()
 	}
+}
+
+// fabricStates name NVML's GPU fabric states as the snapshot does.
+var fabricStates = map[uint8]string{
+	nvml.GPU_FABRIC_STATE_NOT_SUPPORTED: "not_supported", nvml.GPU_FABRIC_STATE_NOT_STARTED: "not_started",
+	nvml.GPU_FABRIC_STATE_IN_PROGRESS: "in_progress", nvml.GPU_FABRIC_STATE_COMPLETED: "completed",
+}
+
+// fabricSummaries name NVML's fabric health summaries; not supported is "".
+var fabricSummaries = map[uint8]string{
+	nvml.GPU_FABRIC_HEALTH_SUMMARY_HEALTHY: "healthy", nvml.GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY: "unhealthy",
+	nvml.GPU_FABRIC_HEALTH_SUMMARY_LIMITED_CAPACITY: "limited_capacity",
+}
+
+// gpuFabric reads the GPU's NVLink fabric state
+// (nvmlDeviceGetGpuFabricInfo: state and the registration's status;
+// NOT_SUPPORTED is a GPU with no fabric state, not an error) and, where
+// the loaded library says it exports nvmlDeviceGetGpuFabricInfoV, its
+// health mask and summary (version 3; version 2, with no summary, on a
+// driver that refuses 3). go-nvml calls the versioned function through
+// a handler no mock can answer, so a library that cannot say what it
+// exports is not asked for the mask (the simulated one says it does not
+// export it).
+func (c *collector) gpuFabric(g *report.GPU, d nvml.Device, f func(string) string) {
+	var info nvml.GpuFabricInfo
+	var ret nvml.Return
+	if !c.call(f("fabric"), &g.Index, "nvmlDeviceGetGpuFabricInfo", func() nvml.Return {
+		if info, ret = d.GetGpuFabricInfo(); ret == nvml.ERROR_NOT_SUPPORTED {
+			return nvml.SUCCESS
+		}
+		return ret
+	}) {
+		return
+	}
+	fb := &report.GPUFabric{State: fabricStates[info.State]}
+	g.Fabric = fb
+	if ret == nvml.ERROR_NOT_SUPPORTED || info.State == nvml.GPU_FABRIC_STATE_NOT_SUPPORTED {
+		fb.State = "not_supported"
+		return
+	}
+	if fb.State == "" {
+		fb.State = fmt.Sprintf("unknown(%d)", info.State)
+	}
+	fb.CliqueID = info.CliqueId
+	if fb.State == "completed" {
+		fb.Status = "SUCCESS"
+		if r := nvml.Return(info.Status); r != nvml.SUCCESS {
+			fb.Status = returnCode(r)
+		}
+	}
+	if !c.exported("nvmlDeviceGetGpuFabricInfoV") {
+		return
+	}
+	var v3 nvml.GpuFabricInfo_v3
+	if c.call(f("fabric.health"), &g.Index, "nvmlDeviceGetGpuFabricInfoV", func() (r nvml.Return) {
+		h := d.GetGpuFabricInfoV()
+		if v3, r = h.V3(); r == nvml.ERROR_ARGUMENT_VERSION_MISMATCH {
+			var v2 nvml.GpuFabricInfo_v2
+			v2, r = h.V2()
+			v3 = nvml.GpuFabricInfo_v3{HealthMask: v2.HealthMask}
+		}
+		return r
+	}) {
+		fb.HealthMask = ptr(v3.HealthMask)
+		fb.HealthSummary = fabricSummaries[v3.HealthSummary]
+	}
+}
+
+// exported reports whether the loaded library says it exports symbol;
+// false where it cannot say (a mock).
+func (c *collector) exported(symbol string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	ext := c.lib.Extensions()
+	return ext != nil && ext.LookupSymbol(symbol) == nil
 }

@@ -54,6 +54,14 @@ func DGXA100() *server.Server { return DGXA100With(Faults{}) }
 // a simulated host tells one story whichever tool is asked.
 func DGXA100With(f Faults) *server.Server {
 	s := dgxa100.New()
+	s.LookupSymbolFunc = func(symbol string) error {
+		if symbol == "nvmlDeviceGetGpuFabricInfoV" {
+			// go-nvml calls it through a handler no mock can answer: the
+			// simulated driver does not export it (no fabric health mask).
+			return nvml.ERROR_FUNCTION_NOT_FOUND
+		}
+		return nil
+	}
 	s.DriverVersion, s.NvmlVersion, s.CudaDriverVersion = spec.Driver, "12."+spec.Driver, 12020
 	events := xidEvents(f)
 	for i, dev := range s.Devices {

@@ -48,6 +48,7 @@ func state(d *server.Device, i int, f Faults) {
 	if a, ok := recoveryActions[f.RecoveryAction[i]]; ok {
 		action = a
 	}
+	fabric(d, f.FabricState(i))
 	d.GetFieldValuesFunc = func(values []nvml.FieldValue) nvml.Return {
 		for k := range values {
 			v := &values[k]
@@ -60,6 +61,26 @@ func state(d *server.Device, i int, f Faults) {
 		}
 		return nvml.SUCCESS
 	}
+}
+
+// fabric answers nvmlDeviceGetGpuFabricInfo with state ("":
+// NOT_SUPPORTED, as the recorded A100s answer; failed: completed with an
+// error status).
+func fabric(d *server.Device, state string) {
+	info, ret := nvml.GpuFabricInfo{CliqueId: 1}, nvml.SUCCESS
+	switch state {
+	case "":
+		ret = nvml.ERROR_NOT_SUPPORTED
+	case "not_started":
+		info.State = nvml.GPU_FABRIC_STATE_NOT_STARTED
+	case "in_progress":
+		info.State = nvml.GPU_FABRIC_STATE_IN_PROGRESS
+	case "failed":
+		info.State, info.Status = nvml.GPU_FABRIC_STATE_COMPLETED, uint32(nvml.ERROR_UNKNOWN)
+	default:
+		info.State = nvml.GPU_FABRIC_STATE_COMPLETED
+	}
+	d.GetGpuFabricInfoFunc = func() (nvml.GpuFabricInfo, nvml.Return) { return info, ret }
 }
 
 // hang makes call never return on d (a GPU whose driver stopped

@@ -79,11 +79,11 @@ func TestStateKnobsAreFound(t *testing.T) {
 		PCIeGen: map[int]int{5: 2, 1: 1}, Utilization: map[int]uint32{5: 95}, PCIeReplays: map[int]uint64{5: 40},
 		Throttle: map[int][]string{2: {"hw_slowdown"}}, TemperatureC: map[int]int{2: 87}, PowerLimitW: map[int]int{4: 250},
 		RecoveryAction: map[int]string{3: "drain_and_reset"}, VBIOS: "92.00.36.00.02",
-		NVMLHang: map[int]string{6: "nvmlDeviceGetTemperature"},
+		NVMLHang: map[int]string{6: "nvmlDeviceGetTemperature"}, NVLinkFabric: map[int]string{0: "in_progress", 7: "failed"},
 	}, 2*time.Second) // generous: a call on the mock takes microseconds, a busy machine must not make one "hung"
 	got := checksOf(sick)
-	want := map[int][]string{2: {"clock-events", "thermal-margin"}, 3: {"recovery-action"}, 4: {"power-cap"},
-		5: {"pcie-gen", "pcie-replays"}, 6: {"nvml-hung"}}
+	want := map[int][]string{0: {"nvlink-fabric"}, 2: {"clock-events", "thermal-margin"}, 3: {"recovery-action"}, 4: {"power-cap"},
+		5: {"pcie-gen", "pcie-replays"}, 6: {"nvml-hung"}, 7: {"nvlink-fabric"}}
 	for i := 0; i < 8; i++ {
 		if !slices.Equal(got[i], want[i]) {
 			t.Errorf("GPU%d: %v, want %v", i, got[i], want[i])
@@ -105,6 +105,17 @@ func TestStateKnobsAreFound(t *testing.T) {
 	}
 	if len(hung) != 1 || !strings.Contains(hung[0], "gpu[6].temperature_c: nvmlDeviceGetTemperature did not return within 2s") {
 		t.Errorf("hung calls recorded: %q", hung)
+	}
+	// The recorded A100s have no fabric state: the check does not apply,
+	// and clears nothing; with the knob, the GPUs not named completed.
+	if fb := healthy.GPUs[2].Fabric; fb == nil || fb.State != "not_supported" || report.NotApplicable(healthy, "nvlink-fabric") == "" || slices.Contains(clean, "nvlink-fabric") {
+		t.Errorf("healthy GPU2 fabric %+v, not applicable %q, cleared %v", fb, report.NotApplicable(healthy, "nvlink-fabric"), clean)
+	}
+	if fb := sick.GPUs[1].Fabric; fb == nil || fb.State != "completed" || fb.Status != "SUCCESS" || fb.HealthMask != nil {
+		t.Errorf("GPU1 fabric %+v: want completed, SUCCESS, no mask (a mock cannot say it exports nvmlDeviceGetGpuFabricInfoV)", fb)
+	}
+	if fb := sick.GPUs[7].Fabric; fb == nil || fb.State != "completed" || fb.Status != "UNKNOWN" {
+		t.Errorf("GPU7 fabric %+v: want completed with status UNKNOWN", fb)
 	}
 	if sick.GPUs[0].VBIOSVersion != "92.00.36.00.02" {
 		t.Errorf("VBIOS %q", sick.GPUs[0].VBIOSVersion)

@@ -63,6 +63,9 @@ func stateFindings(g GPU) []Finding {
 			Message:  fmt.Sprintf("power capped at %.0f W of its default %.0f W (nvidia-smi -pl %.0f restores it if the cap was not meant)", *g.PowerLimitW, *g.PowerDefaultLimitW, *g.PowerDefaultLimitW),
 			Evidence: []string{fmt.Sprintf("power_limit_w %.2f, power_default_limit_w %.2f", *g.PowerLimitW, *g.PowerDefaultLimitW)}})
 	}
+	if f, ok := nvlinkFabricFinding(g); ok {
+		out = append(out, f)
+	}
 	return out
 }
 

@@ -19,6 +19,11 @@ func stateGPU() GPU {
 		RecoveryAction: "none", Window: window(20, 20)}
 }
 
+// fabric is a GPU's fabric state with a health mask.
+func fabric(state string, mask uint32) *GPUFabric {
+	return &GPUFabric{State: state, Status: "SUCCESS", HealthMask: &mask, HealthSummary: "healthy"}
+}
+
 // Each state finding fires on its evidence, at its threshold and not
 // below it, with its action; a healthy GPU has none.
 func TestStateFindings(t *testing.T) {
@@ -59,6 +64,17 @@ func TestStateFindings(t *testing.T) {
 		{"warm", func(g *GPU) { g.TemperatureC = ptr(uint32(84)) }, "", "", false, ""},
 		{"over", func(g *GPU) { g.TemperatureC = ptr(uint32(91)) }, "thermal-margin", ActionContactSupport, false, "2 C above its slowdown temperature (91 of 89 C)"},
 		{"capped", func(g *GPU) { g.PowerLimitW = ptr(250.0) }, "power-cap", ActionNone, false, "capped at 250 W of its default 400 W"},
+		{"no fabric state (A100)", func(g *GPU) { g.Fabric = &GPUFabric{State: "not_supported"} }, "", "", false, ""},
+		{"fabric healthy (every flag false, configuration none)", func(g *GPU) { g.Fabric = fabric("completed", 0x1aa) }, "", "", false, ""},
+		{"fabric completed, no mask (driver before 550)", func(g *GPU) { g.Fabric = &GPUFabric{State: "completed", Status: "SUCCESS"} }, "", "", false, ""},
+		{"fabric in progress", func(g *GPU) { g.Fabric = &GPUFabric{State: "in_progress"} }, "nvlink-fabric", ActionReboot, true, "registration in progress: CUDA fails"},
+		{"fabric not started", func(g *GPU) { g.Fabric = &GPUFabric{State: "not_started"} }, "nvlink-fabric", ActionReboot, true, "registration not started"},
+		{"fabric failed", func(g *GPU) { g.Fabric = &GPUFabric{State: "completed", Status: "UNKNOWN"} }, "nvlink-fabric", ActionReboot, true, "registration failed (NVML status UNKNOWN)"},
+		{"route unhealthy", func(g *GPU) { g.Fabric = fabric("completed", 0x1aa&^0x30|0x10) }, "nvlink-fabric", ActionContactSupport, true, "NVLink fabric: route unhealthy: drain"},
+		{"insufficient NVLinks", func(g *GPU) { g.Fabric = fabric("completed", 0x0aa|0x500) }, "nvlink-fabric", ActionContactSupport, true, "incorrect configuration: insufficient NVLinks"},
+		{"degraded bandwidth", func(g *GPU) { g.Fabric = fabric("completed", 0x1aa&^0x3|0x1) }, "nvlink-fabric", ActionRunDiagnostics, false, "NVLink fabric: degraded bandwidth: run field diagnostics"},
+		{"route recovery and GFM disconnected", func(g *GPU) { g.Fabric = fabric("completed", 0x1aa&^0xc|0x4|0x8000) }, "nvlink-fabric", ActionRunDiagnostics, false, "route recovery in progress, global fabric manager disconnected"},
+		{"summary unhealthy", func(g *GPU) { g.Fabric = fabric("completed", 0x1aa); g.Fabric.HealthSummary = "unhealthy" }, "nvlink-fabric", ActionContactSupport, true, "NVML calls the fabric unhealthy"},
 	}
 	for _, tc := range cases {
 		g := stateGPU()

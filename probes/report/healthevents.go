@@ -213,6 +213,7 @@ var probeChecks = []probeCheck{
 	{name: "power-cap", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PowerLimitW != nil && g.PowerDefaultLimitW != nil })
 	}},
+	nvlinkFabricCheck,
 	hostChecks[0], hostChecks[1], hostChecks[2], hostChecks[3],
 	ibChecks[0], ibChecks[1], ibChecks[2], ibChecks[3], ibChecks[4],
 	fabricChecks[0], fabricChecks[1], fabricChecks[2],
@@ -239,7 +240,8 @@ func CheckName(check string) string {
 
 // HealthEvents are s's findings as health events for node, then one
 // healthy event for each check s holds the evidence for and found
-// nothing wrong by, so that a condition an earlier run set is cleared.
+// nothing wrong by, so that a condition an earlier run set is cleared (a
+// check that does not apply to the host clears nothing).
 // A finding that is Unknown is no event: it neither sets nor clears. A
 // host whose NVML did not answer gives none. Events of a simulated
 // snapshot are STORE_ONLY: nothing may act on them.
@@ -281,7 +283,7 @@ func HealthEvents(node string, s *Snapshot, at time.Time) []HealthEvent {
 		out = append(out, e)
 	}
 	for _, c := range probeChecks {
-		if found[c.name] || !CheckMade(s, c.name) {
+		if found[c.name] || !CheckMade(s, c.name) || NotApplicable(s, c.name) != "" {
 			continue
 		}
 		e := event(c.name)

@@ -200,6 +200,10 @@ type GPU struct {
 	// gpu_reset, node_reboot, drain_p2p, drain_and_reset,
 	// recover_imex_domain, bus_reset, system_reboot.
 	RecoveryAction string `json:"recovery_action,omitempty"`
+	// Fabric is the GPU's place in the NVLink fabric of an NVSwitch
+	// system, as NVML reports it; nil when it was not read (Errors say
+	// why).
+	Fabric *GPUFabric `json:"fabric,omitempty"`
 	// Hung names the NVML call that did not return within the probe's
 	// per-call deadline; the GPU's fields after it were not read.
 	Hung string `json:"hung,omitempty"`
@@ -219,6 +223,26 @@ type GPU struct {
 	// Findings are problems worth a look: a downtrained PCIe link,
 	// pending row remaps, uncorrected ECC errors.
 	Findings []string `json:"findings,omitempty"`
+}
+
+// GPUFabric is a GPU's NVLink fabric state (nvmlDeviceGetGpuFabricInfo):
+// the fabric manager registers each GPU of an NVSwitch system of Hopper
+// or newer with the fabric, and CUDA fails on a GPU it has not.
+type GPUFabric struct {
+	// State: not_supported (the GPU has no fabric state: before Hopper,
+	// or no NVSwitch fabric), not_started, in_progress, completed.
+	State string `json:"state"`
+	// Status is how the registration ended once completed: SUCCESS, or
+	// the NVML error it ended with.
+	Status   string `json:"status,omitempty"`
+	CliqueID uint32 `json:"clique_id,omitempty"`
+	// HealthMask is NVML's fabric health mask (nvmlDeviceGetGpuFabricInfoV,
+	// drivers 550 and newer); nil where the driver does not give it.
+	// FabricHealth decodes it.
+	HealthMask *uint32 `json:"health_mask,omitempty"`
+	// HealthSummary is NVML's own word on it: healthy, unhealthy,
+	// limited_capacity; "" where not given.
+	HealthSummary string `json:"health_summary,omitempty"`
 }
 
 // PCIe is the link as trained now against what the GPU and slot allow.

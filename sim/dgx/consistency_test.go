@@ -101,7 +101,8 @@ func TestToolsAgreeWithTheProbe(t *testing.T) {
 // with it, as the real one does).
 var stateFaults = spec.Faults{PCIeGen: map[int]int{5: 2}, Utilization: map[int]uint32{5: 95}, PCIeReplays: map[int]uint64{5: 40},
 	Throttle: map[int][]string{2: {"hw_slowdown", "hw_thermal_slowdown"}}, TemperatureC: map[int]int{2: 87},
-	PowerLimitW: map[int]int{4: 250}, RecoveryAction: map[int]string{3: "drain_and_reset", 1: "gpu_reset"}, VBIOS: "92.00.36.00.02"}
+	PowerLimitW: map[int]int{4: 250}, RecoveryAction: map[int]string{3: "drain_and_reset", 1: "gpu_reset"}, VBIOS: "92.00.36.00.02",
+	NVLinkFabric: map[int]string{0: "in_progress", 6: "failed"}}
 
 // state: PCIe generation, temperature, power limit, reset status,
 // replays, VBIOS and clock-event reasons in -q and the probe.
@@ -118,6 +119,10 @@ func (a *agreement) state() {
 		}
 		if qg.Fields["Temperature/GPU Slowdown Temp"] != fmt.Sprintf("%d C", *p.SlowdownC) || qg.Fields["VBIOS Version"] != p.VBIOSVersion {
 			t.Errorf("%s: GPU%d slowdown %s VBIOS %s, probe %d %s", name, g, qg.Fields["Temperature/GPU Slowdown Temp"], qg.Fields["VBIOS Version"], *p.SlowdownC, p.VBIOSVersion)
+		}
+		fabric := map[string]string{"not_supported": "N/A", "in_progress": "In Progress", "not_started": "Not Started", "completed": "Completed"}
+		if p.Fabric == nil || qg.Fields["Fabric/State"] != fabric[p.Fabric.State] || p.Fabric.Status == "UNKNOWN" != (qg.Fields["Fabric/Status"] == "Unknown Error") {
+			t.Errorf("%s: GPU%d fabric: -q %s (%s), probe %+v", name, g, qg.Fields["Fabric/State"], qg.Fields["Fabric/Status"], p.Fabric)
 		}
 		reset := qg.Fields["GPU Reset Status/Reset Required"] == "Yes"
 		drain := qg.Fields["GPU Reset Status/Drain and Reset Recommended"] == "Yes"

@@ -203,6 +203,9 @@ func (h *Host) stateValues(i int, v map[string]string) {
 	limit := fmt.Sprintf("%d.00 W", f.PowerLimit(i))
 	v["GPU Power Readings/Current Power Limit"] = limit
 	v["GPU Power Readings/Requested Power Limit"] = limit
+	if st := f.FabricState(i); st != "" {
+		v["Fabric/State"], v["Fabric/Status"] = fabricWords[st][0], fabricWords[st][1]
+	}
 	switch f.RecoveryAction[i] {
 	case "gpu_reset":
 		v["GPU Reset Status/Reset Required"] = "Yes"
@@ -210,6 +213,13 @@ func (h *Host) stateValues(i int, v map[string]string) {
 		v["GPU Reset Status/Reset Required"] = "Yes"
 		v["GPU Reset Status/Drain and Reset Recommended"] = "Yes"
 	}
+}
+
+// fabricWords are the Fabric section's State and Status for a fabric
+// state, as nvidia-smi -q prints them.
+var fabricWords = map[string][2]string{
+	"completed": {"Completed", "Success"}, "not_started": {"Not Started", "N/A"},
+	"in_progress": {"In Progress", "N/A"}, "failed": {"Completed", "Unknown Error"},
 }
 
 func yesNo(b bool) string {

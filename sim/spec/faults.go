@@ -46,6 +46,13 @@ type Faults struct {
 	// FabricManager is what is wrong with the NVSwitch fabric manager:
 	// stopped, or lines in its log.
 	FabricManager FabricManager `json:"fabric_manager,omitzero"`
+	// NVLinkFabric is a GPU's NVLink fabric state, by GPU index:
+	// not_started, in_progress, or failed (registration completed with
+	// an error). NVML reports a fabric state on NVSwitch systems of
+	// Hopper and newer; the recorded A100s answer it NOT_SUPPORTED
+	// ("State : N/A"), so a host with this knob answers as those systems
+	// do: every GPU it does not name is completed.
+	NVLinkFabric map[int]string `json:"nvlink_fabric,omitempty"`
 	// MIG turns MIG mode on for a GPU and creates these GPU instance
 	// profiles on it ("3g.20gb", "1g.5gb"...), each with one compute
 	// instance spanning it, placed as the driver would (see PlaceMIG).
@@ -91,6 +98,9 @@ var vbiosForm = regexp.MustCompile(`^[0-9A-Fa-f]{2}(\.[0-9A-Fa-f]{2}){1,7}$`)
 // ThrottleReasons are the clock-event reasons a fault can hold active,
 // by the probe's names for them.
 var ThrottleReasons = []string{"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sw_power_cap"}
+
+// FabricStates are the fabric states NVLinkFabric can name.
+var FabricStates = []string{"not_started", "in_progress", "failed"}
 
 // HangCalls are the NVML calls NVMLHang can name.
 var HangCalls = []string{"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors"}
@@ -269,6 +279,14 @@ func (f Faults) validateState(gpu func(string, int) error) error {
 			return fmt.Errorf("recovery_action: GPU %d: %q: the simulated driver can ask for %s", i, a, strings.Join(RecoveryActions, ", "))
 		}
 	}
+	for i, st := range f.NVLinkFabric {
+		if err := gpu("nvlink_fabric", i); err != nil {
+			return err
+		}
+		if !slices.Contains(FabricStates, st) {
+			return fmt.Errorf("nvlink_fabric: GPU %d: %q: the states are %s", i, st, strings.Join(FabricStates, ", "))
+		}
+	}
 	if f.VBIOS != "" && !vbiosForm.MatchString(f.VBIOS) {
 		return fmt.Errorf("vbios: %q: a VBIOS version is dotted hex, as 92.00.36.00.04", f.VBIOS)
 	}
@@ -305,6 +323,18 @@ func (f Faults) LinkGen(gpu int) int {
 		return g
 	}
 	return PCIeGen
+}
+
+// FabricState is gpu's NVLink fabric state: "" (none: the recorded
+// A100s'), completed, or what NVLinkFabric names.
+func (f Faults) FabricState(gpu int) string {
+	if len(f.NVLinkFabric) == 0 {
+		return ""
+	}
+	if st, ok := f.NVLinkFabric[gpu]; ok {
+		return st
+	}
+	return "completed"
 }
 
 // VBIOSOf is the machine's VBIOS version.
