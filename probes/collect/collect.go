@@ -687,13 +687,17 @@ func (c *collector) topology(devices []nvml.Device) {
 		activeTo := c.nvlinkCounts(a)
 		for b := a + 1; b < len(devices); b++ {
 			var lvl nvml.GpuTopologyLevel
-			link := report.TopoLink{A: a, B: b}
+			// a and b are places in the snapshot's GPUs; the link names
+			// their NVML indexes (a GPU whose handle was refused is left
+			// out of both).
+			ga := c.snap.GPUs[a].Index
+			link := report.TopoLink{A: ga, B: c.snap.GPUs[b].Index}
 			if n := activeTo[c.snap.GPUs[b].PCIBusID]; n > 0 {
 				link.Level = fmt.Sprintf("NV%d", n)
 			} else if n := activeLinks(c.snap.GPUs[a]); n > 0 && !gpuBus(c.snap.GPUs, activeTo) && c.p2pNVLink(devices[a], devices[b]) {
 				// Through NVSwitches: every active link reaches every peer.
 				link.Level = fmt.Sprintf("NV%d", n)
-			} else if c.call(fmt.Sprintf("topology[%d,%d]", a, b), &a, "nvmlDeviceGetTopologyCommonAncestor", func() (r nvml.Return) { lvl, r = devices[a].GetTopologyCommonAncestor(devices[b]); return }) {
+			} else if c.call(fmt.Sprintf("topology[%d,%d]", link.A, link.B), &ga, "nvmlDeviceGetTopologyCommonAncestor", func() (r nvml.Return) { lvl, r = devices[a].GetTopologyCommonAncestor(devices[b]); return }) {
 				link.Level = topoName(lvl)
 			} else {
 				continue

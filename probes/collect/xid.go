@@ -25,16 +25,18 @@ func WaitXIDs(lib nvml.Interface, s *report.Snapshot, d time.Duration) {
 	defer c.quietCall(func() nvml.Return { return set.Free() })
 	byHandle := map[int]nvml.Device{}
 	registered := 0
-	for i := range s.GPUs {
+	for k, g := range s.GPUs {
+		// k is the GPU's place in s.GPUs, g.Index NVML's index of it (a
+		// GPU whose handle was refused is not in s.GPUs).
 		var dev nvml.Device
-		if !c.quietCall(func() (r nvml.Return) { dev, r = lib.DeviceGetHandleByIndex(i); return }) {
+		idx := g.Index
+		if !c.quietCall(func() (r nvml.Return) { dev, r = lib.DeviceGetHandleByIndex(idx); return }) {
 			continue
 		}
-		idx := i
-		if c.call(fmt.Sprintf("gpu[%d].xid_events", i), &idx, "nvmlDeviceRegisterEvents", func() nvml.Return {
+		if c.call(fmt.Sprintf("gpu[%d].xid_events", idx), &idx, "nvmlDeviceRegisterEvents", func() nvml.Return {
 			return dev.RegisterEvents(nvml.EventTypeXidCriticalError, set)
 		}) {
-			byHandle[i] = dev
+			byHandle[k] = dev
 			registered++
 		}
 	}
@@ -63,10 +65,10 @@ func WaitXIDs(lib nvml.Interface, s *report.Snapshot, d time.Duration) {
 			continue
 		}
 		x := report.XIDEvent{Code: int(ev.EventData), Time: time.Now().UTC(), Source: "nvml-event", XIDInfo: report.DecodeXID(int(ev.EventData))}
-		for i, dev := range byHandle {
+		for k, dev := range byHandle {
 			if dev == ev.Device {
-				g := i
-				x.GPU, x.PCIBusID = &g, s.GPUs[i].PCIBusID
+				g := s.GPUs[k].Index
+				x.GPU, x.PCIBusID = &g, s.GPUs[k].PCIBusID
 			}
 		}
 		s.XIDs = append(s.XIDs, x)
@@ -110,9 +112,9 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 	}
 	s.XIDHistory = report.KmsgUnread(s) == nil && b.Len() < 16<<20
 	for _, x := range report.ParseKmsgXIDs(b.String()) {
-		for i, g := range s.GPUs {
+		for _, g := range s.GPUs {
 			if report.SamePCI(g.PCIBusID, x.PCIBusID) {
-				idx := i
+				idx := g.Index
 				x.GPU = &idx
 			}
 		}

@@ -9,6 +9,7 @@ package nvmlsim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -89,7 +90,24 @@ func DGXA100With(f Faults) *server.Server {
 		}
 	}
 	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) { return newEventSet(), nvml.SUCCESS }
+	handles(s, f)
 	return s
+}
+
+// handles makes nvmlDeviceGetHandleByIndex answer GPU_IS_LOST for the
+// GPUs f.GPULost names (fallen off the bus: the driver still counts
+// them) and never return for one whose f.NVMLHang names it.
+func handles(s *server.Server, f Faults) {
+	byIndex := s.DeviceGetHandleByIndexFunc
+	s.DeviceGetHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if f.NVMLHang[i] == "nvmlDeviceGetHandleByIndex" {
+			select {}
+		}
+		if slices.Contains(f.GPULost, i) {
+			return nil, nvml.ERROR_GPU_IS_LOST
+		}
+		return byIndex(i)
+	}
 }
 
 func identity(d *server.Device, i int, machine string) {

@@ -121,3 +121,31 @@ func TestStateKnobsAreFound(t *testing.T) {
 		t.Errorf("VBIOS %q", sick.GPUs[0].VBIOSVersion)
 	}
 }
+
+// A GPU that fell off the bus (its handle GPU_IS_LOST) and one whose
+// handle never comes are findings of their own, and no check of every
+// GPU is made without them: the GPUs read are not the host.
+func TestUnreadGPUsAreNotHealthy(t *testing.T) {
+	s := windowed(t, nvmlsim.Faults{GPULost: []int{3}, NVMLHang: map[int]string{5: "nvmlDeviceGetHandleByIndex"}}, time.Second)
+	if len(s.GPUs) != 6 {
+		t.Fatalf("%d GPUs read, want 6", len(s.GPUs))
+	}
+	got := checksOf(s)
+	if !slices.Equal(got[3], []string{"gpu-lost"}) || !slices.Equal(got[5], []string{"nvml-hung"}) || len(got) != 2 {
+		t.Errorf("findings %v, want gpu-lost on GPU3 and nvml-hung on GPU5 only", got)
+	}
+	for _, c := range []string{"ecc-uncorrected", "row-remap-pending", "recovery-action", "clock-events", "pcie-width", "nvlink-fabric"} {
+		if report.CheckMade(s, c) {
+			t.Errorf("%s made with GPUs 3 and 5 unread", c)
+		}
+		if why := report.WhyNotMade(s, c); !strings.Contains(why, "GPU3 was not read (nvmlDeviceGetHandleByIndex: GPU_IS_LOST)") || !strings.Contains(why, "GPU5 was not read (nvmlDeviceGetHandleByIndex: HUNG)") {
+			t.Errorf("%s: why not made: %q", c, why)
+		}
+	}
+	for _, e := range report.HealthEvents("sim", s, time.Unix(0, 0)) {
+		// gpu-missing (NVML counts no GPU) is rightly cleared: it counts.
+		if c := e.Metadata["gpulab.check"]; e.IsHealthy && !report.HostLevel(c) && c != "gpu-missing" {
+			t.Errorf("a GPU check cleared with GPUs unread: %s", e.CheckName)
+		}
+	}
+}

@@ -214,6 +214,15 @@ func Findings(s *Snapshot) []Finding {
 			Evidence: []string{"nvmlDeviceGetCount: 0"}})
 	}
 	out = append(out, nvmlSaysFindings(s)...)
+	for _, e := range UnreadGPUs(s) {
+		if e.Code == "HUNG" {
+			// The GPU's handle never came: the GPU hung before anything
+			// of it was read.
+			out = append(out, Finding{Check: "nvml-hung", Fatal: true, Action: ActionReboot, Entities: []Entity{{"GPU", strconv.Itoa(*e.GPU)}},
+				Message:  fmt.Sprintf("GPU%d: NVML hung: %s", *e.GPU, e.Message),
+				Evidence: []string{e.Field + ": " + e.Code + ": " + e.Message}})
+		}
+	}
 	for _, g := range s.GPUs {
 		for _, f := range GPUFindings(g) {
 			f.Message = fmt.Sprintf("GPU%d: %s", g.Index, f.Message)
@@ -252,6 +261,19 @@ func HungHost(s *Snapshot) *FieldError {
 		}
 	}
 	return nil
+}
+
+// UnreadGPUs are the errors of the GPUs NVML counted and gave no handle
+// for (nvmlDeviceGetHandleByIndex refused, lost or hung): their GPUs are
+// not in s.GPUs, and no check of every GPU is made while one is.
+func UnreadGPUs(s *Snapshot) []FieldError {
+	var out []FieldError
+	for _, e := range s.Errors {
+		if e.GPU != nil && e.Field == fmt.Sprintf("gpu[%d]", *e.GPU) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // GPUCountRead reports whether NVML's device count was read: a count of

@@ -135,6 +135,12 @@ func WhyNotMade(s *Snapshot, check string) string {
 		return "NVML hung: " + HungHost(s).Message
 	case c.why != nil:
 		return c.why(s)
+	case len(UnreadGPUs(s)) > 0 && !c.host:
+		var words []string
+		for _, e := range UnreadGPUs(s) {
+			words = append(words, fmt.Sprintf("GPU%d was not read (nvmlDeviceGetHandleByIndex: %s)", *e.GPU, e.Code))
+		}
+		return strings.Join(words, ", ")
 	case len(hung) > 0:
 		return strings.Join(hung, ", ") + ": nothing more was read from it"
 	case len(s.GPUs) == 0:
@@ -154,9 +160,11 @@ func WhyNotMade(s *Snapshot, check string) string {
 	return "NVML did not give " + strings.Join(refused[:min(3, len(refused))], ", ")
 }
 
-// everyGPU reports whether s has GPUs and ok holds for each.
+// everyGPU reports whether s has GPUs, every GPU NVML counted was read
+// (no handle refused: a GPU left out is not a healthy one), and ok holds
+// for each.
 func everyGPU(s *Snapshot, ok func(GPU) bool) bool {
-	if len(s.GPUs) == 0 {
+	if len(s.GPUs) == 0 || len(UnreadGPUs(s)) > 0 {
 		return false
 	}
 	for _, g := range s.GPUs {
@@ -176,8 +184,8 @@ var probeChecks = []probeCheck{
 	{name: "gpu-missing", ready: func(s *Snapshot) bool { return GPUCountRead(s) }},
 	// NVML's returns for every GPU were read: a GPU that answered is not
 	// lost, and needs no reset by NVML's word.
-	{name: "gpu-lost", ready: func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
-	{name: "reset-required", ready: func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{name: "gpu-lost", ready: func(s *Snapshot) bool { return everyGPU(s, func(GPU) bool { return true }) }},
+	{name: "reset-required", ready: func(s *Snapshot) bool { return everyGPU(s, func(GPU) bool { return true }) }},
 	{name: "pcie-width", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PCIe.WidthCurrent != nil && g.PCIe.WidthMax != nil })
 	}},
@@ -188,7 +196,7 @@ var probeChecks = []probeCheck{
 		// A100 and newer remap rows instead: their row-remap state answers.
 		return everyGPU(s, func(g GPU) bool { return g.RetiredPages != nil || g.RemappedRows != nil })
 	}},
-	{name: "nvml-hung", ready: func(s *Snapshot) bool { return len(s.GPUs) > 0 }},
+	{name: "nvml-hung", ready: func(s *Snapshot) bool { return everyGPU(s, func(GPU) bool { return true }) }},
 	{name: "recovery-action", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RecoveryAction != "" }) }},
 	{name: "clock-events", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.Window != nil && g.Window.Samples >= MinWindowSamples })

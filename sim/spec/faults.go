@@ -88,6 +88,11 @@ type Faults struct {
 	// VBIOS is the machine's GPUs' VBIOS version (VBIOSVersion when
 	// empty): a host of a fleet that differs.
 	VBIOS string `json:"vbios,omitempty"`
+	// GPULost lists GPUs that fell off the bus: the driver still counts
+	// them, and NVML answers GPU_IS_LOST for their handles
+	// (nvidia-smi: "Unable to determine the device handle for GPU...:
+	// GPU is lost").
+	GPULost []int `json:"gpu_lost,omitempty"`
 	// NVMLHang names, for a GPU, the NVML call that never returns on it
 	// (one of HangCalls): the probe must name it and go on.
 	NVMLHang map[int]string `json:"nvml_hang,omitempty"`
@@ -103,7 +108,7 @@ var ThrottleReasons = []string{"hw_slowdown", "hw_thermal_slowdown", "hw_power_b
 var FabricStates = []string{"not_started", "in_progress", "failed"}
 
 // HangCalls are the NVML calls NVMLHang can name.
-var HangCalls = []string{"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors"}
+var HangCalls = []string{"nvmlDeviceGetPowerUsage", "nvmlDeviceGetTemperature", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetHandleByIndex"}
 
 // RecoveryActions are the recovery actions RecoveryAction can name.
 var RecoveryActions = []string{"gpu_reset", "drain_and_reset"}
@@ -289,6 +294,11 @@ func (f Faults) validateState(gpu func(string, int) error) error {
 	}
 	if f.VBIOS != "" && !vbiosForm.MatchString(f.VBIOS) {
 		return fmt.Errorf("vbios: %q: a VBIOS version is dotted hex, as 92.00.36.00.04", f.VBIOS)
+	}
+	for _, i := range f.GPULost {
+		if err := gpu("gpu_lost", i); err != nil {
+			return err
+		}
 	}
 	for i, call := range f.NVMLHang {
 		if err := gpu("nvml_hang", i); err != nil {
