@@ -110,8 +110,17 @@ func ReadKmsgXIDs(s *report.Snapshot, path string) {
 			break
 		}
 	}
+	events, unread := report.ParseKmsgXIDs(b.String())
+	if len(unread) > 0 {
+		s.Errors = append(s.Errors, report.FieldError{Field: "xids.kmsg", Code: "PARSE_ERROR",
+			Message: fmt.Sprintf("%d Xid or SXid line(s) not read, the first: %.200q", len(unread), unread[0])})
+	}
 	s.XIDHistory = report.KmsgUnread(s) == nil && b.Len() < 16<<20
-	for _, x := range report.ParseKmsgXIDs(b.String()) {
+	for _, x := range events {
+		if x.SXid {
+			s.XIDs = append(s.XIDs, x)
+			continue
+		}
 		for _, g := range s.GPUs {
 			if report.SamePCI(g.PCIBusID, x.PCIBusID) {
 				idx := g.Index

@@ -372,12 +372,16 @@ func xidFinding(s *Snapshot, x XIDEvent) Finding {
 			action = ActionCheckApp
 		}
 	}
-	ev := fmt.Sprintf("Xid %d (%s)", x.Code, x.Source)
+	kind, code := "Xid", strconv.Itoa(x.Code)
+	if x.SXid {
+		kind, code, where = "SXid", "SXID_"+code, "NVSwitch "+x.PCIBusID
+	}
+	ev := fmt.Sprintf("%s %d (%s)", kind, x.Code, x.Source)
 	if x.Message != "" {
 		ev += ": " + x.Message
 	}
-	return Finding{Check: "xid", Fatal: x.Hardware, Action: action, Codes: []string{strconv.Itoa(x.Code)},
-		Message: fmt.Sprintf("Xid %d on %s", x.Code, where), Entities: entities, Evidence: []string{ev}}
+	return Finding{Check: "xid", Fatal: x.Hardware, Action: action, Codes: []string{code},
+		Message: fmt.Sprintf("%s %d on %s", kind, x.Code, where), Entities: entities, Evidence: []string{ev}}
 }
 
 // pairDown is a GPU pair whose NVLink is down, and how the two reach

@@ -62,20 +62,22 @@ func TestXIDCatalogAgainstNVIDIA(t *testing.T) {
 	}
 }
 
-// The kernel-log reader against real Xid lines in every prefix style.
+// The kernel-log reader against real Xid lines in every prefix style:
+// the GPUs' Xids, the NVSwitches' SXids (their detail lines part of the
+// line before), and a GPU fallen off the bus with no Xid line of its own.
 func TestParseKmsgXIDsFixtures(t *testing.T) {
 	tests := []struct {
 		file  string
-		codes string // codes in order
+		codes string // codes in order, an SXid's with S
 		pci   string // first event's PCI bus id
 	}{
 		{"dmesg-T-8x-a100-xid119-gsp-timeout-banners.txt", "119,119", "0001:6c:00"},
 		{"dmesg-ctime-xid13-xid109-ctx-switch-timeout.txt", "13,13,13,109", "0000:cb:00"},
-		{"fallen-off-bus-no-xid-multiline-drv570.txt", "", ""},
+		{"fallen-off-bus-no-xid-multiline-drv570.txt", "79", ""},
 		{"journal-kernel-xid45-caused-by-xid149-145-nvlink.txt", "", "0000:dc:00"},
 		{"old-driver-xid32-xid31-2015.txt", "32,32,31", "0000:01:00"},
 		{"rtx5090-xid79-fallen-off-bus-gsp-rc-no-timestamps.txt", "79", "0000:06:00"},
-		{"talos-8x-a100-sxid24007-xid62-xid45.txt", "", "0000:48:00"},
+		{"talos-8x-a100-sxid24007-xid62-xid45.txt", "S24007,62,45", "0000:aa:00.0"},
 		{"xid63-row-remapper-a100.txt", "63", "0000:10:1c"},
 	}
 	for _, tt := range tests {
@@ -83,10 +85,14 @@ func TestParseKmsgXIDsFixtures(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs := ParseKmsgXIDs(string(data))
+		evs, unread := ParseKmsgXIDs(string(data))
 		var codes []string
 		for _, e := range evs {
-			codes = append(codes, itoa(e.Code))
+			c := itoa(e.Code)
+			if e.SXid {
+				c = "S" + c
+			}
+			codes = append(codes, c)
 			if e.Source != "kmsg" || e.Message == "" {
 				t.Errorf("%s: event %+v lacks source or message", tt.file, e)
 			}
@@ -98,19 +104,38 @@ func TestParseKmsgXIDsFixtures(t *testing.T) {
 		if tt.pci != "" && (len(evs) == 0 || evs[0].PCIBusID != tt.pci) {
 			t.Errorf("%s: first event %+v, want PCI %s", tt.file, evs, tt.pci)
 		}
-		if tt.file == "fallen-off-bus-no-xid-multiline-drv570.txt" && len(evs) != 0 {
-			t.Errorf("%s has no Xid line but parsed %v", tt.file, evs)
+		if len(unread) != 0 {
+			t.Errorf("%s: lines not read: %q", tt.file, unread)
+		}
+		if strings.Contains(tt.file, "sxid24007") && !strings.Contains(got, "S24007") {
+			t.Errorf("%s: codes %s: the SXid 24007 is not among them", tt.file, got)
 		}
 	}
-	ev := ParseKmsgXIDs("NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus.")[0]
-	if !ev.Known || !ev.Hardware || ev.Message != "GPU has fallen off the bus." {
+	one := func(line string) XIDEvent {
+		evs, unread := ParseKmsgXIDs(line)
+		if len(evs) != 1 || len(unread) != 0 {
+			t.Fatalf("%q: %+v, unread %q", line, evs, unread)
+		}
+		return evs[0]
+	}
+	if ev := one("NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."); !ev.Known || !ev.Hardware || ev.Message != "GPU has fallen off the bus." {
 		t.Errorf("xid 79 = %+v", ev)
 	}
-	if ev := ParseKmsgXIDs("NVRM: Xid (PCI:0000:dc:00): 149, pid=1, name=x, NVLINK")[0]; !ev.Known || ev.Mnemonic != "NVLINK_NETIR_ERROR" {
+	if ev := one("NVRM: Xid (PCI:0000:dc:00): 149, pid=1, name=x, NVLINK"); !ev.Known || ev.Mnemonic != "NVLINK_NETIR_ERROR" {
 		t.Errorf("xid 149 is in NVIDIA's catalog but decoded as %+v", ev)
 	}
-	if ev := ParseKmsgXIDs("NVRM: Xid (PCI:0000:dc:00): 231, pid=1, something new")[0]; ev.Known || ev.Meaning != "" {
+	if ev := one("NVRM: Xid (PCI:0000:dc:00): 231, pid=1, something new"); ev.Known || ev.Meaning != "" {
 		t.Errorf("xid 231 is in no catalog but decoded as %+v", ev)
+	}
+	// An Xid 79 and the driver's own off-the-bus line are one event.
+	if evs, _ := ParseKmsgXIDs("NVRM: GPU 0000:06:00.0: GPU has fallen off the bus.\nNVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."); len(evs) != 1 {
+		t.Errorf("Xid 79 and its off-the-bus line: %+v, want one event", evs)
+	}
+	if ev := one("nvidia-nvswitch3: SXid (PCI:0000:c6:00.0): 24007, Fatal, Link 28 sourcetrack timeout error (First)\nnvidia-nvswitch3: SXid (PCI:0000:c6:00.0): 24007, Severity 1 Engine instance 28 Sub-engine instance 00"); !ev.SXid || !ev.Hardware || ev.PCIBusID != "0000:c6:00.0" {
+		t.Errorf("SXid 24007 = %+v", ev)
+	}
+	if _, unread := ParseKmsgXIDs("NVRM: Xid (PCI:0000:06:00) 79 cut"); len(unread) != 1 {
+		t.Errorf("a cut Xid line: unread %q, want it", unread)
 	}
 }
 

@@ -16,7 +16,9 @@ type XIDEvent struct {
 	PCIBusID string    `json:"pci_bus_id,omitempty"`
 	Time     time.Time `json:"time,omitempty"`
 	Source   string    `json:"source"` // "nvml-event" or "kmsg"
-	Message  string    `json:"message,omitempty"`
+	// SXid: an NVSwitch's SXid (PCIBusID is the switch's), not a GPU's Xid.
+	SXid    bool   `json:"sxid,omitempty"`
+	Message string `json:"message,omitempty"`
 	XIDInfo
 }
 
@@ -197,23 +199,110 @@ func nodeAction(immediate string) bool {
 	return true
 }
 
-// ParseKmsgXIDs finds Xid lines in kernel log text (dmesg, /dev/kmsg):
-// the driver's "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen
-// off the bus.", wherever it is in the line.
-func ParseKmsgXIDs(text string) []XIDEvent {
-	var out []XIDEvent
-	for _, line := range strings.Split(text, "\n") {
-		if x, ok := kmsgXid(strings.TrimRight(line, "\r")); ok {
-			out = append(out, x)
+// ParseKmsgXIDs finds the GPUs' and NVSwitches' error lines in kernel log
+// text (dmesg, /dev/kmsg), wherever they are in the line: the driver's
+// "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.",
+// an NVSwitch's "nvidia-nvswitch2: SXid (PCI:0000:c6:00.0): 24007, Fatal,
+// ..." (its "Severity" and "Data" detail lines are part of the one before,
+// not events), and "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."
+// with no Xid 79 line of its GPU (read as one). unread are the lines that
+// say they are an Xid or SXid and could not be read: "no Xid" is not a
+// reading of them.
+func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
+	offBus := map[string]bool{}
+	var pending []string
+	var lastSXid string // the bus and code of the last SXid read
+	for _, line := range kmsgMessages(text) {
+		if x, ok := kmsgXid(line, "NVRM: Xid (PCI:"); ok {
+			events = append(events, x)
+			if x.Code == 79 {
+				offBus[busKey(x.PCIBusID)] = true
+			}
+			continue
 		}
+		if x, ok := kmsgXid(line, "SXid (PCI:"); ok {
+			key := busKey(x.PCIBusID) + "/" + strconv.Itoa(x.Code)
+			if SXidDetail(x.Message) && key == lastSXid {
+				continue // the detail of the SXid before
+			}
+			// A detail line whose SXid line is gone (the log began after
+			// it) still says the switch raised it.
+			lastSXid = key
+			x.SXid, x.XIDInfo = true, DecodeSXID(x.Code, x.Message)
+			events = append(events, x)
+			continue
+		}
+		if bus, ok := offBusLine(line); ok {
+			pending = append(pending, bus)
+			continue
+		}
+		if strings.Contains(line, "NVRM: Xid") || strings.Contains(line, "SXid (") {
+			unread = append(unread, line)
+		}
+	}
+	for _, bus := range pending {
+		if !offBus[busKey(bus)] {
+			offBus[busKey(bus)] = true
+			events = append(events, XIDEvent{Code: 79, PCIBusID: bus, Source: "kmsg", Message: "GPU has fallen off the bus (no Xid line)", XIDInfo: DecodeXID(79)})
+		}
+	}
+	return events, unread
+}
+
+// kmsgMessages are text's messages, one a line: a line that starts with
+// blanks continues the message before it (dmesg prints a message's
+// further lines so), and is joined to it.
+func kmsgMessages(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if len(out) > 0 && (strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")) && strings.TrimSpace(line) != "" {
+			out[len(out)-1] += " " + strings.TrimSpace(line)
+			continue
+		}
+		out = append(out, line)
 	}
 	return out
 }
 
-// kmsgXid reads the Xid of one kernel log line: the PCI address (hex
-// digits, colons and dots), the code, then a comma and the message.
-func kmsgXid(line string) (XIDEvent, bool) {
-	const mark = "NVRM: Xid (PCI:"
+// offBusLine reads "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."
+// (and "NVRM: The NVIDIA GPU 0000:3b:00.0 ... has fallen off the bus"):
+// the GPU's PCI address.
+func offBusLine(line string) (string, bool) {
+	if !strings.Contains(line, "fallen off the bus") {
+		return "", false
+	}
+	k := strings.Index(line, "NVRM: ")
+	if k < 0 {
+		return "", false
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(line[k+len("NVRM: "):], "The NVIDIA "), "GPU ")
+	rest = strings.TrimPrefix(rest, "at PCI:")
+	n := strings.IndexFunc(rest, func(r rune) bool { return !isHex(r) && r != ':' && r != '.' })
+	if n < 0 {
+		n = len(rest)
+	}
+	bus := strings.TrimRight(rest[:n], ":.")
+	if strings.Count(bus, ":") < 2 {
+		return "", false
+	}
+	return bus, true
+}
+
+// busKey is a PCI address without its function and case: an Xid line's
+// "0000:3b:00" and the off-the-bus line's "0000:3b:00.0" are one GPU.
+func busKey(bus string) string {
+	bus = strings.ToLower(bus)
+	if i := strings.LastIndex(bus, "."); i > 0 {
+		bus = bus[:i]
+	}
+	return bus
+}
+
+// kmsgXid reads the Xid of one kernel log line after mark: the PCI
+// address (hex digits, colons and dots), the code, then a comma and the
+// message.
+func kmsgXid(line, mark string) (XIDEvent, bool) {
 	for at := 0; ; {
 		k := strings.Index(line[at:], mark)
 		if k < 0 {
