@@ -56,7 +56,7 @@ func (c *collector) readPCI() {
 // manager's log (the last 64 KiB of it).
 func (c *collector) readFabricManagerLog() {
 	f := c.snap.Fabric
-	file, err := os.Open(c.opts.FabricManagerLog)
+	file, err := openRegular(c.opts.FabricManagerLog)
 	if err != nil {
 		c.snap.Errors = append(c.snap.Errors, report.FieldError{Field: "fabric.manager_log", Code: "UNREADABLE", Message: err.Error()})
 		return

@@ -1,7 +1,10 @@
 package collect
 
 import (
+	"errors"
 	"os"
+	"strings"
+	"syscall"
 	"path/filepath"
 	"testing"
 
@@ -53,5 +56,25 @@ func TestFabricScan(t *testing.T) {
 		if !report.CheckMade(s, check) {
 			t.Errorf("%s not made: %s", check, report.WhyNotMade(s, check))
 		}
+	}
+}
+
+// A fabric manager log that is a FIFO (or anything but a file) is
+// refused at once, never waited on: the check is UNKNOWN saying why, and
+// the probe goes on.
+func TestFabricManagerLogNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	pci, proc, fifo := filepath.Join(dir, "pci"), filepath.Join(dir, "proc"), filepath.Join(dir, "fabricmanager.log")
+	if err := errors.Join(os.Mkdir(proc, 0o700), (spec.Faults{}).WritePCI(pci), syscall.Mkfifo(fifo, 0o600)); err != nil {
+		t.Fatal(err)
+	}
+	s := &report.Snapshot{NVML: report.NVMLState{Available: true}, GPUs: make([]report.GPU, 8)}
+	c := &collector{snap: s, opts: Options{ProcRoot: proc, PCIDir: pci, FabricManagerLog: fifo}}
+	c.fabricScan(c.stuckProcesses())
+	if s.Fabric.LogRead || report.CheckMade(s, "fabric-manager-log") || !strings.Contains(report.WhyNotMade(s, "fabric-manager-log"), "not a regular file") {
+		t.Errorf("log read %v, why %q", s.Fabric.LogRead, report.WhyNotMade(s, "fabric-manager-log"))
+	}
+	if b, err := readSmall(fifo); err == nil {
+		t.Errorf("readSmall read a FIFO: %q", b)
 	}
 }

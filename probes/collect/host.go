@@ -32,6 +32,15 @@ func (c *collector) stuckProcesses() (managerSeen bool) {
 		s.Errors = append(s.Errors, report.FieldError{Field: "host.processes", Code: "UNREADABLE", Message: err.Error()})
 		return false
 	}
+	if c.opts.ProcRoot == "/proc" && os.Geteuid() != 0 {
+		mi, _ := os.ReadFile("/proc/self/mountinfo")
+		groups, _ := os.Getgroups()
+		if opt := procHidden(string(mi), append(groups, os.Getegid())); opt != "" {
+			s.Errors = append(s.Errors, report.FieldError{Field: "host.processes", Code: "RESTRICTED",
+				Message: "/proc is mounted with " + opt + ": other users' processes are hidden from a probe that is not root (run it as root)"})
+			return false
+		}
+	}
 	listed := map[uint32]bool{}
 	for _, p := range s.Processes {
 		listed[p.PID] = true
@@ -194,6 +203,38 @@ func panicLine(t string) string {
 				return strings.TrimSpace(l[i:])
 			}
 		}
+	}
+	return ""
+}
+
+// procHidden is the hidepid option of the /proc mount in mountinfo
+// (/proc/self/mountinfo) that hides other users' processes from a member
+// of groups ("hidepid=2", "hidepid=invisible"), or "" when it hides
+// nothing from them (no hidepid, hidepid=0, or its gid= among groups).
+func procHidden(mountinfo string, groups []int) string {
+	for _, l := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(l)
+		// id parent major:minor root mountpoint options [optional...] - fstype source superoptions
+		dash := slices.Index(f, "-")
+		if len(f) < 5 || f[4] != "/proc" || dash < 0 || len(f) < dash+4 || f[dash+1] != "proc" {
+			continue
+		}
+		hide := ""
+		exempt := false
+		for _, o := range strings.Split(f[dash+3], ",") {
+			k, v, _ := strings.Cut(o, "=")
+			switch {
+			case k == "hidepid" && v != "0" && v != "off":
+				hide = o
+			case k == "gid":
+				gid, err := strconv.Atoi(v)
+				exempt = err == nil && slices.Contains(groups, gid)
+			}
+		}
+		if exempt {
+			return ""
+		}
+		return hide
 	}
 	return ""
 }

@@ -135,3 +135,25 @@ func TestPstore(t *testing.T) {
 		t.Errorf("absent: %+v %+v", s.HostState, s.Errors)
 	}
 }
+
+// /proc mounted hidepid hides other users' processes from a probe that is
+// not root: the scan says so instead of finding nothing (mountinfo lines
+// as the kernel writes them).
+func TestProcHidden(t *testing.T) {
+	for _, c := range []struct {
+		mountinfo string
+		groups    []int
+		want      string
+	}{
+		{"22 28 0:5 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n", nil, ""},
+		{"22 28 0:5 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,hidepid=2\n", nil, "hidepid=2"},
+		{"25 1 0:22 / /proc rw,relatime - proc proc rw,hidepid=invisible,gid=27\n", []int{1000}, "hidepid=invisible"},
+		{"25 1 0:22 / /proc rw,relatime - proc proc rw,hidepid=invisible,gid=27\n", []int{1000, 27}, ""},
+		{"25 1 0:22 / /proc rw,relatime - proc proc rw,hidepid=0\n", nil, ""},
+		{"31 25 0:30 / /proc/sys/fs/binfmt_misc rw,relatime shared:13 - binfmt_misc binfmt_misc rw\n", nil, ""},
+	} {
+		if got := procHidden(c.mountinfo, c.groups); got != c.want {
+			t.Errorf("%q, groups %v: %q, want %q", c.mountinfo, c.groups, got, c.want)
+		}
+	}
+}

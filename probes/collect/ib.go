@@ -1,11 +1,14 @@
 package collect
 
 import (
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/gpulab/gpulab/probes/report"
 )
@@ -76,7 +79,40 @@ func (c *collector) sysRead() func(string) ([]byte, error) {
 	if c.opts.ReadSys != nil {
 		return c.opts.ReadSys
 	}
-	return os.ReadFile
+	return readSmall
+}
+
+// maxSysFile bounds one sysfs attribute read: a page, as sysfs serves.
+const maxSysFile = 4 << 10
+
+// readSmall reads a sysfs attribute: opened without blocking (a FIFO in
+// its place would hang the probe), refused unless a regular file, and
+// read to its first 4 KiB.
+func readSmall(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxSysFile))
+}
+
+// openRegular opens path for reading without blocking (O_NONBLOCK: a FIFO
+// or a device never waits for a writer) and refuses anything but a
+// regular file.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 // readIBPort reads one port: "4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X

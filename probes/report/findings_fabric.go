@@ -69,8 +69,11 @@ func fabricWhy(detail string, field ...string) func(*Snapshot) string {
 func fabricRead(s *Snapshot) string {
 	f := s.Fabric
 	msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, len(s.GPUs))
-	if f.NVSwitches > 0 {
-		msg += "; nv-fabricmanager runs; its log read"
+	if f.NVSwitches > 0 && f.ManagerRunning != nil && *f.ManagerRunning {
+		msg += "; nv-fabricmanager runs"
+	}
+	if f.NVSwitches > 0 && f.LogRead {
+		msg += "; its log read"
 	}
 	return msg
 }

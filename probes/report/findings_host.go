@@ -116,8 +116,18 @@ var hostChecks = []probeCheck{
 		}
 		return true
 	}},
-	{name: "zombie-gpu-process", host: true, why: procWhy, read: procRead,
-		ready: func(s *Snapshot) bool { return s.HostState.ProcScanned && !s.HostState.Truncated }},
+	// A zombie is a finding when NVML still lists it: every GPU's process
+	// list must have been read.
+	{name: "zombie-gpu-process", host: true, read: procRead,
+		ready: func(s *Snapshot) bool {
+			return s.HostState.ProcScanned && !s.HostState.Truncated && processListsUnread(s) == ""
+		},
+		why: func(s *Snapshot) string {
+			if s.HostState.ProcScanned && !s.HostState.Truncated {
+				return processListsUnread(s)
+			}
+			return procWhy(s)
+		}},
 	{name: "pstore-crash", host: true, ready: func(s *Snapshot) bool { return s.HostState.Pstore != nil },
 		why:  func(s *Snapshot) string { return "/sys/fs/pstore was not read: " + fieldError(s, "host.pstore") },
 		read: func(*Snapshot) string { return "/sys/fs/pstore read: no crash record" }},
@@ -134,6 +144,29 @@ func procWhy(s *Snapshot) string {
 		return "a process was in state D at the one reading taken; only a sampling window (--window) tells a moment's sleep from a wedge"
 	}
 	return "a process stayed in state D for the whole window and its open files are not readable: run the probe as root"
+}
+
+// processListsUnread says which GPUs' process lists NVML did not give
+// ("" when every GPU's was read).
+func processListsUnread(s *Snapshot) string {
+	var words []string
+	for _, e := range UnreadGPUs(s) {
+		words = append(words, fmt.Sprintf("GPU%d was not read (%s)", *e.GPU, e.Code))
+	}
+	for _, g := range s.GPUs {
+		if g.Hung != "" {
+			words = append(words, fmt.Sprintf("GPU%d hung in %s before its processes were read", g.Index, g.Hung))
+		}
+	}
+	for _, e := range s.Errors {
+		if strings.Contains(e.Field, "].processes.") {
+			words = append(words, e.Field+" "+e.Code)
+		}
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	return "NVML's process lists were not all read: " + strings.Join(words, ", ")
 }
 
 // procRead is what the stuck-process scan read where it found nothing.

@@ -69,3 +69,21 @@ func TestHostFindings(t *testing.T) {
 		t.Error("zombie check made without /proc")
 	}
 }
+
+// A zombie is a finding only where NVML lists it: with a GPU's process
+// list not read (refused, or its GPU hung first), no zombie check is
+// made, whatever /proc showed.
+func TestZombieNeedsEveryProcessList(t *testing.T) {
+	s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}, {Index: 1}}, HostState: HostState{ProcScanned: true}}
+	if !CheckMade(s, "zombie-gpu-process") {
+		t.Fatalf("every list read: not made: %s", WhyNotMade(s, "zombie-gpu-process"))
+	}
+	s.Errors = []FieldError{{Field: "gpu[1].processes.compute", GPU: ptr(1), Code: "NO_PERMISSION"}}
+	if CheckMade(s, "zombie-gpu-process") || !strings.Contains(WhyNotMade(s, "zombie-gpu-process"), "gpu[1].processes.compute NO_PERMISSION") {
+		t.Errorf("GPU1's list refused: made %v, why %q", CheckMade(s, "zombie-gpu-process"), WhyNotMade(s, "zombie-gpu-process"))
+	}
+	s.Errors, s.GPUs[0].Hung = nil, "nvmlDeviceGetTotalEccErrors"
+	if CheckMade(s, "zombie-gpu-process") || !strings.Contains(WhyNotMade(s, "zombie-gpu-process"), "GPU0 hung in nvmlDeviceGetTotalEccErrors") {
+		t.Errorf("GPU0 hung: made %v, why %q", CheckMade(s, "zombie-gpu-process"), WhyNotMade(s, "zombie-gpu-process"))
+	}
+}
