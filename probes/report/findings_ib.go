@@ -34,21 +34,41 @@ func ibFindings(s *Snapshot) []Finding {
 		}
 		return out
 	}
+	layer := fabricLayer(ib.Ports)
 	fastest, active := 0.0, 0
 	for _, p := range ib.Ports {
-		if p.LinkLayer == "InfiniBand" && portUp(p) {
+		if p.LinkLayer == layer && portUp(p) {
 			fastest, active = max(fastest, p.RateGbps), active+1
 		}
 	}
 	for _, p := range ib.Ports {
-		out = append(out, ibPortFindings(s, p, fastest)...)
+		out = append(out, ibPortFindings(s, p, layer, fastest)...)
 	}
 	if e := s.Expect; e != nil && e.IBPorts > 0 && active < e.IBPorts {
 		out = append(out, Finding{Check: "ib-port-count", Fatal: true, Action: ActionContactSupport,
-			Message:  fmt.Sprintf("%d active InfiniBand port(s) where the inventory expects %d", active, e.IBPorts),
-			Evidence: []string{fmt.Sprintf("/sys/class/infiniband: %d port(s), %d InfiniBand ACTIVE/LinkUp", len(ib.Ports), active)}})
+			Message:  fmt.Sprintf("%d active %s port(s) where the inventory expects %d", active, layerName(layer), e.IBPorts),
+			Evidence: []string{fmt.Sprintf("/sys/class/infiniband: %d port(s), %d %s ACTIVE/LinkUp", len(ib.Ports), active, layerName(layer))}})
 	}
 	return out
+}
+
+// fabricLayer is the link layer of the host's RDMA fabric, the ports
+// expect.ib_ports counts and expect.ib_rate_gbps judges: InfiniBand
+// where the host has an InfiniBand port (its Ethernet ones are other
+// networks), Ethernet (RoCE) where it has none.
+func fabricLayer(ports []IBPort) string {
+	if slices.ContainsFunc(ports, func(p IBPort) bool { return p.LinkLayer == "InfiniBand" }) {
+		return "InfiniBand"
+	}
+	return "Ethernet"
+}
+
+// layerName names a link layer's RDMA ports: InfiniBand, RoCE.
+func layerName(layer string) string {
+	if layer == "Ethernet" {
+		return "RoCE"
+	}
+	return layer
 }
 
 func portUp(p IBPort) bool { return p.State == "ACTIVE" && p.PhysState == "LinkUp" }
@@ -56,8 +76,9 @@ func portUp(p IBPort) bool { return p.State == "ACTIVE" && p.PhysState == "LinkU
 func portName(p IBPort) string { return fmt.Sprintf("%s port %d", p.Device, p.Port) }
 
 // ibPortFindings are one port's findings; fastest is the host's fastest
-// active InfiniBand port's rate.
-func ibPortFindings(s *Snapshot, p IBPort, fastest float64) []Finding {
+// active port of its fabric's link layer (layer), whose ports alone are
+// judged by their rate.
+func ibPortFindings(s *Snapshot, p IBPort, layer string, fastest float64) []Finding {
 	var out []Finding
 	// The port is named in the message and evidence: the health events'
 	// entities are NVSentinel's GPU, GPU_UUID, PCI and NVLINK.
@@ -68,8 +89,8 @@ func ibPortFindings(s *Snapshot, p IBPort, fastest float64) []Finding {
 			Evidence: []string{fmt.Sprintf("%s: state %s, phys_state %s", name, p.State, p.PhysState)}})
 		return out
 	}
-	if p.LinkLayer == "InfiniBand" {
-		want, why := fastest, "the host's fastest InfiniBand port"
+	if p.LinkLayer == layer {
+		want, why := fastest, "the host's fastest "+layerName(layer)+" port"
 		if s.Expect != nil && s.Expect.IBRateGbps > 0 {
 			want, why = float64(s.Expect.IBRateGbps), "the inventory's expect.ib_rate_gbps"
 		}
@@ -119,20 +140,20 @@ func flapFinding(p IBPort) (Finding, bool) {
 // ibChecks are the probe checks of the RDMA ports, and whether a
 // snapshot holds their evidence.
 var ibChecks = []probeCheck{
-	{name: "ib-port-down", host: true, why: ibWhy("a port's state was not read"), read: ibReadWords, ready: func(s *Snapshot) bool {
+	{name: "ib-port-down", host: true, why: ibWhy("a port's state was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.State == "" || p.PhysState == "" })
 	}},
 	{name: "ib-port-count", host: true, why: ibWhy(""), read: ibReadWords, applies: expects("ib_ports", func(e *Expect) int { return e.IBPorts }),
 		ready: func(s *Snapshot) bool {
 			return s.Expect != nil && s.Expect.IBPorts > 0 && (ibRead(s) || s.IB == nil && fieldError(s, "ib") != "not asked for")
 		}},
-	{name: "ib-port-rate", host: true, why: ibWhy("an active InfiniBand port's rate was not read"), read: ibReadWords, ready: func(s *Snapshot) bool {
-		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.LinkLayer == "InfiniBand" && portUp(p) && p.RateGbps <= 0 })
+	{name: "ib-port-rate", host: true, why: ibWhy("an active port's rate was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
+		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.LinkLayer == fabricLayer(s.IB.Ports) && portUp(p) && p.RateGbps <= 0 })
 	}},
-	{name: "ib-link-flaps", host: true, why: ibWhy("a port's link_downed counter was not read"), read: ibReadWords, ready: func(s *Snapshot) bool {
+	{name: "ib-link-flaps", host: true, why: ibWhy("a port's link_downed counter was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { _, ok := p.Counters["link_downed"]; return portUp(p) && !ok })
 	}},
-	{name: "ib-port-errors", host: true, read: ibReadWords, ready: func(s *Snapshot) bool {
+	{name: "ib-port-errors", host: true, read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
 		return ibRead(s) && s.WindowSeconds > 0 && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return portUp(p) && p.WindowDelta == nil })
 	}, why: func(s *Snapshot) string {
 		if ibRead(s) && s.WindowSeconds == 0 {
@@ -140,6 +161,15 @@ var ibChecks = []probeCheck{
 		}
 		return ibWhy("a port's error counters were not read at both ends of the window, or went down (cleared) in it")(s)
 	}},
+}
+
+// noPorts is the port checks' applies: none where sysfs was read and
+// lists no RDMA port (nothing to judge; ib-port-count judges the count).
+func noPorts(s *Snapshot) string {
+	if s.IB != nil && !s.IB.Truncated && len(s.IB.Ports) == 0 {
+		return "/sys/class/infiniband lists no RDMA port"
+	}
+	return ""
 }
 
 // ibWhy says why an RDMA check's evidence is missing: sysfs not read,

@@ -101,3 +101,37 @@ func TestParseExpect(t *testing.T) {
 		}
 	}
 }
+
+// A RoCE fabric (no InfiniBand port) is judged as one: its ports are
+// counted against expect.ib_ports and judged by expect.ib_rate_gbps; on
+// a host with InfiniBand, its Ethernet ports are another network. A host
+// whose sysfs lists no port has no port to judge (SKIPPED).
+func TestRoCEFabric(t *testing.T) {
+	port := func(dev, layer string, rate float64) IBPort {
+		return IBPort{Device: dev, Port: 1, LinkLayer: layer, State: "ACTIVE", PhysState: "LinkUp", RateGbps: rate, Rate: "x",
+			Counters: map[string]uint64{"link_downed": 0}, WindowDelta: map[string]uint64{}}
+	}
+	checks := func(s *Snapshot) []string {
+		var out []string
+		for _, f := range Findings(s) {
+			out = append(out, f.Check+": "+f.Message)
+		}
+		return out
+	}
+	roce := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}}, WindowSeconds: 2, Expect: &Expect{IBPorts: 4, IBRateGbps: 400},
+		IB: &IBState{Ports: []IBPort{port("mlx5_0", "Ethernet", 400), port("mlx5_1", "Ethernet", 400), port("mlx5_2", "Ethernet", 400), port("mlx5_3", "Ethernet", 100)}}}
+	if got := checks(roce); len(got) != 1 || got[0] != "ib-port-rate: mlx5_3 port 1 at 100 Gb/s, below 400 Gb/s (the inventory's expect.ib_rate_gbps)" {
+		t.Errorf("RoCE fabric: %q", got)
+	}
+	mixed := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}}, WindowSeconds: 2, Expect: &Expect{IBPorts: 2, IBRateGbps: 400},
+		IB: &IBState{Ports: []IBPort{port("mlx5_0", "InfiniBand", 400), port("mlx5_1", "InfiniBand", 400), port("mlx5_bond_0", "Ethernet", 100)}}}
+	if got := checks(mixed); len(got) != 0 {
+		t.Errorf("InfiniBand with a 100 Gb/s Ethernet port beside it: %q", got)
+	}
+	none := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}}, WindowSeconds: 2, IB: &IBState{Ports: []IBPort{}}}
+	for _, c := range []string{"ib-port-down", "ib-port-rate", "ib-link-flaps", "ib-port-errors"} {
+		if NotApplicable(none, c) == "" {
+			t.Errorf("%s applies to a host with no RDMA port", c)
+		}
+	}
+}
