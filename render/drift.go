@@ -91,6 +91,9 @@ func foldAttribute(hosts []string, snaps []*report.Snapshot, idx []int, of func(
 	var order []string
 	for _, i := range idx {
 		v := of(snaps[i])
+		if v == "not read" {
+			continue // a value nobody read disagrees with nothing
+		}
 		if _, ok := by[v]; !ok {
 			order = append(order, v)
 		}
@@ -199,17 +202,24 @@ func perGPU(of func(report.GPU) string) func(*report.Snapshot) string {
 	return func(s *report.Snapshot) string {
 		by := map[string][]string{}
 		var order []string
+		unread := false
 		for _, g := range s.GPUs {
 			v := of(g)
+			if v == "not read" {
+				unread = true // a hung GPU's: the GPUs read say the host's value
+				continue
+			}
 			if _, ok := by[v]; !ok {
 				order = append(order, v)
 			}
 			by[v] = append(by[v], fmt.Sprintf("GPU%d", g.Index))
 		}
-		switch len(order) {
-		case 0:
+		switch {
+		case len(order) == 0 && unread:
+			return "not read"
+		case len(order) == 0:
 			return "no GPU"
-		case 1:
+		case len(order) == 1:
 			return order[0]
 		}
 		parts := make([]string, len(order))

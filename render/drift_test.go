@@ -36,16 +36,28 @@ func TestFleetDrift(t *testing.T) {
 		t.Errorf("ProbeTotal: %q", got)
 	}
 	snaps[1].DriverVersion = "550.54.15"
-	snaps[3].GPUs[0].ECC.Enabled, snaps[3].GPUs[0].ECC.Pending = &on, new(bool)
+	for _, s := range snaps[:4] {
+		for i := range s.GPUs {
+			s.GPUs[i].ECC.Enabled = &on
+		}
+	}
+	snaps[3].GPUs[0].ECC.Pending = new(bool)
 	var lines []string
 	for _, x := range FleetDrift(hosts, snaps, nil) {
 		lines = append(lines, x.String())
 	}
 	want := []string{"driver: dgx[01,03-04] 535.129.03; dgx02 550.54.15",
 		"VBIOS: dgx[01-02,04] 92.00.45.00.05; dgx03 92.00.45.00.05 on GPU0, 92.00.36.00.02 on GPU1",
-		"ECC mode: dgx[01-03] not read; dgx04 on, off after a reset on GPU0, not read on GPU1"}
+		"ECC mode: dgx[01-03] on; dgx04 on, off after a reset on GPU0, on on GPU1"}
 	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	// A GPU whose values were not read (it hung) disagrees with nothing:
+	// its host's value is its other GPUs'.
+	hung := snap("", "92.00.45.00.05")
+	hung.GPUs[0].PersistenceMode = nil
+	if d := FleetDrift([]string{"dgx01", "dgx02"}, []*report.Snapshot{snap("92.00.45.00.05", "92.00.45.00.05"), hung}, nil); len(d) != 0 {
+		t.Errorf("a hung GPU is drift: %+v", d)
 	}
 	if d := FleetDrift(hosts[:2], snaps[:1], nil); len(d) != 0 {
 		t.Errorf("one host is no drift: %+v", d)

@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/gpulab/gpulab/internal/visible"
@@ -238,14 +237,23 @@ func GPUFindings(g report.GPU) string {
 	return visible.String(strings.Join(g.Findings, "; "))
 }
 
-// HostFindings are s's findings the GPU table does not show (the host's
-// own: stuck processes, pstore, RDMA ports, the fabric, counts), one line
-// each: "finding: mlx5_3 port 1 (InfiniBand) is DOWN, Polling (action:
-// contact-support)". The Xids and NVLinks down have lines of their own.
+// HostFindings are s's findings the GPU table does not show, one line
+// each: the host's own (stuck processes, pstore, RDMA ports, the fabric,
+// counts) and those of a GPU that its row does not hold (a zombie or a
+// stuck process on it, NVML's GPU_IS_LOST or RESET_REQUIRED, a GPU whose
+// handle hung and has no row): "finding: mlx5_3 port 1 (InfiniBand) is
+// DOWN, Polling (action: contact-support)". The Xids and NVLinks down
+// have lines of their own.
 func HostFindings(s *report.Snapshot) []string {
+	inRow := map[string]bool{}
+	for _, g := range s.GPUs {
+		for _, m := range g.Findings {
+			inRow[fmt.Sprintf("GPU%d: %s", g.Index, m)] = true
+		}
+	}
 	var out []string
 	for _, f := range report.Findings(s) {
-		if f.Check == "xid" || f.Check == "xid-history" || f.Check == "nvlink-down" || slices.ContainsFunc(f.Entities, func(e report.Entity) bool { return e.Type == "GPU" }) {
+		if f.Check == "xid" || f.Check == "xid-history" || f.Check == "nvlink-down" || inRow[f.Message] {
 			continue
 		}
 		l := "finding: " + f.Message + " (action: " + string(f.Action) + ")"
