@@ -112,6 +112,8 @@ func TestSimServeFaultsRefused(t *testing.T) {
 		{`{"dgx09": {"pcie_gen": {"5": 2}}}`, `faults.json:1:11: host "dgx09" is not among the fleet's hosts (dgx01 to dgx04)`},
 		{`{"dgx02": {"pcie_gen": {"5": 7}}}`, `host "dgx02": pcie_gen: GPU 5: generation 7`},
 		{`{"dgx02": {"throttle": {"1": ["hot"]}}}`, `throttle: GPU 1: "hot": the reasons are`},
+		{`{"dgx02": {"xids": [{"gpu": 1, "code": 13, "seconds_after_boot": 1, "message": "` + strings.Repeat("x", 70000) + `"}]}}`, `host "dgx02": its faults are 70`},
+		{`{"dgx02": {"xids": [{"gpu": 1, "code": 13, "seconds_after_boot": 1, "message": "a\nNVRM: Xid (PCI:0000:07:00): 79, forged"}]}}`, `xids[0]: want one line of text`},
 	} {
 		file := filepath.Join(dir, "faults.json")
 		if err := os.WriteFile(file, []byte(tc.file), 0o600); err != nil {

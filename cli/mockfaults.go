@@ -66,10 +66,18 @@ func parseHostFaults(flag, file string, names []string, among string) (map[strin
 		if err := ft.Validate(); err != nil {
 			return nil, usageErr("%s: %v", flag, &problem.Error{Place: at, Msg: fmt.Sprintf("host %q: %v", h.name, err)})
 		}
+		if compact, _ := json.Marshal(ft); len(compact) > maxHostFaults {
+			return nil, usageErr("%s: %v", flag, &problem.Error{Place: at, Msg: fmt.Sprintf("host %q: its faults are %d bytes as JSON; they reach its probe as one argument: %d KiB at most", h.name, len(compact), maxHostFaults>>10)})
+		}
 		out[h.name] = ft
 	}
 	return out, nil
 }
+
+// maxHostFaults bounds one host's faults as compact JSON: they reach the
+// host's probe as one command-line argument, which Linux caps at 128 KiB
+// (MAX_ARG_STRLEN), with room left for the rest.
+const maxHostFaults = 64 << 10
 
 // hostFaults is one host's entry in a faults file: its value as written,
 // and where that value starts in the file.

@@ -190,6 +190,9 @@ func (f Faults) Validate() error {
 		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
 			return fmt.Errorf("xids: Xid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
 		}
+		if !oneLine(x.Message) {
+			return fmt.Errorf("xids[%d]: want one line of text (no control characters) as its message", slices.Index(f.XIDs, x))
+		}
 	}
 	for _, x := range f.SXids {
 		if x.Switch < 0 || x.Switch >= Switches {
@@ -197,6 +200,9 @@ func (f Faults) Validate() error {
 		}
 		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
 			return fmt.Errorf("sxids: SXid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
+		}
+		if !oneLine(x.Message) {
+			return fmt.Errorf("sxids[%d]: want one line of text (no control characters) as its message", slices.Index(f.SXids, x))
 		}
 	}
 	for i, l := range f.KernelLog {
@@ -245,9 +251,12 @@ func (f Faults) validateState(gpu func(string, int) error) error {
 			return fmt.Errorf("pcie_gen: GPU %d: generation %d: an A100's link trains at 1-%d", i, g, PCIeGen)
 		}
 	}
-	for i := range f.PCIeReplays {
+	for i, n := range f.PCIeReplays {
 		if err := gpu("pcie_replays", i); err != nil {
 			return err
+		}
+		if n > 1<<20 {
+			return fmt.Errorf("pcie_replays: GPU %d: %d a reading: NVML's replay counter is 32 bits; 1048576 a reading at most", i, n)
 		}
 	}
 	for i, rs := range f.Throttle {
@@ -353,6 +362,12 @@ func (f Faults) VBIOSOf() string {
 		return f.VBIOS
 	}
 	return VBIOSVersion
+}
+
+// oneLine reports whether s holds no line break or other control
+// character: a knob's text printed into a simulated log is one line of it.
+func oneLine(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f })
 }
 
 func firstErr(errs ...error) error {
