@@ -54,10 +54,13 @@ one line that says ready and names FILE, and serves until interrupted. FILE
 is --inventory-out FILE or the one argument (both only if they agree).
 
 --seed picks which host is sick and which GPUs its faults hit, so a demo is
-repeatable. --faults FILE gives hosts faults of your choosing instead, in
-the JSON that gpulab probe --mock-faults takes (host name to faults; the
-knobs are listed in docs/checks/README.md): a PCIe link at Gen2, a throttle storm,
-a recovery action, a hung NVML call, a VBIOS that differs. --drop makes a host refuse connections, --hang makes one accept
+repeatable. --faults FILE gives the hosts it names faults of your choosing
+instead of the seed's, in the JSON that gpulab probe --mock-faults takes
+(host name to faults; the knobs are listed in docs/checks/README.md): a
+PCIe link at Gen2, a throttle storm, a recovery action, a hung NVML call,
+a VBIOS that differs, an NVLink fabric not completed, a port down. The
+hosts it does not name keep the seed's faults; name one with {} to make it
+healthy. --drop makes a host refuse connections, --hang makes one accept
 them and never answer, --latency delays every packet every host sends.
 
 FILE's directory must be yours and closed to other users (not writable by

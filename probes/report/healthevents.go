@@ -297,6 +297,7 @@ func HealthEvents(node string, s *Snapshot, at time.Time) []HealthEvent {
 		e := event(c.name)
 		e.IsHealthy, e.Message = true, c.name+": no finding"
 		e.Metadata["gpulab.action"] = string(ActionNone)
+		e.Metadata["gpulab.evidence"] = PassEvidence(s, c.name)
 		out = append(out, e)
 	}
 	return out
