@@ -53,6 +53,9 @@ type LabRun struct {
 func (f *Fleet) RunLab(ctx context.Context, r LabRun) labs.Outcome {
 	o := r.Options
 	o.Simulated = f.Simulated
+	if o.ExpectArgs == nil { // a probe step judges against the inventory's expect
+		o.ExpectArgs = func(host string) []string { return ExpectArgs(f.Inv, host) }
+	}
 	switch {
 	case r.Kube != nil:
 		o.Cluster, o.ClusterProblem = r.Kube(r.Targets)

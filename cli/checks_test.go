@@ -154,3 +154,16 @@ func TestProbeNamesTheFleetsDrift(t *testing.T) {
 		t.Errorf("%v %+v", err, doc.Drift)
 	}
 }
+
+// A lab reads the probe's checks: health-gate's probe step, through the
+// pushed probe on the simulated fleet, fails the criteria the knobs break
+// on their host (a recovery action, a lost GPU; an NVLink fabric not
+// complete; an RDMA port down; a process stuck in the driver) and passes
+// them on the healthy ones.
+func TestLabReadsTheProbesChecks(t *testing.T) {
+	_, files := simFleet(t, sim.Config{Hosts: 4, Seed: 1, Faults: map[string]spec.Faults{"dgx01": {}, "dgx02": {}, "dgx04": {},
+		"dgx03": {RecoveryAction: map[int]string{3: "gpu_reset"}, NVLinkFabric: map[int]string{5: "in_progress"},
+			IB: map[string]spec.IBPort{"mlx5_3": {Down: true}}, Processes: []spec.Process{{GPU: 7, PID: 5120, Name: "python3", UsedMiB: 1024, State: "D"}}}}})
+	got := labScores(t, noEnv(t), "health-gate", []string{"--inventory", files.Inventory, "-H", "*"})
+	wantVerdicts(t, "lab health-gate", got, "dgx03", []string{"gpu-says-ok", "fabric", "rdma", "no-stuck-process"}, nil)
+}

@@ -190,7 +190,7 @@ Ctrl-C.`,
 	run.Flags().BoolVar(&lr.yes, "yes", false, "confirm the steps that change hosts")
 	run.Flags().BoolVar(&lr.solve, "solve", false, "fast-forward: run each step's solve command where the lab has one (demos)")
 	run.Flags().BoolVar(&lr.guided, "step", false, "guided: before each step show what it runs and measures, then wait for enter (run), s (skip) or q (stop; cleanup runs)")
-	run.Flags().BoolVar(&lr.noProbe, "no-probe", false, "do not install the NVML probe: the environment comes from nvidia-smi and sampling steps get no samples")
+	run.Flags().BoolVar(&lr.noProbe, "no-probe", false, "do not install the NVML probe: the environment comes from nvidia-smi and sampling steps get no samples, and probe steps are skipped")
 	run.Flags().StringVar(&lr.pf.mock, "mock", "", "probe a simulated DGX A100 instead of NVML (demos; the record says SIMULATED): dgxa100")
 	run.Flags().StringVar(&lr.pf.binary, "probe-binary", "", "push this probe `FILE` instead of the embedded one")
 	return run

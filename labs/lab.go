@@ -122,6 +122,23 @@ type Step struct {
 	// pending, quotas and fragmentation.
 	Cluster   string `toml:"cluster" json:"cluster,omitempty"`
 	Namespace string `toml:"namespace" json:"namespace,omitempty"`
+	// Probe makes the step a run of gpulab's NVML probe on the host
+	// (pushed, as a runbook's probe step), sampling for Window: `out` is
+	// its snapshot (gpulab probe --json's), and `checks` holds each of
+	// its checks by name (checks['nvlink-fabric'].status: PASS, WARN,
+	// FAIL or SKIPPED; an UNKNOWN check is no value, and a metric reading
+	// it is not measured).
+	Probe  bool               `toml:"probe" json:"probe,omitempty"`
+	Window inventory.Duration `toml:"window" json:"window,omitempty"`
+}
+
+// input is what the step's metrics read: its parser's value, or the
+// probe's snapshot (step.ProbeInput).
+func (s Step) input() string {
+	if s.Probe {
+		return step.ProbeInput
+	}
+	return s.Parser
 }
 
 // Criterion is a quantified success criterion, or a counterexample (what

@@ -20,6 +20,8 @@ import (
 
 	"github.com/gpulab/gpulab/landscape"
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/probes/remote"
+	"github.com/gpulab/gpulab/probes/report"
 	"github.com/gpulab/gpulab/step"
 	"github.com/gpulab/gpulab/step/parse"
 )
@@ -187,15 +189,61 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 	measure(t, l, "query", "nvidia-smi-q/a100-sxm4-40gb-8gpu-drv535-full-a.txt", m)
 	measure(t, l, "xid", "dmesg-xid/gpud-xid13-sm-exceptions-then-xid43-iso-decode.txt", m)
 	measure(t, l, "dcgm", "workloads/dcgmi-diag/dcgm4.4.2-r2-i0-1xA10G-pass.txt", m)
+	measureProbe(t, l, "probe-simulated-dgxa100-healthy.json", nil, m)
 	quiet, _ := stabilityMetrics(stabilityCounts(kernelLog(100, 200, nil, 8)), stabilityCounts(kernelLog(100, 230, nil, 8)))
 	for k, v := range quiet {
 		m[k] = v
 	}
 	scores = l.Score(m, nil, nil, 1, true)
-	if got := statuses(scores); got != "driver=PASS ecc=PASS remap=PASS no-hardware-xid=PASS dcgm-diag=PASS dcgm-quiet=PASS stable=PASS quiet-log=WARN" || !Passed(scores) {
+	if got := statuses(scores); got != "driver=PASS ecc=PASS remap=PASS no-hardware-xid=PASS gpu-says-ok=PASS fabric=PASS rdma=PASS no-stuck-process=PASS links-and-clocks=PASS dcgm-diag=PASS dcgm-quiet=PASS stable=PASS quiet-log=WARN" || !Passed(scores) {
 		t.Errorf("a healthy node with application Xids: %s (passed %v)", got, Passed(scores))
 	}
+
+	// The probe's findings fail their criteria: an NVLink fabric not
+	// complete, a recovery action asked for; a check the probe could not
+	// make leaves its criterion UNKNOWN, never PASS.
+	measureProbe(t, l, "probe-simulated-dgxa100-healthy.json", func(s *report.Snapshot) {
+		s.GPUs[3].Fabric = &report.GPUFabric{State: "in_progress"}
+		s.GPUs[5].RecoveryAction = "drain_and_reset"
+		s.GPUs[2].PCIe.WidthCurrent = nil
+		s.Errors = append(s.Errors, report.FieldError{Field: "gpu[2].pcie.width_current", GPU: ptr(2), Code: "NOT_SUPPORTED"})
+	}, m)
+	got = statuses(l.Score(m, nil, nil, 1, true))
+	for _, w := range []string{"gpu-says-ok=FAIL", "fabric=FAIL", "rdma=PASS", "links-and-clocks=UNKNOWN"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("faults through the probe: %s, want %s", got, w)
+		}
+	}
 }
+
+// measureProbe measures the probe step of l on a snapshot from
+// labs/testdata (what gpulab's simulated probe printed), changed by
+// change (nil: as it is), into into.
+func measureProbe(t *testing.T, l *Lab, file string, change func(*report.Snapshot), into map[string]any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := remote.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if change != nil {
+		change(snap)
+	}
+	vals, errs := l.Measure("probe", snap, string(data), 0)
+	for m, err := range errs {
+		into[m] = nil
+		delete(into, m)
+		t.Logf("probe metric %s not measured: %v", m, err)
+	}
+	for m, v := range vals {
+		into[m] = v
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Missing evidence is PENDING while the run goes on and UNKNOWN at the
 // end, never PASS; a waiver turns a failure into a warning that says why.
@@ -203,7 +251,7 @@ func TestScoringMissingEvidenceAndWaivers(t *testing.T) {
 	l := lab(t, "health-gate")
 	m := map[string]any{"gpus": int64(8), "uncorrectable_ecc": int64(2), "remap_pending": int64(0), "remap_failed": int64(0)}
 	live := l.Score(m, nil, nil, 1, false)
-	if got := statuses(live); got != "driver=PASS ecc=FAIL remap=PASS no-hardware-xid=PENDING dcgm-diag=PENDING dcgm-quiet=PENDING stable=PENDING quiet-log=PENDING" {
+	if got := statuses(live); got != "driver=PASS ecc=FAIL remap=PASS no-hardware-xid=PENDING gpu-says-ok=PENDING fabric=PENDING rdma=PENDING no-stuck-process=PENDING links-and-clocks=PENDING dcgm-diag=PENDING dcgm-quiet=PENDING stable=PENDING quiet-log=PENDING" {
 		t.Errorf("live: %s", got)
 	}
 	end := l.Score(m, map[string]string{"hardware_xids": "step xid exited 1: sudo: a password is required"}, nil, 1, true)

@@ -204,9 +204,24 @@ func (c *labCheck) steps() {
 	}
 }
 
-// stepKind checks that a step is a command or a PromQL query, and the
-// keys that belong to each.
+// MaxProbeWindow is the longest sampling window a probe step asks for.
+const MaxProbeWindow = 10 * time.Minute
+
+// stepKind checks that a step is a command, a PromQL query, a cluster
+// reading or a run of the probe, and the keys that belong to each.
 func (c *labCheck) stepKind(i int, s Step) {
+	if s.Probe {
+		if s.Command != "" || s.PromQL != "" || s.Cluster != "" || s.Parser != "" || s.Sample.Duration != 0 || s.Solve != "" {
+			c.bad([]any{"step", i, "probe"}, "step %q runs gpulab's probe (probe = true): its output is the probe's snapshot; command, promql, cluster, parser, sample and solve belong to other steps", s.ID)
+		}
+		if err := s.Window.Within(0, MaxProbeWindow); err != nil {
+			c.bad([]any{"step", i, "window"}, "step %q window %v", s.ID, err)
+		}
+		return
+	}
+	if s.Window.Duration != 0 {
+		c.bad([]any{"step", i, "window"}, "step %q: window is a probe step's sampling window (probe = true)", s.ID)
+	}
 	if s.Cluster != "" || s.Namespace != "" {
 		c.clusterStep(i, s)
 		return
@@ -296,7 +311,7 @@ func (c *labCheck) stepMetrics(i int, s Step) {
 		}
 		c.l.MetricsFrom[m] = s.ID
 		c.l.programs["metric:"+m] = prg
-		c.shapes(path, "metric "+m, prg, s.Parser)
+		c.shapes(path, "metric "+m, prg, s.input())
 	}
 }
 
@@ -309,6 +324,9 @@ func (c *labCheck) shapes(path []any, what string, prg *program, parser string) 
 		out = k.ShapeOf()
 	}
 	rules := step.RulesOf(parser)
+	if parser == step.ProbeInput {
+		rules = step.ProbeStepChecks() // checks by the probe's check names
+	}
 	for _, problem := range readShapes(prg, out, rules) {
 		hint := ""
 		switch {

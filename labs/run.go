@@ -56,6 +56,9 @@ type RunOptions struct {
 	// the environment declaration and samples the steps that ask for it
 	// (Step.Sample). Without it those steps have no samples and say why.
 	Probe *remote.Prober
+	// ExpectArgs are a host's probe arguments from the inventory's
+	// expect (--expect gpus=8,...), for a probe step; nil: none.
+	ExpectArgs func(host string) []string
 	// Cluster, when set, is the Kubernetes cluster the run's hosts belong
 	// to, read with client-go: for the environment declaration (kubectl
 	// over SSH on the first host is the fallback) and for the steps that

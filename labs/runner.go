@@ -206,6 +206,8 @@ func (x *hostRun) runStep(ctx context.Context, s Step, phase string) *StepRecord
 		x.promql(ctx, s, &sr)
 	case s.Cluster != "":
 		x.readCluster(ctx, s, &sr)
+	case s.Probe:
+		x.probeStep(ctx, s, &sr)
 	default:
 		x.command(ctx, s, phase, &sr)
 		x.parse(s, &sr)
@@ -226,6 +228,40 @@ func (x *hostRun) parse(s Step, sr *StepRecord) {
 	if err != nil {
 		sr.ParseError = err.Error()
 	}
+}
+
+// probeStep runs gpulab's probe on the host with the step's window: its
+// snapshot is the step's value, its JSON the step's output.
+func (x *hostRun) probeStep(ctx context.Context, s Step, sr *StepRecord) {
+	sr.Command = "gpulab probe"
+	args := []string{"--host", x.t.Name}
+	if s.Window.Duration > 0 {
+		sr.Command += " --window " + s.Window.Duration.String()
+		args = append(args, "--window", s.Window.Duration.String())
+	}
+	if x.o.ExpectArgs != nil {
+		args = append(args, x.o.ExpectArgs(x.t.Name)...)
+	}
+	in, why := x.installProbe()
+	if in == nil {
+		// Not the host's fault: its metrics are not measured, and say why.
+		sr.Skipped = "the probe did not run: " + why
+		return
+	}
+	r := step.RunCommand(ctx, x.conn, x.t, s.ID, in.Line(x.o.Probe, false, args...), s.Needs, cmp.Or(s.Timeout.Duration, DefaultStepTimeout)+s.Window.Duration)
+	sr.Class, sr.ExitCode, sr.Stdout, sr.Stderr, sr.Problem, sr.OutputCut = r.Class, r.ExitCode, r.Stdout, r.Stderr, r.Problem, r.Cut
+	if r.Class != orchestrator.OK && r.Stdout == "" {
+		return
+	}
+	snap, err := remote.Decode([]byte(r.Stdout))
+	if err == nil {
+		err = remote.WrongHost(snap, x.t.Name)
+	}
+	if err != nil {
+		sr.ParseError = err.Error()
+		return
+	}
+	sr.value = snap
 }
 
 // promql asks Prometheus the step's query, once for the run.

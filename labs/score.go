@@ -117,7 +117,12 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 	if so.ParseError != "" {
 		perr = errors.New(so.ParseError)
 	}
-	for name, v := range step.JudgeOutput(st.Parser, step.Read(stepID, st.Parser, so.command(), so.Out, perr)) {
+	in := step.Read(stepID, st.input(), so.command(), so.Out, perr)
+	judged := step.JudgeOutput(st.input(), in)
+	if st.Probe {
+		judged = step.JudgeProbe(in)
+	}
+	for name, v := range judged {
 		if v.Status == step.Unknown {
 			// An undecided check is no value: a metric reading it is not
 			// measured (it would compare "UNKNOWN" with "PASS" and fail).
@@ -129,7 +134,7 @@ func (l *Lab) MeasureStep(stepID string, so StepOutput) (map[string]any, map[str
 	vars := map[string]any{"out": cv, "stdout": so.Stdout, "stderr": so.Stderr, "exit_code": int64(so.ExitCode), "samples": samples, "checks": checks}
 	for m := range st.Metrics {
 		prg := l.programs["metric:"+m]
-		if err := so.noEvidenceFor(prg, stepID, st.Parser); err != nil {
+		if err := so.noEvidenceFor(prg, stepID, st.input()); err != nil {
 			errs[m] = err
 			continue
 		}

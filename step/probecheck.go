@@ -18,9 +18,22 @@ func init() {
 		With: map[string]string{"check": "the probe's check to judge: " + strings.Join(probeStepChecks(), ", ")}}
 }
 
-// probeStepChecks are the probe's checks a probe step can make: not the
+// ProbeStepChecks are the probe's checks a probe step can make: not the
 // Xid history, which needs the kernel log (the dmesg-xid parser's
 // xid-recent rule reads it).
+func ProbeStepChecks() []string { return probeStepChecks() }
+
+// JudgeProbe judges each of the probe's checks a probe step can make on
+// in (the probe's snapshot), by check name: what a lab's probe step
+// gives its metrics as checks.
+func JudgeProbe(in Input) map[string]Verdict {
+	out := map[string]Verdict{}
+	for _, c := range probeStepChecks() {
+		out[c] = Judge(Check{ID: c, Rule: "probe-check", With: map[string]any{"check": c}}, []Input{in})
+	}
+	return out
+}
+
 func probeStepChecks() []string {
 	return slices.DeleteFunc(report.ProbeChecks(), func(c string) bool { return c == "xid" || c == "xid-history" })
 }
