@@ -23,6 +23,7 @@ type DriftValue struct {
 	Value string `json:"value"`
 	Hosts string `json:"hosts"` // a node set
 	Count int    `json:"count"`
+	names []string
 }
 
 // driftAttributes are what hosts of one GPU model should agree on, each
@@ -105,7 +106,7 @@ func foldAttribute(hosts []string, snaps []*report.Snapshot, idx []int, of func(
 	slices.SortStableFunc(order, func(x, y string) int { return len(by[y]) - len(by[x]) })
 	d := &Drift{}
 	for _, v := range order {
-		d.Values = append(d.Values, DriftValue{Value: v, Hosts: inventory.FoldNames(by[v]), Count: len(by[v])})
+		d.Values = append(d.Values, DriftValue{Value: v, Hosts: inventory.FoldNames(by[v]), Count: len(by[v]), names: by[v]})
 	}
 	return d
 }
@@ -155,6 +156,31 @@ func DriftTotal(drift []Drift) string {
 		}
 	}
 	return "drift in " + strings.Join(parts, ", ")
+}
+
+// DriftFlags are the phrases a host off the fleet's most common value is
+// flagged with, by host: "drift: VBIOS 92.00.36.00.02 (most hosts:
+// 92.00.36.00.04)"; with no majority, every host of the attribute.
+func DriftFlags(drift []Drift) map[string][]string {
+	out := map[string][]string{}
+	for _, d := range drift {
+		odd := d.Values
+		if len(d.Values) > 1 && d.Values[0].Count > d.Values[1].Count {
+			odd = d.Values[1:]
+		}
+		for _, v := range odd {
+			phrase := fmt.Sprintf("drift: %s %s", d.Attribute, v.Value)
+			if len(odd) < len(d.Values) {
+				phrase += fmt.Sprintf(" (most hosts: %s)", d.Values[0].Value)
+			} else {
+				phrase += " (no value most hosts share)"
+			}
+			for _, h := range v.names {
+				out[h] = append(out[h], phrase)
+			}
+		}
+	}
+	return out
 }
 
 func orNotRead(s string) string {

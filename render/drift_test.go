@@ -81,3 +81,20 @@ func TestFleetDrift(t *testing.T) {
 		t.Errorf("one host is no drift: %+v", d)
 	}
 }
+
+// The hosts off the most common value are flagged with it; with no
+// majority, every host is.
+func TestDriftFlags(t *testing.T) {
+	snap := func(driver string) *report.Snapshot {
+		return &report.Snapshot{NVML: report.NVMLState{Available: true}, DriverVersion: driver, GPUs: []report.GPU{{Name: "NVIDIA A100-SXM4-80GB"}}}
+	}
+	hosts := []string{"dgx01", "dgx02", "dgx03"}
+	flags := DriftFlags(FleetDrift(hosts, []*report.Snapshot{snap("535.129.03"), snap("550.54.15"), snap("535.129.03")}, nil))
+	if len(flags) != 1 || len(flags["dgx02"]) != 1 || flags["dgx02"][0] != "drift: driver 550.54.15 (most hosts: 535.129.03)" {
+		t.Errorf("%v", flags)
+	}
+	flags = DriftFlags(FleetDrift(hosts[:2], []*report.Snapshot{snap("535.129.03"), snap("550.54.15")}, nil))
+	if len(flags) != 2 || flags["dgx01"][0] != "drift: driver 535.129.03 (no value most hosts share)" {
+		t.Errorf("1 against 1: %v", flags)
+	}
+}

@@ -115,6 +115,12 @@ func (v *fleetView) finish(msg fleetDone) {
 			}
 		}
 		v.summary = render.ProbeTotal(names, snaps, classes)
+		// A host off the fleet's most common driver, VBIOS, mode... is
+		// flagged with it in its row, beside what its own probe found.
+		drift := render.DriftFlags(render.FleetDrift(names, snaps, classes))
+		for i := range v.rows {
+			v.rows[i].flags = append(v.rows[i].flags, drift[v.rows[i].Name]...)
+		}
 	}
 	if len(v.log) > 0 {
 		v.log[len(v.log)-1].summary = v.summary

@@ -67,7 +67,10 @@ func newDemoModel(t *testing.T, opts Options, w, h int) Model {
 		Hosts: []labs.HostRecord{{Host: "gpu001"}, {Host: "gpu002", Err: "dial tcp 127.0.0.1:2202: connect: connection refused"}, {Host: "gpu003"}, {Host: "gpu004"}}}
 	writeRecord(t, dir, r)
 	opts.Catalog, opts.Inventory, opts.Runbooks, opts.Labs, opts.Results = c, inventory.Empty(), rbs, ls, dir
-	opts.Fleet, opts.RunbookRunner, opts.LabRunner = loopbackFleet{fakeFleet{n: 4, odd: -1}}, fakeRunbooks{n: 4, unreachable: -1}, scriptedLabs{n: 4}
+	if opts.Fleet == nil {
+		opts.Fleet = loopbackFleet{fakeFleet{n: 4, odd: -1}}
+	}
+	opts.RunbookRunner, opts.LabRunner = fakeRunbooks{n: 4, unreachable: -1}, scriptedLabs{n: 4}
 	if opts.Styles.PlaneTitle == nil { // no styles given
 		opts.Styles = DefaultStyles()
 	}
@@ -168,6 +171,20 @@ func TestFleetFlagsTheSickHost(t *testing.T) {
 	// healthy).
 	if !strings.Contains(v, "gpu[001-003] (3 hosts): ok, 1 flagged") {
 		t.Errorf("the flagged host's folded group does not say FLAGGED:\n%s", v)
+	}
+}
+
+// TestFleetFlagsDrift: a host whose driver differs from the fleet's most
+// common one is flagged with it in its row and the folded pane.
+func TestFleetFlagsDrift(t *testing.T) {
+	m := newDemoModel(t, Options{Fleet: loopbackFleet{fakeFleet{n: 4, odd: 2}}}, 160, 48)
+	m, cmd := press(t, m, "3", "p")
+	m = drain(t, m, cmd)
+	v := m.View()
+	for _, want := range []string{"⚑ drift: driver 535.104.05 (most hosts: 550.54.15)", "⚑ gpu003: drift: driver 535.104.05"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("Fleet lacks %q:\n%s", want, v)
+		}
 	}
 }
 
