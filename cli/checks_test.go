@@ -18,7 +18,7 @@ import (
 var stateKnobs = spec.Faults{
 	PCIeGen: map[int]int{5: 2}, Utilization: map[int]uint32{5: 95}, PCIeReplays: map[int]uint64{5: 40},
 	Throttle: map[int][]string{2: {"hw_slowdown", "hw_thermal_slowdown"}}, TemperatureC: map[int]int{2: 87},
-	PowerLimitW: map[int]int{4: 250}, RecoveryAction: map[int]string{3: "drain_and_reset"},
+	PowerLimitW: map[int]int{4: 250}, RecoveryAction: map[int]string{3: "drain_and_reset"}, PCIeBridgeWidth: map[int]int{4: 8},
 	NVMLHang: map[int]string{6: "nvmlDeviceGetPowerUsage"}, NVLinkFabric: map[int]string{0: "in_progress"},
 	Processes: []spec.Process{{GPU: 7, PID: 5120, Name: "python3", UsedMiB: 1024, State: "D"},
 		{GPU: 1, PID: 5130, Name: "train.py", UsedMiB: 2048, State: "Z"}},
@@ -67,7 +67,7 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 	}
 	want := []string{"GPU fabric-manager reboot", "GPU fabric-manager-log none", "GPU ib-link-flaps contact-support", "GPU ib-port-count contact-support", "GPU ib-port-down contact-support",
 		"GPU ib-port-errors contact-support", "GPU ib-port-rate contact-support", "GPU pstore-crash none", "GPU0 nvlink-fabric reboot", "GPU1 zombie-gpu-process reset-gpu", "GPU2 clock-events contact-support", "GPU2 thermal-margin contact-support", "GPU3 recovery-action reset-gpu",
-		"GPU4 power-cap none", "GPU5 pcie-gen contact-support", "GPU5 pcie-replays contact-support", "GPU6 nvml-hung reboot", "GPU7 stuck-process reboot"}
+		"GPU4 pcie-path contact-support", "GPU4 power-cap none", "GPU5 pcie-gen contact-support", "GPU5 pcie-replays contact-support", "GPU6 nvml-hung reboot", "GPU7 stuck-process reboot"}
 	slices.Sort(got["dgx03"])
 	if !slices.Equal(got["dgx03"], want) || len(got["dgx01"])+len(got["dgx02"]) != 0 {
 		t.Errorf("findings %v\nwant dgx03 %v, and none elsewhere", got, want)
@@ -95,7 +95,7 @@ func TestProbeFindsEveryStateKnob(t *testing.T) {
 			clean[e.NodeName] = append(clean[e.NodeName], e.Metadata["gpulab.check"])
 		}
 	}
-	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "thermal-margin", "power-cap", "nvml-hung", "stuck-process", "zombie-gpu-process", "pstore-crash",
+	for _, c := range []string{"recovery-action", "clock-events", "pcie-replays", "pcie-path", "thermal-margin", "power-cap", "nvml-hung", "stuck-process", "zombie-gpu-process", "pstore-crash",
 		"ib-port-down", "ib-port-count", "ib-port-rate", "ib-link-flaps", "ib-port-errors", "fabric-manager", "fabric-manager-log"} {
 		if !slices.Contains(clean["dgx01"], c) || slices.Contains(clean["dgx03"], c) {
 			t.Errorf("%s: cleared on dgx01 %v, on the sick dgx03 %v", c, clean["dgx01"], clean["dgx03"])

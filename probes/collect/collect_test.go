@@ -299,7 +299,8 @@ func TestWaitXIDs(t *testing.T) {
 	}
 	snap := Collect(s, Options{})
 	WaitXIDs(s, snap, 300*time.Millisecond)
-	if len(snap.XIDs) != 1 || snap.XIDs[0].Code != 79 || snap.XIDs[0].GPU == nil || *snap.XIDs[0].GPU != 5 || !snap.XIDs[0].Known || snap.XIDs[0].Source != "nvml-event" {
+	if len(snap.XIDs) != 1 || snap.XIDs[0].Code != 79 || snap.XIDs[0].GPU == nil || *snap.XIDs[0].GPU != 5 || snap.XIDs[0].Known || snap.XIDs[0].Source != "nvml-event" {
+		// (undecoded: gpulab decodes it as it reads the snapshot)
 		t.Errorf("xids = %+v", snap.XIDs)
 	}
 	// A driver without event support is an error entry, not a failure.

@@ -81,6 +81,9 @@ func (c *collector) fabricScan(managerSeen bool) {
 		return
 	}
 	c.readPCI()
+	if c.snap.Fabric != nil {
+		c.readPCIePaths()
+	}
 	if f := c.snap.Fabric; f != nil && c.snap.HostState.ProcScanned {
 		f.ManagerRunning = &managerSeen
 	}

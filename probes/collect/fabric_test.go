@@ -3,9 +3,9 @@ package collect
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
-	"path/filepath"
 	"testing"
 
 	"github.com/gpulab/gpulab/probes/report"
@@ -76,5 +76,41 @@ func TestFabricManagerLogNotAFile(t *testing.T) {
 	}
 	if b, err := readSmall(fifo); err == nil {
 		t.Errorf("readSmall read a FIFO: %q", b)
+	}
+}
+
+// Each GPU's PCIe path is read from the simulated sysfs: the switch's
+// downstream and upstream ports and the root port above it, nearest
+// first; a downstream port the knob trains at x8 is a finding on its GPU
+// (NVML's view of the GPU's own link shows nothing).
+func TestPCIePaths(t *testing.T) {
+	dir := t.TempDir()
+	pci, proc := filepath.Join(dir, "pci"), filepath.Join(dir, "proc")
+	f := spec.Faults{PCIeBridgeWidth: map[int]int{5: 8}}
+	if err := errors.Join(os.Mkdir(proc, 0o700), f.WritePCI(pci)); err != nil {
+		t.Fatal(err)
+	}
+	s := &report.Snapshot{NVML: report.NVMLState{Available: true}}
+	for i := range spec.BusIDs {
+		s.GPUs = append(s.GPUs, report.GPU{Index: i, PCIBusID: spec.BusID(i)})
+	}
+	c := &collector{snap: s, opts: Options{ProcRoot: proc, PCIDir: pci}}
+	c.fabricScan(c.stuckProcesses())
+	g := s.GPUs[5]
+	if !g.PCIe.PathRead || len(g.PCIe.Path) != 3 || g.PCIe.Path[0].BDF != "0000:82:08.0" || g.PCIe.Path[2].BDF != "0000:80:01.1" ||
+		*g.PCIe.Path[0].WidthCurrent != 8 || *g.PCIe.Path[0].WidthMax != 16 || *g.PCIe.Path[1].GenMax != 4 {
+		t.Fatalf("GPU5's path: %+v", g.PCIe.Path)
+	}
+	var got []string
+	for _, x := range report.Findings(s) {
+		if x.Check == "pcie-path" {
+			got = append(got, x.Message)
+		}
+	}
+	if len(got) != 1 || !strings.HasPrefix(got[0], "GPU5: a PCIe bridge on the GPU's path trained narrow: 0000:82:08.0 at x8 of x16") {
+		t.Errorf("pcie-path findings: %q", got)
+	}
+	if s.Fabric.PCIGPUs != 8 || s.Fabric.NVSwitches != 6 {
+		t.Errorf("PCI count through the links: %+v", s.Fabric)
 	}
 }

@@ -64,7 +64,7 @@ func WaitXIDs(lib nvml.Interface, s *report.Snapshot, d time.Duration) {
 		if ev.EventType != nvml.EventTypeXidCriticalError {
 			continue
 		}
-		x := report.XIDEvent{Code: int(ev.EventData), Time: time.Now().UTC(), Source: "nvml-event", XIDInfo: report.DecodeXID(int(ev.EventData))}
+		x := report.XIDEvent{Code: int(ev.EventData), Time: time.Now().UTC(), Source: "nvml-event"}
 		for k, dev := range byHandle {
 			if dev == ev.Device {
 				g := s.GPUs[k].Index

@@ -221,6 +221,7 @@ func Decode(line []byte) (*report.Snapshot, error) {
 	if s.Schema > report.Schema {
 		return nil, fmt.Errorf("snapshot schema %d is newer than this gpulab understands (%d)", s.Schema, report.Schema)
 	}
+	report.DecodeXIDs(&s) // the probe carries no catalog: what each Xid means is read here
 	return &s, nil
 }
 

@@ -148,6 +148,9 @@ func GPUFindings(g GPU) []Finding {
 			Message:  fmt.Sprintf("PCIe link downtrained: x%d of x%d", *p.WidthCurrent, *p.WidthMax),
 			Evidence: []string{fmt.Sprintf("pcie.width_current %d, pcie.width_max %d", *p.WidthCurrent, *p.WidthMax)}})
 	}
+	if f, ok := pciePathFinding(g); ok {
+		add(f)
+	}
 	if rr := g.RemappedRows; rr != nil {
 		ev := []string{fmt.Sprintf("remapped_rows: correctable %d, uncorrectable %d, pending %v, failure %v", rr.Corrected, rr.Uncorrected, rr.Pending, rr.Failure)}
 		if rr.Failure {

@@ -114,6 +114,12 @@ func windowFindings(g GPU) []Finding {
 		if p.GenGPUMax != nil && *p.GenGPUMax > *p.GenMax {
 			ev = append(ev, fmt.Sprintf("gen_gpu_max %d: the slot allows only gen %d, not the GPU's fault", *p.GenGPUMax, *p.GenMax))
 		}
+		if lim := slotLimit(g); lim != "" {
+			ev = append(ev, lim)
+		}
+		if p.PathRead {
+			ev = append(ev, "path: "+PathWords(p.Path))
+		}
 		out = append(out, Finding{Check: "pcie-gen", Action: ActionContactSupport,
 			Message:  fmt.Sprintf("PCIe link at Gen%d of Gen%d under load (%d of %d busy samples): reseat the GPU or check the riser and slot", *w.PCIeGenBusyMin, *p.GenMax, w.PCIeGenBelowBusy, w.Busy),
 			Evidence: ev})

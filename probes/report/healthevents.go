@@ -189,6 +189,7 @@ var probeChecks = []probeCheck{
 	{name: "pcie-width", ready: func(s *Snapshot) bool {
 		return everyGPU(s, func(g GPU) bool { return g.PCIe.WidthCurrent != nil && g.PCIe.WidthMax != nil })
 	}},
+	pciePathCheck,
 	{name: "row-remap-failed", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
 	{name: "row-remap-pending", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.RemappedRows != nil }) }},
 	{name: "ecc-uncorrected", ready: func(s *Snapshot) bool { return everyGPU(s, func(g GPU) bool { return g.ECC.Volatile != nil }) }},

@@ -116,7 +116,12 @@ func TestParseKmsgXIDsFixtures(t *testing.T) {
 		if len(evs) != 1 || len(unread) != 0 {
 			t.Fatalf("%q: %+v, unread %q", line, evs, unread)
 		}
-		return evs[0]
+		if evs[0].Known {
+			t.Errorf("%q decoded in the probe: the probe carries no catalog", line)
+		}
+		s := &Snapshot{XIDs: evs}
+		DecodeXIDs(s) // as gpulab reads the probe's snapshot
+		return s.XIDs[0]
 	}
 	if ev := one("NVRM: Xid (PCI:0000:06:00): 79, GPU has fallen off the bus."); !ev.Known || !ev.Hardware || ev.Message != "GPU has fallen off the bus." {
 		t.Errorf("xid 79 = %+v", ev)

@@ -258,6 +258,21 @@ type PCIe struct {
 	// Replays is the link's replay counter since the GPU's reset: a
 	// replay resends a packet the other end could not read.
 	Replays *uint64 `json:"replays,omitempty"`
+	// Path is the PCIe bridges between the GPU and the CPU, nearest
+	// first (the switch's downstream port, its upstream port, the root
+	// port), as sysfs shows them; PathRead says it was read (a GPU on
+	// the root complex itself has none).
+	Path     []PCIeHop `json:"path,omitempty"`
+	PathRead bool      `json:"path_read,omitempty"`
+}
+
+// PCIeHop is one bridge on a GPU's path and its link; nil: not read.
+type PCIeHop struct {
+	BDF          string `json:"bdf"`
+	GenCurrent   *int   `json:"gen_current,omitempty"`
+	GenMax       *int   `json:"gen_max,omitempty"`
+	WidthCurrent *int   `json:"width_current,omitempty"`
+	WidthMax     *int   `json:"width_max,omitempty"`
 }
 
 // Window is what the probe saw of a GPU over its sampling window

@@ -85,8 +85,21 @@ var sxidTSV string
 
 type sxidEntry struct{ name, class, repair string }
 
+// sxidCatalogOnce holds sxidCatalog, parsed on first use: a function, not a
+// package variable set at init, so that a binary that decodes nothing
+// (the probe) links neither it nor its table.
+var sxidCatalogOnce struct {
+	sync.Once
+	m map[int]sxidEntry
+}
+
 // sxidCatalog is the SXid table by code, read once from sxid_catalog.tsv.
-var sxidCatalog = sync.OnceValue(func() map[int]sxidEntry {
+func sxidCatalog() map[int]sxidEntry {
+	sxidCatalogOnce.Do(func() { sxidCatalogOnce.m = parseSxidCatalog() })
+	return sxidCatalogOnce.m
+}
+
+func parseSxidCatalog() map[int]sxidEntry {
 	out := map[int]sxidEntry{}
 	for _, line := range strings.Split(sxidTSV, "\n") {
 		f := strings.Split(line, "\t")
@@ -100,4 +113,4 @@ var sxidCatalog = sync.OnceValue(func() map[int]sxidEntry {
 		out[code] = sxidEntry{f[1], f[2], f[3]}
 	}
 	return out
-})
+}

@@ -119,9 +119,22 @@ type catalogEntry struct {
 	mnemonic, description, immediate, investigatory string
 }
 
+// xidCatalogOnce holds xidCatalog, parsed on first use: a function, not a
+// package variable set at init, so that a binary that decodes nothing
+// (the probe) links neither it nor its table.
+var xidCatalogOnce struct {
+	sync.Once
+	m map[int]catalogEntry
+}
+
 // xidCatalog is NVIDIA's Xid catalog by code, read once from
 // xid_catalog.tsv (its source is in the file).
-var xidCatalog = sync.OnceValue(func() map[int]catalogEntry {
+func xidCatalog() map[int]catalogEntry {
+	xidCatalogOnce.Do(func() { xidCatalogOnce.m = parseXidCatalog() })
+	return xidCatalogOnce.m
+}
+
+func parseXidCatalog() map[int]catalogEntry {
 	out := map[int]catalogEntry{}
 	for _, line := range strings.Split(xidCatalogTSV, "\n") {
 		f := strings.Split(line, "\t")
@@ -135,7 +148,7 @@ var xidCatalog = sync.OnceValue(func() map[int]catalogEntry {
 		out[code] = catalogEntry{f[1], f[2], f[3], f[4]}
 	}
 	return out
-})
+}
 
 // bucketWords are NVIDIA's resolution buckets in gpulab's words.
 var bucketWords = map[string]string{
@@ -199,13 +212,35 @@ func nodeAction(immediate string) bool {
 	return true
 }
 
+// DecodeXIDs fills each of s's Xid and SXid events with what its code
+// (and message) means and what to do: gpulab does it as it reads a
+// snapshot (remote.Decode), with its own catalogs, so that the pushed
+// probe carries none of them (they are its size) and an older probe's
+// events read with the newer catalog.
+func DecodeXIDs(s *Snapshot) {
+	for i := range s.XIDs {
+		s.XIDs[i].XIDInfo = DecodeEvent(s.XIDs[i])
+	}
+}
+
+// DecodeEvent is what one event means: an SXid by NVIDIA's tables for
+// the NVSwitch, an Xid by its code and, for the NVLink5 Xids, its
+// message.
+func DecodeEvent(x XIDEvent) XIDInfo {
+	if x.SXid {
+		return DecodeSXID(x.Code, x.Message)
+	}
+	return DecodeXIDMessage(x.Code, x.Message)
+}
+
 // ParseKmsgXIDs finds the GPUs' and NVSwitches' error lines in kernel log
 // text (dmesg, /dev/kmsg), wherever they are in the line: the driver's
 // "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.",
 // an NVSwitch's "nvidia-nvswitch2: SXid (PCI:0000:c6:00.0): 24007, Fatal,
 // ..." (its "Severity" and "Data" detail lines are part of the one before,
 // not events), and "NVRM: GPU 0000:3b:00.0: GPU has fallen off the bus."
-// with no Xid 79 line of its GPU (read as one). unread are the lines that
+// with no Xid 79 line of its GPU (read as one). The events are not
+// decoded (DecodeXIDs). unread are the lines that
 // say they are an Xid or SXid and could not be read: "no Xid" is not a
 // reading of them.
 func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
@@ -228,7 +263,7 @@ func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
 			// A detail line whose SXid line is gone (the log began after
 			// it) still says the switch raised it.
 			lastSXid = key
-			x.SXid, x.XIDInfo = true, DecodeSXID(x.Code, x.Message)
+			x.SXid = true
 			events = append(events, x)
 			continue
 		}
@@ -243,7 +278,7 @@ func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
 	for _, bus := range pending {
 		if !offBus[busKey(bus)] {
 			offBus[busKey(bus)] = true
-			events = append(events, XIDEvent{Code: 79, PCIBusID: bus, Source: "kmsg", Message: "GPU has fallen off the bus (no Xid line)", XIDInfo: DecodeXID(79)})
+			events = append(events, XIDEvent{Code: 79, PCIBusID: bus, Source: "kmsg", Message: "GPU has fallen off the bus (no Xid line)"})
 		}
 	}
 	return events, unread
@@ -324,7 +359,7 @@ func kmsgXid(line, mark string) (XIDEvent, bool) {
 			continue
 		}
 		msg := strings.TrimSpace(digits[n+1:])
-		return XIDEvent{Code: code, PCIBusID: rest[:bus], Source: "kmsg", Message: msg, XIDInfo: DecodeXIDMessage(code, msg)}, true
+		return XIDEvent{Code: code, PCIBusID: rest[:bus], Source: "kmsg", Message: msg}, true
 	}
 }
 

@@ -170,8 +170,21 @@ type nvlinkRule struct {
 	repeat, origin, effect             string
 }
 
+// nvlinkRulesOnce holds nvlinkRules, parsed on first use: a function, not a
+// package variable set at init, so that a binary that decodes nothing
+// (the probe) links neither it nor its table.
+var nvlinkRulesOnce struct {
+	sync.Once
+	m map[int][]nvlinkRule
+}
+
 // nvlinkRules is the decode table by Xid, read once from xid_nvlink.tsv.
-var nvlinkRules = sync.OnceValue(func() map[int][]nvlinkRule {
+func nvlinkRules() map[int][]nvlinkRule {
+	nvlinkRulesOnce.Do(func() { nvlinkRulesOnce.m = parseNvlinkRules() })
+	return nvlinkRulesOnce.m
+}
+
+func parseNvlinkRules() map[int][]nvlinkRule {
 	out := map[int][]nvlinkRule{}
 	for _, line := range strings.Split(nvlinkTSV, "\n") {
 		f := strings.Split(line, "\t")
@@ -187,4 +200,4 @@ var nvlinkRules = sync.OnceValue(func() map[int][]nvlinkRule {
 			immediate: f[5], investigatory: f[6], severity: f[7], repeat: f[8], origin: f[9], effect: f[10]})
 	}
 	return out
-})
+}

@@ -3,6 +3,7 @@ package dgx
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,19 +66,20 @@ func switchTree(root int, endpoints map[int]*pciDev) *pciBus {
 // numbering is the simulation's, not a recording.
 func pciRoots() []*pciBus {
 	var roots []*pciBus
-	for p, root := range []int{0x00, 0x40, 0x80, 0xa0} {
+	for _, g := range spec.PCIGroups() { // the sysfs tree the probe reads is the same (spec.WritePCI)
 		ends := map[int]*pciDev{}
-		for _, g := range []int{2 * p, 2*p + 1} {
-			ends[int(spec.BusIDs[g])] = &pciDev{slot: "00.0", class: "3D controller", name: gpuDev, rev: "a1"}
+		for _, b := range g.Endpoints {
+			switch {
+			case slices.Contains(spec.BusIDs[:], b):
+				ends[int(b)] = &pciDev{slot: "00.0", class: "3D controller", name: gpuDev, rev: "a1"}
+			case slices.Contains(spec.SwitchBus[:], b):
+				ends[int(b)] = &pciDev{slot: "00.0", class: "Bridge", name: nvSwitch, rev: "a1"}
+			default:
+				ends[int(b)] = &pciDev{slot: "00.0", class: "Infiniband controller", name: hcaDev}
+			}
 		}
-		ends[int(spec.NICs[p].Bus)] = &pciDev{slot: "00.0", class: "Infiniband controller", name: hcaDev}
-		roots = append(roots, switchTree(root, ends))
+		roots = append(roots, switchTree(int(g.Root), ends))
 	}
-	ends := map[int]*pciDev{}
-	for _, b := range spec.SwitchBus {
-		ends[int(b)] = &pciDev{slot: "00.0", class: "Bridge", name: nvSwitch, rev: "a1"}
-	}
-	roots = append(roots, switchTree(0xc0, ends))
 	roots = append(roots, &pciBus{num: 0xe0, sub: 0xff, devs: []*pciDev{
 		{slot: "00.0", class: "Host bridge", name: amdRoot},
 		{slot: "03.1", class: "PCI bridge", name: amdGPP, bus: &pciBus{num: 0xe2, sub: 0xe2, devs: []*pciDev{

@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 )
 
@@ -31,38 +30,6 @@ func (f Faults) validateFabricManager() error {
 	for i, l := range f.FabricManager.Log {
 		if strings.ContainsAny(l, "\r\n") || strings.TrimSpace(l) == "" {
 			return fmt.Errorf("fabric_manager.log[%d]: want one line of text", i)
-		}
-	}
-	return nil
-}
-
-// WritePCI writes the host's PCI devices under dir as
-// /sys/bus/pci/devices shows them (vendor and class of each): the eight
-// GPUs (3D controllers), the six NVSwitches (bridges) and the HCAs.
-func (f Faults) WritePCI(dir string) error {
-	type dev struct {
-		bus           uint32
-		vendor, class string
-	}
-	var devs []dev
-	for _, b := range BusIDs {
-		devs = append(devs, dev{b, "0x10de", "0x030200"})
-	}
-	for _, b := range SwitchBus {
-		devs = append(devs, dev{b, "0x10de", "0x068000"})
-	}
-	for _, n := range NICs {
-		devs = append(devs, dev{n.Bus, "0x15b3", "0x020700"})
-	}
-	for _, d := range devs {
-		p := filepath.Join(dir, fmt.Sprintf("0000:%02x:00.0", d.bus))
-		if err := os.MkdirAll(p, 0o700); err != nil {
-			return err
-		}
-		for name, text := range map[string]string{"vendor": d.vendor, "class": d.class} {
-			if err := os.WriteFile(filepath.Join(p, name), []byte(text+"\n"), 0o600); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -70,6 +70,11 @@ type Faults struct {
 	// (Utilization) runs below its generation under load; idle, it is
 	// the power-saving down-shift every GPU does.
 	PCIeGen map[int]int `json:"pcie_gen,omitempty"`
+	// PCIeBridgeWidth is the width the PCIe switch's downstream port
+	// above a GPU trains at (x16 when not named): a bridge on the GPU's
+	// path narrower than its maximum, which NVML's view of the GPU's own
+	// link does not show.
+	PCIeBridgeWidth map[int]int `json:"pcie_bridge_width,omitempty"`
 	// PCIeReplays: a GPU's PCIe replay counter rises by this much from
 	// one reading to the next (a link that resends packets).
 	PCIeReplays map[int]uint64 `json:"pcie_replays,omitempty"`
@@ -249,6 +254,14 @@ func (f Faults) validateState(gpu func(string, int) error) error {
 		}
 		if g < 1 || g > PCIeGen {
 			return fmt.Errorf("pcie_gen: GPU %d: generation %d: an A100's link trains at 1-%d", i, g, PCIeGen)
+		}
+	}
+	for i, w := range f.PCIeBridgeWidth {
+		if err := gpu("pcie_bridge_width", i); err != nil {
+			return err
+		}
+		if !slices.Contains([]int{1, 2, 4, 8}, w) {
+			return fmt.Errorf("pcie_bridge_width: GPU %d: x%d: a x16 port trains at x1, x2, x4 or x8 when it trains narrower", i, w)
 		}
 	}
 	for i, n := range f.PCIeReplays {
