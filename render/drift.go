@@ -36,6 +36,12 @@ var driftAttributes = []struct {
 	{"driver", func(s *report.Snapshot) string { return orNotRead(s.DriverVersion) }},
 	{"CUDA", func(s *report.Snapshot) string { return orNotRead(s.CUDADriverVersion) }},
 	{"GPUs", gpuModels},
+	{"NICs", func(s *report.Snapshot) string {
+		if s.Fabric == nil || !s.Fabric.PCIRead || s.Fabric.Truncated {
+			return "not read"
+		}
+		return fmt.Sprintf("%d network controller(s)", s.Fabric.NICs)
+	}},
 	{"VBIOS", perGPU(func(g report.GPU) string { return orNotRead(g.VBIOSVersion) })},
 	{"inforom", perGPU(func(g report.GPU) string { return orNotRead(g.InforomImage) })},
 	{"persistence", perGPU(func(g report.GPU) string { return onOff(g.PersistenceMode) })},

@@ -98,3 +98,16 @@ func TestDriftFlags(t *testing.T) {
 		t.Errorf("1 against 1: %v", flags)
 	}
 }
+
+// A host with a network controller fewer on its PCI bus than its peers
+// is drift; a host whose bus was not read disagrees with nothing.
+func TestNICDrift(t *testing.T) {
+	snap := func(nics int, read bool) *report.Snapshot {
+		return &report.Snapshot{NVML: report.NVMLState{Available: true}, GPUs: []report.GPU{{Name: "NVIDIA A100-SXM4-40GB"}},
+			Fabric: &report.Fabric{PCIRead: read, NICs: nics}}
+	}
+	d := FleetDrift([]string{"dgx01", "dgx02", "dgx03", "dgx04"}, []*report.Snapshot{snap(5, true), snap(5, true), snap(4, true), snap(0, false)}, nil)
+	if len(d) != 1 || d[0].String() != "NICs: dgx[01-02] 5 network controller(s); dgx03 4 network controller(s)" {
+		t.Errorf("%+v", d)
+	}
+}

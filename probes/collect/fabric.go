@@ -23,7 +23,8 @@ const fmLogTail = 64 << 10
 
 // readPCI counts the NVIDIA GPUs and NVSwitches on the PCI bus, as lspci
 // lists them, from sysfs (dir: /sys/bus/pci/devices): vendor 0x10de,
-// class 0x0300 or 0x0302 (a GPU), 0x0680 (an NVSwitch).
+// class 0x0300 or 0x0302 (a GPU), 0x0680 (an NVSwitch); and the network
+// controllers (class 0x02), any vendor's.
 func (c *collector) readPCI() {
 	entries, err := os.ReadDir(c.opts.PCIDir)
 	if err != nil {
@@ -34,15 +35,20 @@ func (c *collector) readPCI() {
 	read := c.sysRead()
 	for i, e := range entries {
 		if i == maxProcs {
+			f.Truncated = true // a GPU past the bound would go uncounted
 			break
 		}
 		dev := filepath.Join(c.opts.PCIDir, e.Name())
+		class, _ := read(filepath.Join(dev, "class"))
+		cl := strings.TrimSpace(string(class))
+		if strings.HasPrefix(cl, "0x02") {
+			f.NICs++
+		}
 		vendor, _ := read(filepath.Join(dev, "vendor"))
 		if strings.TrimSpace(string(vendor)) != "0x10de" {
 			continue
 		}
-		class, _ := read(filepath.Join(dev, "class"))
-		switch cl := strings.TrimSpace(string(class)); {
+		switch {
 		case strings.HasPrefix(cl, "0x0300"), strings.HasPrefix(cl, "0x0302"):
 			f.PCIGPUs++
 		case strings.HasPrefix(cl, "0x0680"):

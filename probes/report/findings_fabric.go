@@ -40,8 +40,8 @@ func fabricFindings(s *Snapshot) []Finding {
 
 // fabricChecks are the probe checks of the PCI bus and the fabric.
 var fabricChecks = []probeCheck{
-	{name: "gpu-pci-count", host: true, why: fabricWhy("NVML's GPU count was not read"), read: fabricRead,
-		ready: func(s *Snapshot) bool { return s.Fabric != nil && s.Fabric.PCIRead && GPUCountRead(s) }},
+	{name: "gpu-pci-count", host: true, why: fabricWhy("NVML's GPU count was not read, or the bus held more functions than the probe reads"), read: fabricRead,
+		ready: func(s *Snapshot) bool { return s.Fabric != nil && s.Fabric.PCIRead && !s.Fabric.Truncated && GPUCountRead(s) }},
 	{name: "fabric-manager", host: true, why: fabricWhy("/proc was not read: ", "host.processes"), read: fabricRead, ready: func(s *Snapshot) bool {
 		return s.Fabric != nil && s.Fabric.PCIRead && (s.Fabric.NVSwitches == 0 || s.Fabric.ManagerRunning != nil)
 	}},
@@ -68,7 +68,7 @@ func fabricWhy(detail string, field ...string) func(*Snapshot) string {
 // fabricRead is what a fabric check read where it found nothing.
 func fabricRead(s *Snapshot) string {
 	f := s.Fabric
-	msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, len(s.GPUs))
+	msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es), %d network controller(s); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, f.NICs, len(s.GPUs))
 	if f.NVSwitches > 0 && f.ManagerRunning != nil && *f.ManagerRunning {
 		msg += "; nv-fabricmanager runs"
 	}

@@ -101,6 +101,12 @@ type Fabric struct {
 	PCIRead    bool `json:"pci_read"`
 	PCIGPUs    int  `json:"pci_gpus"`   // GPUs on the bus, as lspci lists them
 	NVSwitches int  `json:"nvswitches"` // NVSwitches on the bus
+	// NICs are the network controllers on the bus (PCI class 0x02:
+	// Ethernet, InfiniBand), any vendor's: a fleet's hosts of one model
+	// should agree (drift).
+	NICs int `json:"nics"`
+	// Truncated: the bus held more functions than the probe reads.
+	Truncated bool `json:"truncated,omitempty"`
 	// ManagerRunning: nv-fabricmanager is among the host's processes; nil
 	// when /proc was not read.
 	ManagerRunning *bool `json:"manager_running,omitempty"`
