@@ -52,7 +52,15 @@ access is enough.`,
 		Long: `Lists the nodes that have a GPU resource (nvidia.com/gpu, nvidia.com/mig-*,
 nvidia.com/gpu.shared, HAMi's gpumem and gpucores, or any extended resource
 with a GPU-like name): what each has, what the scheduler may give, what the
-non-terminated pods bound to it request, and what is left.`,
+non-terminated pods bound to it request, and what is left.
+
+GPU HEALTH is what the cluster already says of each node's GPUs, and who
+says it: node conditions (NVSentinel's Gpu* conditions, EKS's
+AcceleratedHardwareReady, GKE's XidCriticalError, node-problem-detector's
+and any other condition that reports a problem), taints under nvidia.com/
+or gpulab.io/, IBM Autopilot's autopilot.ibm.com/gpuhealth label, and the
+device plugin holding devices back (allocatable below capacity). Each
+signal is listed under the table with when it changed.`,
 		Example: "  gpulab cluster nodes\n  gpulab cluster nodes --context prod --json | jq '.[] | select(.allocated[\"nvidia.com/gpu\"] == 0)'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -70,7 +78,16 @@ func printGPUNodes(c *cobra.Command, ctxName string, nodes []cluster.GPUNode, wi
 		fmt.Fprintf(w, "no GPU nodes in %s (no node has a GPU resource)\n", visible.String(ctxName))
 		return nil
 	}
-	return render.NodeTable(nodes, wide).WriteText(w)
+	if err := render.NodeTable(nodes, wide).WriteText(w); err != nil {
+		return err
+	}
+	if lines := render.NodeHealthLines(nodes); len(lines) > 0 {
+		fmt.Fprintln(w, "\nGPU health, as the cluster states it:")
+		for _, l := range lines {
+			fmt.Fprintln(w, "  "+l)
+		}
+	}
+	return nil
 }
 
 func newClusterPendingCmd(o *options, cf *clusterFlags) *cobra.Command {

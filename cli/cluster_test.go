@@ -7,10 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
 	"github.com/gpulab/gpulab/internal/sshtest"
@@ -29,18 +32,51 @@ func TestClusterNodes(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// gpu-c: what the cluster says of its GPUs: NVSentinel's condition,
+	// EKS's, a device-plugin gap, IBM Autopilot's label.
+	sick := kubetest.GPUNode("gpu-c", 8)
+	sick.Labels["autopilot.ibm.com/gpuhealth"] = "ERR"
+	sick.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("7")
+	cp.AddNode(t, sick)
+	since := metav1.NewTime(time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC))
+	nodes := cp.Client.CoreV1().Nodes()
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := nodes.Get(t.Context(), "gpu-c", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Conditions = append(n.Status.Conditions,
+			corev1.NodeCondition{Type: "GpuXidError", Status: corev1.ConditionTrue, Reason: "GpuXidErrorIsNotHealthy", Message: "ErrorCode:79 GPU:3 GPU has fallen off the bus", LastTransitionTime: since},
+			corev1.NodeCondition{Type: "AcceleratedHardwareReady", Status: corev1.ConditionFalse, Reason: "NvidiaXID79Error", LastTransitionTime: since},
+			corev1.NodeCondition{Type: "GpuThermalWatch", Status: corev1.ConditionFalse, Reason: "GpuThermalWatchIsHealthy", LastTransitionTime: since})
+		_, err = nodes.UpdateStatus(t.Context(), n, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
 	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": ""}
 	r := run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig)
-	r.expect(t, 0, "NODE   STATUS  RESOURCE        ALLOCATED  ALLOCATABLE  CAPACITY  FREE  TAINTS\ngpu-a  Ready   nvidia.com/gpu  0          4            4         4\ngpu-b  Ready   nvidia.com/gpu  3          8            8         5", "")
+	r.expect(t, 0, "NODE   STATUS  GPU HEALTH     RESOURCE        ALLOCATED  ALLOCATABLE  CAPACITY  FREE  TAINTS\n"+
+		"gpu-a  Ready   ok             nvidia.com/gpu  0          4            4         4\n"+
+		"gpu-b  Ready   ok             nvidia.com/gpu  3          8            8         5\n"+
+		"gpu-c  Ready   UNHEALTHY (4)  nvidia.com/gpu  0          7            8         7\n", "")
+	r.expect(t, 0, "GPU health, as the cluster states it:\n"+
+		"  gpu-c: NVSentinel: GpuXidError=True (GpuXidErrorIsNotHealthy ErrorCode:79 GPU:3 GPU has fallen off the bus) since 2026-12-06T09:00:00Z\n"+
+		"  gpu-c: EKS node monitoring agent: AcceleratedHardwareReady=False (NvidiaXID79Error) since 2026-12-06T09:00:00Z\n"+
+		"  gpu-c: IBM Autopilot: autopilot.ibm.com/gpuhealth=ERR\n"+
+		"  gpu-c: device plugin: nvidia.com/gpu (allocatable 7 of capacity 8: it marked 1 device(s) unhealthy)\n", "")
+	if strings.Contains(r.stdout, "GpuThermalWatch") {
+		t.Errorf("a condition that clears a problem is shown as one:\n%s", r.stdout)
+	}
 
-	run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--wide").expect(t, 0, "TAINTS  PRODUCT  MIG STRATEGY  KUBELET     RUNTIME     OS\ngpu-a  Ready   nvidia.com/gpu  0          4            4         4             -        -             kwok-0.8.0  kwok-0.8.0", "")
+	run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--wide").expect(t, 0, "PRODUCT  MEMORY  DRIVER  MIG STRATEGY  KUBELET     RUNTIME     OS", "")
 	r = run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig, "--json")
-	var nodes []struct {
+	var got []struct {
 		Name      string           `json:"name"`
 		Allocated map[string]int64 `json:"allocated"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &nodes); err != nil || len(nodes) != 2 || nodes[1].Allocated["nvidia.com/gpu"] != 3 {
-		t.Errorf("--json: %v %+v\n%s", err, nodes, r.stdout)
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || len(got) != 3 || got[1].Allocated["nvidia.com/gpu"] != 3 {
+		t.Errorf("--json: %v %+v\n%s", err, got, r.stdout)
 	}
 
 	bad := filepath.Join(t.TempDir(), "kubeconfig")
@@ -77,7 +113,7 @@ func TestClusterNodes(t *testing.T) {
 	}
 	cp.WaitScheduled(t, metav1.NamespaceDefault, "big")
 	r = run(t, env, "cluster", "why", "big", "-n", "default", "--kubeconfig", cp.Kubeconfig)
-	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 2 nodes fits (2 Insufficient nvidia.com/gpu). It can never run as asked: the nodes it may use offer at most 8 nvidia.com/gpu (gpu-b: allocatable 8 of capacity 8), fewer than the 12 it asks for one node.", "")
+	r.expect(t, 1, "default/big waits for a node for 12 nvidia.com/gpu on one node. The scheduler: none of 3 nodes fits (3 Insufficient nvidia.com/gpu). It can never run as asked: the nodes it may use offer at most 8 nvidia.com/gpu (gpu-b: allocatable 8 of capacity 8), fewer than the 12 it asks for one node.", "")
 	run(t, env, "cluster", "pending", "-A", "--kubeconfig", cp.Kubeconfig, "--json").expect(t, 1, `"name": "big"`, "")
 	run(t, env, "cluster", "why", "nope", "-n", "default", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `nothing named "nope" waits`)
 	run(t, env, "cluster", "why", "big", "-n", "kube-system", "--kubeconfig", cp.Kubeconfig).expect(t, 3, "", `a pod of that name waits in default (-n default)`)

@@ -324,6 +324,13 @@ type GPUNode struct {
 	Kubelet       string           `json:"kubelet,omitempty"`
 	Runtime       string           `json:"runtime,omitempty"`
 	OS            string           `json:"os,omitempty"`
+	// Memory and Driver are GPU feature discovery's labels: the GPU's
+	// memory in MiB, the driver's version.
+	Memory string `json:"gpu_memory_mib,omitempty"`
+	Driver string `json:"driver,omitempty"`
+	// Health is what the cluster already says is wrong with the node's
+	// GPUs, and who says it (HealthSignal); none: nobody says so.
+	Health []HealthSignal `json:"health,omitempty"`
 }
 
 // Free is what the scheduler may still give of a resource.
@@ -434,6 +441,13 @@ func gpuNode(n *corev1.Node) *GPUNode {
 	for _, t := range n.Spec.Taints {
 		g.Taints = append(g.Taints, taintString(t))
 	}
+	g.Memory = n.Labels["nvidia.com/gpu.memory"]
+	if v := n.Labels["nvidia.com/cuda.driver-version.full"]; v != "" {
+		g.Driver = v
+	} else if maj := n.Labels["nvidia.com/cuda.driver.major"]; maj != "" {
+		g.Driver = strings.TrimRight(maj+"."+n.Labels["nvidia.com/cuda.driver.minor"]+"."+n.Labels["nvidia.com/cuda.driver.rev"], ".")
+	}
+	g.Health = nodeHealth(n, g)
 	return g
 }
 

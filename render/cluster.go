@@ -39,26 +39,59 @@ func NodeResources(n cluster.GPUNode) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
+// NodeHealth is a node's GPU health as the cluster states it: "ok" when
+// nobody says otherwise, else "UNHEALTHY" and how many signals say so
+// ("UNHEALTHY (2)"; NodeHealthLines says which, and who).
+func NodeHealth(n cluster.GPUNode) string {
+	if len(n.Health) == 0 {
+		return "ok"
+	}
+	return fmt.Sprintf("UNHEALTHY (%d)", len(n.Health))
+}
+
+// NodeStatusHealth is NodeStatus and, where the cluster calls the node's
+// GPUs unhealthy, "!" ("Ready!": the Cluster tab's STATUS, narrow enough
+// for 80 columns; the tab's warning line and gpulab cluster nodes say
+// who said so).
+func NodeStatusHealth(n cluster.GPUNode) string {
+	if len(n.Health) == 0 {
+		return NodeStatus(n)
+	}
+	return NodeStatus(n) + "!"
+}
+
+// NodeHealthLines are the signals of the nodes someone calls unhealthy,
+// a line each: "gpu-3: NVSentinel: GpuXidError=True (...) since ...".
+func NodeHealthLines(nodes []cluster.GPUNode) []string {
+	var out []string
+	for _, n := range nodes {
+		for _, h := range n.Health {
+			out = append(out, visible.String(n.Name+": "+h.String()))
+		}
+	}
+	return out
+}
+
 // NodeTable is gpulab cluster nodes' table: a row per node and GPU
-// resource, the node's name, status and taints on its first; wide adds
-// what GPU feature discovery and the kubelet say of the node.
+// resource, the node's name, status, GPU health and taints on its first;
+// wide adds what GPU feature discovery and the kubelet say of the node.
 func NodeTable(nodes []cluster.GPUNode, wide bool) Table {
-	heads := []string{"NODE", "STATUS", "RESOURCE", "ALLOCATED", "ALLOCATABLE", "CAPACITY", "FREE", "TAINTS"}
+	heads := []string{"NODE", "STATUS", "GPU HEALTH", "RESOURCE", "ALLOCATED", "ALLOCATABLE", "CAPACITY", "FREE", "TAINTS"}
 	if wide {
-		heads = append(heads, "PRODUCT", "MIG STRATEGY", "KUBELET", "RUNTIME", "OS")
+		heads = append(heads, "PRODUCT", "MEMORY", "DRIVER", "MIG STRATEGY", "KUBELET", "RUNTIME", "OS")
 	}
 	t := NewTable(heads...)
 	for _, n := range nodes {
 		for i, r := range NodeResources(n) {
-			name, status, taints := visible.String(n.Name), NodeStatus(n), visible.String(strings.Join(n.Taints, ","))
+			name, status, health, taints := visible.String(n.Name), NodeStatus(n), NodeHealth(n), visible.String(strings.Join(n.Taints, ","))
 			if i > 0 {
-				name, status, taints = "", "", ""
+				name, status, health, taints = "", "", "", ""
 			}
-			row := []string{name, status, visible.String(r), fmt.Sprint(n.Allocated[r]), fmt.Sprint(n.Allocatable[r]),
+			row := []string{name, status, health, visible.String(r), fmt.Sprint(n.Allocated[r]), fmt.Sprint(n.Allocatable[r]),
 				fmt.Sprint(n.Capacity[r]), fmt.Sprint(n.Free(r)), taints}
 			if wide && i == 0 {
-				row = append(row, visible.String(cmp.Or(n.Product, "-")), visible.String(cmp.Or(n.MIGStrategy, "-")),
-					visible.String(n.Kubelet), visible.String(n.Runtime), visible.String(n.OS))
+				row = append(row, visible.String(cmp.Or(n.Product, "-")), visible.String(cmp.Or(n.Memory, "-")), visible.String(cmp.Or(n.Driver, "-")),
+					visible.String(cmp.Or(n.MIGStrategy, "-")), visible.String(n.Kubelet), visible.String(n.Runtime), visible.String(n.OS))
 			}
 			t.Add(row...)
 		}

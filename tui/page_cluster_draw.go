@@ -111,9 +111,28 @@ func (v *clusterView) statusLine() string {
 // line is long); "" when nothing is refused.
 func (v *clusterView) warningLine() string {
 	if v.sources[v.current].Live == nil || v.status.Warning == "" {
-		return ""
+		return v.healthLine()
 	}
 	return v.styles.Error.Render(visible.String(v.status.Warning))
+}
+
+// healthLine names the nodes the cluster calls unhealthy (their STATUS
+// ends in "!") and the first signal: who says it.
+func (v *clusterView) healthLine() string {
+	var sick []string
+	first := ""
+	for _, n := range v.nodes {
+		if len(n.Health) > 0 {
+			sick = append(sick, v.mask.apply(visible.String(n.Name)))
+			if first == "" {
+				first = visible.String(n.Health[0].Source + ": " + n.Health[0].Signal)
+			}
+		}
+	}
+	if len(sick) == 0 {
+		return ""
+	}
+	return v.styles.Error.Render(fmt.Sprintf("! GPUs unhealthy by the cluster's word: %s (%s; gpulab cluster nodes lists all)", strings.Join(sick, ", "), first))
 }
 
 func (v *clusterView) nameWidth() int {
@@ -158,7 +177,7 @@ func (v *clusterView) nodeLine(i, nw, rw int) string {
 	n := v.nodes[r.node]
 	name, status := "", ""
 	if r.first {
-		name, status = visible.String(n.Name), render.NodeStatus(n)
+		name, status = visible.String(n.Name), render.NodeStatusHealth(n)
 	}
 	alloc, able, capa := n.Allocated[r.res], n.Allocatable[r.res], n.Capacity[r.res]
 	used := v.usedCell(n.Name, r)
@@ -188,7 +207,7 @@ func (v *clusterView) shownRows(offset, shown, total int, list clusterFocus) str
 func (v *clusterView) statusWidth() int {
 	w := len("STATUS")
 	for _, n := range v.nodes {
-		w = max(w, len(render.NodeStatus(n)))
+		w = max(w, len(render.NodeStatusHealth(n)))
 	}
 	return w
 }
