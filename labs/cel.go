@@ -27,7 +27,7 @@ var (
 )
 
 func init() {
-	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), sumFunction, countFunction, unmeasuredFunction}, append(statsFunctions, quotaFunctions...)...)
+	opts := append([]cel.EnvOption{cel.CrossTypeNumericComparisons(true), cel.OptionalTypes(), ext.Strings(), ext.Lists(), ext.Math(), ext.Bindings(), sumFunction, countFunction, unmeasuredFunction}, append(statsFunctions, quotaFunctions...)...)
 	var err error
 	stepEnv, err = cel.NewEnv(append(opts,
 		cel.Variable("out", cel.DynType),

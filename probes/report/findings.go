@@ -217,15 +217,7 @@ func Findings(s *Snapshot) []Finding {
 			Evidence: []string{"nvmlDeviceGetCount: 0"}})
 	}
 	out = append(out, nvmlSaysFindings(s)...)
-	for _, e := range UnreadGPUs(s) {
-		if e.Code == "HUNG" {
-			// The GPU's handle never came: the GPU hung before anything
-			// of it was read.
-			out = append(out, Finding{Check: "nvml-hung", Fatal: true, Action: ActionReboot, Entities: []Entity{{"GPU", strconv.Itoa(*e.GPU)}},
-				Message:  fmt.Sprintf("GPU%d: NVML hung: %s", *e.GPU, e.Message),
-				Evidence: []string{e.Field + ": " + e.Code + ": " + e.Message}})
-		}
-	}
+	out = append(out, unreadGPUFindings(s)...)
 	for _, g := range s.GPUs {
 		for _, f := range GPUFindings(g) {
 			f.Message = fmt.Sprintf("GPU%d: %s", g.Index, f.Message)
@@ -265,6 +257,44 @@ func HungHost(s *Snapshot) *FieldError {
 	}
 	return nil
 }
+
+// unreadGPUFindings are the GPUs NVML counted and gave no handle for: a
+// hung handle is nvml-hung, any other refusal but GPU_IS_LOST and
+// RESET_REQUIRED (nvmlSaysFindings' own) is gpu-unreadable: the GPU is
+// there and NVML cannot use it (INSUFFICIENT_POWER: its power cables;
+// IRQ_ISSUE: its interrupts; NO_PERMISSION: the probe may not open it,
+// and its health is unknown).
+func unreadGPUFindings(s *Snapshot) []Finding {
+	var out []Finding
+	for _, e := range UnreadGPUs(s) {
+		where := Entity{"GPU", strconv.Itoa(*e.GPU)}
+		ev := []string{e.Field + " (nvmlDeviceGetHandleByIndex): " + e.Code + ": " + e.Message}
+		switch e.Code {
+		case "GPU_IS_LOST", "RESET_REQUIRED":
+			continue
+		case "HUNG":
+			// The GPU's handle never came: the GPU hung before anything
+			// of it was read.
+			out = append(out, Finding{Check: "nvml-hung", Fatal: true, Action: ActionReboot, Entities: []Entity{where},
+				Message: fmt.Sprintf("GPU%d: NVML hung: %s", *e.GPU, e.Message), Evidence: ev})
+		case "NO_PERMISSION":
+			out = append(out, Finding{Check: "gpu-unreadable", Unknown: true, Action: ActionNone, Entities: []Entity{where},
+				Message: fmt.Sprintf("GPU%d could not be opened (NO_PERMISSION): its health is unknown (run the probe as root, or check /dev/nvidia%d's permissions)", *e.GPU, *e.GPU), Evidence: ev})
+		default:
+			f := Finding{Check: "gpu-unreadable", Fatal: true, Action: ActionReboot, Entities: []Entity{where}, Codes: []string{"NVML_ERROR_" + e.Code},
+				Message: fmt.Sprintf("GPU%d: NVML cannot use it (%s): drain the node and reboot it", *e.GPU, e.Code), Evidence: ev}
+			if e.Code == "INSUFFICIENT_POWER" {
+				f.Action, f.Message = ActionContactSupport, fmt.Sprintf("GPU%d: NVML cannot use it (INSUFFICIENT_POWER): its power cables are not attached or deliver too little", *e.GPU)
+			}
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// NVMLCount is how many GPUs NVML counted (nvmlDeviceGetCount): those
+// read and those whose handle it refused.
+func NVMLCount(s *Snapshot) int { return len(s.GPUs) + len(UnreadGPUs(s)) }
 
 // UnreadGPUs are the errors of the GPUs NVML counted and gave no handle
 // for (nvmlDeviceGetHandleByIndex refused, lost or hung): their GPUs are

@@ -16,10 +16,10 @@ func fabricFindings(s *Snapshot) []Finding {
 		return nil
 	}
 	var out []Finding
-	if GPUCountRead(s) && f.PCIGPUs > len(s.GPUs) {
+	if GPUCountRead(s) && f.PCIGPUs > NVMLCount(s) {
 		out = append(out, Finding{Check: "gpu-pci-count", Fatal: true, Action: ActionReboot,
-			Message:  fmt.Sprintf("%d NVIDIA GPU(s) on the PCI bus, NVML sees %d", f.PCIGPUs, len(s.GPUs)),
-			Evidence: []string{fmt.Sprintf("/sys/bus/pci/devices: %d NVIDIA 3D/VGA controller(s); nvmlDeviceGetCount: %d", f.PCIGPUs, len(s.GPUs))}})
+			Message:  fmt.Sprintf("%d NVIDIA GPU(s) on the PCI bus, NVML sees %d", f.PCIGPUs, NVMLCount(s)),
+			Evidence: []string{fmt.Sprintf("/sys/bus/pci/devices: %d NVIDIA 3D/VGA controller(s); nvmlDeviceGetCount: %d", f.PCIGPUs, NVMLCount(s))}})
 	} else if s.Expect != nil && s.Expect.GPUs > 0 && f.PCIGPUs < s.Expect.GPUs {
 		out = append(out, Finding{Check: "gpu-pci-count", Fatal: true, Action: ActionReboot,
 			Message:  fmt.Sprintf("%d NVIDIA GPU(s) on the PCI bus where the inventory expects %d: a GPU is gone from the bus", f.PCIGPUs, s.Expect.GPUs),
@@ -41,7 +41,9 @@ func fabricFindings(s *Snapshot) []Finding {
 // fabricChecks are the probe checks of the PCI bus and the fabric.
 var fabricChecks = []probeCheck{
 	{name: "gpu-pci-count", host: true, why: fabricWhy("NVML's GPU count was not read, or the bus held more functions than the probe reads"), read: fabricRead,
-		ready: func(s *Snapshot) bool { return s.Fabric != nil && s.Fabric.PCIRead && !s.Fabric.Truncated && GPUCountRead(s) }},
+		ready: func(s *Snapshot) bool {
+			return s.Fabric != nil && s.Fabric.PCIRead && !s.Fabric.Truncated && GPUCountRead(s)
+		}},
 	{name: "fabric-manager", host: true, why: fabricWhy("/proc was not read: ", "host.processes"), read: fabricRead, ready: func(s *Snapshot) bool {
 		return s.Fabric != nil && s.Fabric.PCIRead && (s.Fabric.NVSwitches == 0 || s.Fabric.ManagerRunning != nil)
 	}},
@@ -68,7 +70,7 @@ func fabricWhy(detail string, field ...string) func(*Snapshot) string {
 // fabricRead is what a fabric check read where it found nothing.
 func fabricRead(s *Snapshot) string {
 	f := s.Fabric
-	msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es), %d network controller(s); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, f.NICs, len(s.GPUs))
+	msg := fmt.Sprintf("PCI bus read: %d NVIDIA GPU(s), %d NVSwitch(es), %d network controller(s); NVML counts %d GPU(s)", f.PCIGPUs, f.NVSwitches, f.NICs, NVMLCount(s))
 	if f.NVSwitches > 0 && f.ManagerRunning != nil && *f.ManagerRunning {
 		msg += "; nv-fabricmanager runs"
 	}

@@ -68,12 +68,12 @@ func hostFindings(s *Snapshot) []Finding {
 // gpuCountFinding compares the GPUs NVML counts with the inventory's
 // expect.gpus: one fewer is a GPU off the bus or never enumerated.
 func gpuCountFinding(s *Snapshot) []Finding {
-	if s.Expect == nil || s.Expect.GPUs == 0 || !GPUCountRead(s) || len(s.GPUs) >= s.Expect.GPUs {
+	if s.Expect == nil || s.Expect.GPUs == 0 || !GPUCountRead(s) || NVMLCount(s) >= s.Expect.GPUs {
 		return nil
 	}
 	return []Finding{{Check: "gpu-count", Fatal: true, Action: ActionReboot,
-		Message:  fmt.Sprintf("NVML counts %d GPU(s) where the inventory expects %d", len(s.GPUs), s.Expect.GPUs),
-		Evidence: []string{fmt.Sprintf("nvmlDeviceGetCount: %d; expect.gpus = %d (lspci -d 10de: and the kernel log for a GPU that fell off the bus)", len(s.GPUs), s.Expect.GPUs)}}}
+		Message:  fmt.Sprintf("NVML counts %d GPU(s) where the inventory expects %d", NVMLCount(s), s.Expect.GPUs),
+		Evidence: []string{fmt.Sprintf("nvmlDeviceGetCount: %d; expect.gpus = %d (lspci -d 10de: and the kernel log for a GPU that fell off the bus)", NVMLCount(s), s.Expect.GPUs)}}}
 }
 
 // deviceEntities names the GPUs /dev/nvidiaN devices are.
@@ -100,7 +100,7 @@ var hostChecks = []probeCheck{
 		applies: expects("gpus", func(e *Expect) int { return e.GPUs }),
 		why:     func(*Snapshot) string { return "NVML's GPU count was not read" },
 		read: func(s *Snapshot) string {
-			return fmt.Sprintf("NVML counts %d GPU(s); the inventory expects %d", len(s.GPUs), s.Expect.GPUs)
+			return fmt.Sprintf("NVML counts %d GPU(s); the inventory expects %d", NVMLCount(s), s.Expect.GPUs)
 		}},
 	{name: "stuck-process", host: true, why: procWhy, read: procRead, ready: func(s *Snapshot) bool {
 		if !s.HostState.ProcScanned || s.HostState.Truncated {

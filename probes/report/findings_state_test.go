@@ -184,3 +184,34 @@ func TestHangsMakeNoCleanCheck(t *testing.T) {
 		}
 	}
 }
+
+// A GPU whose handle NVML refused for any reason is a finding naming it:
+// hung, lost, needing a reset, or unusable (its power, its interrupts);
+// one the probe may not open is unknown, never healthy.
+func TestUnreadGPUFindings(t *testing.T) {
+	for _, c := range []struct {
+		code, check string
+		fatal, unk  bool
+		action      Action
+	}{
+		{"HUNG", "nvml-hung", true, false, ActionReboot},
+		{"GPU_IS_LOST", "gpu-lost", true, false, ActionReboot},
+		{"RESET_REQUIRED", "reset-required", true, false, ActionResetGPU},
+		{"INSUFFICIENT_POWER", "gpu-unreadable", true, false, ActionContactSupport},
+		{"IRQ_ISSUE", "gpu-unreadable", true, false, ActionReboot},
+		{"UNKNOWN", "gpu-unreadable", true, false, ActionReboot},
+		{"PANIC", "gpu-unreadable", true, false, ActionReboot},
+		{"NO_PERMISSION", "gpu-unreadable", false, true, ActionNone},
+	} {
+		s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}, {Index: 1}},
+			Errors: []FieldError{{Field: "gpu[3]", GPU: ptr(3), Code: c.code, Message: "x"}}}
+		fs := Findings(s)
+		if len(fs) != 1 || fs[0].Check != c.check || fs[0].Fatal != c.fatal || fs[0].Unknown != c.unk || fs[0].Action != c.action ||
+			!slices.Contains(fs[0].Entities, Entity{"GPU", "3"}) || !strings.HasPrefix(fs[0].Message, "GPU3") {
+			t.Errorf("%s: %+v", c.code, fs)
+		}
+		if CheckMade(s, "ecc-uncorrected") {
+			t.Errorf("%s: a check of every GPU made with GPU3 unread", c.code)
+		}
+	}
+}

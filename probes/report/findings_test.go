@@ -131,7 +131,7 @@ func TestHealthEvents(t *testing.T) {
 		}
 	}
 	if !slices.Equal(unhealthy, []string{"GpulabNvlinkDown", "GpulabGpuLost", "GpulabPcieWidth", "GpulabRowRemapPending", "GpulabRowRemapFailed", "GpulabEccUncorrected", "GpulabXid", "GpulabXid"}) ||
-		!slices.Equal(healthy, []string{"GpulabGpuMissing", "GpulabResetRequired", "GpulabPageRetirementPending", "GpulabNvmlHung"}) {
+		!slices.Equal(healthy, []string{"GpulabGpuMissing", "GpulabGpuUnreadable", "GpulabResetRequired", "GpulabPageRetirementPending", "GpulabNvmlHung"}) {
 		t.Errorf("unhealthy %v\nhealthy %v", unhealthy, healthy)
 	}
 	if evs[0].RecommendedAction != "COMPONENT_RESET" || evs[0].ErrorCode[0] != "DCGM_FR_NVLINK_DOWN" || !evs[0].IsFatal {

@@ -184,6 +184,8 @@ var probeChecks = []probeCheck{
 	{name: "gpu-missing", ready: func(s *Snapshot) bool { return GPUCountRead(s) }},
 	// NVML's returns for every GPU were read: a GPU that answered is not
 	// lost, and needs no reset by NVML's word.
+	// Every handle NVML was asked for is a finding when refused.
+	{name: "gpu-unreadable", ready: func(s *Snapshot) bool { return GPUCountRead(s) }},
 	{name: "gpu-lost", ready: func(s *Snapshot) bool { return everyGPU(s, func(GPU) bool { return true }) }},
 	{name: "reset-required", ready: func(s *Snapshot) bool { return everyGPU(s, func(GPU) bool { return true }) }},
 	{name: "pcie-width", ready: func(s *Snapshot) bool {

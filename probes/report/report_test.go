@@ -197,3 +197,30 @@ func TestXid63LeavesTheRemapToItsFinding(t *testing.T) {
 		t.Errorf("flags %q: with the remap state unread, each Xid 63 must stay", got)
 	}
 }
+
+// The driver's other Xid forms: a MIG instance's ("(PCI:0000:01:00
+// GPU-I:05)", open-gpu-kernel-modules' portDbgPrintf), a code with no
+// message, an old driver's address without "PCI:"; and an off-the-bus
+// line whose address cannot be read is unread, never nothing.
+func TestKmsgXidForms(t *testing.T) {
+	for _, c := range []struct {
+		line, bus, msg string
+		code           int
+	}{
+		{"NVRM: Xid (PCI:0000:01:00 GPU-I:05): 94, pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No", "0000:01:00", "pid=7194, Contained: CE User Channel (0x9). RST: No, D-RST: No", 94},
+		{"NVRM: Xid (PCI:0000:01:00 GPU-I:05 GPU-CI:01): 95, pid=1, Uncontained", "0000:01:00", "pid=1, Uncontained", 95},
+		{"[  12.5] NVRM: Xid (PCI:0000:01:00): 79", "0000:01:00", "", 79},
+		{"NVRM: Xid (0000:01:00): 13, Graphics Exception", "0000:01:00", "Graphics Exception", 13},
+		{"NVRM: GPU at 0000:3b:00.0 has fallen off the bus.", "0000:3b:00.0", "GPU has fallen off the bus (no Xid line)", 79},
+	} {
+		evs, unread := ParseKmsgXIDs(c.line)
+		if len(evs) != 1 || len(unread) != 0 || evs[0].Code != c.code || evs[0].PCIBusID != c.bus || evs[0].Message != c.msg {
+			t.Errorf("%q: %+v, unread %q", c.line, evs, unread)
+		}
+	}
+	for _, line := range []string{"NVRM: Xid (PCI:0000:01:00 GPU-I:05: 94, cut", "NVRM: GPU ?? has fallen off the bus."} {
+		if evs, unread := ParseKmsgXIDs(line); len(evs) != 0 || len(unread) != 1 {
+			t.Errorf("%q: %+v, unread %q: want it unread", line, evs, unread)
+		}
+	}
+}

@@ -248,14 +248,14 @@ func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
 	var pending []string
 	var lastSXid string // the bus and code of the last SXid read
 	for _, line := range kmsgMessages(text) {
-		if x, ok := kmsgXid(line, "NVRM: Xid (PCI:"); ok {
+		if x, ok := kmsgXid(line, "NVRM: Xid ("); ok {
 			events = append(events, x)
 			if x.Code == 79 {
 				offBus[busKey(x.PCIBusID)] = true
 			}
 			continue
 		}
-		if x, ok := kmsgXid(line, "SXid (PCI:"); ok {
+		if x, ok := kmsgXid(line, "SXid ("); ok {
 			key := busKey(x.PCIBusID) + "/" + strconv.Itoa(x.Code)
 			if SXidDetail(x.Message) && key == lastSXid {
 				continue // the detail of the SXid before
@@ -271,7 +271,7 @@ func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
 			pending = append(pending, bus)
 			continue
 		}
-		if strings.Contains(line, "NVRM: Xid") || strings.Contains(line, "SXid (") {
+		if strings.Contains(line, "NVRM: Xid") || strings.Contains(line, "SXid (") || strings.Contains(line, "NVRM") && strings.Contains(line, "fallen off the bus") {
 			unread = append(unread, line)
 		}
 	}
@@ -312,7 +312,7 @@ func offBusLine(line string) (string, bool) {
 		return "", false
 	}
 	rest := strings.TrimPrefix(strings.TrimPrefix(line[k+len("NVRM: "):], "The NVIDIA "), "GPU ")
-	rest = strings.TrimPrefix(rest, "at PCI:")
+	rest = strings.TrimPrefix(strings.TrimPrefix(rest, "at "), "PCI:")
 	n := strings.IndexFunc(rest, func(r rune) bool { return !isHex(r) && r != ':' && r != '.' })
 	if n < 0 {
 		n = len(rest)
@@ -334,31 +334,43 @@ func busKey(bus string) string {
 	return bus
 }
 
-// kmsgXid reads the Xid of one kernel log line after mark: the PCI
-// address (hex digits, colons and dots), the code, then a comma and the
-// message.
+// kmsgXid reads the Xid of one kernel log line after mark ("NVRM: Xid
+// (" or "SXid ("): the PCI address ("PCI:0000:3b:00" on current
+// drivers, "0000:3b:00" on old ones; what follows it inside the
+// parentheses, a MIG instance's "GPU-I:05 GPU-CI:01", kept out of it),
+// the code, then a comma and the message, or nothing.
 func kmsgXid(line, mark string) (XIDEvent, bool) {
 	for at := 0; ; {
 		k := strings.Index(line[at:], mark)
 		if k < 0 {
 			return XIDEvent{}, false
 		}
-		rest := line[at+k+len(mark):]
+		rest := strings.TrimPrefix(line[at+k+len(mark):], "PCI:")
 		at += k + len(mark)
 		bus := strings.IndexFunc(rest, func(r rune) bool { return !isHex(r) && r != ':' && r != '.' })
-		if bus <= 0 || !strings.HasPrefix(rest[bus:], "): ") {
+		if bus <= 0 || strings.Count(rest[:bus], ":") < 1 {
 			continue
 		}
-		digits := rest[bus+3:]
+		end := strings.IndexByte(rest[bus:], ')')
+		if end < 0 || rest[bus] != ')' && rest[bus] != ' ' || !strings.HasPrefix(rest[bus+end:], "): ") {
+			continue
+		}
+		digits := rest[bus+end+3:]
 		n := strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' })
-		if n <= 0 || digits[n] != ',' {
+		if n < 0 {
+			n = len(digits)
+		}
+		if n == 0 || n < len(digits) && digits[n] != ',' {
 			continue
 		}
 		code, err := strconv.Atoi(digits[:n])
 		if err != nil {
 			continue
 		}
-		msg := strings.TrimSpace(digits[n+1:])
+		msg := ""
+		if n < len(digits) {
+			msg = strings.TrimSpace(digits[n+1:])
+		}
 		return XIDEvent{Code: code, PCIBusID: rest[:bus], Source: "kmsg", Message: msg}, true
 	}
 }
