@@ -35,16 +35,19 @@ func ibFindings(s *Snapshot) []Finding {
 		return out
 	}
 	layer := fabricLayer(ib.Ports)
-	fastest, active := 0.0, 0
+	fastest, active, maybe := 0.0, 0, 0
 	for _, p := range ib.Ports {
-		if p.LinkLayer == layer && portUp(p) {
+		switch {
+		case p.LinkLayer == layer && portUp(p):
 			fastest, active = max(fastest, p.RateGbps), active+1
+		case p.LinkLayer == "" && portUp(p):
+			maybe++ // its link layer unread: it may be one of the fabric's
 		}
 	}
 	for _, p := range ib.Ports {
 		out = append(out, ibPortFindings(s, p, layer, fastest)...)
 	}
-	if e := s.Expect; e != nil && e.IBPorts > 0 && active < e.IBPorts {
+	if e := s.Expect; e != nil && e.IBPorts > 0 && active+maybe < e.IBPorts {
 		out = append(out, Finding{Check: "ib-port-count", Fatal: true, Action: ActionContactSupport,
 			Message:  fmt.Sprintf("%d active %s port(s) where the inventory expects %d", active, layerName(layer), e.IBPorts),
 			Evidence: []string{fmt.Sprintf("/sys/class/infiniband: %d port(s), %d %s ACTIVE/LinkUp", len(ib.Ports), active, layerName(layer))}})
@@ -57,16 +60,22 @@ func ibFindings(s *Snapshot) []Finding {
 // where the host has an InfiniBand port (its Ethernet ones are other
 // networks), Ethernet (RoCE) where it has none.
 func fabricLayer(ports []IBPort) string {
-	if slices.ContainsFunc(ports, func(p IBPort) bool { return p.LinkLayer == "InfiniBand" }) {
+	switch {
+	case slices.ContainsFunc(ports, func(p IBPort) bool { return p.LinkLayer == "InfiniBand" }):
 		return "InfiniBand"
+	case slices.ContainsFunc(ports, func(p IBPort) bool { return p.LinkLayer == "Ethernet" }):
+		return "Ethernet"
 	}
-	return "Ethernet"
+	return "none" // no port whose link layer was read
 }
 
 // layerName names a link layer's RDMA ports: InfiniBand, RoCE.
 func layerName(layer string) string {
-	if layer == "Ethernet" {
+	switch layer {
+	case "Ethernet":
 		return "RoCE"
+	case "none":
+		return "RDMA"
 	}
 	return layer
 }
@@ -143,12 +152,16 @@ var ibChecks = []probeCheck{
 	{name: "ib-port-down", host: true, why: ibWhy("a port's state was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.State == "" || p.PhysState == "" })
 	}},
-	{name: "ib-port-count", host: true, why: ibWhy(""), read: ibReadWords, applies: expects("ib_ports", func(e *Expect) int { return e.IBPorts }),
+	{name: "ib-port-count", host: true, why: ibWhy("an active port's link layer was not read"), read: ibReadWords, applies: expects("ib_ports", func(e *Expect) int { return e.IBPorts }),
 		ready: func(s *Snapshot) bool {
-			return s.Expect != nil && s.Expect.IBPorts > 0 && (ibRead(s) || s.IB == nil && fieldError(s, "ib") != "not asked for")
+			return s.Expect != nil && s.Expect.IBPorts > 0 && (ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return portUp(p) && p.LinkLayer == "" }) ||
+				s.IB == nil && fieldError(s, "ib") != "not asked for")
 		}},
-	{name: "ib-port-rate", host: true, why: ibWhy("an active port's rate was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
-		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { return p.LinkLayer == fabricLayer(s.IB.Ports) && portUp(p) && p.RateGbps <= 0 })
+	{name: "ib-port-rate", host: true, why: ibWhy("an active port's rate or link layer was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
+		// A port up whose link layer was not read could be the fabric's.
+		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool {
+			return portUp(p) && (p.LinkLayer == "" || p.LinkLayer == fabricLayer(s.IB.Ports) && p.RateGbps <= 0)
+		})
 	}},
 	{name: "ib-link-flaps", host: true, why: ibWhy("a port's link_downed counter was not read"), read: ibReadWords, applies: noPorts, ready: func(s *Snapshot) bool {
 		return ibRead(s) && !slices.ContainsFunc(s.IB.Ports, func(p IBPort) bool { _, ok := p.Counters["link_downed"]; return portUp(p) && !ok })

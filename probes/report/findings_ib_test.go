@@ -135,3 +135,25 @@ func TestRoCEFabric(t *testing.T) {
 		}
 	}
 }
+
+// An active port whose link layer was not read could be the fabric's:
+// neither its rate nor the count is judged without it.
+func TestIBLinkLayerUnread(t *testing.T) {
+	port := func(dev, layer string, rate float64) IBPort {
+		return IBPort{Device: dev, Port: 1, LinkLayer: layer, State: "ACTIVE", PhysState: "LinkUp", RateGbps: rate, Rate: "x",
+			Counters: map[string]uint64{"link_downed": 0}, WindowDelta: map[string]uint64{}}
+	}
+	s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}}, WindowSeconds: 2, Expect: &Expect{IBPorts: 4, IBRateGbps: 200},
+		IB: &IBState{Ports: []IBPort{port("mlx5_0", "InfiniBand", 200), port("mlx5_1", "InfiniBand", 200), port("mlx5_2", "InfiniBand", 200), port("mlx5_3", "", 100)}}}
+	for _, f := range Findings(s) {
+		t.Errorf("a finding where the ports unread could be the fabric's: %+v", f)
+	}
+	for _, c := range []string{"ib-port-rate", "ib-port-count"} {
+		if CheckMade(s, c) {
+			t.Errorf("%s made with mlx5_3's link layer unread", c)
+		}
+		if why := WhyNotMade(s, c); !strings.Contains(why, "link layer was not read") {
+			t.Errorf("%s: why %q", c, why)
+		}
+	}
+}
