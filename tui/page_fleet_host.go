@@ -67,9 +67,9 @@ func healthLines(s *report.Snapshot, st Styles, width int) []string {
 	add := func(lines ...string) { b = append(b, lines...) }
 	add("", st.CardLabel.Render("Health"))
 	healthy := true
-	// What the probe flags the host with beyond one GPU's findings and
-	// the Xids (the Fleet row's flags: report.Flags): an NVLink down,
-	// the kernel's Xid history not read.
+	// What the probe flags the host with (the Fleet row's flags:
+	// report.Flags): an NVLink down, the kernel's Xid history not read,
+	// each GPU's findings, the host's, the Xids.
 	for _, f := range report.NVLinksDown(s) {
 		healthy = false
 		add(st.Error.Render("  ! " + f))
@@ -83,6 +83,13 @@ func healthLines(s *report.Snapshot, st Styles, width int) []string {
 			healthy = false
 			add(st.Error.Render(fmt.Sprintf("  ! GPU%d: %s", g.Index, f)))
 		}
+	}
+	// The host's own findings and those of a GPU its row does not hold
+	// (lost, unreadable, a stuck or zombie process, the RDMA ports, the
+	// fabric): what gpulab probe prints under its table.
+	for _, l := range render.HostFindings(s) {
+		healthy = false
+		add(wrap(st.Error.Render("  ! "+visible.String(l)), width-2)...)
 	}
 	for _, x := range s.XIDs {
 		healthy = false

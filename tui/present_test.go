@@ -560,3 +560,24 @@ func pressAll(t *testing.T, m Model, keys ...string) Model {
 	}
 	return m
 }
+
+// The host view's Health lists every finding the Fleet row flags: a GPU
+// NVML lost (no row of its own), an RDMA port down; never "no findings"
+// beside them.
+func TestHostViewShowsHostFindings(t *testing.T) {
+	s := dgxSnapshot(t)
+	s.Errors = append(s.Errors, report.FieldError{Field: "gpu[8]", GPU: ptrTo(8), Code: "GPU_IS_LOST", Message: "GPU is lost"})
+	s.IB = &report.IBState{Ports: []report.IBPort{{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", State: "DOWN", PhysState: "Polling"}}}
+	health := ansi.Strip(renderHost(s, true, DefaultStyles(), 120))
+	_, h, _ := strings.Cut(health, "Health")
+	for _, want := range []string{"GPU8: the GPU is lost", "mlx5_0 port 1 (InfiniBand) is DOWN, Polling"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("Health lacks %q:\n%s", want, h)
+		}
+	}
+	if strings.Contains(h, "no findings") {
+		t.Errorf("Health says no findings beside them:\n%s", h)
+	}
+}
+
+func ptrTo(i int) *int { return &i }
