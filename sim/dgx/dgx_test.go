@@ -521,3 +521,25 @@ func TestQueryDisplay(t *testing.T) {
 		t.Errorf("-q -d ECC,PAGE_RETIREMENT kept %v", g.Fields)
 	}
 }
+
+// A GPU that fell off the bus (gpu_lost): nvidia-smi names it on stderr
+// as the driver says it, shows the others and exits 15 (a step that
+// exits non-zero is no evidence: the health runbook's nvidia-smi checks
+// are UNKNOWN, never PASS over the seven GPUs it could read).
+func TestLostGPUInNvidiaSMI(t *testing.T) {
+	h := testHost(spec.Faults{GPULost: []int{3}})
+	out, errOut, code := run(t, h, "nvidia-smi", "-L")
+	if code != 15 || strings.Count(out, "\n") != 7 || strings.Contains(out, "GPU 3:") ||
+		errOut != "Unable to determine the device handle for GPU0000:4E:00.0: GPU is lost.  Reboot the system to recover this GPU\n" {
+		t.Errorf("nvidia-smi -L: exit %d\n%s\nstderr %q", code, out, errOut)
+	}
+	if out, _, code := run(t, h, "nvidia-smi", "-q"); code != 15 || strings.Count(out, "\nGPU 0000") != 7 {
+		t.Errorf("nvidia-smi -q: exit %d, %d GPU blocks", code, strings.Count(out, "\nGPU 0000"))
+	}
+	if _, _, code := run(t, h, "nvidia-smi", "-q", "-Z"); code != smiInvalidArg {
+		t.Errorf("a bad option with a lost GPU: exit %d, want %d", code, smiInvalidArg)
+	}
+	if out, _, code := run(t, h, "nvidia-smi"); code != 15 || strings.Contains(out, "00000000:4E:00.0") || !strings.Contains(out, "00000000:47:00.0") {
+		t.Errorf("nvidia-smi: exit %d\n%s", code, out)
+	}
+}

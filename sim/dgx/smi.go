@@ -3,6 +3,7 @@ package dgx
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,7 @@ const GPUName = spec.GPUName
 const (
 	smiInvalidArg = 2
 	smiNotFound   = 6
+	smiGPULost    = 15 // "the GPU has fallen off the bus or has otherwise become inaccessible"
 )
 
 const smiInvalid = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
@@ -69,6 +71,35 @@ func nvidiaSMI(ctx context.Context, h *Host, t *term, args []string) int {
 		t.print("No devices were found\n")
 		return smiNotFound
 	}
+	if !a.has("--version", "-h", "--help") {
+		lost := h.lostOf(gpus, t)
+		if len(lost) > 0 {
+			gpus = slices.DeleteFunc(gpus, func(i int) bool { return slices.Contains(lost, i) })
+			if code := h.smiMain(t, a, query, apps, gpus); code != 0 {
+				return code
+			}
+			return smiGPULost
+		}
+	}
+	return h.smiMain(t, a, query, apps, gpus)
+}
+
+// lostOf are the GPUs of gpus that fell off the bus (the gpu_lost
+// knob): nvidia-smi says it cannot reach each, on stderr, shows the
+// others and exits 15.
+func (h *Host) lostOf(gpus []int, t *term) []int {
+	var lost []int
+	for _, i := range gpus {
+		if slices.Contains(h.Faults.GPULost, i) {
+			lost = append(lost, i)
+			t.eprintf("Unable to determine the device handle for GPU%s: GPU is lost.  Reboot the system to recover this GPU\n", spec.BusID(i)[4:])
+		}
+	}
+	return lost
+}
+
+// smiMain is nvidia-smi's main mode on gpus once they are chosen.
+func (h *Host) smiMain(t *term, a flags, query, apps string, gpus []int) int {
 	switch {
 	case a.has("--version"):
 		t.printf("NVIDIA-SMI version  : %s\nNVML version        : %s\nDRIVER version      : %s\nCUDA Version        : %s\n",
@@ -135,6 +166,9 @@ func (h *Host) smiSelect(a flags) (gpus []int, ok bool) {
 func (h *Host) smiList() string {
 	var b strings.Builder
 	for i := 0; i < spec.GPUs; i++ {
+		if slices.Contains(h.Faults.GPULost, i) {
+			continue // nvidia-smi says it cannot reach it, on stderr
+		}
 		fmt.Fprintf(&b, "GPU %d: %s (UUID: %s)\n", i, GPUName, h.uuid(i))
 		for _, g := range h.Faults.Instances(i) {
 			fmt.Fprintf(&b, "  MIG %-12sDevice %2d: (UUID: %s)\n", g.Profile.Name, g.Device, spec.MIGUUID(h.uuid(i), g.ID, 0))
