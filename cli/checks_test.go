@@ -157,8 +157,8 @@ func TestProbeNamesTheFleetsDrift(t *testing.T) {
 
 // A lab reads the probe's checks: health-gate's probe step, through the
 // pushed probe on the simulated fleet, fails the criteria the knobs break
-// on their host (a recovery action, a lost GPU; an NVLink fabric not
-// complete; an RDMA port down; a process stuck in the driver) and passes
+// on their host (a recovery action; an NVLink fabric not complete; an
+// RDMA port down; a process stuck in the driver) and passes
 // them on the healthy ones.
 func TestLabReadsTheProbesChecks(t *testing.T) {
 	_, files := simFleet(t, sim.Config{Hosts: 4, Seed: 1, Faults: map[string]spec.Faults{"dgx01": {}, "dgx02": {}, "dgx04": {},

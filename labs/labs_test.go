@@ -214,11 +214,28 @@ func TestHealthGateOnRealOutputs(t *testing.T) {
 			t.Errorf("faults through the probe: %s, want %s", got, w)
 		}
 	}
+
+	// A lost GPU makes every check of all GPUs unmade: the criterion
+	// that holds gpu-lost still FAILs (never UNDECIDED beside a FAIL),
+	// and one with nothing failed among what was made is UNKNOWN.
+	m2 := map[string]any{}
+	measureProbe(t, l, "probe-simulated-dgxa100-healthy.json", func(s *report.Snapshot) {
+		s.GPUs = append(s.GPUs[:3], s.GPUs[4:]...)
+		s.Errors = append(s.Errors, report.FieldError{Field: "gpu[3]", GPU: ptr(3), Code: "GPU_IS_LOST", Message: "GPU is lost"})
+	}, m2)
+	got = statuses(l.Score(m2, nil, nil, 1, true))
+	for _, w := range []string{"gpu-says-ok=FAIL", "fabric=UNKNOWN", "links-and-clocks=UNKNOWN"} {
+		if !strings.Contains(got, w) {
+			t.Errorf("a lost GPU: %s, want %s", got, w)
+		}
+	}
 }
 
 // measureProbe measures the probe step of l on a snapshot from
-// labs/testdata (what gpulab's simulated probe printed), changed by
-// change (nil: as it is), into into.
+// labs/testdata (what gpulab's simulated probe printed: make probes, then
+// dist/nvmlsim-linux-amd64 --mock dgxa100 --host gpu01 --window 1s
+// --expect gpus=8,ib_ports=4,ib_rate_gbps=200), changed by change (nil:
+// as it is), into into.
 func measureProbe(t *testing.T, l *Lab, file string, change func(*report.Snapshot), into map[string]any) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("testdata", file))
