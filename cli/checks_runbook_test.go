@@ -38,7 +38,7 @@ func TestHealthRunbookReadsTheProbe(t *testing.T) {
 		"pcie-gen": "WARN GPU5: PCIe link at Gen2 of Gen4 under load", "pcie-replays": "WARN GPU5: PCIe replays rose by 40",
 		"clock-events": "WARN GPU2: clocks slowed by hw_slowdown", "thermal-margin": "WARN GPU2: 2 C from its slowdown temperature",
 		"power-cap": "WARN GPU4: power capped at 250 W", "stuck-process": "WARN pid 5120 (python3) in state D holding /dev/nvidia-uvm, /dev/nvidia7, /dev/nvidiactl",
-		"zombie-gpu-process": "WARN pid 5130 (train.py) is a zombie NVML still lists", "pstore-crash": "WARN 1 crash record(s) in pstore from an earlier boot: Kernel panic - not syncing",
+		"zombie-gpu-process": "WARN pid 5130 (train.py) on GPU1 is a zombie NVML still lists", "pstore-crash": "WARN 1 crash record(s) in pstore from an earlier boot: Kernel panic - not syncing",
 		"ib-port-down": "FAIL mlx5_3 port 1 (InfiniBand) is DOWN, Polling", "ib-port-count": "FAIL 3 active InfiniBand port(s) where the inventory expects 4",
 		"ib-port-rate": "WARN mlx5_1 port 1 at 100 Gb/s, below 200 Gb/s", "ib-link-flaps": "WARN mlx5_1 port 1 is flapping: down 1 time(s) in the sampling window, 40 time(s)",
 		"ib-port-errors": "WARN mlx5_2 port 1: errors rose in the",

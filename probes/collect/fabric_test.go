@@ -114,3 +114,19 @@ func TestPCIePaths(t *testing.T) {
 		t.Errorf("PCI count through the links: %+v", s.Fabric)
 	}
 }
+
+// NVML's bus ids as sysfs names them, a domain above 0xffff (Intel VMD)
+// included; what is not a PCI function is not taken for one.
+func TestSysfsBDF(t *testing.T) {
+	for in, want := range map[string]string{"00000000:07:00.0": "0000:07:00.0", "00000000:4E:00.0": "0000:4e:00.0",
+		"00010000:01:00.0": "10000:01:00.0", "0000:3b:00.0": "0000:3b:00.0", "GPU-1234": "", "": ""} {
+		if got := sysfsBDF(in); got != want {
+			t.Errorf("sysfsBDF(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for _, name := range []string{"pci0000:00", "0000:07:00", "0000:07:00.8", "0000:0g:00.0"} {
+		if isBDF(name) {
+			t.Errorf("isBDF(%q)", name)
+		}
+	}
+}

@@ -17,11 +17,12 @@ const maxPathHops = 8
 // "0000:07:00.0" (lower-case hex; no regexp: it would cost the probe's
 // size more than this does).
 func isBDF(name string) bool {
-	if len(name) != 12 || name[4] != ':' || name[7] != ':' || name[10] != '.' || name[11] < '0' || name[11] > '7' {
+	n := len(name) // "DDDD:BB:dd.f", the domain 4 hex digits or more (Intel VMD's 10000)
+	if n < 12 || name[n-8] != ':' || name[n-5] != ':' || name[n-2] != '.' || name[n-1] < '0' || name[n-1] > '7' {
 		return false
 	}
-	for i, r := range name[:10] {
-		if i != 4 && i != 7 && !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+	for i, r := range name[:n-2] {
+		if i != n-8 && i != n-5 && !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
 			return false
 		}
 	}
@@ -50,8 +51,13 @@ func (c *collector) readPCIePaths() {
 			continue
 		}
 		path := []report.PCIeHop{}
-		for dir := filepath.Dir(real); isBDF(filepath.Base(dir)) && len(path) < maxPathHops; dir = filepath.Dir(dir) {
+		dir := filepath.Dir(real)
+		for ; isBDF(filepath.Base(dir)) && len(path) < maxPathHops; dir = filepath.Dir(dir) {
 			path = append(path, readHop(dir, read))
+		}
+		if isBDF(filepath.Base(dir)) { // more bridges than the probe reads: the rest unread
+			c.fail(fmt.Sprintf("gpu[%d].pcie.path", g.Index), &g.Index, "TRUNCATED", fmt.Sprintf("more than %d bridges above the GPU", maxPathHops))
+			continue
 		}
 		g.PCIe.Path, g.PCIe.PathRead = path, true
 	}
@@ -90,7 +96,10 @@ func readHop(dir string, read func(string) ([]byte, error)) report.PCIeHop {
 func sysfsBDF(busID string) string {
 	id := strings.ToLower(busID)
 	if dom, rest, ok := strings.Cut(id, ":"); ok && len(dom) == 8 {
-		id = dom[4:] + ":" + rest
+		// NVML's 8-digit domain; sysfs keeps 4 digits, more for a domain
+		// above 0xffff (Intel VMD's 10000).
+		dom = strings.TrimLeft(dom, "0")
+		id = strings.Repeat("0", max(0, 4-len(dom))) + dom + ":" + rest
 	}
 	if !isBDF(id) {
 		return ""

@@ -38,11 +38,16 @@ func hostFindings(s *Snapshot) []Finding {
 			f := Finding{Check: "zombie-gpu-process", Action: ActionResetGPU,
 				Message:  fmt.Sprintf("%s is a zombie NVML still lists: its parent (pid %d) has not reaped it", who, p.PPID),
 				Evidence: []string{fmt.Sprintf("/proc/%d/stat: state Z, parent %d; NVML lists it as a GPU process", p.PID, p.PPID)}}
+			var on []string
 			for _, g := range s.Processes {
 				if int(g.PID) == p.PID {
 					f.Evidence = append(f.Evidence, fmt.Sprintf("GPU%d: %d MiB", g.GPU, g.UsedMiB))
 					f.Entities = append(f.Entities, Entity{"GPU", strconv.Itoa(g.GPU)})
+					on = append(on, fmt.Sprintf("GPU%d", g.GPU))
 				}
+			}
+			if len(on) > 0 {
+				f.Message = fmt.Sprintf("%s on %s is a zombie NVML still lists: its parent (pid %d) has not reaped it", who, strings.Join(on, ", "), p.PPID)
 			}
 			out = append(out, f)
 		}
@@ -171,7 +176,7 @@ func processListsUnread(s *Snapshot) string {
 
 // procRead is what the stuck-process scan read where it found nothing.
 func procRead(s *Snapshot) string {
-	return fmt.Sprintf("/proc read: %d process(es) in state D or Z held on to nothing of the GPUs%s", len(s.HostState.Stuck), windowWords(s))
+	return "/proc read: no process in state D held a GPU device" + windowWords(s) + "; no zombie NVML lists as a GPU process"
 }
 
 // expects is a check's applies: none where the inventory gives no

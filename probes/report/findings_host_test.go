@@ -28,7 +28,7 @@ func TestHostFindings(t *testing.T) {
 		{"one reading", []StuckProcess{{PID: 50, Name: "python3", State: "D", Devices: []string{"/dev/nvidia3"}}}, 0, "", false},
 		{"unreadable for the window", []StuckProcess{{PID: 60, Name: "x", State: "D", FDsUnread: true, WholeWindow: true}}, 2,
 			"stuck-process unknown pid 60 (x) in state D for the whole window", false},
-		{"zombie", []StuckProcess{{PID: 51, PPID: 40, Name: "train", State: "Z"}}, 2, "zombie-gpu-process pid 51 (train) is a zombie NVML still lists: its parent (pid 40)", true},
+		{"zombie", []StuckProcess{{PID: 51, PPID: 40, Name: "train", State: "Z"}}, 2, "zombie-gpu-process pid 51 (train) on GPU3 is a zombie NVML still lists: its parent (pid 40)", true},
 	} {
 		s := base()
 		s.HostState.Stuck, s.WindowSeconds = c.stuck, c.win

@@ -93,7 +93,10 @@ func ibPortFindings(s *Snapshot, p IBPort, layer string, fastest float64) []Find
 	// entities are NVSentinel's GPU, GPU_UUID, PCI and NVLINK.
 	name := portName(p)
 	if !portUp(p) {
-		out = append(out, Finding{Check: "ib-port-down", Fatal: true, Action: ActionContactSupport,
+		// A port of the host's RDMA fabric down loses a rail; one of
+		// another network (a RoCE port on an InfiniBand host: storage,
+		// or nothing plugged in) is worth a look, not a drain.
+		out = append(out, Finding{Check: "ib-port-down", Fatal: p.LinkLayer == layer || p.LinkLayer == "", Action: ActionContactSupport,
 			Message:  fmt.Sprintf("%s (%s) is %s, %s", name, cmp.Or(p.LinkLayer, "link layer not read"), cmp.Or(p.State, "state not read"), cmp.Or(p.PhysState, "physical state not read")),
 			Evidence: []string{fmt.Sprintf("%s: state %s, phys_state %s", name, p.State, p.PhysState)}})
 		return out

@@ -157,3 +157,21 @@ func TestIBLinkLayerUnread(t *testing.T) {
 		}
 	}
 }
+
+// A port of another network down (a RoCE port on an InfiniBand host) is
+// worth a look, not a drain; a port of the fabric down is fatal.
+func TestPortDownOutsideTheFabric(t *testing.T) {
+	up := IBPort{Device: "mlx5_0", Port: 1, LinkLayer: "InfiniBand", State: "ACTIVE", PhysState: "LinkUp", RateGbps: 400, Rate: "x", Counters: map[string]uint64{}, WindowDelta: map[string]uint64{}}
+	roce := IBPort{Device: "mlx5_bond_0", Port: 1, LinkLayer: "Ethernet", State: "DOWN", PhysState: "Disabled", Counters: map[string]uint64{}}
+	ibDown := IBPort{Device: "mlx5_1", Port: 1, LinkLayer: "InfiniBand", State: "DOWN", PhysState: "Polling", Counters: map[string]uint64{}}
+	s := &Snapshot{NVML: NVMLState{Available: true}, GPUs: []GPU{{Index: 0}}, WindowSeconds: 2, IB: &IBState{Ports: []IBPort{up, roce, ibDown}}}
+	fatal := map[string]bool{}
+	for _, f := range Findings(s) {
+		if f.Check == "ib-port-down" {
+			fatal[f.Message[:strings.Index(f.Message, " ")]] = f.Fatal
+		}
+	}
+	if len(fatal) != 2 || fatal["mlx5_bond_0"] || !fatal["mlx5_1"] {
+		t.Errorf("fatal by port: %v", fatal)
+	}
+}

@@ -144,7 +144,7 @@ var nvlinkFabricCheck = probeCheck{name: "nvlink-fabric",
 		}
 		msg := fmt.Sprintf("%d GPU(s) read: NVLink fabric registration completed", len(s.GPUs))
 		if masks < len(s.GPUs) {
-			return msg + fmt.Sprintf("; health mask read on %d (drivers before 550 do not give it)", masks)
+			return msg + fmt.Sprintf("; health mask read on %d (drivers before 550 do not give it; a refusal is in the snapshot's errors)", masks)
 		}
 		return msg + "; health mask shows no problem"
 	},

@@ -224,3 +224,15 @@ func TestKmsgXidForms(t *testing.T) {
 		}
 	}
 }
+
+// An NVSwitch's detail lines are its SXid's, whatever other switches
+// print between them.
+func TestSXidDetailsInterleaved(t *testing.T) {
+	log := "nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Fatal, Link 12 sourcetrack timeout error (First)\n" +
+		"nvidia-nvswitch2: SXid (PCI:0000:ab:00.0): 24007, Fatal, Link 3 sourcetrack timeout error (First)\n" +
+		"nvidia-nvswitch1: SXid (PCI:0000:aa:00.0): 24007, Severity 1 Engine instance 12 Sub-engine instance 00\n" +
+		"nvidia-nvswitch2: SXid (PCI:0000:ab:00.0): 24007, Data {0x1, 0x2}\n"
+	if evs, unread := ParseKmsgXIDs(log); len(evs) != 2 || len(unread) != 0 {
+		t.Errorf("%+v, unread %q: want the two switches' SXids", evs, unread)
+	}
+}

@@ -246,7 +246,7 @@ func DecodeEvent(x XIDEvent) XIDInfo {
 func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
 	offBus := map[string]bool{}
 	var pending []string
-	var lastSXid string // the bus and code of the last SXid read
+	sxids := map[string]bool{} // the bus and code of each SXid read
 	for _, line := range kmsgMessages(text) {
 		if x, ok := kmsgXid(line, "NVRM: Xid ("); ok {
 			events = append(events, x)
@@ -257,12 +257,12 @@ func ParseKmsgXIDs(text string) (events []XIDEvent, unread []string) {
 		}
 		if x, ok := kmsgXid(line, "SXid ("); ok {
 			key := busKey(x.PCIBusID) + "/" + strconv.Itoa(x.Code)
-			if SXidDetail(x.Message) && key == lastSXid {
-				continue // the detail of the SXid before
+			if SXidDetail(x.Message) && sxids[key] {
+				continue // the detail of that switch's SXid (other switches' lines may come between)
 			}
 			// A detail line whose SXid line is gone (the log began after
 			// it) still says the switch raised it.
-			lastSXid = key
+			sxids[key] = true
 			x.SXid = true
 			events = append(events, x)
 			continue

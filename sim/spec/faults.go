@@ -188,27 +188,8 @@ func (f Faults) Validate() error {
 			return err
 		}
 	}
-	for _, x := range f.XIDs {
-		if err := gpu("xids", x.GPU); err != nil {
-			return err
-		}
-		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
-			return fmt.Errorf("xids: Xid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
-		}
-		if !oneLine(x.Message) {
-			return fmt.Errorf("xids[%d]: want one line of text (no control characters) as its message", slices.Index(f.XIDs, x))
-		}
-	}
-	for _, x := range f.SXids {
-		if x.Switch < 0 || x.Switch >= Switches {
-			return fmt.Errorf("sxids: NVSwitch %d: a DGX A100 has NVSwitches 0-%d", x.Switch, Switches-1)
-		}
-		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
-			return fmt.Errorf("sxids: SXid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
-		}
-		if !oneLine(x.Message) {
-			return fmt.Errorf("sxids[%d]: want one line of text (no control characters) as its message", slices.Index(f.SXids, x))
-		}
+	if err := f.validateEvents(gpu); err != nil {
+		return err
 	}
 	for i, l := range f.KernelLog {
 		switch {
@@ -245,9 +226,8 @@ func (f Faults) Validate() error {
 	return f.validateProcesses()
 }
 
-// validateState checks the knobs of a GPU's state: PCIe, clocks,
-// temperature, power, recovery, hangs.
-func (f Faults) validateState(gpu func(string, int) error) error {
+// validatePCIe checks the knobs of a GPU's PCIe link and path.
+func (f Faults) validatePCIe(gpu func(string, int) error) error {
 	for i, g := range f.PCIeGen {
 		if err := gpu("pcie_gen", i); err != nil {
 			return err
@@ -271,6 +251,42 @@ func (f Faults) validateState(gpu func(string, int) error) error {
 		if n > 1<<20 {
 			return fmt.Errorf("pcie_replays: GPU %d: %d a reading: NVML's replay counter is 32 bits; 1048576 a reading at most", i, n)
 		}
+	}
+	return nil
+}
+
+// validateEvents checks the Xid and SXid events of the kernel log.
+func (f Faults) validateEvents(gpu func(string, int) error) error {
+	for _, x := range f.XIDs {
+		if err := gpu("xids", x.GPU); err != nil {
+			return err
+		}
+		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
+			return fmt.Errorf("xids: Xid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
+		}
+		if !oneLine(x.Message) {
+			return fmt.Errorf("xids[%d]: want one line of text (no control characters) as its message", slices.Index(f.XIDs, x))
+		}
+	}
+	for _, x := range f.SXids {
+		if x.Switch < 0 || x.Switch >= Switches {
+			return fmt.Errorf("sxids: NVSwitch %d: a DGX A100 has NVSwitches 0-%d", x.Switch, Switches-1)
+		}
+		if x.Code <= 0 || x.SecondsAfterBoot < 0 {
+			return fmt.Errorf("sxids: SXid %d at %vs: want a positive code and a time after boot", x.Code, x.SecondsAfterBoot)
+		}
+		if !oneLine(x.Message) {
+			return fmt.Errorf("sxids[%d]: want one line of text (no control characters) as its message", slices.Index(f.SXids, x))
+		}
+	}
+	return nil
+}
+
+// validateState checks the knobs of a GPU's state: PCIe, clocks,
+// temperature, power, recovery, hangs.
+func (f Faults) validateState(gpu func(string, int) error) error {
+	if err := f.validatePCIe(gpu); err != nil {
+		return err
 	}
 	for i, rs := range f.Throttle {
 		if err := gpu("throttle", i); err != nil {
