@@ -283,6 +283,10 @@ func (cp *ControlPlane) startAPIServer(bin string, p ports, etcdURL string, pki 
 		// No node lifecycle controller will ever lift the not-ready taint
 		// this plugin puts on every new node.
 		"--disable-admission-plugins=TaintNodesByCondition",
+		// As kubeadm's clusters do: a node pod (kubectl debug node
+		// --profile=sysadmin, gpulab's) is privileged; Pod Security
+		// admission, per namespace, is what refuses it.
+		"--allow-privileged=true",
 	)
 }
 

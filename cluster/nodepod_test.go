@@ -1,0 +1,124 @@
+package cluster_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/internal/kubetest"
+)
+
+// The pod gpulab runs on a node, against the real API server: accepted
+// as built, pinned to its node past a NoExecute taint and running there
+// (kwok plays the kubelet), the host's / read-only at /host; cleanup
+// deletes the run's pods and a stale one of another run, and leaves a
+// pod gpulab did not create (the test lists what is left).
+func TestNodePodsAndCleanup(t *testing.T) {
+	cp := kubetest.Start(t)
+	ctx := t.Context()
+	cp.AddNode(t, kubetest.GPUNode("gpu-a", 8))
+	fenced := kubetest.GPUNode("gpu-fenced", 8)
+	fenced.Spec.Taints = []corev1.Taint{{Key: "gpulab.io/fenced", Value: "xid79", Effect: corev1.TaintEffectNoExecute}}
+	cp.AddNode(t, fenced)
+	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
+	var names []string
+	for _, n := range []string{"gpu-a", "gpu-fenced"} {
+		p, err := pods.Create(ctx, cluster.NodePod(n, cluster.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "run-1", Deadline: 10 * time.Minute}), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create the node pod on %s: %v", n, err)
+		}
+		names = append(names, p.Name)
+		c := p.Spec.Containers[0]
+		if p.Spec.NodeName != n || !p.Spec.HostPID || !p.Spec.HostNetwork || !*c.SecurityContext.Privileged || !c.VolumeMounts[0].ReadOnly ||
+			*p.Spec.ActiveDeadlineSeconds != 600 || *p.Spec.AutomountServiceAccountToken || p.Labels[cluster.RunLabel] != "run-1" {
+			t.Errorf("%s: the pod as the API server keeps it: %+v", n, p.Spec)
+		}
+	}
+	waitPods(t, cp, func(ps []corev1.Pod) bool {
+		running := 0
+		for _, p := range ps {
+			if slices.Contains(names, p.Name) && p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		return running == 2
+	}, "both node pods Running on their nodes")
+	// A stale pod of a crashed run, and one that is not gpulab's.
+	stale := cluster.NodePod("gpu-a", cluster.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "crashed"})
+	if _, err := pods.Create(ctx, stale, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Labels: map[string]string{cluster.ManagedByLabel: "someone-else"}},
+		Spec: corev1.PodSpec{NodeName: "gpu-a", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	if _, err := pods.Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := cluster.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-1", 0, time.Now())
+	if err != nil || n != 2 {
+		t.Fatalf("cleanup of run-1: %d deleted, %v", n, err)
+	}
+	// A later run removes the stale one by age (an hour from now).
+	if n, err := cluster.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2", time.Minute, time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("cleanup of leftovers: %d deleted, %v", n, err)
+	}
+	waitPods(t, cp, func(ps []corev1.Pod) bool { return len(ps) == 1 && ps[0].Name == "not-ours" }, "only the pod gpulab did not create left")
+
+	// A namespace whose Pod Security refuses privileged pods: the refusal
+	// is named, with the label that allows a node pod; no pod is left.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "locked", Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// No controller manager here makes a namespace's default service
+	// account: the ServiceAccount admission plugin wants it.
+	if _, err := cp.Client.CoreV1().ServiceAccounts("locked").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cluster.CreateNodePod(ctx, cp.Client, "gpu-a", cluster.NodePodOptions{Namespace: "locked", RunID: "run-3"})
+	if err == nil || !strings.Contains(err.Error(), "namespace locked refuses gpulab's node pod (Pod Security admission") ||
+		!strings.Contains(err.Error(), "pod-security.kubernetes.io/enforce=privileged") {
+		t.Errorf("a baseline namespace: %v", err)
+	}
+	if l, err := cp.Client.CoreV1().Pods("locked").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
+		t.Errorf("pods left in the locked namespace: %v %v", l, err)
+	}
+}
+
+// waitPods waits, on a watch of the default namespace's pods, until ok
+// holds for the pods listed; it fails naming what it waited for.
+func waitPods(t *testing.T, cp *kubetest.ControlPlane, ok func([]corev1.Pod) bool, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
+	for {
+		l, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list pods, waiting for %s: %v", what, err)
+		}
+		if ok(l.Items) {
+			return
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			t.Fatalf("watch pods, waiting for %s: %v", what, err)
+		}
+		select {
+		case <-w.ResultChan():
+		case <-ctx.Done():
+			w.Stop()
+			var left []string
+			for _, p := range l.Items {
+				left = append(left, p.Name+" "+string(p.Status.Phase))
+			}
+			t.Fatalf("waited 2m for %s; pods: %v", what, left)
+		}
+		w.Stop()
+	}
+}
