@@ -57,8 +57,8 @@ func TestClusterNodes(t *testing.T) {
 	env := map[string]string{"HOME": t.TempDir(), "KUBECONFIG": ""}
 	r := run(t, env, "cluster", "nodes", "--kubeconfig", cp.Kubeconfig)
 	r.expect(t, 0, "NODE   STATUS  GPU HEALTH     RESOURCE        ALLOCATED  ALLOCATABLE  CAPACITY  FREE  TAINTS\n"+
-		"gpu-a  Ready   ok             nvidia.com/gpu  0          4            4         4\n"+
-		"gpu-b  Ready   ok             nvidia.com/gpu  3          8            8         5\n"+
+		"gpu-a  Ready   no signal      nvidia.com/gpu  0          4            4         4\n"+
+		"gpu-b  Ready   no signal      nvidia.com/gpu  3          8            8         5\n"+
 		"gpu-c  Ready   UNHEALTHY (4)  nvidia.com/gpu  0          7            8         7\n", "")
 	r.expect(t, 0, "GPU health, as the cluster states it:\n"+
 		"  gpu-c: NVSentinel: GpuXidError=True (GpuXidErrorIsNotHealthy ErrorCode:79 GPU:3 GPU has fallen off the bus) since 2026-12-06T09:00:00Z\n"+

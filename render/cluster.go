@@ -39,12 +39,13 @@ func NodeResources(n cluster.GPUNode) []string {
 	return slices.Sorted(maps.Keys(set))
 }
 
-// NodeHealth is a node's GPU health as the cluster states it: "ok" when
-// nobody says otherwise, else "UNHEALTHY" and how many signals say so
+// NodeHealth is a node's GPU health as the cluster states it: "no signal"
+// when nothing the cluster publishes says the GPUs are unwell (which is
+// no reading gpulab made: a cluster with no health agent says nothing), else "UNHEALTHY" and how many signals say so
 // ("UNHEALTHY (2)"; NodeHealthLines says which, and who).
 func NodeHealth(n cluster.GPUNode) string {
 	if len(n.Health) == 0 {
-		return "ok"
+		return "no signal"
 	}
 	return fmt.Sprintf("UNHEALTHY (%d)", len(n.Health))
 }

@@ -81,7 +81,7 @@ func TestNodeTableShowsCapacity(t *testing.T) {
 	NodeTable([]cluster.GPUNode{n}, false).WriteText(&b)
 	want := "" +
 		"NODE   STATUS                    GPU HEALTH  RESOURCE                      ALLOCATED  ALLOCATABLE  CAPACITY  FREE  TAINTS\n" +
-		"dgx01  Ready,SchedulingDisabled  ok          example.com/only-allocatable  0          1            0         1\n" +
+		"dgx01  Ready,SchedulingDisabled  no signal   example.com/only-allocatable  0          1            0         1\n" +
 		"                                             nvidia.com/gpu                4          5            7         1\n" +
 		"                                             nvidia.com/mig-1g.10gb        0          0            2         0\n"
 	if b.String() != want {

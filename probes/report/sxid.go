@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // SXid classes, after NVIDIA's Fabric Manager guide.
@@ -85,18 +84,11 @@ var sxidTSV string
 
 type sxidEntry struct{ name, class, repair string }
 
-// sxidCatalogOnce holds sxidCatalog, parsed on first use: a function, not a
-// package variable set at init, so that a binary that decodes nothing
-// (the probe) links neither it nor its table.
-var sxidCatalogOnce struct {
-	sync.Once
-	m map[int]sxidEntry
-}
+var sxidCatalogOnce lazy[map[int]sxidEntry]
 
 // sxidCatalog is the SXid table by code, read once from sxid_catalog.tsv.
 func sxidCatalog() map[int]sxidEntry {
-	sxidCatalogOnce.Do(func() { sxidCatalogOnce.m = parseSxidCatalog() })
-	return sxidCatalogOnce.m
+	return sxidCatalogOnce.get(parseSxidCatalog)
 }
 
 func parseSxidCatalog() map[int]sxidEntry {

@@ -119,19 +119,26 @@ type catalogEntry struct {
 	mnemonic, description, immediate, investigatory string
 }
 
-// xidCatalogOnce holds xidCatalog, parsed on first use: a function, not a
-// package variable set at init, so that a binary that decodes nothing
-// (the probe) links neither it nor its table.
-var xidCatalogOnce struct {
-	sync.Once
-	m map[int]catalogEntry
+// lazy holds a table parsed on its first use (get). It is a zero value
+// until then, never a package variable set at init: a binary that
+// decodes nothing (the probe) links neither the table nor its parser.
+// (sync.OnceValue, called at init, would keep both.)
+type lazy[T any] struct {
+	once sync.Once
+	v    T
 }
+
+func (l *lazy[T]) get(parse func() T) T {
+	l.once.Do(func() { l.v = parse() })
+	return l.v
+}
+
+var xidCatalogOnce lazy[map[int]catalogEntry]
 
 // xidCatalog is NVIDIA's Xid catalog by code, read once from
 // xid_catalog.tsv (its source is in the file).
 func xidCatalog() map[int]catalogEntry {
-	xidCatalogOnce.Do(func() { xidCatalogOnce.m = parseXidCatalog() })
-	return xidCatalogOnce.m
+	return xidCatalogOnce.get(parseXidCatalog)
 }
 
 func parseXidCatalog() map[int]catalogEntry {

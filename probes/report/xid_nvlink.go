@@ -4,7 +4,6 @@ import (
 	_ "embed"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // NVLinkError is an NVLink5 Xid (144-150) as its message states it:
@@ -170,18 +169,11 @@ type nvlinkRule struct {
 	repeat, origin, effect             string
 }
 
-// nvlinkRulesOnce holds nvlinkRules, parsed on first use: a function, not a
-// package variable set at init, so that a binary that decodes nothing
-// (the probe) links neither it nor its table.
-var nvlinkRulesOnce struct {
-	sync.Once
-	m map[int][]nvlinkRule
-}
+var nvlinkRulesOnce lazy[map[int][]nvlinkRule]
 
 // nvlinkRules is the decode table by Xid, read once from xid_nvlink.tsv.
 func nvlinkRules() map[int][]nvlinkRule {
-	nvlinkRulesOnce.Do(func() { nvlinkRulesOnce.m = parseNvlinkRules() })
-	return nvlinkRulesOnce.m
+	return nvlinkRulesOnce.get(parseNvlinkRules)
 }
 
 func parseNvlinkRules() map[int][]nvlinkRule {
