@@ -46,7 +46,8 @@ func (e *DialError) Where() problem.Place { return problem.Place{Host: e.Host} }
 // of a run. Close it when done; it closes its jump hosts too.
 type Conn struct {
 	Target Target
-	client *ssh.Client
+	client *ssh.Client // over SSH
+	kube   *kubeLink   // through the API server (KubeTransport)
 	jumps  []*ssh.Client
 	stop   chan struct{}
 	once   sync.Once
@@ -61,6 +62,9 @@ const SimulatedServerVersion = "SSH-2.0-gpulab_sim"
 
 // Simulated reports whether the host is one of gpulab's simulated hosts.
 func (c *Conn) Simulated() bool {
+	if c.kube != nil {
+		return c.kube.simulated
+	}
 	return strings.HasPrefix(string(c.client.ServerVersion()), SimulatedServerVersion)
 }
 
@@ -84,6 +88,11 @@ func (c *Conn) Close() error {
 	var err error
 	c.once.Do(func() {
 		close(c.stop)
+		if c.kube != nil {
+			c.kube.markDead()
+			err = c.kube.k.deletePod(context.Background(), c.kube.pod)
+			return
+		}
 		err = c.client.Close()
 		for i := len(c.jumps) - 1; i >= 0; i-- {
 			c.jumps[i].Close()
@@ -114,6 +123,9 @@ func (d *Dialer) hostKeysFor(files []string) (*HostKeys, error) {
 func (d *Dialer) Dial(ctx context.Context, t Target) (*Conn, error) {
 	if !t.Reachable() {
 		return nil, &DialError{Class: Error, Host: t.Name, Err: errors.New(t.Unresolved)}
+	}
+	if t.Kube != nil {
+		return t.Kube.transport.dial(ctx, t)
 	}
 	var via *ssh.Client
 	var jumps []*ssh.Client

@@ -85,6 +85,9 @@ type PushResult struct {
 // are, with the directory's links resolved. SFTP is used where the server
 // offers it.
 func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
+	if c.kube != nil {
+		return c.kube.push(ctx, c, spec)
+	}
 	start := time.Now()
 	res := PushResult{}
 	fail := func(err *pushError) PushResult {

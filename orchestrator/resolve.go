@@ -59,12 +59,19 @@ type Target struct {
 	// resolved (Resolver.Targets): it is never dialled, and the engine
 	// gives it an Error result with this reason, in its place.
 	Unresolved string
+
+	// Kube, when set, is a Kubernetes node reached through the API server
+	// (KubeTransport.Target), not over SSH.
+	Kube *KubeNode `json:",omitempty"`
 }
 
 // HostPort is the address dialled.
 func (t Target) HostPort() string {
 	if t.Unresolved != "" {
 		return ""
+	}
+	if t.Kube != nil {
+		return "node/" + t.Name
 	}
 	return joinHostPort(t.HostName, t.Port)
 }

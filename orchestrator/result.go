@@ -38,12 +38,21 @@ const (
 	Auth                        // no offered key was accepted
 	HostKeyUnknown              // the host is not in known_hosts
 	HostKeyChanged              // the host's key differs from known_hosts
-	Cancelled                   // the run was cancelled (Ctrl-C) before this host finished
-	Error                       // a local error (bad configuration, unreadable key)
+	// Reaching a Kubernetes node through the API server (KubeTransport):
+	// why its pod did not start, or a command could not reach it.
+	Forbidden    // RBAC refused a permission the transport needs (the permission is in the error)
+	Admission    // admission refused the node pod (Pod Security, --allow-privileged, a webhook)
+	ImagePull    // the node could not pull the pod's image
+	NodeNotReady // the node is not Ready: its kubelet does not start the pod
+	Quota        // a ResourceQuota or LimitRange refused the pod
+	PodFailed    // the pod ended, or its container could not be made, before the work was done
+	Cancelled    // the run was cancelled (Ctrl-C) before this host finished
+	Error        // a local error (bad configuration, unreadable key)
 )
 
 var classNames = [...]string{"ok", "exit", "killed", "inactive", "timeout-command", "lost", "timeout-connect",
-	"unreachable", "refused", "auth", "hostkey-unknown", "hostkey-changed", "cancelled", "error"}
+	"unreachable", "refused", "auth", "hostkey-unknown", "hostkey-changed",
+	"forbidden", "admission", "image-pull", "node-not-ready", "quota", "pod-failed", "cancelled", "error"}
 
 // HostFault says whether c is something that happened to the host rather
 // than to one command's result: a command hung past its timeout or silent
@@ -52,6 +61,10 @@ var classNames = [...]string{"ok", "exit", "killed", "inactive", "timeout-comman
 // host whose step ends so takes the class as its own; a command that
 // exited non-zero or died by a signal is the checks' to judge.
 func (c Class) HostFault() bool { return c >= Inactive }
+
+// Unreached says whether c is a host that could not be reached, or was
+// lost: over SSH or through the API server, never a command's own end.
+func (c Class) Unreached() bool { return c >= Lost && c <= PodFailed }
 
 func (c Class) String() string {
 	if int(c) < len(classNames) {

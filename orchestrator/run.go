@@ -88,19 +88,9 @@ func (c *capture) close() ([]byte, int64) {
 func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Result {
 	start := time.Now()
 	r := Result{Step: step, Command: command, ExitCode: -1}
-	finish := func(class Class, err error) Result {
-		r.Class, r.Duration = class, time.Since(start)
-		if err != nil {
-			r.Err = err.Error()
-		}
-		return r
-	}
 	if ctx.Err() != nil {
-		return finish(Cancelled, ctx.Err())
-	}
-	sess, err := c.client.NewSession()
-	if err != nil {
-		return finish(Lost, fmt.Errorf("open session: %w", err))
+		r.Class, r.Err = Cancelled, ctx.Err().Error()
+		return r
 	}
 	limit := o.MaxOutput
 	if limit <= 0 {
@@ -110,19 +100,37 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 	activity.Store(time.Now().UnixNano())
 	stdout := &capture{limit: limit, stream: 1, activity: &activity, onOutput: o.OnOutput}
 	stderr := &capture{limit: limit, stream: 2, activity: &activity, onOutput: o.OnOutput}
+	var class Class
+	var err error
+	if c.kube != nil {
+		class, err = c.kube.run(ctx, &r, command, c.Target.Capped(o), stdout, stderr, &activity)
+	} else {
+		class, err = c.runSSH(ctx, &r, command, o, stdout, stderr, &activity)
+	}
+	r.Stdout, r.StdoutBytes = stdout.close()
+	r.Stderr, r.StderrBytes = stderr.close()
+	r.Truncated = r.StdoutBytes > int64(len(r.Stdout)) || r.StderrBytes > int64(len(r.Stderr))
+	r.Class, r.Duration = class, time.Since(start)
+	if err != nil {
+		r.Err = err.Error()
+	}
+	return r
+}
+
+// runSSH is Run over SSH, in a new session on the connection.
+func (c *Conn) runSSH(ctx context.Context, r *Result, command string, o RunOptions, stdout, stderr *capture, activity *atomic.Int64) (Class, error) {
+	sess, err := c.client.NewSession()
+	if err != nil {
+		return Lost, fmt.Errorf("open session: %w", err)
+	}
 	sess.Stdout, sess.Stderr = stdout, stderr
 	stdinPipe, err := attachStdin(sess, o)
 	if err != nil {
 		sess.Close()
-		return finish(Lost, fmt.Errorf("open session stdin: %w", err))
+		return Lost, fmt.Errorf("open session stdin: %w", err)
 	}
 	if stdinPipe != nil {
 		defer stdinPipe.Close()
-	}
-	collect := func() {
-		r.Stdout, r.StdoutBytes = stdout.close()
-		r.Stderr, r.StderrBytes = stderr.close()
-		r.Truncated = r.StdoutBytes > int64(len(r.Stdout)) || r.StderrBytes > int64(len(r.Stderr))
 	}
 	line := command
 	if !o.Raw {
@@ -130,19 +138,17 @@ func (c *Conn) Run(ctx context.Context, step, command string, o RunOptions) Resu
 	}
 	if err := sess.Start(line); err != nil {
 		sess.Close()
-		return finish(Lost, fmt.Errorf("start command: %w", err))
+		return Lost, fmt.Errorf("start command: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Wait() }()
 
-	ended, waitErr, stopped, stopErr := watch(ctx, done, c.Target.Capped(o), &activity)
+	ended, waitErr, stopped, stopErr := watch(ctx, done, c.Target.Capped(o), activity)
 	if ended {
-		collect()
-		return finish(exitClass(&r, waitErr))
+		return exitClass(r, waitErr)
 	}
 	stopRemote(sess, stdinPipe, done)
-	collect()
-	return finish(stopped, stopErr)
+	return stopped, stopErr
 }
 
 // Capped holds a command's own limits to the operator's: --timeout and

@@ -80,6 +80,9 @@ type Config struct {
 	// Dir holds the hosts' trees; default a new temporary directory,
 	// removed by Close.
 	Dir string
+	// Kubelet, when set, gives every host a kubelet endpoint (Start
+	// only, not Spawn): see KubeletConfig.
+	Kubelet *KubeletConfig
 }
 
 // Fleet is a running simulated fleet.
@@ -305,6 +308,9 @@ func (f *Fleet) start() error {
 		}
 		f.hosts = append(f.hosts, h)
 	}
+	if f.cfg.Kubelet != nil && f.given == nil {
+		return f.startKubelets()
+	}
 	return nil
 }
 
@@ -446,6 +452,9 @@ type Host struct {
 	Sick    bool   `json:"sick"`
 	Fault   string `json:"fault,omitempty"` // "drop", "hang", "die", "deny", "stall"
 	Faults  string `json:"faults,omitempty"`
+	// KubeletPort is the host's kubelet endpoint (Config.Kubelet), 0
+	// without one.
+	KubeletPort int `json:"kubelet_port,omitempty"`
 }
 
 // Hosts lists the fleet's hosts in order.
@@ -454,6 +463,9 @@ func (f *Fleet) Hosts() []Host {
 	for i, h := range f.hosts {
 		out[i] = Host{Name: h.name, Address: "127.0.0.1", Port: portOf(h.addr), HostKey: string(ssh.MarshalAuthorizedKey(h.signer.PublicKey())),
 			Sick: h.sick, Fault: h.mode.String(), Faults: string(h.faults)}
+		if h.kubelet != nil {
+			out[i].KubeletPort = h.kubelet.port
+		}
 	}
 	return out
 }

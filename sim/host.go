@@ -41,6 +41,7 @@ type host struct {
 	mode    Fault
 	signer  ssh.Signer
 	config  *ssh.ServerConfig
+	kubelet *kubelet // Config.Kubelet's endpoint, nil without
 
 	reserved int // a Drop host's bound, never listening socket
 
@@ -115,6 +116,9 @@ func (h *host) kill() {
 	h.killed = true
 	if h.ln != nil {
 		h.ln.Close()
+	}
+	if h.kubelet != nil {
+		h.kubelet.srv.Close()
 	}
 	if h.reserved > 0 {
 		syscall.Close(h.reserved)

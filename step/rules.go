@@ -334,8 +334,7 @@ var notFoundRE = regexp.MustCompile(`(?m)([^\s:]+): (?:command )?not found`)
 func EvidenceHint(i Input) string {
 	p := i.Problem
 	switch {
-	case i.Class == orchestrator.Refused || i.Class == orchestrator.Unreachable || i.Class == orchestrator.TimeoutConnect ||
-		i.Class == orchestrator.Auth || i.Class == orchestrator.HostKeyUnknown || i.Class == orchestrator.HostKeyChanged || i.Class == orchestrator.Lost:
+	case i.Class.Unreached():
 		return "the host could not be reached or was lost: see its error, then run again"
 	case i.Class == orchestrator.Cancelled:
 		return "the run was stopped before this step gave its evidence"

@@ -65,6 +65,10 @@ type ControlPlane struct {
 	// StartUp is how long Start took from the first process started to
 	// every component ready.
 	StartUp time.Duration
+	// KubeletClientCA is the PEM file of the CA that signed the API
+	// server's client certificate to kubelets: a kubelet endpoint a test
+	// serves (sim.KubeletConfig) accepts what it signed.
+	KubeletClientCA string
 
 	procs   []*process
 	stopped *process // the API server, between StopAPIServer and StartAPIServer
@@ -221,6 +225,7 @@ func (cp *ControlPlane) credentials(apiPort int) (pki, string, error) {
 			return pki, "", err
 		}
 		cp.pki = &pki
+		cp.KubeletClientCA = pki.caCert
 	}
 	pki, token := *cp.pki, cp.token
 	var err error
@@ -287,6 +292,13 @@ func (cp *ControlPlane) startAPIServer(bin string, p ports, etcdURL string, pki 
 		// --profile=sysadmin, gpulab's) is privileged; Pod Security
 		// admission, per namespace, is what refuses it.
 		"--allow-privileged=true",
+		// Exec and logs go to a node's kubelet at its InternalIP (every
+		// node's is 127.0.0.1, each kubelet on a port of its own, the
+		// node's daemonEndpoints), with a client certificate kubelets
+		// check against the CA (KubeletClientCA).
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-client-certificate="+pki.kubeletCert,
+		"--kubelet-client-key="+pki.kubeletKey,
 	)
 }
 
@@ -405,8 +417,9 @@ func (cp *ControlPlane) serviceAccount(ctx context.Context, ns string) error {
 	return nil
 }
 
-// AddNode creates node, then sets its status (capacity, allocatable, …)
-// with UpdateStatus, since a create drops it; kwok then marks it Ready and
+// AddNode creates node, then sets its status (capacity, allocatable, and
+// the addresses and kubelet port when it has them) with UpdateStatus,
+// since a create drops it; kwok then marks it Ready and
 // keeps it so. It returns the node as stored.
 func (cp *ControlPlane) AddNode(t testing.TB, node *corev1.Node) *corev1.Node {
 	t.Helper()
@@ -419,6 +432,12 @@ func (cp *ControlPlane) AddNode(t testing.TB, node *corev1.Node) *corev1.Node {
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		created.Status.Capacity = node.Status.Capacity
 		created.Status.Allocatable = node.Status.Allocatable
+		if len(node.Status.Addresses) > 0 {
+			created.Status.Addresses = node.Status.Addresses
+		}
+		if node.Status.DaemonEndpoints.KubeletEndpoint.Port != 0 {
+			created.Status.DaemonEndpoints = node.Status.DaemonEndpoints
+		}
 		updated, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		if err == nil {
 			created = updated

@@ -20,17 +20,24 @@ type pki struct {
 	serverCert string
 	serverKey  string
 	saKey      string // signs and verifies ServiceAccount tokens
+	// kubeletCert and kubeletKey are the API server's client certificate
+	// to kubelets (--kubelet-client-certificate), signed by the CA.
+	kubeletCert string
+	kubeletKey  string
 }
 
 // writePKI makes a CA, a serving certificate for 127.0.0.1 and localhost
-// signed by it, and a ServiceAccount signing key, all ECDSA P-256 (fast to
+// signed by it, the API server's client certificate to kubelets, and a
+// ServiceAccount signing key, all ECDSA P-256 (fast to
 // generate) and valid for a day.
 func writePKI(dir string) (pki, error) {
 	p := pki{
-		caCert:     filepath.Join(dir, "ca.crt"),
-		serverCert: filepath.Join(dir, "apiserver.crt"),
-		serverKey:  filepath.Join(dir, "apiserver.key"),
-		saKey:      filepath.Join(dir, "sa.key"),
+		caCert:      filepath.Join(dir, "ca.crt"),
+		serverCert:  filepath.Join(dir, "apiserver.crt"),
+		serverKey:   filepath.Join(dir, "apiserver.key"),
+		saKey:       filepath.Join(dir, "sa.key"),
+		kubeletCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 	}
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -54,11 +61,7 @@ func writePKI(dir string) (pki, error) {
 	if err != nil {
 		return p, err
 	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return p, err
-	}
-	srvTmpl := &x509.Certificate{
+	srvDER, srvKey, err := issue(&x509.Certificate{
 		SerialNumber: big.NewInt(2),
 		Subject:      pkix.Name{CommonName: "kube-apiserver"},
 		NotBefore:    now.Add(-time.Hour),
@@ -67,8 +70,7 @@ func writePKI(dir string) (pki, error) {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
 		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	}, ca, caKey)
 	if err != nil {
 		return p, err
 	}
@@ -76,11 +78,24 @@ func writePKI(dir string) (pki, error) {
 	if err != nil {
 		return p, err
 	}
+	klDER, klKey, err := issue(&x509.Certificate{
+		SerialNumber: big.NewInt(3),
+		Subject:      pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"kubeadm:cluster-admins"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca, caKey)
+	if err != nil {
+		return p, err
+	}
 	for path, block := range map[string]func() (*pem.Block, error){
-		p.caCert:     func() (*pem.Block, error) { return &pem.Block{Type: "CERTIFICATE", Bytes: caDER}, nil },
-		p.serverCert: func() (*pem.Block, error) { return &pem.Block{Type: "CERTIFICATE", Bytes: srvDER}, nil },
-		p.serverKey:  func() (*pem.Block, error) { return ecKeyBlock(srvKey) },
-		p.saKey:      func() (*pem.Block, error) { return ecKeyBlock(saKey) },
+		p.caCert:      func() (*pem.Block, error) { return &pem.Block{Type: "CERTIFICATE", Bytes: caDER}, nil },
+		p.serverCert:  func() (*pem.Block, error) { return &pem.Block{Type: "CERTIFICATE", Bytes: srvDER}, nil },
+		p.serverKey:   func() (*pem.Block, error) { return ecKeyBlock(srvKey) },
+		p.saKey:       func() (*pem.Block, error) { return ecKeyBlock(saKey) },
+		p.kubeletCert: func() (*pem.Block, error) { return &pem.Block{Type: "CERTIFICATE", Bytes: klDER}, nil },
+		p.kubeletKey:  func() (*pem.Block, error) { return ecKeyBlock(klKey) },
 	} {
 		b, err := block()
 		if err != nil {
@@ -91,6 +106,16 @@ func writePKI(dir string) (pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// issue makes a key and tmpl's certificate for it, signed by ca.
+func issue(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) ([]byte, *ecdsa.PrivateKey, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	return der, key, err
 }
 
 func ecKeyBlock(k *ecdsa.PrivateKey) (*pem.Block, error) {

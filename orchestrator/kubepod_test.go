@@ -1,4 +1,4 @@
-package cluster_test
+package orchestrator_test
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/orchestrator"
 )
 
 // The pod gpulab runs on a node, against the real API server: accepted
@@ -29,14 +29,14 @@ func TestNodePodsAndCleanup(t *testing.T) {
 	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
 	var names []string
 	for _, n := range []string{"gpu-a", "gpu-fenced"} {
-		p, err := pods.Create(ctx, cluster.NodePod(n, cluster.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "run-1", Deadline: 10 * time.Minute}), metav1.CreateOptions{})
+		p, err := pods.Create(ctx, orchestrator.NodePod(n, orchestrator.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "run-1", Deadline: 10 * time.Minute}), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("create the node pod on %s: %v", n, err)
 		}
 		names = append(names, p.Name)
 		c := p.Spec.Containers[0]
 		if p.Spec.NodeName != n || !p.Spec.HostPID || !p.Spec.HostNetwork || !*c.SecurityContext.Privileged || !c.VolumeMounts[0].ReadOnly ||
-			*p.Spec.ActiveDeadlineSeconds != 600 || *p.Spec.AutomountServiceAccountToken || p.Labels[cluster.RunLabel] != "run-1" {
+			*p.Spec.ActiveDeadlineSeconds != 600 || *p.Spec.AutomountServiceAccountToken || p.Labels[orchestrator.RunLabel] != "run-1" {
 			t.Errorf("%s: the pod as the API server keeps it: %+v", n, p.Spec)
 		}
 	}
@@ -50,21 +50,26 @@ func TestNodePodsAndCleanup(t *testing.T) {
 		return running == 2
 	}, "both node pods Running on their nodes")
 	// A stale pod of a crashed run, and one that is not gpulab's.
-	stale := cluster.NodePod("gpu-a", cluster.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "crashed"})
+	stale := orchestrator.NodePod("gpu-a", orchestrator.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "crashed", Deadline: 10 * time.Minute})
 	if _, err := pods.Create(ctx, stale, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Labels: map[string]string{cluster.ManagedByLabel: "someone-else"}},
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Labels: map[string]string{orchestrator.ManagedByLabel: "someone-else"}},
 		Spec: corev1.PodSpec{NodeName: "gpu-a", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
 	if _, err := pods.Create(ctx, other, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := cluster.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-1", 0, time.Now())
+	n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-1", time.Now())
 	if err != nil || n != 2 {
 		t.Fatalf("cleanup of run-1: %d deleted, %v", n, err)
 	}
-	// A later run removes the stale one by age (an hour from now).
-	if n, err := cluster.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2", time.Minute, time.Now().Add(time.Hour)); err != nil || n != 1 {
+	// A later run leaves the other run's pod while it may be alive, and
+	// removes it once it is past its deadline (ten minutes, then five of
+	// grace).
+	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2", time.Now().Add(10*time.Minute)); err != nil || n != 0 {
+		t.Fatalf("cleanup with the crashed run's pod within its deadline: %d deleted, %v", n, err)
+	}
+	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2", time.Now().Add(16*time.Minute)); err != nil || n != 1 {
 		t.Fatalf("cleanup of leftovers: %d deleted, %v", n, err)
 	}
 	waitPods(t, cp, func(ps []corev1.Pod) bool { return len(ps) == 1 && ps[0].Name == "not-ours" }, "only the pod gpulab did not create left")
@@ -80,7 +85,7 @@ func TestNodePodsAndCleanup(t *testing.T) {
 	if _, err := cp.Client.CoreV1().ServiceAccounts("locked").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = cluster.CreateNodePod(ctx, cp.Client, "gpu-a", cluster.NodePodOptions{Namespace: "locked", RunID: "run-3"})
+	_, err = orchestrator.CreateNodePod(ctx, cp.Client, "gpu-a", orchestrator.NodePodOptions{Namespace: "locked", RunID: "run-3"})
 	if err == nil || !strings.Contains(err.Error(), "namespace locked refuses gpulab's node pod (Pod Security admission") ||
 		!strings.Contains(err.Error(), "pod-security.kubernetes.io/enforce=privileged") {
 		t.Errorf("a baseline namespace: %v", err)

@@ -1,4 +1,4 @@
-package cluster
+package orchestrator
 
 import (
 	"context"
@@ -24,8 +24,8 @@ const (
 
 // DefaultNodePodImage is the image of the pod gpulab runs on a node when
 // the operator names none: small and public; an air-gapped site names its
-// mirror. The pod needs only a shell and sleep: the node's own tools are
-// under /host.
+// mirror. The pod needs only sh, sleep, cat and chroot (busybox has them
+// all): the node's own tools are under /host.
 const DefaultNodePodImage = "docker.io/library/busybox:1.37"
 
 // NodePodOptions shape the pod gpulab runs on a node to reach it.
@@ -48,6 +48,13 @@ type NodePodOptions struct {
 // at /host (read-only unless asked), every taint tolerated, never
 // restarted, ended by its deadline, with no service account token, and
 // labelled with gpulab and the run so that cleanup finds it.
+//
+// Its one writable place is an emptyDir at /gpulab (PodScratch), gone
+// with the pod: what gpulab pushes (the probe) goes there, never onto the
+// host. The container's shell writes its process ID into /gpulab/pid
+// before it turns into sleep: commands run chrooted into /host reach the
+// scratch directory through /proc/PID/root/gpulab (the host's PID
+// namespace is the pod's).
 func NodePod(node string, o NodePodOptions) *corev1.Pod {
 	image := o.Image
 	if image == "" {
@@ -78,20 +85,37 @@ func NodePod(node string, o NodePodOptions) *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name:            "gpulab",
 				Image:           image,
-				Command:         []string{"sleep", fmt.Sprint(deadline)},
+				Command:         []string{"sh", "-c", "echo $$ >" + PodScratch + "/pid && exec sleep " + fmt.Sprint(deadline)},
 				SecurityContext: &corev1.SecurityContext{Privileged: &yes},
-				VolumeMounts:    []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: !o.WritableHost}},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "host", MountPath: "/host", ReadOnly: !o.WritableHost},
+					{Name: "scratch", MountPath: PodScratch},
+				},
 			}},
-			Volumes: []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}},
+			Volumes: []corev1.Volume{
+				{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			},
 		},
 	}
 }
 
+// PodScratch is the node pod's own writable directory (an emptyDir).
+const PodScratch = "/gpulab"
+
+// leftoverGrace is how long past its deadline a node pod that has not
+// ended (its node gone, its kubelet silent) is left before another run
+// removes it.
+const leftoverGrace = 5 * time.Minute
+
 // CleanupNodePods deletes gpulab's node pods in ns: those of run (any
-// age) when run is given, and any other run's older than olderThan (a
-// run that crashed, or was killed before its cleanup). It deletes only
-// pods ManagedByLabel names gpulab's, and says how many it deleted.
-func CleanupNodePods(ctx context.Context, client kubernetes.Interface, ns, run string, olderThan time.Duration, now time.Time) (int, error) {
+// age) when run is given, and the leftovers of other runs (a run that
+// crashed, or was killed before its cleanup): a pod that has ended (its
+// deadline passed) or that is leftoverGrace past its deadline at now. A
+// live pod of another run, of another operator's gpulab, is never
+// touched. It deletes only pods ManagedByLabel names gpulab's, and says
+// how many it deleted.
+func CleanupNodePods(ctx context.Context, client kubernetes.Interface, ns, run string, now time.Time) (int, error) {
 	pods := client.CoreV1().Pods(ns)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedBy})
 	if err != nil {
@@ -101,8 +125,7 @@ func CleanupNodePods(ctx context.Context, client kubernetes.Interface, ns, run s
 	deleted := 0
 	for _, p := range list.Items {
 		mine := run != "" && p.Labels[RunLabel] == labelSafe(run)
-		stale := olderThan > 0 && now.Sub(p.CreationTimestamp.Time) > olderThan
-		if !mine && !stale {
+		if !mine && !leftover(&p, now) {
 			continue
 		}
 		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
@@ -115,6 +138,19 @@ func CleanupNodePods(ctx context.Context, client kubernetes.Interface, ns, run s
 		}
 	}
 	return deleted, nil
+}
+
+// leftover says whether p, another run's node pod, is left behind: it
+// has ended, or it is leftoverGrace past its deadline.
+func leftover(p *corev1.Pod, now time.Time) bool {
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return true
+	}
+	deadline := time.Hour
+	if d := p.Spec.ActiveDeadlineSeconds; d != nil {
+		deadline = time.Duration(*d) * time.Second
+	}
+	return now.Sub(p.CreationTimestamp.Time) > deadline+leftoverGrace
 }
 
 // labelSafe is s as a label value: at most 63 characters of letters,
@@ -149,24 +185,32 @@ func nameSafe(s string) string {
 	return out
 }
 
-// CreateNodePod creates o's pod on node. A refusal is named for what
-// refused it: Pod Security admission (with the namespace label that
-// allows a node pod), RBAC (the permission missing), or the API server's
-// own policy on privileged pods (--allow-privileged).
+// CreateNodePod creates o's pod on node. A refusal is a *KubeError named
+// for what refused it: Pod Security admission (with the namespace label
+// that allows a node pod), another admission plugin or webhook, RBAC
+// (the permission missing), a quota, or the API server's own policy on
+// privileged pods (--allow-privileged).
 func CreateNodePod(ctx context.Context, client kubernetes.Interface, node string, o NodePodOptions) (*corev1.Pod, error) {
 	p, err := client.CoreV1().Pods(o.Namespace).Create(ctx, NodePod(node, o), metav1.CreateOptions{})
 	if err == nil {
 		return p, nil
 	}
 	msg := err.Error()
+	refused := func(class Class, format string, args ...any) error {
+		return &KubeError{Class: class, Err: fmt.Errorf(format, args...)}
+	}
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "violates PodSecurity"):
-		return nil, fmt.Errorf("namespace %s refuses gpulab's node pod (Pod Security admission: %s): a node pod is privileged and uses the host's namespaces; "+
+		return nil, refused(Admission, "namespace %s refuses gpulab's node pod (Pod Security admission: %s): a node pod is privileged and uses the host's namespaces; "+
 			"run it in a namespace labelled pod-security.kubernetes.io/enforce=privileged (kubectl label namespace NS pod-security.kubernetes.io/enforce=privileged)", o.Namespace, msg)
+	case apierrors.IsForbidden(err) && strings.Contains(msg, "exceeded quota"):
+		return nil, refused(Quota, "namespace %s has no room for the node pod (ResourceQuota): %w", o.Namespace, err)
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "cannot create resource"):
-		return nil, fmt.Errorf("forbidden: create pods in namespace %s (RBAC: the node transport needs create, get and delete on pods there): %w", o.Namespace, err)
+		return nil, refused(Forbidden, "forbidden: create pods in namespace %s (RBAC: the node transport needs create, get and delete on pods there): %w", o.Namespace, err)
 	case apierrors.IsInvalid(err) && strings.Contains(msg, "privileged: Forbidden"):
-		return nil, fmt.Errorf("the API server refuses privileged pods (kube-apiserver --allow-privileged=false): gpulab cannot reach node %s through it: %w", node, err)
+		return nil, refused(Admission, "the API server refuses privileged pods (kube-apiserver --allow-privileged=false): gpulab cannot reach node %s through it: %w", node, err)
+	case strings.Contains(msg, "admission webhook") || apierrors.IsForbidden(err):
+		return nil, refused(Admission, "admission refused gpulab's node pod in namespace %s: %w", o.Namespace, err)
 	}
 	return nil, fmt.Errorf("create the node pod on %s: %w", node, err)
 }

@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
+
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// KubeletConfig makes every host of the fleet a Kubernetes node's
+// kubelet too, for the exec subresource the API server proxies: a node
+// whose status names 127.0.0.1 and the host's KubeletPort is reached
+// through the API server (orchestrator.KubeTransport) on the same
+// simulated machine as over SSH. The server is the kubelet's own
+// streaming code (k8s.io/cri-streaming's remotecommand, WebSocket and
+// SPDY as the API server speaks them), over TLS.
+type KubeletConfig struct {
+	// ClientCA is a PEM file: only clients with a certificate it signed
+	// (the API server's --kubelet-client-certificate) are served.
+	ClientCA string
+}
+
+// kubelet is a host's kubelet endpoint.
+type kubelet struct {
+	srv  *http.Server
+	port int
+	mu   sync.Mutex
+	pids map[string]int // pod (name/namespace) → the process ID its shell says it has
+}
+
+// podPIDBase is where the simulated pods' process IDs start.
+const podPIDBase = 40000
+
+var podPIDs atomic.Int64
+
+type connKey struct{}
+
+// startKubelets starts every host's kubelet endpoint on a loopback port.
+func (f *Fleet) startKubelets() error {
+	cfg := f.cfg.Kubelet
+	pem, err := os.ReadFile(cfg.ClientCA)
+	if err != nil {
+		return fmt.Errorf("sim: kubelet client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return fmt.Errorf("sim: kubelet client CA %s: no certificate in it", cfg.ClientCA)
+	}
+	cert, err := selfSigned()
+	if err != nil {
+		return err
+	}
+	tc := &tls.Config{Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	for _, h := range f.hosts {
+		if h.mode == Drop {
+			continue
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		k := &kubelet{port: ln.Addr().(*net.TCPAddr).Port, pids: map[string]int{}}
+		mux := http.NewServeMux()
+		mux.HandleFunc("/exec/{ns}/{pod}/{container}", h.serveExec)
+		mux.HandleFunc("/exec/{ns}/{pod}/{uid}/{container}", h.serveExec)
+		k.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+			BaseContext: func(net.Listener) context.Context { return f.ctx },
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
+		h.kubelet = k
+		tl := tls.NewListener(ln, tc)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			_ = k.srv.Serve(tl)
+		}()
+	}
+	return nil
+}
+
+// selfSigned is the kubelets' serving certificate (the API server does
+// not verify a kubelet's unless told its CA, as kubeadm's clusters run).
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gpulab-sim-kubelet"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+func (h *host) serveExec(w http.ResponseWriter, req *http.Request) {
+	opts, err := remotecommand.NewOptions(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	name := req.PathValue("pod") + "/" + req.PathValue("ns")
+	remotecommand.ServeExec(w, req, podExecutor{h}, name, req.PathValue("uid"), req.PathValue("container"),
+		req.URL.Query()["command"], opts, 4*time.Hour, 30*time.Second, remotecommand.SupportedStreamingProtocols)
+}
+
+// podExecutor runs a node pod's commands on its host.
+type podExecutor struct{ h *host }
+
+// ExecInContainer runs cmd as gpulab's node pod runs it: `cat
+// /gpulab/pid` in the container (the pod's process ID, whose
+// /proc/PID/root/gpulab is then the pod's scratch directory in the
+// host's tree), and `chroot /host ...` on the host, its wrapped command
+// stopped when its standard input ends, as the wrapper does.
+func (e podExecutor) ExecInContainer(ctx context.Context, name, _, _ string, cmd []string, in io.Reader, out, errOut io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize, _ time.Duration) error {
+	h := e.h
+	ctx, cancel := context.WithCancel(withBounds(ctx))
+	defer cancel()
+	defer h.fleet.watch.add(h.name, cancel, errOut)()
+	switch h.mode {
+	case Die: // the kubelet's connection is cut as the command starts
+		if c, ok := ctx.Value(connKey{}).(net.Conn); ok {
+			c.Close()
+		}
+		return errors.New("connection cut")
+	case Stall:
+		<-ctx.Done()
+		return exitCode(143)
+	}
+	if slices.Equal(cmd, orchestrator.KubeRootArgv) {
+		pid, err := h.podPID(name)
+		if err != nil {
+			fmt.Fprintf(errOut, "cat: %s: %v\n", cmd[1], err)
+			return exitCode(1)
+		}
+		fmt.Fprintln(out, pid)
+		return nil
+	}
+	if len(cmd) < 3 || cmd[0] != "chroot" || cmd[1] != "/host" {
+		fmt.Fprintf(errOut, "gpulab sim: %s: the simulated node pod runs host commands only, as chroot /host CMD\n", strings.Join(cmd, " "))
+		return exitCode(126)
+	}
+	env := append(h.baseEnv(), "USER=root", "LOGNAME=root", "HOME=/root", "UID=0", "EUID=0")
+	c := &call{h: h, env: env, stdin: in, stdout: syncWriter{new(sync.Mutex), out}, stderr: syncWriter{new(sync.Mutex), errOut}}
+	var code int
+	var err error
+	if command, ok := kubeUnwrap(cmd); ok {
+		code, err = c.runWrapped(ctx, command, in)
+	} else if len(cmd) == 5 && cmd[2] == "/bin/sh" && cmd[3] == "-c" {
+		code, err = c.runLine(ctx, cmd[4])
+	} else {
+		c.stdin = devNull{}
+		code, err = c.runLine(ctx, orchestrator.QuoteArgs(cmd[2:]))
+	}
+	if err != nil {
+		return exitCode(143)
+	}
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// kubeUnwrap recognises orchestrator.KubeArgv's wrapped command.
+func kubeUnwrap(cmd []string) (string, bool) {
+	want := orchestrator.KubeArgv("x", false)
+	if len(cmd) != len(want) || !slices.Equal(cmd[:len(want)-1], want[:len(want)-1]) {
+		return "", false
+	}
+	return cmd[len(cmd)-1], true
+}
+
+// podPID is the process ID pod's shell has, the same for every exec
+// into it, and makes its scratch directory in the host's tree.
+func (h *host) podPID(pod string) (int, error) {
+	k := h.kubelet
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if pid, ok := k.pids[pod]; ok {
+		return pid, nil
+	}
+	pid := podPIDBase + int(podPIDs.Add(1))
+	dir := "proc/" + strconv.Itoa(pid) + "/root" + orchestrator.PodScratch
+	root := h.fs.r()
+	if err := root.MkdirAll(dir, 0o700); err != nil {
+		return 0, err
+	}
+	k.pids[pod] = pid
+	return pid, nil
+}
+
+// exitCode is a command's non-zero exit status as the kubelet's
+// streaming code reads it (k8s.io/utils/exec.ExitError).
+type exitCode int
+
+func (e exitCode) Error() string   { return "exit status " + strconv.Itoa(int(e)) }
+func (e exitCode) String() string  { return e.Error() }
+func (e exitCode) Exited() bool    { return true }
+func (e exitCode) ExitStatus() int { return int(e) }

@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/orchestrator"
+)
+
+// kubeFleet is a simulated fleet whose hosts are a real API server's
+// nodes too: each node's kubelet endpoint is its host's.
+type kubeFleet struct {
+	cp    *kubetest.ControlPlane
+	fleet *Fleet
+	kt    *orchestrator.KubeTransport
+}
+
+func startKubeFleet(t *testing.T, cfg Config) *kubeFleet {
+	t.Helper()
+	cp := kubetest.Start(t)
+	cfg.Kubelet = &KubeletConfig{ClientCA: cp.KubeletClientCA}
+	f, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	for _, h := range f.Hosts() {
+		cp.AddNode(t, SimNode(h))
+	}
+	kt := &orchestrator.KubeTransport{Config: cp.Config, Client: cp.Client, Context: "kubetest", Namespace: metav1.NamespaceDefault,
+		RunID: "test-" + strings.ReplaceAll(t.Name(), "/", "-"), StartTimeout: time.Minute}
+	return &kubeFleet{cp: cp, fleet: f, kt: kt}
+}
+
+// SimNode is the node object of a simulated host whose kubelet endpoint
+// runs (KubeletPort).
+func SimNode(h Host) *corev1.Node {
+	n := kubetest.GPUNode(h.Name, 8)
+	n.Labels[orchestrator.SimulatedLabel] = "true"
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: h.Name}}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(h.KubeletPort)
+	return n
+}
+
+func (k *kubeFleet) dial(t *testing.T, node string) *orchestrator.Conn {
+	t.Helper()
+	tg := k.kt.Target(node, true, orchestrator.Target{ConnectTimeout: time.Minute, CommandTimeout: time.Minute, InactivityTimeout: time.Minute})
+	c, err := (&orchestrator.Dialer{}).Dial(t.Context(), tg)
+	if err != nil {
+		t.Fatalf("dial %s through the API server: %v", node, err)
+	}
+	return c
+}
+
+// podsLeft lists the pods in the transport's namespace.
+func (k *kubeFleet) podsLeft(t *testing.T) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := k.cp.Client.CoreV1().Pods(k.kt.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range l.Items {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// A simulated DGX reached through the real API server and the kubelet's
+// streaming code: commands run on the host (its nvidia-smi), exit codes
+// and stderr come back, a file pushed lands in the pod's scratch
+// directory and runs from there, a silent command is stopped at the
+// inactivity timeout; closing the connection deletes its pod.
+func TestKubeletExecThroughTheAPIServer(t *testing.T) {
+	k := startKubeFleet(t, Config{Hosts: 2})
+	node := k.fleet.Hosts()[0].Name
+	c := k.dial(t, node)
+	if !c.Simulated() {
+		t.Error("a node labelled simulated: Conn.Simulated is false")
+	}
+	r := c.Run(t.Context(), "smi", "nvidia-smi -L | head -2; hostname", orchestrator.RunOptions{Timeout: time.Minute})
+	if r.Class != orchestrator.OK || !strings.Contains(string(r.Stdout), "GPU 0: NVIDIA A100") || !strings.Contains(string(r.Stdout), node) {
+		t.Fatalf("nvidia-smi -L through the pod: %s %s stdout=%q stderr=%q", r.Class, r.Err, r.Stdout, r.Stderr)
+	}
+	r = c.Run(t.Context(), "fail", "echo to-stderr >&2; exit 3", orchestrator.RunOptions{Timeout: time.Minute})
+	if r.Class != orchestrator.Exit || r.ExitCode != 3 || strings.TrimSpace(string(r.Stderr)) != "to-stderr" {
+		t.Errorf("exit 3: %s code %d stderr=%q err=%s", r.Class, r.ExitCode, r.Stderr, r.Err)
+	}
+	script := []byte("#!/bin/sh\necho pushed-and-ran\n")
+	p := c.Push(t.Context(), orchestrator.PushSpec{Name: "hello.sh", Data: script, Mode: 0o700, Compress: true})
+	if p.Class != orchestrator.OK || !strings.HasPrefix(p.Path, "/proc/") || !strings.HasSuffix(p.Path, orchestrator.PodScratch+"/hello.sh") {
+		t.Fatalf("push: %+v", p)
+	}
+	r = c.Run(t.Context(), "run it", orchestrator.Quote(p.Path), orchestrator.RunOptions{Timeout: time.Minute})
+	if r.Class != orchestrator.OK || strings.TrimSpace(string(r.Stdout)) != "pushed-and-ran" {
+		t.Errorf("the pushed file: %s %s %q %q", r.Class, r.Err, r.Stdout, r.Stderr)
+	}
+	r = c.Run(t.Context(), "hang", "sleep 600", orchestrator.RunOptions{Inactivity: 300 * time.Millisecond})
+	if r.Class != orchestrator.Inactive {
+		t.Errorf("a silent command: %s %s", r.Class, r.Err)
+	}
+	if left := k.podsLeft(t); len(left) != 1 {
+		t.Errorf("pods while connected: %v", left)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := k.podsLeft(t); len(left) != 0 {
+		t.Errorf("pods left after Close: %v", left)
+	}
+}
