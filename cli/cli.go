@@ -104,6 +104,9 @@ type options struct {
 	// simulatedCtx: a cluster command reads the simulated fleet's cluster
 	// (--context simulated), which its --json says.
 	simulatedCtx bool
+	// cleanups run when the command has returned, whatever it returned
+	// (the node pods of --via kube).
+	cleanups []func()
 }
 
 var quietKlog sync.Once
@@ -136,6 +139,9 @@ func Main(args []string, env Env) int {
 	root.SetOut(out)
 	root.SetErr(stderr)
 	err := root.Execute()
+	for _, c := range o.cleanups {
+		c()
+	}
 	defer stdout.Flush()
 	defer stderr.Flush()
 	if err == nil {

@@ -40,6 +40,7 @@ type sshFlags struct {
 	timeout        time.Duration
 	inactivity     time.Duration
 	concurrency    int
+	kube           kubeFlags // registerKube's: --via kube and its cluster
 
 	cmd *cobra.Command // where they were registered: which were given
 }
@@ -108,6 +109,11 @@ func (f *sshFlags) check() error {
 func (o *options) newRunner(f *sshFlags) (*app.Fleet, error) {
 	if err := f.check(); err != nil {
 		return nil, err
+	}
+	if kube, err := f.viaKube(); err != nil {
+		return nil, err
+	} else if kube {
+		return o.kubeRunner(f)
 	}
 	if f.hosts == "" {
 		return nil, usageErr("-H is required: which hosts? (e.g. -H 'gpu[01-08]', -H @a100, -H '*')")
@@ -252,10 +258,21 @@ honoured); no inventory is needed. Host keys are verified against
 known_hosts; --accept-new-host-keys adds unknown ones, a changed key is
 always refused.
 
+With --via kube the hosts are a Kubernetes cluster's nodes, reached
+through its API server with no SSH and nothing installed: gpulab puts one
+short-lived privileged pod on each node (the shape of kubectl debug node
+--profile=sysadmin), runs the command in it chrooted into the host's /
+(mounted read-only), and deletes the pod when the node is done. -H picks
+nodes by name, node set or @label=value; -l (or --selector) asks the API
+server for the nodes matching a label selector, as kubectl -l does.
+docs/kube-transport.md has the Role it needs and the namespace label.
+
 Each host ends in one class: ok, exit (non-zero status), killed (by a
 signal), inactive (silent past --inactivity-timeout), timeout-command,
 lost (connection dropped mid-command), timeout-connect, unreachable,
-refused, auth, hostkey-unknown, hostkey-changed, cancelled, error.
+refused, auth, hostkey-unknown, hostkey-changed; through Kubernetes also
+forbidden (RBAC, with the permission), admission (the pod refused),
+image-pull, node-not-ready, quota, pod-failed; cancelled, error.
 Exit status: 0 when every host is ok, 1 when any is not, 2 for usage or
 configuration errors, 130 after Ctrl-C (partial results are printed).`
 
@@ -278,7 +295,8 @@ func newExecCmd(o *options) *cobra.Command {
   gpulab exec -H @a100 --timeout 30s -- 'nvidia-smi --query-gpu=driver_version --format=csv,noheader'
   gpulab exec -H gpu01,gpu02 --no-fold -- uptime
   gpulab exec -H node7 -F ~/.ssh/lab_config --known-hosts ./known_hosts -- uname -r
-  gpulab exec -H '*' --json -- nvidia-smi -L | jq -r '.hosts[] | select(.class != "ok") | .host'`,
+  gpulab exec -H '*' --json -- nvidia-smi -L | jq -r '.hosts[] | select(.class != "ok") | .host'
+  gpulab exec --via kube --context prod -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB -- nvidia-smi -L`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("exec: no command given (put it after --: gpulab exec -H gpu01 -- uptime)")
@@ -296,6 +314,7 @@ func newExecCmd(o *options) *cobra.Command {
 		},
 	}
 	eo.ssh.register(cmd)
+	eo.ssh.registerKube()
 	cmd.Flags().BoolVar(&eo.fold, "fold", false, "fold identical outputs (default when more than one host answers)")
 	cmd.Flags().BoolVar(&eo.noFold, "no-fold", false, "print each host's output, lines prefixed with the host's name")
 	return cmd

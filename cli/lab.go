@@ -185,6 +185,7 @@ Ctrl-C.`,
 		},
 	}
 	lr.f.register(run)
+	lr.f.registerKube()
 	run.Flags().StringVar(&lr.results, "results", "", "write the lab record under `DIR` (default $GPULAB_RESULTS, then ~/.local/share/gpulab/results)")
 	run.Flags().StringArrayVar(&lr.set, "set", nil, "give the lab's parameter `name=value` (gpulab lab show ID lists them); repeatable")
 	run.Flags().BoolVar(&lr.yes, "yes", false, "confirm the steps that change hosts")

@@ -77,6 +77,7 @@ func newProbeCmd(o *options) *cobra.Command {
 		},
 	}
 	po.ssh.register(cmd)
+	po.ssh.registerKube()
 	fl := cmd.Flags()
 	fl.BoolVar(&po.pf.local, "local", false, "run the probe on this machine")
 	fl.StringVar(&po.pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")

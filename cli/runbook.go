@@ -150,6 +150,7 @@ Ctrl-C.`,
 		},
 	}
 	ro.ssh.register(run)
+	ro.ssh.registerKube()
 	run.Flags().StringArrayVar(&ro.set, "set", nil, "give the runbook's parameter `name=value` (gpulab runbook show ID lists them); repeatable")
 	run.Flags().BoolVar(&ro.yes, "yes", false, "confirm steps that change hosts (none of the built-ins do)")
 	run.Flags().BoolVar(&ro.allowUnknown, "allow-unknown", false, "exit 0 when no check failed even if some are UNKNOWN (undecided for want of evidence)")

@@ -176,6 +176,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if cfg.QPS == 0 && cfg.RateLimiter == nil {
 		cfg.QPS, cfg.Burst = 50, 300
 	}
+	plain := rest.CopyConfig(cfg)
 	// Built-in kinds in protobuf, as kubectl and the controllers ask them:
 	// a page of pods decodes in a fraction of JSON's time and garbage.
 	// Custom kinds (Kueue, Volcano) only speak JSON: the dynamic client.
@@ -206,7 +207,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Kube: kube, Dynamic: dyn}, nil
+	return &Client{Kube: kube, Dynamic: dyn, Config: plain}, nil
 }
 
 // Bounds on what one read of the API server may hold. A well-behaved

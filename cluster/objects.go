@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Objects is what gpulab reads of a cluster, trimmed to the fields it
@@ -265,6 +266,10 @@ func Pending(ctx context.Context, c *Client, ns string) ([]PendingPod, error) {
 // Client is a connection to one cluster's API server.
 type Client struct {
 	Kube kubernetes.Interface
+	// Config is the rest.Config the client was made from, with its rate
+	// limits: what an exec stream (orchestrator.KubeTransport) is opened
+	// with.
+	Config *rest.Config
 	// Dynamic reads the kinds gpulab has no types for (Kueue, Volcano);
 	// nil reads none.
 	Dynamic dynamic.Interface

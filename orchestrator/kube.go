@@ -71,6 +71,16 @@ type KubeNode struct {
 	transport *KubeTransport
 }
 
+// The node labels that say what a node should have, as an inventory's
+// expect = { gpus, ib_ports, ib_rate_gbps } does for a host (the probe's
+// count and rate checks judge against it). Without them the GPUs are
+// the node's nvidia.com/gpu capacity.
+const (
+	ExpectGPUsLabel    = "gpulab.io/expect-gpus"
+	ExpectIBPortsLabel = "gpulab.io/expect-ib-ports"
+	ExpectIBRateLabel  = "gpulab.io/expect-ib-rate-gbps"
+)
+
 // SimulatedLabel on a node says its kubelet is gpulab's simulated host
 // (sim): what is made on it says SIMULATED, as over SSH.
 const SimulatedLabel = "gpulab.io/simulated"

@@ -22,9 +22,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
 	"github.com/gpulab/gpulab/orchestrator"
+	"github.com/gpulab/gpulab/sim/spec"
 )
 
 // KubeletConfig makes every host of the fleet a Kubernetes node's
@@ -209,6 +213,30 @@ func (h *host) podPID(pod string) (int, error) {
 	}
 	k.pids[pod] = pid
 	return pid, nil
+}
+
+// NodeOf is the Node object of host h for a cluster whose kubelets are
+// the fleet's (KubeletConfig): a GPU node with eight nvidia.com/gpu,
+// labelled simulated and with what it has (as the fleet's inventory
+// says, ExpectGPUsLabel and its kin), its kubelet at 127.0.0.1 on h.KubeletPort.
+// Capacity and addresses are status: set them with UpdateStatus after
+// the create (which drops a node's status).
+func NodeOf(h Host) *corev1.Node {
+	res := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("256"), corev1.ResourceMemory: resource.MustParse("2Ti"),
+		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8"),
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: h.Name, Labels: map[string]string{
+			"kubernetes.io/hostname": h.Name, "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-40GB",
+			orchestrator.SimulatedLabel: "true", orchestrator.ExpectGPUsLabel: strconv.Itoa(spec.GPUs),
+			orchestrator.ExpectIBPortsLabel: strconv.Itoa(len(spec.NICs)), orchestrator.ExpectIBRateLabel: strconv.Itoa(spec.IBRateGbps),
+		}},
+		Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy(),
+			Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: h.Name}}},
+	}
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(h.KubeletPort)
+	return n
 }
 
 // exitCode is a command's non-zero exit status as the kubelet's

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
@@ -31,21 +30,11 @@ func startKubeFleet(t *testing.T, cfg Config) *kubeFleet {
 	}
 	t.Cleanup(func() { f.Close() })
 	for _, h := range f.Hosts() {
-		cp.AddNode(t, SimNode(h))
+		cp.AddNode(t, NodeOf(h))
 	}
 	kt := &orchestrator.KubeTransport{Config: cp.Config, Client: cp.Client, Context: "kubetest", Namespace: metav1.NamespaceDefault,
 		RunID: "test-" + strings.ReplaceAll(t.Name(), "/", "-"), StartTimeout: time.Minute}
 	return &kubeFleet{cp: cp, fleet: f, kt: kt}
-}
-
-// SimNode is the node object of a simulated host whose kubelet endpoint
-// runs (KubeletPort).
-func SimNode(h Host) *corev1.Node {
-	n := kubetest.GPUNode(h.Name, 8)
-	n.Labels[orchestrator.SimulatedLabel] = "true"
-	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: h.Name}}
-	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(h.KubeletPort)
-	return n
 }
 
 func (k *kubeFleet) dial(t *testing.T, node string) *orchestrator.Conn {

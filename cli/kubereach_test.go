@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/sim"
+)
+
+// kubeSimFleet is a simulated fleet reachable both ways: over SSH (its
+// inventory) and as a real API server's nodes, whose kubelet endpoints
+// are the fleet's hosts.
+func kubeSimFleet(t *testing.T, cfg sim.Config) (*kubetest.ControlPlane, *sim.Fleet, sim.Files) {
+	t.Helper()
+	cp := kubetest.Start(t)
+	cfg.Kubelet = &sim.KubeletConfig{ClientCA: cp.KubeletClientCA}
+	f, files := simFleet(t, cfg)
+	for _, h := range f.Hosts() {
+		cp.AddNode(t, sim.NodeOf(h))
+	}
+	return cp, f, files
+}
+
+// podsLeft names the pods in namespace ns.
+func podsLeft(t *testing.T, cp *kubetest.ControlPlane, ns string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := cp.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range l.Items {
+		names = append(names, p.Name+" ("+string(p.Status.Phase)+")")
+	}
+	return names
+}
+
+// The same simulated DGX fleet, over SSH and through the API server:
+// exec prints the same, the probe flags the same host, the health
+// runbook and the health-gate lab give the same verdicts, host by host;
+// no node pod is left after any of them.
+func TestKubeTransportGivesTheSameVerdicts(t *testing.T) {
+	cp, f, files := kubeSimFleet(t, sim.Config{Hosts: 4, Seed: 1})
+	sick, _ := sickAndHealthy(t, f)
+	env := noEnv(t)
+	overSSH := []string{"--inventory", files.Inventory, "-H", "@dgx"}
+	throughKube := []string{"--via", "kube", "--kubeconfig", cp.Kubeconfig, "-H", "*"}
+
+	a := run(t, env, append(append([]string{"exec"}, overSSH...), "--", "nvidia-smi", "topo", "-m")...)
+	b := run(t, env, append(append([]string{"exec"}, throughKube...), "--", "nvidia-smi", "topo", "-m")...)
+	if a.code != 0 || b.code != 0 || a.stdout != b.stdout {
+		t.Errorf("exec over SSH (exit %d) and through kube (exit %d) differ:\n--- ssh\n%s\n--- kube\n%s\n%s", a.code, b.code, a.stdout, b.stdout, b.stderr)
+	}
+	if !strings.Contains(b.stderr, "4 hosts: 4 ok") {
+		t.Errorf("exec through kube: stderr %q", b.stderr)
+	}
+
+	p := run(t, env, append(append([]string{"probe"}, throughKube...), "--json")...)
+	probes, err := probeJSON(p.stdout)
+	if err != nil || p.code != 1 || len(probes) != 4 {
+		t.Fatalf("probe --via kube --json: exit %d, %v\n%s\n%s", p.code, err, p.stdout, p.stderr)
+	}
+	for _, pr := range probes {
+		if pr.Snapshot == nil || !pr.Snapshot.Simulated {
+			t.Fatalf("probe %s through kube: %s %s: no simulated snapshot", pr.Host, pr.Class, pr.Error)
+		}
+		if flagged := len(pr.Flags) > 0; flagged != (pr.Host == sick) {
+			t.Errorf("probe %s through kube: flags %q, want some only on %s", pr.Host, pr.Flags, sick)
+		}
+	}
+
+	ssh, kube := runbookVerdicts(t, env, "health", overSSH), runbookVerdicts(t, env, "health", throughKube)
+	if !maps.EqualFunc(ssh, kube, maps.Equal) {
+		t.Errorf("runbook health: over SSH %v\nthrough kube %v", ssh, kube)
+	}
+	wantVerdicts(t, "runbook health through kube", kube, sick, []string{"ecc", "xid"}, []string{"remapped-rows"})
+	ls, lk := labScores(t, env, "health-gate", overSSH), labScores(t, env, "health-gate", throughKube)
+	if !maps.EqualFunc(ls, lk, maps.Equal) {
+		t.Errorf("lab health-gate: over SSH %v\nthrough kube %v", ls, lk)
+	}
+	if left := podsLeft(t, cp, metav1.NamespaceDefault); len(left) != 0 {
+		t.Errorf("node pods left: %v", left)
+	}
+}
