@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,19 +42,78 @@ func (l *kubeLink) markDead() { l.deadOnce.Do(func() { close(l.dead) }) }
 // own (setsid -w, the host's util-linux: its kill 0 reaches only what it
 // started, never the container runtime's processes), and runs the
 // command under root's usual shell, bash where the host has it.
+//
+// It ends by writing the command's status on stderr (KubeTrailer): an
+// exec stream the kubelet or the API server cuts ends like one whose
+// command succeeded (no status on the error channel reads as success),
+// so a status gpulab did not see is a host lost, never an OK.
 const kubeWrapper = `exec 3<&0 </dev/null
 (trap '' TERM; read -r _ <&3; kill -0 $$ 2>/dev/null || exit 0; kill -TERM 0; sleep 1; kill -KILL 0) >/dev/null 2>&1 &
 exec 3<&-
 s=/bin/sh; [ -x /bin/bash ] && s=/bin/bash
-exec "$s" -c "$1"`
+"$s" -c "$1"; rc=$?; printf '\036gpulab-exit %d\n' "$rc" >&2; exit "$rc"`
+
+// kubeRawWrapper runs a raw command (its standard input the caller's)
+// and writes its status as kubeWrapper does.
+const kubeRawWrapper = `/bin/sh -c "$1"; rc=$?; printf '\036gpulab-exit %d\n' "$rc" >&2; exit "$rc"`
+
+// KubeTrailer is what the wrappers write last on stderr: the status.
+func KubeTrailer(code int) string { return "\x1egpulab-exit " + strconv.Itoa(code) + "\n" }
 
 // KubeArgv is the command a node pod's exec runs for command: chrooted
 // into the host's / (mounted at /host), under kubeWrapper unless raw.
 func KubeArgv(command string, raw bool) []string {
 	if raw {
-		return []string{"chroot", "/host", "/bin/sh", "-c", command}
+		return []string{"chroot", "/host", "/bin/sh", "-c", kubeRawWrapper, "gpulab", command}
 	}
 	return []string{"chroot", "/host", "setsid", "-w", "/bin/sh", "-c", kubeWrapper, "gpulab", command}
+}
+
+// KubeUnwrap recognises KubeArgv's command line: the command, and
+// whether it is raw.
+func KubeUnwrap(argv []string) (command string, raw, ok bool) {
+	for _, r := range []bool{false, true} {
+		want := KubeArgv("", r)
+		if len(argv) == len(want) && slices.Equal(argv[:len(want)-1], want[:len(want)-1]) {
+			return argv[len(argv)-1], r, true
+		}
+	}
+	return "", false, false
+}
+
+// trailerWriter passes stderr through but for its last bytes, held back
+// until the end: the wrapper's status line, taken off and read there.
+type trailerWriter struct {
+	w    io.Writer
+	tail []byte
+}
+
+const trailerHold = 32
+
+func (t *trailerWriter) Write(p []byte) (int, error) {
+	t.tail = append(t.tail, p...)
+	if n := len(t.tail) - trailerHold; n > 0 {
+		if _, err := t.w.Write(t.tail[:n]); err != nil {
+			return 0, err
+		}
+		t.tail = append(t.tail[:0], t.tail[n:]...)
+	}
+	return len(p), nil
+}
+
+// end writes what is held back but the status line, and returns the
+// status (-1 when no status line came: the stream was cut).
+func (t *trailerWriter) end() int {
+	code := -1
+	if i := bytes.LastIndex(t.tail, []byte("\x1egpulab-exit ")); i >= 0 && bytes.HasSuffix(t.tail, []byte("\n")) {
+		if n, err := strconv.Atoi(string(t.tail[i+len("\x1egpulab-exit ") : len(t.tail)-1])); err == nil {
+			code = n
+			t.tail = t.tail[:i]
+		}
+	}
+	_, _ = t.w.Write(t.tail)
+	t.tail = nil
+	return code
 }
 
 // KubeRootArgv is the command that reads the pod's process ID (NodePod
@@ -113,6 +173,9 @@ func (l *kubeLink) findRoot(ctx context.Context) (Class, error) {
 		if err != nil && !errors.As(err, &ee) {
 			return l.classify(err)
 		}
+		if err == nil && out.Len() == 0 {
+			return Lost, fmt.Errorf("pod %s started, but the exec stream into it ended with no output and no status (cut by the kubelet or the API server?)", l.pod)
+		}
 		last = fmt.Errorf("%s: %v %s", strings.Join(KubeRootArgv, " "), err, strings.TrimSpace(errOut.String()))
 		select {
 		case <-ctx.Done():
@@ -157,11 +220,13 @@ func (l *kubeLink) run(ctx context.Context, r *Result, command string, o RunOpti
 	sctx, cut := context.WithCancel(context.WithoutCancel(ctx))
 	defer cut()
 	done := make(chan error, 1)
-	go func() { done <- l.exec(sctx, KubeArgv(command, o.Raw), stdin, stdout, stderr) }()
+	tw := &trailerWriter{w: stderr}
+	go func() { done <- l.exec(sctx, KubeArgv(command, o.Raw), stdin, stdout, tw) }()
 	ended, waitErr, stopped, stopErr := watch(ctx, done, o, activity)
 	if ended {
-		return l.exitClass(r, waitErr)
+		return l.exitClass(r, waitErr, tw.end())
 	}
+	defer tw.end()
 	if hold != nil {
 		hold.Close()
 	}
@@ -177,19 +242,22 @@ func (l *kubeLink) run(ctx context.Context, r *Result, command string, o RunOpti
 	return stopped, stopErr
 }
 
-// exitClass reads an exec's end. Through the API server a command killed
-// by a signal reads as its shell's status (128+N), not as a signal.
-func (l *kubeLink) exitClass(r *Result, err error) (Class, error) {
+// exitClass reads an exec's end and the status the wrapper wrote (-1:
+// none came). Through the API server a command killed by a signal reads
+// as its shell's status (128+N), not as a signal.
+func (l *kubeLink) exitClass(r *Result, err error, status int) (Class, error) {
 	var ee utilexec.ExitError
 	switch {
-	case err == nil:
+	case err != nil && !errors.As(err, &ee):
+		return l.classify(err)
+	case status < 0:
+		return Lost, fmt.Errorf("the exec stream into pod %s/%s on node %s ended without the command's exit status (cut by the kubelet or the API server?)", l.k.Namespace, l.pod, l.node)
+	case status == 0:
 		r.ExitCode = 0
 		return OK, nil
-	case errors.As(err, &ee) && ee.Exited():
-		r.ExitCode = ee.ExitStatus()
-		return Exit, nil
 	}
-	return l.classify(err)
+	r.ExitCode = status
+	return Exit, nil
 }
 
 // push places spec's file through the pod: into the pod's own scratch

@@ -162,38 +162,30 @@ func (e podExecutor) ExecInContainer(ctx context.Context, name, _, _ string, cmd
 		fmt.Fprintln(out, pid)
 		return nil
 	}
-	if len(cmd) < 3 || cmd[0] != "chroot" || cmd[1] != "/host" {
-		fmt.Fprintf(errOut, "gpulab sim: %s: the simulated node pod runs host commands only, as chroot /host CMD\n", strings.Join(cmd, " "))
+	command, raw, ok := orchestrator.KubeUnwrap(cmd)
+	if !ok {
+		fmt.Fprintf(errOut, "gpulab sim: %s: the simulated node pod runs gpulab's host commands only (chroot /host under its wrapper)\n", strings.Join(cmd, " "))
 		return exitCode(126)
 	}
 	env := append(h.baseEnv(), "USER=root", "LOGNAME=root", "HOME=/root", "UID=0", "EUID=0")
-	c := &call{h: h, env: env, stdin: in, stdout: syncWriter{new(sync.Mutex), out}, stderr: syncWriter{new(sync.Mutex), errOut}}
+	mu := new(sync.Mutex)
+	c := &call{h: h, env: env, stdin: in, stdout: syncWriter{mu, out}, stderr: syncWriter{mu, errOut}}
 	var code int
 	var err error
-	if command, ok := kubeUnwrap(cmd); ok {
-		code, err = c.runWrapped(ctx, command, in)
-	} else if len(cmd) == 5 && cmd[2] == "/bin/sh" && cmd[3] == "-c" {
-		code, err = c.runLine(ctx, cmd[4])
+	if raw {
+		code, err = c.runLine(ctx, command)
 	} else {
-		c.stdin = devNull{}
-		code, err = c.runLine(ctx, orchestrator.QuoteArgs(cmd[2:]))
+		code, err = c.runWrapped(ctx, command, in)
 	}
 	if err != nil {
-		return exitCode(143)
+		code = 143
 	}
+	// The wrapper's last word, as on a real node.
+	_, _ = io.WriteString(syncWriter{mu, errOut}, orchestrator.KubeTrailer(code))
 	if code != 0 {
 		return exitCode(code)
 	}
 	return nil
-}
-
-// kubeUnwrap recognises orchestrator.KubeArgv's wrapped command.
-func kubeUnwrap(cmd []string) (string, bool) {
-	want := orchestrator.KubeArgv("x", false)
-	if len(cmd) != len(want) || !slices.Equal(cmd[:len(want)-1], want[:len(want)-1]) {
-		return "", false
-	}
-	return cmd[len(cmd)-1], true
 }
 
 // podPID is the process ID pod's shell has, the same for every exec

@@ -2,11 +2,15 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -104,5 +108,51 @@ func TestKubeletExecThroughTheAPIServer(t *testing.T) {
 	}
 	if left := k.podsLeft(t); len(left) != 0 {
 		t.Errorf("pods left after Close: %v", left)
+	}
+}
+
+// The Role docs/kube-transport.md ships is enough, and without pods/exec
+// the refusal names that permission (class forbidden, not a host that
+// could not be reached); a kubelet that cuts every exec stream leaves the
+// host lost. No pod is left after any of them.
+func TestKubeTransportRefusalsAndCuts(t *testing.T) {
+	k := startKubeFleet(t, Config{Hosts: 2, Die: []string{HostName(1, 2)}})
+	pods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "get", "list", "watch", "delete"}}
+	exec := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create", "get"}}
+	nodes := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"get", "list"}}
+	node := k.fleet.Hosts()[0].Name
+	dial := func(cfg *rest.Config, node string) (*orchestrator.Conn, error) {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kt := &orchestrator.KubeTransport{Config: cfg, Client: client, Namespace: metav1.NamespaceDefault, RunID: "rbac", StartTimeout: time.Minute}
+		tg := kt.Target(node, true, orchestrator.Target{CommandTimeout: time.Minute})
+		return (&orchestrator.Dialer{}).Dial(t.Context(), tg)
+	}
+
+	full := k.cp.ServiceAccountConfig(t, metav1.NamespaceDefault, "gpulab-full", []rbacv1.PolicyRule{pods, exec}, []rbacv1.PolicyRule{nodes})
+	c, err := dial(full, node)
+	if err != nil {
+		t.Fatalf("with the documented Role: %v", err)
+	}
+	if r := c.Run(t.Context(), "id", "nvidia-smi -L | grep -c '^GPU '", orchestrator.RunOptions{Timeout: time.Minute}); r.Class != orchestrator.OK || strings.TrimSpace(string(r.Stdout)) != "8" {
+		t.Errorf("with the documented Role: %s %s %q", r.Class, r.Err, r.Stdout)
+	}
+	c.Close()
+
+	noExec := k.cp.ServiceAccountConfig(t, metav1.NamespaceDefault, "gpulab-noexec", []rbacv1.PolicyRule{pods}, []rbacv1.PolicyRule{nodes})
+	_, err = dial(noExec, node)
+	var de *orchestrator.DialError
+	if !errors.As(err, &de) || de.Class != orchestrator.Forbidden || !strings.Contains(err.Error(), "forbidden: create pods/exec in namespace default") {
+		t.Errorf("without pods/exec: %v", err)
+	}
+
+	_, err = dial(full, HostName(1, 2))
+	if !errors.As(err, &de) || de.Class != orchestrator.Lost {
+		t.Errorf("a kubelet that cuts the stream: %v", err)
+	}
+	if left := k.podsLeft(t); len(left) != 0 {
+		t.Errorf("pods left: %v", left)
 	}
 }
