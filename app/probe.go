@@ -17,7 +17,8 @@ import (
 
 // ProbeResult is one host's probe run.
 type ProbeResult struct {
-	Host     string           `json:"host"`
+	Host string `json:"host"`
+	orchestrator.Via
 	Class    string           `json:"class"`
 	ExitCode int              `json:"exit_code"`
 	Error    string           `json:"error,omitempty"`
@@ -173,7 +174,7 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 	prober := o.Prober
 	hosts := rn.Engine.ForEach(ctx, rn.Targets, emit, func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		res := &results[i]
-		res.Host = t.Name
+		res.Host, res.Via = t.Name, t.Via()
 		fail := func(class orchestrator.Class, msg string) {
 			hr.Class, hr.Err = class, msg
 			res.Class, res.Error = class.String(), msg
@@ -217,7 +218,7 @@ func (f *Fleet) Probe(ctx context.Context, o ProbeOptions, events chan<- orchest
 	})
 	for i, h := range hosts {
 		if results[i].Host == "" { // never connected
-			results[i] = ProbeResult{Host: h.Host, Class: h.Class.String(), Error: h.Err}
+			results[i] = ProbeResult{Host: h.Host, Via: h.Via, Class: h.Class.String(), Error: h.Err}
 		}
 	}
 	for i := range results {

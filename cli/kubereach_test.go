@@ -62,6 +62,10 @@ func TestKubeTransportGivesTheSameVerdicts(t *testing.T) {
 	if !strings.Contains(b.stderr, "4 hosts: 4 ok") {
 		t.Errorf("exec through kube: stderr %q", b.stderr)
 	}
+	j := run(t, env, append(append([]string{"exec"}, throughKube...), "--json", "--", "true")...)
+	if strings.Count(j.stdout, `"transport": "kube"`) != 4 || strings.Count(j.stdout, `"context": "kubetest"`) != 4 || strings.Count(j.stdout, `"address": "node/dgx`) != 4 {
+		t.Errorf("exec --json through kube does not say so for every host:\n%s", j.stdout)
+	}
 
 	p := run(t, env, append(append([]string{"probe"}, throughKube...), "--json")...)
 	probes, err := probeJSON(p.stdout)

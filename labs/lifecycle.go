@@ -199,7 +199,7 @@ func (r *Record) copyStub() *Record {
 	c := *r
 	c.Hosts = make([]HostRecord, len(r.Hosts))
 	for i, h := range r.Hosts {
-		c.Hosts[i] = HostRecord{Host: h.Host, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
+		c.Hosts[i] = HostRecord{Host: h.Host, Via: h.Via, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
 	}
 	return &c
 }

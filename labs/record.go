@@ -87,7 +87,9 @@ type Record struct {
 
 // HostRecord is one host's run.
 type HostRecord struct {
-	Host          string             `json:"host"`
+	Host string `json:"host"`
+	// Via is how the host was reached (ssh, or kube and its context).
+	orchestrator.Via
 	Class         orchestrator.Class `json:"class"`
 	Environment   Environment        `json:"environment"`
 	Err           string             `json:"error,omitempty"`

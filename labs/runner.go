@@ -88,7 +88,7 @@ func newRun(ctx context.Context, e *orchestrator.Engine, l *Lab, o RunOptions, t
 	}
 	r.rec.Hosts = make([]HostRecord, len(targets))
 	for i, t := range targets {
-		r.rec.Hosts[i] = HostRecord{Host: t.Name, Metrics: map[string]any{}, MetricErrors: map[string]string{}}
+		r.rec.Hosts[i] = HostRecord{Host: t.Name, Via: t.Via(), Metrics: map[string]any{}, MetricErrors: map[string]string{}}
 	}
 	return r
 }

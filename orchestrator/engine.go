@@ -157,7 +157,7 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			results[i] = HostResult{Host: t.Name, Address: t.HostPort(), Class: Cancelled, Err: "cancelled before this host started", Steps: []Result{}}
+			results[i] = HostResult{Host: t.Name, Via: t.Via(), Address: t.HostPort(), Class: Cancelled, Err: "cancelled before this host started", Steps: []Result{}}
 			emit(Event{Kind: HostDone, Index: i, Host: t.Name, Done: &results[i]})
 			continue
 		}
@@ -172,7 +172,7 @@ func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event)
 			defer func() { <-sem; wg.Done() }()
 			start := time.Now()
 			hr := &results[i]
-			*hr = HostResult{Host: t.Name, Address: t.HostPort(), Steps: []Result{}}
+			*hr = HostResult{Host: t.Name, Via: t.Via(), Address: t.HostPort(), Steps: []Result{}}
 			emit(Event{Kind: HostConnecting, Index: i, Host: t.Name})
 			conn, err := e.dial(ctx, t)
 			hr.Connect = time.Since(start)

@@ -108,6 +108,7 @@ type Result struct {
 // HostResult is everything that happened on one host.
 type HostResult struct {
 	Host    string        `json:"host"`
+	Via                   // how the host was reached: "transport", and "context" through Kubernetes
 	Address string        `json:"address"`
 	Class   Class         `json:"class"`
 	Err     string        `json:"error,omitempty"`
@@ -119,6 +120,22 @@ type HostResult struct {
 	Simulated bool          `json:"simulated,omitempty"`
 	Total     time.Duration `json:"total_ns"`
 	Steps     []Result      `json:"steps"`
+}
+
+// Via is how a host is reached, as results and records say it: transport
+// "ssh", or "kube" (through the API server of the kubeconfig context
+// Context).
+type Via struct {
+	Transport string `json:"transport"`
+	Context   string `json:"context,omitempty"`
+}
+
+// Via is how t is reached.
+func (t Target) Via() Via {
+	if t.Kube != nil {
+		return Via{Transport: "kube", Context: t.Kube.Context}
+	}
+	return Via{Transport: "ssh"}
 }
 
 // Worst returns the most severe class among results (OK for none).

@@ -23,7 +23,7 @@ func (r *Resolver) Targets(hosts []inventory.Host) []Target {
 // unresolvedResult is the result of a target that could not be resolved: class
 // Error, with the reason, and nothing run.
 func (t Target) unresolvedResult() HostResult {
-	return HostResult{Host: t.Name, Class: Error, Err: t.Unresolved, Steps: []Result{}}
+	return HostResult{Host: t.Name, Via: t.Via(), Class: Error, Err: t.Unresolved, Steps: []Result{}}
 }
 
 // Reachable reports whether the target was resolved, so that it can be

@@ -17,7 +17,8 @@ import (
 
 // HostRun is a runbook's outcome on one host.
 type HostRun struct {
-	Host     string             `json:"host"`
+	Host string `json:"host"`
+	orchestrator.Via
 	Class    orchestrator.Class `json:"class"` // how reaching the host went
 	Err      string             `json:"error,omitempty"`
 	Steps    []StepRun          `json:"steps"`
@@ -79,7 +80,7 @@ func Run(ctx context.Context, e *orchestrator.Engine, targets []orchestrator.Tar
 		}
 	}
 	hosts := e.ForEach(ctx, targets, first.Follow(emit), func(i int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
-		runs[i] = HostRun{Host: t.Name}
+		runs[i] = HostRun{Host: t.Name, Via: t.Via()}
 		inputs := map[string]step.Input{}
 		for k, s := range rb.Steps {
 			if s.Hosts == "first" && first.HandedOn(i) {
@@ -146,7 +147,7 @@ func Unreached(rb Runbook, h orchestrator.HostResult) HostRun {
 	for _, s := range rb.Steps {
 		inputs[s.ID] = step.Input{Step: s.ID, Problem: fmt.Sprintf("did not run: host %s (%s)", h.Class, h.Err), Class: h.Class, ExitCode: -1}
 	}
-	return HostRun{Host: h.Host, Class: h.Class, Err: h.Err, Steps: []StepRun{}, Verdicts: judgeAll(rb, inputs)}
+	return HostRun{Host: h.Host, Via: h.Via, Class: h.Class, Err: h.Err, Steps: []StepRun{}, Verdicts: judgeAll(rb, inputs)}
 }
 
 func judgeAll(rb Runbook, inputs map[string]step.Input) []step.Verdict {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -87,7 +88,7 @@ func (f *Fleet) startKubelets() error {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/exec/{ns}/{pod}/{container}", h.serveExec)
 		mux.HandleFunc("/exec/{ns}/{pod}/{uid}/{container}", h.serveExec)
-		k.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		k.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0),
 			BaseContext: func(net.Listener) context.Context { return f.ctx },
 			ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 		h.kubelet = k

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -151,6 +152,59 @@ func TestKubeTransportRefusalsAndCuts(t *testing.T) {
 	_, err = dial(full, HostName(1, 2))
 	if !errors.As(err, &de) || de.Class != orchestrator.Lost {
 		t.Errorf("a kubelet that cuts the stream: %v", err)
+	}
+	if left := k.podsLeft(t); len(left) != 0 {
+		t.Errorf("pods left: %v", left)
+	}
+}
+
+// The API server stops under a running command and comes back: the
+// command's stream is cut, and the host is lost (never an OK with half
+// its output); the pod is deleted once the server is back, the run's
+// watch of its pods recovers, and the next node is reached as before.
+func TestKubeTransportOutlivesAnAPIServerRestart(t *testing.T) {
+	k := startKubeFleet(t, Config{Hosts: 2})
+	hosts := k.fleet.Hosts()
+	c := k.dial(t, hosts[0].Name)
+	started := make(chan struct{})
+	var once sync.Once
+	done := make(chan orchestrator.Result, 1)
+	go func() {
+		done <- c.Run(context.Background(), "long", "echo started; sleep 30; echo done", orchestrator.RunOptions{Timeout: 2 * time.Minute,
+			OnOutput: func(_ int, p []byte) {
+				if strings.Contains(string(p), "started") {
+					once.Do(func() { close(started) })
+				}
+			}})
+	}()
+	select {
+	case <-started:
+	case r := <-done:
+		t.Fatalf("the command ended before the API server stopped: %s %s %q", r.Class, r.Err, r.Stdout)
+	case <-time.After(time.Minute):
+		t.Fatal("waited a minute for the command to print that it started")
+	}
+	k.cp.StopAPIServer(t)
+	var r orchestrator.Result
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("waited a minute for the command's stream to end after the API server stopped")
+	}
+	if r.Class != orchestrator.Lost || strings.Contains(string(r.Stdout), "done") {
+		t.Errorf("a stream cut by the API server: %s %s %q, want lost", r.Class, r.Err, r.Stdout)
+	}
+	k.cp.StartAPIServer(t)
+	if err := c.Close(); err != nil {
+		t.Errorf("close after the restart: %v", err)
+	}
+	c2 := k.dial(t, hosts[1].Name)
+	if r := c2.Run(t.Context(), "after", "echo back", orchestrator.RunOptions{Timeout: time.Minute}); r.Class != orchestrator.OK || strings.TrimSpace(string(r.Stdout)) != "back" {
+		t.Errorf("a node reached after the restart: %s %s %q", r.Class, r.Err, r.Stdout)
+	}
+	c2.Close()
+	if n, err := k.kt.Close(t.Context()); err != nil || n != 0 {
+		t.Errorf("the transport's close found %d pods, %v", n, err)
 	}
 	if left := k.podsLeft(t); len(left) != 0 {
 		t.Errorf("pods left: %v", left)
