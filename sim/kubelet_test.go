@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -208,5 +210,94 @@ func TestKubeTransportOutlivesAnAPIServerRestart(t *testing.T) {
 	}
 	if left := k.podsLeft(t); len(left) != 0 {
 		t.Errorf("pods left: %v", left)
+	}
+}
+
+// A pod that does not start is classed by why, against the real API
+// server: a node whose kubelet is gone (not Ready, named with its
+// condition), a node deleted, an image the node cannot pull (the test
+// plays that node's kubelet), a namespace whose quota is full, one whose
+// Pod Security refuses it. Each host still gets its one error, and no
+// pod is left in any namespace.
+func TestKubeTransportClassesWhyAPodDoesNotStart(t *testing.T) {
+	k := startKubeFleet(t, Config{Hosts: 1})
+	down := kubetest.GPUNode(kubetest.KubeletDown, 8)
+	down.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown,
+		Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status.", LastTransitionTime: metav1.Now()}}
+	k.cp.AddNode(t, down)
+	k.cp.Namespace(t, "full")
+	k.cp.Quota(t, "full", "no-pods", corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")})
+	k.cp.Namespace(t, "locked")
+	locked, err := k.cp.Client.CoreV1().Namespaces().Get(t.Context(), "locked", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked.Labels["pod-security.kubernetes.io/enforce"] = "baseline"
+	if _, err := k.cp.Client.CoreV1().Namespaces().Update(t.Context(), locked, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dialIn := func(ns, node string, start time.Duration) error {
+		kt := &orchestrator.KubeTransport{Config: k.cp.Config, Client: k.cp.Client, Namespace: ns, RunID: "why-" + ns, StartTimeout: start}
+		c, err := (&orchestrator.Dialer{}).Dial(t.Context(), kt.Target(node, false, orchestrator.Target{}))
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	want := func(what string, err error, class orchestrator.Class, text string) {
+		t.Helper()
+		var de *orchestrator.DialError
+		if !errors.As(err, &de) || de.Class != class || !strings.Contains(err.Error(), text) {
+			t.Errorf("%s: %v, want class %s saying %q", what, err, class, text)
+		}
+	}
+	want("kubelet gone", dialIn("default", kubetest.KubeletDown, 3*time.Second), orchestrator.NodeNotReady, "node kubelet-down is not Ready (Ready=Unknown since")
+	want("node deleted", dialIn("default", "no-such-node", 2*time.Second), orchestrator.NodeNotReady, "node no-such-node is not in the cluster")
+	want("quota full", dialIn("full", k.fleet.Hosts()[0].Name, time.Minute), orchestrator.Quota, "namespace full has no room for the node pod")
+	want("Pod Security", dialIn("locked", k.fleet.Hosts()[0].Name, time.Minute), orchestrator.Admission, "pod-security.kubernetes.io/enforce=privileged")
+
+	// The image: the test plays the kubelet of kubelet-down, which
+	// cannot pull it.
+	errc := make(chan error, 1)
+	go func() { errc <- dialIn("default", kubetest.KubeletDown, time.Minute) }()
+	pod := waitForPod(t, k.cp, "default", "the node pod on kubelet-down")
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "gpulab", Image: pod.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "dial tcp: lookup registry-1.docker.io: no such host"}}}}
+	if _, err := k.cp.Client.CoreV1().Pods("default").UpdateStatus(t.Context(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		want("image pull", err, orchestrator.ImagePull, "node kubelet-down cannot pull the pod's image docker.io/library/busybox:1.37 (ErrImagePull)")
+	case <-time.After(time.Minute):
+		t.Fatal("waited a minute for the dial to see the image pull fail")
+	}
+	for _, ns := range []string{"default", "full", "locked"} {
+		k.kt.Namespace = ns
+		if left := k.podsLeft(t); len(left) != 0 {
+			t.Errorf("pods left in %s: %v", ns, left)
+		}
+	}
+}
+
+// waitForPod waits, on a watch, for the first pod in ns and returns it.
+func waitForPod(t *testing.T, cp *kubetest.ControlPlane, ns, what string) *corev1.Pod {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	w, err := cp.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for {
+		select {
+		case ev := <-w.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok {
+				return p
+			}
+		case <-ctx.Done():
+			t.Fatalf("waited a minute for %s", what)
+		}
 	}
 }

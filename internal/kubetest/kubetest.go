@@ -438,6 +438,9 @@ func (cp *ControlPlane) AddNode(t testing.TB, node *corev1.Node) *corev1.Node {
 		if node.Status.DaemonEndpoints.KubeletEndpoint.Port != 0 {
 			created.Status.DaemonEndpoints = node.Status.DaemonEndpoints
 		}
+		if len(node.Status.Conditions) > 0 {
+			created.Status.Conditions = node.Status.Conditions
+		}
 		updated, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
 		if err == nil {
 			created = updated
@@ -476,6 +479,11 @@ func GPUNode(name string, gpus int) *corev1.Node {
 		Status: corev1.NodeStatus{Capacity: res, Allocatable: res.DeepCopy()},
 	}
 }
+
+// KubeletDown is the name of a node kwok leaves alone (stages/README.md):
+// a node whose kubelet is gone. AddNode it with the conditions it should
+// show (kwok never makes it Ready); its pods stay Pending.
+const KubeletDown = "kubelet-down"
 
 func randomToken() (string, error) {
 	b := make([]byte, 24)
