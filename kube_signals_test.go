@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/internal/testreq"
 	"github.com/gpulab/gpulab/sim"
 )
 
@@ -107,4 +108,41 @@ func waitPods(t *testing.T, cp *kubetest.ControlPlane, ok func([]corev1.Pod) boo
 		}
 		w.Stop()
 	}
+}
+
+// The workbench on a cluster's nodes, with no inventory and no SSH: the
+// Fleet tab lists the nodes and runs a command on each through the API
+// server, the Runbooks tab runs a runbook there; on quit no node pod is
+// left (the workbench keeps its pods between commands while it runs).
+func TestWorkbenchThroughKubeInTmux(t *testing.T) {
+	tmux := testreq.Tool(t, "tmux", "the smoke test drives the workbench in it (apt-get install tmux)")
+	bin := gpulabBinary(t)
+	cp := kubetest.Start(t)
+	f, err := sim.Start(t.Context(), sim.Config{Hosts: 3, Kubelet: &sim.KubeletConfig{ClientCA: cp.KubeletClientCA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	for _, h := range f.Hosts() {
+		cp.AddNode(t, sim.NodeOf(h))
+	}
+	dir := t.TempDir()
+	s := newTmux(t, tmux, 120, 30, "HOME="+dir+" "+bin+" --via kube --kubeconfig "+cp.Kubeconfig)
+	s.waitFor("CONTROL PLANE")
+	s.keys("3")
+	s.waitFor("3 hosts: dgx[01-03]. Press : to run a command")
+	s.keys(":")
+	s.run("send-keys", "-t", "smoke", "-l", "nvidia-smi -L | head -1")
+	s.keys("Enter")
+	s.waitFor("3/3  3 ok")
+	s.waitFor("GPU 0: NVIDIA A100")
+	s.keys("4")
+	s.waitFor("▶ ")
+	s.keys("Enter")
+	s.waitFor("done 3/3")
+	s.keys("Escape")
+	s.waitFor("▶ ")
+	s.keys("q")
+	s.waitFor("EXIT=0")
+	waitPods(t, cp, func(ps []corev1.Pod) bool { return len(ps) == 0 }, "no node pod left after the workbench quit")
 }

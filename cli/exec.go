@@ -70,6 +70,7 @@ func (f *sshFlags) registerWorkbench(cmd *cobra.Command) {
 	fl.StringVarP(&f.hosts, "hosts", "H", "", "open the workbench on these hosts: a host `EXPR`ession as exec takes (no inventory needed)")
 	fl.StringVarP(&f.sshConfig, "ssh-config", "F", "", "OpenSSH client config `FILE` (default ~/.ssh/config), like ssh -F")
 	fl.StringVar(&f.knownHosts, "known-hosts", "", "known_hosts `FILE` (default ~/.ssh/known_hosts)")
+	f.registerKube()
 }
 
 // check refuses, as a usage error, a flag given a value that the same key

@@ -74,6 +74,9 @@ func (o *options) kubeRunner(f *sshFlags) (*app.Fleet, error) {
 		return nil, fmt.Errorf("context %s: %w", client.Context, err)
 	}
 	inv := inventory.Empty().Only(nodeHosts(nodes))
+	ns := cmpOr(f.kube.namespace, client.Namespace, "default")
+	// The Cluster tab shows the same cluster.
+	inv.Kube = []inventory.KubeContext{{Name: client.Context, Kubeconfig: f.kube.kubeconfig, Context: client.Context, Namespace: ns}}
 	expr := f.hosts
 	if expr == "" {
 		expr = "*"
@@ -86,7 +89,7 @@ func (o *options) kubeRunner(f *sshFlags) (*app.Fleet, error) {
 		return nil, usageErr("-H %q -l %q selects no node of context %s", expr, selector, client.Context)
 	}
 	kt := &orchestrator.KubeTransport{Config: client.Config, Client: client.Kube, Context: client.Context,
-		Namespace: cmpOr(f.kube.namespace, client.Namespace, "default"), Image: f.kube.image, RunID: newRunID(),
+		Namespace: ns, Image: f.kube.image, RunID: newRunID(),
 		StartTimeout: f.connectTimeout}
 	if _, err := kt.Prepare(ctx); err != nil {
 		return nil, fmt.Errorf("context %s: %w", client.Context, err)

@@ -411,15 +411,26 @@ func (o *options) reproduce(inventory string, f *sshFlags, set []string) []strin
 			out = append(out, flag, path)
 		}
 	}
-	file("--inventory", inventory)
-	file("-F", f.sshConfig)
-	file("--known-hosts", f.knownHosts)
-	file("-i", f.identity)
-	if f.user != "" {
-		out = append(out, "-l", f.user)
-	}
-	if f.port != 0 {
-		out = append(out, "-p", fmt.Sprint(f.port))
+	if f.kube.via == "kube" {
+		out = append(out, "--via", "kube")
+		file("--kubeconfig", f.kube.kubeconfig)
+		selector := cmpOr(f.kube.selector, f.user) // -l is the selector through Kubernetes
+		for _, kv := range [][2]string{{"--context", f.kube.context}, {"--namespace", f.kube.namespace}, {"--image", f.kube.image}, {"--selector", selector}} {
+			if kv[1] != "" {
+				out = append(out, kv[0], kv[1])
+			}
+		}
+	} else {
+		file("--inventory", inventory)
+		file("-F", f.sshConfig)
+		file("--known-hosts", f.knownHosts)
+		file("-i", f.identity)
+		if f.user != "" {
+			out = append(out, "-l", f.user)
+		}
+		if f.port != 0 {
+			out = append(out, "-p", fmt.Sprint(f.port))
+		}
 	}
 	for _, l := range o.labs {
 		file("--labs", l)

@@ -58,7 +58,11 @@ func runWorkbench(cmd *cobra.Command, o *options, wf *sshFlags) error {
 	if !o.env.IsTerminal {
 		return errNeedsTerminal
 	}
-	if wf.hosts == "" && o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
+	kube, err := wf.viaKube()
+	if err != nil {
+		return err
+	}
+	if !kube && wf.hosts == "" && o.inventory == "" && o.getenv(inventory.EnvInventory) == "" {
 		if _, err := inventory.Locate(o.getenv); errors.Is(err, inventory.ErrNotFound) {
 			return runDemo(cmd, o, demoFlags{hosts: defaultDemoHosts})
 		}
@@ -104,6 +108,17 @@ type workbench struct {
 // hosts: with -H, the hosts it selects (ad-hoc ones too); else every
 // inventory host (no runner when there is none).
 func (w *workbench) fleet(o *options, inv *inventory.Inventory) (*inventory.Inventory, *app.Fleet, error) {
+	if w.ssh != nil && w.ssh.kube.via == "kube" {
+		f := *w.ssh
+		if f.hosts == "" && f.kube.selector == "" {
+			f.hosts = "*"
+		}
+		r, err := o.kubeRunner(&f)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r.Inv, r, nil
+	}
 	sel := sshFlags{hosts: "*"}
 	if w.ssh != nil {
 		sel.sshConfig, sel.knownHosts = w.ssh.sshConfig, w.ssh.knownHosts
