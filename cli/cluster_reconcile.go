@@ -67,6 +67,11 @@ its name, or of its address's short name (gpu01 for gpu01.example.net);
 the output says which hosts map to no node and which GPU nodes were not
 probed, and why (unreachable, no host selected).
 
+--via kube needs no SSH and no inventory: the cluster's nodes are the
+hosts (every node, or those -H and -l select), probed through its API
+server with a pod on each (docs/kube-transport.md); -n names the pods'
+namespace.
+
 --context simulated, while no kubeconfig names a context so, is the
 simulated fleet gpulab demo shows, started for the run: its 4 hosts on
 127.0.0.1 (-H selects among them, every one without -H) and its cluster.
@@ -83,6 +88,7 @@ without an allocation, a host could not be probed, or the API server could
 not be read; 2 for usage or configuration errors.`,
 		Example: `  gpulab cluster reconcile -H @gpu-nodes
   gpulab cluster reconcile -H 'gpu[001-128]' --context prod --json | jq '.pods[] | select(.state == "idle")'
+  gpulab cluster reconcile --via kube --context prod -n gpulab  # no SSH: every node, through the API server
   gpulab cluster reconcile -H gpu01 --mock dgxa100 --mock-faults faults.json
   gpulab cluster reconcile --context simulated     # the demo's fleet and cluster, no hardware`,
 		Args: exactArgs(0, "no arguments"),
@@ -90,10 +96,12 @@ not be read; 2 for usage or configuration errors.`,
 			if err := ro.Validate(); err != nil {
 				return err
 			}
+			ro.ssh.kube.namespace = cf.ns
 			return ro.Run(c, o, &cf.src)
 		},
 	}
 	ro.ssh.register(cmd)
+	ro.ssh.registerVia()
 	fl := cmd.Flags()
 	fl.StringVar(&ro.pf.mock, "mock", "", "probe a simulated machine instead of NVML: dgxa100")
 	fl.StringVar(&ro.faultsFile, "mock-faults", "", "with --mock, each host's simulated machine: a JSON `FILE` of host name to faults")
@@ -144,6 +152,11 @@ func (ro *reconcileOptions) Run(c *cobra.Command, o *options, src *cluster.Sourc
 			return ro.runSimulated(ctx, c, o)
 		}
 	}
+	if kube, err := ro.ssh.viaKube(); err != nil {
+		return err
+	} else if kube {
+		return ro.runKube(ctx, c, o, src)
+	}
 	r, err := o.newRunner(&ro.ssh)
 	if err != nil {
 		return err
@@ -164,6 +177,28 @@ func (ro *reconcileOptions) Run(c *cobra.Command, o *options, src *cluster.Sourc
 		return configErr(err)
 	}
 	return ro.join(ctx, c, o, r, kube, client)
+}
+
+// runKube is reconcile with no SSH inventory: the cluster's nodes are
+// the hosts, probed through its API server (every node, or those -H and
+// -l select).
+func (ro *reconcileOptions) runKube(ctx context.Context, c *cobra.Command, o *options, src *cluster.Source) error {
+	if ro.pf.mock != "" || ro.faultsFile != "" {
+		return usageErr("--mock probes a simulated machine over SSH; --via kube probes the nodes' own NVML")
+	}
+	ro.ssh.kube.kubeconfig, ro.ssh.kube.context = src.Kubeconfig, src.Context
+	if ro.ssh.hosts == "" && ro.ssh.kube.selector == "" && ro.ssh.user == "" {
+		ro.ssh.hosts = "*"
+	}
+	r, err := o.newRunner(&ro.ssh)
+	if err != nil {
+		return err
+	}
+	client, err := src.Connect()
+	if err != nil {
+		return configErr(err)
+	}
+	return ro.join(ctx, c, o, r, nil, client)
 }
 
 // runSimulated is reconcile on the simulated fleet gpulab demo shows:

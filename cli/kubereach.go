@@ -28,11 +28,19 @@ type kubeFlags struct {
 }
 
 func (f *sshFlags) registerKube() {
+	f.registerVia()
 	fl := f.cmd.Flags()
-	fl.StringVar(&f.kube.via, "via", "ssh", "how hosts are reached: `ssh`, or kube (Kubernetes nodes through the API server: a pod on each, commands over pods/exec; no SSH, no inventory)")
 	fl.StringVar(&f.kube.kubeconfig, "kubeconfig", "", "with --via kube: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)")
 	fl.StringVar(&f.kube.context, "context", "", "with --via kube: the kubeconfig context `NAME` (default: the current context)")
 	fl.StringVar(&f.kube.namespace, "namespace", "", "with --via kube: the `NAMESPACE` of the node pods (default: the context's); it must allow privileged pods")
+}
+
+// registerVia registers --via and the node pods' flags but the cluster's
+// (--kubeconfig, --context, --namespace), for a command of the cluster
+// group, which has them already.
+func (f *sshFlags) registerVia() {
+	fl := f.cmd.Flags()
+	fl.StringVar(&f.kube.via, "via", "ssh", "how hosts are reached: `ssh`, or kube (Kubernetes nodes through the API server: a pod on each, commands over pods/exec; no SSH, no inventory)")
 	fl.StringVar(&f.kube.image, "image", "", "with --via kube: the node pods' `IMAGE` (default "+orchestrator.DefaultNodePodImage+"; an air-gapped site names its mirror)")
 	fl.StringVar(&f.kube.selector, "selector", "", "with --via kube: only nodes matching this label `SELECTOR`, as kubectl -l writes it (with --via kube, -l is the selector too)")
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
@@ -89,6 +90,19 @@ func TestKubeTransportGivesTheSameVerdicts(t *testing.T) {
 	ls, lk := labScores(t, env, "health-gate", overSSH), labScores(t, env, "health-gate", throughKube)
 	if !maps.EqualFunc(ls, lk, maps.Equal) {
 		t.Errorf("lab health-gate: over SSH %v\nthrough kube %v", ls, lk)
+	}
+	// cluster reconcile with no inventory: the nodes are the hosts.
+	rc := run(t, env, "cluster", "reconcile", "--via", "kube", "--kubeconfig", cp.Kubeconfig, "--json")
+	var rec struct {
+		Hosts []struct{ Host, Node, Unmapped, Class string }
+	}
+	if err := json.Unmarshal([]byte(rc.stdout), &rec); err != nil || len(rec.Hosts) != 4 {
+		t.Fatalf("cluster reconcile --via kube: exit %d, %v\n%s\n%s", rc.code, err, rc.stdout, rc.stderr)
+	}
+	for _, h := range rec.Hosts {
+		if h.Node != h.Host || h.Class != "ok" {
+			t.Errorf("cluster reconcile --via kube: %+v, want the host probed and mapped to its node", h)
+		}
 	}
 	if left := podsLeft(t, cp, metav1.NamespaceDefault); len(left) != 0 {
 		t.Errorf("node pods left: %v", left)
