@@ -96,8 +96,8 @@ type Fleet struct {
 	key        ed25519.PrivateKey
 	clientPK   ssh.PublicKey
 	probeOnce  sync.Once
-	probeSum   string   // the simulator probe's sha256 (probe), "" if none is embedded
-	probeMem   *os.File // the embedded simulator probe in a sealed memory file, shared by every host (sealedProbe)
+	probeSum   string // the simulator probe's sha256 (probe), "" if none is embedded
+	probePath  string // the embedded simulator probe, written once into tmp, shared by every host (sealedProbe)
 	memOnce    sync.Once
 	memErr     error
 	glibc      string // what getconf GNU_LIBC_VERSION says (probe)
@@ -423,9 +423,6 @@ func (f *Fleet) Close() error {
 			h.kill()
 		}
 		f.wg.Wait()
-		if f.probeMem != nil {
-			err = errors.Join(err, f.probeMem.Close())
-		}
 		for _, h := range f.hosts {
 			if h.fs != nil {
 				err = errors.Join(err, h.fs.close())

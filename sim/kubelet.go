@@ -163,14 +163,24 @@ func (e podExecutor) ExecInContainer(ctx context.Context, name, _, _ string, cmd
 		fmt.Fprintln(out, pid)
 		return nil
 	}
-	command, raw, ok := orchestrator.KubeUnwrap(cmd)
-	if !ok {
-		fmt.Fprintf(errOut, "gpulab sim: %s: the simulated node pod runs gpulab's host commands only (chroot /host under its wrapper)\n", strings.Join(cmd, " "))
-		return exitCode(126)
+	if in == nil { // an exec without standard input
+		in = devNull{}
 	}
 	env := append(h.baseEnv(), "USER=root", "LOGNAME=root", "HOME=/root", "UID=0", "EUID=0")
 	mu := new(sync.Mutex)
 	c := &call{h: h, env: env, stdin: in, stdout: syncWriter{mu, out}, stderr: syncWriter{mu, errOut}}
+	command, raw, ok := orchestrator.KubeUnwrap(cmd)
+	if !ok { // another client's chroot /host CMD... (kubectl exec into a debug pod)
+		if len(cmd) < 3 || cmd[0] != "chroot" || cmd[1] != "/host" {
+			fmt.Fprintf(errOut, "gpulab sim: %s: the simulated node pod runs host commands only, as chroot /host CMD\n", strings.Join(cmd, " "))
+			return exitCode(126)
+		}
+		code, err := c.runLine(ctx, orchestrator.QuoteArgs(cmd[2:]))
+		if err != nil || code != 0 {
+			return exitCode(max(code, 1))
+		}
+		return nil
+	}
 	var code int
 	var err error
 	if raw {

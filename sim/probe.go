@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -18,7 +18,6 @@ import (
 
 	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/sim/spec"
-	"golang.org/x/sys/unix"
 )
 
 // execFile runs a file of the host's tree. A script (#!) runs in the
@@ -54,49 +53,45 @@ func (t *toolCall) execFile(args []string) int {
 	if n, _ := f.ReadAt(head, 0); n == 2 && string(head) == "#!" {
 		return toolSh(t, append([]string{"sh"}, args...))
 	}
-	sealed, err := t.sealedProbe(f, fi.Size())
+	probe, err := t.sealedProbe(f, fi.Size())
 	if err != nil {
 		t.errf("sh: %s: cannot execute: %v", name, err)
 		return 126
 	}
-	defer sealed.Close()
-	return t.runProbe(sealed, args)
+	return t.runProbe(probe, args)
 }
 
 var errNotProbe = errors.New("a simulated host runs no program but gpulab's simulator probe (this file's sha256 is not that build's)")
 
 // sealedProbe checks the sha256 of the host's file, read once as a
-// stream, against the simulator build's, and returns a read-only
-// descriptor of the fleet's sealed memory copy of that build: what runs
-// has exactly the bytes checked, whatever happens to the host's file
-// afterwards (rewritten in place, its time set back, swapped). One copy
-// serves every host: 300 hosts starting the probe at once each held their
-// own 5 MB read of it, and the heap passed the watchdog's limit.
-func (t *toolCall) sealedProbe(f *os.File, size int64) (*os.File, error) {
+// stream, against the simulator build's, and returns the path of the
+// fleet's own copy of that build: what runs has exactly the bytes
+// checked, whatever happens to the host's file afterwards (rewritten in
+// place, its time set back, swapped). One copy serves every host: 300
+// hosts starting the probe at once each held their own 5 MB read of it,
+// and the heap passed the watchdog's limit.
+func (t *toolCall) sealedProbe(f *os.File, size int64) (string, error) {
 	want, _ := t.h.fleet.probe()
 	if want == "" || size <= 0 || size > maxProbe {
-		return nil, errNotProbe
+		return "", errNotProbe
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, io.LimitReader(f, maxProbe+1)); err != nil {
-		return nil, err
+		return "", err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != want {
-		return nil, errNotProbe
+		return "", errNotProbe
 	}
-	mem, err := t.h.fleet.sealedProbe(want)
-	if err != nil {
-		return nil, err
-	}
-	// A read-only descriptor of the memory file: the kernel refuses to
-	// execute a file open for writing (ETXTBSY).
-	return os.Open(fmt.Sprintf("/proc/self/fd/%d", mem.Fd()))
+	return t.h.fleet.sealedProbe(want)
 }
 
-// sealedProbe is the embedded simulator probe in a private memory file,
-// sealed against any change, made once for the fleet; its sha256 is
-// checked to be want.
-func (f *Fleet) sealedProbe(want string) (*os.File, error) {
+// sealedProbe is the path of the embedded simulator probe, written once
+// for the fleet into its private directory (0700, this process's), read
+// and execute only, created exclusively, never through a link; its
+// sha256 is checked to be want. (A sealed memory file, run through
+// /proc/self/fd, failed to execute at times, EACCES, while the process
+// forked other children: a plain file does not.)
+func (f *Fleet) sealedProbe(want string) (string, error) {
 	f.memOnce.Do(func() {
 		data, _, err := bundle.Probe(runtime.GOARCH, true)
 		if err != nil {
@@ -107,25 +102,24 @@ func (f *Fleet) sealedProbe(want string) (*os.File, error) {
 			f.memErr = errNotProbe
 			return
 		}
-		fd, err := unix.MemfdCreate("gpulab-sim-probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+		p := filepath.Join(f.tmp, "gpulab-sim-probe-"+want[:12])
+		w, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o500)
 		if err != nil {
 			f.memErr = err
 			return
 		}
-		mem := os.NewFile(uintptr(fd), "gpulab-sim-probe")
-		if _, err := mem.Write(data); err != nil {
-			mem.Close()
+		_, err = w.Write(data)
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(p)
 			f.memErr = err
 			return
 		}
-		if _, err := unix.FcntlInt(mem.Fd(), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
-			mem.Close()
-			f.memErr = err
-			return
-		}
-		f.probeMem = mem
+		f.probePath = p
 	})
-	return f.probeMem, f.memErr
+	return f.probePath, f.memErr
 }
 
 // probeArgs are what the simulation adds to the probe's own arguments.
@@ -175,7 +169,7 @@ func (h *host) probeFaults() []byte {
 	return b
 }
 
-func (t *toolCall) runProbe(f *os.File, args []string) int {
+func (t *toolCall) runProbe(probe string, args []string) int {
 	for _, a := range args[1:] {
 		if isProbeFlag(a) {
 			t.errf("%s: on a simulated host the simulation says what the probe sees: %s refused", path.Base(args[0]), a)
@@ -198,8 +192,8 @@ func (t *toolCall) runProbe(f *os.File, args []string) int {
 			return 143
 		}
 	}
-	// Run the sealed copy of the bytes that were checked (sealedProbe).
-	cmd := exec.CommandContext(t.ctx, fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	// Run the fleet's copy of the bytes that were checked (sealedProbe).
+	cmd := exec.CommandContext(t.ctx, probe)
 	cmd.Args = append(append([]string{args[0]}, t.probeArgs()...), args[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
 	if t.h.fleet != nil {

@@ -256,10 +256,12 @@ func TestProbeCheckHoldsNoCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer mem.Close()
-		fi, err := mem.Stat()
+		fi, err := os.Stat(mem)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o500 {
+			t.Errorf("the fleet's copy of the probe is mode %v, want r-x for its owner only", fi.Mode())
 		}
 		return fi
 	}
