@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -63,6 +64,9 @@ func (f *sshFlags) viaKube() (bool, error) {
 // are removed at the end of the command (Main's cleanups), or at a
 // forced exit.
 func (o *options) kubeRunner(f *sshFlags) (*app.Fleet, error) {
+	if err := o.kubeFlagsCheck(f); err != nil {
+		return nil, err
+	}
 	selector := f.kube.selector
 	if selector == "" {
 		selector = f.user // -l: kubectl's selector where there is no SSH user
@@ -96,14 +100,39 @@ func (o *options) kubeRunner(f *sshFlags) (*app.Fleet, error) {
 	if len(hosts) == 0 {
 		return nil, usageErr("-H %q -l %q selects no node of context %s", expr, selector, client.Context)
 	}
+	concurrency := cmpOrInt(f.concurrency, inv.Defaults.Concurrency)
 	kt := &orchestrator.KubeTransport{Config: client.Config, Client: client.Kube, Context: client.Context,
-		Namespace: ns, Image: f.kube.image, RunID: newRunID(),
-		StartTimeout: f.connectTimeout}
-	if _, err := kt.Prepare(ctx); err != nil {
-		return nil, fmt.Errorf("context %s: %w", client.Context, err)
+		Namespace: ns, Image: f.kube.image, RunID: newRunID(), StartTimeout: f.connectTimeout,
+		Deadline: orchestrator.PodDeadline(cmp.Or(f.timeout, inv.Defaults.CommandTimeout.Duration)),
+		// Two streams a host at most (a lab's sampling beside its step).
+		Streams: max(256, 2*concurrency)}
+	if _, err := kt.Prepare(ctx, hosts[0].Name); err != nil {
+		return nil, configErr(fmt.Errorf("context %s: %w", client.Context, err))
 	}
+	// What a record's Reproduce names: the context and namespace used.
+	f.kube.context, f.kube.namespace = client.Context, ns
 	o.atEnd(kt)
 	return kubeFleet(inv, hosts, nodes, kt, f), nil
+}
+
+// kubeFlagsCheck refuses what --via kube does not use: SSH's settings
+// and the inventory (it takes the cluster's nodes), and a selector given
+// twice.
+func (o *options) kubeFlagsCheck(f *sshFlags) error {
+	if f.cmd != nil {
+		for _, name := range []string{"port", "identity", "ssh-config", "known-hosts", "accept-new-host-keys"} {
+			if fl := f.cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+				return usageErr("--%s is an SSH setting: --via kube reaches the nodes through the API server", name)
+			}
+		}
+	}
+	if o.inventory != "" {
+		return usageErr("--inventory names SSH hosts: --via kube takes the cluster's nodes (-H and -l select among them)")
+	}
+	if f.kube.selector != "" && f.user != "" {
+		return usageErr("the label selector is given twice (-l and --selector): give it once")
+	}
+	return nil
 }
 
 // kubeFleet is the fleet of hosts, nodes reached through kt.
@@ -141,15 +170,13 @@ func kubeFleet(inv *inventory.Inventory, hosts []inventory.Host, nodes []corev1.
 
 // nodeHosts are nodes as inventory hosts: their names and labels (for -H
 // @label=value), and what each should have, as an inventory's expect
-// says it: the GPUs its device plugin offers (capacity), and the
-// ExpectLabels where the node carries them.
+// says it, where the node carries the gpulab.io/expect-* labels. Never
+// from the node's own state: a device plugin that lost a GPU offers 7,
+// and 7 expected would pass the count that should fail.
 func nodeHosts(nodes []corev1.Node) []inventory.Host {
 	hosts := make([]inventory.Host, 0, len(nodes))
 	for _, n := range nodes {
 		h := inventory.Host{Name: n.Name, Address: "node/" + n.Name, Labels: n.Labels, Source: "node " + n.Name}
-		if q, ok := n.Status.Capacity["nvidia.com/gpu"]; ok {
-			h.Expect.GPUs = int(q.Value())
-		}
 		for label, v := range map[string]*int{orchestrator.ExpectGPUsLabel: &h.Expect.GPUs, orchestrator.ExpectIBPortsLabel: &h.Expect.IBPorts, orchestrator.ExpectIBRateLabel: &h.Expect.IBRateGbps} {
 			if x, err := strconv.Atoi(n.Labels[label]); err == nil && x > 0 {
 				*v = x

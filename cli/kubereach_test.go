@@ -108,3 +108,41 @@ func TestKubeTransportGivesTheSameVerdicts(t *testing.T) {
 		t.Errorf("node pods left: %v", left)
 	}
 }
+
+// What --via kube cannot do is said once, before any node is touched:
+// a namespace that does not exist, one whose Pod Security refuses the
+// node pod (with the label that allows it), SSH's own settings, a
+// selector given twice. No pod is made.
+func TestKubeTransportRefusesOnce(t *testing.T) {
+	cp, _, _ := kubeSimFleet(t, sim.Config{Hosts: 2})
+	cp.Namespace(t, "locked")
+	ns, err := cp.Client.CoreV1().Namespaces().Get(t.Context(), "locked", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["pod-security.kubernetes.io/enforce"] = "restricted"
+	if _, err := cp.Client.CoreV1().Namespaces().Update(t.Context(), ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	env := noEnv(t)
+	kube := []string{"exec", "--via", "kube", "--kubeconfig", cp.Kubeconfig, "-H", "*"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--namespace", "nope"}, "namespace nope does not exist in context kubetest"},
+		{[]string{"--namespace", "locked"}, "pod-security.kubernetes.io/enforce=privileged"},
+		{[]string{"-p", "2222"}, "--port is an SSH setting"},
+		{[]string{"-l", "a=b", "--selector", "c=d"}, "the label selector is given twice"},
+	} {
+		r := run(t, env, append(append(append([]string{}, kube...), tc.args...), "--", "true")...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stderr, "gpulab:") != 1 {
+			t.Errorf("%v: exit %d, want %d saying once %q\n%s", tc.args, r.code, ExitUsage, tc.want, r.stderr)
+		}
+	}
+	for _, ns := range []string{metav1.NamespaceDefault, "locked"} {
+		if left := podsLeft(t, cp, ns); len(left) != 0 {
+			t.Errorf("pods left in %s: %v", ns, left)
+		}
+	}
+}

@@ -117,6 +117,7 @@ func (w *workbench) fleet(o *options, inv *inventory.Inventory) (*inventory.Inve
 		if err != nil {
 			return nil, nil, err
 		}
+		w.ssh.kube.context, w.ssh.kube.namespace = f.kube.context, f.kube.namespace // for a record's Reproduce
 		return r.Inv, r, nil
 	}
 	sel := sshFlags{hosts: "*"}

@@ -71,10 +71,24 @@ func (c *Conn) Simulated() bool {
 // Alive reports whether the connection's transport is still up: a run
 // that used it can tell that the host was lost under it, whichever
 // command saw it go.
-func (c *Conn) Alive() bool { return c.alive() }
+func (c *Conn) Alive() bool {
+	if c.kube != nil {
+		select {
+		case <-c.kube.dead:
+			return false
+		default:
+			return true
+		}
+	}
+	return c.alive()
+}
 
-// alive reports whether the connection's transport is still up.
+// alive reports whether the connection's transport is still up (through
+// Kubernetes: whether its pod may take another command).
 func (c *Conn) alive() bool {
+	if c.kube != nil {
+		return c.kube.usable()
+	}
 	select {
 	case <-c.dead:
 		return false

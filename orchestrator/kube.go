@@ -41,7 +41,8 @@ type KubeTransport struct {
 	Image     string // DefaultNodePodImage when ""
 	// RunID names the run on its pods (RunLabel); one per process.
 	RunID string
-	// Deadline is each pod's activeDeadlineSeconds; default 1h.
+	// Deadline is each pod's activeDeadlineSeconds; DefaultPodDeadline
+	// when 0 (PodDeadline derives one from the command timeout).
 	Deadline time.Duration
 	// StartTimeout bounds a pod's creation and start, its image pull
 	// included; default 2m.
@@ -59,6 +60,16 @@ type KubeTransport struct {
 
 	mu   sync.Mutex
 	pods map[string]string // created and not yet deleted: pod → node
+}
+
+// DefaultPodDeadline bounds a node pod's life when nothing says longer.
+const DefaultPodDeadline = time.Hour
+
+// PodDeadline is the deadline of the pods of a run whose commands may
+// each run commandTimeout: four of them, an hour at least, a day at
+// most. A pod ends at its deadline whatever runs in it.
+func PodDeadline(commandTimeout time.Duration) time.Duration {
+	return min(max(4*commandTimeout, DefaultPodDeadline), 24*time.Hour)
 }
 
 // KubeNode is a Target's way through a KubeTransport.
@@ -116,21 +127,34 @@ func (k *KubeTransport) startTimeout() time.Duration {
 func (k *KubeTransport) podOptions() NodePodOptions {
 	d := k.Deadline
 	if d <= 0 {
-		d = time.Hour
+		d = DefaultPodDeadline
 	}
 	return NodePodOptions{Namespace: k.Namespace, Image: k.Image, RunID: k.RunID, Deadline: d, WritableHost: k.WritableHost}
 }
 
-// Prepare removes the leftovers of other runs in the namespace (ended,
-// or past their deadline), and says how many.
-func (k *KubeTransport) Prepare(ctx context.Context) (int, error) {
-	n, err := CleanupNodePods(ctx, k.Client, k.Namespace, "", time.Now())
+// Prepare checks, once and before any node is touched, that the API
+// server would take a node pod on node (a server-side dry run: the
+// namespace exists, RBAC lets this user create pods there, admission
+// allows a privileged pod), and removes the leftovers of other runs in
+// the namespace (pods that have ended), saying how many.
+func (k *KubeTransport) Prepare(ctx context.Context, node string) (int, error) {
+	o := k.podOptions()
+	_, err := k.Client.CoreV1().Pods(k.Namespace).Create(ctx, NodePod(node, o), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case apierrors.IsNotFound(err):
+		return 0, &KubeError{Class: Error, Err: fmt.Errorf("namespace %s does not exist in context %s: create it and label it pod-security.kubernetes.io/enforce=privileged (docs/kube-transport.md): %w", k.Namespace, k.Context, err)}
+	case err != nil:
+		return 0, createRefusal(err, o.Namespace, node) // named as a real create's refusal is
+	}
+	n, err := CleanupNodePods(ctx, k.Client, k.Namespace, "")
 	return n, kubeAPIError(err, "list pods", k.Namespace)
 }
 
 // Close deletes every pod of this run still there, whatever became of
 // its connection, on a context of its own (the run's may be cancelled),
-// and stops the watch of the run's pods. It says how many it deleted.
+// and stops the watch of the run's pods: all of them in one request, then
+// a second pass for a pod whose create was still on its way. It says how
+// many it deleted in the second pass.
 func (k *KubeTransport) Close(ctx context.Context) (int, error) {
 	k.init()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -141,13 +165,15 @@ func (k *KubeTransport) Close(ctx context.Context) (int, error) {
 		k.watch = nil
 	}
 	k.watchMu.Unlock()
-	n, err := CleanupNodePods(ctx, k.Client, k.Namespace, k.RunID, time.Now())
-	if err == nil {
+	err := DeleteRunPods(ctx, k.Client, k.Namespace, k.RunID)
+	n, err2 := CleanupNodePods(ctx, k.Client, k.Namespace, k.RunID)
+	if err2 == nil {
 		k.mu.Lock()
 		clear(k.pods)
 		k.mu.Unlock()
+		err = nil
 	}
-	return n, kubeAPIError(err, "list pods", k.Namespace)
+	return n, kubeAPIError(errors.Join(err, err2), "delete pods", k.Namespace)
 }
 
 func (k *KubeTransport) track(pod, node string) {
@@ -183,7 +209,8 @@ func (k *KubeTransport) dial(ctx context.Context, t Target) (*Conn, error) {
 		return nil, &DialError{Class: createClass(err, ctx), Host: host, Err: err}
 	}
 	k.track(pod.Name, t.Name)
-	l := &kubeLink{k: k, node: t.Name, pod: pod.Name, simulated: t.Kube.Simulated, dead: make(chan struct{})}
+	l := &kubeLink{k: k, node: t.Name, pod: pod.Name, simulated: t.Kube.Simulated, dead: make(chan struct{}),
+		ends: time.Now().Add(time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second)}
 	fail := func(class Class, err error) (*Conn, error) {
 		_ = k.deletePod(ctx, pod.Name)
 		return nil, &DialError{Class: class, Host: host, Err: err}
@@ -272,6 +299,14 @@ func (k *KubeTransport) podWatch() *podWatch {
 	go inf.RunWithContext(ctx)
 	k.watch = w
 	return w
+}
+
+// currentWatch is the run's watch of its pods, nil before the first dial
+// or after Close.
+func (k *KubeTransport) currentWatch() *podWatch {
+	k.watchMu.Lock()
+	defer k.watchMu.Unlock()
+	return k.watch
 }
 
 func (w *podWatch) poke(name string) {

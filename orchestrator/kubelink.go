@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,90 +30,39 @@ type kubeLink struct {
 	// run chrooted into the host reach the pod's scratch directory there.
 	root      string
 	simulated bool
-	dead      chan struct{}
-	deadOnce  sync.Once
+	// ends is when the pod's deadline ends it (at the latest).
+	ends     time.Time
+	dead     chan struct{}
+	deadOnce sync.Once
+}
+
+// reuseMargin is how long before its deadline a pod is no longer taken
+// for another command (the workbench's pool).
+const reuseMargin = 10 * time.Minute
+
+// usable says whether the pod may take another command: not lost, not
+// near its deadline, and, as the run's watch last saw it, still running
+// (a pod that ended or was deleted is marked lost).
+func (l *kubeLink) usable() bool {
+	select {
+	case <-l.dead:
+		return false
+	default:
+	}
+	if time.Until(l.ends) < reuseMargin {
+		return false
+	}
+	if w := l.k.currentWatch(); w != nil {
+		obj, ok, _ := w.informer.GetStore().GetByKey(l.k.Namespace + "/" + l.pod)
+		if p, isPod := obj.(*corev1.Pod); w.informer.HasSynced() && (!ok || isPod && p.Status.Phase != corev1.PodRunning) {
+			l.markDead()
+			return false
+		}
+	}
+	return true
 }
 
 func (l *kubeLink) markDead() { l.deadOnce.Do(func() { close(l.dead) }) }
-
-// kubeWrapper is wrapper (see run.go) for a node reached through its
-// pod: it runs on the host, chrooted, as the leader of a session of its
-// own (setsid -w, the host's util-linux: its kill 0 reaches only what it
-// started, never the container runtime's processes), and runs the
-// command under root's usual shell, bash where the host has it.
-//
-// It ends by writing the command's status on stderr (KubeTrailer): an
-// exec stream the kubelet or the API server cuts ends like one whose
-// command succeeded (no status on the error channel reads as success),
-// so a status gpulab did not see is a host lost, never an OK.
-const kubeWrapper = `exec 3<&0 </dev/null
-(trap '' TERM; read -r _ <&3; kill -0 $$ 2>/dev/null || exit 0; kill -TERM 0; sleep 1; kill -KILL 0) >/dev/null 2>&1 &
-exec 3<&-
-s=/bin/sh; [ -x /bin/bash ] && s=/bin/bash
-"$s" -c "$1"; rc=$?; printf '\036gpulab-exit %d\n' "$rc" >&2; exit "$rc"`
-
-// kubeRawWrapper runs a raw command (its standard input the caller's)
-// and writes its status as kubeWrapper does.
-const kubeRawWrapper = `/bin/sh -c "$1"; rc=$?; printf '\036gpulab-exit %d\n' "$rc" >&2; exit "$rc"`
-
-// KubeTrailer is what the wrappers write last on stderr: the status.
-func KubeTrailer(code int) string { return "\x1egpulab-exit " + strconv.Itoa(code) + "\n" }
-
-// KubeArgv is the command a node pod's exec runs for command: chrooted
-// into the host's / (mounted at /host), under kubeWrapper unless raw.
-func KubeArgv(command string, raw bool) []string {
-	if raw {
-		return []string{"chroot", "/host", "/bin/sh", "-c", kubeRawWrapper, "gpulab", command}
-	}
-	return []string{"chroot", "/host", "setsid", "-w", "/bin/sh", "-c", kubeWrapper, "gpulab", command}
-}
-
-// KubeUnwrap recognises KubeArgv's command line: the command, and
-// whether it is raw.
-func KubeUnwrap(argv []string) (command string, raw, ok bool) {
-	for _, r := range []bool{false, true} {
-		want := KubeArgv("", r)
-		if len(argv) == len(want) && slices.Equal(argv[:len(want)-1], want[:len(want)-1]) {
-			return argv[len(argv)-1], r, true
-		}
-	}
-	return "", false, false
-}
-
-// trailerWriter passes stderr through but for its last bytes, held back
-// until the end: the wrapper's status line, taken off and read there.
-type trailerWriter struct {
-	w    io.Writer
-	tail []byte
-}
-
-const trailerHold = 32
-
-func (t *trailerWriter) Write(p []byte) (int, error) {
-	t.tail = append(t.tail, p...)
-	if n := len(t.tail) - trailerHold; n > 0 {
-		if _, err := t.w.Write(t.tail[:n]); err != nil {
-			return 0, err
-		}
-		t.tail = append(t.tail[:0], t.tail[n:]...)
-	}
-	return len(p), nil
-}
-
-// end writes what is held back but the status line, and returns the
-// status (-1 when no status line came: the stream was cut).
-func (t *trailerWriter) end() int {
-	code := -1
-	if i := bytes.LastIndex(t.tail, []byte("\x1egpulab-exit ")); i >= 0 && bytes.HasSuffix(t.tail, []byte("\n")) {
-		if n, err := strconv.Atoi(string(t.tail[i+len("\x1egpulab-exit ") : len(t.tail)-1])); err == nil {
-			code = n
-			t.tail = t.tail[:i]
-		}
-	}
-	_, _ = t.w.Write(t.tail)
-	t.tail = nil
-	return code
-}
 
 // KubeRootArgv is the command that reads the pod's process ID (NodePod
 // writes it), run in the container itself.
@@ -157,12 +105,12 @@ func (l *kubeLink) acquire(ctx context.Context) (func(), error) {
 func (l *kubeLink) findRoot(ctx context.Context) (Class, error) {
 	var last error
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
-		var out, errOut bytes.Buffer
+		out, errOut := &limitedBuffer{max: 4 << 10}, &limitedBuffer{max: 4 << 10}
 		release, err := l.acquire(ctx)
 		if err != nil {
 			return TimeoutConnect, fmt.Errorf("waiting for an exec stream: %w", err)
 		}
-		err = l.exec(ctx, KubeRootArgv, nil, &out, &errOut)
+		err = l.exec(ctx, KubeRootArgv, nil, out, errOut)
 		release()
 		pid, perr := strconv.Atoi(strings.TrimSpace(out.String()))
 		if err == nil && perr == nil && pid > 0 {
@@ -185,6 +133,19 @@ func (l *kubeLink) findRoot(ctx context.Context) (Class, error) {
 	}
 }
 
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	bytes.Buffer
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.Len(); room > 0 {
+		b.Buffer.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
 // classify names a failed exec: RBAC's refusal as the permission, a pod
 // gone as the host lost.
 func (l *kubeLink) classify(err error) (Class, error) {
@@ -192,6 +153,10 @@ func (l *kubeLink) classify(err error) (Class, error) {
 	switch {
 	case strings.Contains(msg, "forbidden") && strings.Contains(msg, "pods/exec"):
 		return Forbidden, fmt.Errorf("forbidden: create pods/exec in namespace %s (RBAC: see docs/kube-transport.md for the Role the transport needs): %v", l.k.Namespace, err)
+	case strings.Contains(msg, "admission webhook") || strings.Contains(msg, "denied the request"):
+		return Admission, fmt.Errorf("admission refused an exec into pod %s/%s (a webhook that guards exec): %v", l.k.Namespace, l.pod, err)
+	case strings.Contains(strings.ToLower(msg), "forbidden"):
+		return Forbidden, fmt.Errorf("the API server refused an exec into pod %s/%s: %v", l.k.Namespace, l.pod, err)
 	case strings.Contains(msg, "not found") && strings.Contains(msg, l.pod):
 		l.markDead()
 		return Lost, fmt.Errorf("pod %s/%s on node %s is gone (deleted, or the node was): %v", l.k.Namespace, l.pod, l.node, err)
@@ -203,11 +168,23 @@ func (l *kubeLink) classify(err error) (Class, error) {
 // to stop it (cancel, timeouts), then EOF on its standard input (the
 // wrapper stops its process group), then the stream is cut.
 func (l *kubeLink) run(ctx context.Context, r *Result, command string, o RunOptions, stdout, stderr io.Writer, activity *atomic.Int64) (Class, error) {
-	release, err := l.acquire(ctx)
-	if err != nil {
+	start, actx := time.Now(), ctx
+	if o.Timeout > 0 { // the wait for a stream counts against the command's time
+		var cancel context.CancelFunc
+		actx, cancel = context.WithTimeout(ctx, o.Timeout)
+		defer cancel()
+	}
+	release, err := l.acquire(actx)
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return Cancelled, errors.New("cancelled")
+	case err != nil:
+		return TimeoutCommand, fmt.Errorf("waited the command timeout (%v) for one of the %d exec streams the run may open at once", o.Timeout, cap(l.k.sem))
 	}
 	defer release()
+	if o.Timeout > 0 {
+		o.Timeout = max(o.Timeout-time.Since(start), time.Millisecond)
+	}
 	var stdin io.Reader
 	var hold *io.PipeWriter
 	if o.Raw {
@@ -220,13 +197,18 @@ func (l *kubeLink) run(ctx context.Context, r *Result, command string, o RunOpti
 	sctx, cut := context.WithCancel(context.WithoutCancel(ctx))
 	defer cut()
 	done := make(chan error, 1)
-	tw := &trailerWriter{w: stderr}
-	go func() { done <- l.exec(sctx, KubeArgv(command, o.Raw), stdin, stdout, tw) }()
+	nonce := newNonce()
+	tout := &trailerWriter{w: stdout, prefix: trailerPrefix(nonce), activity: activity, status: -1}
+	terr := &trailerWriter{w: stderr, prefix: trailerPrefix(nonce), activity: activity, status: -1}
+	argv := KubeArgv(command, nonce, o.Raw)
+	activity.Store(time.Now().UnixNano()) // the wait for a stream is not the command's silence
+	go func() { done <- l.exec(sctx, argv, stdin, tout, terr) }()
 	ended, waitErr, stopped, stopErr := watch(ctx, done, o, activity)
 	if ended {
-		return l.exitClass(r, waitErr, tw.end())
+		return l.exitClass(r, waitErr, tout.end(), terr.end())
 	}
-	defer tw.end()
+	defer tout.end()
+	defer terr.end()
 	if hold != nil {
 		hold.Close()
 	}
@@ -242,21 +224,34 @@ func (l *kubeLink) run(ctx context.Context, r *Result, command string, o RunOpti
 	return stopped, stopErr
 }
 
-// exitClass reads an exec's end and the status the wrapper wrote (-1:
-// none came). Through the API server a command killed by a signal reads
-// as its shell's status (128+N), not as a signal.
-func (l *kubeLink) exitClass(r *Result, err error, status int) (Class, error) {
+// exitClass reads an exec's end (err) and the status the wrapper wrote
+// last on stdout and on stderr (-1: none came). The three must agree: a
+// stream that ended before the wrapper's last word (cut by the kubelet
+// or the API server, which client-go reads as a success), or whose
+// wrapper died with another status than it wrote, is a host lost, never
+// an OK. Through the API server a command killed by a signal reads as
+// its shell's status (128+N), not as a signal.
+func (l *kubeLink) exitClass(r *Result, err error, outStatus, errStatus int) (Class, error) {
 	var ee utilexec.ExitError
+	exited := errors.As(err, &ee) && ee.Exited()
 	switch {
-	case err != nil && !errors.As(err, &ee):
+	case err != nil && !exited:
 		return l.classify(err)
-	case status < 0:
+	case outStatus < 0 && errStatus < 0 && exited:
+		return Lost, fmt.Errorf("gpulab's wrapper did not finish on node %s (exit %d): it was killed, or the node lacks /bin/sh, chroot or util-linux's setsid -w (docs/kube-transport.md)", l.node, ee.ExitStatus())
+	case outStatus < 0 || errStatus < 0:
 		return Lost, fmt.Errorf("the exec stream into pod %s/%s on node %s ended without the command's exit status (cut by the kubelet or the API server?)", l.k.Namespace, l.pod, l.node)
-	case status == 0:
+	case outStatus != errStatus || exited && ee.ExitStatus() != outStatus || !exited && outStatus != 0:
+		got := 0
+		if exited {
+			got = ee.ExitStatus()
+		}
+		return Lost, fmt.Errorf("on node %s the command's exit status is unclear (the wrapper wrote %d and %d, the exec ended %d): its wrapper was killed?", l.node, outStatus, errStatus, got)
+	case outStatus == 0:
 		r.ExitCode = 0
 		return OK, nil
 	}
-	r.ExitCode = status
+	r.ExitCode = outStatus
 	return Exit, nil
 }
 

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -103,54 +104,55 @@ func NodePod(node string, o NodePodOptions) *corev1.Pod {
 // PodScratch is the node pod's own writable directory (an emptyDir).
 const PodScratch = "/gpulab"
 
-// leftoverGrace is how long past its deadline a node pod that has not
-// ended (its node gone, its kubelet silent) is left before another run
-// removes it.
-const leftoverGrace = 5 * time.Minute
+// nodePodSelector selects gpulab's node pods: its managed-by label and
+// both of its own (a pod some other tool labels managed-by=gpulab is
+// not one).
+var nodePodSelector = ManagedByLabel + "=" + ManagedBy + "," + RunLabel + "," + NodeLabel
 
 // CleanupNodePods deletes gpulab's node pods in ns: those of run (any
-// age) when run is given, and the leftovers of other runs (a run that
-// crashed, or was killed before its cleanup): a pod that has ended (its
-// deadline passed) or that is leftoverGrace past its deadline at now. A
-// live pod of another run, of another operator's gpulab, is never
-// touched. It deletes only pods ManagedByLabel names gpulab's, and says
-// how many it deleted.
-func CleanupNodePods(ctx context.Context, client kubernetes.Interface, ns, run string, now time.Time) (int, error) {
+// state) when run is given, and the leftovers of other runs (a run that
+// crashed, or was killed before its cleanup): a pod that has ended, as
+// its deadline ends it. A live pod of another run, of another operator's
+// gpulab, is never touched, and no clock is read: a pod's state is the
+// cluster's. It tries every pod, whatever one delete says, and returns
+// how many it deleted and every error.
+func CleanupNodePods(ctx context.Context, client kubernetes.Interface, ns, run string) (int, error) {
 	pods := client.CoreV1().Pods(ns)
-	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: ManagedByLabel + "=" + ManagedBy})
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: nodePodSelector})
 	if err != nil {
 		return 0, err
 	}
 	zero := int64(0)
 	deleted := 0
+	var errs []error
 	for _, p := range list.Items {
 		mine := run != "" && p.Labels[RunLabel] == labelSafe(run)
-		if !mine && !leftover(&p, now) {
-			continue
+		ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if !mine && !ended || p.Spec.NodeName == "" || !p.Spec.HostPID {
+			continue // not a node pod's shape: not gpulab's to remove
 		}
 		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return deleted, fmt.Errorf("delete pod %s/%s: %w", ns, p.Name, err)
+			errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", ns, p.Name, err))
 		default:
 			deleted++
 		}
 	}
-	return deleted, nil
+	return deleted, errors.Join(errs...)
 }
 
-// leftover says whether p, another run's node pod, is left behind: it
-// has ended, or it is leftoverGrace past its deadline.
-func leftover(p *corev1.Pod, now time.Time) bool {
-	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return true
+// DeleteRunPods deletes every node pod of run in ns in one request (a
+// forced exit has seconds), then checks none is left.
+func DeleteRunPods(ctx context.Context, client kubernetes.Interface, ns, run string) error {
+	zero := int64(0)
+	sel := ManagedByLabel + "=" + ManagedBy + "," + RunLabel + "=" + labelSafe(run) + "," + NodeLabel
+	err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		_, err = CleanupNodePods(ctx, client, ns, run) // no deletecollection: one by one
 	}
-	deadline := time.Hour
-	if d := p.Spec.ActiveDeadlineSeconds; d != nil {
-		deadline = time.Duration(*d) * time.Second
-	}
-	return now.Sub(p.CreationTimestamp.Time) > deadline+leftoverGrace
+	return err
 }
 
 // labelSafe is s as a label value: at most 63 characters of letters,
@@ -195,22 +197,27 @@ func CreateNodePod(ctx context.Context, client kubernetes.Interface, node string
 	if err == nil {
 		return p, nil
 	}
+	return nil, createRefusal(err, o.Namespace, node)
+}
+
+// createRefusal names the API server's refusal of a node pod in ns.
+func createRefusal(err error, ns, node string) error {
 	msg := err.Error()
 	refused := func(class Class, format string, args ...any) error {
 		return &KubeError{Class: class, Err: fmt.Errorf(format, args...)}
 	}
 	switch {
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "violates PodSecurity"):
-		return nil, refused(Admission, "namespace %s refuses gpulab's node pod (Pod Security admission: %s): a node pod is privileged and uses the host's namespaces; "+
-			"run it in a namespace labelled pod-security.kubernetes.io/enforce=privileged (kubectl label namespace NS pod-security.kubernetes.io/enforce=privileged)", o.Namespace, msg)
+		return refused(Admission, "namespace %s refuses gpulab's node pod (Pod Security admission: %s): a node pod is privileged and uses the host's namespaces; "+
+			"run it in a namespace labelled pod-security.kubernetes.io/enforce=privileged (kubectl label namespace NS pod-security.kubernetes.io/enforce=privileged)", ns, msg)
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "exceeded quota"):
-		return nil, refused(Quota, "namespace %s has no room for the node pod (ResourceQuota): %w", o.Namespace, err)
+		return refused(Quota, "namespace %s has no room for the node pod (ResourceQuota): %w", ns, err)
 	case apierrors.IsForbidden(err) && strings.Contains(msg, "cannot create resource"):
-		return nil, refused(Forbidden, "forbidden: create pods in namespace %s (RBAC: the node transport needs create, get and delete on pods there): %w", o.Namespace, err)
+		return refused(Forbidden, "forbidden: create pods in namespace %s (RBAC: the node transport needs create, get and delete on pods there): %w", ns, err)
 	case apierrors.IsInvalid(err) && strings.Contains(msg, "privileged: Forbidden"):
-		return nil, refused(Admission, "the API server refuses privileged pods (kube-apiserver --allow-privileged=false): gpulab cannot reach node %s through it: %w", node, err)
+		return refused(Admission, "the API server refuses privileged pods (kube-apiserver --allow-privileged=false): gpulab cannot reach node %s through it: %w", node, err)
 	case strings.Contains(msg, "admission webhook") || apierrors.IsForbidden(err):
-		return nil, refused(Admission, "admission refused gpulab's node pod in namespace %s: %w", o.Namespace, err)
+		return refused(Admission, "admission refused gpulab's node pod in namespace %s: %w", ns, err)
 	}
-	return nil, fmt.Errorf("create the node pod on %s: %w", node, err)
+	return fmt.Errorf("create the node pod on %s: %w", node, err)
 }

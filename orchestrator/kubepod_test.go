@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
 	"github.com/gpulab/gpulab/orchestrator"
@@ -49,30 +50,43 @@ func TestNodePodsAndCleanup(t *testing.T) {
 		}
 		return running == 2
 	}, "both node pods Running on their nodes")
-	// A stale pod of a crashed run, and one that is not gpulab's.
-	stale := orchestrator.NodePod("gpu-a", orchestrator.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "crashed", Deadline: 10 * time.Minute})
-	if _, err := pods.Create(ctx, stale, metav1.CreateOptions{}); err != nil {
+	// A pod of a crashed run, and two that are not gpulab's node pods:
+	// another tool's, and one that carries gpulab's managed-by label
+	// alone, ended.
+	stale, err := pods.Create(ctx, orchestrator.NodePod("gpu-a", orchestrator.NodePodOptions{Namespace: metav1.NamespaceDefault, RunID: "crashed", Deadline: 10 * time.Minute}), metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "not-ours", Labels: map[string]string{orchestrator.ManagedByLabel: "someone-else"}},
 		Spec: corev1.PodSpec{NodeName: "gpu-a", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-	if _, err := pods.Create(ctx, other, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	lookalike := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "someones-job", Labels: map[string]string{orchestrator.ManagedByLabel: orchestrator.ManagedBy}},
+		Spec: corev1.PodSpec{NodeName: "gpu-a", Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+	for _, p := range []*corev1.Pod{other, lookalike} {
+		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-1", time.Now())
+	setPhase(t, cp, lookalike.Name, corev1.PodSucceeded)
+	n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-1")
 	if err != nil || n != 2 {
 		t.Fatalf("cleanup of run-1: %d deleted, %v", n, err)
 	}
-	// A later run leaves the other run's pod while it may be alive, and
-	// removes it once it is past its deadline (ten minutes, then five of
-	// grace).
-	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2", time.Now().Add(10*time.Minute)); err != nil || n != 0 {
-		t.Fatalf("cleanup with the crashed run's pod within its deadline: %d deleted, %v", n, err)
+	// A later run leaves the other run's pod while it runs (no clock is
+	// read: its state is the cluster's), and removes it once its deadline
+	// has ended it (the kubelet fails it; here the test does).
+	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2"); err != nil || n != 0 {
+		t.Fatalf("cleanup with the crashed run's pod running: %d deleted, %v", n, err)
 	}
-	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2", time.Now().Add(16*time.Minute)); err != nil || n != 1 {
+	setPhase(t, cp, stale.Name, corev1.PodFailed)
+	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2"); err != nil || n != 1 {
 		t.Fatalf("cleanup of leftovers: %d deleted, %v", n, err)
 	}
-	waitPods(t, cp, func(ps []corev1.Pod) bool { return len(ps) == 1 && ps[0].Name == "not-ours" }, "only the pod gpulab did not create left")
+	waitPods(t, cp, func(ps []corev1.Pod) bool {
+		return len(ps) == 2 && (ps[0].Name == "not-ours" || ps[1].Name == "not-ours")
+	}, "only the two pods gpulab did not create left")
+	if err := pods.Delete(ctx, lookalike.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A namespace whose Pod Security refuses privileged pods: the refusal
 	// is named, with the label that allows a node pod; no pod is left.
@@ -125,5 +139,23 @@ func waitPods(t *testing.T, cp *kubetest.ControlPlane, ok func([]corev1.Pod) boo
 			t.Fatalf("waited 2m for %s; pods: %v", what, left)
 		}
 		w.Stop()
+	}
+}
+
+// setPhase sets pod's phase, as its kubelet would.
+func setPhase(t *testing.T, cp *kubetest.ControlPlane, name string, phase corev1.PodPhase) {
+	t.Helper()
+	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := pods.Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		p.Status.Phase = phase
+		_, err = pods.UpdateStatus(t.Context(), p, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("set the phase of pod %s: %v", name, err)
 	}
 }

@@ -169,7 +169,7 @@ func (e podExecutor) ExecInContainer(ctx context.Context, name, _, _ string, cmd
 	env := append(h.baseEnv(), "USER=root", "LOGNAME=root", "HOME=/root", "UID=0", "EUID=0")
 	mu := new(sync.Mutex)
 	c := &call{h: h, env: env, stdin: in, stdout: syncWriter{mu, out}, stderr: syncWriter{mu, errOut}}
-	command, raw, ok := orchestrator.KubeUnwrap(cmd)
+	command, nonce, raw, ok := orchestrator.KubeUnwrap(cmd)
 	if !ok { // another client's chroot /host CMD... (kubectl exec into a debug pod)
 		if len(cmd) < 3 || cmd[0] != "chroot" || cmd[1] != "/host" {
 			fmt.Fprintf(errOut, "gpulab sim: %s: the simulated node pod runs host commands only, as chroot /host CMD\n", strings.Join(cmd, " "))
@@ -192,7 +192,8 @@ func (e podExecutor) ExecInContainer(ctx context.Context, name, _, _ string, cmd
 		code = 143
 	}
 	// The wrapper's last word, as on a real node.
-	_, _ = io.WriteString(syncWriter{mu, errOut}, orchestrator.KubeTrailer(code))
+	_, _ = io.WriteString(syncWriter{mu, out}, orchestrator.KubeTrailer(nonce, code))
+	_, _ = io.WriteString(syncWriter{mu, errOut}, orchestrator.KubeTrailer(nonce, code))
 	if code != 0 {
 		return exitCode(code)
 	}
