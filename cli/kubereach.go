@@ -205,7 +205,7 @@ func (o *options) atEnd(kt *orchestrator.KubeTransport) {
 		}
 	})
 	o.cleanups = append(o.cleanups, func() {
-		remove()
+		defer remove() // after: a signal during this cleanup still has the forced exit's
 		if _, err := kt.Close(context.Background()); err != nil {
 			fmt.Fprintf(o.env.Stderr, "gpulab: the node pods of run %s may be left: %v (kubectl delete pods -n %s -l %s=%s)\n", kt.RunID, err, kt.Namespace, orchestrator.RunLabel, kt.RunID)
 		}
