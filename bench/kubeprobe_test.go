@@ -32,13 +32,14 @@ import (
 //   - gpulab probe --via kube -H '*' on every node: all answers, the first
 //     answer, peak RSS, and the API requests made per node (the API
 //     server's apiserver_request_total, before and after);
+//   - gpulab exec --via kube -- nvidia-smi -q on every node, the same;
 //   - beside it, on the first GPULAB_BENCH_KUBECTL_NODES nodes (default
 //     100) and at the same concurrency, what an operator would otherwise
 //     run per node in a shell loop: kubectl debug node/N
 //     --profile=sysadmin, kubectl wait for the pod, kubectl exec into it
 //     `chroot /host nvidia-smi -q` (the GPUs' state, as the probe reads
-//     it), kubectl delete the pod; and gpulab probe --via kube on the same
-//     nodes, for the ratio.
+//     it), kubectl delete the pod; and gpulab exec and probe --via kube
+//     on the same nodes, for the ratios.
 //
 // kubectl is tools/kube/build-kubectl.sh's (make bench-kube builds it).
 func TestKubeProbeBenchmark(t *testing.T) {
@@ -61,23 +62,29 @@ func TestKubeProbeBenchmark(t *testing.T) {
 		// the simulation, not the transport.
 		return runProbe(t, cp, env, gpulab, "probe", "--via", "kube", "--kubeconfig", cp.Kubeconfig, "-H", hosts, "--concurrency", strconv.Itoa(concurrency), "--window", "0")
 	}
+	exec := func(hosts string) probeRun {
+		return runProbe(t, cp, env, gpulab, "exec", "--via", "kube", "--kubeconfig", cp.Kubeconfig, "-H", hosts, "--concurrency", strconv.Itoa(concurrency), "--no-fold", "--", "nvidia-smi", "-q")
+	}
 	all := probe("*")
+	allExec := exec("*")
 	fmt.Printf("\n%d simulated DGX nodes through a real API server (kubetest, loopback, %d cores), concurrency %d:\n", nodes, runtimeCPUs(), concurrency)
 	fmt.Printf("  gpulab probe --via kube --window 0, every node: all answers %.1f s, first answer %.2f s, peak RSS %.1f MiB, %.1f API requests per node; %s\n",
 		all.wall.Seconds(), all.first.Seconds(), all.rss, float64(all.requests)/float64(nodes), all.summary)
+	fmt.Printf("  gpulab exec --via kube -- nvidia-smi -q, every node: all answers %.1f s, first answer %.2f s, peak RSS %.1f MiB, %.1f API requests per node; %s\n",
+		allExec.wall.Seconds(), allExec.first.Seconds(), allExec.rss, float64(allExec.requests)/float64(nodes), allExec.summary)
 	names := make([]string, sample)
 	for i := range names {
 		names[i] = f.Hosts()[i].Name
 	}
-	sub := probe(strings.Join(names, ","))
+	sub, subExec := probe(strings.Join(names, ",")), exec(strings.Join(names, ","))
 	kubectl := kubectlBin(t)
 	if kubectl == "" {
 		fmt.Printf("  kubectl is not built (tools/kube/build-kubectl.sh): gpulab's figures alone\n")
 		return
 	}
 	loop := kubectlLoop(t, cp, kubectl, names, concurrency)
-	fmt.Printf("  on %d nodes: gpulab probe --via kube %.1f s; kubectl debug node + wait + exec nvidia-smi -q + delete, in a loop of %d at once, %.1f s (%.1fx gpulab's time)\n",
-		sample, sub.wall.Seconds(), concurrency, loop.Seconds(), loop.Seconds()/sub.wall.Seconds())
+	fmt.Printf("  on %d nodes: kubectl debug node + wait + exec nvidia-smi -q + delete, in a loop of %d at once, %.1f s: %.1fx the time of gpulab exec --via kube -- nvidia-smi -q (%.1f s), %.1fx that of gpulab probe --via kube (%.1f s, which also pushes and runs the probe)\n",
+		sample, concurrency, loop.Seconds(), loop.Seconds()/subExec.wall.Seconds(), subExec.wall.Seconds(), loop.Seconds()/sub.wall.Seconds(), sub.wall.Seconds())
 	if left := countPods(t, cp.Client, ""); left != 0 {
 		t.Errorf("%d pods left after the runs", left)
 	}
