@@ -144,14 +144,24 @@ func timed(t *testing.T, timeBin string, argv ...string) (time.Duration, float64
 
 // vmHWM is a process's peak resident set, MiB.
 func vmHWM(t *testing.T, pid int) float64 {
+	kb := readHWM(pid)
+	if kb < 0 {
+		t.Fatalf("read the VmHWM of process %d", pid)
+	}
+	return float64(kb) / 1024
+}
+
+// readHWM is process pid's peak resident set (VmHWM) in KiB, -1 when it
+// cannot be read (the process is gone).
+func readHWM(pid int) int64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatal(err)
+		return -1
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-			return kb / 1024
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb
 		}
 	}
 	return 0

@@ -104,7 +104,10 @@ func (p *Prober) Install(ctx context.Context, conn *orchestrator.Conn, timeout t
 	}
 	spec := pr.spec
 	own := false
-	if !p.Keep {
+	// Through Kubernetes the probe goes into the node pod's own scratch
+	// directory: new with the pod, gone with it; nothing to look for
+	// before, nothing to remove after (two exec round trips a node).
+	if !p.Keep && conn.Target.Kube == nil {
 		c := conn.Run(ctx, "probe: cached?", `f="${XDG_CACHE_HOME:-$HOME/.cache}/gpulab/`+spec.Name+`"; [ -x "$f" ] && sha256sum -- "$f"`, orchestrator.RunOptions{Timeout: timeout})
 		sum := sha256.Sum256(spec.Data)
 		if c.Class != orchestrator.OK || !strings.HasPrefix(string(c.Stdout), hex.EncodeToString(sum[:])) {
