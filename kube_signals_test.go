@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -23,15 +22,7 @@ import (
 // deleting the run's pods first. The test lists the pods left: none.
 func TestKubeRunStoppedLeavesNoPod(t *testing.T) {
 	bin := gpulabBinary(t)
-	cp := kubetest.Start(t)
-	f, err := sim.Start(t.Context(), sim.Config{Hosts: 3, Kubelet: &sim.KubeletConfig{ClientCA: cp.KubeletClientCA}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	for _, h := range f.Hosts() {
-		cp.AddNode(t, sim.NodeOf(h))
-	}
+	cp := kubeSimCluster(t, 3)
 	for _, tc := range []struct {
 		name string
 		sigs []os.Signal
@@ -49,7 +40,7 @@ func TestKubeRunStoppedLeavesNoPod(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			waitPods(t, cp, func(ps []corev1.Pod) bool {
+			cp.WaitPods(t, metav1.NamespaceDefault, func(ps []corev1.Pod) bool {
 				running := 0
 				for _, p := range ps {
 					if p.Status.Phase == corev1.PodRunning {
@@ -72,41 +63,8 @@ func TestKubeRunStoppedLeavesNoPod(t *testing.T) {
 			if code := cmd.ProcessState.ExitCode(); code != 130 {
 				t.Errorf("exit %d, want 130\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
 			}
-			waitPods(t, cp, func(ps []corev1.Pod) bool { return len(ps) == 0 }, "no node pod left")
+			cp.WaitPods(t, metav1.NamespaceDefault, func(ps []corev1.Pod) bool { return len(ps) == 0 }, "no node pod left")
 		})
-	}
-}
-
-// waitPods waits, on a watch of the default namespace's pods, until ok
-// holds for the pods listed; it fails naming what it waited for.
-func waitPods(t *testing.T, cp *kubetest.ControlPlane, ok func([]corev1.Pod) bool, what string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
-	for {
-		l, err := pods.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list pods, waiting for %s: %v", what, err)
-		}
-		if ok(l.Items) {
-			return
-		}
-		w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
-		if err != nil {
-			t.Fatalf("watch pods, waiting for %s: %v", what, err)
-		}
-		select {
-		case <-w.ResultChan():
-		case <-ctx.Done():
-			w.Stop()
-			var left []string
-			for _, p := range l.Items {
-				left = append(left, p.Name+" "+string(p.Status.Phase))
-			}
-			t.Fatalf("waited 2m for %s; pods: %v", what, left)
-		}
-		w.Stop()
 	}
 }
 
@@ -117,15 +75,7 @@ func waitPods(t *testing.T, cp *kubetest.ControlPlane, ok func([]corev1.Pod) boo
 func TestWorkbenchThroughKubeInTmux(t *testing.T) {
 	tmux := testreq.Tool(t, "tmux", "the smoke test drives the workbench in it (apt-get install tmux)")
 	bin := gpulabBinary(t)
-	cp := kubetest.Start(t)
-	f, err := sim.Start(t.Context(), sim.Config{Hosts: 3, Kubelet: &sim.KubeletConfig{ClientCA: cp.KubeletClientCA}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	for _, h := range f.Hosts() {
-		cp.AddNode(t, sim.NodeOf(h))
-	}
+	cp := kubeSimCluster(t, 3)
 	dir := t.TempDir()
 	s := newTmux(t, tmux, 120, 30, "HOME="+dir+" "+bin+" --via kube --kubeconfig "+cp.Kubeconfig)
 	s.waitFor("CONTROL PLANE")
@@ -144,5 +94,21 @@ func TestWorkbenchThroughKubeInTmux(t *testing.T) {
 	s.waitFor("▶ ")
 	s.keys("q")
 	s.waitFor("EXIT=0")
-	waitPods(t, cp, func(ps []corev1.Pod) bool { return len(ps) == 0 }, "no node pod left after the workbench quit")
+	cp.WaitPods(t, metav1.NamespaceDefault, func(ps []corev1.Pod) bool { return len(ps) == 0 }, "no node pod left after the workbench quit")
+}
+
+// kubeSimCluster is a real API server whose nodes are the hosts of a
+// simulated fleet of n, each node's kubelet endpoint its host.
+func kubeSimCluster(t *testing.T, n int) *kubetest.ControlPlane {
+	t.Helper()
+	cp := kubetest.Start(t)
+	f, err := sim.Start(t.Context(), sim.Config{Hosts: n, Kubelet: &sim.KubeletConfig{ClientCA: cp.KubeletClientCA}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	for _, h := range f.Hosts() {
+		cp.AddNode(t, sim.NodeOf(h))
+	}
+	return cp
 }

@@ -1,7 +1,6 @@
 package orchestrator_test
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -41,7 +40,7 @@ func TestNodePodsAndCleanup(t *testing.T) {
 			t.Errorf("%s: the pod as the API server keeps it: %+v", n, p.Spec)
 		}
 	}
-	waitPods(t, cp, func(ps []corev1.Pod) bool {
+	cp.WaitPods(t, metav1.NamespaceDefault, func(ps []corev1.Pod) bool {
 		running := 0
 		for _, p := range ps {
 			if slices.Contains(names, p.Name) && p.Status.Phase == corev1.PodRunning {
@@ -81,7 +80,7 @@ func TestNodePodsAndCleanup(t *testing.T) {
 	if n, err := orchestrator.CleanupNodePods(ctx, cp.Client, metav1.NamespaceDefault, "run-2"); err != nil || n != 1 {
 		t.Fatalf("cleanup of leftovers: %d deleted, %v", n, err)
 	}
-	waitPods(t, cp, func(ps []corev1.Pod) bool {
+	cp.WaitPods(t, metav1.NamespaceDefault, func(ps []corev1.Pod) bool {
 		return len(ps) == 2 && (ps[0].Name == "not-ours" || ps[1].Name == "not-ours")
 	}, "only the two pods gpulab did not create left")
 	if err := pods.Delete(ctx, lookalike.Name, metav1.DeleteOptions{}); err != nil {
@@ -106,39 +105,6 @@ func TestNodePodsAndCleanup(t *testing.T) {
 	}
 	if l, err := cp.Client.CoreV1().Pods("locked").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 0 {
 		t.Errorf("pods left in the locked namespace: %v %v", l, err)
-	}
-}
-
-// waitPods waits, on a watch of the default namespace's pods, until ok
-// holds for the pods listed; it fails naming what it waited for.
-func waitPods(t *testing.T, cp *kubetest.ControlPlane, ok func([]corev1.Pod) bool, what string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	pods := cp.Client.CoreV1().Pods(metav1.NamespaceDefault)
-	for {
-		l, err := pods.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatalf("list pods, waiting for %s: %v", what, err)
-		}
-		if ok(l.Items) {
-			return
-		}
-		w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
-		if err != nil {
-			t.Fatalf("watch pods, waiting for %s: %v", what, err)
-		}
-		select {
-		case <-w.ResultChan():
-		case <-ctx.Done():
-			w.Stop()
-			var left []string
-			for _, p := range l.Items {
-				left = append(left, p.Name+" "+string(p.Status.Phase))
-			}
-			t.Fatalf("waited 2m for %s; pods: %v", what, left)
-		}
-		w.Stop()
 	}
 }
 

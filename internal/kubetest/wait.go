@@ -128,3 +128,37 @@ func (cp *ControlPlane) schedulerNodes(ctx context.Context) (int, error) {
 	}
 	return 0, fmt.Errorf("%s/metrics has no %s", cp.schedulerURL, strings.TrimSpace(gauge))
 }
+
+// WaitPods returns once ok holds for the pods of namespace ns, waiting on
+// a watch of them (two minutes at most); it fails naming what it waited
+// for and the pods it last saw.
+func (cp *ControlPlane) WaitPods(t testing.TB, ns string, ok func([]corev1.Pod) bool, what string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), decideTimeout)
+	defer cancel()
+	pods := cp.Client.CoreV1().Pods(ns)
+	for {
+		l, err := pods.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("list pods, waiting for %s: %v", what, err)
+		}
+		if ok(l.Items) {
+			return
+		}
+		w, err := pods.Watch(ctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			t.Fatalf("watch pods, waiting for %s: %v", what, err)
+		}
+		select {
+		case <-w.ResultChan():
+		case <-ctx.Done():
+			w.Stop()
+			var left []string
+			for _, p := range l.Items {
+				left = append(left, p.Name+" "+string(p.Status.Phase))
+			}
+			t.Fatalf("waited %v for %s; pods: %v", decideTimeout, what, left)
+		}
+		w.Stop()
+	}
+}
