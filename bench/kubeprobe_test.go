@@ -76,12 +76,12 @@ func TestKubeProbeBenchmark(t *testing.T) {
 	}
 	overSSH := runProbe(t, cp, env, gpulab, "probe", "--inventory", files.Inventory, "-H", "*", "--concurrency", strconv.Itoa(concurrency), "--window", "0")
 	fmt.Printf("\n%d simulated DGX nodes through a real API server (kubetest, loopback, %d cores), concurrency %d:\n", nodes, runtimeCPUs(), concurrency)
-	fmt.Printf("  gpulab probe --via kube --window 0, every node: all answers %.1f s, first answer %.2f s, peak RSS %.1f MiB, %.1f API requests per node; %s\n",
-		all.wall.Seconds(), all.first.Seconds(), all.rss, float64(all.requests)/float64(nodes), all.summary)
-	fmt.Printf("  gpulab probe --window 0 over SSH, the same simulated hosts: all answers %.1f s, peak RSS %.1f MiB; %s\n",
-		overSSH.wall.Seconds(), overSSH.rss, overSSH.summary)
-	fmt.Printf("  gpulab exec --via kube -- nvidia-smi -q, every node: all answers %.1f s, first answer %.2f s, peak RSS %.1f MiB, %.1f API requests per node; %s\n",
-		allExec.wall.Seconds(), allExec.first.Seconds(), allExec.rss, float64(allExec.requests)/float64(nodes), allExec.summary)
+	fmt.Printf("  gpulab probe --via kube --window 0, every node: all answers %.1f s, first answer %.2f s, peak RSS %.1f MiB, %.1f API requests per node; %s; %s\n",
+		all.wall.Seconds(), all.first.Seconds(), all.rss, float64(all.requests)/float64(nodes), all.cpu, all.summary)
+	fmt.Printf("  gpulab probe --window 0 over SSH, the same simulated hosts: all answers %.1f s, peak RSS %.1f MiB; %s; %s\n",
+		overSSH.wall.Seconds(), overSSH.rss, overSSH.cpu, overSSH.summary)
+	fmt.Printf("  gpulab exec --via kube -- nvidia-smi -q, every node: all answers %.1f s, first answer %.2f s, peak RSS %.1f MiB, %.1f API requests per node; %s; %s\n",
+		allExec.wall.Seconds(), allExec.first.Seconds(), allExec.rss, float64(allExec.requests)/float64(nodes), allExec.cpu, allExec.summary)
 	names := make([]string, sample)
 	for i := range names {
 		names[i] = f.Hosts()[i].Name
@@ -161,6 +161,7 @@ type probeRun struct {
 	rss         float64
 	requests    int
 	summary     string
+	cpu         cpuShares
 }
 
 // runProbe runs gpulab with args: the time to its first line of output
@@ -168,6 +169,7 @@ type probeRun struct {
 // server's count before and after) and the summary on stderr.
 func runProbe(t *testing.T, cp *kubetest.ControlPlane, env []string, bin string, args ...string) probeRun {
 	before := apiRequests(t, cp)
+	clock := readCPU()
 	c := exec.Command(bin, args...)
 	c.Env = env
 	out, err := c.StdoutPipe()
@@ -213,6 +215,7 @@ func runProbe(t *testing.T, cp *kubetest.ControlPlane, env []string, bin string,
 	<-polled
 	err = c.Wait()
 	r.wall = time.Since(start)
+	r.cpu = clock.since(c.ProcessState.UserTime() + c.ProcessState.SystemTime())
 	if err != nil && c.ProcessState.ExitCode() != 1 { // 1: a host flagged (the sick one)
 		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, errOut.String())
 	}

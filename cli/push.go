@@ -146,6 +146,7 @@ func (po *pushOptions) Run(ctx context.Context, stdout, stderr io.Writer) error 
 	}
 	defer r.Keys.Close()
 	spec := orchestrator.PushSpec{Name: filepath.Base(po.file), Data: po.data, Mode: po.perm, Dest: po.dest, NoSFTP: po.noSFTP}
+	spec.SHA256 = spec.Sum() // once, not once a host
 	start := time.Now()
 	hosts, pushes := r.Engine.PushAll(ctx, r.Targets, spec)
 	elapsed := time.Since(start)

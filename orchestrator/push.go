@@ -42,6 +42,10 @@ type PushSpec struct {
 	// Gzipped, when set, is Data already gzipped (see Gzip): pushing one
 	// file to many hosts then compresses it once, not once per host.
 	Gzipped []byte
+	// SHA256, when set, is Data's sha256 in hex, computed once by the
+	// caller that pushes one file to many hosts (a host checks what it
+	// received against it, so a wrong one fails the push, never passes it).
+	SHA256 string
 }
 
 // Gzip compresses data for PushSpec.Gzipped.
@@ -53,8 +57,11 @@ func Gzip(data []byte) []byte {
 	return z.Bytes()
 }
 
-// Sum returns the data's sha256, hex.
+// Sum returns the data's sha256, hex: SHA256 when set.
 func (p PushSpec) Sum() string {
+	if p.SHA256 != "" {
+		return p.SHA256
+	}
 	s := sha256.Sum256(p.Data)
 	return hex.EncodeToString(s[:])
 }
@@ -425,6 +432,7 @@ func randomSuffix() string {
 // returns each host's result and push outcome in target order.
 func (e *Engine) PushAll(ctx context.Context, targets []Target, spec PushSpec) ([]HostResult, []PushResult) {
 	pushes := make([]PushResult, len(targets))
+	spec.SHA256 = spec.Sum() // once for every host
 	hosts := e.ForEach(ctx, targets, nil, func(i int, _ Target, conn *Conn, hr *HostResult) {
 		p := conn.Push(ctx, spec)
 		pushes[i] = p

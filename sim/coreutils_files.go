@@ -607,12 +607,7 @@ func toolGzip(t *toolCall, args []string) int {
 	}
 	return t.eachInput(args[0], o.args, func(_ string, r io.Reader) error {
 		if decompress {
-			zr, err := gzip.NewReader(r)
-			if err != nil {
-				return errors.New("not in gzip format")
-			}
-			_, err = io.Copy(t.stdout, zr)
-			return err
+			return gunzip(t.h.fleet, t.stdout, r)
 		}
 		zw := gzip.NewWriter(t.stdout)
 		if _, err := io.Copy(zw, r); err != nil {

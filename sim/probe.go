@@ -197,7 +197,7 @@ func (t *toolCall) runProbe(probe string, args []string) int {
 	cmd.Args = append(append([]string{args[0]}, t.probeArgs()...), args[1:]...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C"}
 	if t.h.fleet != nil {
-		cmd.Env = append(cmd.Env, "TMPDIR="+t.h.fleet.tmp) // removed with the fleet
+		cmd.Env = append(cmd.Env, "TMPDIR="+t.h.fleet.scratch) // removed with the fleet
 	}
 	cmd.Dir = t.h.fs.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.stdin, t.stdout, t.stderr

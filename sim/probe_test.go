@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -300,5 +301,46 @@ func TestNoclobberAndPushWithoutSFTP(t *testing.T) {
 	}
 	if r := g.run(t, name, res.Path); strings.TrimSpace(string(r.Stdout)) != "pushed" {
 		t.Errorf("the pushed file: %q %q", r.Stdout, r.Stderr)
+	}
+}
+
+// TestProbeScratchIsTheFleetsAndGoesWithIt: where the user set no
+// TMPDIR, the probe processes' scratch is a private directory in memory
+// (when /dev/shm is a tmpfs with room), the probe runs with it, and it is
+// removed with the fleet; where TMPDIR is set, it is the fleet's own
+// directory in TMPDIR.
+func TestProbeScratchIsTheFleetsAndGoesWithIt(t *testing.T) {
+	probe := simulatorProbe(t)
+	t.Setenv("TMPDIR", "")
+	f, files := startFleet(t, Config{Hosts: 1})
+	switch base := memScratchBase(); {
+	case base == "" && f.scratch != f.tmp:
+		t.Fatalf("no memory filesystem, yet the scratch is %s, not the fleet's %s", f.scratch, f.tmp)
+	case base != "" && filepath.Dir(f.scratch) != base:
+		t.Fatalf("the scratch is %s, want a directory in %s", f.scratch, base)
+	}
+	if fi, err := os.Lstat(f.scratch); err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("the scratch %s: %v %v, want a directory 0700", f.scratch, fi, err)
+	}
+	g := newGpulab(t, files, orchestrator.Overrides{})
+	conn := g.dial(t, f.Hosts()[0].Name)
+	p := conn.Push(t.Context(), orchestrator.PushSpec{Name: "nvmlprobe", Data: probe, Mode: 0o700})
+	if p.Class != orchestrator.OK {
+		t.Fatalf("push: %s %s", p.Class, p.Err)
+	}
+	if r := conn.Run(t.Context(), "probe", orchestrator.Quote(p.Path), orchestrator.RunOptions{}); r.Class != orchestrator.OK || !bytes.Contains(r.Stdout, []byte(`"gpus"`)) {
+		t.Fatalf("the probe: %s, exit %d, %s", r.Class, r.ExitCode, r.Stderr)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(f.scratch); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after Close the scratch %s is still there: %v", f.scratch, err)
+	}
+
+	t.Setenv("TMPDIR", t.TempDir())
+	f, _ = startFleet(t, Config{Hosts: 1})
+	if f.scratch != f.tmp {
+		t.Errorf("with TMPDIR set the scratch is %s, want the fleet's %s", f.scratch, f.tmp)
 	}
 }

@@ -139,7 +139,7 @@ func (p *Prober) probe(arch string, sim bool) (probe, error) {
 		return probe{}, err
 	}
 	sum := sha256.Sum256(data)
-	pr := probe{spec: orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true, Gzipped: gz}}
+	pr := probe{spec: orchestrator.PushSpec{Name: "nvmlprobe-" + hex.EncodeToString(sum[:6]), Data: data, Mode: 0o700, Compress: true, Gzipped: gz, SHA256: hex.EncodeToString(sum[:])}}
 	if !p.AnyArch {
 		// A probe whose ELF cannot be read is pushed unchecked: the
 		// host's loader then says what is wrong with it.
