@@ -26,6 +26,7 @@ type kubeFlags struct {
 	namespace  string
 	image      string
 	selector   string
+	writable   bool // --writable-host: the node pods mount the host's / read-write
 }
 
 func (f *sshFlags) registerKube() {
@@ -34,6 +35,7 @@ func (f *sshFlags) registerKube() {
 	fl.StringVar(&f.kube.kubeconfig, "kubeconfig", "", "with --via kube: the kubeconfig `FILE` (default: $KUBECONFIG, then ~/.kube/config)")
 	fl.StringVar(&f.kube.context, "context", "", "with --via kube: the kubeconfig context `NAME` (default: the current context)")
 	fl.StringVar(&f.kube.namespace, "namespace", "", "with --via kube: the `NAMESPACE` of the node pods (default: the context's); it must allow privileged pods")
+	fl.BoolVar(&f.kube.writable, "writable-host", false, "with --via kube: mount the host's / read-write in the node pods (default read-only; a lab step with needs = [\"writable-host\"] asks for it)")
 }
 
 // registerVia registers --via and the node pods' flags but the cluster's
@@ -50,6 +52,9 @@ func (f *sshFlags) registerVia() {
 func (f *sshFlags) viaKube() (bool, error) {
 	switch f.kube.via {
 	case "", "ssh":
+		if f.kube.writable {
+			return false, usageErr("--writable-host is for --via kube (over SSH a command writes what the login may)")
+		}
 		return false, nil
 	case "kube":
 		return true, nil
@@ -102,7 +107,7 @@ func (o *options) kubeRunner(f *sshFlags) (*app.Fleet, error) {
 	}
 	concurrency := cmpOrInt(f.concurrency, inv.Defaults.Concurrency)
 	kt := &orchestrator.KubeTransport{Config: client.Config, Client: client.Kube, Context: client.Context,
-		Namespace: ns, Image: f.kube.image, RunID: newRunID(), StartTimeout: f.connectTimeout,
+		Namespace: ns, Image: f.kube.image, RunID: newRunID(), StartTimeout: f.connectTimeout, WritableHost: f.kube.writable,
 		Deadline: orchestrator.PodDeadline(cmp.Or(f.timeout, inv.Defaults.CommandTimeout.Duration)),
 		// Two streams a host at most (a lab's sampling beside its step).
 		Streams: max(256, 2*concurrency)}

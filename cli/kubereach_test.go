@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpulab/gpulab/internal/kubetest"
@@ -146,3 +150,177 @@ func TestKubeTransportRefusesOnce(t *testing.T) {
 		}
 	}
 }
+
+// hostMounts follows the pods of ns from now on and returns a function
+// that waits (30 s at most) until n node pods were seen, and says for
+// each whether it mounted the host's / read-only.
+func hostMounts(t *testing.T, cp *kubetest.ControlPlane, ns string) func(n int) map[string]bool {
+	t.Helper()
+	w, err := cp.Client.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	more := make(chan struct{}, 1)
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			for _, c := range p.Spec.Containers {
+				for _, m := range c.VolumeMounts {
+					if m.MountPath == "/host" {
+						mu.Lock()
+						seen[p.Name] = m.ReadOnly
+						mu.Unlock()
+						select {
+						case more <- struct{}{}:
+						default:
+						}
+					}
+				}
+			}
+		}
+	}()
+	return func(n int) map[string]bool {
+		deadline := time.After(30 * time.Second)
+		for {
+			mu.Lock()
+			m := maps.Clone(seen)
+			mu.Unlock()
+			if len(m) >= n {
+				return m
+			}
+			select {
+			case <-more:
+			case <-deadline:
+				t.Errorf("waited 30s for the watch to show %d node pods: saw %v", n, m)
+				return m
+			}
+		}
+	}
+}
+
+// The host's / is read-only in the node pods unless the run asks:
+// --writable-host, a lab whose step needs it (refused without the flag,
+// saying which step), and push, which writes the host by purpose and
+// takes an absolute --dest. The file pushed is on every node, whole, with
+// its mode, read back through the API server.
+func TestKubeTransportWritesTheHostOnlyWhenAsked(t *testing.T) {
+	cp, f, _ := kubeSimFleet(t, sim.Config{Hosts: 2})
+	env := noEnv(t)
+	kube := []string{"--via", "kube", "--kubeconfig", cp.Kubeconfig, "-H", "*"}
+	mounts := hostMounts(t, cp, metav1.NamespaceDefault)
+	readOnly := func(what string, want bool) {
+		t.Helper()
+		m := mounts(len(f.Hosts()))
+		for pod, ro := range m {
+			if ro != want {
+				t.Errorf("%s: pod %s mounted the host's / read-only=%v, want %v", what, pod, ro, want)
+			}
+		}
+		if len(m) != len(f.Hosts()) {
+			t.Errorf("%s: %d node pods seen (%v), want one a node", what, len(m), m)
+		}
+	}
+
+	run(t, env, append(append([]string{"exec"}, kube...), "--", "true")...).expect(t, 0, "", "2 hosts: 2 ok")
+	readOnly("exec", true)
+
+	mounts = hostMounts(t, cp, metav1.NamespaceDefault)
+	run(t, env, append(append([]string{"exec", "--writable-host"}, kube...), "--", "true")...).expect(t, 0, "", "2 hosts: 2 ok")
+	readOnly("exec --writable-host", false)
+
+	dir := t.TempDir()
+	script := filepath.Join(dir, "healthcheck.sh")
+	body := "#!/bin/sh\necho healthy\n"
+	if err := os.WriteFile(script, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give --dest an absolute path"},
+		{[]string{"--dest", "bin/"}, "give --dest an absolute path"},
+	} {
+		r := run(t, env, append(append([]string{"push", script}, kube...), tc.args...)...)
+		if r.code != ExitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("push --via kube %v: exit %d, want %d saying %q\n%s", tc.args, r.code, ExitUsage, tc.want, r.stderr)
+		}
+	}
+	r := run(t, env, "push", script, "--writable-host", "--inventory", "x", "-H", "*")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "--writable-host is for --via kube") {
+		t.Errorf("push --writable-host over SSH: exit %d\n%s", r.code, r.stderr)
+	}
+
+	mounts = hostMounts(t, cp, metav1.NamespaceDefault)
+	run(t, env, append(append([]string{"push", script}, kube...), "--dest", "/tmp/", "--mode", "0755")...).expect(t, 0, "/tmp/healthcheck.sh", "2 hosts: 2 ok")
+	readOnly("push", false)
+	back := run(t, env, append(append([]string{"exec", "--no-fold"}, kube...), "--", "stat -c %a /tmp/healthcheck.sh && /tmp/healthcheck.sh")...)
+	if back.code != 0 || strings.Count(back.stdout, ": 755\n") != 2 || strings.Count(back.stdout, ": healthy\n") != 2 {
+		t.Errorf("the pushed file read back: exit %d\n%s\n%s", back.code, back.stdout, back.stderr)
+	}
+
+	lab := filepath.Join(dir, "labs")
+	if err := os.Mkdir(lab, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lab, "writer.toml"), []byte(writerLab), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, env, append([]string{"lab", "run", "writer", "--labs", lab, "--no-probe", "--yes"}, kube...)...)
+	if r.code != ExitUsage || !strings.Contains(r.stderr, `step "mark" needs the host's / writable`) || !strings.Contains(r.stderr, "--writable-host") {
+		t.Errorf("lab needing writable-host, without the flag: exit %d\n%s", r.code, r.stderr)
+	}
+	mounts = hostMounts(t, cp, metav1.NamespaceDefault)
+	r = run(t, env, append([]string{"lab", "run", "writer", "--labs", lab, "--no-probe", "--yes", "--writable-host"}, kube...)...)
+	if r.code != 0 {
+		t.Errorf("lab needing writable-host, with the flag: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	readOnly("lab run --writable-host", false)
+	if left := podsLeft(t, cp, metav1.NamespaceDefault); len(left) != 0 {
+		t.Errorf("node pods left: %v", left)
+	}
+}
+
+const writerLab = `id = "writer"
+name = "A lab whose setup writes the host"
+goal = "Shows that a step that writes the host's / asks for it, and gets it only when the operator allows it."
+plane = "data"
+maturity = "draft"
+estimate_minutes = 1
+cost = "One file in /tmp per node."
+stop_loss = "Remove /tmp/gpulab-writer-mark."
+
+[[step]]
+id = "mark"
+phase = "setup"
+title = "Write a mark"
+command = "echo written > /tmp/gpulab-writer-mark"
+needs = ["writable-host"]
+
+[[step]]
+id = "read"
+phase = "check"
+title = "Read the mark back"
+command = "cat /tmp/gpulab-writer-mark"
+
+[step.metrics]
+written = "stdout == 'written\\n'"
+
+[[step]]
+id = "unmark"
+phase = "cleanup"
+title = "Remove the mark"
+command = "rm -f /tmp/gpulab-writer-mark"
+
+[[criterion]]
+id = "written"
+description = "The mark was written and read back"
+expr = "metrics.written"
+impact = "critical"
+`

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"time"
 
@@ -56,7 +58,12 @@ flushed to disk, checked by sha256 on the host and renamed into place
 atomically, so a reader never sees half a file and a failed push (disk
 full, read-only filesystem, permission denied) leaves nothing behind. When
 the host already has a file with the same sha256, no bytes are sent. SFTP
-is used where the server offers it, a plain session otherwise.`
+is used where the server offers it, a plain session otherwise.
+
+With --via kube the hosts are a cluster's nodes (see gpulab exec --help):
+the file goes on the exec stream into the node pod, which mounts the
+host's / read-write for the push, and --dest must be an absolute path on
+the node. It is checked and renamed the same way, and always sent.`
 
 // pushOptions are gpulab push's flags and file, bound by newPushCmd;
 // Complete, Validate and Run are its three steps.
@@ -81,7 +88,8 @@ func newPushCmd(o *options) *cobra.Command {
 		Long:  pushLong,
 		Example: `  gpulab push dist/nvmlprobe-linux-amd64 -H 'gpu[01-64]'
   gpulab push ./healthcheck.sh -H @a100 --dest bin/ --mode 0755
-  gpulab push big.tar -H gpu01 --json`,
+  gpulab push big.tar -H gpu01 --json
+  gpulab push ./healthcheck.sh --via kube -l nvidia.com/gpu.present=true --dest /usr/local/bin/ --mode 0755`,
 		Args: exactArgs(1, "the local FILE to push"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Validate before Complete, unlike kubectl's order: the name and
@@ -98,7 +106,8 @@ func newPushCmd(o *options) *cobra.Command {
 		},
 	}
 	po.ssh.register(cmd)
-	cmd.Flags().StringVar(&po.dest, "dest", "", "remote `PATH` (default: the private cache directory, under FILE's name)")
+	po.ssh.registerKube()
+	cmd.Flags().StringVar(&po.dest, "dest", "", "remote `PATH` (default: the private cache directory, under FILE's name; with --via kube an absolute path is required)")
 	cmd.Flags().StringVar(&po.mode, "mode", "", "remote file `MODE` in octal (default: the local file's)")
 	cmd.Flags().BoolVar(&po.noSFTP, "no-sftp", false, "upload through a plain session even where SFTP is offered")
 	return cmd
@@ -114,6 +123,15 @@ func (po *pushOptions) Validate(args []string) error {
 	if err := orchestrator.CheckPushDest(po.dest); err != nil {
 		return usageErr("push: --dest: %v", err)
 	}
+	if kube, err := po.ssh.viaKube(); err != nil || !kube {
+		return cmp.Or(err, po.ssh.check())
+	}
+	// Through Kubernetes the file goes to the host's own path: the pod's
+	// scratch goes with the pod, and no home is there to hold a cache.
+	if !path.IsAbs(po.dest) {
+		return usageErr("push --via kube: give --dest an absolute path on the nodes (the node pod's scratch goes with the pod, and there is no home directory to hold a cache)")
+	}
+	po.ssh.kube.writable = true // writing the host is what push is for
 	return po.ssh.check()
 }
 

@@ -12,6 +12,7 @@ package labs
 import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/step"
+	"slices"
 )
 
 // Maturity levels, in order: a lab is a draft until it ran on real
@@ -85,6 +86,21 @@ type Prerequisite struct {
 // Step is one command of a phase, run on each selected host (or on the
 // first one), whose output a parser turns into a value `out` from which
 // named metrics are computed with CEL.
+// NeedsWritableHost is a step's need for the host's / to be writable:
+// through Kubernetes the node pods mount it read-only unless the run is
+// given --writable-host (over SSH the login's own permissions apply).
+const NeedsWritableHost = "writable-host"
+
+// WritesHost is the first step that needs the host's / writable, or nil.
+func (l *Lab) WritesHost() *Step {
+	for i := range l.Steps {
+		if slices.Contains(l.Steps[i].Needs, NeedsWritableHost) {
+			return &l.Steps[i]
+		}
+	}
+	return nil
+}
+
 type Step struct {
 	ID        string             `toml:"id" json:"id"`
 	Phase     string             `toml:"phase" json:"phase"`

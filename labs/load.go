@@ -196,8 +196,8 @@ func (c *labCheck) steps() {
 			c.bad([]any{"step", i, "hosts"}, "step %q hosts %q: want all or first", s.ID, s.Hosts)
 		}
 		for j, n := range s.Needs {
-			if n != "root" && n != "kubectl" {
-				c.bad([]any{"step", i, "needs", j}, "step %q needs %q: want root or kubectl", s.ID, n)
+			if n != "root" && n != "kubectl" && n != NeedsWritableHost {
+				c.bad([]any{"step", i, "needs", j}, "step %q needs %q: want root, kubectl or %s", s.ID, n, NeedsWritableHost)
 			}
 		}
 		c.stepMetrics(i, s)

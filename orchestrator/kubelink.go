@@ -293,13 +293,16 @@ func (l *kubeLink) push(ctx context.Context, c *Conn, spec PushSpec) PushResult 
 		payload = spec.Gzipped
 	}
 	for {
-		r := c.Run(ctx, "push: upload", kubePushScript(dir, dest, spec.Sum(), mode, gz), RunOptions{Raw: true, Stdin: bytes.NewReader(payload), Timeout: c.Target.CommandTimeout})
+		r := c.Run(ctx, "push: upload", kubePushScript(dir, dest, spec.Name, spec.Sum(), mode, gz), RunOptions{Raw: true, Stdin: bytes.NewReader(payload), Timeout: c.Target.CommandTimeout})
 		switch {
 		case r.Class == Exit && r.ExitCode == 7 && gz: // no gzip on the host: send it as it is
 			payload, gz = spec.Data, false
 			continue
 		case r.Class != OK:
 			return fail(r.Class, "push: %s: %s", dest, failure(r))
+		}
+		if p := strings.TrimSuffix(string(r.Stdout), "\n"); path.IsAbs(p) {
+			dest = p // a directory given takes the file under its name
 		}
 		res.Path, res.Sent, res.Class, res.Duration = dest, int64(len(payload)), OK, time.Since(start)
 		return res
@@ -309,17 +312,20 @@ func (l *kubeLink) push(ctx context.Context, c *Conn, spec PushSpec) PushResult 
 // kubePushScript receives the file on standard input into a temporary
 // file beside dest, checks it and renames it into place; nothing is
 // written through a link.
-func kubePushScript(dir, dest, sum string, mode os.FileMode, gz bool) string {
+func kubePushScript(dir, dest, name, sum string, mode os.FileMode, gz bool) string {
 	unpack := "cat"
 	if gz {
 		unpack = `{ command -v gzip >/dev/null 2>&1 || exit 7; gzip -dc; }`
 	}
-	return fmt.Sprintf(`d=%s; f=%s; t="$f.gpulab-$$"
+	return fmt.Sprintf(`d=%s; f=%s
 [ -d "$d" ] && [ ! -L "$d" ] || { echo "no directory $d" >&2; exit 3; }
+if [ -d "$f" ] && [ ! -L "$f" ]; then d=$f; f="$f"/%s; fi
+t="$f.gpulab-$$"
 if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then echo "$f is a link or not a regular file: refused" >&2; exit 3; fi
 umask 077
 %s >"$t" || { rm -f -- "$t"; exit 4; }
 s=$(sha256sum <"$t") || { rm -f -- "$t"; exit 4; }
 [ "${s%%%% *}" = %s ] || { rm -f -- "$t"; echo "the file arrived damaged (sha256 ${s%%%% *})" >&2; exit 5; }
-chmod %o "$t" && mv -f -- "$t" "$f" || { rm -f -- "$t"; exit 4; }`, Quote(dir), Quote(dest), unpack, sum, mode)
+chmod %o "$t" && mv -f -- "$t" "$f" || { rm -f -- "$t"; exit 4; }
+echo "$f"`, Quote(dir), Quote(dest), Quote(name), unpack, sum, mode)
 }
