@@ -107,6 +107,10 @@ type options struct {
 	// cleanups run when the command has returned, whatever it returned
 	// (the node pods of --via kube).
 	cleanups []func()
+	// live is stderr's progress line (nil unless stderr is a terminal);
+	// raw is env.Stdout through it, for the bytes printed as they came.
+	live *liveLine
+	raw  io.Writer
 }
 
 var quietKlog sync.Once
@@ -130,8 +134,9 @@ func Main(args []string, env Env) int {
 	// no klog line reaches the terminal (the workbench sends them to
 	// $GPULAB_KLOG while it runs).
 	quietKlog.Do(func() { cluster.RouteKlog(nil) })
-	o := &options{env: env}
-	stdout, stderr := visible.NewWriter(env.Stdout), visible.NewWriter(env.Stderr)
+	o := &options{env: env, live: newLiveLine(env)}
+	o.raw = o.live.through(env.Stdout)
+	stdout, stderr := visible.NewWriter(o.raw), visible.NewWriter(o.live.through(env.Stderr))
 	root := newRoot(o)
 	out := &countingWriter{w: stdout}
 	root.SetArgs(args)

@@ -292,7 +292,7 @@ func (ro *reconcileOptions) join(ctx context.Context, c *cobra.Command, o *optio
 	case err != nil:
 		return &exitError{code: ExitFailed, err: fmt.Errorf("cluster %s: %w", client.Context, err)}
 	}
-	results, err := probeFleet(ctx, r, pf)
+	results, err := o.probeFleet(ctx, r, pf)
 	if err != nil {
 		return err
 	}

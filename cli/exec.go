@@ -233,7 +233,7 @@ func (o *options) execInOrder(ctx context.Context, w io.Writer, r *app.Fleet, pl
 		j.simulated = r.Simulated
 		out = j
 	} else {
-		out = &perHostWriter{w: w, raw: o.env.Stdout, prefix: len(r.Targets) > 1}
+		out = &perHostWriter{w: w, raw: o.raw, prefix: len(r.Targets) > 1}
 	}
 	each := func(_ int, hr *orchestrator.HostResult) {
 		out.host(hr)
@@ -351,11 +351,15 @@ func (eo *execOptions) Run(ctx context.Context, stdout, stderr io.Writer) error 
 	start := time.Now()
 	plan := r.ExecPlan(eo.line)
 	var results []orchestrator.HostResult
+	m := eo.startMeter("exec", r.Engine, len(r.Targets))
+	defer m.end()
 	if eo.json || eo.noFold || (!eo.fold && len(r.Targets) == 1) {
 		results, err = eo.execInOrder(ctx, stdout, r, plan, start)
+		m.end()
 	} else {
 		results = r.Engine.Run(ctx, plan, nil)
-		err = printFolded(stdout, eo.env.Stdout, results)
+		m.end()
+		err = printFolded(stdout, eo.raw, results)
 	}
 	elapsed := time.Since(start)
 	if err != nil {

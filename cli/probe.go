@@ -297,7 +297,7 @@ func (o *options) probeHosts(ctx context.Context, f *sshFlags, pf probeFlags, fa
 	if pf.faults, err = readHostFaults(faultsFile, r); err != nil {
 		return nil, err
 	}
-	return probeFleet(ctx, r, pf)
+	return o.probeFleet(ctx, r, pf)
 }
 
 func (pf probeFlags) args(host string) []string {
@@ -524,13 +524,15 @@ func printProbeTables(w io.Writer, results []app.ProbeResult) {
 
 // probeFleet probes every host of r as pf says; a failure on every host
 // for a reason on this machine is a configuration error.
-func probeFleet(ctx context.Context, r *app.Fleet, pf probeFlags) ([]app.ProbeResult, error) {
+func (o *options) probeFleet(ctx context.Context, r *app.Fleet, pf probeFlags) ([]app.ProbeResult, error) {
 	prober, err := pf.prober(false, r.Simulated)
 	if err != nil {
 		return nil, err
 	}
 	prober.Keep = pf.keep
+	m := o.startMeter("probe", r.Engine, len(r.Targets))
 	results, err := r.Probe(ctx, app.ProbeOptions{Prober: prober, XidWait: pf.xidWait, Window: pf.window, HostArgs: pf.hostArgs}, nil)
+	m.end()
 	if le := (*app.LocalError)(nil); errors.As(err, &le) {
 		return nil, configErr(le.Err)
 	}

@@ -166,7 +166,9 @@ func (po *pushOptions) Run(ctx context.Context, stdout, stderr io.Writer) error 
 	spec := orchestrator.PushSpec{Name: filepath.Base(po.file), Data: po.data, Mode: po.perm, Dest: po.dest, NoSFTP: po.noSFTP}
 	spec.SHA256 = spec.Sum() // once, not once a host
 	start := time.Now()
+	m := po.startMeter("push", r.Engine, len(r.Targets))
 	hosts, pushes := r.Engine.PushAll(ctx, r.Targets, spec)
+	m.end()
 	elapsed := time.Since(start)
 	if po.json {
 		err = writePushJSON(stdout, po.file, len(po.data), spec.Sum(), hosts, pushes, elapsed)

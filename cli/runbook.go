@@ -183,7 +183,9 @@ func (ro *runbookRunOptions) Run(ctx context.Context, stdout, stderr io.Writer) 
 		return err
 	}
 	defer r.Keys.Close()
+	m := ro.startMeter("runbook "+ro.rb.ID, r.Engine, len(r.Targets))
 	out := r.RunRunbook(ctx, r.Targets, ro.rb, runbooks.RunOptions{Yes: ro.yes, Params: ro.params})
+	m.end()
 	if ro.json {
 		err = writeJSON(stdout, struct {
 			Runbook   string             `json:"runbook"`

@@ -36,6 +36,9 @@ type Engine struct {
 	// Pool, when set, keeps connections open between runs (the
 	// workbench): ForEach takes them from it and gives them back.
 	Pool *Pool
+	// Done, when set, is called with each host's result once it is final
+	// (a progress meter), from the host's goroutine: concurrently.
+	Done func(*HostResult)
 }
 
 func (e *Engine) dial(ctx context.Context, t Target) (*Conn, error) {
@@ -143,6 +146,15 @@ func (e *Engine) RunInOrder(ctx context.Context, plan Plan, each func(i int, hr 
 func (e *Engine) ForEach(ctx context.Context, targets []Target, emit func(Event), work func(i int, t Target, conn *Conn, hr *HostResult)) []HostResult {
 	if emit == nil {
 		emit = func(Event) {}
+	}
+	if done := e.Done; done != nil {
+		inner := emit
+		emit = func(ev Event) {
+			inner(ev)
+			if ev.Kind == HostDone {
+				done(ev.Done)
+			}
+		}
 	}
 	n := e.Concurrency
 	if n <= 0 {
