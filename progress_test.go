@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
+	"github.com/gpulab/gpulab/internal/ptytest"
 	"github.com/gpulab/gpulab/sim"
 )
 
@@ -34,12 +34,7 @@ func TestProgressLineOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptmx, tty := openPTY(t)
-	defer ptmx.Close()
-	ws := struct{ rows, cols, x, y uint16 }{24, 100, 0, 0}
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
-		t.Fatalf("TIOCSWINSZ: %v", e)
-	}
+	ptmx, tty := ptytest.Open(t, 24, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, "exec", "--inventory", files.Inventory, "-H", "*", "--",

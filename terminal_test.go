@@ -14,9 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unsafe"
 
-	"github.com/gpulab/gpulab/internal/testreq"
+	"github.com/gpulab/gpulab/internal/ptytest"
 )
 
 // The queries termenv sends to learn a terminal's background colour: an
@@ -58,12 +57,7 @@ func TestCommandsDoNotQueryTheTerminal(t *testing.T) {
 // frame at 80x24. A minute is only a safety net against a hang.
 func onTerminal(t *testing.T, bin, home string, answer bool, args ...string) string {
 	t.Helper()
-	ptmx, tty := openPTY(t)
-	defer ptmx.Close()
-	ws := struct{ rows, cols, x, y uint16 }{24, 80, 0, 0}
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws))); e != 0 {
-		t.Fatalf("TIOCSWINSZ: %v", e)
-	}
+	ptmx, tty := ptytest.Open(t, 24, 80)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, args...)
@@ -110,29 +104,4 @@ func onTerminal(t *testing.T, bin, home string, answer bool, args ...string) str
 	mu.Lock()
 	defer mu.Unlock()
 	return out.String()
-}
-
-// openPTY opens a pseudo-terminal pair: the master, and the terminal.
-func openPTY(t *testing.T) (ptmx, tty *os.File) {
-	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		testreq.Missing(t, fmt.Sprintf("no pseudo-terminals here (the terminal-query test needs /dev/ptmx): %v", err))
-	}
-	var n uint32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCGPTN, uintptr(unsafe.Pointer(&n))); e != 0 {
-		ptmx.Close()
-		t.Fatalf("TIOCGPTN: %v", e)
-	}
-	var unlock int32
-	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, ptmx.Fd(), syscall.TIOCSPTLCK, uintptr(unsafe.Pointer(&unlock))); e != 0 {
-		ptmx.Close()
-		t.Fatalf("TIOCSPTLCK: %v", e)
-	}
-	tty, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		ptmx.Close()
-		t.Fatal(err)
-	}
-	return ptmx, tty
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/labs"
@@ -63,4 +64,19 @@ func (f *Fleet) RunLab(ctx context.Context, r LabRun) labs.Outcome {
 		o.Cluster, o.ClusterProblem = f.Cluster(r.Getenv, r.Targets)
 	}
 	return labs.Execute(ctx, labs.RunSpec{Engine: f.Engine, Targets: r.Targets, Lab: r.Lab, Results: r.Results, Options: o})
+}
+
+// WritesHost says why l may not run on targets: a step of it needs the
+// host's / writable and a target is a node whose pod mounts it read-only.
+func WritesHost(l *labs.Lab, targets []orchestrator.Target) error {
+	s := l.WritesHost()
+	if s == nil {
+		return nil
+	}
+	for _, t := range targets {
+		if t.Kube != nil && !t.Kube.WritableHost() {
+			return fmt.Errorf("lab %s: step %q needs the host's / writable (needs = [%q]); through Kubernetes the node pods mount it read-only: pass --writable-host to allow it", l.ID, s.ID, labs.NeedsWritableHost)
+		}
+	}
+	return nil
 }

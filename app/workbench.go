@@ -173,6 +173,10 @@ func (w *Workbench) RunRunbook(ctx context.Context, rb runbooks.Runbook, hosts [
 // written); then events is closed.
 func (w *Workbench) RunLab(ctx context.Context, l *labs.Lab, hosts []int, o LabRunOptions, events chan<- LabUpdate) {
 	defer close(events)
+	if err := WritesHost(l, w.Fleet.Chosen(hosts)); err != nil {
+		events <- LabUpdate{Err: err.Error()}
+		return
+	}
 	repro, fleet := w.ReproduceFor(l, o.Params)
 	out := w.Fleet.RunLab(ctx, LabRun{Lab: l, Targets: w.Fleet.Chosen(hosts), Results: w.Results, Kube: w.Kube, Getenv: w.Getenv,
 		Options: labs.RunOptions{Params: o.Params, Solve: o.Solve, Guide: o.Guide, Probe: w.Prober, Abandon: o.Abandon,

@@ -123,3 +123,24 @@ func TestReproduceFor(t *testing.T) {
 		t.Errorf("a cluster lab in the demo: %v %v", r, f)
 	}
 }
+
+// A lab with a step that needs the host's / writable runs on SSH hosts
+// and on nodes whose pods mount it read-write, and is refused, naming the
+// step, on a node whose pod mounts it read-only: the command and the
+// Labs tab both ask this before any host is touched.
+func TestWritesHostRefusesAReadOnlyNode(t *testing.T) {
+	l := &labs.Lab{ID: "writer", Steps: []labs.Step{{ID: "look"}, {ID: "mark", Needs: []string{labs.NeedsWritableHost}}}}
+	ssh := orchestrator.Target{Name: "gpu01"}
+	ro := (&orchestrator.KubeTransport{}).Target("gpu02", false, orchestrator.Target{})
+	rw := (&orchestrator.KubeTransport{WritableHost: true}).Target("gpu03", false, orchestrator.Target{})
+	if err := WritesHost(l, []orchestrator.Target{ssh, rw}); err != nil {
+		t.Errorf("SSH and a writable node: %v", err)
+	}
+	err := WritesHost(l, []orchestrator.Target{ssh, ro})
+	if err == nil || !strings.Contains(err.Error(), `step "mark" needs the host's / writable`) || !strings.Contains(err.Error(), "--writable-host") {
+		t.Errorf("a read-only node: %v", err)
+	}
+	if err := WritesHost(&labs.Lab{ID: "reader", Steps: []labs.Step{{ID: "look"}}}, []orchestrator.Target{ro}); err != nil {
+		t.Errorf("a lab that writes nothing, on a read-only node: %v", err)
+	}
+}

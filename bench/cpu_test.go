@@ -5,9 +5,11 @@ package bench
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -81,5 +83,37 @@ func (before cpuClock) since(gpulab time.Duration) cpuShares {
 		sim:     now.self - before.self,
 		probes:  max(0, now.children-before.children-gpulab),
 		control: now.control - before.control,
+	}
+}
+
+// peakRSS follows the started command c's own peak resident set (VmHWM,
+// read every 20 ms while it runs) until stop, which returns it in MiB.
+// The rusage of a child that Go started reads, after its exec, the peak
+// of the parent it was forked from when that is larger (the kernel keeps
+// the old address space's high-water mark): the test process's, not the
+// command's.
+func peakRSS(c *exec.Cmd) (stop func() float64) {
+	var hwm atomic.Int64
+	done := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if kb := readHWM(c.Process.Pid); kb > hwm.Load() {
+				hwm.Store(kb)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() float64 {
+		close(done)
+		<-polled
+		return float64(hwm.Load()) / 1024
 	}
 }

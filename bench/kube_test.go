@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -186,8 +185,13 @@ func medianRun(t *testing.T, env, argv []string) (time.Duration, float64) {
 		c.Env = env
 		c.Stdout, c.Stderr = nil, nil
 		start := time.Now()
-		err := c.Run()
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		peak := peakRSS(c)
+		err := c.Wait()
 		d := time.Since(start)
+		mib := peak()
 		if err != nil && c.ProcessState.ExitCode() != 1 { // pending exits 1 when pods wait
 			t.Fatalf("%s: %v", strings.Join(argv, " "), err)
 		}
@@ -195,9 +199,7 @@ func medianRun(t *testing.T, env, argv []string) (time.Duration, float64) {
 			continue
 		}
 		walls = append(walls, d)
-		if ru, ok := c.ProcessState.SysUsage().(*syscall.Rusage); ok {
-			rss = max(rss, float64(ru.Maxrss)/1024)
-		}
+		rss = max(rss, mib)
 	}
 	slices.Sort(walls)
 	return walls[len(walls)/2], rss

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -182,27 +181,7 @@ func runProbe(t *testing.T, cp *kubetest.ControlPlane, env []string, bin string,
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// The process's own peak (VmHWM), read while it runs: the rusage of
-	// a child, as Go reports it here, read the same for two runs in a
-	// row, the largest child's so far.
-	var hwm atomic.Int64
-	stop := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			if kb := readHWM(c.Process.Pid); kb > hwm.Load() {
-				hwm.Store(kb)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	rss := peakRSS(c)
 	var r probeRun
 	br := bufio.NewReader(out)
 	var stdout strings.Builder
@@ -211,15 +190,13 @@ func runProbe(t *testing.T, cp *kubetest.ControlPlane, env []string, bin string,
 		stdout.WriteString(line)
 	}
 	_, _ = io.Copy(&stdout, br)
-	close(stop)
-	<-polled
 	err = c.Wait()
 	r.wall = time.Since(start)
 	r.cpu = clock.since(c.ProcessState.UserTime() + c.ProcessState.SystemTime())
 	if err != nil && c.ProcessState.ExitCode() != 1 { // 1: a host flagged (the sick one)
 		t.Fatalf("%s %s: %v\n%s", bin, strings.Join(args, " "), err, errOut.String())
 	}
-	r.rss = float64(hwm.Load()) / 1024
+	r.rss = rss()
 	r.requests = apiRequests(t, cp) - before
 	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
 	r.summary = lines[len(lines)-1]

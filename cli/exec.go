@@ -264,10 +264,13 @@ With --via kube the hosts are a Kubernetes cluster's nodes, reached
 through its API server with no SSH and nothing installed: gpulab puts one
 short-lived privileged pod on each node (the shape of kubectl debug node
 --profile=sysadmin), runs the command in it chrooted into the host's /
-(mounted read-only), and deletes the pod when the node is done. -H picks
-nodes by name, node set or @label=value; -l (or --selector) asks the API
-server for the nodes matching a label selector, as kubectl -l does.
-docs/kube-transport.md has the Role it needs and the namespace label.
+(mounted read-only unless --writable-host; the pod is privileged root all
+the same, so read-only guards against slips, it is no sandbox), and
+deletes the pod when the node is done. -H picks nodes by name, node set
+or @label=value; -l (or --selector) asks the API server for the nodes
+matching a label selector, as kubectl -l does (over SSH, -l is the login
+user). docs/kube-transport.md has the Role it needs and the namespace
+label.
 
 Each host ends in one class: ok, exit (non-zero status), killed (by a
 signal), inactive (silent past --inactivity-timeout), timeout-command,

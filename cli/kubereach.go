@@ -125,7 +125,7 @@ func (o *options) kubeRunner(f *sshFlags) (*app.Fleet, error) {
 // twice.
 func (o *options) kubeFlagsCheck(f *sshFlags) error {
 	if f.cmd != nil {
-		for _, name := range []string{"port", "identity", "ssh-config", "known-hosts", "accept-new-host-keys"} {
+		for _, name := range []string{"port", "identity", "ssh-config", "known-hosts", "accept-new-host-keys", "no-sftp"} {
 			if fl := f.cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 				return usageErr("--%s is an SSH setting: --via kube reaches the nodes through the API server", name)
 			}
@@ -206,13 +206,13 @@ func (o *options) atEnd(kt *orchestrator.KubeTransport) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, err := kt.Close(ctx); err != nil {
-			fmt.Fprintf(o.env.Stderr, "gpulab: the node pods of run %s may be left: %v (kubectl delete pods -n %s -l %s=%s)\n", kt.RunID, err, kt.Namespace, orchestrator.RunLabel, kt.RunID)
+			fmt.Fprintf(o.live.through(o.env.Stderr), "gpulab: the node pods of run %s may be left: %v (kubectl delete pods -n %s -l %s=%s)\n", kt.RunID, err, kt.Namespace, orchestrator.RunLabel, kt.RunID)
 		}
 	})
 	o.cleanups = append(o.cleanups, func() {
 		defer remove() // after: a signal during this cleanup still has the forced exit's
 		if _, err := kt.Close(context.Background()); err != nil {
-			fmt.Fprintf(o.env.Stderr, "gpulab: the node pods of run %s may be left: %v (kubectl delete pods -n %s -l %s=%s)\n", kt.RunID, err, kt.Namespace, orchestrator.RunLabel, kt.RunID)
+			fmt.Fprintf(o.live.through(o.env.Stderr), "gpulab: the node pods of run %s may be left: %v (kubectl delete pods -n %s -l %s=%s)\n", kt.RunID, err, kt.Namespace, orchestrator.RunLabel, kt.RunID)
 		}
 	})
 }

@@ -264,6 +264,19 @@ func TestKubeTransportWritesTheHostOnlyWhenAsked(t *testing.T) {
 	if back.code != 0 || strings.Count(back.stdout, ": 755\n") != 2 || strings.Count(back.stdout, ": healthy\n") != 2 {
 		t.Errorf("the pushed file read back: exit %d\n%s\n%s", back.code, back.stdout, back.stderr)
 	}
+	// Again: the nodes have it, nothing is sent; --json says how the
+	// nodes were reached.
+	again := run(t, env, append(append([]string{"push", script, "--json"}, kube...), "--dest", "/tmp/", "--mode", "0755")...)
+	if again.code != 0 || strings.Count(again.stdout, `"skipped": true`) != 2 || strings.Count(again.stdout, `"transport": "kube"`) != 2 || strings.Count(again.stdout, `"context": "kubetest"`) != 2 {
+		t.Errorf("the same push again, --json: exit %d\n%s\n%s", again.code, again.stdout, again.stderr)
+	}
+	// A directory reached through a link: the file lands in the link's
+	// target, and that is the path reported.
+	run(t, env, append(append([]string{"exec", "--writable-host"}, kube...), "--", "mkdir -p /opt/real && ln -sfn real /opt/lnk")...).expect(t, 0, "", "2 hosts: 2 ok")
+	run(t, env, append(append([]string{"push", script}, kube...), "--dest", "/opt/lnk/")...).expect(t, 0, "/opt/real/healthcheck.sh", "2 hosts: 2 ok")
+	if r := run(t, env, append(append([]string{"push", script, "--no-sftp"}, kube...), "--dest", "/tmp/")...); r.code != ExitUsage || !strings.Contains(r.stderr, "--no-sftp is an SSH setting") {
+		t.Errorf("push --via kube --no-sftp: exit %d\n%s", r.code, r.stderr)
+	}
 
 	lab := filepath.Join(dir, "labs")
 	if err := os.Mkdir(lab, 0o700); err != nil {

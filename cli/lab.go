@@ -215,18 +215,8 @@ func (lr *labRunOptions) Complete(args []string) error {
 	return nil
 }
 
-// Validate checks the connection flags, and that a lab step that writes
-// the host is run through Kubernetes only with --writable-host.
-func (lr *labRunOptions) Validate() error {
-	kube, err := lr.f.viaKube()
-	if err != nil {
-		return err
-	}
-	if s := lr.lab.WritesHost(); kube && s != nil && !lr.f.kube.writable {
-		return usageErr("lab %s: step %q needs the host's / writable (needs = [%q]); through Kubernetes the node pods mount it read-only: pass --writable-host to allow it", lr.lab.ID, s.ID, labs.NeedsWritableHost)
-	}
-	return lr.f.check()
-}
+// Validate checks the connection flags.
+func (lr *labRunOptions) Validate() error { return lr.f.check() }
 
 // Run runs the lab as gpulab lab run does (labs.Execute): the verdicts
 // printed, the record written, the exit status from them. stdin answers
@@ -238,6 +228,9 @@ func (lr *labRunOptions) Run(stdin io.Reader, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer r.Keys.Close()
+	if err := app.WritesHost(l, r.Targets); err != nil {
+		return usageErr("%v", err)
+	}
 	prober, err := lr.pf.prober(lr.noProbe, r.Simulated)
 	if err != nil {
 		return err

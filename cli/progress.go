@@ -21,18 +21,28 @@ import (
 // where stderr is a terminal that understands erasing (not TERM=dumb): a
 // script's stderr gets the summary line alone.
 type liveLine struct {
-	mu    sync.Mutex
-	term  io.Writer // the terminal's stderr
-	width func() int
-	shown bool // the line is on the screen
-	text  string
+	mu       sync.Mutex
+	term     io.Writer // the terminal's stderr
+	width    func() int
+	shown    bool // the line is on the screen
+	text     string
+	inflight int // writes under way: the line is not drawn over them
 }
 
 // newLiveLine returns the live line of env's stderr, or nil where it is
-// not a terminal.
+// not a terminal, or where stdout is a pipe: a pager (| less) holds the
+// same terminal, and a line drawn under it would tear its screen. Stdout
+// on the terminal, or in a file, keeps the line.
 func newLiveLine(env Env) *liveLine {
 	f, ok := env.Stderr.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) || env.Getenv == nil || env.Getenv("TERM") == "dumb" {
+		return nil
+	}
+	out, ok := env.Stdout.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := out.Stat(); err != nil || !term.IsTerminal(int(out.Fd())) && !fi.Mode().IsRegular() {
 		return nil
 	}
 	return &liveLine{term: f, width: func() int {
@@ -57,10 +67,21 @@ type liveWriter struct {
 	w io.Writer
 }
 
+// Write erases the line, then writes p without holding the line's lock:
+// a write that blocks (stdout a full pipe) never stops another, such as
+// the message a Ctrl-C prints on stderr; the line is not drawn while
+// writes are under way.
 func (lw liveWriter) Write(p []byte) (int, error) {
-	lw.l.mu.Lock()
-	defer lw.l.mu.Unlock()
-	lw.l.eraseLocked()
+	l := lw.l
+	l.mu.Lock()
+	l.eraseLocked()
+	l.inflight++
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.inflight--
+		l.mu.Unlock()
+	}()
 	return lw.w.Write(p)
 }
 
@@ -75,6 +96,9 @@ func (l *liveLine) eraseLocked() {
 func (l *liveLine) draw(text string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.inflight > 0 {
+		return // the next tick draws it
+	}
 	text = ansi.Truncate(text, max(0, l.width()-1), "")
 	io.WriteString(l.term, "\r\x1b[K"+text)
 	l.shown, l.text = true, text
@@ -97,6 +121,7 @@ type meter struct {
 	done, notOK   int
 	stop, stopped chan struct{}
 	ended         sync.Once
+	unhook        func() // the forced exit's erasure
 }
 
 // meterDelay and meterTick: when the line first shows, and how often it
@@ -114,6 +139,7 @@ func (o *options) startMeter(what string, engine *orchestrator.Engine, total int
 	}
 	m := &meter{line: o.live, what: what, total: total, start: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	engine.Done = m.hostDone
+	m.unhook = onForcedExit(o.live.erase) // a second Ctrl-C leaves a clean line
 	go m.run()
 	return m
 }
@@ -159,5 +185,6 @@ func (m *meter) end() {
 		close(m.stop)
 		<-m.stopped
 		m.line.erase()
+		m.unhook()
 	})
 }

@@ -3,9 +3,12 @@ package cli
 import (
 	"bytes"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/ptytest"
 	"github.com/gpulab/gpulab/orchestrator"
 )
 
@@ -44,4 +47,82 @@ func TestLiveLineErasesBeforeOutput(t *testing.T) {
 	if o := (&options{}); o.startMeter("exec", &orchestrator.Engine{}, 10) != nil {
 		t.Error("a meter with no live line")
 	}
+}
+
+// The line exists only with stderr a terminal that erases, and stdout on
+// a terminal or in a file: never with stdout a pipe (a pager holds the
+// terminal), stderr a file, or TERM=dumb.
+func TestLiveLineOnlyWhereItCanBeErased(t *testing.T) {
+	_, tty := ptytest.Open(t, 24, 80)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	defer pw.Close()
+	file, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	xterm := func(k string) string { return map[string]string{"TERM": "xterm-256color"}[k] }
+	dumb := func(k string) string { return map[string]string{"TERM": "dumb"}[k] }
+	for _, tc := range []struct {
+		name   string
+		env    Env
+		exists bool
+	}{
+		{"both on the terminal", Env{Stdout: tty, Stderr: tty, Getenv: xterm}, true},
+		{"stdout in a file", Env{Stdout: file, Stderr: tty, Getenv: xterm}, true},
+		{"stdout a pipe", Env{Stdout: pw, Stderr: tty, Getenv: xterm}, false},
+		{"stderr a file", Env{Stdout: tty, Stderr: file, Getenv: xterm}, false},
+		{"TERM=dumb", Env{Stdout: tty, Stderr: tty, Getenv: dumb}, false},
+		{"stderr a buffer", Env{Stdout: tty, Stderr: &bytes.Buffer{}, Getenv: xterm}, false},
+	} {
+		if got := newLiveLine(tc.env) != nil; got != tc.exists {
+			t.Errorf("%s: a live line %v, want %v", tc.name, got, tc.exists)
+		}
+	}
+}
+
+// A write that blocks (stdout a full pipe) holds no lock: another write
+// through the line (the message a Ctrl-C prints on stderr) goes through,
+// and the line is not drawn over the blocked one.
+func TestLiveLineBlockedWriteStopsNoOther(t *testing.T) {
+	var screen bytes.Buffer
+	l := &liveLine{term: &screen, width: func() int { return 80 }}
+	blocked := &blockingWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	go l.through(blocked).Write([]byte("host output\n"))
+	select {
+	case <-blocked.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("waited 30s for the first write to reach its writer")
+	}
+	var stderr bytes.Buffer
+	done := make(chan struct{})
+	go func() {
+		io.WriteString(l.through(&stderr), "gpulab: interrupted\n")
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("waited 30s: a write through the line waits for a blocked one")
+	}
+	l.draw("exec: 1/2 hosts")
+	if screen.Len() != 0 {
+		t.Errorf("the line was drawn over a write under way: %q", screen.String())
+	}
+	close(blocked.release)
+	if stderr.String() != "gpulab: interrupted\n" {
+		t.Errorf("stderr %q", stderr.String())
+	}
+}
+
+type blockingWriter struct{ entered, release chan struct{} }
+
+func (b *blockingWriter) Write(p []byte) (int, error) {
+	close(b.entered)
+	<-b.release
+	return len(p), nil
 }

@@ -23,12 +23,13 @@ import (
 func writePushJSON(w io.Writer, file string, size int, sum string, hosts []orchestrator.HostResult, pushes []orchestrator.PushResult, elapsed time.Duration) error {
 	type row struct {
 		Host string `json:"host"`
+		orchestrator.Via
 		orchestrator.PushResult
 	}
 	rows := make([]row, len(hosts))
 	var sent int64
 	for i, h := range hosts {
-		rows[i] = row{h.Host, pushes[i]}
+		rows[i] = row{h.Host, h.Via, pushes[i]}
 		sent += pushes[i].Sent
 	}
 	return writeJSON(w, struct {
@@ -60,10 +61,12 @@ full, read-only filesystem, permission denied) leaves nothing behind. When
 the host already has a file with the same sha256, no bytes are sent. SFTP
 is used where the server offers it, a plain session otherwise.
 
-With --via kube the hosts are a cluster's nodes (see gpulab exec --help):
-the file goes on the exec stream into the node pod, which mounts the
-host's / read-write for the push, and --dest must be an absolute path on
-the node. It is checked and renamed the same way, and always sent.`
+With --via kube the hosts are a cluster's nodes, chosen with -H or -l (a
+label selector there, see gpulab exec --help): --dest must be an absolute
+path on the node, whose pod mounts the host's / read-write for the push.
+The file goes on the exec stream, into a temporary file, and is checked,
+flushed and renamed exactly as above (a node that has it already is sent
+nothing); SSH's settings (--no-sftp, -i, --known-hosts) do not apply.`
 
 // pushOptions are gpulab push's flags and file, bound by newPushCmd;
 // Complete, Validate and Run are its three steps.
@@ -83,7 +86,7 @@ type pushOptions struct {
 func newPushCmd(o *options) *cobra.Command {
 	po := &pushOptions{options: o}
 	cmd := &cobra.Command{
-		Use:   "push FILE -H EXPR [--dest PATH]",
+		Use:   "push FILE -H EXPR [--dest PATH] | push FILE --via kube (-H EXPR | -l SELECTOR) --dest /PATH",
 		Short: "Copy a file to many hosts safely: private directory, checksum, atomic rename",
 		Long:  pushLong,
 		Example: `  gpulab push dist/nvmlprobe-linux-amd64 -H 'gpu[01-64]'
@@ -130,6 +133,9 @@ func (po *pushOptions) Validate(args []string) error {
 	// scratch goes with the pod, and no home is there to hold a cache.
 	if !path.IsAbs(po.dest) {
 		return usageErr("push --via kube: give --dest an absolute path on the nodes (the node pod's scratch goes with the pod, and there is no home directory to hold a cache)")
+	}
+	if fl := po.ssh.cmd.Flags().Lookup("writable-host"); fl != nil && fl.Changed && !po.ssh.kube.writable {
+		return usageErr("push --via kube writes the host: --writable-host=false contradicts it")
 	}
 	po.ssh.kube.writable = true // writing the host is what push is for
 	return po.ssh.check()

@@ -83,9 +83,6 @@ type Prerequisite struct {
 	Expect      string `toml:"expect" json:"expect,omitempty"`
 }
 
-// Step is one command of a phase, run on each selected host (or on the
-// first one), whose output a parser turns into a value `out` from which
-// named metrics are computed with CEL.
 // NeedsWritableHost is a step's need for the host's / to be writable:
 // through Kubernetes the node pods mount it read-only unless the run is
 // given --writable-host (over SSH the login's own permissions apply).
@@ -101,6 +98,9 @@ func (l *Lab) WritesHost() *Step {
 	return nil
 }
 
+// Step is one command of a phase, run on each selected host (or on the
+// first one), whose output a parser turns into a value `out` from which
+// named metrics are computed with CEL.
 type Step struct {
 	ID        string             `toml:"id" json:"id"`
 	Phase     string             `toml:"phase" json:"phase"`

@@ -82,6 +82,9 @@ type KubeNode struct {
 	transport *KubeTransport
 }
 
+// WritableHost says whether the node's pod mounts the host's / read-write.
+func (n *KubeNode) WritableHost() bool { return n.transport != nil && n.transport.WritableHost }
+
 // The node labels that say what a node should have, as an inventory's
 // expect = { gpus, ib_ports, ib_rate_gbps } does for a host (the probe's
 // count and rate checks judge against it). Without them the GPUs are

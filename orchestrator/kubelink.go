@@ -255,11 +255,11 @@ func (l *kubeLink) exitClass(r *Result, err error, outStatus, errStatus int) (Cl
 	return Exit, nil
 }
 
-// push places spec's file through the pod: into the pod's own scratch
-// directory (gone with the pod) when spec names no destination, else at
-// the host's absolute path (which the read-only /host refuses unless the
-// transport mounts it writable). The file is streamed on the exec's
-// standard input into a temporary file, checked by sha256 and renamed.
+// push places spec's file in the pod's own scratch directory, gone with
+// the pod (a destination on the host goes through Conn.Push's own
+// checks). Only root reaches the scratch, through /proc/PID/root of the
+// pod's process. The file is streamed on the exec's standard input into
+// a temporary file created exclusively, checked by sha256 and renamed.
 func (l *kubeLink) push(ctx context.Context, c *Conn, spec PushSpec) PushResult {
 	start := time.Now()
 	res := PushResult{Method: "exec"}
@@ -270,21 +270,12 @@ func (l *kubeLink) push(ctx context.Context, c *Conn, spec PushSpec) PushResult 
 	if err := CheckPushName(spec.Name); err != nil {
 		return fail(Error, "push: %v", err)
 	}
-	dir, base := l.root+PodScratch, spec.Name
-	if spec.Dest != "" {
-		if !path.IsAbs(spec.Dest) {
-			return fail(Error, "push: %s: a node reached through Kubernetes has no home directory: give an absolute destination", spec.Dest)
-		}
-		dir, base = path.Split(spec.Dest)
-		if base == "" {
-			base = spec.Name
-		}
-	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
 		mode = 0o600
 	}
-	dest := path.Join(dir, base)
+	dir := l.root + PodScratch
+	dest := path.Join(dir, spec.Name)
 	payload, gz := spec.Data, spec.Compress
 	if gz {
 		if spec.Gzipped == nil {
@@ -293,7 +284,7 @@ func (l *kubeLink) push(ctx context.Context, c *Conn, spec PushSpec) PushResult 
 		payload = spec.Gzipped
 	}
 	for {
-		r := c.Run(ctx, "push: upload", kubePushScript(dir, dest, spec.Name, spec.Sum(), mode, gz), RunOptions{Raw: true, Stdin: bytes.NewReader(payload), Timeout: c.Target.CommandTimeout})
+		r := c.Run(ctx, "push: upload", kubeScratchScript(dir, spec.Name, spec.Sum(), mode, gz), RunOptions{Raw: true, Stdin: bytes.NewReader(payload), Timeout: c.Target.CommandTimeout})
 		switch {
 		case r.Class == Exit && r.ExitCode == 7 && gz: // no gzip on the host: send it as it is
 			payload, gz = spec.Data, false
@@ -301,31 +292,27 @@ func (l *kubeLink) push(ctx context.Context, c *Conn, spec PushSpec) PushResult 
 		case r.Class != OK:
 			return fail(r.Class, "push: %s: %s", dest, failure(r))
 		}
-		if p := strings.TrimSuffix(string(r.Stdout), "\n"); path.IsAbs(p) {
-			dest = p // a directory given takes the file under its name
-		}
 		res.Path, res.Sent, res.Class, res.Duration = dest, int64(len(payload)), OK, time.Since(start)
 		return res
 	}
 }
 
-// kubePushScript receives the file on standard input into a temporary
-// file beside dest, checks it and renames it into place; nothing is
-// written through a link.
-func kubePushScript(dir, dest, name, sum string, mode os.FileMode, gz bool) string {
+// kubeScratchScript receives the file on standard input into a
+// temporary file of a random name, created exclusively, beside
+// dir/name, checks it and renames it into place; nothing is written
+// through a link.
+func kubeScratchScript(dir, name, sum string, mode os.FileMode, gz bool) string {
 	unpack := "cat"
 	if gz {
 		unpack = `{ command -v gzip >/dev/null 2>&1 || exit 7; gzip -dc; }`
 	}
-	return fmt.Sprintf(`d=%s; f=%s
-[ -d "$d" ] && [ ! -L "$d" ] || { echo "no directory $d" >&2; exit 3; }
-if [ -d "$f" ] && [ ! -L "$f" ]; then d=$f; f="$f"/%s; fi
-t="$f.gpulab-$$"
+	return fmt.Sprintf(`umask 077; set -C; d=%s; f=%s; t=%s
+[ -d "$d" ] && [ ! -L "$d" ] && cd -- "$d" || { echo "no directory $d" >&2; exit 3; }
 if [ -L "$f" ] || { [ -e "$f" ] && [ ! -f "$f" ]; }; then echo "$f is a link or not a regular file: refused" >&2; exit 3; fi
-umask 077
-%s >"$t" || { rm -f -- "$t"; exit 4; }
-s=$(sha256sum <"$t") || { rm -f -- "$t"; exit 4; }
-[ "${s%%%% *}" = %s ] || { rm -f -- "$t"; echo "the file arrived damaged (sha256 ${s%%%% *})" >&2; exit 5; }
-chmod %o "$t" && mv -f -- "$t" "$f" || { rm -f -- "$t"; exit 4; }
-echo "$f"`, Quote(dir), Quote(dest), Quote(name), unpack, sum, mode)
+trap 'rm -f -- "$t"' EXIT
+%s >"$t" || exit 4
+if [ -L "$t" ] || [ ! -f "$t" ]; then echo "the temporary file was swapped: refused" >&2; exit 6; fi
+s=$(sha256sum <"$t") || exit 4
+[ "${s%%%% *}" = %s ] || { echo "the file arrived damaged (sha256 ${s%%%% *})" >&2; exit 5; }
+chmod %o "$t" && mv -f -- "$t" "$f" && trap - EXIT || exit 4`, Quote(dir), Quote(name), Quote("."+name+".gpulab-"+randomSuffix()), unpack, sum, mode)
 }

@@ -3,7 +3,9 @@ package orchestrator
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -113,5 +115,61 @@ func TestTrailerWriterSplitsAndStreams(t *testing.T) {
 	}
 	if strings.Contains(KubeTrailer("n", 1), "\x00") {
 		t.Error("the status line holds a NUL")
+	}
+}
+
+// The pod scratch's push script, in the real /bin/sh: the file lands
+// whole with its mode; a damaged one is refused and leaves nothing; a
+// link planted at the name is refused, its target untouched; the
+// temporary name is new for every push, so no link can wait for it.
+func TestKubeScratchScriptInARealShell(t *testing.T) {
+	dir := t.TempDir()
+	data := []byte("probe bytes\n")
+	sum := PushSpec{Data: data}.Sum()
+	run := func(sum string) (int, string) {
+		t.Helper()
+		c := exec.Command("/bin/sh", "-c", kubeScratchScript(dir, "probe", sum, 0o700, false))
+		c.Stdin = bytes.NewReader(data)
+		out, err := c.CombinedOutput()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return c.ProcessState.ExitCode(), string(out)
+	}
+	if code, out := run(sum); code != 0 {
+		t.Fatalf("push: exit %d %s", code, out)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "probe")); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("the file: %q %v", got, err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "probe")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the file's mode: %v %v", fi, err)
+	}
+	if code, out := run(strings.Repeat("0", 64)); code != 5 || !strings.Contains(out, "arrived damaged") {
+		t.Errorf("a damaged file: exit %d %q, want 5", code, out)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("keep"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "probe")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(dir, "probe")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := run(sum); code != 3 || !strings.Contains(out, "is a link") {
+		t.Errorf("a link at the name: exit %d %q, want 3", code, out)
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "keep" {
+		t.Errorf("the link's target was written: %q", got)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Errorf("left in the scratch: %v, want only the planted link", ents)
+	}
+	if a, b := kubeScratchScript(dir, "p", sum, 0o700, false), kubeScratchScript(dir, "p", sum, 0o700, false); a == b {
+		t.Error("two pushes use the same temporary name")
 	}
 }

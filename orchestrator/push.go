@@ -91,8 +91,13 @@ type PushResult struct {
 // (visible.Unsafe: bidi controls, line separators, a BOM), are refused. The path reported is where the bytes
 // are, with the directory's links resolved. SFTP is used where the server
 // offers it.
+//
+// Through Kubernetes, a push with no destination goes into the node
+// pod's own scratch directory (kubeLink.push); one with a destination
+// must name an absolute path on the host, and is placed as over a
+// session without SFTP.
 func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
-	if c.kube != nil {
+	if c.kube != nil && spec.Dest == "" {
 		return c.kube.push(ctx, c, spec)
 	}
 	start := time.Now()
@@ -106,6 +111,12 @@ func (c *Conn) Push(ctx context.Context, spec PushSpec) PushResult {
 	}
 	if err := CheckPushDest(spec.Dest); err != nil {
 		return fail(pushErr(Error, "push: %v", err))
+	}
+	if c.kube != nil {
+		if !path.IsAbs(spec.Dest) {
+			return fail(pushErr(Error, "push: %s: a node reached through Kubernetes has no home directory: give an absolute destination", spec.Dest))
+		}
+		spec.NoSFTP = true
 	}
 	mode := spec.Mode.Perm()
 	if mode == 0 {
@@ -273,8 +284,11 @@ func (c *Conn) pushUpload(ctx context.Context, spec PushSpec, d pushDest, dest s
 	counted := &countingReader{r: bytes.NewReader(payload), n: &sent}
 	r := c.Run(ctx, "push: upload", line, RunOptions{Raw: true, Stdin: counted, Timeout: c.Target.CommandTimeout})
 	method := "session"
+	if c.kube != nil {
+		method = "exec"
+	}
 	if unpack != "cat" {
-		method = "session+gzip"
+		method += "+gzip"
 	}
 	if r.Class != OK {
 		return sent.Load(), method, pushErr(r.Class, "push: upload %s: %s", dest, failure(r))

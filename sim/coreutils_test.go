@@ -47,3 +47,22 @@ func TestToolsAgreeWithGNU(t *testing.T) {
 		}
 	}
 }
+
+// A link to a directory, named with a trailing slash, is the directory,
+// as the kernel resolves it: [ -L link/ ] is false, [ -L link ] true;
+// the same script in bash and on a simulated host says the same.
+func TestTrailingSlashResolvesALink(t *testing.T) {
+	sh := testreq.Tool(t, "bash", "the oracle for the simulated shell is bash")
+	_, files := startFleet(t, Config{Hosts: 1})
+	targets := fleetTargets(t, files)
+	e := &orchestrator.Engine{Dialer: &orchestrator.Dialer{Keys: &orchestrator.Keyring{}}, Concurrency: 1}
+	cmd := `d=$(mktemp -d) && mkdir "$d/real" && ln -s real "$d/lnk" && for p in lnk lnk/ real real/; do [ -L "$d/$p" ] && echo "$p link" || echo "$p no"; [ -d "$d/$p" ] && echo "$p dir"; [ ! -L "$d/$p" ] && echo "$p not"; test -h "$d/$p"; echo "$p $?"; done; rm -rf "$d"`
+	want, err := exec.Command(sh, "-c", cmd).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Run(context.Background(), orchestrator.Plan{Targets: targets, Steps: []orchestrator.Step{{Name: "t", Command: cmd}}}, nil)[0]
+	if len(r.Steps) != 1 || string(r.Steps[0].Stdout) != string(want) {
+		t.Errorf("simulated %q (stderr %q)\nbash      %q", r.Steps[0].Stdout, r.Steps[0].Stderr, want)
+	}
+}

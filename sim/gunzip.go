@@ -44,7 +44,8 @@ func gunzip(f *Fleet, w io.Writer, r io.Reader) error {
 
 // matchPrefix reads r while it matches want. It returns rest == nil when
 // r held exactly want; else how much of want matched and a reader of
-// everything r held after that.
+// everything r held after that (its read error included, after what
+// came before it: gzip -d writes what it could decode first).
 func matchPrefix(r io.Reader, want []byte) (matched int, rest io.Reader, err error) {
 	buf := make([]byte, 32<<10)
 	for {
@@ -61,10 +62,14 @@ func matchPrefix(r io.Reader, want []byte) (matched int, rest io.Reader, err err
 		case err == io.EOF:
 			return matched, eofReader{}, nil
 		case err != nil:
-			return matched, nil, err
+			return matched, errReader{err}, nil
 		}
 	}
 }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 
 type eofReader struct{}
 

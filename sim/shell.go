@@ -289,6 +289,8 @@ func (c *call) callHook(ctx context.Context, args []string) ([]string, error) {
 		return out, err
 	}
 	switch args[0] {
+	case "[", "test":
+		return resolvedLinkTest(args), nil
 	case "builtin":
 		// builtin NAME runs the interpreter's own NAME: the same rewrite.
 		if len(args) > 1 {
@@ -498,4 +500,29 @@ func exitStatus(err error) (int, bool) {
 		return int(st), true
 	}
 	return 1, false
+}
+
+// resolvedLinkTest gives [ -L NAME/ ] (or -h, after an optional !) the
+// kernel's answer: a name ending in a slash is resolved, its links
+// followed, so it is never a link. The interpreter cleans the name
+// before it looks, and would answer for NAME itself; the operand becomes
+// /, which is no link either.
+func resolvedLinkTest(args []string) []string {
+	end := len(args)
+	if args[0] == "[" {
+		if args[end-1] != "]" {
+			return args
+		}
+		end--
+	}
+	i := 1
+	if i < end && args[i] == "!" {
+		i++
+	}
+	if end-i != 2 || args[i] != "-L" && args[i] != "-h" || !strings.HasSuffix(args[i+1], "/") {
+		return args
+	}
+	out := slices.Clone(args)
+	out[i+1] = "/"
+	return out
 }

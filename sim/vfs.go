@@ -262,7 +262,9 @@ func (v *vfs) statAt(dir, name string, follow bool) (fs.FileInfo, error) {
 	}
 	var fi fs.FileInfo
 	var err error
-	if follow {
+	// A trailing slash resolves the name, links included, as the kernel
+	// does: [ -L link/ ] is false where link names a directory.
+	if follow || strings.HasSuffix(name, "/") {
 		fi, err = v.r().Stat(rel(dir, name))
 	} else {
 		fi, err = v.r().Lstat(rel(dir, name))

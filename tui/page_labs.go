@@ -231,6 +231,8 @@ func (v *labsView) apply(u app.LabUpdate) {
 		for _, h := range u.Record.Hosts {
 			v.scores[h.Host] = h.Scores
 		}
+	case u.Err != "": // the run did not start
+		v.err = u.Err
 	case u.Event != nil:
 		ev := u.Event
 		switch ev.Kind {
