@@ -76,9 +76,9 @@ bench: build ## View() benchmarks, start-up to first frame, and gpulab on a simu
 bench-ssh: ## exec and probe vs parallel-ssh, clush, ansible on 50 real sshd; exec's memory per host (apt-get install openssh-server pssh clustershell ansible-core time)
 	$(GO) test -tags bench -run 'TestFanOutBenchmark|TestProbeBenchmark|TestRunbookBenchmark|TestExecMemoryBenchmark' -v -count=1 -timeout 30m ./bench
 
-bench-kube: kube-testenv ## gpulab cluster vs kubectl on a real API server with 1,000 kwok nodes and 20,000 pods (builds kubectl of the same version once, into the kube cache)
+bench-kube: kube-testenv ## gpulab cluster vs kubectl on a real API server with 1,000 kwok nodes and 20,000 pods; exec and probe --via kube on 1,000 simulated nodes vs a kubectl debug loop (builds kubectl of the same version once, into the kube cache)
 	GO=$(GO) tools/kube/build-kubectl.sh
-	$(GO) test -tags bench -run 'TestKubeBenchmark' -v -count=1 -timeout 30m ./bench
+	$(GO) test -tags bench -run 'TestKubeBenchmark|TestKubeProbeBenchmark' -v -count=1 -timeout 30m ./bench
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
