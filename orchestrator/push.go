@@ -167,6 +167,7 @@ func pushErr(class Class, format string, args ...any) *pushError {
 type pushDest struct {
 	dir, base, state, sum, perm, dirMode string
 	gzip                                 bool
+	parents                              string // "MODE DIR\n" for each directory above dir
 }
 
 // pushPrepare is one round trip: make the directory, resolve it, look at
@@ -196,16 +197,17 @@ elif [ -e "$b" ] && [ ! -f "$b" ]; then printf 'special\000\000\000'
 elif [ -f "$b" ]; then printf 'file\000%s\000%s\000' "$(sha256sum -- "$b" 2>/dev/null | cut -d' ' -f1)" "$(stat -c %a -- "$b" 2>/dev/null)"
 else printf 'none\000\000\000'; fi
 if command -v gzip >/dev/null 2>&1; then printf 'gzip\000'; else printf 'nogzip\000'; fi
-printf '%s\000' "$(stat -c %a . 2>/dev/null)"`
+printf '%s\000' "$(stat -c %a . 2>/dev/null)"
+p=$(pwd -P); while [ "$p" != / ]; do p=$(dirname -- "$p"); printf '%s %s\n' "$(stat -c %a -- "$p" 2>/dev/null)" "$p"; done; printf '\000'`
 	r := c.Run(ctx, "push: prepare", prep, RunOptions{Timeout: c.Target.CommandTimeout, Inactivity: c.Target.InactivityTimeout})
 	if r.Class != OK {
 		return pushDest{}, pushErr(r.Class, "push: prepare %s: %s", displayDest(spec), failure(r))
 	}
 	f := strings.Split(string(r.Stdout), "\x00")
-	if len(f) < 8 {
+	if len(f) < 9 {
 		return pushDest{}, pushErr(Exit, "push: prepare %s: unexpected answer %q", displayDest(spec), r.Stdout)
 	}
-	return pushDest{dir: strings.TrimSuffix(f[0], "\n"), base: f[1], state: f[2], sum: f[3], perm: f[4], gzip: f[5] == "gzip", dirMode: f[6]}, nil
+	return pushDest{dir: strings.TrimSuffix(f[0], "\n"), base: f[1], state: f[2], sum: f[3], perm: f[4], gzip: f[5] == "gzip", dirMode: f[6], parents: f[7]}, nil
 }
 
 // refused says why nothing may be written at the destination, if so.
@@ -224,6 +226,14 @@ func (d pushDest) refused(dest string) *pushError {
 	// rename: no push there (/tmp is sticky; a shared drop directory is not).
 	if dm, err := strconv.ParseUint(d.dirMode, 8, 32); err == nil && dm&0o002 != 0 && dm&0o1000 == 0 {
 		return pushErr(Error, "push: %s is writable by others and not sticky (mode %s): anyone could swap the file while gpulab writes it; push to a private directory", d.dir, d.dirMode)
+	}
+	// So is a directory above it: anyone could rename the way down and
+	// put a link in its place between the check and the upload.
+	for _, p := range strings.Split(strings.TrimSuffix(d.parents, "\n"), "\n") {
+		mode, dir, _ := strings.Cut(p, " ")
+		if dm, err := strconv.ParseUint(mode, 8, 32); err == nil && dm&0o002 != 0 && dm&0o1000 == 0 {
+			return pushErr(Error, "push: %s, above %s, is writable by others and not sticky (mode %s): anyone could swap the way down while gpulab writes; push to a private directory", dir, d.dir, mode)
+		}
 	}
 	return nil
 }

@@ -291,9 +291,20 @@ func TestPushWritesOnlyItsDestination(t *testing.T) {
 				t.Errorf("push into a world-writable directory = %+v, want refused", r)
 			}
 			assertOnly(t, open)
+			// So is a private directory below one: anyone could rename
+			// the way down and put a link in its place.
+			below := filepath.Join(open, "private")
+			os.Mkdir(below, 0o700)
+			if r := push(below+"/", 0o644); r.Class != orchestrator.Error || !strings.Contains(r.Err, open+", above "+below+", is writable by others and not sticky") {
+				t.Errorf("push below a world-writable directory = %+v, want refused", r)
+			}
+			assertOnly(t, below)
 			os.Chmod(open, os.ModeSticky|0o777)
 			if r := push(open, 0o644); r.Class != orchestrator.OK {
 				t.Errorf("push into a sticky world-writable directory = %+v", r)
+			}
+			if r := push(below+"/", 0o644); r.Class != orchestrator.OK {
+				t.Errorf("push below a sticky world-writable directory = %+v", r)
 			}
 
 			// The same content with another mode is sent again, and the

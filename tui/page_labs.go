@@ -441,6 +441,8 @@ func (v *labsView) runHead() []string {
 		state = "NOT RUN: no step ran (" + v.rec.NotRun + ")"
 	case v.rec != nil:
 		state = v.rec.Verdict() // PASSED, FAILED, INCOMPLETE: as gpulab lab run says it
+	case !v.running && v.err != "": // refused before any host (a lab that writes the host, on read-only nodes)
+		state = "NOT RUN: " + v.err
 	case !v.running:
 		state = "ended"
 	case v.pending != nil: // the step it waits at, not the phase the hosts left

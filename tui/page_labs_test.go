@@ -529,3 +529,25 @@ func writeRecord(t *testing.T, dir string, r *labs.Record) string {
 	}
 	return d
 }
+
+// refusingLabs refuses every run before any host, as the workbench does
+// for a lab that writes the host on nodes whose pods mount it read-only.
+type refusingLabs struct{ scriptedLabs }
+
+func (refusingLabs) RunLab(_ context.Context, l *labs.Lab, _ []int, _ app.LabRunOptions, events chan<- app.LabUpdate) {
+	defer close(events)
+	events <- app.LabUpdate{Err: "lab " + l.ID + `: step "mark" needs the host's / writable`}
+}
+
+// A run refused before any host says so in its header, where the eye
+// is, not only below the criteria: NOT RUN, and why.
+func TestLabRefusedSaysSoInItsHeader(t *testing.T) {
+	m := newLabsModel(t, refusingLabs{scriptedLabs{n: 2}}, 100, 30)
+	m, _ = press(t, m, "5", "end")
+	m, cmd := press(t, m, "enter")
+	m = drain(t, m, cmd)
+	head := strings.Join(strings.Fields(strings.Join(strings.SplitN(m.View(), "\n", 6)[:5], " ")), " ") // the header, wrapped at 100 columns
+	if !strings.Contains(head, `NOT RUN: lab topology-sanity: step "mark" needs the host's / writable`) {
+		t.Errorf("the refused run's header:\n%s", m.View())
+	}
+}

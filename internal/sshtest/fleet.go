@@ -197,15 +197,18 @@ func sshdConfig(s *Server, authorized string, o Options) string {
 	return b.String()
 }
 
-// start runs sshd in the foreground (-D) and waits until it accepts TCP. A
-// port taken meanwhile by someone else (free ports are only free when
-// picked) is replaced by another, before the fleet's known_hosts is written.
+// start runs sshd in the foreground (-D) and waits until it answers on
+// its port with its own host key. A port taken meanwhile by someone else
+// (free ports are only free when picked: another server, of this fleet or
+// of another test, may bind it first, and answer there while this sshd
+// fails to) is replaced by another, before the fleet's known_hosts is
+// written.
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for attempt := 0; ; attempt++ {
 		err := s.startOnce()
-		if err == nil || attempt == 4 || !strings.Contains(err.Error(), "Address already in use") || s.cmd != nil {
+		if err == nil || attempt == 4 || !errors.Is(err, errPortTaken) && !strings.Contains(err.Error(), "Address already in use") || s.cmd != nil {
 			return err
 		}
 		s.Port = freePort(nil)
@@ -229,8 +232,14 @@ func (s *Server) startOnce() error {
 	for time.Now().Before(deadline) {
 		c, err := net.DialTimeout("tcp", s.HostPort(), 200*time.Millisecond)
 		if err == nil {
-			c.Close()
-			return nil
+			if err = s.ours(c); err == nil {
+				return nil
+			} else if errors.Is(err, errPortTaken) { // ours cannot bind: stop it
+				killTree(cmd.Process.Pid)
+				<-s.exited
+				s.cmd = nil
+				return err
+			}
 		}
 		select {
 		case err := <-exited:
@@ -241,6 +250,32 @@ func (s *Server) startOnce() error {
 		}
 	}
 	return fmt.Errorf("sshd %s did not listen on %s within 10s", s.Name, s.HostPort())
+}
+
+// errPortTaken: another server answers on the port picked for this one.
+var errPortTaken = errors.New("another server answers on the port")
+
+// ours says, over c (then closed), whether the server on the port is
+// this one: the key it shows in the SSH handshake is its host key.
+func (s *Server) ours(c net.Conn) error {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	mine := false
+	_, _, _, err := ssh.NewClientConn(c, s.HostPort(), &ssh.ClientConfig{
+		User:              "sshtest-probe",
+		HostKeyAlgorithms: []string{s.HostKey.Type()}, // the key of ours, where it has others too
+		HostKeyCallback: func(_ string, _ net.Addr, key ssh.PublicKey) error {
+			mine = string(key.Marshal()) == string(s.HostKey.Marshal())
+			return nil
+		},
+	})
+	switch {
+	case mine:
+		return nil // its key, whatever the (refused) login said after
+	case err != nil && !strings.Contains(err.Error(), "unable to authenticate"):
+		return fmt.Errorf("sshd %s on %s: the handshake failed: %w", s.Name, s.HostPort(), err)
+	}
+	return fmt.Errorf("sshd %s on %s: %w (its host key is not this server's)", s.Name, s.HostPort(), errPortTaken)
 }
 
 // Kill stops the server and every session it spawned: per-connection sshd
