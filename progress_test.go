@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,47 +31,15 @@ func TestProgressLineOnATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptmx, tty := ptytest.Open(t, 24, 100)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, "exec", "--inventory", files.Inventory, "-H", "*", "--",
 		`[ "$(hostname)" = dgx01 ] || sleep 600`)
 	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "TERM=xterm-256color"}
-	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	var (
-		mu  sync.Mutex
-		out bytes.Buffer
-	)
-	more := make(chan struct{}, 1)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := ptmx.Read(buf)
-			mu.Lock()
-			out.Write(buf[:n])
-			mu.Unlock()
-			select {
-			case more <- struct{}{}:
-			default:
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	term := ptytest.Start(t, c, 24, 100, nil)
 	const line = "exec: 1/2 hosts · 1 ok · 0 not ok · "
-	seen := func() string { mu.Lock(); defer mu.Unlock(); return out.String() }
-	for !strings.Contains(seen(), line) {
-		select {
-		case <-more:
-		case <-ctx.Done():
-			t.Fatalf("waited 2m for the progress line %q on the terminal; it shows %q", line, seen())
-		}
+	if err := term.WaitFor(ctx, line); err != nil {
+		t.Fatal(err)
 	}
 	if err := c.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -84,7 +49,8 @@ func TestProgressLineOnATerminal(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
 		t.Fatalf("after Ctrl-C: %v, want exit 130", err)
 	}
-	got := seen()
+	<-term.Closed()
+	got := term.Output()
 	// After the last progress line, the next thing written is its
 	// erasure; then the interrupt message and the summary.
 	last := strings.LastIndex(got, line)

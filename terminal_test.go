@@ -3,15 +3,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -57,41 +55,17 @@ func TestCommandsDoNotQueryTheTerminal(t *testing.T) {
 // frame at 80x24. A minute is only a safety net against a hang.
 func onTerminal(t *testing.T, bin, home string, answer bool, args ...string) string {
 	t.Helper()
-	ptmx, tty := ptytest.Open(t, 24, 80)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, args...)
 	c.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TERM=xterm-256color", "GPULAB_EXIT_AFTER_FIRST_FRAME=1"}
-	c.Stdin, c.Stdout, c.Stderr = tty, tty, tty
-	c.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	var (
-		mu  sync.Mutex
-		out bytes.Buffer
-	)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		buf := make([]byte, 4096)
-		answered := 0
-		for {
-			n, err := ptmx.Read(buf)
-			mu.Lock()
-			out.Write(buf[:n])
-			s := out.String()
-			mu.Unlock()
-			if answer && answered == 0 && strings.Contains(s, queryCursor) {
-				answered++
-				fmt.Fprint(ptmx, "\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R")
-			}
-			if err != nil { // EIO once the command has closed the terminal
-				return
-			}
+	answered := false
+	s := ptytest.Start(t, c, 24, 80, func(seen string, reply io.Writer) {
+		if answer && !answered && strings.Contains(seen, queryCursor) {
+			answered = true
+			fmt.Fprint(reply, "\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[1;1R")
 		}
-	}()
+	})
 	err := c.Wait()
 	if ctx.Err() != nil {
 		t.Fatalf("gpulab %s hung on a terminal (killed after a minute)", strings.Join(args, " "))
@@ -100,8 +74,6 @@ func onTerminal(t *testing.T, bin, home string, answer bool, args ...string) str
 	if err != nil && !errors.As(err, &ee) {
 		t.Fatal(err)
 	}
-	<-done
-	mu.Lock()
-	defer mu.Unlock()
-	return out.String()
+	<-s.Closed()
+	return s.Output()
 }
