@@ -87,7 +87,8 @@ func (f *Fleet) probeGzip() []byte {
 	return f.gz
 }
 
-// probeData is the simulator probe, decompressed once a fleet.
+// probeData is the simulator probe, decompressed once a fleet: the copy
+// sealedProbe writes and what gunzip answers are the same bytes.
 func (f *Fleet) probeData() ([]byte, error) {
 	f.dataOnce.Do(func() {
 		f.data, _, f.dataErr = bundle.Probe(runtime.GOARCH, true)

@@ -10,13 +10,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/gpulab/gpulab/probes/bundle"
 	"github.com/gpulab/gpulab/sim/spec"
 )
 
@@ -93,7 +91,7 @@ func (t *toolCall) sealedProbe(f *os.File, size int64) (string, error) {
 // forked other children: a plain file does not.)
 func (f *Fleet) sealedProbe(want string) (string, error) {
 	f.memOnce.Do(func() {
-		data, _, err := bundle.Probe(runtime.GOARCH, true)
+		data, err := f.probeData()
 		if err != nil {
 			f.memErr = err
 			return
