@@ -104,6 +104,7 @@ var layers = map[string]int{
 	"app":              70,
 	"runbooks":         60,
 	"labs":             60,
+	"fence":            60,
 	"step":             50,
 	"orchestrator":     40,
 	"cluster":          40,

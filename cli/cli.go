@@ -249,7 +249,7 @@ table, or as JSON with --json, for scripts.
 	pf.StringArrayVar(&o.labs, "labs", nil, "add the lab files in `DIR` (or one file) to the built-in labs; repeatable")
 	pf.BoolVar(&o.noColor, "no-color", false, "draw without colour (also when NO_COLOR is set)")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newLabCmd(o), newResultsCmd(o), newClusterCmd(o), newSimCmd(o), newDemoCmd(o), newVersionCmd(o), newDocsCmd(o))
+	root.AddCommand(newMapCmd(o), newMatrixCmd(o), newCatalogCmd(o), newInventoryCmd(o), newExecCmd(o), newPushCmd(o), newProbeCmd(o), newParseCmd(o), newRunbookCmd(o), newLabCmd(o), newResultsCmd(o), newClusterCmd(o), newSimCmd(o), newDemoCmd(o), newFenceCmd(o), newReleaseCmd(o), newVersionCmd(o), newDocsCmd(o))
 	o.completeHosts(root)
 	return root
 }

@@ -142,7 +142,7 @@ func (j *journal) writer() {
 		data, err := j.rec.marshal() // small: the journal keeps the head of each output
 		j.mu.Unlock()
 		if err == nil {
-			_ = writeAtomic(filepath.Join(j.dir, "record.json"), data) // the final write reports errors
+			_ = fileio.WriteAtomic(filepath.Join(j.dir, "record.json"), data) // the final write reports errors
 		}
 	}
 }

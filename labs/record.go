@@ -1,13 +1,11 @@
 package labs
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -364,7 +362,7 @@ func (h HostRecord) RanSteps() bool {
 // temporary file in the same directory, synced, then renamed into place,
 // so a reader sees the old record or the new one, never a torn file.
 func (r *Record) WriteJSON(dir string) error {
-	return writeAtomicFunc(filepath.Join(dir, "record.json"), r.encode)
+	return fileio.WriteAtomicFunc(filepath.Join(dir, "record.json"), r.encode)
 }
 
 func (r *Record) marshal() ([]byte, error) {
@@ -415,46 +413,6 @@ func (r *Record) encode(w io.Writer) error {
 	}
 	_, err = io.WriteString(w, "\n")
 	return err
-}
-
-func writeAtomic(path string, data []byte) error {
-	return writeAtomicFunc(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeAtomicFunc writes path with write, atomically: a temporary file in
-// the same directory, buffered, synced, then renamed into place.
-func writeAtomicFunc(path string, write func(io.Writer) error) error {
-	if err := fileio.MkdirTrusted(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	bw := bufio.NewWriterSize(f, 256<<10)
-	if err := write(bw); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
 }
 
 // Outcome is the step in a few words: "ok", "skipped: why", or its problem.

@@ -221,7 +221,7 @@ func WriteCharts(dir string, cs []Chart) ([]string, error) {
 	for _, c := range cs {
 		svg, err := c.draw()
 		if err == nil {
-			err = writeAtomic(filepath.Join(dir, c.File), svg)
+			err = fileio.WriteAtomic(filepath.Join(dir, c.File), svg)
 		}
 		if err != nil {
 			errs = append(errs, c.File+": "+err.Error())

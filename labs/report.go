@@ -51,14 +51,14 @@ func (r *Record) Write(dir, resultsCSV string) error {
 	if chartErr != nil {
 		md += "\n" + mdCell(chartErr.Error()) + "\n"
 	}
-	if err := writeAtomic(filepath.Join(dir, "record.md"), []byte(md)); err != nil {
+	if err := fileio.WriteAtomic(filepath.Join(dir, "record.md"), []byte(md)); err != nil {
 		return err
 	}
 	x, err := r.JUnit()
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(dir, "junit.xml"), x); err != nil {
+	if err := fileio.WriteAtomic(filepath.Join(dir, "junit.xml"), x); err != nil {
 		return err
 	}
 	if resultsCSV == "" {

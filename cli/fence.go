@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/fence"
+	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/runbooks"
+)
+
+// fenceOptions are fence's and release's flags.
+type fenceOptions struct {
+	*options
+	ssh          sshFlags
+	reason       string
+	apply        bool
+	taint        string
+	drain        bool
+	drainTimeout time.Duration
+	runbook      string
+	force        bool
+	release      bool // the release command
+
+	rb      runbooks.Runbook
+	request fence.Request
+}
+
+const fenceLong = `gpulab fence takes a sick node out of service, the operating loop's last
+step (metrics, then assertions, then actions): it shows what it will do
+first, and does it only with --apply.
+
+In Kubernetes (the cluster the hosts are nodes of: --via kube, or the
+inventory's [[kube]] table whose nodes they are, or --context) it cordons
+the node and adds a taint (gpulab.io/fenced=REASON:NoSchedule; --taint
+chooses another key or NoExecute), with annotations naming the fence
+record, who, when and why. With --drain it then evicts the node's pods
+through the eviction API: a PodDisruptionBudget is respected (a blocked
+eviction is tried again until --drain-timeout and reported, never
+forced), DaemonSet and static pods are left.
+
+Before acting it gathers the evidence (the health runbook, or --runbook,
+on the hosts to fence: the checks with their facts, each step's output,
+the probe's snapshot, the kernel log) into a fence record under the
+results directory ($GPULAB_RESULTS/fence/ID), beside the lab records: what
+a colleague or a vendor's ticket needs. A host that cannot be reached is
+recorded as such and fenced all the same.
+
+A node another actor cordoned is fenced too, its cordon left as it is
+(gpulab's release will not uncordon it); a node gpulab fenced already is
+left unchanged, and said so. Two gpulab processes fencing one node: one
+wins, the other says who fenced it.
+
+Exit status: 0 when every node was (or would be) fenced or was already,
+1 when a node was refused, changed since the plan, could not be written,
+or kept pods its drain could not evict, 4 when the record could not be
+written, 2 for usage errors.`
+
+func newFenceCmd(o *options) *cobra.Command {
+	fo := &fenceOptions{options: o}
+	cmd := &cobra.Command{
+		Use:   "fence -H EXPR --reason TEXT [--apply]",
+		Short: "Fence a sick node (cordon and taint; --drain) with its evidence; dry run unless --apply",
+		Long:  fenceLong,
+		Example: `  gpulab fence -H gpu07 --reason "XID 79: GPU fell off the bus"        # the plan only
+  gpulab fence -H gpu07 --reason "XID 79: GPU fell off the bus" --apply --drain
+  gpulab fence --via kube -H gpu07 --reason "row remap pending" --apply --json
+  gpulab fence list`,
+		Args: exactArgs(0, "no arguments (the hosts are -H)"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := fo.Complete(); err != nil {
+				return err
+			}
+			ctx, stop := interruptible(c.ErrOrStderr())
+			defer stop()
+			return fo.Run(ctx, c, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fo.register(cmd)
+	fl := cmd.Flags()
+	fl.StringVar(&fo.reason, "reason", "", "why the node is fenced, in words (required; kept whole in the record and the annotations, cut to a label value in the taint)")
+	fl.StringVar(&fo.taint, "taint", fence.TaintKey+":NoSchedule", "the taint's `KEY:EFFECT` (EFFECT NoSchedule, or NoExecute to evict what does not tolerate it); its value is the reason")
+	fl.BoolVar(&fo.drain, "drain", false, "after fencing, evict the node's pods through the eviction API (PodDisruptionBudgets respected; DaemonSet and static pods left)")
+	fl.DurationVar(&fo.drainTimeout, "drain-timeout", 2*time.Minute, "how long a drain tries an eviction a disruption budget refuses, and waits for evicted pods")
+	cmd.AddCommand(newFenceListCmd(o))
+	return cmd
+}
+
+func newReleaseCmd(o *options) *cobra.Command {
+	fo := &fenceOptions{options: o, release: true}
+	cmd := &cobra.Command{
+		Use:   "release -H EXPR [--apply]",
+		Short: "Release nodes gpulab fenced, after their checks pass again; dry run unless --apply",
+		Long: `gpulab release undoes what gpulab fence did, and only that: its own taint,
+its own cordon (not one another actor made before it), its annotations, as
+the node's annotations record them. A node another actor fenced is refused,
+saying who (the node's managedFields name kubectl-cordon, NVSentinel...).
+
+Before releasing, it runs the fence's runbook again on the nodes: a node is
+released only when every check that failed or warned when it was fenced
+passes now and none fails. --force releases without the checks, and the
+record says so. The release is added to the fence's record.
+
+Exit status: 0 when every node was (or would be) released or was not
+fenced, 1 when a node was refused or held (its checks do not pass), 2 for
+usage errors.`,
+		Example: `  gpulab release -H gpu07             # the plan: what would be undone
+  gpulab release -H gpu07 --apply     # check again, then release`,
+		Args: exactArgs(0, "no arguments (the hosts are -H)"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			if err := fo.Complete(); err != nil {
+				return err
+			}
+			ctx, stop := interruptible(c.ErrOrStderr())
+			defer stop()
+			return fo.Run(ctx, c, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	fo.register(cmd)
+	cmd.Flags().BoolVar(&fo.force, "force", false, "release without running the checks again (recorded)")
+	return cmd
+}
+
+func (fo *fenceOptions) register(cmd *cobra.Command) {
+	fo.ssh.register(cmd)
+	fo.ssh.registerKube()
+	fl := cmd.Flags()
+	fl.BoolVar(&fo.apply, "apply", false, "act: without it, only the plan is shown (nothing is changed, no host is reached)")
+	fl.StringVar(&fo.runbook, "runbook", "health", "the runbook `ID` that gathers the evidence (and checks again before a release)")
+}
+
+// Complete checks the flags and finds the runbook.
+func (fo *fenceOptions) Complete() error {
+	if err := fo.ssh.check(); err != nil {
+		return err
+	}
+	rbs, err := fo.loadRunbooks()
+	if err != nil {
+		return err
+	}
+	rb, ok := runbooks.Find(rbs, fo.runbook)
+	if !ok {
+		return noSuch("runbook", fo.runbook, rbs, func(r runbooks.Runbook) string { return r.ID })
+	}
+	fo.rb = rb
+	fo.request = fence.Request{By: whoAmI(fo.getenv), At: app.Now()}
+	if fo.release {
+		return nil
+	}
+	return fo.completeFence()
+}
+
+func (fo *fenceOptions) completeFence() error {
+	r := strings.TrimSpace(fo.reason)
+	switch {
+	case r == "":
+		return usageErr("--reason is required: why is the node fenced? (e.g. --reason \"XID 79: GPU fell off the bus\")")
+	case len(r) > 1024:
+		return usageErr("--reason is %d bytes: say it in at most 1024 (the evidence goes in the record)", len(r))
+	case strings.IndexFunc(r, func(c rune) bool { return unicode.IsControl(c) }) >= 0:
+		return usageErr("--reason has a control character: one line of plain text, please")
+	}
+	key, effect, ok := strings.Cut(fo.taint, ":")
+	if !ok || key == "" || (effect != string(corev1.TaintEffectNoSchedule) && effect != string(corev1.TaintEffectNoExecute)) {
+		return usageErr("--taint %q: want KEY:NoSchedule or KEY:NoExecute", fo.taint)
+	}
+	fo.request.Reason, fo.request.TaintKey, fo.request.Effect = r, key, corev1.TaintEffect(effect)
+	return nil
+}
+
+// whoAmI is the local user@host an action is taken by.
+func whoAmI(getenv func(string) string) string {
+	name := getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return name + "@" + host
+}
+
+// Run plans, shows the plan, and with --apply acts.
+func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stderr io.Writer) error {
+	fleet, err := fo.newRunner(&fo.ssh)
+	if err != nil {
+		return err
+	}
+	defer fleet.Keys.Close()
+	kube, simulated, err := fo.cluster(c, fleet)
+	if err != nil {
+		return err
+	}
+	spec := app.FenceSpec{Kube: kube, Request: fo.request, Results: fo.resultsDir(), Runbook: fo.rb, Force: fo.force, Simulated: simulated || fleet.Simulated}
+	if fo.drain {
+		spec.Drain = &fence.DrainOptions{Timeout: fo.drainTimeout}
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var plans []fence.Plan
+	if fo.release {
+		plans = fleet.PlanRelease(pctx, spec)
+	} else {
+		plans = fleet.PlanFence(pctx, spec)
+	}
+	if !fo.apply {
+		return fo.printPlan(stdout, stderr, kube.Context, plans)
+	}
+	var done app.Fenced
+	if fo.release {
+		done = fleet.Release(ctx, spec, plans)
+	} else {
+		done = fleet.Fence(ctx, spec, plans)
+	}
+	return fo.printDone(stdout, stderr, kube.Context, done)
+}
+
+// cluster is the Kubernetes cluster the fleet's hosts are nodes of:
+// --via kube's, or the inventory's [[kube]] table whose nodes they are
+// (or --context names), or --context in the kubeconfig.
+func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet) (*cluster.Client, bool, error) {
+	src := cluster.Source{Kubeconfig: fo.ssh.kube.kubeconfig, Context: fo.ssh.kube.context, Getenv: fo.getenv}
+	if fo.ssh.kube.via != "kube" {
+		s, k, err := app.KubeSource(fleet.Inv, src, c.Flags().Changed("kubeconfig"), fleet.Names(), fo.getenv("HOME"))
+		if err != nil {
+			return nil, false, configErr(err)
+		}
+		if k == nil && src.Context == "" {
+			return nil, false, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
+		}
+		src = s
+	}
+	client, err := src.Connect()
+	if err != nil {
+		return nil, false, configErr(err)
+	}
+	return client, false, nil
+}
+
+// fenceReport is fence's and release's --json.
+type fenceReport struct {
+	Action  string            `json:"action"` // fence or release
+	DryRun  bool              `json:"dry_run"`
+	Context string            `json:"context"`
+	Reason  string            `json:"reason,omitempty"`
+	Plan    []fence.Plan      `json:"plan"`
+	Results []fence.Result    `json:"results,omitempty"`
+	Drain   []fence.NodeDrain `json:"drain,omitempty"`
+	Held    map[string]string `json:"held,omitempty"`
+	Record  string            `json:"record,omitempty"` // its directory
+	Problem string            `json:"record_problem,omitempty"`
+}
+
+func (fo *fenceOptions) action() string {
+	if fo.release {
+		return "release"
+	}
+	return "fence"
+}
+
+func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plans []fence.Plan) error {
+	refused := 0
+	for _, p := range plans {
+		if p.Refused != "" {
+			refused++
+		}
+	}
+	if fo.json {
+		if err := writeJSON(stdout, fenceReport{Action: fo.action(), DryRun: true, Context: ctxName, Reason: fo.request.Reason, Plan: plans}); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(stdout, "%s plan for kubernetes context %s (dry run: nothing is changed; --apply acts):\n\n", fo.action(), ctxName)
+		for _, p := range plans {
+			printNodePlan(stdout, p)
+		}
+		fo.printWhatApplyDoes(stdout, plans)
+	}
+	fmt.Fprintf(stderr, "%s plan: %s to change, %s unchanged, %s refused\n", fo.action(), text.Plural(len(changingNodes(plans)), "node", "nodes"),
+		text.Plural(len(plans)-len(changingNodes(plans))-refused, "node", "nodes"), text.Plural(refused, "node", "nodes"))
+	if refused > 0 {
+		return errSilentFailure
+	}
+	return nil
+}
+
+func changingNodes(plans []fence.Plan) []string {
+	var out []string
+	for _, p := range plans {
+		if len(p.Changes) > 0 && p.Refused == "" {
+			out = append(out, p.Node)
+		}
+	}
+	return out
+}
+
+func printNodePlan(w io.Writer, p fence.Plan) {
+	switch {
+	case p.Refused != "":
+		fmt.Fprintf(w, "%s: refused: %s\n", p.Node, p.Refused)
+	case len(p.Changes) == 0:
+		fmt.Fprintf(w, "%s: unchanged: %s\n", p.Node, p.Unchanged)
+	default:
+		fmt.Fprintf(w, "%s:\n", p.Node)
+		for _, c := range p.Changes {
+			fmt.Fprintf(w, "  %-10s %s\n", c.Op, c.What)
+		}
+	}
+	for _, l := range p.Left {
+		fmt.Fprintf(w, "  %-10s %s\n", "left", l)
+	}
+}
+
+func (fo *fenceOptions) printWhatApplyDoes(w io.Writer, plans []fence.Plan) {
+	nodes := changingNodes(plans)
+	if len(nodes) == 0 {
+		return
+	}
+	hosts := strings.Join(nodes, ", ")
+	switch {
+	case fo.release && fo.force:
+		fmt.Fprintf(w, "\nwith --apply: released at once (--force: the checks are not run again; the record says so)\n")
+	case fo.release:
+		fmt.Fprintf(w, "\nwith --apply: first runbook %s again on %s; a node is released only where the checks that failed at its fence pass now\n", fo.rb.ID, hosts)
+	default:
+		fmt.Fprintf(w, "\nwith --apply: first the evidence (runbook %s on %s), kept in a record under %s, then the changes above", fo.rb.ID, hosts, fo.resultsDir()+"/fence/")
+		if fo.drain {
+			fmt.Fprintf(w, ", then a drain (up to %s)", fo.drainTimeout)
+		}
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/cluster"
+	"github.com/gpulab/gpulab/fence"
+	"github.com/gpulab/gpulab/internal/fileio"
+	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/render"
+)
+
+// printDone prints what fence or release did, node by node, the record,
+// and the summary on stderr; its error is the exit status.
+func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done app.Fenced) error {
+	rep := fenceReport{Action: fo.action(), Context: ctxName, Reason: fo.request.Reason, Plan: planOf(done.Results), Results: done.Results, Held: done.Held}
+	if done.Record != nil {
+		rep.Record = done.Record.Dir()
+		if !fo.release {
+			rep.Drain = done.Record.Drain
+		}
+	}
+	if done.SaveErr != nil {
+		rep.Problem = done.SaveErr.Error()
+	}
+	count := map[fence.Outcome]int{}
+	for _, r := range done.Results {
+		count[r.Outcome]++
+	}
+	blocked := 0
+	for _, d := range rep.Drain {
+		for _, p := range d.Pods {
+			if p.Outcome != fence.Evicted && p.Outcome != fence.Left {
+				blocked++
+			}
+		}
+	}
+	if fo.json {
+		if err := writeJSON(stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printResults(stdout, fo.action(), rep)
+	}
+	fmt.Fprintf(stderr, "%s: %d done, %d unchanged, ", fo.action(), count[fence.Done], count[fence.Unchanged])
+	if len(done.Held) > 0 {
+		fmt.Fprintf(stderr, "%d held (their checks do not pass yet), ", len(done.Held))
+	}
+	fmt.Fprintf(stderr, "%d refused, %d changed since the plan, %d failed", count[fence.Refused]-len(done.Held), count[fence.Changed], count[fence.Failed])
+	if blocked > 0 {
+		fmt.Fprintf(stderr, "; %d pods not evicted", blocked)
+	}
+	fmt.Fprintln(stderr)
+	switch {
+	case done.SaveErr != nil:
+		return &exitError{code: ExitNotSaved, err: fmt.Errorf("the record: %w", done.SaveErr)}
+	case count[fence.Refused]+count[fence.Changed]+count[fence.Failed]+blocked > 0:
+		return errSilentFailure
+	}
+	return nil
+}
+
+func planOf(results []fence.Result) []fence.Plan {
+	out := make([]fence.Plan, len(results))
+	for i, r := range results {
+		out[i] = r.Plan
+	}
+	return out
+}
+
+func printResults(w io.Writer, action string, rep fenceReport) {
+	for _, r := range rep.Results {
+		switch r.Outcome {
+		case fence.Done:
+			var ops []string
+			for _, c := range r.Changes {
+				ops = append(ops, string(c.Op))
+			}
+			fmt.Fprintf(w, "%s: %s (%s)\n", r.Node, doneWord(action), strings.Join(ops, ", "))
+		default:
+			fmt.Fprintf(w, "%s: %s: %s\n", r.Node, r.Outcome, r.Detail)
+		}
+		for _, l := range r.Left {
+			fmt.Fprintf(w, "  left: %s\n", l)
+		}
+	}
+	for _, d := range rep.Drain {
+		fmt.Fprintf(w, "drain of %s:\n", d.Node)
+		if d.Error != "" {
+			fmt.Fprintf(w, "  %s\n", d.Error)
+		} else if len(d.Pods) == 0 {
+			fmt.Fprintln(w, "  no pod on the node")
+		}
+		for _, p := range d.Pods {
+			fmt.Fprintf(w, "  %s/%s: %s", p.Namespace, p.Name, p.Outcome)
+			if p.Why != "" {
+				fmt.Fprintf(w, ": %s", p.Why)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+	if rep.Record != "" {
+		fmt.Fprintf(w, "\nrecord: %s\n", filepath.Join(rep.Record, "record.md"))
+	}
+}
+
+func doneWord(action string) string {
+	if action == "release" {
+		return "released"
+	}
+	return "fenced"
+}
+
+// newFenceListCmd is gpulab fence list: what gpulab fenced in a cluster.
+func newFenceListCmd(o *options) *cobra.Command {
+	src := &cluster.Source{Getenv: o.getenv}
+	cmd := &cobra.Command{
+		Use:   "list [--context NAME]",
+		Short: "The nodes gpulab fenced: since when, why, by whom, their record, and drift",
+		Long: `Lists every node of the cluster that carries a gpulab fence (its
+gpulab.io/fence-record annotation): since when, why, by whom, the record
+(under the results directory when this machine made it), and drift: a
+fenced node someone uncordoned, or whose taint was removed, by hand.
+
+Exit status: 0, also when a node drifted (the DRIFT column says it); 1
+when the cluster could not be read.`,
+		Example: "  gpulab fence list\n  gpulab fence list --context prod --json | jq -r '.[] | select(.drift) | .node'",
+		Args:    exactArgs(0, "no arguments"),
+		RunE: func(c *cobra.Command, _ []string) error {
+			client, err := o.connect(c, src)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
+			defer cancel()
+			list, err := fence.List(ctx, client.Kube)
+			if err != nil {
+				return &exitError{code: ExitFailed, err: fmt.Errorf("context %s: %w", client.Context, err)}
+			}
+			return printFenced(c.OutOrStdout(), o, client.Context, list)
+		},
+	}
+	cmd.Flags().StringVar(&src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().StringVar(&src.Context, "context", "", "the kubeconfig context `NAME` (or the inventory's [[kube]] name) to use (default: the current context)")
+	return cmd
+}
+
+func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) error {
+	if list == nil {
+		list = []fence.Fenced{}
+	}
+	if o.json {
+		return writeJSON(w, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(w, "no node of context %s is fenced by gpulab\n", ctxName)
+		return nil
+	}
+	t := render.NewTable("NODE", "SINCE", "BY", "REASON", "RECORD", "DRIFT")
+	for _, f := range list {
+		rec := f.Record
+		if dir := filepath.Join(o.resultsDir(), "fence", f.Record); f.Record == filepath.Base(f.Record) && fileio.CheckRegular(filepath.Join(dir, "record.md")) == nil {
+			rec = filepath.Join(dir, "record.md")
+		}
+		t.Rows = append(t.Rows, []string{visible.String(f.Node), f.At.UTC().Format(time.RFC3339), visible.String(f.By), visible.String(f.Reason),
+			visible.String(rec), visible.String(strings.Join(f.Drift, "; "))})
+	}
+	return t.WriteText(w)
+}

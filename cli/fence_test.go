@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gpulab/gpulab/fence"
+	"github.com/gpulab/gpulab/internal/kubetest"
+	"github.com/gpulab/gpulab/sim"
+)
+
+func nodeNow(t *testing.T, cp *kubetest.ControlPlane, name string) *corev1.Node {
+	t.Helper()
+	n, err := cp.Client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+type fenceJSON struct {
+	Action  string            `json:"action"`
+	DryRun  bool              `json:"dry_run"`
+	Plan    []fence.Plan      `json:"plan"`
+	Results []fence.Result    `json:"results"`
+	Held    map[string]string `json:"held"`
+	Record  string            `json:"record"`
+}
+
+func fenceRun(t *testing.T, env map[string]string, want int, args ...string) fenceJSON {
+	t.Helper()
+	r := run(t, env, append(args, "--json")...)
+	var out fenceJSON
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || r.code != want {
+		t.Fatalf("gpulab %s: exit %d (want %d), %v\n%s\n%s", strings.Join(args, " "), r.code, want, err, r.stdout, r.stderr)
+	}
+	return out
+}
+
+// The loop end to end, as an operator runs it, on a simulated fleet
+// whose hosts are a real API server's nodes: the sick host is planned
+// (nothing changes), fenced with its evidence kept (the failing checks,
+// each step's output), fenced again (nothing changes, said so), listed,
+// not released while its checks still fail, released with --force, and
+// the record holds it all. A healthy host fenced for maintenance is
+// released after its checks pass.
+func TestFenceLoopEndToEnd(t *testing.T) {
+	cp, f, files := kubeSimFleet(t, sim.Config{Hosts: 3, Seed: 1})
+	sick, healthy := sickAndHealthy(t, f)
+	env := noEnv(t)
+	results := t.TempDir()
+	env["GPULAB_RESULTS"] = results
+	hosts := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", sick}
+
+	plan := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus"}, hosts...)...)
+	if !plan.DryRun || len(plan.Plan) != 1 || len(plan.Plan[0].Changes) != 3 || len(plan.Results) != 0 {
+		t.Fatalf("dry run = %+v: want a plan of 3 changes, nothing done", plan)
+	}
+	if n := nodeNow(t, cp, sick); n.Spec.Unschedulable || fence.ReadFence(n) != nil {
+		t.Fatal("a dry run changed the node")
+	}
+	if entries, _ := os.ReadDir(results); len(entries) != 0 {
+		t.Errorf("a dry run wrote under the results directory: %v", entries)
+	}
+
+	done := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus", "--apply"}, hosts...)...)
+	if len(done.Results) != 1 || done.Results[0].Outcome != fence.Done || done.Record == "" {
+		t.Fatalf("fence --apply = %+v", done)
+	}
+	id := filepath.Base(done.Record)
+	n := nodeNow(t, cp, sick)
+	if got := fence.ReadFence(n); !n.Spec.Unschedulable || got == nil || got.Record != id {
+		t.Fatalf("after fence --apply: unschedulable %v, fence %+v, want record %s", n.Spec.Unschedulable, got, id)
+	}
+	rec, err := fence.OpenRecord(results, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkFenceRecord(t, rec, sick)
+
+	again := fenceRun(t, env, 0, append([]string{"fence", "--reason", "again", "--apply"}, hosts...)...)
+	if again.Results[0].Outcome != fence.Unchanged || again.Record != "" {
+		t.Errorf("a second fence = %+v: want unchanged, no record", again)
+	}
+	l := run(t, env, "fence", "list", "--kubeconfig", cp.Kubeconfig, "--json")
+	if l.code != 0 || !strings.Contains(l.stdout, `"node": "`+sick+`"`) || !strings.Contains(l.stdout, id) {
+		t.Errorf("fence list: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+	}
+
+	rel := append([]string{"release", "--apply"}, hosts[:len(hosts)-2]...)
+	held := fenceRun(t, env, 1, append(rel, "-H", sick)...)
+	if held.Results[0].Outcome != fence.Refused || !strings.Contains(held.Held[sick], "xid") {
+		t.Errorf("release of a host still sick = %+v: want held, naming the xid check", held)
+	}
+	if !nodeNow(t, cp, sick).Spec.Unschedulable {
+		t.Fatal("a held release uncordoned the node")
+	}
+	forced := fenceRun(t, env, 0, append(rel, "-H", sick, "--force")...)
+	if forced.Results[0].Outcome != fence.Done {
+		t.Fatalf("release --force = %+v", forced)
+	}
+	if n := nodeNow(t, cp, sick); n.Spec.Unschedulable || len(n.Spec.Taints) != 0 || fence.ReadFence(n) != nil {
+		t.Errorf("after release: unschedulable %v, taints %v", n.Spec.Unschedulable, n.Spec.Taints)
+	}
+	rec, err = fence.OpenRecord(results, id)
+	if err != nil || len(rec.Releases) != 2 || len(rec.Releases[0].Held) != 1 || !rec.Releases[1].Force {
+		t.Fatalf("the record's releases: %+v, %v: want one held, one forced", rec.Releases, err)
+	}
+
+	maint := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", healthy[0]}
+	fenceRun(t, env, 0, append([]string{"fence", "--reason", "firmware update", "--apply"}, maint...)...)
+	ok := fenceRun(t, env, 0, append([]string{"release", "--apply"}, maint...)...)
+	if ok.Results[0].Outcome != fence.Done || len(ok.Held) != 0 {
+		t.Errorf("release of a healthy host = %+v: want released after its checks", ok)
+	}
+}
+
+// checkFenceRecord: the record holds the sick host's evidence (its
+// failing checks, with facts; each step's output in a file) and the
+// action, complete.
+func checkFenceRecord(t *testing.T, rec *fence.Record, sick string) {
+	t.Helper()
+	if !rec.Complete || rec.Reason != "XID 79: GPU fell off the bus" || len(rec.Evidence) != 1 || len(rec.Results) != 1 {
+		t.Fatalf("record %+v", rec)
+	}
+	ev := rec.Evidence[0]
+	if ev.Host != sick || ev.Runbook != "health" || !strings.Contains(strings.Join(ev.Failing(), ","), "xid") {
+		t.Errorf("evidence %s, runbook %s, failing %v: want %s's xid check", ev.Host, ev.Runbook, ev.Failing(), sick)
+	}
+	kept := 0
+	for _, s := range ev.Steps {
+		if s.File == "" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(rec.Dir(), s.File))
+		if err != nil || len(data) != s.Bytes {
+			t.Errorf("step %s's output %s: %d bytes, %v; the record says %d", s.ID, s.File, len(data), err, s.Bytes)
+		}
+		kept++
+	}
+	if kept < 3 {
+		t.Errorf("only %d steps' outputs kept: %+v", kept, ev.Steps)
+	}
+	md, err := os.ReadFile(filepath.Join(rec.Dir(), "record.md"))
+	if err != nil || !strings.Contains(string(md), "| xid | FAIL |") {
+		t.Errorf("record.md does not show the failing xid check (%v):\n%s", err, md)
+	}
+}
