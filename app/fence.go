@@ -11,15 +11,21 @@ import (
 
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/fence"
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/step"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // FenceSpec is one fence (or release) of a fleet's hosts, nodes of a
 // Kubernetes cluster.
 type FenceSpec struct {
-	Kube *cluster.Client
+	// Kube is the cluster whose nodes are fenced; or, with Kube nil,
+	// Scontrol runs scontrol on SlurmLogin.
+	Kube       *cluster.Client
+	Scontrol   fence.Scontrol
+	SlurmLogin string
 	// Request is the fence's reason, who and when, and the taint; its
 	// Record is set when the record is made.
 	Request fence.Request
@@ -50,15 +56,49 @@ type Fenced struct {
 	SaveErr error
 }
 
+// Target is where the action is taken, as a record says it.
+func (s FenceSpec) Target() string {
+	if s.Kube == nil {
+		return "slurm, scontrol on " + s.SlurmLogin
+	}
+	return "kubernetes context " + s.Kube.Context
+}
+
+// plan reads the nodes and plans their fence (req) or, with release,
+// their release.
+func (s FenceSpec) plan(ctx context.Context, names []string, req fence.Request, release bool) []fence.Plan {
+	switch {
+	case s.Kube == nil && release:
+		return fence.ReadSlurm(ctx, s.Scontrol, names, fence.PlanSlurmRelease)
+	case s.Kube == nil:
+		return fence.ReadSlurm(ctx, s.Scontrol, names, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
+	case release:
+		return fence.Read(ctx, fence.Client(s.Kube.Kube), names, fence.PlanRelease)
+	}
+	return fence.Read(ctx, fence.Client(s.Kube.Kube), names, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+}
+
+// apply carries out plans, made again for req (release: for a release).
+func (s FenceSpec) apply(ctx context.Context, plans []fence.Plan, req fence.Request, release bool) []fence.Result {
+	switch {
+	case s.Kube == nil && release:
+		return fence.ApplySlurm(ctx, s.Scontrol, plans, fence.PlanSlurmRelease)
+	case s.Kube == nil:
+		return fence.ApplySlurm(ctx, s.Scontrol, plans, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
+	case release:
+		return fence.Apply(ctx, fence.Client(s.Kube.Kube), plans, fence.PlanRelease)
+	}
+	return fence.Apply(ctx, fence.Client(s.Kube.Kube), plans, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+}
+
 // PlanFence reads the fleet's nodes and plans their fence.
 func (f *Fleet) PlanFence(ctx context.Context, s FenceSpec) []fence.Plan {
-	req := s.Request
-	return fence.Read(ctx, fence.Client(s.Kube.Kube), f.Names(), func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+	return s.plan(ctx, f.Names(), s.Request, false)
 }
 
 // PlanRelease reads the fleet's nodes and plans their release.
 func (f *Fleet) PlanRelease(ctx context.Context, s FenceSpec) []fence.Plan {
-	return fence.Read(ctx, fence.Client(s.Kube.Kube), f.Names(), fence.PlanRelease)
+	return s.plan(ctx, f.Names(), s.Request, true)
 }
 
 // Fence carries out plans (PlanFence's, as shown to a person): where any
@@ -69,7 +109,7 @@ func (f *Fleet) PlanRelease(ctx context.Context, s FenceSpec) []fence.Plan {
 func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenced {
 	act := changing(plans)
 	if len(act) == 0 {
-		return Fenced{Results: fence.Apply(ctx, fence.Client(s.Kube.Kube), plans, nil)}
+		return Fenced{Results: s.apply(ctx, plans, s.Request, false)}
 	}
 	rec, err := fence.NewRecord(s.Results, act, s.Request.At)
 	if err != nil { // no record, no action: the evidence must be kept
@@ -77,7 +117,7 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	}
 	req := s.Request
 	req.Record = rec.ID
-	rec.Reason, rec.By, rec.At, rec.Target, rec.Simulated, rec.Plan = req.Reason, req.By, req.At, "kubernetes context "+s.Kube.Context, s.Simulated, plans
+	rec.Reason, rec.By, rec.At, rec.Target, rec.Simulated, rec.Plan = req.Reason, req.By, req.At, s.Target(), s.Simulated, plans
 	out := Fenced{Record: rec}
 	keep := func(err error) {
 		if err != nil && out.SaveErr == nil {
@@ -87,11 +127,10 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	keep(rec.Save())
 	rec.Evidence = f.evidence(ctx, rec, "evidence", f.targetsNamed(act), s.Runbook)
 	keep(rec.Save())
-	nodes := fence.Client(s.Kube.Kube)
-	out.Results = fence.Apply(ctx, nodes, plans, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+	out.Results = s.apply(ctx, plans, req, false)
 	rec.Results = out.Results
 	keep(rec.Save())
-	if s.Drain != nil {
+	if s.Drain != nil && s.Kube != nil {
 		for _, r := range out.Results {
 			if r.Outcome == fence.Done {
 				pods, err := fence.Drain(ctx, s.Kube.Kube, r.Node, *s.Drain)
@@ -182,7 +221,7 @@ func via(v orchestrator.Via) string {
 func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenced {
 	act := changing(plans)
 	if len(act) == 0 {
-		return Fenced{Results: fence.Apply(ctx, fence.Client(s.Kube.Kube), plans, nil)}
+		return Fenced{Results: s.apply(ctx, plans, s.Request, true)}
 	}
 	rec := f.releaseRecord(s, plans)
 	if rec == nil {
@@ -209,7 +248,7 @@ func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fe
 		}
 	}
 	out := Fenced{Record: rec, Held: rel.Held}
-	out.Results = fence.Apply(ctx, fence.Client(s.Kube.Kube), release, fence.PlanRelease)
+	out.Results = s.apply(ctx, release, s.Request, true)
 	rel.Results = out.Results
 	rec.Releases = append(rec.Releases, rel)
 	out.SaveErr = rec.Save()
@@ -263,10 +302,38 @@ func (f *Fleet) releaseRecord(s FenceSpec, plans []fence.Plan) *fence.Record {
 		}
 	}
 	rec.Reason = "release of " + strings.Join(slices.Compact(slices.Sorted(slices.Values(ids))), ", ") + " (the fence record is not on this machine)"
-	rec.By, rec.At, rec.Target, rec.Simulated, rec.Complete = s.Request.By, s.Request.At, "kubernetes context "+s.Kube.Context, s.Simulated, true
+	rec.By, rec.At, rec.Target, rec.Simulated, rec.Complete = s.Request.By, s.Request.At, s.Target(), s.Simulated, true
 	return rec
 }
 
 // Now is when an action is taken, to the second, in UTC (what the
 // node's annotations and the record say).
 func Now() time.Time { return time.Now().UTC().Truncate(time.Second) }
+
+// Scontrol runs scontrol's command lines on login over the fleet's
+// engine, one connection for each: the Slurm side of a fence. What it
+// prints is bounded as any command's.
+func (f *Fleet) Scontrol(login string) (fence.Scontrol, error) {
+	h, ok := f.Inv.Host(login)
+	if !ok {
+		h = inventory.Host{Name: login, Address: login, Adhoc: true}
+	}
+	t, err := f.Resolver.Resolve(h)
+	if err != nil {
+		return nil, fmt.Errorf("the Slurm login host %s: %w", login, err)
+	}
+	return func(ctx context.Context, command string) (string, error) {
+		var out orchestrator.Result
+		res := f.Engine.ForEach(ctx, []orchestrator.Target{t}, nil, func(_ int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+			out = conn.Run(ctx, "scontrol", command, orchestrator.RunOptions{Timeout: time.Minute, Inactivity: time.Minute, MaxOutput: 16 << 20})
+			hr.Class = out.Class
+		})
+		switch {
+		case res[0].Class != orchestrator.OK && res[0].Err != "":
+			return "", fmt.Errorf("on %s: %s", login, res[0].Err)
+		case out.Class != orchestrator.OK || out.ExitCode != 0:
+			return string(out.Stdout), fmt.Errorf("on %s: exit %d: %s", login, out.ExitCode, strings.TrimSpace(string(out.Stderr)+" "+out.Err))
+		}
+		return string(out.Stdout), nil
+	}, nil
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -17,6 +18,7 @@ import (
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/runbooks"
 )
 
@@ -31,6 +33,7 @@ type fenceOptions struct {
 	drainTimeout time.Duration
 	runbook      string
 	force        bool
+	slurm        bool // --slurm: the Slurm cluster, where the inventory also names a Kubernetes one
 	release      bool // the release command
 
 	rb      runbooks.Runbook
@@ -49,6 +52,13 @@ record, who, when and why. With --drain it then evicts the node's pods
 through the eviction API: a PodDisruptionBudget is respected (a blocked
 eviction is tried again until --drain-timeout and reported, never
 forced), DaemonSet and static pods are left.
+
+In Slurm (the inventory's [slurm] table: login = the host scontrol runs
+on, nodes = which hosts are its nodes; or --slurm where a Kubernetes
+cluster has the hosts too) it drains the node with scontrol update
+State=DRAIN and a reason gpulab owns: "gpulab: REASON (record ID)". A node
+drained or down for a reason another tool or person set (NHC's "NHC:
+...", slurmctld's "Not responding") is refused, saying who set it.
 
 Before acting it gathers the evidence (the health runbook, or --runbook,
 on the hosts to fence: the checks with their facts, each step's output,
@@ -138,6 +148,7 @@ func (fo *fenceOptions) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&fo.apply, "apply", false, "act: without it, only the plan is shown (nothing is changed, no host is reached)")
 	fl.StringVar(&fo.runbook, "runbook", "health", "the runbook `ID` that gathers the evidence (and checks again before a release)")
+	fl.BoolVar(&fo.slurm, "slurm", false, "act in the inventory's Slurm cluster ([slurm]: scontrol on its login host), where a Kubernetes cluster has the hosts too")
 }
 
 // Complete checks the flags and finds the runbook.
@@ -199,12 +210,15 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 		return err
 	}
 	defer fleet.Keys.Close()
-	kube, simulated, err := fo.cluster(c, fleet)
+	spec, err := fo.target(c, fleet)
 	if err != nil {
 		return err
 	}
-	spec := app.FenceSpec{Kube: kube, Request: fo.request, Results: fo.resultsDir(), Runbook: fo.rb, Force: fo.force, Simulated: simulated || fleet.Simulated}
+	spec.Request, spec.Results, spec.Runbook, spec.Force, spec.Simulated = fo.request, fo.resultsDir(), fo.rb, fo.force, fleet.Simulated
 	if fo.drain {
+		if spec.Kube == nil {
+			return usageErr("--drain is Kubernetes': a Slurm drain already lets running jobs finish and starts no new one")
+		}
 		spec.Drain = &fence.DrainOptions{Timeout: fo.drainTimeout}
 	}
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -216,7 +230,7 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 		plans = fleet.PlanFence(pctx, spec)
 	}
 	if !fo.apply {
-		return fo.printPlan(stdout, stderr, kube.Context, plans)
+		return fo.printPlan(stdout, stderr, spec.Target(), plans)
 	}
 	var done app.Fenced
 	if fo.release {
@@ -224,36 +238,80 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 	} else {
 		done = fleet.Fence(ctx, spec, plans)
 	}
-	return fo.printDone(stdout, stderr, kube.Context, done)
+	return fo.printDone(stdout, stderr, spec.Target(), done)
+}
+
+// target is where the fleet's hosts are fenced: the Kubernetes cluster
+// they are nodes of (cluster), or the inventory's Slurm cluster, by
+// scontrol on its login host (--slurm, or where no Kubernetes cluster
+// has them).
+func (fo *fenceOptions) target(c *cobra.Command, fleet *app.Fleet) (app.FenceSpec, error) {
+	sl := fleet.Inv.Slurm
+	slurmNodes := sl != nil && !slices.ContainsFunc(fleet.Names(), func(h string) bool { return !sl.IsNode(h) })
+	if fo.slurm {
+		if !slurmNodes {
+			return app.FenceSpec{}, usageErr("--slurm: -H %q names hosts that are not nodes of the inventory's [slurm] cluster (its nodes = %q)", fo.ssh.hosts, slurmNodesOf(sl))
+		}
+		return fo.slurmTarget(fleet)
+	}
+	kube, err := fo.cluster(c, fleet, !slurmNodes)
+	switch {
+	case err != nil:
+		return app.FenceSpec{}, err
+	case kube != nil:
+		return app.FenceSpec{Kube: kube}, nil
+	}
+	return fo.slurmTarget(fleet)
+}
+
+func slurmNodesOf(s *inventory.Slurm) string {
+	if s == nil {
+		return "no [slurm] table"
+	}
+	return s.Nodes
+}
+
+func (fo *fenceOptions) slurmTarget(fleet *app.Fleet) (app.FenceSpec, error) {
+	run, err := fleet.Scontrol(fleet.Inv.Slurm.Login)
+	if err != nil {
+		return app.FenceSpec{}, configErr(err)
+	}
+	return app.FenceSpec{Scontrol: run, SlurmLogin: fleet.Inv.Slurm.Login}, nil
 }
 
 // cluster is the Kubernetes cluster the fleet's hosts are nodes of:
 // --via kube's, or the inventory's [[kube]] table whose nodes they are
-// (or --context names), or --context in the kubeconfig.
-func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet) (*cluster.Client, bool, error) {
+// (or --context names), or --context or --kubeconfig as kubectl reads
+// them; nil when none is named and orSlurm says the Slurm cluster has
+// them, and an error when nothing has them.
+func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube bool) (*cluster.Client, error) {
 	src := cluster.Source{Kubeconfig: fo.ssh.kube.kubeconfig, Context: fo.ssh.kube.context, Getenv: fo.getenv}
 	if fo.ssh.kube.via != "kube" {
 		s, k, err := app.KubeSource(fleet.Inv, src, c.Flags().Changed("kubeconfig"), fleet.Names(), fo.getenv("HOME"))
 		if err != nil {
-			return nil, false, configErr(err)
+			return nil, configErr(err)
 		}
-		if k == nil && src.Context == "" {
-			return nil, false, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
+		named := k != nil || src.Context != "" || c.Flags().Changed("kubeconfig")
+		switch {
+		case !named && !mustKube:
+			return nil, nil // the Slurm cluster's
+		case !named:
+			return nil, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes, and no [slurm] table either: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
 		}
 		src = s
 	}
 	client, err := src.Connect()
 	if err != nil {
-		return nil, false, configErr(err)
+		return nil, configErr(err)
 	}
-	return client, false, nil
+	return client, nil
 }
 
 // fenceReport is fence's and release's --json.
 type fenceReport struct {
 	Action  string            `json:"action"` // fence or release
 	DryRun  bool              `json:"dry_run"`
-	Context string            `json:"context"`
+	Target  string            `json:"target"`
 	Reason  string            `json:"reason,omitempty"`
 	Plan    []fence.Plan      `json:"plan"`
 	Results []fence.Result    `json:"results,omitempty"`
@@ -278,11 +336,11 @@ func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plan
 		}
 	}
 	if fo.json {
-		if err := writeJSON(stdout, fenceReport{Action: fo.action(), DryRun: true, Context: ctxName, Reason: fo.request.Reason, Plan: plans}); err != nil {
+		if err := writeJSON(stdout, fenceReport{Action: fo.action(), DryRun: true, Target: ctxName, Reason: fo.request.Reason, Plan: plans}); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(stdout, "%s plan for kubernetes context %s (dry run: nothing is changed; --apply acts):\n\n", fo.action(), ctxName)
+		fmt.Fprintf(stdout, "%s plan for %s (dry run: nothing is changed; --apply acts):\n\n", fo.action(), ctxName)
 		for _, p := range plans {
 			printNodePlan(stdout, p)
 		}

@@ -21,7 +21,7 @@ import (
 // printDone prints what fence or release did, node by node, the record,
 // and the summary on stderr; its error is the exit status.
 func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done app.Fenced) error {
-	rep := fenceReport{Action: fo.action(), Context: ctxName, Reason: fo.request.Reason, Plan: planOf(done.Results), Results: done.Results, Held: done.Held}
+	rep := fenceReport{Action: fo.action(), Target: ctxName, Reason: fo.request.Reason, Plan: planOf(done.Results), Results: done.Results, Held: done.Held}
 	if done.Record != nil {
 		rep.Record = done.Record.Dir()
 		if !fo.release {

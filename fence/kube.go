@@ -110,8 +110,11 @@ type Plan struct {
 	Fence *Fence `json:"fence,omitempty"`
 
 	verb string       // "fence" or "release"
-	node *corev1.Node // as read
-	want *corev1.Node // with the changes
+	node *corev1.Node // as read (Kubernetes)
+	want *corev1.Node // with the changes (Kubernetes)
+	// command is the scontrol line that makes the changes (Slurm), and
+	// record the fence record it names.
+	command, record string
 }
 
 // ReadFence is gpulab's fence on n, or nil.

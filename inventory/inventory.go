@@ -10,6 +10,7 @@ package inventory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -55,6 +56,8 @@ type Inventory struct {
 	// Groups maps a group name to its member host names, in inventory order.
 	Groups map[string][]string
 	Kube   []KubeContext
+	// Slurm is the Slurm cluster the hosts are nodes of; nil when none.
+	Slurm *Slurm `json:"slurm,omitempty"`
 
 	byName map[string]int
 	// byLabel indexes the hosts by label key, then value, so that a label
@@ -118,6 +121,24 @@ type KubeContext struct {
 	// cluster's nodes.
 	Nodes     string   `toml:"nodes" json:"nodes,omitempty"`
 	NodeNames []string `toml:"-" json:"node_names,omitempty"`
+}
+
+// Slurm is a Slurm cluster, as gpulab reaches it: the host its scontrol
+// runs on (a login node, reached over SSH as any host), and which hosts
+// are its nodes.
+type Slurm struct {
+	// Login is the host gpulab runs scontrol on: an inventory host or a
+	// name ssh_config resolves.
+	Login string `toml:"login" json:"login"`
+	// Nodes is a host expression naming the inventory hosts that are the
+	// cluster's nodes ("": every host).
+	Nodes     string   `toml:"nodes" json:"nodes,omitempty"`
+	NodeNames []string `toml:"-" json:"node_names,omitempty"`
+}
+
+// IsNode says whether host is a node of the Slurm cluster.
+func (s *Slurm) IsNode(host string) bool {
+	return s != nil && (s.Nodes == "" || slices.Contains(s.NodeNames, host))
 }
 
 // Empty returns the built-in default inventory: no hosts, gpulab's defaults.

@@ -27,6 +27,7 @@ type fileSchema struct {
 	Host      []hostEntry                   `toml:"host"`
 	Groups    map[string]tomlpos.StringList `toml:"groups"`
 	Kube      []KubeContext                 `toml:"kube"`
+	Slurm     *Slurm                        `toml:"slurm"`
 }
 
 type hostEntry struct {
@@ -137,6 +138,7 @@ func Parse(file string, data []byte) (*Inventory, error) {
 	budget := MaxGroupNames
 	errs = append(errs, inv.addGroups(ix, raw.Groups, raw.Host, names, &budget)...)
 	errs = append(errs, inv.addKube(ix, raw.Kube, &budget)...)
+	errs = append(errs, inv.addSlurm(ix, raw.Slurm, &budget)...)
 	if err := tomlpos.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -486,6 +488,33 @@ func (inv *Inventory) addKube(ix *tomlpos.Index, kube []KubeContext, budget *int
 		}
 		inv.Kube = append(inv.Kube, k)
 	}
+	return errs
+}
+
+// addSlurm adds the Slurm cluster; budget is what is left of
+// MaxGroupNames.
+func (inv *Inventory) addSlurm(ix *tomlpos.Index, s *Slurm, budget *int) []error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	if s.Login == "" {
+		errs = append(errs, ix.Errorf([]any{"slurm"}, "slurm has no login (want login = \"login01\": the host scontrol runs on)"))
+	}
+	if s.Nodes != "" && *budget >= 0 {
+		set, err := inv.evaluate(s.Nodes, inv.groupRef, true, budget)
+		if errors.Is(err, errNamesBudget) {
+			err = errTooManyNames
+		}
+		if err != nil {
+			errs = append(errs, ix.Errorf([]any{"slurm", "nodes"}, "%v", err))
+		}
+		for n := range set {
+			s.NodeNames = append(s.NodeNames, n)
+		}
+		s.NodeNames = inv.ordered(s.NodeNames)
+	}
+	inv.Slurm = s
 	return errs
 }
 

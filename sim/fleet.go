@@ -113,6 +113,7 @@ type Fleet struct {
 	watch      watchdog      // stops every command when the heap runs past maxHeap
 	disk       disk          // the hosts' disk together
 	cluster    *dgx.Cluster  // every host's kubectl talks to it
+	slurm      *dgx.Slurm    // every host's scontrol and sinfo talk to it
 	ctx        context.Context
 	cancel     context.CancelFunc
 	wg         sync.WaitGroup
@@ -333,6 +334,7 @@ func (f *Fleet) start() error {
 	sick, faults, js := plan(f.cfg.Seed, f.cfg.Hosts, f.cfg.Faults)
 	f.sick = sick
 	f.cluster = newCluster(f.cfg.Hosts, faults)
+	f.slurm = newSlurm(f.cfg.Hosts)
 	for i := 0; i < f.cfg.Hosts; i++ {
 		h, err := f.newHost(i, faults[i], js[i])
 		if err != nil {
@@ -351,7 +353,7 @@ func (f *Fleet) newHost(i int, faults spec.Faults, faultsJSON []byte) (*host, er
 	h := &host{name: name, index: i, fleet: f, faults: faultsJSON, sick: i == f.sick, mode: f.cfg.modeOf(name), conns: map[net.Conn]struct{}{}}
 	h.fs = newVFS(filepath.Join(f.dir, name), name, f.empty)
 	h.fs.fleet = &f.disk
-	h.machine = newMachine(name, i, faults, f.cluster)
+	h.machine = newMachine(name, i, faults, f.cluster, f.slurm)
 	var hk ed25519.PrivateKey
 	if f.given != nil {
 		hk = f.given.hosts[i]

@@ -153,6 +153,9 @@ concurrency = %d
 		fmt.Fprintf(&b, "\n[[host]]\nname = %q\naddress = \"127.0.0.1\"\nport = %d\nlabels = { gpu = \"a100-sxm4-40gb\", simulated = \"true\" }\nexpect = { gpus = %d, ib_ports = %d, ib_rate_gbps = %d }\ngroups = [\"dgx\"]\n",
 			h.name, portOf(h.addr), spec.GPUs, len(spec.NICs), spec.IBRateGbps)
 	}
+	// Every host is a node of the simulated Slurm controller and has its
+	// client: the first is where gpulab runs scontrol.
+	fmt.Fprintf(&b, "\n[slurm]\nlogin = %q\nnodes = \"@dgx\"\n", f.hosts[0].name)
 	return b.String()
 }
 

@@ -39,12 +39,21 @@ func newCluster(n int, faults []spec.Faults) *dgx.Cluster {
 	return dgx.NewCluster(names, faults)
 }
 
+// newSlurm is the fleet's Slurm controller: its n hosts are the nodes.
+func newSlurm(n int) *dgx.Slurm {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = HostName(i, n)
+	}
+	return dgx.NewSlurm(names)
+}
+
 // dgxMachine adapts sim/dgx's host to the shell.
 type dgxMachine struct{ h *dgx.Host }
 
-func newMachine(name string, index int, f spec.Faults, cluster *dgx.Cluster) machine {
+func newMachine(name string, index int, f spec.Faults, cluster *dgx.Cluster, slurm *dgx.Slurm) machine {
 	h := dgx.New(name, index, f)
-	h.Cluster = cluster
+	h.Cluster, h.Slurm = cluster, slurm
 	return dgxMachine{h: h}
 }
 

@@ -46,6 +46,9 @@ type Host struct {
 	// kubectl talks to; nil means none is configured (kubectl's
 	// connection to localhost:8080 is refused).
 	Cluster *Cluster
+	// Slurm is the Slurm controller the host's scontrol and sinfo talk
+	// to; nil means none (they cannot contact it).
+	Slurm *Slurm
 }
 
 // uuid is GPU g's UUID on this machine (spec.UUID of Faults.Machine).

@@ -148,7 +148,7 @@ func fieldsOf(t reflect.Type, seen map[reflect.Type]*Shape) []Field {
 		if strings.Contains(","+opts+",", ",string,") {
 			fs = &Shape{Type: "string"}
 		}
-		optional := f.Type.Kind() == reflect.Pointer || strings.Contains(","+opts+",", ",omitempty,") ||
+		optional := f.Type.Kind() == reflect.Pointer || strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,") ||
 			f.Type.Kind() == reflect.Interface
 		out = append(out, Field{Key: name, Shape: fs, Optional: optional})
 	}

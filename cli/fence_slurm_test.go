@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpulab/gpulab/fence"
+	"github.com/gpulab/gpulab/sim"
+)
+
+// The loop in Slurm, on the simulated fleet's controller (its inventory
+// names dgx01 as the login host): the sick host is drained with a reason
+// gpulab owns, as sinfo -R on any host shows; a second fence changes
+// nothing; a drain another tool set (NHC's) is neither fenced over nor
+// released; the release is held while the checks fail and done with
+// --force, and sinfo shows the node idle again.
+func TestFenceLoopInSlurm(t *testing.T) {
+	f, files := simFleet(t, sim.Config{Hosts: 3, Seed: 1})
+	sick, healthy := sickAndHealthy(t, f)
+	env := noEnv(t)
+	env["GPULAB_RESULTS"] = t.TempDir()
+	inv := []string{"--inventory", files.Inventory}
+	login := append([]string{"exec", "-H", f.Hosts()[0].Name}, inv...)
+
+	plan := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus", "-H", sick}, inv...)...)
+	if len(plan.Plan) != 1 || len(plan.Plan[0].Changes) != 1 || plan.Plan[0].Changes[0].Op != fence.OpDrain {
+		t.Fatalf("dry run = %+v: want one drain", plan)
+	}
+	done := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus", "--apply", "-H", sick}, inv...)...)
+	if done.Results[0].Outcome != fence.Done || done.Record == "" {
+		t.Fatalf("fence --apply = %+v", done)
+	}
+	r := run(t, env, append(login, "--", "scontrol", "show", "node", sick)...)
+	if !strings.Contains(r.stdout, "State=IDLE+DRAIN") || !strings.Contains(r.stdout, "Reason=gpulab: XID 79: GPU fell off the bus (record ") {
+		t.Errorf("scontrol show node %s after the fence:\n%s%s", sick, r.stdout, r.stderr)
+	}
+	if r := run(t, env, append(login, "--", "sinfo")...); !strings.Contains(r.stdout, "drain "+sick) {
+		t.Errorf("sinfo after the fence does not show %s drained:\n%s", sick, r.stdout)
+	}
+	if again := fenceRun(t, env, 0, append([]string{"fence", "--reason", "again", "--apply", "-H", sick}, inv...)...); again.Results[0].Outcome != fence.Unchanged {
+		t.Errorf("a second fence = %+v, want unchanged", again.Results[0])
+	}
+
+	other := healthy[0]
+	if r := run(t, env, append(login, "--", "scontrol", "update", "NodeName="+other, "State=DRAIN", "Reason=NHC: check_fs_mount /scratch")...); r.code != 0 {
+		t.Fatalf("NHC's drain: exit %d %s", r.code, r.stderr)
+	}
+	foreign := fenceRun(t, env, 1, append([]string{"release", "--apply", "-H", other}, inv...)...)
+	if foreign.Results[0].Outcome != fence.Refused || !strings.Contains(foreign.Results[0].Detail, "NHC: check_fs_mount") {
+		t.Errorf("release of NHC's drain = %+v, want refused naming it", foreign.Results[0])
+	}
+	if over := fenceRun(t, env, 1, append([]string{"fence", "--reason", "x", "--apply", "-H", other}, inv...)...); over.Results[0].Outcome != fence.Refused {
+		t.Errorf("fence over NHC's drain = %+v, want refused", over.Results[0])
+	}
+
+	held := fenceRun(t, env, 1, append([]string{"release", "--apply", "-H", sick}, inv...)...)
+	if held.Results[0].Outcome != fence.Refused || held.Held[sick] == "" {
+		t.Errorf("release of the sick host = %+v, want held", held)
+	}
+	forced := fenceRun(t, env, 0, append([]string{"release", "--apply", "--force", "-H", sick}, inv...)...)
+	if forced.Results[0].Outcome != fence.Done {
+		t.Fatalf("release --force = %+v", forced.Results[0])
+	}
+	r = run(t, env, append(login, "--", "scontrol", "show", "node", sick)...)
+	if !strings.Contains(r.stdout, "State=IDLE ") || strings.Contains(r.stdout, "Reason=") {
+		t.Errorf("scontrol show node %s after the release:\n%s", sick, r.stdout)
+	}
+}
