@@ -33,6 +33,9 @@ type Workbench struct {
 	Getenv func(string) string
 	// Demo is the demo's fleet, nil elsewhere (see ReproduceFor).
 	Demo *Demo
+	// By is who the workbench's actions (a fence) are taken by:
+	// user@host.
+	By string
 }
 
 // Demo is the simulated fleet gpulab demo serves: its seed and size

@@ -19,6 +19,7 @@ import (
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/internal/text"
 	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/runbooks"
 )
 
@@ -365,19 +366,8 @@ func changingNodes(plans []fence.Plan) []string {
 }
 
 func printNodePlan(w io.Writer, p fence.Plan) {
-	switch {
-	case p.Refused != "":
-		fmt.Fprintf(w, "%s: refused: %s\n", p.Node, p.Refused)
-	case len(p.Changes) == 0:
-		fmt.Fprintf(w, "%s: unchanged: %s\n", p.Node, p.Unchanged)
-	default:
-		fmt.Fprintf(w, "%s:\n", p.Node)
-		for _, c := range p.Changes {
-			fmt.Fprintf(w, "  %-10s %s\n", c.Op, c.What)
-		}
-	}
-	for _, l := range p.Left {
-		fmt.Fprintf(w, "  %-10s %s\n", "left", l)
+	for _, l := range render.FencePlan(p) {
+		fmt.Fprintln(w, l)
 	}
 }
 

@@ -78,18 +78,8 @@ func planOf(results []fence.Result) []fence.Plan {
 
 func printResults(w io.Writer, action string, rep fenceReport) {
 	for _, r := range rep.Results {
-		switch r.Outcome {
-		case fence.Done:
-			var ops []string
-			for _, c := range r.Changes {
-				ops = append(ops, string(c.Op))
-			}
-			fmt.Fprintf(w, "%s: %s (%s)\n", r.Node, doneWord(action), strings.Join(ops, ", "))
-		default:
-			fmt.Fprintf(w, "%s: %s: %s\n", r.Node, r.Outcome, r.Detail)
-		}
-		for _, l := range r.Left {
-			fmt.Fprintf(w, "  left: %s\n", l)
+		for _, l := range render.FenceResult(r, action == "release") {
+			fmt.Fprintln(w, l)
 		}
 	}
 	for _, d := range rep.Drain {
@@ -110,13 +100,6 @@ func printResults(w io.Writer, action string, rep fenceReport) {
 	if rep.Record != "" {
 		fmt.Fprintf(w, "\nrecord: %s\n", filepath.Join(rep.Record, "record.md"))
 	}
-}
-
-func doneWord(action string) string {
-	if action == "release" {
-		return "released"
-	}
-	return "fenced"
 }
 
 // newFenceListCmd is gpulab fence list: what gpulab fenced in a cluster.

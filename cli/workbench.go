@@ -242,7 +242,7 @@ func (o *options) terminalColours() {
 // connections.
 func (o *options) fleetOptions(opts *tui.Options, r *app.Fleet, inv *inventory.Inventory, results string, reproduce []string, kube func([]orchestrator.Target) (*cluster.Client, string), demo *demoFlags) func() {
 	closeFleet := r.Pool() // the terminal is the workbench's; the second command on a host pays no handshake
-	w := &app.Workbench{Fleet: r, Results: results, Prober: app.EmbeddedProber(inv.Simulated), Reproduce: reproduce, Kube: kube, Getenv: o.getenv}
+	w := &app.Workbench{Fleet: r, Results: results, Prober: app.EmbeddedProber(inv.Simulated), Reproduce: reproduce, Kube: kube, Getenv: o.getenv, By: whoAmI(o.getenv)}
 	if demo != nil {
 		w.Demo = &app.Demo{Seed: demo.seed, Hosts: demo.hosts}
 	}

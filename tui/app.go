@@ -150,6 +150,7 @@ func New(opts Options) Model {
 		fv.base, fv.simulated, fv.mask = base, opts.Simulated, mask
 		if len(opts.Present) == 0 {
 			fv.killHost = opts.KillHost
+			fv.fencer, _ = opts.Fleet.(Fencer) // the workbench's; presenter mode acts on nothing
 		}
 		if len(opts.Present) > 0 {
 			fv.noCommands = "presenter mode: running commands is off (gpulab demo without --present allows it)"

@@ -128,7 +128,10 @@ type fleetView struct {
 	openFlagged bool
 	// killHost cuts a simulated host off (gpulab demo; nil elsewhere).
 	killHost func(name string) error
-	now      func() time.Time
+	// fencer fences and releases hosts (F, R); fence is the dialog open.
+	fencer Fencer
+	fence  *fenceDialog
+	now    func() time.Time
 }
 
 func newFleetView(runner FleetRunner, st Styles) *fleetView {
@@ -147,7 +150,7 @@ func newFleetView(runner FleetRunner, st Styles) *fleetView {
 
 func (v *fleetView) Init() tea.Cmd   { return nil }
 func (v *fleetView) Title() string   { return "Fleet" }
-func (v *fleetView) Capturing() bool { return v.typing }
+func (v *fleetView) Capturing() bool { return v.typing || v.fence != nil }
 
 func (v *fleetView) Status() string {
 	if v.running {
@@ -186,6 +189,9 @@ func (v *fleetView) ShortHelp() []key.Binding {
 	}
 	if v.hostView != nil {
 		return append(v.hostView.keysNow(v.keys.Up, v.keys.Down, v.keys.Page), v.keys.Back)
+	}
+	if v.fence != nil {
+		return v.fence.keys()
 	}
 	var lead, keys []key.Binding
 	switch {
@@ -228,11 +234,33 @@ func (v *fleetView) FullHelp() [][]key.Binding {
 	if v.killHost != nil {
 		keys[0] = append(keys[0], k.Kill)
 	}
+	if v.fencer != nil {
+		keys[0] = append(keys[0], fenceKey, releaseKey)
+	}
 	return keys
+}
+
+// openFence opens the fence (or release) dialog on the selected host,
+// its reason what the probe flagged there.
+func (v *fleetView) openFence(release bool) tea.Cmd {
+	if v.running {
+		v.notice = "a run goes on: fence or release when it ends"
+		return nil
+	}
+	r := v.rows[v.cursor]
+	d, cmd := newFenceDialog(v.fencer, v.cursor, r.Name, strings.Join(r.flags, "; "), release, v.width, v.height)
+	v.fence = d
+	return cmd
 }
 
 func (v *fleetView) SetSize(w, h int) {
 	v.width, v.height = w, h
+	if v.fence != nil {
+		v.fence.width, v.fence.height = w, h
+		if v.fence.page != nil {
+			v.fence.draw()
+		}
+	}
 	v.input.Width = max(10, w-4)
 	v.bar.Width = max(10, min(40, w/4))
 	if v.hostView != nil { // drawn again for the new width, where the reader was
@@ -276,9 +304,21 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, probed
 		}
 		return v, tea.Batch(v.stream.wait(), probed)
+	case fencePlanned, fenceApplied:
+		if v.fence != nil {
+			cmd, _ := v.fence.update(msg)
+			return v, cmd
+		}
 	case tea.KeyMsg:
 		if v.typing {
 			return v.updateInput(msg)
+		}
+		if v.fence != nil {
+			cmd, closed := v.fence.update(msg)
+			if closed {
+				v.fence = nil
+			}
+			return v, cmd
 		}
 		if v.hostView != nil {
 			if key.Matches(msg, v.keys.Back) || key.Matches(msg, v.keys.Open) {
@@ -370,6 +410,8 @@ func (v *fleetView) handleKey(km tea.KeyMsg) tea.Cmd {
 				v.notice = name + " cut off (simulated power loss) until the demo restarts"
 			}
 		}
+	case (key.Matches(km, fenceKey) || key.Matches(km, releaseKey)) && v.fencer != nil && len(v.rows) > 0:
+		return v.openFence(key.Matches(km, releaseKey))
 	}
 	v.clamp()
 	return nil

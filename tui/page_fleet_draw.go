@@ -24,6 +24,9 @@ func (v *fleetView) View() string {
 	if v.hostView != nil {
 		return v.hostView.view(v.styles)
 	}
+	if v.fence != nil {
+		return v.fence.view(v.styles)
+	}
 	st := v.styles
 	lines := []string{v.headline(), st.TableHeader.Render(v.rowText("HOST", "ADDRESS", "STATE", "CONNECT", "TIME", "OUTPUT"))}
 	n := v.tableHeight()

@@ -1,0 +1,87 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/gpulab/gpulab/fence"
+	"github.com/gpulab/gpulab/runbooks"
+)
+
+// FenceAction is a fence (or release) the workbench planned and shows
+// for confirmation: what it would do, node by node, and where.
+type FenceAction struct {
+	Release bool
+	Target  string
+	Plans   []fence.Plan
+	spec    FenceSpec
+	fleet   *Fleet
+}
+
+// Changes says how many nodes the action would change.
+func (a *FenceAction) Changes() int { return len(changing(a.Plans)) }
+
+// PlanFence plans fencing (release: releasing) the workbench's hosts at
+// indices hosts, for reason: in the inventory's Slurm cluster when they
+// are its nodes, else in the Kubernetes cluster whose nodes they are
+// (its [[kube]] table). Nothing is changed; ApplyFence carries it out.
+func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, release bool) (*FenceAction, error) {
+	targets := w.Fleet.Chosen(hosts)
+	if len(targets) == 0 {
+		return nil, errors.New("no host chosen")
+	}
+	sub := *w.Fleet
+	sub.Targets = targets
+	spec, err := w.fenceTarget(&sub)
+	if err != nil {
+		return nil, err
+	}
+	rb, err := runbooks.Load(nil)
+	if err != nil {
+		return nil, err
+	}
+	spec.Runbook, _ = runbooks.Find(rb, "health")
+	spec.Results, spec.Simulated = w.Results, sub.Simulated
+	spec.Request = fence.Request{Reason: reason, By: w.By, At: Now()}
+	a := &FenceAction{Release: release, Target: spec.Target(), spec: spec, fleet: &sub}
+	if release {
+		a.Plans = sub.PlanRelease(ctx, spec)
+	} else {
+		a.Plans = sub.PlanFence(ctx, spec)
+	}
+	return a, nil
+}
+
+// fenceTarget is where f's hosts are fenced: the inventory's Slurm
+// cluster when every one is its node, else the Kubernetes cluster of the
+// inventory's [[kube]] table whose nodes they are.
+func (w *Workbench) fenceTarget(f *Fleet) (FenceSpec, error) {
+	if sl := f.Inv.Slurm; sl != nil && !slices.ContainsFunc(f.Names(), func(h string) bool { return !sl.IsNode(h) }) {
+		run, err := f.Scontrol(sl.Login)
+		if err != nil {
+			return FenceSpec{}, err
+		}
+		return FenceSpec{Scontrol: run, SlurmLogin: sl.Login}, nil
+	}
+	if w.Getenv != nil {
+		if c, why := f.Cluster(w.Getenv, f.Targets); c != nil {
+			return FenceSpec{Kube: c}, nil
+		} else if why != "" {
+			return FenceSpec{}, errors.New(why)
+		}
+	}
+	return FenceSpec{}, fmt.Errorf("%s: not a node of the inventory's [slurm] cluster nor of a [[kube]] context: nothing to fence it in", f.Names()[0])
+}
+
+// ApplyFence carries out a planned action (the plan the person saw):
+// evidence first, then the changes, the record kept (Fleet.Fence,
+// Fleet.Release).
+func (w *Workbench) ApplyFence(ctx context.Context, a *FenceAction) Fenced {
+	a.spec.Request.At = Now()
+	if a.Release {
+		return a.fleet.Release(ctx, a.spec, a.Plans)
+	}
+	return a.fleet.Fence(ctx, a.spec, a.Plans)
+}

@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/gpulab/gpulab/inventory"
+	"github.com/gpulab/gpulab/labs"
+	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/sim"
+	"github.com/gpulab/gpulab/tui"
+)
+
+// The loop from the workbench, on the simulated fleet's Slurm controller:
+// F on the sick host asks why, shows the plan (a drain, nothing done
+// yet), y gathers the evidence and drains it, and the simulated sinfo
+// shows it; R shows the release plan, and y holds it while its checks
+// still fail.
+func TestWorkbenchFencesTheSickHost(t *testing.T) {
+	f, files := simFleet(t, sim.Config{Hosts: 3, Seed: 1})
+	sick, _ := sickAndHealthy(t, f)
+	env := noEnv(t)
+	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
+	inv, err := inventory.Load(files.Inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := o.runnerOn(inv, &sshFlags{hosts: "@dgx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := landscape.Builtin()
+	ls, _ := labs.Load(nil)
+	lipgloss.SetColorProfile(termenv.Ascii)
+	opts := tui.Options{Catalog: c, Inventory: inv, Labs: ls, Styles: tui.DefaultStyles()}
+	results := t.TempDir()
+	defer o.fleetOptions(&opts, r, inv, results, nil, nil, nil)()
+	var m tea.Model = tui.New(opts)
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	press := func(keys ...string) tea.Cmd {
+		var cmd tea.Cmd
+		for _, k := range keys {
+			switch k {
+			case "enter":
+				m, cmd = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+			case "down":
+				m, cmd = m.Update(tea.KeyMsg{Type: tea.KeyDown})
+			default:
+				m, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)})
+			}
+		}
+		return cmd
+	}
+	press("3")
+	for i := range f.Hosts() {
+		if f.Hosts()[i].Name == sick {
+			break
+		}
+		press("down")
+	}
+	press("F", "XID 79: GPU fell off the bus")
+	cmd := press("enter")
+	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "y: gather the evidence") })
+	if v := m.View(); !strings.Contains(v, "Fence "+sick+" in slurm, scontrol on dgx01") || !strings.Contains(v, "drain      scontrol update NodeName="+sick) {
+		t.Fatalf("the confirmation does not show the plan:\n%s", v)
+	}
+	if out := run(t, env, "exec", "--inventory", files.Inventory, "-H", "dgx01", "--", "sinfo", "-R"); strings.Contains(out.stdout, sick) {
+		t.Fatalf("the plan alone drained %s:\n%s", sick, out.stdout)
+	}
+	cmd = press("y")
+	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "esc closes") })
+	if v := m.View(); !strings.Contains(v, sick+": fenced (drain)") || !strings.Contains(v, "record: "+results) {
+		t.Fatalf("after y:\n%s", v)
+	}
+	if out := run(t, env, "exec", "--inventory", files.Inventory, "-H", "dgx01", "--", "sinfo", "-R"); !strings.Contains(out.stdout, "gpulab: XID 79: GPU ") {
+		t.Errorf("sinfo -R after the fence:\n%s", out.stdout)
+	}
+	press("esc")
+	cmd = press("R")
+	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "y: run the health runbook again") })
+	cmd = press("y")
+	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "esc closes") })
+	if v := m.View(); !strings.Contains(v, sick+": refused: held: ") {
+		t.Errorf("the release of a host still sick:\n%s", v)
+	}
+}
