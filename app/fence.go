@@ -337,3 +337,68 @@ func (f *Fleet) Scontrol(login string) (fence.Scontrol, error) {
 		return string(out.Stdout), nil
 	}, nil
 }
+
+// SlurmState reads the inventory's Slurm cluster's nodes (SlurmNodes),
+// for @slurm: host expressions.
+func SlurmState(ctx context.Context, inv *inventory.Inventory, r Reach) ([]inventory.SlurmNode, error) {
+	nodes, err := SlurmNodes(ctx, inv, r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]inventory.SlurmNode, len(nodes))
+	for i, n := range nodes {
+		out[i] = inventory.SlurmNode{Name: n.Name, Partitions: n.Partitions, States: append([]string{n.State}, n.Flags...), Features: n.Features}
+	}
+	return out, nil
+}
+
+// SlurmFences are the Slurm cluster's nodes gpulab drained (their reason
+// begins "gpulab: "), with drift: a gpulab reason whose drain was
+// cleared by hand.
+func SlurmFences(ctx context.Context, inv *inventory.Inventory, r Reach) ([]fence.Fenced, error) {
+	nodes, err := SlurmNodes(ctx, inv, r)
+	if err != nil {
+		return nil, err
+	}
+	var out []fence.Fenced
+	for _, n := range nodes {
+		if f := fence.ReadSlurmFence(n); f != nil {
+			out = append(out, fence.Fenced{Node: n.Name, Fence: *f, Cordoned: n.Drained()})
+		}
+	}
+	return out, nil
+}
+
+// SlurmNodes reads the inventory's Slurm cluster's nodes with scontrol
+// on its login host (scontrol show node --json; the text where that
+// Slurm has no --json).
+func SlurmNodes(ctx context.Context, inv *inventory.Inventory, r Reach) ([]parse.SlurmNode, error) {
+	login := inv.Slurm.Login
+	h, ok := inv.Host(login)
+	if !ok {
+		h = inventory.Host{Name: login, Address: login, Adhoc: true}
+	}
+	f, err := NewFleet(inv, []inventory.Host{h}, r)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Keys.Close()
+	run, err := f.Scontrol(login)
+	if err != nil {
+		return nil, err
+	}
+	var nodes []parse.SlurmNode
+	if out, jerr := run(ctx, "scontrol show node --json"); jerr == nil {
+		nodes, err = parse.ParseSlurmNodesJSON(out)
+	} else {
+		out, terr := run(ctx, "scontrol show node")
+		if terr != nil {
+			return nil, fmt.Errorf("the Slurm cluster's nodes: %w", terr)
+		}
+		nodes, err = parse.ParseScontrolShowNode(out)
+	}
+	if err != nil && len(nodes) == 0 {
+		return nil, fmt.Errorf("the Slurm cluster's nodes, as scontrol on %s says them: %w", login, err)
+	}
+	return nodes, nil
+}

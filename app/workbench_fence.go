@@ -1,13 +1,16 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/runbooks"
+	"github.com/gpulab/gpulab/step/parse"
 )
 
 // FenceAction is a fence (or release) the workbench planned and shows
@@ -84,4 +87,48 @@ func (w *Workbench) ApplyFence(ctx context.Context, a *FenceAction) Fenced {
 		return a.fleet.Release(ctx, a.spec, a.Plans)
 	}
 	return a.fleet.Fence(ctx, a.spec, a.Plans)
+}
+
+// NodeState is what the cluster says of a host as a node, for the
+// Fleet: Slurm's state and, where drained or down, the reason with who
+// set it and when.
+type NodeState struct {
+	State  string // IDLE+DRAIN
+	Reason string // `"NHC: check_fs_mount" by root at 2026-12-06T02:14:00Z`
+	// Drained: no new work goes to the node (DRAIN).
+	Drained bool
+}
+
+// NodeStates reads the state of the workbench's hosts that are nodes of
+// the inventory's Slurm cluster (scontrol on its login host); nil with
+// no error when the inventory has no [slurm] table.
+func (w *Workbench) NodeStates(ctx context.Context) (map[string]NodeState, error) {
+	f := w.Fleet
+	if f.Inv == nil || f.Inv.Slurm == nil {
+		return nil, nil
+	}
+	run, err := f.Scontrol(f.Inv.Slurm.Login)
+	if err != nil {
+		return nil, err
+	}
+	out, err := run(ctx, "scontrol show node")
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := parse.ParseScontrolShowNode(out)
+	if err != nil && len(nodes) == 0 {
+		return nil, err
+	}
+	states := map[string]NodeState{}
+	for _, n := range nodes {
+		s := NodeState{State: n.StateString(), Drained: n.Drained()}
+		if n.Reason != "" {
+			s.Reason = fmt.Sprintf("%q by %s", n.Reason, cmp.Or(n.ReasonBy, "?"))
+			if !n.ReasonAt.IsZero() {
+				s.Reason += " at " + n.ReasonAt.Format(time.RFC3339)
+			}
+		}
+		states[n.Name] = s
+	}
+	return states, nil
 }

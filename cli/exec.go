@@ -130,6 +130,21 @@ func (o *options) newRunner(f *sshFlags) (*app.Fleet, error) {
 // runnerOn builds the fleet of the hosts f.hosts selects in inv, reached
 // as f says.
 func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*app.Fleet, error) {
+	if f.identity != "" {
+		if err := orchestrator.CheckIdentityFile(f.identity); err != nil {
+			return nil, usageErr("-i: %v (-i names a private key, as ssh -i does; an inventory is --inventory)", err)
+		}
+	}
+	reach := o.reach(f)
+	if inventory.UsesSlurm(f.hosts) && inv.Slurm != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		nodes, err := app.SlurmState(ctx, inv, reach)
+		if err != nil {
+			return nil, &exitError{code: ExitFailed, err: fmt.Errorf("-H %q: %w", f.hosts, err)}
+		}
+		inv.Slurm.SetState(nodes)
+	}
 	hosts, err := inv.Select(f.hosts)
 	if err != nil {
 		return nil, usageErr("%v", err)
@@ -137,27 +152,26 @@ func (o *options) runnerOn(inv *inventory.Inventory, f *sshFlags) (*app.Fleet, e
 	if len(hosts) == 0 {
 		return nil, usageErr("-H %q selects no host", f.hosts)
 	}
-	home := o.getenv("HOME")
+	r, err := app.NewFleet(inv, hosts, reach)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	return r, nil
+}
+
+// reach is how f says hosts are reached.
+func (o *options) reach(f *sshFlags) app.Reach {
 	local := o.getenv("USER")
 	if local == "" {
 		if u, err := user.Current(); err == nil {
 			local = u.Username
 		}
 	}
-	if f.identity != "" {
-		if err := orchestrator.CheckIdentityFile(f.identity); err != nil {
-			return nil, usageErr("-i: %v (-i names a private key, as ssh -i does; an inventory is --inventory)", err)
-		}
-	}
-	r, err := app.NewFleet(inv, hosts, app.Reach{SSHConfig: f.sshConfig, Overrides: orchestrator.Overrides{
+	return app.Reach{SSHConfig: f.sshConfig, Overrides: orchestrator.Overrides{
 		User: f.user, Port: f.port, IdentityFile: f.identity, KnownHosts: f.knownHosts,
 		ConnectTimeout: f.connectTimeout, CommandTimeout: f.timeout, InactivityTimeout: f.inactivity,
-	}, Home: home, LocalUser: local, AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt(),
-		AcceptNew: f.acceptNew, Concurrency: f.concurrency})
-	if err != nil {
-		return nil, configErr(err)
-	}
-	return r, nil
+	}, Home: o.getenv("HOME"), LocalUser: local, AgentSocket: o.getenv("SSH_AUTH_SOCK"), Passphrase: o.passphrasePrompt(),
+		AcceptNew: f.acceptNew, Concurrency: f.concurrency}
 }
 
 // passphrasePrompt asks on the terminal, when there is one; the passphrase

@@ -105,19 +105,27 @@ func printResults(w io.Writer, action string, rep fenceReport) {
 // newFenceListCmd is gpulab fence list: what gpulab fenced in a cluster.
 func newFenceListCmd(o *options) *cobra.Command {
 	src := &cluster.Source{Getenv: o.getenv}
+	slurm := false
 	cmd := &cobra.Command{
-		Use:   "list [--context NAME]",
+		Use:   "list [--context NAME | --slurm]",
 		Short: "The nodes gpulab fenced: since when, why, by whom, their record, and drift",
 		Long: `Lists every node of the cluster that carries a gpulab fence (its
 gpulab.io/fence-record annotation): since when, why, by whom, the record
 (under the results directory when this machine made it), and drift: a
 fenced node someone uncordoned, or whose taint was removed, by hand.
 
+With --slurm, the inventory's Slurm cluster instead: the nodes whose
+drain reason gpulab set ("gpulab: ..."), read with scontrol on its login
+host; drift is a gpulab reason on a node no longer drained.
+
 Exit status: 0, also when a node drifted (the DRIFT column says it); 1
 when the cluster could not be read.`,
 		Example: "  gpulab fence list\n  gpulab fence list --context prod --json | jq -r '.[] | select(.drift) | .node'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE: func(c *cobra.Command, _ []string) error {
+			if slurm {
+				return o.listSlurmFences(c)
+			}
 			client, err := o.connect(c, src)
 			if err != nil {
 				return err
@@ -128,12 +136,30 @@ when the cluster could not be read.`,
 			if err != nil {
 				return &exitError{code: ExitFailed, err: fmt.Errorf("context %s: %w", client.Context, err)}
 			}
-			return printFenced(c.OutOrStdout(), o, client.Context, list)
+			return printFenced(c.OutOrStdout(), o, "context "+client.Context, list)
 		},
 	}
 	cmd.Flags().StringVar(&src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().BoolVar(&slurm, "slurm", false, "the inventory's Slurm cluster ([slurm]) instead of a Kubernetes one")
 	cmd.Flags().StringVar(&src.Context, "context", "", "the kubeconfig context `NAME` (or the inventory's [[kube]] name) to use (default: the current context)")
 	return cmd
+}
+
+func (o *options) listSlurmFences(c *cobra.Command) error {
+	inv, err := o.loadInventory(true)
+	if err != nil {
+		return err
+	}
+	if inv.Slurm == nil {
+		return usageErr("--slurm: %s has no [slurm] table (login = the host scontrol runs on)", inv.File)
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
+	defer cancel()
+	list, err := app.SlurmFences(ctx, inv, o.reach(&sshFlags{}))
+	if err != nil {
+		return &exitError{code: ExitFailed, err: err}
+	}
+	return printFenced(c.OutOrStdout(), o, "slurm on "+inv.Slurm.Login, list)
 }
 
 func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) error {
@@ -144,7 +170,7 @@ func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) e
 		return writeJSON(w, list)
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(w, "no node of context %s is fenced by gpulab\n", ctxName)
+		fmt.Fprintf(w, "no node of %s is fenced by gpulab\n", ctxName)
 		return nil
 	}
 	t := render.NewTable("NODE", "SINCE", "BY", "REASON", "RECORD", "DRIFT")

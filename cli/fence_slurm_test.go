@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,8 +38,22 @@ func TestFenceLoopInSlurm(t *testing.T) {
 	if r := run(t, env, append(login, "--", "sinfo")...); !strings.Contains(r.stdout, "drain "+sick) {
 		t.Errorf("sinfo after the fence does not show %s drained:\n%s", sick, r.stdout)
 	}
+	// The drained node is the one @slurm:state=drain selects, as the
+	// controller says it now.
+	sel := run(t, env, append([]string{"exec", "-H", "@slurm:state=drain", "--json"}, append(inv, "--", "hostname")...)...)
+	if sel.code != 0 || strings.Count(sel.stdout, `"host": "`) != 1 || !strings.Contains(sel.stdout, `"host": "`+sick+`"`) {
+		t.Errorf("exec -H @slurm:state=drain: exit %d\n%s%s", sel.code, sel.stdout, sel.stderr)
+	}
+	if all := run(t, env, append([]string{"exec", "-H", "@slurm:partition=gpu"}, append(inv, "--", "true")...)...); all.code != 0 || !strings.Contains(all.stderr, "3 hosts: 3 ok") {
+		t.Errorf("exec -H @slurm:partition=gpu: exit %d %s", all.code, all.stderr)
+	}
 	if again := fenceRun(t, env, 0, append([]string{"fence", "--reason", "again", "--apply", "-H", sick}, inv...)...); again.Results[0].Outcome != fence.Unchanged {
 		t.Errorf("a second fence = %+v, want unchanged", again.Results[0])
+	}
+
+	if l := run(t, env, append([]string{"fence", "list", "--slurm", "--json"}, inv...)...); l.code != 0 || strings.Count(l.stdout, `"node": `) != 1 ||
+		!strings.Contains(l.stdout, `"node": "`+sick+`"`) || !strings.Contains(l.stdout, filepath.Base(done.Record)) {
+		t.Errorf("fence list --slurm: exit %d\n%s%s", l.code, l.stdout, l.stderr)
 	}
 
 	other := healthy[0]

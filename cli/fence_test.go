@@ -119,6 +119,35 @@ func TestFenceLoopEndToEnd(t *testing.T) {
 	if ok.Results[0].Outcome != fence.Done || len(ok.Held) != 0 {
 		t.Errorf("release of a healthy host = %+v: want released after its checks", ok)
 	}
+
+	// Two gpulab runs fence one node at once: each plans, gathers its
+	// evidence, and writes from the version it read; one wins, the other
+	// writes nothing and names the winner's record.
+	both := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", healthy[1], "--apply", "--json"}
+	outs := make(chan result, 2)
+	for _, who := range []string{"first", "second"} {
+		go func() { outs <- runInput(t, env, "", append([]string{"fence", "--reason", who}, both...)...) }()
+	}
+	var won, lost int
+	for range 2 {
+		r := <-outs
+		var rep fenceJSON
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Results) != 1 {
+			t.Fatalf("a concurrent fence: exit %d, %v\n%s%s", r.code, err, r.stdout, r.stderr)
+		}
+		switch res := rep.Results[0]; {
+		case res.Outcome == fence.Done && r.code == 0:
+			won++
+		case res.Outcome == fence.Changed && r.code == 1 && strings.Contains(res.Detail, "fenced meanwhile by"),
+			res.Outcome == fence.Unchanged && r.code == 0 && strings.Contains(res.Detail, "already fenced by gpulab"):
+			lost++
+		default:
+			t.Errorf("a concurrent fence: exit %d, %+v", r.code, res)
+		}
+	}
+	if won != 1 || lost != 1 {
+		t.Errorf("two fences at once: %d won, %d lost; want one each", won, lost)
+	}
 }
 
 // checkFenceRecord: the record holds the sick host's evidence (its

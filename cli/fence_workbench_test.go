@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -79,7 +80,11 @@ func TestWorkbenchFencesTheSickHost(t *testing.T) {
 	if out := run(t, env, "exec", "--inventory", files.Inventory, "-H", "dgx01", "--", "sinfo", "-R"); !strings.Contains(out.stdout, "gpulab: XID 79: GPU ") {
 		t.Errorf("sinfo -R after the fence:\n%s", out.stdout)
 	}
-	press("esc")
+	cmd = press("esc")
+	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "DRAIN") })
+	if v := m.View(); !regexp.MustCompile(`(?m)^. `+sick+` .* DRAIN +.*slurm IDLE\+DRAIN: "gpulab: XID 79`).MatchString(v) {
+		t.Errorf("the Fleet does not show %s drained, with the reason:\n%s", sick, v)
+	}
 	cmd = press("R")
 	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "y: run the health runbook again") })
 	cmd = press("y")

@@ -121,6 +121,8 @@ type KubeContext struct {
 	// cluster's nodes.
 	Nodes     string   `toml:"nodes" json:"nodes,omitempty"`
 	NodeNames []string `toml:"-" json:"node_names,omitempty"`
+	// state is the controller's word on the nodes (SetState).
+	state []SlurmNode
 }
 
 // Slurm is a Slurm cluster, as gpulab reaches it: the host its scontrol
@@ -134,6 +136,61 @@ type Slurm struct {
 	// cluster's nodes ("": every host).
 	Nodes     string   `toml:"nodes" json:"nodes,omitempty"`
 	NodeNames []string `toml:"-" json:"node_names,omitempty"`
+	// state is the controller's word on the nodes (SetState).
+	state []SlurmNode
+}
+
+// SlurmNode is a Slurm node as a host expression selects it
+// (@slurm:partition=gpu): what the controller says of it now.
+type SlurmNode struct {
+	Name       string
+	Partitions []string
+	// States are its base state and flags, upper case: IDLE, DRAIN.
+	States   []string
+	Features []string
+}
+
+// SetState gives the cluster's nodes as the controller says them now,
+// for @slurm: host expressions (gpulab reads them with scontrol on the
+// login host, where an expression asks for them).
+func (s *Slurm) SetState(nodes []SlurmNode) { s.state = nodes }
+
+// UsesSlurm says whether a host expression selects by the Slurm
+// cluster's state (@slurm:...).
+func UsesSlurm(expr string) bool { return strings.Contains(expr, "@slurm:") }
+
+// term resolves @slurm:KEY=VALUE (partition, state, feature; the value
+// matched without regard to case) or @slurm:all.
+func (s *Slurm) term(sel string) ([]string, error) {
+	if s == nil {
+		return nil, fmt.Errorf("@slurm:%s: the inventory has no [slurm] table (login = the host scontrol runs on)", sel)
+	}
+	if s.state == nil {
+		return nil, fmt.Errorf("@slurm:%s: the Slurm cluster's state was not read", sel)
+	}
+	key, value, ok := strings.Cut(sel, "=")
+	if sel != "all" && sel != "*" && (!ok || value == "") {
+		return nil, fmt.Errorf("@slurm:%s: want @slurm:partition=NAME, @slurm:state=STATE, @slurm:feature=NAME or @slurm:all", sel)
+	}
+	var names []string
+	for _, n := range s.state {
+		var have []string
+		switch key {
+		case "all", "*":
+		case "partition":
+			have = n.Partitions
+		case "state":
+			have = n.States
+		case "feature":
+			have = n.Features
+		default:
+			return nil, fmt.Errorf("@slurm:%s: no key %q (partition, state, feature)", sel, key)
+		}
+		if !ok || slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, value) || key == "state" && strings.EqualFold(value, "alloc") && h == "ALLOCATED" }) {
+			names = append(names, n.Name)
+		}
+	}
+	return names, nil
 }
 
 // IsNode says whether host is a node of the Slurm cluster.

@@ -22,6 +22,8 @@ import (
 //	@train                  a group
 //	@gpu=a100               hosts whose label gpu is a100; @gpu=* any value
 //	* or @all               every inventory host
+//	@slurm:partition=gpu    the Slurm cluster's nodes of partition gpu
+//	                        (also state=drain, feature=a100, @slurm:all)
 //
 // An expression names at most MaxHosts hosts, and its terms at most
 // MaxGroupNames in all (a host counting each time it is named); a node set
@@ -166,6 +168,9 @@ func (inv *Inventory) termNames(t string, ref func(string) ([]string, error), st
 			names[i] = h.Name
 		}
 		return names, nil
+	}
+	if rest, ok := strings.CutPrefix(t, "@slurm:"); ok {
+		return inv.Slurm.term(rest)
 	}
 	if rest, ok := strings.CutPrefix(t, "@"); ok {
 		if key, value, isLabel := strings.Cut(rest, "="); isLabel {

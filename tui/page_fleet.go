@@ -131,7 +131,10 @@ type fleetView struct {
 	// fencer fences and releases hosts (F, R); fence is the dialog open.
 	fencer Fencer
 	fence  *fenceDialog
-	now    func() time.Time
+	// nodes are the hosts' states as nodes of a cluster (Slurm's), read
+	// when the view opens and after each fence or release.
+	nodes map[string]app.NodeState
+	now   func() time.Time
 }
 
 func newFleetView(runner FleetRunner, st Styles) *fleetView {
@@ -148,7 +151,12 @@ func newFleetView(runner FleetRunner, st Styles) *fleetView {
 	return v
 }
 
-func (v *fleetView) Init() tea.Cmd   { return nil }
+func (v *fleetView) Init() tea.Cmd {
+	if v.fencer == nil {
+		return nil
+	}
+	return loadNodeStates(v.runner)
+}
 func (v *fleetView) Title() string   { return "Fleet" }
 func (v *fleetView) Capturing() bool { return v.typing || v.fence != nil }
 
@@ -304,9 +312,16 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, probed
 		}
 		return v, tea.Batch(v.stream.wait(), probed)
+	case nodeStatesMsg:
+		if msg.err == nil {
+			v.nodes = msg.states
+		}
 	case fencePlanned, fenceApplied:
 		if v.fence != nil {
 			cmd, _ := v.fence.update(msg)
+			if _, applied := msg.(fenceApplied); applied {
+				return v, tea.Batch(cmd, loadNodeStates(v.runner))
+			}
 			return v, cmd
 		}
 	case tea.KeyMsg:
@@ -315,8 +330,9 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 		}
 		if v.fence != nil {
 			cmd, closed := v.fence.update(msg)
-			if closed {
+			if closed { // what the cluster says now, changed or not
 				v.fence = nil
+				return v, tea.Batch(cmd, loadNodeStates(v.runner))
 			}
 			return v, cmd
 		}

@@ -150,6 +150,12 @@ func (v *fleetView) row(i int) string {
 	if len(r.flags) > 0 {
 		state, out = state+" FLAGGED", "⚑ "+strings.Join(r.flags, " · ")
 	}
+	if n, ok := v.nodes[r.Name]; ok && n.Drained {
+		state += " DRAIN"
+		if out == "" {
+			out = "slurm " + n.State + ": " + termLine(n.Reason)
+		}
+	}
 	// A row drawn in one style carries its badge as plain text: a styled
 	// badge inside would end the row's style.
 	plain := i == v.cursor || r.state == stateDone && r.class != orchestrator.OK || r.Err != "" || len(r.flags) > 0
@@ -298,6 +304,20 @@ func (v *fleetView) hostLines() []string {
 		return nil
 	}
 	r := v.rows[v.cursor]
+	var head []string
+	if n, ok := v.nodes[r.Name]; ok {
+		line := "slurm: " + n.State
+		if n.Reason != "" {
+			line += ", " + termLine(n.Reason)
+		}
+		head = append(head, st.CardMuted.Render(line))
+	}
+	return append(head, v.hostOutput(r)...)
+}
+
+// hostOutput is what the last run printed on r.
+func (v *fleetView) hostOutput(r hostRow) []string {
+	st := v.styles
 	if r.result == nil && len(r.live) > 0 {
 		return append([]string{st.Hint.Render("running; its output so far:")}, termLines(string(r.live))...)
 	}
