@@ -82,7 +82,7 @@ func TestWorkbenchFencesTheSickHost(t *testing.T) {
 	}
 	cmd = press("esc")
 	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "DRAIN") })
-	if v := m.View(); !regexp.MustCompile(`(?m)^. `+sick+` .* DRAIN +.*slurm IDLE\+DRAIN: "gpulab: XID 79`).MatchString(v) {
+	if v := m.View(); !regexp.MustCompile(`(?m)^. ` + sick + ` .* DRAIN +.*slurm IDLE\+DRAIN: "gpulab: XID 79`).MatchString(v) {
 		t.Errorf("the Fleet does not show %s drained, with the reason:\n%s", sick, v)
 	}
 	cmd = press("R")

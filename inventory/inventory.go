@@ -186,7 +186,9 @@ func (s *Slurm) term(sel string) ([]string, error) {
 		default:
 			return nil, fmt.Errorf("@slurm:%s: no key %q (partition, state, feature)", sel, key)
 		}
-		if !ok || slices.ContainsFunc(have, func(h string) bool { return strings.EqualFold(h, value) || key == "state" && strings.EqualFold(value, "alloc") && h == "ALLOCATED" }) {
+		if !ok || slices.ContainsFunc(have, func(h string) bool {
+			return strings.EqualFold(h, value) || key == "state" && strings.EqualFold(value, "alloc") && h == "ALLOCATED"
+		}) {
 			names = append(names, n.Name)
 		}
 	}
