@@ -2,7 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"time"
@@ -38,6 +42,10 @@ type FenceSpec struct {
 	Drain *fence.DrainOptions
 	// Force releases without the checks passing (recorded).
 	Force bool
+	// Runbooks finds a runbook by ID: a release checks again with the
+	// one its fence's record names, unless RunbookGiven (--runbook).
+	Runbooks     func(id string) (runbooks.Runbook, bool)
+	RunbookGiven bool
 	// Simulated: the hosts or the cluster are gpulab's simulation.
 	Simulated bool
 }
@@ -46,7 +54,9 @@ type FenceSpec struct {
 // was nothing to do: no record is made for nothing) and each node's
 // result, in the fleet's order.
 type Fenced struct {
-	Record  *fence.Record
+	Record *fence.Record
+	// Records are every record a release wrote to (its nodes' fences').
+	Records []*fence.Record
 	Results []fence.Result
 	// Held are the nodes a release kept fenced, their checks not
 	// passing yet, with why.
@@ -118,6 +128,7 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	req := s.Request
 	req.Record = rec.ID
 	rec.Reason, rec.By, rec.At, rec.Target, rec.Simulated, rec.Plan = req.Reason, req.By, req.At, s.Target(), s.Simulated, plans
+	rec.Runbook = s.Runbook.ID
 	out := Fenced{Record: rec}
 	keep := func(err error) {
 		if err != nil && out.SaveErr == nil {
@@ -213,52 +224,139 @@ func via(v orchestrator.Via) string {
 	return v.Transport
 }
 
-// Release carries out plans (PlanRelease's): before it, the runbook
-// runs again on the nodes to release, and a node is released only when
-// every check that failed or warned at its fence passes now and none
-// fails (or with Force, recorded). The release is added to the fence's
-// record where this machine has it, or kept in a record of its own.
+// Release carries out plans (PlanRelease's). Before it, the nodes'
+// runbook runs again (the one that gathered their fence's evidence,
+// unless one was given): a node is released only when every check that
+// failed or warned at its fence passes now and none fails; where this
+// machine has no evidence of its fence to compare with, only when every
+// check passes (or with Force, recorded). Each release is added to its
+// fence's record, under the record's lock, or kept in a record of its
+// own where this machine has none.
 func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenced {
-	act := changing(plans)
-	if len(act) == 0 {
+	if len(changing(plans)) == 0 {
 		return Fenced{Results: s.apply(ctx, plans, s.Request, true)}
 	}
-	rec := f.releaseRecord(s, plans)
-	if rec == nil {
-		return Fenced{Results: notDone(plans, "nothing done: no record could be made for the release"), SaveErr: fmt.Errorf("the release record in %s could not be made", s.Results)}
-	}
-	rel := fence.Release{By: s.Request.By, At: s.Request.At, Force: s.Force, Held: map[string]string{}, Plan: plans}
-	if !s.Force {
-		rel.Evidence = f.evidence(ctx, rec, fmt.Sprintf("release-%d", len(rec.Releases)+1), f.targetsNamed(act), s.Runbook)
-		failing := map[string][]string{}
-		for _, h := range rec.Evidence {
-			failing[h.Host] = h.Failing()
-		}
-		for _, h := range rel.Evidence {
-			if why := stillFailing(h, failing[h.Host]); why != "" {
-				rel.Held[h.Host] = why
+	groups := releaseGroups(plans)
+	out := Fenced{Held: map[string]string{}}
+	release := slices.Clone(plans)
+	for _, g := range groups {
+		f.checkAgain(ctx, s, g)
+		for i, p := range release {
+			if why, held := g.rel.Held[p.Node]; held {
+				out.Held[p.Node] = why
+				release[i] = fence.Plan{Node: p.Node, Refused: "held: " + why, Fence: p.Fence}
 			}
 		}
 	}
-	release := make([]fence.Plan, len(plans))
-	for i, p := range plans {
-		release[i] = p
-		if why, held := rel.Held[p.Node]; held {
-			release[i] = fence.Plan{Node: p.Node, Refused: "held: " + why, Fence: p.Fence}
-		}
-	}
-	out := Fenced{Record: rec, Held: rel.Held}
 	out.Results = s.apply(ctx, release, s.Request, true)
-	rel.Results = out.Results
-	rec.Releases = append(rec.Releases, rel)
-	out.SaveErr = rec.Save()
+	for _, g := range groups {
+		for _, r := range out.Results {
+			if slices.Contains(g.nodes, r.Node) {
+				g.rel.Plan, g.rel.Results = append(g.rel.Plan, r.Plan), append(g.rel.Results, r)
+			}
+		}
+		if g.rec == nil {
+			continue
+		}
+		if err := g.save(); err != nil && out.SaveErr == nil {
+			out.SaveErr = err
+		}
+		out.Records = append(out.Records, g.rec)
+	}
+	if len(out.Records) > 0 {
+		out.Record = out.Records[0]
+	}
 	return out
 }
 
-// stillFailing says why h does not pass the release's checks: a check
-// that failed or warned at the fence (was) that does not pass now, or
-// any check that fails now; "" when it passes.
-func stillFailing(h fence.HostEvidence, was []string) string {
+// releaseGroup is the nodes to release that one record fenced.
+type releaseGroup struct {
+	id       string
+	nodes    []string
+	rec      *fence.Record
+	existing bool // rec is the fence's own record
+	rel      fence.Release
+}
+
+func releaseGroups(plans []fence.Plan) []*releaseGroup {
+	var out []*releaseGroup
+	for _, p := range plans {
+		if len(p.Changes) == 0 || p.Refused != "" || p.Fence == nil {
+			continue
+		}
+		i := slices.IndexFunc(out, func(g *releaseGroup) bool { return g.id == p.Fence.Record })
+		if i < 0 {
+			out = append(out, &releaseGroup{id: p.Fence.Record})
+			i = len(out) - 1
+		}
+		out[i].nodes = append(out[i].nodes, p.Node)
+	}
+	return out
+}
+
+// checkAgain finds g's record (or makes one for the release) and, unless
+// forced, runs the runbook again on g's nodes and holds those that do
+// not pass.
+func (f *Fleet) checkAgain(ctx context.Context, s FenceSpec, g *releaseGroup) {
+	g.rel = fence.Release{By: s.Request.By, At: s.Request.At, Force: s.Force, Held: map[string]string{}}
+	rec, err := fence.OpenRecord(s.Results, g.id)
+	if err == nil {
+		g.rec, g.existing = rec, true
+	} else {
+		g.rel.Note = "the fence record " + g.id + " is not usable here: " + err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			g.rel.Note = "the fence record " + g.id + " is not on this machine"
+		}
+		if g.rec, err = f.ownReleaseRecord(s, g); err != nil {
+			for _, n := range g.nodes {
+				g.rel.Held[n] = "no record of the release could be made: " + err.Error()
+			}
+			return
+		}
+	}
+	if s.Force {
+		return
+	}
+	rb := s.Runbook
+	if g.existing && !s.RunbookGiven && g.rec.Runbook != "" && s.Runbooks != nil {
+		if r, ok := s.Runbooks(g.rec.Runbook); ok {
+			rb = r
+		}
+	}
+	g.rel.Runbook = rb.ID
+	prefix := fmt.Sprintf("release-%s-%s", s.Request.At.UTC().Format("20060102-150405"), randomSuffix())
+	g.rel.Evidence = f.evidence(ctx, g.rec, prefix, f.targetsNamed(g.nodes), rb)
+	before := map[string][]string{}
+	if g.existing {
+		for _, h := range g.rec.Evidence {
+			if h.Error == "" && len(h.Verdicts) > 0 {
+				before[h.Host] = h.Failing()
+			}
+		}
+	}
+	for _, h := range g.rel.Evidence {
+		was, known := before[h.Host]
+		if why := stillFailing(h, was, known); why != "" {
+			g.rel.Held[h.Host] = why
+		}
+	}
+}
+
+// save adds the release to the fence's record (under its lock), or saves
+// the release's own record.
+func (g *releaseGroup) save() error {
+	if !g.existing {
+		g.rec.Releases = []fence.Release{g.rel}
+		return g.rec.Save()
+	}
+	return g.rec.Update(func(cur *fence.Record) { cur.Releases = append(cur.Releases, g.rel) })
+}
+
+// stillFailing says why h does not pass the release's checks, "" when it
+// passes: a check that failed or warned at the fence (was) that does not
+// pass now, or any check that fails now; where the fence's evidence is
+// not known, any check that does not pass.
+func stillFailing(h fence.HostEvidence, was []string, known bool) string {
 	if h.Error != "" {
 		return "not checked again: " + h.Error
 	}
@@ -267,8 +365,8 @@ func stillFailing(h fence.HostEvidence, was []string) string {
 		switch {
 		case slices.Contains(was, v.Check) && v.Status != step.Pass:
 			why = append(why, fmt.Sprintf("%s %s (it did not pass at the fence): %s", v.Check, v.Status, v.Summary))
-		case v.Status == step.Fail:
-			why = append(why, fmt.Sprintf("%s FAIL: %s", v.Check, v.Summary))
+		case v.Status == step.Fail || !known && v.Status != step.Pass && v.Status != step.Skipped:
+			why = append(why, fmt.Sprintf("%s %s: %s", v.Check, v.Status, v.Summary))
 		}
 	}
 	for _, c := range was {
@@ -276,34 +374,28 @@ func stillFailing(h fence.HostEvidence, was []string) string {
 			why = append(why, c+" not judged again")
 		}
 	}
+	if len(why) > 0 && !known {
+		return "no evidence of its fence here to compare with, so every check must pass: " + strings.Join(why, "; ")
+	}
 	return strings.Join(why, "; ")
 }
 
-// releaseRecord is the fence record the plans' nodes name, where this
-// machine has it (one record: a release of nodes fenced under several is
-// kept in the first), or a new record for the release alone.
-func (f *Fleet) releaseRecord(s FenceSpec, plans []fence.Plan) *fence.Record {
-	for _, p := range plans {
-		if p.Fence == nil || len(p.Changes) == 0 {
-			continue
-		}
-		if rec, err := fence.OpenRecord(s.Results, p.Fence.Record); err == nil {
-			return rec
-		}
-	}
-	rec, err := fence.NewRecord(s.Results, changing(plans), s.Request.At)
+// ownReleaseRecord is a record for a release whose fence record this
+// machine does not have.
+func (f *Fleet) ownReleaseRecord(s FenceSpec, g *releaseGroup) (*fence.Record, error) {
+	rec, err := fence.NewRecord(s.Results, g.nodes, s.Request.At)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var ids []string
-	for _, p := range plans {
-		if p.Fence != nil {
-			ids = append(ids, p.Fence.Record)
-		}
-	}
-	rec.Reason = "release of " + strings.Join(slices.Compact(slices.Sorted(slices.Values(ids))), ", ") + " (the fence record is not on this machine)"
+	rec.Reason = "release of " + g.id + " (" + g.rel.Note + ")"
 	rec.By, rec.At, rec.Target, rec.Simulated, rec.Complete = s.Request.By, s.Request.At, s.Target(), s.Simulated, true
-	return rec
+	return rec, nil
+}
+
+func randomSuffix() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // Now is when an action is taken, to the second, in UTC (what the

@@ -46,6 +46,7 @@ func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, r
 		return nil, err
 	}
 	spec.Runbook, _ = runbooks.Find(rb, "health")
+	spec.Runbooks = func(id string) (runbooks.Runbook, bool) { return runbooks.Find(rb, id) }
 	spec.Results, spec.Simulated = w.Results, sub.Simulated
 	spec.Request = fence.Request{Reason: reason, By: w.By, At: Now()}
 	a := &FenceAction{Release: release, Target: spec.Target(), spec: spec, fleet: &sub}

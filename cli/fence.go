@@ -37,8 +37,9 @@ type fenceOptions struct {
 	slurm        bool // --slurm: the Slurm cluster, where the inventory also names a Kubernetes one
 	release      bool // the release command
 
-	rb      runbooks.Runbook
-	request fence.Request
+	rb       runbooks.Runbook
+	runbooks []runbooks.Runbook
+	request  fence.Request
 }
 
 const fenceLong = `gpulab fence takes a sick node out of service, the operating loop's last
@@ -165,7 +166,7 @@ func (fo *fenceOptions) Complete() error {
 	if !ok {
 		return noSuch("runbook", fo.runbook, rbs, func(r runbooks.Runbook) string { return r.ID })
 	}
-	fo.rb = rb
+	fo.rb, fo.runbooks = rb, rbs
 	fo.request = fence.Request{By: whoAmI(fo.getenv), At: app.Now()}
 	if fo.release {
 		return nil
@@ -189,6 +190,12 @@ func (fo *fenceOptions) completeFence() error {
 	}
 	fo.request.Reason, fo.request.TaintKey, fo.request.Effect = r, key, corev1.TaintEffect(effect)
 	return nil
+}
+
+// findRunbook is the loaded runbook id (a release checks again with its
+// fence's).
+func (fo *fenceOptions) findRunbook(id string) (runbooks.Runbook, bool) {
+	return runbooks.Find(fo.runbooks, id)
 }
 
 // whoAmI is the local user@host an action is taken by.
@@ -216,6 +223,7 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 		return err
 	}
 	spec.Request, spec.Results, spec.Runbook, spec.Force, spec.Simulated = fo.request, fo.resultsDir(), fo.rb, fo.force, fleet.Simulated
+	spec.Runbooks, spec.RunbookGiven = fo.findRunbook, c.Flags().Changed("runbook")
 	if fo.drain {
 		if spec.Kube == nil {
 			return usageErr("--drain is Kubernetes': a Slurm drain already lets running jobs finish and starts no new one")
@@ -319,7 +327,9 @@ type fenceReport struct {
 	Drain   []fence.NodeDrain `json:"drain,omitempty"`
 	Held    map[string]string `json:"held,omitempty"`
 	Record  string            `json:"record,omitempty"` // its directory
-	Problem string            `json:"record_problem,omitempty"`
+	// Records are every record a release wrote to (its nodes' fences').
+	Records []string `json:"records,omitempty"`
+	Problem string   `json:"record_problem,omitempty"`
 }
 
 func (fo *fenceOptions) action() string {

@@ -22,6 +22,9 @@ import (
 // and the summary on stderr; its error is the exit status.
 func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done app.Fenced) error {
 	rep := fenceReport{Action: fo.action(), Target: ctxName, Reason: fo.request.Reason, Plan: planOf(done.Results), Results: done.Results, Held: done.Held}
+	for _, r := range done.Records {
+		rep.Records = append(rep.Records, r.Dir())
+	}
 	if done.Record != nil {
 		rep.Record = done.Record.Dir()
 		if !fo.release {
@@ -97,15 +100,27 @@ func printResults(w io.Writer, action string, rep fenceReport) {
 			fmt.Fprintln(w)
 		}
 	}
-	if rep.Record != "" {
+	switch {
+	case len(rep.Records) > 1:
+		fmt.Fprintln(w, "\nrecords:")
+		for _, r := range rep.Records {
+			fmt.Fprintf(w, "  %s\n", filepath.Join(r, "record.md"))
+		}
+	case rep.Record != "":
 		fmt.Fprintf(w, "\nrecord: %s\n", filepath.Join(rep.Record, "record.md"))
 	}
 }
 
 // newFenceListCmd is gpulab fence list: what gpulab fenced in a cluster.
+// fenceListOptions are fence list's flags.
+type fenceListOptions struct {
+	*options
+	src   cluster.Source
+	slurm bool
+}
+
 func newFenceListCmd(o *options) *cobra.Command {
-	src := &cluster.Source{Getenv: o.getenv}
-	slurm := false
+	lo := &fenceListOptions{options: o, src: cluster.Source{Getenv: o.getenv}}
 	cmd := &cobra.Command{
 		Use:   "list [--context NAME | --slurm]",
 		Short: "The nodes gpulab fenced: since when, why, by whom, their record, and drift",
@@ -119,30 +134,34 @@ drain reason gpulab set ("gpulab: ..."), read with scontrol on its login
 host; drift is a gpulab reason on a node no longer drained.
 
 Exit status: 0, also when a node drifted (the DRIFT column says it); 1
-when the cluster could not be read.`,
+when the cluster could not be read; 2 when none is named (no kubeconfig,
+no [slurm] table).`,
 		Example: "  gpulab fence list\n  gpulab fence list --context prod --json | jq -r '.[] | select(.drift) | .node'",
 		Args:    exactArgs(0, "no arguments"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if slurm {
-				return o.listSlurmFences(c)
-			}
-			client, err := o.connect(c, src)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
-			defer cancel()
-			list, err := fence.List(ctx, client.Kube)
-			if err != nil {
-				return &exitError{code: ExitFailed, err: fmt.Errorf("context %s: %w", client.Context, err)}
-			}
-			return printFenced(c.OutOrStdout(), o, "context "+client.Context, list)
-		},
+		RunE:    lo.Run,
 	}
-	cmd.Flags().StringVar(&src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().BoolVar(&slurm, "slurm", false, "the inventory's Slurm cluster ([slurm]) instead of a Kubernetes one")
-	cmd.Flags().StringVar(&src.Context, "context", "", "the kubeconfig context `NAME` (or the inventory's [[kube]] name) to use (default: the current context)")
+	cmd.Flags().StringVar(&lo.src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
+	cmd.Flags().BoolVar(&lo.slurm, "slurm", false, "the inventory's Slurm cluster ([slurm]) instead of a Kubernetes one")
+	cmd.Flags().StringVar(&lo.src.Context, "context", "", "the kubeconfig context `NAME` (or the inventory's [[kube]] name) to use (default: the current context)")
 	return cmd
+}
+
+// Run lists the fenced nodes of the cluster the flags name.
+func (lo *fenceListOptions) Run(c *cobra.Command, _ []string) error {
+	if lo.slurm {
+		return lo.listSlurmFences(c)
+	}
+	client, err := lo.connect(c, &lo.src)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
+	defer cancel()
+	list, err := fence.List(ctx, client.Kube)
+	if err != nil {
+		return &exitError{code: ExitFailed, err: fmt.Errorf("context %s: %w", client.Context, err)}
+	}
+	return printFenced(c.OutOrStdout(), lo.options, "context "+client.Context, list)
 }
 
 func (o *options) listSlurmFences(c *cobra.Command) error {

@@ -68,9 +68,29 @@ func TestFenceLoopInSlurm(t *testing.T) {
 		t.Errorf("fence over NHC's drain = %+v, want refused", over.Results[0])
 	}
 
-	held := fenceRun(t, env, 1, append([]string{"release", "--apply", "-H", sick}, inv...)...)
-	if held.Results[0].Outcome != fence.Refused || held.Held[sick] == "" {
-		t.Errorf("release of the sick host = %+v, want held", held)
+	// Released together with a healthy host fenced under another record:
+	// each is judged against its own record, and each record keeps its
+	// release.
+	maint := fenceRun(t, env, 0, append([]string{"fence", "--reason", "firmware", "--apply", "-H", healthy[1]}, inv...)...)
+	held := fenceRun(t, env, 1, append([]string{"release", "--apply", "-H", sick + "," + healthy[1]}, inv...)...)
+	outcome := map[string]fence.Outcome{}
+	for _, r := range held.Results {
+		outcome[r.Node] = r.Outcome
+	}
+	if outcome[sick] != fence.Refused || held.Held[sick] == "" || outcome[healthy[1]] != fence.Done || len(held.Records) != 2 {
+		t.Errorf("release of the sick host and a healthy one = %+v, want the sick one held, the other released, two records", held)
+	}
+	for _, dir := range []string{done.Record, maint.Record} {
+		if rec, err := fence.OpenRecord(filepath.Dir(filepath.Dir(dir)), filepath.Base(dir)); err != nil || len(rec.Releases) != 1 {
+			t.Errorf("record %s after the release: %v, %+v", dir, err, rec)
+		}
+	}
+	// Where this machine has no record of the fence, every check must
+	// pass: the sick host stays held, and says why.
+	elsewhere := map[string]string{"HOME": env["HOME"], "GPULAB_RESULTS": t.TempDir()}
+	strict := fenceRun(t, elsewhere, 1, append([]string{"release", "--apply", "-H", sick}, inv...)...)
+	if !strings.Contains(strict.Held[sick], "no evidence of its fence here") {
+		t.Errorf("release with no record here = %+v, want held, saying there is no evidence to compare with", strict)
 	}
 	forced := fenceRun(t, env, 0, append([]string{"release", "--apply", "--force", "-H", sick}, inv...)...)
 	if forced.Results[0].Outcome != fence.Done {

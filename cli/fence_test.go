@@ -31,6 +31,7 @@ type fenceJSON struct {
 	Results []fence.Result    `json:"results"`
 	Held    map[string]string `json:"held"`
 	Record  string            `json:"record"`
+	Records []string          `json:"records"`
 }
 
 func fenceRun(t *testing.T, env map[string]string, want int, args ...string) fenceJSON {

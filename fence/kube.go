@@ -125,13 +125,32 @@ func ReadFence(n *corev1.Node) *Fence {
 	}
 	f := &Fence{Record: a[AnnRecord], By: a[AnnBy], Reason: a[AnnReason], Taint: a[AnnTaint], Cordoned: a[AnnCordoned] == "true"}
 	f.At, _ = time.Parse(time.RFC3339, a[AnnAt])
-	if f.Cordoned && !n.Spec.Unschedulable {
+	switch {
+	case f.Cordoned && !n.Spec.Unschedulable:
 		f.Drift = append(f.Drift, "uncordoned since, not by gpulab")
+	case f.Cordoned && !ownCordon(n):
+		f.Drift = append(f.Drift, "cordoned again since, "+by(fieldOwner(n, "f:spec", "f:unschedulable")))
 	}
 	if key, effect, ok := splitTaint(f.Taint); ok && taintIndex(n, key, effect) < 0 {
 		f.Drift = append(f.Drift, "taint "+f.Taint+" removed since, not by gpulab")
+	} else if ok && !ownTaint(n.Spec.Taints[taintIndex(n, key, effect)], f) {
+		f.Drift = append(f.Drift, "taint "+f.Taint+" is not the one gpulab added (its value or time differ)")
 	}
 	return f
+}
+
+// ownCordon says whether gpulab set n's cordon, as its managedFields say.
+func ownCordon(n *corev1.Node) bool {
+	m, _ := fieldOwner(n, "f:spec", "f:unschedulable")
+	return m == FieldManager
+}
+
+// ownTaint says whether t is the taint gpulab added for fence f: its
+// value the reason's slug and its time the fence's (kubectl taint sets
+// no time). Annotations alone are not proof: whoever may annotate the
+// node could name another's taint in them.
+func ownTaint(t corev1.Taint, f *Fence) bool {
+	return t.Value == Slug(f.Reason) && t.TimeAdded != nil && t.TimeAdded.Time.Equal(f.At)
 }
 
 func splitTaint(s string) (key string, effect corev1.TaintEffect, ok bool) {
@@ -204,17 +223,21 @@ func PlanRelease(n *corev1.Node) Plan {
 		return p
 	}
 	want := n.DeepCopy()
+	mine := ""
 	if key, effect, ok := splitTaint(f.Taint); ok {
-		if i := taintIndex(n, key, effect); i >= 0 {
+		if i := taintIndex(n, key, effect); i >= 0 && ownTaint(n.Spec.Taints[i], f) {
 			want.Spec.Taints = slices.Delete(want.Spec.Taints, i, i+1)
 			p.Changes = append(p.Changes, Change{OpUntaint, "remove taint " + taintString(n.Spec.Taints[i])})
+			mine = f.Taint
 		}
-		p.Left = append(p.Left, othersTaints(n, f.Taint)...)
 	}
+	p.Left = append(p.Left, othersTaints(n, mine)...)
 	switch {
-	case f.Cordoned && n.Spec.Unschedulable:
+	case f.Cordoned && n.Spec.Unschedulable && ownCordon(n):
 		want.Spec.Unschedulable = false
 		p.Changes = append(p.Changes, Change{OpUncordon, "spec.unschedulable: true → false"})
+	case n.Spec.Unschedulable && f.Cordoned:
+		p.Left = append(p.Left, "cordoned again since gpulab's fence, "+by(fieldOwner(n, "f:spec", "f:unschedulable"))+": left cordoned")
 	case n.Spec.Unschedulable:
 		p.Left = append(p.Left, "cordoned before gpulab's fence, "+by(fieldOwner(n, "f:spec", "f:unschedulable"))+": left cordoned")
 	}

@@ -24,6 +24,7 @@ func TestFenceThroughTheAPIServer(t *testing.T) {
 		"ConcurrentFencesOneWins":        concurrentFencesOneWins,
 		"ListShowsDrift":                 listShowsDrift,
 		"DrainRespectsDisruptionBudgets": drainRespectsDisruptionBudgets,
+		"ReleaseLeavesWhatIsNotGpulabs":  releaseLeavesWhatIsNotGpulabs,
 	} {
 		t.Run(name, func(t *testing.T) { test(t, cp) })
 	}
@@ -229,5 +230,42 @@ func listShowsDrift(t *testing.T, cp *kubetest.ControlPlane) {
 	res := fenceNodes(t, cp.Client, request("r5", "x@y", "again"), "gpu04")
 	if res[0].Outcome != fence.Refused || !strings.Contains(res[0].Detail, "partly undone") {
 		t.Errorf("fence of a drifted node = %+v, want refused", res[0])
+	}
+}
+
+// A release takes back only what the node shows gpulab did, whatever
+// the annotations claim: a cordon someone made again after gpulab's
+// stays, and annotations naming another actor's taint and cordon (any
+// one who may annotate the node can write them) undo neither.
+func releaseLeavesWhatIsNotGpulabs(t *testing.T, cp *kubetest.ControlPlane) {
+	cp.AddNode(t, kubetest.GPUNode("gpu07", 8))
+	cp.AddNode(t, kubetest.GPUNode("gpu08", 8))
+	fenceNodes(t, cp.Client, request("r7", "oncall@bastion", "xid 79"), "gpu07")
+	n := getNode(t, cp.Client, "gpu07")
+	n.Spec.Unschedulable = false
+	n, err := cp.Client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{FieldManager: "kubectl-uncordon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Unschedulable = true
+	if _, err := cp.Client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{FieldManager: "kubectl-cordon"}); err != nil {
+		t.Fatal(err)
+	}
+	rel := releaseNodes(t, cp.Client, "gpu07")
+	if rel[0].Outcome != fence.Done || !getNode(t, cp.Client, "gpu07").Spec.Unschedulable || !strings.Contains(strings.Join(rel[0].Left, "\n"), "cordoned again since gpulab's fence, by kubectl-cordon") {
+		t.Errorf("release after a person cordoned again = %+v: want the person's cordon left, and said", rel[0])
+	}
+
+	xid := corev1.Taint{Key: "nvidia.com/gpu-xid", Value: "79", Effect: corev1.TaintEffectNoSchedule}
+	kubectlCordonAndTaint(t, cp.Client, "gpu08", xid)
+	n = getNode(t, cp.Client, "gpu08")
+	n.Annotations[fence.AnnRecord], n.Annotations[fence.AnnTaint], n.Annotations[fence.AnnCordoned] = "forged", "nvidia.com/gpu-xid:NoSchedule", "true"
+	if _, err := cp.Client.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{FieldManager: "kubectl-annotate"}); err != nil {
+		t.Fatal(err)
+	}
+	releaseNodes(t, cp.Client, "gpu08")
+	n = getNode(t, cp.Client, "gpu08")
+	if !n.Spec.Unschedulable || len(n.Spec.Taints) != 1 || n.Spec.Taints[0].Key != xid.Key {
+		t.Errorf("forged annotations made a release undo another actor's fence: unschedulable %v, taints %v", n.Spec.Unschedulable, n.Spec.Taints)
 	}
 }

@@ -40,6 +40,12 @@ func (r *Record) Markdown() string {
 			b.WriteString(" (--force: without the checks passing)")
 		}
 		b.WriteString("\n\n")
+		if rel.Runbook != "" {
+			fmt.Fprintf(&b, "Checked again with runbook %s.\n\n", md(rel.Runbook))
+		}
+		if rel.Note != "" {
+			fmt.Fprintf(&b, "%s\n\n", md(rel.Note))
+		}
 		for node, why := range rel.Held {
 			fmt.Fprintf(&b, "- %s held: %s\n", md(node), md(why))
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gpulab/gpulab/internal/fileio"
@@ -37,16 +38,21 @@ type Record struct {
 	// "slurm on LOGIN".
 	Target string `json:"target"`
 	// Simulated: the fleet or the cluster was gpulab's simulation.
-	Simulated bool           `json:"simulated,omitempty"`
-	Hosts     []string       `json:"hosts"`
-	Evidence  []HostEvidence `json:"evidence"`
-	Plan      []Plan         `json:"plan"`
-	Results   []Result       `json:"results"`
-	Drain     []NodeDrain    `json:"drain,omitempty"`
-	Releases  []Release      `json:"releases,omitempty"`
+	Simulated bool     `json:"simulated,omitempty"`
+	Hosts     []string `json:"hosts"`
+	// Runbook is the runbook that gathered the evidence: a release
+	// checks again with it.
+	Runbook  string         `json:"runbook,omitempty"`
+	Evidence []HostEvidence `json:"evidence"`
+	Plan     []Plan         `json:"plan"`
+	Results  []Result       `json:"results"`
+	Drain    []NodeDrain    `json:"drain,omitempty"`
+	Releases []Release      `json:"releases,omitempty"`
 	// Complete is false until the action has ended (a record written
-	// before it, and kept if gpulab is stopped mid-way, says so).
-	Complete bool `json:"complete"`
+	// before it, and kept if gpulab is stopped mid-way, says so);
+	// Interrupted says it was stopped (Ctrl-C) before its end.
+	Complete    bool `json:"complete"`
+	Interrupted bool `json:"interrupted,omitempty"`
 
 	dir string
 }
@@ -100,7 +106,11 @@ type Release struct {
 	By string    `json:"by"`
 	At time.Time `json:"at"`
 	// Force: released without the checks passing, as the person asked.
-	Force    bool           `json:"force,omitempty"`
+	Force bool `json:"force,omitempty"`
+	// Runbook is the runbook run again; Note why the fence's own record
+	// was not used (not on this machine, not trusted).
+	Runbook  string         `json:"runbook,omitempty"`
+	Note     string         `json:"note,omitempty"`
 	Evidence []HostEvidence `json:"evidence,omitempty"`
 	// Held are the nodes not released because their checks do not pass
 	// yet, each with why.
@@ -170,6 +180,30 @@ func OpenRecord(results, id string) (*Record, error) {
 	}
 	r.dir = dir
 	return r, nil
+}
+
+// Update changes the record as it is on disk now, under a lock, and
+// saves it: two releases of the record's nodes at once both land. r
+// becomes the record as saved.
+func (r *Record) Update(change func(*Record)) error {
+	lock, err := os.OpenFile(filepath.Join(r.dir, ".lock"), os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := fileio.Lock(lock); err != nil {
+		return err
+	}
+	cur, err := OpenRecord(filepath.Dir(filepath.Dir(r.dir)), r.ID)
+	if err != nil {
+		return err
+	}
+	change(cur)
+	if err := cur.Save(); err != nil {
+		return err
+	}
+	*r = *cur
+	return nil
 }
 
 // AddOutput keeps a step's output of one host in the record's

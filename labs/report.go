@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpulab/gpulab/internal/fileio"
@@ -651,7 +650,7 @@ func lockCSV(path string) (*os.File, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := lockFile(f); err != nil {
+		if err := fileio.Lock(f); err != nil {
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
@@ -666,20 +665,6 @@ func lockCSV(path string) (*os.File, error) {
 		f.Close()
 	}
 	return nil, fmt.Errorf("lock %s: it was replaced each time it was locked", path)
-}
-
-// lockFile takes an exclusive lock (flock) on f, waiting for it. A file
-// system without locks (ENOLCK, EOPNOTSUPP: NFS whose lock service is not
-// there) does without, as gpulab did before results.csv was locked: rows
-// are still one O_APPEND write each, and only runs that end at the same
-// moment on a results.csv from before the simulated column may then lose
-// a row to its update.
-func lockFile(f *os.File) error {
-	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-	if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) {
-		return nil
-	}
-	return err
 }
 
 // firstLine is f's first line, without its line break; f's offset is
@@ -739,7 +724,7 @@ func addCSVColumn(f *os.File, path string, st os.FileInfo) (*os.File, error) {
 	if err := tmp.Sync(); err != nil {
 		return nil, err
 	}
-	if err := lockFile(tmp); err != nil {
+	if err := fileio.Lock(tmp); err != nil {
 		return nil, err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {

@@ -2,10 +2,12 @@ package fileio
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 )
 
 // WriteAtomic writes data to path atomically (WriteAtomicFunc).
@@ -47,4 +49,18 @@ func WriteAtomicFunc(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// Lock takes an exclusive lock (flock) on f, waiting for it. A file
+// system without locks (ENOLCK, EOPNOTSUPP: NFS whose lock service is not
+// there) does without, as gpulab did before results.csv was locked: rows
+// are still one O_APPEND write each, and only runs that end at the same
+// moment on a results.csv from before the simulated column may then lose
+// a row to its update.
+func Lock(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+	if errors.Is(err, syscall.ENOLCK) || errors.Is(err, syscall.EOPNOTSUPP) {
+		return nil
+	}
+	return err
 }
