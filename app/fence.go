@@ -119,7 +119,7 @@ func (f *Fleet) PlanRelease(ctx context.Context, s FenceSpec) []fence.Plan {
 func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenced {
 	act := changing(plans)
 	if len(act) == 0 {
-		return Fenced{Results: s.apply(ctx, plans, s.Request, false)}
+		return Fenced{Results: notDrained(s, s.apply(ctx, plans, s.Request, false))}
 	}
 	rec, err := fence.NewRecord(s.Results, act, s.Request.At)
 	if err != nil { // no record, no action: the evidence must be kept
@@ -138,12 +138,12 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	keep(rec.Save())
 	rec.Evidence = f.evidence(ctx, rec, "evidence", f.targetsNamed(act), s.Runbook)
 	keep(rec.Save())
-	out.Results = s.apply(ctx, plans, req, false)
+	out.Results = notDrained(s, s.apply(ctx, plans, req, false))
 	rec.Results = out.Results
 	keep(rec.Save())
 	if s.Drain != nil && s.Kube != nil {
 		for _, r := range out.Results {
-			if r.Outcome == fence.Done {
+			if r.Outcome == fence.Done && ctx.Err() == nil {
 				pods, err := fence.Drain(ctx, s.Kube.Kube, r.Node, *s.Drain)
 				d := fence.NodeDrain{Node: r.Node, Pods: pods}
 				if err != nil {
@@ -154,9 +154,23 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 			}
 		}
 	}
-	rec.Complete = true
+	rec.Complete, rec.Interrupted = ctx.Err() == nil, ctx.Err() != nil
 	keep(rec.Save())
 	return out
+}
+
+// notDrained says, where a drain was asked, that a node fenced already
+// is not drained by this run: a drain follows only the fence it makes.
+func notDrained(s FenceSpec, results []fence.Result) []fence.Result {
+	if s.Drain == nil {
+		return results
+	}
+	for i, r := range results {
+		if r.Outcome == fence.Unchanged {
+			results[i].NotDrained = "not drained: --drain drains the nodes this run fences, and this one was fenced already (kubectl drain it, or release it and fence it again with --drain)"
+		}
+	}
+	return results
 }
 
 // changing are the names of the nodes plans change.
@@ -174,7 +188,9 @@ func notDone(plans []fence.Plan, why string) []fence.Result {
 	out := make([]fence.Result, len(plans))
 	for i, p := range plans {
 		out[i] = fence.Result{Plan: p, Outcome: fence.Failed, Detail: why}
-		if p.Refused != "" {
+		if p.Error != "" {
+			out[i].Detail = p.Error
+		} else if p.Refused != "" {
 			out[i].Outcome, out[i].Detail = fence.Refused, p.Refused
 		} else if len(p.Changes) == 0 {
 			out[i].Outcome, out[i].Detail = fence.Unchanged, p.Unchanged
@@ -402,32 +418,35 @@ func randomSuffix() string {
 // node's annotations and the record say).
 func Now() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
-// Scontrol runs scontrol's command lines on login over the fleet's
-// engine, one connection for each: the Slurm side of a fence. What it
-// prints is bounded as any command's.
-func (f *Fleet) Scontrol(login string) (fence.Scontrol, error) {
+// Scontrol runs scontrol's command lines on login, over one connection
+// kept for them (the fleet's pool where it has one, the workbench's);
+// close ends it. What a command prints is bounded as any command's.
+func (f *Fleet) Scontrol(login string) (run fence.Scontrol, close func(), err error) {
 	h, ok := f.Inv.Host(login)
 	if !ok {
 		h = inventory.Host{Name: login, Address: login, Adhoc: true}
 	}
 	t, err := f.Resolver.Resolve(h)
 	if err != nil {
-		return nil, fmt.Errorf("the Slurm login host %s: %w", login, err)
+		return nil, nil, fmt.Errorf("the Slurm login host %s: %w", login, err)
+	}
+	pool, close := f.Engine.Pool, func() {}
+	if pool == nil {
+		pool = &orchestrator.Pool{Dialer: f.Engine.Dialer}
+		close = pool.Close
 	}
 	return func(ctx context.Context, command string) (string, error) {
-		var out orchestrator.Result
-		res := f.Engine.ForEach(ctx, []orchestrator.Target{t}, nil, func(_ int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
-			out = conn.Run(ctx, "scontrol", command, orchestrator.RunOptions{Timeout: time.Minute, Inactivity: time.Minute, MaxOutput: 16 << 20})
-			hr.Class = out.Class
-		})
-		switch {
-		case res[0].Class != orchestrator.OK && res[0].Err != "":
-			return "", fmt.Errorf("on %s: %s", login, res[0].Err)
-		case out.Class != orchestrator.OK || out.ExitCode != 0:
-			return string(out.Stdout), fmt.Errorf("on %s: exit %d: %s", login, out.ExitCode, strings.TrimSpace(string(out.Stderr)+" "+out.Err))
+		conn, err := pool.Get(ctx, t)
+		if err != nil {
+			return "", fmt.Errorf("the Slurm login host %s: %w", login, err)
+		}
+		out := conn.Run(ctx, "scontrol", command, orchestrator.RunOptions{Timeout: time.Minute, Inactivity: time.Minute, MaxOutput: 16 << 20})
+		pool.Put(conn)
+		if out.Class != orchestrator.OK || out.ExitCode != 0 {
+			return string(out.Stdout), fmt.Errorf("on %s: %s: exit %d: %s", login, out.Class, out.ExitCode, strings.TrimSpace(string(out.Stderr)+" "+out.Err))
 		}
 		return string(out.Stdout), nil
-	}, nil
+	}, close, nil
 }
 
 // SlurmState reads the inventory's Slurm cluster's nodes (SlurmNodes),
@@ -475,10 +494,11 @@ func SlurmNodes(ctx context.Context, inv *inventory.Inventory, r Reach) ([]parse
 		return nil, err
 	}
 	defer f.Keys.Close()
-	run, err := f.Scontrol(login)
+	run, done, err := f.Scontrol(login)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	var nodes []parse.SlurmNode
 	if out, jerr := run(ctx, "scontrol show node --json"); jerr == nil {
 		nodes, err = parse.ParseSlurmNodesJSON(out)

@@ -63,7 +63,7 @@ func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, r
 // inventory's [[kube]] table whose nodes they are.
 func (w *Workbench) fenceTarget(f *Fleet) (FenceSpec, error) {
 	if sl := f.Inv.Slurm; sl != nil && !slices.ContainsFunc(f.Names(), func(h string) bool { return !sl.IsNode(h) }) {
-		run, err := f.Scontrol(sl.Login)
+		run, _, err := f.Scontrol(sl.Login) // the workbench's pool: its connection stays for the next
 		if err != nil {
 			return FenceSpec{}, err
 		}
@@ -108,10 +108,11 @@ func (w *Workbench) NodeStates(ctx context.Context) (map[string]NodeState, error
 	if f.Inv == nil || f.Inv.Slurm == nil {
 		return nil, nil
 	}
-	run, err := f.Scontrol(f.Inv.Slurm.Login)
+	run, done, err := f.Scontrol(f.Inv.Slurm.Login)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	out, err := run(ctx, "scontrol show node")
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/cluster"
@@ -39,7 +40,10 @@ type fenceOptions struct {
 
 	rb       runbooks.Runbook
 	runbooks []runbooks.Runbook
-	request  fence.Request
+	// wouldDrain is what --drain would do with each node's pods, for the
+	// plan.
+	wouldDrain []fence.NodeDrain
+	request    fence.Request
 }
 
 const fenceLong = `gpulab fence takes a sick node out of service, the operating loop's last
@@ -53,7 +57,9 @@ chooses another key or NoExecute), with annotations naming the fence
 record, who, when and why. With --drain it then evicts the node's pods
 through the eviction API: a PodDisruptionBudget is respected (a blocked
 eviction is tried again until --drain-timeout and reported, never
-forced), DaemonSet and static pods are left.
+forced), DaemonSet and static pods are left, and so are the pods kubectl
+drain refuses by default: one no controller would make again, one with an
+emptyDir volume. The plan lists what the drain would do with each pod.
 
 In Slurm (the inventory's [slurm] table: login = the host scontrol runs
 on, nodes = which hosts are its nodes; or --slurm where a Kubernetes
@@ -75,9 +81,9 @@ left unchanged, and said so. Two gpulab processes fencing one node: one
 wins, the other says who fenced it.
 
 Exit status: 0 when every node was (or would be) fenced or was already,
-1 when a node was refused, changed since the plan, could not be written,
-or kept pods its drain could not evict, 4 when the record could not be
-written, 2 for usage errors.`
+1 when a node was refused, not read, changed since the plan, could not be
+written, or not drained as asked (pods its drain could not evict), 4 when
+the record could not be written, 2 for usage errors, 130 after Ctrl-C.`
 
 func newFenceCmd(o *options) *cobra.Command {
 	fo := &fenceOptions{options: o}
@@ -102,7 +108,7 @@ func newFenceCmd(o *options) *cobra.Command {
 	fo.register(cmd)
 	fl := cmd.Flags()
 	fl.StringVar(&fo.reason, "reason", "", "why the node is fenced, in words (required; kept whole in the record and the annotations, cut to a label value in the taint)")
-	fl.StringVar(&fo.taint, "taint", fence.TaintKey+":NoSchedule", "the taint's `KEY:EFFECT` (EFFECT NoSchedule, or NoExecute to evict what does not tolerate it); its value is the reason")
+	fl.StringVar(&fo.taint, "taint", fence.TaintKey+":NoSchedule", "the taint's `KEY:EFFECT` (EFFECT NoSchedule; NoExecute makes the kubelet evict at once every pod that does not tolerate it, DaemonSet pods included, with no disruption budget asked: --drain is the gentle way); its value is the reason")
 	fl.BoolVar(&fo.drain, "drain", false, "after fencing, evict the node's pods through the eviction API (PodDisruptionBudgets respected; DaemonSet and static pods left)")
 	fl.DurationVar(&fo.drainTimeout, "drain-timeout", 2*time.Minute, "how long a drain tries an eviction a disruption budget refuses, and waits for evicted pods")
 	cmd.AddCommand(newFenceListCmd(o))
@@ -119,14 +125,17 @@ its own cordon (not one another actor made before it), its annotations, as
 the node's annotations record them. A node another actor fenced is refused,
 saying who (the node's managedFields name kubectl-cordon, NVSentinel...).
 
-Before releasing, it runs the fence's runbook again on the nodes: a node is
-released only when every check that failed or warned when it was fenced
-passes now and none fails. --force releases without the checks, and the
-record says so. The release is added to the fence's record.
+Before releasing, it runs the fence's runbook again on the nodes (the one
+its record names; --runbook chooses another): a node is released only when
+every check that failed or warned when it was fenced passes now and none
+fails; where this machine has no record of the fence, only when every
+check passes. --force releases without the checks, and the record says
+so. The release is added to each node's fence record.
 
 Exit status: 0 when every node was (or would be) released or was not
-fenced, 1 when a node was refused or held (its checks do not pass), 2 for
-usage errors.`,
+fenced, 1 when a node was refused, held (its checks do not pass) or not
+read, 4 when the record could not be written, 2 for usage errors, 130
+after Ctrl-C.`,
 		Example: `  gpulab release -H gpu07             # the plan: what would be undone
   gpulab release -H gpu07 --apply     # check again, then release`,
 		Args: exactArgs(0, "no arguments (the hosts are -H)"),
@@ -188,6 +197,9 @@ func (fo *fenceOptions) completeFence() error {
 	if !ok || key == "" || (effect != string(corev1.TaintEffectNoSchedule) && effect != string(corev1.TaintEffectNoExecute)) {
 		return usageErr("--taint %q: want KEY:NoSchedule or KEY:NoExecute", fo.taint)
 	}
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return usageErr("--taint %q: the key %s", fo.taint, strings.Join(errs, "; "))
+	}
 	fo.request.Reason, fo.request.TaintKey, fo.request.Effect = r, key, corev1.TaintEffect(effect)
 	return nil
 }
@@ -230,7 +242,7 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 		}
 		spec.Drain = &fence.DrainOptions{Timeout: fo.drainTimeout}
 	}
-	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // each read has its own bound too
 	defer cancel()
 	var plans []fence.Plan
 	if fo.release {
@@ -239,6 +251,9 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 		plans = fleet.PlanFence(pctx, spec)
 	}
 	if !fo.apply {
+		if spec.Drain != nil {
+			fo.wouldDrain = wouldDrain(pctx, spec, plans)
+		}
 		return fo.printPlan(stdout, stderr, spec.Target(), plans)
 	}
 	var done app.Fenced
@@ -247,7 +262,11 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 	} else {
 		done = fleet.Fence(ctx, spec, plans)
 	}
-	return fo.printDone(stdout, stderr, spec.Target(), done)
+	err = fo.printDone(stdout, stderr, spec.Target(), done)
+	if ctx.Err() != nil { // stopped: what was done is printed and recorded, the record says it was stopped
+		return errInterrupted
+	}
+	return err
 }
 
 // target is where the fleet's hosts are fenced: the Kubernetes cluster
@@ -256,14 +275,18 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 // has them).
 func (fo *fenceOptions) target(c *cobra.Command, fleet *app.Fleet) (app.FenceSpec, error) {
 	sl := fleet.Inv.Slurm
-	slurmNodes := sl != nil && !slices.ContainsFunc(fleet.Names(), func(h string) bool { return !sl.IsNode(h) })
+	outside := ""
+	if i := slices.IndexFunc(fleet.Names(), func(h string) bool { return !sl.IsNode(h) }); i >= 0 {
+		outside = fleet.Names()[i]
+	}
+	slurmNodes := sl != nil && outside == ""
 	if fo.slurm {
 		if !slurmNodes {
-			return app.FenceSpec{}, usageErr("--slurm: -H %q names hosts that are not nodes of the inventory's [slurm] cluster (its nodes = %q)", fo.ssh.hosts, slurmNodesOf(sl))
+			return app.FenceSpec{}, usageErr("--slurm: %s is not a node of the inventory's Slurm cluster ([slurm] nodes = %q)", outside, slurmNodesOf(sl))
 		}
 		return fo.slurmTarget(fleet)
 	}
-	kube, err := fo.cluster(c, fleet, !slurmNodes)
+	kube, err := fo.cluster(c, fleet, !slurmNodes, outside)
 	switch {
 	case err != nil:
 		return app.FenceSpec{}, err
@@ -281,10 +304,11 @@ func slurmNodesOf(s *inventory.Slurm) string {
 }
 
 func (fo *fenceOptions) slurmTarget(fleet *app.Fleet) (app.FenceSpec, error) {
-	run, err := fleet.Scontrol(fleet.Inv.Slurm.Login)
+	run, done, err := fleet.Scontrol(fleet.Inv.Slurm.Login)
 	if err != nil {
 		return app.FenceSpec{}, configErr(err)
 	}
+	fo.cleanups = append(fo.cleanups, done)
 	return app.FenceSpec{Scontrol: run, SlurmLogin: fleet.Inv.Slurm.Login}, nil
 }
 
@@ -293,7 +317,7 @@ func (fo *fenceOptions) slurmTarget(fleet *app.Fleet) (app.FenceSpec, error) {
 // (or --context names), or --context or --kubeconfig as kubectl reads
 // them; nil when none is named and orSlurm says the Slurm cluster has
 // them, and an error when nothing has them.
-func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube bool) (*cluster.Client, error) {
+func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube bool, outside string) (*cluster.Client, error) {
 	src := cluster.Source{Kubeconfig: fo.ssh.kube.kubeconfig, Context: fo.ssh.kube.context, Getenv: fo.getenv}
 	if fo.ssh.kube.via != "kube" {
 		s, k, err := app.KubeSource(fleet.Inv, src, c.Flags().Changed("kubeconfig"), fleet.Names(), fo.getenv("HOME"))
@@ -304,8 +328,10 @@ func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube boo
 		switch {
 		case !named && !mustKube:
 			return nil, nil // the Slurm cluster's
+		case !named && fleet.Inv.Slurm != nil:
+			return nil, usageErr("%s: no [[kube]] table of the inventory has it as a node, and it is not a node of its Slurm cluster ([slurm] nodes = %q): name the cluster with --context (or reach the nodes with --via kube)", outside, fleet.Inv.Slurm.Nodes)
 		case !named:
-			return nil, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes, and no [slurm] table either: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
+			return nil, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes, and it has no [slurm] table: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
 		}
 		src = s
 	}
@@ -340,14 +366,17 @@ func (fo *fenceOptions) action() string {
 }
 
 func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plans []fence.Plan) error {
-	refused := 0
+	refused, unread := 0, 0
 	for _, p := range plans {
-		if p.Refused != "" {
+		switch {
+		case p.Error != "":
+			unread++
+		case p.Refused != "":
 			refused++
 		}
 	}
 	if fo.json {
-		if err := writeJSON(stdout, fenceReport{Action: fo.action(), DryRun: true, Target: ctxName, Reason: fo.request.Reason, Plan: plans}); err != nil {
+		if err := writeJSON(stdout, fenceReport{Action: fo.action(), DryRun: true, Target: ctxName, Reason: fo.request.Reason, Plan: plans, Drain: fo.wouldDrain}); err != nil {
 			return err
 		}
 	} else {
@@ -355,16 +384,35 @@ func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plan
 		for _, p := range plans {
 			printNodePlan(stdout, p)
 		}
+		for _, d := range fo.wouldDrain {
+			printDrain(stdout, "--drain would, on "+d.Node, d)
+		}
 		fo.printWhatApplyDoes(stdout, plans)
 	}
-	fmt.Fprintf(stderr, "%s plan: %s to change, %s unchanged, %s refused\n", fo.action(), text.Plural(len(changingNodes(plans)), "node", "nodes"),
-		text.Plural(len(plans)-len(changingNodes(plans))-refused, "node", "nodes"), text.Plural(refused, "node", "nodes"))
-	if refused > 0 {
+	fmt.Fprintf(stderr, "%s plan: %s to change, %s unchanged, %s refused, %s not read\n", fo.action(), text.Plural(len(changingNodes(plans)), "node", "nodes"),
+		text.Plural(len(plans)-len(changingNodes(plans))-refused-unread, "node", "nodes"), text.Plural(refused, "node", "nodes"), text.Plural(unread, "node", "nodes"))
+	if refused+unread > 0 {
 		return errSilentFailure
 	}
 	return nil
 }
 
+// wouldDrain is what a drain would do with the pods of each node plans
+// change, as they are now.
+func wouldDrain(ctx context.Context, spec app.FenceSpec, plans []fence.Plan) []fence.NodeDrain {
+	var out []fence.NodeDrain
+	for _, n := range changingNodes(plans) {
+		pods, err := fence.WouldDrain(ctx, spec.Kube.Kube, n)
+		d := fence.NodeDrain{Node: n, Pods: pods}
+		if err != nil {
+			d.Error = err.Error()
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// changingNodes are the nodes plans change.
 func changingNodes(plans []fence.Plan) []string {
 	var out []string
 	for _, p := range plans {

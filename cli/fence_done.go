@@ -39,7 +39,15 @@ func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done
 		count[r.Outcome]++
 	}
 	blocked := 0
+	for _, r := range done.Results {
+		if r.NotDrained != "" {
+			blocked++
+		}
+	}
 	for _, d := range rep.Drain {
+		if d.Error != "" {
+			blocked++ // the drain did not run: its pods were not listed
+		}
 		for _, p := range d.Pods {
 			if p.Outcome != fence.Evicted && p.Outcome != fence.Left {
 				blocked++
@@ -59,7 +67,7 @@ func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done
 	}
 	fmt.Fprintf(stderr, "%d refused, %d changed since the plan, %d failed", count[fence.Refused]-len(done.Held), count[fence.Changed], count[fence.Failed])
 	if blocked > 0 {
-		fmt.Fprintf(stderr, "; %d pods not evicted", blocked)
+		fmt.Fprintf(stderr, "; %d not drained", blocked)
 	}
 	fmt.Fprintln(stderr)
 	switch {
@@ -86,19 +94,7 @@ func printResults(w io.Writer, action string, rep fenceReport) {
 		}
 	}
 	for _, d := range rep.Drain {
-		fmt.Fprintf(w, "drain of %s:\n", d.Node)
-		if d.Error != "" {
-			fmt.Fprintf(w, "  %s\n", d.Error)
-		} else if len(d.Pods) == 0 {
-			fmt.Fprintln(w, "  no pod on the node")
-		}
-		for _, p := range d.Pods {
-			fmt.Fprintf(w, "  %s/%s: %s", p.Namespace, p.Name, p.Outcome)
-			if p.Why != "" {
-				fmt.Fprintf(w, ": %s", p.Why)
-			}
-			fmt.Fprintln(w)
-		}
+		printDrain(w, "drain of "+d.Node, d)
 	}
 	switch {
 	case len(rep.Records) > 1:
@@ -202,4 +198,25 @@ func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) e
 			visible.String(rec), visible.String(strings.Join(f.Drift, "; "))})
 	}
 	return t.WriteText(w)
+}
+
+// printDrain prints a drain (or what one would do), pod by pod.
+func printDrain(w io.Writer, head string, d fence.NodeDrain) {
+	fmt.Fprintf(w, "%s:\n", visible.String(head))
+	switch {
+	case d.Error != "":
+		fmt.Fprintf(w, "  %s\n", visible.String(d.Error))
+	case len(d.Pods) == 0:
+		fmt.Fprintln(w, "  no pod on the node")
+	}
+	for _, p := range d.Pods {
+		line := "  " + p.Namespace + "/" + p.Name
+		if p.Outcome != "" {
+			line += ": " + string(p.Outcome)
+		}
+		if p.Why != "" {
+			line += ": " + p.Why
+		}
+		fmt.Fprintln(w, visible.String(line))
+	}
 }

@@ -85,7 +85,33 @@ func leftAlone(p *corev1.Pod) string {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return "finished (" + string(p.Status.Phase) + ")"
 	}
+	if metav1.GetControllerOf(p) == nil {
+		return "no controller would make it again: evicted, it would be gone for good (kubectl drain refuses it without --force); evict or move it by hand if you mean it"
+	}
+	for _, v := range p.Spec.Volumes {
+		if v.EmptyDir != nil {
+			return "its emptyDir volume " + v.Name + " would be lost (kubectl drain refuses it without --delete-emptydir-data); evict it by hand if you mean it"
+		}
+	}
 	return ""
+}
+
+// WouldDrain is what a drain of node would do with each of its pods now,
+// for the plan: evict it (Outcome empty, Why says so), or leave it and
+// why.
+func WouldDrain(ctx context.Context, cs kubernetes.Interface, node string) ([]DrainedPod, error) {
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list the pods of node %s: %w", node, err)
+	}
+	out := make([]DrainedPod, len(list.Items))
+	for i, p := range list.Items {
+		out[i] = DrainedPod{Namespace: p.Namespace, Name: p.Name, Why: "would be evicted (the eviction API: its disruption budget is asked)"}
+		if why := leftAlone(&p); why != "" {
+			out[i].Outcome, out[i].Why = Left, why
+		}
+	}
+	return out, nil
 }
 
 // drain is one node's drain under way: its pods, and what became of

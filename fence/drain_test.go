@@ -1,6 +1,7 @@
 package fence_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ func boundPod(name, node string, labels map[string]string) *corev1.Pod {
 }
 
 // A drain evicts through the eviction API: the pod with no budget goes,
+// a pod no controller would make again stays (as kubectl drain keeps it
+// without --force),
 // the one whose PodDisruptionBudget allows no disruption stays and is
 // reported blocked with the API server's words (never deleted), and a
 // DaemonSet's pod is left.
@@ -33,7 +36,12 @@ func drainRespectsDisruptionBudgets(t *testing.T, cp *kubetest.ControlPlane) {
 	pods := cp.Client.CoreV1().Pods("default")
 	ds := boundPod("dcgm-exporter-x1", "gpu06", nil)
 	ds.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "dcgm-exporter", UID: types.UID("3f1c2a4e-0000-4000-8000-000000000001"), Controller: new(true)}}
-	for _, p := range []*corev1.Pod{boundPod("train-0", "gpu06", nil), boundPod("serve-0", "gpu06", map[string]string{"app": "serve"}), ds} {
+	owned := func(p *corev1.Pod, kind string) *corev1.Pod {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: p.Name + "-owner", UID: types.UID("3f1c2a4e-0000-4000-8000-0000000000" + fmt.Sprint(10+len(p.Name))), Controller: new(true)}}
+		return p
+	}
+	for _, p := range []*corev1.Pod{owned(boundPod("train-0", "gpu06", nil), "StatefulSet"), owned(boundPod("serve-0", "gpu06", map[string]string{"app": "serve"}), "ReplicaSet"),
+		ds, boundPod("scratch-0", "gpu06", nil)} {
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -44,8 +52,8 @@ func drainRespectsDisruptionBudgets(t *testing.T, cp *kubetest.ControlPlane) {
 				return false
 			}
 		}
-		return len(ps) == 3
-	}, "the three pods of gpu06 running")
+		return len(ps) == 4
+	}, "the four pods of gpu06 running")
 
 	// A budget that allows no disruption, its status set as the
 	// disruption controller would (there is no controller manager).
@@ -72,8 +80,11 @@ func drainRespectsDisruptionBudgets(t *testing.T, cp *kubetest.ControlPlane) {
 	for _, p := range got {
 		by[p.Name] = p
 	}
-	if len(got) != 3 {
-		t.Fatalf("drain reported %d pods, want 3: %+v", len(got), got)
+	if len(got) != 4 {
+		t.Fatalf("drain reported %d pods, want 4: %+v", len(got), got)
+	}
+	if p := by["scratch-0"]; p.Outcome != fence.Left || !strings.Contains(p.Why, "no controller") {
+		t.Errorf("scratch-0: %+v, want left (nothing would make it again)", p)
 	}
 	if p := by["train-0"]; p.Outcome != fence.Evicted {
 		t.Errorf("train-0: %+v, want evicted", p)

@@ -103,6 +103,9 @@ type Plan struct {
 	Unchanged string `json:"unchanged,omitempty"`
 	// Refused says why gpulab will not act on the node.
 	Refused string `json:"refused,omitempty"`
+	// Error says why the node could not be read (the API server or the
+	// login host did not answer): nothing is known of it.
+	Error string `json:"error,omitempty"`
 	// Left is what stays as it is, with who set it: another actor's
 	// cordon or taints.
 	Left []string `json:"left,omitempty"`
@@ -318,6 +321,8 @@ type Result struct {
 	// Detail says what happened: the error, or what changed since the
 	// plan (another gpulab process fenced it first, by whom).
 	Detail string `json:"detail,omitempty"`
+	// NotDrained says why a drain asked for was not made on the node.
+	NotDrained string `json:"not_drained,omitempty"`
 }
 
 // Read reads each named node and plans for it with plan. A node that
@@ -326,9 +331,12 @@ func Read(ctx context.Context, nodes Nodes, names []string, plan func(*corev1.No
 	out := make([]Plan, 0, len(names))
 	for _, name := range names {
 		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			p := Plan{Node: name, Refused: readError(name, err)}
-			out = append(out, p)
+		switch {
+		case apierrors.IsNotFound(err):
+			out = append(out, Plan{Node: name, Refused: readError(name, err)})
+			continue
+		case err != nil:
+			out = append(out, Plan{Node: name, Error: readError(name, err)})
 			continue
 		}
 		out = append(out, plan(n))
@@ -361,6 +369,8 @@ func Apply(ctx context.Context, nodes Nodes, plans []Plan, replan func(*corev1.N
 
 func applyOne(ctx context.Context, nodes Nodes, p Plan, replan func(*corev1.Node) Plan) Result {
 	switch {
+	case p.Error != "":
+		return Result{Plan: p, Outcome: Failed, Detail: p.Error}
 	case p.Refused != "":
 		return Result{Plan: p, Outcome: Refused, Detail: p.Refused}
 	case p.want == nil:

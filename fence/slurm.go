@@ -68,17 +68,30 @@ func slurmOther(n parse.SlurmNode) string {
 func PlanSlurmFence(n parse.SlurmNode, req Request) Plan {
 	p := Plan{Node: n.Name, verb: "fence", Fence: ReadSlurmFence(n), record: req.Record}
 	switch f := p.Fence; {
-	case f != nil && len(f.Drift) > 0:
-		p.Refused = fmt.Sprintf("fenced by gpulab (record %s), partly undone since: %s; release it (gpulab release) before fencing it again", f.Record, strings.Join(f.Drift, "; "))
+	case f != nil && !n.Drained():
+		// gpulab's reason on a node whose drain was cleared (or set
+		// down with gpulab's words): drain it again, under this record.
+		p.Left = append(p.Left, fmt.Sprintf("gpulab's earlier reason (record %s) is replaced: its drain was cleared since (state %s)", f.Record, n.StateString()))
+		p.Fence = nil
+		p.command, p.Changes = drainCommand(n, req)
 	case f != nil:
 		p.Unchanged = fmt.Sprintf("already drained by gpulab: record %s, by %s at %s: %s", f.Record, f.By, f.At.Format(time.RFC3339), f.Reason)
 	case slurmOther(n) != "":
 		p.Refused = slurmOther(n) + "; gpulab does not touch a drain or a down state whose reason another tool or person owns"
 	default:
-		p.command = "scontrol update NodeName=" + orchestrator.Quote(n.Name) + " State=DRAIN Reason=" + orchestrator.Quote(SlurmReason(req))
-		p.Changes = []Change{{OpDrain, fmt.Sprintf("scontrol update NodeName=%s State=DRAIN Reason=\"%s<reason> (record <ID>)\" (no new job starts here; running jobs go on)", n.Name, SlurmPrefix)}}
+		p.command, p.Changes = drainCommand(n, req)
 	}
 	return p
+}
+
+// drainCommand is the scontrol line that drains n for req, and the
+// change as a person reads it: the command itself, the record's ID
+// said in words (the plan is shown before the record exists).
+func drainCommand(n parse.SlurmNode, req Request) (string, []Change) {
+	cmd := "scontrol update NodeName=" + orchestrator.Quote(n.Name) + " State=DRAIN Reason=" + orchestrator.Quote(SlurmReason(req))
+	shown := "scontrol update NodeName=" + orchestrator.Quote(n.Name) + " State=DRAIN Reason=" +
+		orchestrator.Quote(SlurmPrefix+req.Reason+" (record ID)") + " (ID: the fence record's; no new job starts here, running jobs go on)"
+	return cmd, []Change{{OpDrain, shown}}
 }
 
 // PlanSlurmRelease plans undraining node n: only a drain gpulab set.
@@ -113,7 +126,7 @@ func ReadSlurm(ctx context.Context, run Scontrol, names []string, plan func(pars
 	for _, name := range names {
 		n, err := readSlurmNode(ctx, run, name)
 		if err != nil {
-			out = append(out, Plan{Node: name, Refused: err.Error()})
+			out = append(out, Plan{Node: name, Error: err.Error()})
 			continue
 		}
 		out = append(out, plan(n))
@@ -148,6 +161,8 @@ func ApplySlurm(ctx context.Context, run Scontrol, plans []Plan, replan func(par
 
 func applySlurmOne(ctx context.Context, run Scontrol, p Plan, replan func(parse.SlurmNode) Plan) Result {
 	switch {
+	case p.Error != "":
+		return Result{Plan: p, Outcome: Failed, Detail: p.Error}
 	case p.Refused != "":
 		return Result{Plan: p, Outcome: Refused, Detail: p.Refused}
 	case p.command == "":

@@ -15,6 +15,8 @@ func FencePlan(p fence.Plan) []string {
 	node := visible.String(p.Node)
 	var out []string
 	switch {
+	case p.Error != "":
+		out = append(out, node+": not read: "+visible.String(p.Error))
 	case p.Refused != "":
 		out = append(out, node+": refused: "+visible.String(p.Refused))
 	case len(p.Changes) == 0:
@@ -51,6 +53,9 @@ func FenceResult(r fence.Result, release bool) []string {
 	}
 	for _, l := range r.Left {
 		out = append(out, "  left: "+visible.String(l))
+	}
+	if r.NotDrained != "" {
+		out = append(out, "  "+visible.String(r.NotDrained))
 	}
 	return out
 }
