@@ -191,10 +191,14 @@ func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) e
 	t := render.NewTable("NODE", "SINCE", "BY", "REASON", "RECORD", "DRIFT")
 	for _, f := range list {
 		rec := f.Record
-		if dir := filepath.Join(o.resultsDir(), "fence", f.Record); f.Record == filepath.Base(f.Record) && fileio.CheckRegular(filepath.Join(dir, "record.md")) == nil {
+		if dir := filepath.Join(o.resultsDir(), "fence", f.Record); fence.ValidID(f.Record) && fileio.CheckRegular(filepath.Join(dir, "record.md")) == nil {
 			rec = filepath.Join(dir, "record.md")
 		}
-		t.Rows = append(t.Rows, []string{visible.String(f.Node), f.At.UTC().Format(time.RFC3339), visible.String(f.By), visible.String(f.Reason),
+		since := "-" // the annotation is missing or not a time
+		if !f.At.IsZero() {
+			since = f.At.UTC().Format(time.RFC3339)
+		}
+		t.Rows = append(t.Rows, []string{visible.String(f.Node), since, visible.String(f.By), visible.String(f.Reason),
 			visible.String(rec), visible.String(strings.Join(f.Drift, "; "))})
 	}
 	return t.WriteText(w)

@@ -164,9 +164,15 @@ func safeName(s string) string {
 // Dir is the record's directory.
 func (r *Record) Dir() string { return r.dir }
 
+// ValidID says whether id can name a record: one file name, not hidden
+// (an annotation or a Slurm reason, which others may write, names it).
+func ValidID(id string) bool {
+	return id != "" && id == filepath.Base(id) && !strings.HasPrefix(id, ".")
+}
+
 // OpenRecord reads the record ID under results.
 func OpenRecord(results, id string) (*Record, error) {
-	if id == "" || id != filepath.Base(id) || strings.HasPrefix(id, ".") {
+	if !ValidID(id) {
 		return nil, fmt.Errorf("fence record %q: not a record ID", id)
 	}
 	dir := filepath.Join(results, "fence", id)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpulab/gpulab/internal/clip"
 	"github.com/gpulab/gpulab/orchestrator"
 	"github.com/gpulab/gpulab/step/parse"
 )
@@ -61,7 +62,7 @@ func slurmOther(n parse.SlurmNode) string {
 	if !n.ReasonAt.IsZero() {
 		at = " at " + n.ReasonAt.Format(time.RFC3339)
 	}
-	return fmt.Sprintf("%s by %s%s: %q", n.StateString(), who, at, n.Reason)
+	return fmt.Sprintf("%s by %s%s: %q", n.StateString(), clip.Cut(who, 64), at, clip.Cut(n.Reason, clip.Quoted))
 }
 
 // PlanSlurmFence plans draining node n for req.
