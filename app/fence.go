@@ -40,6 +40,9 @@ type FenceSpec struct {
 	Runbook runbooks.Runbook
 	// Drain, when set, evicts the fenced nodes' pods.
 	Drain *fence.DrainOptions
+	// BugReport adds nvidia-bug-report.sh's log of each host to the
+	// evidence (minutes on a real host).
+	BugReport bool
 	// Force releases without the checks passing (recorded).
 	Force bool
 	// Runbooks finds a runbook by ID: a release checks again with the
@@ -137,6 +140,9 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	}
 	keep(rec.Save())
 	rec.Evidence = f.evidence(ctx, rec, "evidence", f.targetsNamed(act), s.Runbook)
+	if s.BugReport {
+		f.bugReports(ctx, rec, f.targetsNamed(act))
+	}
 	keep(rec.Save())
 	out.Results = notDrained(s, s.apply(ctx, plans, req, false))
 	rec.Results = out.Results

@@ -37,6 +37,7 @@ type fenceOptions struct {
 	runbook      string
 	force        bool
 	slurm        bool // --slurm: the Slurm cluster, where the inventory also names a Kubernetes one
+	bugReport    bool
 	release      bool // the release command
 
 	rb       runbooks.Runbook
@@ -111,6 +112,7 @@ func newFenceCmd(o *options) *cobra.Command {
 	fl.StringVar(&fo.reason, "reason", "", "why the node is fenced, in words (required; kept whole in the record and the annotations, cut to a label value in the taint)")
 	fl.StringVar(&fo.taint, "taint", fence.TaintKey+":NoSchedule", "the taint's `KEY:EFFECT` (EFFECT NoSchedule; NoExecute makes the kubelet evict at once every pod that does not tolerate it, DaemonSet pods included, with no disruption budget asked: --drain is the gentle way); its value is the reason")
 	fl.BoolVar(&fo.drain, "drain", false, "after fencing, evict the node's pods through the eviction API (PodDisruptionBudgets respected; DaemonSet and static pods left)")
+	fl.BoolVar(&fo.bugReport, "bug-report", false, "also keep each host's nvidia-bug-report.sh log in the record (run as root with sudo -n; minutes a host; up to 128 MiB each), for the vendor's ticket")
 	fl.DurationVar(&fo.drainTimeout, "drain-timeout", 2*time.Minute, "how long a drain tries an eviction a disruption budget refuses, and waits for evicted pods")
 	cmd.AddCommand(newFenceListCmd(o))
 	return cmd
@@ -236,7 +238,7 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 		return err
 	}
 	spec.Request, spec.Results, spec.Runbook, spec.Force, spec.Simulated = fo.request, fo.resultsDir(), fo.rb, fo.force, fleet.Simulated
-	spec.Runbooks, spec.RunbookGiven = fo.findRunbook, c.Flags().Changed("runbook")
+	spec.Runbooks, spec.RunbookGiven, spec.BugReport = fo.findRunbook, c.Flags().Changed("runbook"), fo.bugReport
 	if fo.drain {
 		if spec.Kube == nil {
 			return usageErr("--drain is Kubernetes': a Slurm drain already lets running jobs finish and starts no new one")
@@ -442,7 +444,11 @@ func (fo *fenceOptions) printWhatApplyDoes(w io.Writer, plans []fence.Plan) {
 	case fo.release:
 		fmt.Fprintf(w, "\nwith --apply: first runbook %s again on %s; a node is released only where the checks that failed at its fence pass now\n", fo.rb.ID, hosts)
 	default:
-		fmt.Fprintf(w, "\nwith --apply: first the evidence (runbook %s on %s), kept in a record under %s, then the changes above", fo.rb.ID, hosts, fo.resultsDir()+"/fence/")
+		bug := ""
+		if fo.bugReport {
+			bug = " and nvidia-bug-report.sh's log"
+		}
+		fmt.Fprintf(w, "\nwith --apply: first the evidence (runbook %s on %s%s), kept in a record under %s, then the changes above", fo.rb.ID, hosts, bug, fo.resultsDir()+"/fence/")
 		if fo.drain {
 			fmt.Fprintf(w, ", then a drain (up to %s)", fo.drainTimeout)
 		}

@@ -27,9 +27,15 @@ func TestFenceLoopInSlurm(t *testing.T) {
 	if len(plan.Plan) != 1 || len(plan.Plan[0].Changes) != 1 || plan.Plan[0].Changes[0].Op != fence.OpDrain {
 		t.Fatalf("dry run = %+v: want one drain", plan)
 	}
-	done := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus", "--apply", "-H", sick}, inv...)...)
+	done := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus", "--apply", "--bug-report", "-H", sick}, inv...)...)
 	if done.Results[0].Outcome != fence.Done || done.Record == "" {
 		t.Fatalf("fence --apply = %+v", done)
+	}
+	// The simulated hosts have no nvidia-bug-report.sh: the record says
+	// so, and the fence goes on.
+	rec, err := fence.OpenRecord(filepath.Dir(filepath.Dir(done.Record)), filepath.Base(done.Record))
+	if err != nil || len(rec.Evidence) != 1 || rec.Evidence[0].BugReport == nil || rec.Evidence[0].BugReport.Problem != "nvidia-bug-report.sh is not on the host" {
+		t.Errorf("the record's bug report: %v, %+v", err, rec)
 	}
 	r := run(t, env, append(login, "--", "scontrol", "show", "node", sick)...)
 	if !strings.Contains(r.stdout, "State=IDLE+DRAIN") || !strings.Contains(r.stdout, "Reason=gpulab: XID 79: GPU fell off the bus (record ") {

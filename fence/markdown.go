@@ -87,6 +87,11 @@ func writeEvidence(b *strings.Builder, ev []HostEvidence) {
 				fmt.Fprintf(b, ": `%s`\n", strings.ReplaceAll(visible.String(e.Fact), "`", "'"))
 			}
 		}
+		if r := h.BugReport; r != nil && r.File != "" {
+			fmt.Fprintf(b, "- nvidia-bug-report.sh's log: [%s](%s), %d bytes\n", r.File, r.File, r.Bytes)
+		} else if r != nil {
+			fmt.Fprintf(b, "- no nvidia-bug-report.sh log: %s\n", md(r.Problem))
+		}
 		for _, s := range h.Steps {
 			if s.File != "" {
 				fmt.Fprintf(b, "- output of %s (`%s`): [%s](%s), %d bytes", md(s.ID), strings.ReplaceAll(visible.String(s.Command), "`", "'"), s.File, s.File, s.Bytes)

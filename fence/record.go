@@ -68,6 +68,9 @@ type HostEvidence struct {
 	Error    string         `json:"error,omitempty"`
 	Verdicts []step.Verdict `json:"verdicts"`
 	Steps    []StepOutput   `json:"steps"`
+	// BugReport is nvidia-bug-report.sh's log, where it was asked for
+	// (its compressed bytes in File, or why there are none).
+	BugReport *StepOutput `json:"nvidia_bug_report,omitempty"`
 }
 
 // Failing are the checks that failed or warned: what a release checks
@@ -149,6 +152,9 @@ func hostsPart(hosts []string) string {
 	}
 	return s
 }
+
+// SafeName is a host's name as a record's file names write it.
+func SafeName(s string) string { return safeName(s) }
 
 // safeName is s with only [A-Za-z0-9._,[]-] kept (others become _): a
 // host name as a file name.
