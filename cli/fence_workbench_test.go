@@ -12,6 +12,7 @@ import (
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/labs"
 	"github.com/gpulab/gpulab/landscape"
+	"github.com/gpulab/gpulab/runbooks"
 	"github.com/gpulab/gpulab/sim"
 	"github.com/gpulab/gpulab/tui"
 )
@@ -91,5 +92,60 @@ func TestWorkbenchFencesTheSickHost(t *testing.T) {
 	m = driveUntil(t, m, cmd, func(v string) bool { return strings.Contains(v, "esc closes") })
 	if v := m.View(); !strings.Contains(v, sick+": refused: held: ") {
 		t.Errorf("the release of a host still sick:\n%s", v)
+	}
+}
+
+// From the Runbooks tab: health runs, the cursor goes to a check that
+// failed, F fences its hosts with the check as the reason, the plan is
+// shown, and y drains them.
+func TestRunbooksTabFencesAFailedCheck(t *testing.T) {
+	f, files := simFleet(t, sim.Config{Hosts: 2, Seed: 1})
+	sick, _ := sickAndHealthy(t, f)
+	env := noEnv(t)
+	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
+	inv, err := inventory.Load(files.Inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := o.runnerOn(inv, &sshFlags{hosts: "@dgx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rbs, _ := runbooks.Load(nil)
+	c, _ := landscape.Builtin()
+	lipgloss.SetColorProfile(termenv.Ascii)
+	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Styles: tui.DefaultStyles()}
+	defer o.fleetOptions(&opts, r, inv, t.TempDir(), nil, nil, nil)()
+	var m tea.Model = tui.New(opts)
+	m, _ = m.Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	key := func(k tea.KeyMsg) tea.Cmd {
+		var cmd tea.Cmd
+		m, cmd = m.Update(k)
+		return cmd
+	}
+	runes := func(s string) tea.KeyMsg { return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)} }
+	cursorLine := func() string { return regexp.MustCompile(`(?m)^.*▶.*$`).FindString(m.View()) }
+	key(runes("4"))
+	for i := 0; !strings.Contains(cursorLine(), "health"); i++ {
+		if i > len(rbs) {
+			t.Fatalf("no health runbook in the list:\n%s", m.View())
+		}
+		key(tea.KeyMsg{Type: tea.KeyUp})
+	}
+	m = driveUntil(t, m, key(tea.KeyMsg{Type: tea.KeyEnter}), func(v string) bool { return strings.Contains(v, "2/2 hosts") })
+	for i := 0; !strings.Contains(cursorLine(), "FAIL"); i++ {
+		if i > 40 {
+			t.Fatalf("no FAIL under the cursor:\n%s", m.View())
+		}
+		key(tea.KeyMsg{Type: tea.KeyDown})
+	}
+	key(runes("F"))
+	if v := m.View(); !strings.Contains(v, "reason: runbook health: ") {
+		t.Fatalf("F on a failed check:\n%s", v)
+	}
+	m = driveUntil(t, m, key(tea.KeyMsg{Type: tea.KeyEnter}), func(v string) bool { return strings.Contains(v, "y: gather the evidence") })
+	m = driveUntil(t, m, key(runes("y")), func(v string) bool { return strings.Contains(v, "esc closes") })
+	if v := m.View(); !strings.Contains(v, sick+": fenced (drain)") {
+		t.Errorf("after y:\n%s", v)
 	}
 }

@@ -159,6 +159,9 @@ func New(opts Options) Model {
 	}
 	rbv := newRunbooksView(opts.RunbookRunner, inv, opts.Runbooks, st)
 	rbv.base, rbv.simulated, rbv.mask = base, opts.Simulated, mask
+	if len(opts.Present) == 0 {
+		rbv.fencer, _ = opts.RunbookRunner.(Fencer) // the workbench's; presenter mode acts on nothing
+	}
 	lv := newLabsView(opts.LabRunner, inv, opts.Labs, st)
 	lv.base, lv.simulated, lv.mask = base, opts.Simulated, mask
 	if opts.Simulated || len(opts.Clusters) == 0 {

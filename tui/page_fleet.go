@@ -256,7 +256,7 @@ func (v *fleetView) openFence(release bool) tea.Cmd {
 		return nil
 	}
 	r := v.rows[v.cursor]
-	d, cmd := newFenceDialog(v.fencer, v.cursor, r.Name, strings.Join(r.flags, "; "), release, v.width, v.height)
+	d, cmd := newFenceDialog(v.fencer, []int{v.cursor}, r.Name, strings.Join(r.flags, "; "), release, v.width, v.height)
 	v.fence = d
 	return cmd
 }

@@ -58,6 +58,10 @@ type runbooksView struct {
 	// last is the finished run esc put away, kept with its verdicts until
 	// the next run.
 	last *runbooks.Runbook
+	// fencer fences the hosts of a failed check (F); fence is the dialog
+	// open.
+	fencer Fencer
+	fence  *fenceDialog
 }
 
 func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runbooks.Runbook, st Styles) *runbooksView {
@@ -81,10 +85,14 @@ func (v *runbooksView) StopRun(bool) {
 
 func (v *runbooksView) Init() tea.Cmd   { return nil }
 func (v *runbooksView) Title() string   { return "Runbooks" }
-func (v *runbooksView) Capturing() bool { return v.setup.typing() }
+func (v *runbooksView) Capturing() bool { return v.setup.typing() || v.fence != nil }
 func (v *runbooksView) SetSize(w, h int) {
 	v.width, v.height = w, h
 	v.setup.setWidth(w)
+	if v.fence != nil {
+		v.fence.width, v.fence.height = w, h
+		v.fence.draw()
+	}
 }
 
 func (v *runbooksView) Status() string {
@@ -98,8 +106,14 @@ func (v *runbooksView) ShortHelp() []key.Binding {
 	if v.setup.typing() { // a field is open: its keys, not the list's
 		return fieldHelp()
 	}
+	if v.fence != nil {
+		return v.fence.keys()
+	}
 	if v.active != nil {
 		keys := moves(v.keys.Up, v.keys.Down, v.cursor, v.groupCount())
+		if v.canFence() {
+			keys = append(keys, fenceKey)
+		}
 		if v.evidence {
 			pane := v.evidencePane()
 			if len(pane) > v.evidenceHeight()-1 {
@@ -128,8 +142,12 @@ func (v *runbooksView) canRun() bool {
 }
 
 func (v *runbooksView) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End}, {v.keys.Scroll.PageUp, v.keys.Scroll.PageDown, v.keys.Scroll.Left, v.keys.Scroll.Right},
+	keys := [][]key.Binding{{v.keys.Up, v.keys.Down, v.keys.Home, v.keys.End}, {v.keys.Scroll.PageUp, v.keys.Scroll.PageDown, v.keys.Scroll.Left, v.keys.Scroll.Right},
 		{v.keys.Run, v.keys.Hosts, v.keys.Params, v.keys.Evidence, v.keys.Back}}
+	if v.fencer != nil {
+		keys[2] = append(keys[2], fenceKey)
+	}
+	return keys
 }
 
 func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
@@ -159,9 +177,24 @@ func (v *runbooksView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			return v, nil
 		}
 		return v, v.stream.wait()
+	case fencePlanned, fenceApplied:
+		if v.fence != nil {
+			cmd, _ := v.fence.update(msg)
+			return v, cmd
+		}
 	case tea.KeyMsg:
 		if v.setup.typing() {
 			return v, v.setup.update(msg)
+		}
+		if v.fence != nil {
+			cmd, closed := v.fence.update(msg)
+			if closed {
+				v.fence = nil
+			}
+			return v, cmd
+		}
+		if key.Matches(msg, fenceKey) && v.canFence() {
+			return v, v.openFence()
 		}
 		return v, v.handleKey(msg)
 	case tea.MouseMsg:
@@ -227,6 +260,41 @@ func (v *runbooksView) handleKey(km tea.KeyMsg) tea.Cmd {
 	}
 	v.focusFail = false // the operator moved: the cursor is theirs
 	return nil
+}
+
+// canFence says whether F fences the hosts of the verdict group under
+// the cursor: the run is over, and the group failed or warned.
+func (v *runbooksView) canFence() bool {
+	if v.fencer == nil || v.active == nil || v.running {
+		return false
+	}
+	_, g := v.selected()
+	return g != nil && (g.Status == step.Fail || g.Status == step.Warn)
+}
+
+// openFence opens the fence dialog on the hosts of the group under the
+// cursor, its reason the check and what it found.
+func (v *runbooksView) openFence() tea.Cmd {
+	check, g := v.selected()
+	sel, err := inventory.Empty().Select(g.Hosts)
+	if err != nil {
+		return nil
+	}
+	var idx []int
+	for i, h := range v.runner.Hosts() {
+		for _, s := range sel {
+			if s.Name == h.Name {
+				idx = append(idx, i)
+			}
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	reason := fmt.Sprintf("runbook %s: %s %s: %s", v.active.ID, check, g.Status, g.Summary)
+	d, cmd := newFenceDialog(v.fencer, idx, g.Hosts, reason, false, v.width, v.height)
+	v.fence = d
+	return cmd
 }
 
 // selectID puts the cursor on the runbook called id, if it is listed.
@@ -336,6 +404,9 @@ func (v *runbooksView) groupCount() int {
 }
 
 func (v *runbooksView) View() string {
+	if v.fence != nil {
+		return v.fence.view(v.styles)
+	}
 	if v.active == nil {
 		return v.listView()
 	}

@@ -1,0 +1,236 @@
+package tui
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/gpulab/gpulab/app"
+	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/render"
+)
+
+// Fencer fences and releases the fleet's hosts (app.Workbench): the plan
+// first, then, once the person confirms, the action with its evidence.
+type Fencer interface {
+	PlanFence(ctx context.Context, hosts []int, reason string, release bool) (*app.FenceAction, error)
+	ApplyFence(ctx context.Context, a *app.FenceAction) app.Fenced
+}
+
+// fenceStage is where a fence dialog is.
+type fenceStage int
+
+const (
+	fenceReason   fenceStage = iota // typing the reason
+	fencePlanning                   // reading the node
+	fenceConfirm                    // the plan shown: y applies, esc cancels
+	fenceApplying                   // evidence, then the changes
+	fenceDone                       // the outcome shown
+)
+
+type fencePlanned struct {
+	action *app.FenceAction
+	err    error
+}
+
+type fenceApplied struct{ done app.Fenced }
+
+// fenceDialog fences (or releases) hosts of the workbench (the Fleet's
+// selected host, the hosts of a failed check's group): it asks why,
+// shows the plan node by node, acts only on y, and shows what was done
+// and where the record is. It holds the view while open.
+type fenceDialog struct {
+	fencer  Fencer
+	hosts   []int  // into the workbench's hosts
+	name    string // the hosts, as a node set
+	release bool
+	stage   fenceStage
+	input   textinput.Model
+	action  *app.FenceAction
+	err     string
+	done    *app.Fenced
+	page    *textPage
+	width   int
+	height  int
+}
+
+var (
+	fenceKey   = key.NewBinding(key.WithKeys("F"), key.WithHelp("F", "fence the host"))
+	releaseKey = key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "release the host"))
+	confirmKey = key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "apply"))
+	closeKey   = key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close"))
+	enterKey   = key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "plan"))
+)
+
+// newFenceDialog opens the dialog on hosts (name: them as a node set),
+// its reason field holding reason (what the probe flagged, the check
+// that failed); a release asks no reason.
+func newFenceDialog(f Fencer, hosts []int, name, reason string, release bool, w, h int) (*fenceDialog, tea.Cmd) {
+	ti := textinput.New()
+	ti.Prompt = "reason: "
+	ti.Placeholder = "why is " + name + " fenced? (enter plans, esc cancels)"
+	ti.CharLimit = 1024
+	ti.SetValue(reason)
+	ti.Width = max(10, w-12)
+	d := &fenceDialog{fencer: f, hosts: hosts, name: name, release: release, input: ti, width: w, height: h}
+	if release {
+		return d, d.plan()
+	}
+	return d, d.input.Focus()
+}
+
+func (d *fenceDialog) verb() string {
+	if d.release {
+		return "release"
+	}
+	return "fence"
+}
+
+func (d *fenceDialog) plan() tea.Cmd {
+	d.stage = fencePlanning
+	reason := strings.TrimSpace(d.input.Value())
+	return func() tea.Msg {
+		a, err := d.fencer.PlanFence(context.Background(), d.hosts, reason, d.release)
+		return fencePlanned{a, err}
+	}
+}
+
+// update handles a key or the dialog's own messages; closed says the
+// dialog is done with.
+func (d *fenceDialog) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
+	switch msg := msg.(type) {
+	case fencePlanned:
+		d.action, d.stage = msg.action, fenceConfirm
+		if msg.err != nil {
+			d.err, d.stage = msg.err.Error(), fenceDone
+		}
+		d.draw()
+	case fenceApplied:
+		d.done, d.stage = &msg.done, fenceDone
+		d.draw()
+	case tea.KeyMsg:
+		return d.key(msg)
+	}
+	return nil, false
+}
+
+func (d *fenceDialog) key(km tea.KeyMsg) (tea.Cmd, bool) {
+	switch d.stage {
+	case fenceReason:
+		switch {
+		case key.Matches(km, closeKey):
+			return nil, true
+		case key.Matches(km, enterKey) && strings.TrimSpace(d.input.Value()) != "":
+			d.input.Blur()
+			return d.plan(), false
+		}
+		var cmd tea.Cmd
+		d.input, cmd = d.input.Update(km)
+		return cmd, false
+	case fenceConfirm:
+		switch {
+		case key.Matches(km, closeKey):
+			return nil, true
+		case key.Matches(km, confirmKey) && d.action.Changes() > 0:
+			d.stage = fenceApplying
+			d.draw()
+			a := d.action
+			return func() tea.Msg { return fenceApplied{d.fencer.ApplyFence(context.Background(), a)} }, false
+		}
+	case fenceDone:
+		if key.Matches(km, closeKey) {
+			return nil, true
+		}
+	}
+	if d.page != nil {
+		d.page.update(km, DefaultMoveKeys().Up, DefaultMoveKeys().Down, pageKeys())
+	}
+	return nil, false
+}
+
+// lines are what the dialog shows at its stage.
+func (d *fenceDialog) lines() []string {
+	head := strings.ToUpper(d.verb()[:1]) + d.verb()[1:] + " " + visible.String(d.name)
+	if d.action != nil {
+		head += " in " + visible.String(d.action.Target)
+	}
+	out := []string{head, ""}
+	if d.err != "" {
+		return append(out, "Nothing done: "+visible.String(d.err))
+	}
+	if d.action != nil {
+		for _, p := range d.action.Plans {
+			out = append(out, render.FencePlan(p)...)
+		}
+		out = append(out, "")
+	}
+	switch d.stage {
+	case fenceConfirm:
+		out = append(out, d.confirmLines()...)
+	case fenceApplying:
+		out = append(out, "Gathering the evidence (runbook health), then the changes above...")
+	case fenceDone:
+		out = append(out, d.doneLines()...)
+	}
+	return out
+}
+
+func (d *fenceDialog) confirmLines() []string {
+	if d.action.Changes() == 0 {
+		return []string{"Nothing to do. esc closes."}
+	}
+	if d.release {
+		return []string{"y: run the health runbook again, and release only if the checks that fenced it pass now. esc: cancel, nothing changed."}
+	}
+	return []string{"y: gather the evidence (runbook health) into a fence record, then make " + text.Plural(d.action.Changes(), "change", "changes") +
+		" above. esc: cancel, nothing changed."}
+}
+
+func (d *fenceDialog) doneLines() []string {
+	var out []string
+	for _, r := range d.done.Results {
+		out = append(out, render.FenceResult(r, d.release)...)
+	}
+	if d.done.Record != nil {
+		out = append(out, "", "record: "+visible.String(filepath.Join(d.done.Record.Dir(), "record.md")))
+	}
+	if d.done.SaveErr != nil {
+		out = append(out, "the record could not be written: "+visible.String(d.done.SaveErr.Error()))
+	}
+	return append(out, "", "esc closes.")
+}
+
+func (d *fenceDialog) draw() {
+	d.page = newTextPage(d.lines(), d.width, d.height)
+}
+
+func (d *fenceDialog) view(st Styles) string {
+	if d.stage == fenceReason {
+		return strings.Join([]string{"Fence " + visible.String(d.name), "", d.input.View(), "",
+			"The reason goes whole into the fence record and the node's annotations (or the Slurm reason)."}, "\n")
+	}
+	if d.page == nil {
+		d.draw()
+	}
+	return d.page.view(st)
+}
+
+func (d *fenceDialog) keys() []key.Binding {
+	switch d.stage {
+	case fenceReason:
+		return []key.Binding{enterKey, closeKey}
+	case fenceConfirm:
+		if d.action.Changes() > 0 {
+			return []key.Binding{confirmKey, closeKey}
+		}
+	case fenceDone:
+	default:
+		return nil
+	}
+	return []key.Binding{closeKey}
+}
