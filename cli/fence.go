@@ -239,6 +239,9 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 	}
 	spec.Request, spec.Results, spec.Runbook, spec.Force, spec.Simulated = fo.request, fo.resultsDir(), fo.rb, fo.force, fleet.Simulated
 	spec.Runbooks, spec.RunbookGiven, spec.BugReport = fo.findRunbook, c.Flags().Changed("runbook"), fo.bugReport
+	if spec.Kube == nil && c.Flags().Changed("taint") {
+		return usageErr("--taint is Kubernetes': in Slurm the fence is a drain, its reason gpulab's")
+	}
 	if fo.drain {
 		if spec.Kube == nil {
 			return usageErr("--drain is Kubernetes': a Slurm drain already lets running jobs finish and starts no new one")

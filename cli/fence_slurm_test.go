@@ -27,6 +27,9 @@ func TestFenceLoopInSlurm(t *testing.T) {
 	if len(plan.Plan) != 1 || len(plan.Plan[0].Changes) != 1 || plan.Plan[0].Changes[0].Op != fence.OpDrain {
 		t.Fatalf("dry run = %+v: want one drain", plan)
 	}
+	if r := run(t, env, append([]string{"fence", "--reason", "x", "--taint", "a/b:NoSchedule", "-H", sick}, inv...)...); r.code != ExitUsage || !strings.Contains(r.stderr, "--taint is Kubernetes'") {
+		t.Errorf("--taint in Slurm: exit %d %s", r.code, r.stderr)
+	}
 	done := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus", "--apply", "--bug-report", "-H", sick}, inv...)...)
 	if done.Results[0].Outcome != fence.Done || done.Record == "" {
 		t.Fatalf("fence --apply = %+v", done)
