@@ -28,15 +28,18 @@ $s nvidia-bug-report.sh --output-file "$d/nvidia-bug-report.log" >"$d/out" 2>&1 
 $s cat "$d/nvidia-bug-report.log.gz"`
 
 // bugReports runs nvidia-bug-report.sh on targets and keeps each log in
-// rec (evidence/HOST/nvidia-bug-report.log.gz); a host where it cannot
-// run says why in its evidence. It runs a few minutes on a real host.
-func (f *Fleet) bugReports(ctx context.Context, rec *fence.Record, targets []orchestrator.Target) {
+// rec's directory (evidence/HOST/nvidia-bug-report.log.gz); a host where
+// it cannot run says why. It runs a few minutes on a real host, two hosts
+// at a time (each log is held in memory until written).
+func (f *Fleet) bugReports(ctx context.Context, rec *fence.Record, targets []orchestrator.Target) map[string]*fence.StepOutput {
 	type got struct {
 		host string
 		out  fence.StepOutput
 	}
 	results := make(chan got, len(targets))
-	f.Engine.ForEach(ctx, targets, nil, func(_ int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
+	e := *f.Engine
+	e.Concurrency = 2
+	e.ForEach(ctx, targets, nil, func(_ int, t orchestrator.Target, conn *orchestrator.Conn, hr *orchestrator.HostResult) {
 		r := conn.Run(ctx, "nvidia-bug-report", bugReportScript, orchestrator.RunOptions{Timeout: 15 * time.Minute, Inactivity: 10 * time.Minute, MaxOutput: MaxBugReport})
 		so := fence.StepOutput{ID: "nvidia-bug-report", Command: "nvidia-bug-report.sh --output-file DIR/nvidia-bug-report.log (sudo -n)", ExitCode: r.ExitCode, Bytes: int(r.StdoutBytes)}
 		switch {
@@ -55,11 +58,9 @@ func (f *Fleet) bugReports(ctx context.Context, rec *fence.Record, targets []orc
 		results <- got{t.Name, so}
 	})
 	close(results)
+	out := map[string]*fence.StepOutput{}
 	for g := range results {
-		for i := range rec.Evidence {
-			if rec.Evidence[i].Host == g.host {
-				rec.Evidence[i].BugReport = &g.out
-			}
-		}
+		out[g.host] = &g.out
 	}
+	return out
 }

@@ -140,13 +140,21 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	}
 	keep(rec.Save())
 	rec.Evidence = f.evidence(ctx, rec, "evidence", f.targetsNamed(act), s.Runbook)
-	if s.BugReport {
-		f.bugReports(ctx, rec, f.targetsNamed(act))
-	}
 	keep(rec.Save())
 	out.Results = notDrained(s, s.apply(ctx, plans, req, false))
-	rec.Results = out.Results
-	keep(rec.Save())
+	// From here the nodes name the record: a release may add to it at
+	// any moment, so what the fence adds goes in under its lock.
+	var drains []fence.NodeDrain
+	var bug map[string]*fence.StepOutput
+	ours := func(cur *fence.Record) {
+		cur.Results, cur.Drain = out.Results, drains
+		for i := range cur.Evidence {
+			if b, ok := bug[cur.Evidence[i].Host]; ok {
+				cur.Evidence[i].BugReport = b
+			}
+		}
+	}
+	keep(rec.Update(ours))
 	if s.Drain != nil && s.Kube != nil {
 		for _, r := range out.Results {
 			if r.Outcome == fence.Done && ctx.Err() == nil {
@@ -155,13 +163,19 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 				if err != nil {
 					d.Error = err.Error()
 				}
-				rec.Drain = append(rec.Drain, d)
-				keep(rec.Save())
+				drains = append(drains, d)
+				keep(rec.Update(ours))
 			}
 		}
 	}
-	rec.Complete, rec.Interrupted = ctx.Err() == nil, ctx.Err() != nil
-	keep(rec.Save())
+	if s.BugReport && ctx.Err() == nil { // after the action: a hung nvidia-smi in it must not keep the node in service
+		bug = f.bugReports(ctx, rec, f.targetsNamed(act))
+	}
+	keep(rec.Update(func(cur *fence.Record) {
+		ours(cur)
+		cur.Complete, cur.Interrupted = ctx.Err() == nil, ctx.Err() != nil
+	}))
+	out.Record = rec
 	return out
 }
 
@@ -381,6 +395,9 @@ func (g *releaseGroup) save() error {
 func stillFailing(h fence.HostEvidence, was []string, known bool) string {
 	if h.Error != "" {
 		return "not checked again: " + h.Error
+	}
+	if len(h.Verdicts) == 0 {
+		return "no check was judged again"
 	}
 	var why []string
 	for _, v := range h.Verdicts {

@@ -35,6 +35,9 @@ func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, r
 	if len(targets) == 0 {
 		return nil, errors.New("no host chosen")
 	}
+	if err := fence.CheckReason(reason); err != nil && !release {
+		return nil, fmt.Errorf("the reason: %w", err)
+	}
 	sub := *w.Fleet
 	sub.Targets = targets
 	spec, err := w.fenceTarget(&sub)

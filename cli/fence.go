@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +18,6 @@ import (
 	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/internal/text"
-	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/runbooks"
@@ -188,13 +186,8 @@ func (fo *fenceOptions) Complete() error {
 
 func (fo *fenceOptions) completeFence() error {
 	r := strings.TrimSpace(fo.reason)
-	switch {
-	case r == "":
-		return usageErr("--reason is required: why is the node fenced? (e.g. --reason \"XID 79: GPU fell off the bus\")")
-	case len(r) > 1024:
-		return usageErr("--reason is %d bytes: say it in at most 1024 (the evidence goes in the record)", len(r))
-	case strings.IndexFunc(r, func(c rune) bool { return unicode.IsControl(c) || visible.Unsafe(c) }) >= 0:
-		return usageErr("--reason has a control character (or a bidi override, a line separator): one line of plain text, please")
+	if err := fence.CheckReason(r); err != nil {
+		return usageErr("--reason: %v", err)
 	}
 	key, effect, ok := strings.Cut(fo.taint, ":")
 	if !ok || key == "" || (effect != string(corev1.TaintEffectNoSchedule) && effect != string(corev1.TaintEffectNoExecute)) {

@@ -137,7 +137,9 @@ func (d *drain) run(ctx context.Context, retry time.Duration) {
 			case Terminating:
 				d.gone(ctx, i)
 			}
-			if o := d.out[i].Outcome; o == Blocked || o == Terminating {
+			// An eviction the deadline cut short (no outcome yet) is
+			// pending too: the timeout below says what became of it.
+			if o := d.out[i].Outcome; o == Blocked || o == Terminating || o == "" {
 				pending++
 			}
 		}
@@ -189,7 +191,7 @@ func (d *drain) timedOut() {
 		case Terminating:
 			d.out[i].Why = "evicted, still terminating at the drain's timeout"
 		case "":
-			d.out[i].Outcome, d.out[i].Why = Blocked, "not evicted before the drain's timeout"
+			d.out[i].Outcome, d.out[i].Why = Blocked, "not evicted: the drain was stopped (its timeout, or Ctrl-C) before its eviction was answered"
 		}
 	}
 }

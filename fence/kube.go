@@ -2,16 +2,20 @@ package fence
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpulab/gpulab/internal/visible"
 )
 
 // What gpulab writes on a node it fences. The taint's key and effect
@@ -35,6 +39,22 @@ const (
 )
 
 var fenceAnnotations = []string{AnnRecord, AnnBy, AnnAt, AnnReason, AnnTaint, AnnCordoned}
+
+// CheckReason refuses a reason that cannot go whole into the record,
+// the node's annotation or the Slurm reason: empty, over 1024 bytes, or
+// with a control character, a bidi override or a line separator (each
+// changes what a terminal shows without showing itself).
+func CheckReason(r string) error {
+	switch {
+	case strings.TrimSpace(r) == "":
+		return errors.New("say why the node is fenced (e.g. \"XID 79: GPU fell off the bus\")")
+	case len(r) > 1024:
+		return fmt.Errorf("%d bytes: say it in at most 1024 (the evidence goes in the record)", len(r))
+	case strings.IndexFunc(r, func(c rune) bool { return unicode.IsControl(c) || visible.Unsafe(c) }) >= 0:
+		return errors.New("it has a control character (or a bidi override, a line separator): one line of plain text, please")
+	}
+	return nil
+}
 
 // Request is one fence: why, by whom, under which record.
 type Request struct {
@@ -228,7 +248,15 @@ func PlanRelease(n *corev1.Node) Plan {
 	want := n.DeepCopy()
 	mine := ""
 	if key, effect, ok := splitTaint(f.Taint); ok {
-		if i := taintIndex(n, key, effect); i >= 0 && ownTaint(n.Spec.Taints[i], f) {
+		if i := taintIndex(n, key, effect); i >= 0 && !ownTaint(n.Spec.Taints[i], f) {
+			// The annotations name a taint that is not the one gpulab
+			// added: neither is removed, so that the fence stays
+			// readable and the taint is not left looking like another's.
+			p.Refused = fmt.Sprintf("taint %s is there, but its value or time is not what gpulab's fence (record %s) set, %s: left as it is, and the fence with it; remove them by hand if they are gpulab's",
+				taintString(n.Spec.Taints[i]), f.Record, by(taintOwner(n, n.Spec.Taints[i])))
+			return p
+		}
+		if i := taintIndex(n, key, effect); i >= 0 {
 			want.Spec.Taints = slices.Delete(want.Spec.Taints, i, i+1)
 			p.Changes = append(p.Changes, Change{OpUntaint, "remove taint " + taintString(n.Spec.Taints[i])})
 			mine = f.Taint

@@ -31,18 +31,18 @@ func SlurmReason(req Request) string {
 
 var slurmRecord = regexp.MustCompile(`\(record ([^()\s]+)\)$`)
 
-// ReadSlurmFence is gpulab's drain on n, or nil: a drain (or a reason)
-// that begins with SlurmPrefix.
+// ReadSlurmFence is gpulab's drain on n, or nil: a reason that begins
+// with SlurmPrefix and ends with the record that gpulab writes.
 func ReadSlurmFence(n parse.SlurmNode) *Fence {
 	rest, ok := strings.CutPrefix(n.Reason, SlurmPrefix)
 	if !ok {
 		return nil
 	}
-	f := &Fence{Reason: rest, By: n.ReasonBy, At: n.ReasonAt, Cordoned: true}
-	if m := slurmRecord.FindStringSubmatch(rest); m != nil {
-		f.Record = m[1]
-		f.Reason = strings.TrimSpace(strings.TrimSuffix(rest, m[0]))
+	m := slurmRecord.FindStringSubmatch(rest)
+	if m == nil { // "gpulab: " without its record: a person's words, not gpulab's drain
+		return nil
 	}
+	f := &Fence{Reason: strings.TrimSpace(strings.TrimSuffix(rest, m[0])), Record: m[1], By: n.ReasonBy, At: n.ReasonAt, Cordoned: true}
 	if !n.Drained() {
 		f.Drift = append(f.Drift, "its DRAIN flag cleared since, not by gpulab (state "+n.StateString()+")")
 	}

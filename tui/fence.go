@@ -33,12 +33,18 @@ const (
 	fenceDone                       // the outcome shown
 )
 
+// fencePlanned and fenceApplied come back to the dialog that asked
+// (from): one closed and opened again meanwhile ignores the other's.
 type fencePlanned struct {
+	from   *fenceDialog
 	action *app.FenceAction
 	err    error
 }
 
-type fenceApplied struct{ done app.Fenced }
+type fenceApplied struct {
+	from *fenceDialog
+	done app.Fenced
+}
 
 // fenceDialog fences (or releases) hosts of the workbench (the Fleet's
 // selected host, the hosts of a failed check's group): it asks why,
@@ -55,8 +61,10 @@ type fenceDialog struct {
 	err     string
 	done    *app.Fenced
 	page    *textPage
-	width   int
-	height  int
+	// cancel stops the plan or the action under way (esc).
+	cancel context.CancelFunc
+	width  int
+	height int
 }
 
 var (
@@ -94,9 +102,12 @@ func (d *fenceDialog) verb() string {
 func (d *fenceDialog) plan() tea.Cmd {
 	d.stage = fencePlanning
 	reason := strings.TrimSpace(d.input.Value())
+	ctx, cancel := context.WithCancel(context.Background())
+	d.cancel = cancel
 	return func() tea.Msg {
-		a, err := d.fencer.PlanFence(context.Background(), d.hosts, reason, d.release)
-		return fencePlanned{a, err}
+		defer cancel()
+		a, err := d.fencer.PlanFence(ctx, d.hosts, reason, d.release)
+		return fencePlanned{d, a, err}
 	}
 }
 
@@ -105,12 +116,18 @@ func (d *fenceDialog) plan() tea.Cmd {
 func (d *fenceDialog) update(msg tea.Msg) (cmd tea.Cmd, closed bool) {
 	switch msg := msg.(type) {
 	case fencePlanned:
+		if msg.from != d {
+			return nil, false
+		}
 		d.action, d.stage = msg.action, fenceConfirm
 		if msg.err != nil {
 			d.err, d.stage = msg.err.Error(), fenceDone
 		}
 		d.draw()
 	case fenceApplied:
+		if msg.from != d {
+			return nil, false
+		}
 		d.done, d.stage = &msg.done, fenceDone
 		d.draw()
 	case tea.KeyMsg:
@@ -140,7 +157,22 @@ func (d *fenceDialog) key(km tea.KeyMsg) (tea.Cmd, bool) {
 			d.stage = fenceApplying
 			d.draw()
 			a := d.action
-			return func() tea.Msg { return fenceApplied{d.fencer.ApplyFence(context.Background(), a)} }, false
+			ctx, cancel := context.WithCancel(context.Background())
+			d.cancel = cancel
+			return func() tea.Msg {
+				defer cancel()
+				return fenceApplied{d, d.fencer.ApplyFence(ctx, a)}
+			}, false
+		}
+	case fencePlanning:
+		if key.Matches(km, closeKey) { // nothing done yet: the reads stop, the dialog closes
+			d.cancel()
+			return nil, true
+		}
+	case fenceApplying:
+		if key.Matches(km, closeKey) { // stopped: the outcome (and the record) say what was done
+			d.cancel()
+			return nil, false
 		}
 	case fenceDone:
 		if key.Matches(km, closeKey) {
@@ -173,7 +205,7 @@ func (d *fenceDialog) lines() []string {
 	case fenceConfirm:
 		out = append(out, d.confirmLines()...)
 	case fenceApplying:
-		out = append(out, "Gathering the evidence (runbook health), then the changes above...")
+		out = append(out, "Gathering the evidence, then the changes above... (esc stops: what was done by then is shown and recorded)")
 	case fenceDone:
 		out = append(out, d.doneLines()...)
 	}
@@ -228,9 +260,10 @@ func (d *fenceDialog) keys() []key.Binding {
 		if d.action.Changes() > 0 {
 			return []key.Binding{confirmKey, closeKey}
 		}
-	case fenceDone:
-	default:
-		return nil
+	case fencePlanning:
+		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop"))}
+	case fenceApplying:
+		return []key.Binding{key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "stop"))}
 	}
 	return []key.Binding{closeKey}
 }

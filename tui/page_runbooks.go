@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpulab/gpulab/app"
 	"github.com/gpulab/gpulab/internal/text"
+	"github.com/gpulab/gpulab/internal/visible"
 	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/render"
 	"github.com/gpulab/gpulab/runbooks"
@@ -291,7 +292,9 @@ func (v *runbooksView) openFence() tea.Cmd {
 	if len(idx) == 0 {
 		return nil
 	}
-	reason := fmt.Sprintf("runbook %s: %s %s: %s", v.active.ID, check, g.Status, g.Summary)
+	// The summary comes from what the hosts printed: escaped, and cut to
+	// a reason's length.
+	reason := text.Cut(fmt.Sprintf("runbook %s: %s %s: %s", v.active.ID, check, g.Status, visible.String(g.Summary)), 400)
 	d, cmd := newFenceDialog(v.fencer, idx, g.Hosts, reason, false, v.width, v.height)
 	v.fence = d
 	return cmd
