@@ -96,14 +96,7 @@ func newFenceCmd(o *options) *cobra.Command {
   gpulab fence --via kube -H gpu07 --reason "row remap pending" --apply --json
   gpulab fence list`,
 		Args: exactArgs(0, "no arguments (the hosts are -H)"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := fo.Complete(); err != nil {
-				return err
-			}
-			ctx, stop := interruptible(c.ErrOrStderr())
-			defer stop()
-			return fo.Run(ctx, c, c.OutOrStdout(), c.ErrOrStderr())
-		},
+		RunE: fo.runE,
 	}
 	fo.register(cmd)
 	fl := cmd.Flags()
@@ -140,18 +133,21 @@ after Ctrl-C.`,
 		Example: `  gpulab release -H gpu07             # the plan: what would be undone
   gpulab release -H gpu07 --apply     # check again, then release`,
 		Args: exactArgs(0, "no arguments (the hosts are -H)"),
-		RunE: func(c *cobra.Command, _ []string) error {
-			if err := fo.Complete(); err != nil {
-				return err
-			}
-			ctx, stop := interruptible(c.ErrOrStderr())
-			defer stop()
-			return fo.Run(ctx, c, c.OutOrStdout(), c.ErrOrStderr())
-		},
+		RunE: fo.runE,
 	}
 	fo.register(cmd)
 	cmd.Flags().BoolVar(&fo.force, "force", false, "release without running the checks again (recorded)")
 	return cmd
+}
+
+// runE completes the options and runs, stopped by Ctrl-C.
+func (fo *fenceOptions) runE(c *cobra.Command, _ []string) error {
+	if err := fo.Complete(); err != nil {
+		return err
+	}
+	ctx, stop := interruptible(c.ErrOrStderr())
+	defer stop()
+	return fo.Run(ctx, c, c.OutOrStdout(), c.ErrOrStderr())
 }
 
 func (fo *fenceOptions) register(cmd *cobra.Command) {

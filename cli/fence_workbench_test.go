@@ -26,23 +26,8 @@ func TestWorkbenchFencesTheSickHost(t *testing.T) {
 	f, files := simFleet(t, sim.Config{Hosts: 3, Seed: 1})
 	sick, _ := sickAndHealthy(t, f)
 	env := noEnv(t)
-	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
-	inv, err := inventory.Load(files.Inventory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := o.runnerOn(inv, &sshFlags{hosts: "@dgx"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, _ := landscape.Builtin()
-	ls, _ := labs.Load(nil)
-	lipgloss.SetColorProfile(termenv.Ascii)
-	opts := tui.Options{Catalog: c, Inventory: inv, Labs: ls, Styles: tui.DefaultStyles()}
 	results := t.TempDir()
-	defer o.fleetOptions(&opts, r, inv, results, nil, nil, nil)()
-	var m tea.Model = tui.New(opts)
-	m, _ = m.Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	m := simWorkbench(t, env, files.Inventory, results)
 	press := func(keys ...string) tea.Cmd {
 		var cmd tea.Cmd
 		for _, k := range keys {
@@ -101,23 +86,8 @@ func TestWorkbenchFencesTheSickHost(t *testing.T) {
 func TestRunbooksTabFencesAFailedCheck(t *testing.T) {
 	f, files := simFleet(t, sim.Config{Hosts: 2, Seed: 1})
 	sick, _ := sickAndHealthy(t, f)
-	env := noEnv(t)
-	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
-	inv, err := inventory.Load(files.Inventory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := o.runnerOn(inv, &sshFlags{hosts: "@dgx"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rbs, _ := runbooks.Load(nil)
-	c, _ := landscape.Builtin()
-	lipgloss.SetColorProfile(termenv.Ascii)
-	opts := tui.Options{Catalog: c, Inventory: inv, Runbooks: rbs, Styles: tui.DefaultStyles()}
-	defer o.fleetOptions(&opts, r, inv, t.TempDir(), nil, nil, nil)()
-	var m tea.Model = tui.New(opts)
-	m, _ = m.Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	m := simWorkbench(t, noEnv(t), files.Inventory, t.TempDir())
 	key := func(k tea.KeyMsg) tea.Cmd {
 		var cmd tea.Cmd
 		m, cmd = m.Update(k)
@@ -148,4 +118,28 @@ func TestRunbooksTabFencesAFailedCheck(t *testing.T) {
 	if v := m.View(); !strings.Contains(v, sick+": fenced (drain)") {
 		t.Errorf("after y:\n%s", v)
 	}
+}
+
+// simWorkbench is the workbench on the simulated fleet of inventory,
+// its hosts reached as gpulab reaches any (@dgx), at 140x40, its fence
+// records under results; its connections close when the test ends.
+func simWorkbench(t *testing.T, env map[string]string, inventoryFile, results string) tea.Model {
+	t.Helper()
+	o := &options{env: Env{Getenv: func(k string) string { return env[k] }}}
+	inv, err := inventory.Load(inventoryFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := o.runnerOn(inv, &sshFlags{hosts: "@dgx"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := landscape.Builtin()
+	ls, _ := labs.Load(nil)
+	rbs, _ := runbooks.Load(nil)
+	lipgloss.SetColorProfile(termenv.Ascii)
+	opts := tui.Options{Catalog: c, Inventory: inv, Labs: ls, Runbooks: rbs, Styles: tui.DefaultStyles()}
+	t.Cleanup(o.fleetOptions(&opts, r, inv, results, nil, nil, nil))
+	m, _ := tui.New(opts).Update(tea.WindowSizeMsg{Width: 140, Height: 40})
+	return m
 }
