@@ -87,6 +87,26 @@ func (s *tmuxSession) run(args ...string) string {
 
 func (s *tmuxSession) capture() string { return s.run("capture-pane", "-p", "-t", "smoke") }
 
+// captureWhole is the screen as capture has it, and whether the workbench
+// had finished drawing it. tmux reads what the workbench writes in
+// pieces, so a capture can catch a frame half drawn: new lines at the top,
+// the last frame's below. The workbench's renderer ends every frame with
+// the cursor at the start of the last line, so a screen whose cursor is
+// there is whole but for, at most, that line (the status bar). The pane
+// and its cursor are read in one tmux command, so nothing is drawn
+// between the two.
+func (s *tmuxSession) captureWhole() (string, bool) {
+	s.t.Helper()
+	out := s.run("capture-pane", "-p", "-t", "smoke", ";", "display-message", "-p", "-t", "smoke", "#{cursor_x} #{cursor_y} #{pane_height}")
+	out = strings.TrimSuffix(out, "\n")
+	i := strings.LastIndex(out, "\n")
+	var x, y, h int
+	if _, err := fmt.Sscanf(out[i+1:], "%d %d %d", &x, &y, &h); err != nil {
+		s.t.Fatalf("tmux's cursor: %q: %v", out[i+1:], err)
+	}
+	return out[:i+1], x == 0 && y == h-1
+}
+
 func (s *tmuxSession) keys(keys ...string) {
 	s.t.Helper()
 	for _, k := range keys {

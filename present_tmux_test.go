@@ -49,15 +49,16 @@ func TestPresentStrayKeysInTmux(t *testing.T) {
 	forward := make([]string, len(done))
 	for i, d := range done {
 		s.keys("n")
-		forward[i] = stepBody(screenWait(t, s, nil, fmt.Sprintf(" %d/9  ", i+1), d))
+		forward[i] = stepBody(wholeScreenWait(t, s, fmt.Sprintf(" %d/9  ", i+1), d))
 	}
 	// waitStep waits for step i's forward screen.
 	waitStep := func(i int, how string) {
 		t.Helper()
 		deadline := time.Now().Add(2 * time.Minute)
 		for {
-			got := stepBody(s.capture())
-			if got == forward[i] {
+			screen, whole := s.captureWhole()
+			got := stepBody(screen)
+			if whole && got == forward[i] {
 				return
 			}
 			if time.Now().After(deadline) {
@@ -84,5 +85,30 @@ func TestPresentStrayKeysInTmux(t *testing.T) {
 	if screen := screenWaitAny(t, s, "EXIT=0", "a run is going: q or ctrl+c again quits"); !strings.Contains(screen, "EXIT=0") {
 		s.keys("q")
 		screenWait(t, s, nil, "EXIT=0")
+	}
+}
+
+// wholeScreenWait is screenWait for a screen the workbench has finished
+// drawing (captureWhole): a step's screen as it was going forward, which
+// the test compares with the same step entered again.
+func wholeScreenWait(t *testing.T, s *tmuxSession, want ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		screen, whole := s.captureWhole()
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(screen, w) {
+				missing = w
+				break
+			}
+		}
+		if whole && missing == "" {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 2 minutes for a whole screen with %q (whole: %v); screen:\n%s", missing, whole, screen)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
