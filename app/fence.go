@@ -517,6 +517,13 @@ func SlurmNodes(ctx context.Context, inv *inventory.Inventory, r Reach) ([]parse
 		return nil, err
 	}
 	defer f.Keys.Close()
+	return f.slurmNodes(ctx)
+}
+
+// slurmNodes reads the inventory's Slurm cluster's nodes with scontrol
+// on its login host, over the fleet's connections.
+func (f *Fleet) slurmNodes(ctx context.Context) ([]parse.SlurmNode, error) {
+	login := f.Inv.Slurm.Login
 	run, done, err := f.Scontrol(login)
 	if err != nil {
 		return nil, err

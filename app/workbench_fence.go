@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/runbooks"
-	"github.com/gpulab/gpulab/step/parse"
 )
 
 // FenceAction is a fence (or release) the workbench planned and shows
@@ -111,17 +110,8 @@ func (w *Workbench) NodeStates(ctx context.Context) (map[string]NodeState, error
 	if f.Inv == nil || f.Inv.Slurm == nil {
 		return nil, nil
 	}
-	run, done, err := f.Scontrol(f.Inv.Slurm.Login)
+	nodes, err := f.slurmNodes(ctx)
 	if err != nil {
-		return nil, err
-	}
-	defer done()
-	out, err := run(ctx, "scontrol show node")
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := parse.ParseScontrolShowNode(out)
-	if err != nil && len(nodes) == 0 {
 		return nil, err
 	}
 	states := map[string]NodeState{}

@@ -1,6 +1,7 @@
 package fence
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -122,21 +123,12 @@ func writeResults(b *strings.Builder, plan []Plan, results []Result) {
 		if outcome == "" {
 			outcome = "planned"
 		}
-		if d := cmpOr(r.Detail, r.Refused, r.Unchanged); d != "" {
+		if d := cmp.Or(r.Detail, r.Refused, r.Unchanged); d != "" {
 			outcome += ": " + d
 		}
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", md(r.Node), md(strings.Join(ch, "; ")), md(outcome), md(strings.Join(r.Left, "; ")))
 	}
 	b.WriteString("\n")
-}
-
-func cmpOr(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }
 
 // md is s for a Markdown table cell: visible, one line, pipes escaped.

@@ -2,9 +2,7 @@ package fence
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,16 +128,9 @@ func NewRecord(results string, hosts []string, at time.Time) (*Record, error) {
 	if err := fileio.MkdirTrusted(filepath.Dir(base), 0o755); err != nil {
 		return nil, fmt.Errorf("the fence records' directory: %w", err)
 	}
-	dir := base
-	for i := 2; ; i++ {
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrExist) || i > 10000 {
-			return nil, fmt.Errorf("the fence record's directory: %w", err)
-		}
-		dir = fmt.Sprintf("%s-%d", base, i)
+	dir, err := fileio.MkdirUnique(base, 0o755)
+	if err != nil {
+		return nil, fmt.Errorf("the fence record's directory: %w", err)
 	}
 	return &Record{Schema: RecordSchema, ID: filepath.Base(dir), At: at, Hosts: hosts, dir: dir,
 		Evidence: []HostEvidence{}, Plan: []Plan{}, Results: []Result{}}, nil

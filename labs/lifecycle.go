@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -92,17 +90,11 @@ func (r *Record) CreateDir(results string) (string, error) {
 	if err := fileio.MkdirTrusted(filepath.Dir(base), 0o755); err != nil {
 		return "", fmt.Errorf("the results directory: %w", err)
 	}
-	dir := base
-	for i := 2; ; i++ {
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return dir, nil
-		}
-		if !errors.Is(err, fs.ErrExist) || i > 10000 {
-			return "", fmt.Errorf("the record directory: %w", err)
-		}
-		dir = fmt.Sprintf("%s-%d", base, i)
+	dir, err := fileio.MkdirUnique(base, 0o755)
+	if err != nil {
+		return "", fmt.Errorf("the record directory: %w", err)
 	}
+	return dir, nil
 }
 
 // journal is the record on disk while the run goes: a copy kept from the

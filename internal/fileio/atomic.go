@@ -64,3 +64,20 @@ func Lock(f *os.File) error {
 	}
 	return err
 }
+
+// MkdirUnique creates the directory base exclusively, or base-2, base-3...
+// when another has that name (os.Mkdir, not a check then a create), and
+// returns the one it made. base's parent must exist.
+func MkdirUnique(base string, perm os.FileMode) (string, error) {
+	dir := base
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, perm)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i > 10000 {
+			return "", err
+		}
+		dir = fmt.Sprintf("%s-%d", base, i)
+	}
+}
