@@ -3,6 +3,7 @@ package fence
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -58,20 +59,32 @@ func Drain(ctx context.Context, cs kubernetes.Interface, node string, o DrainOpt
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	list, err := nodePods(ctx, cs, node)
 	if err != nil {
-		return nil, fmt.Errorf("list the pods of node %s: %w", node, err)
+		return nil, err
 	}
-	out := make([]DrainedPod, len(list.Items))
-	for i, p := range list.Items {
+	out := make([]DrainedPod, len(list))
+	for i, p := range list {
 		out[i] = DrainedPod{Namespace: p.Namespace, Name: p.Name}
 		if why := leftAlone(&p); why != "" {
 			out[i].Outcome, out[i].Why = Left, why
 		}
 	}
-	d := drain{cs: cs, pods: list.Items, out: out}
+	d := drain{cs: cs, pods: list, out: out}
 	d.run(ctx, o.Retry)
 	return out, nil
+}
+
+// nodePods lists the pods bound to node. The API server filters them,
+// and they are filtered again here: a server (or a proxy, a fake) that
+// ignored the field selector must not make a drain evict every pod of
+// the cluster.
+func nodePods(ctx context.Context, cs kubernetes.Interface, node string) ([]corev1.Pod, error) {
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list the pods of node %s: %w", node, err)
+	}
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != node }), nil
 }
 
 // leftAlone says why a drain leaves p, or "".
@@ -100,12 +113,12 @@ func leftAlone(p *corev1.Pod) string {
 // for the plan: evict it (Outcome empty, Why says so), or leave it and
 // why.
 func WouldDrain(ctx context.Context, cs kubernetes.Interface, node string) ([]DrainedPod, error) {
-	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", node).String()})
+	list, err := nodePods(ctx, cs, node)
 	if err != nil {
-		return nil, fmt.Errorf("list the pods of node %s: %w", node, err)
+		return nil, err
 	}
-	out := make([]DrainedPod, len(list.Items))
-	for i, p := range list.Items {
+	out := make([]DrainedPod, len(list))
+	for i, p := range list {
 		out[i] = DrainedPod{Namespace: p.Namespace, Name: p.Name, Why: "would be evicted (the eviction API: its disruption budget is asked)"}
 		if why := leftAlone(&p); why != "" {
 			out[i].Outcome, out[i].Why = Left, why

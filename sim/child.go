@@ -73,11 +73,14 @@ type childRun struct {
 
 // childMsg is one line between parent and child, either way.
 type childMsg struct {
-	ID   int             `json:"id,omitempty"`
-	Op   string          `json:"op"` // ready, error, changed, kill, kube
-	Host string          `json:"host,omitempty"`
-	Err  string          `json:"err,omitempty"`
-	Kube json.RawMessage `json:"kube,omitempty"`
+	ID   int    `json:"id,omitempty"`
+	Op   string `json:"op"` // ready, error, changed, kill, kube
+	Host string `json:"host,omitempty"`
+	Err  string `json:"err,omitempty"`
+	// Refusal is the simulated cluster's refusal an Err is: "conflict",
+	// "notfound".
+	Refusal string          `json:"refusal,omitempty"`
+	Kube    json.RawMessage `json:"kube,omitempty"`
 }
 
 // childInit is the child's first line of input.
@@ -387,6 +390,14 @@ func (c *Child) current() (*childRun, error) {
 
 // ask sends the child a request and waits for its answer.
 func (c *Child) ask(op, hostName string) (childMsg, error) {
+	return c.request(childMsg{Op: op, Host: hostName})
+}
+
+// request sends the child m (its ID set here) and waits for the answer;
+// a refusal of the simulated cluster comes back as its own error
+// (dgx.ErrConflict, dgx.ErrNotFound), as the child said it.
+func (c *Child) request(m childMsg) (childMsg, error) {
+	op := m.Op
 	r, err := c.current()
 	if err != nil {
 		return childMsg{}, err
@@ -402,7 +413,8 @@ func (c *Child) ask(op, hostName string) (childMsg, error) {
 		delete(r.pending, id)
 		r.pmu.Unlock()
 	}()
-	line, _ := json.Marshal(childMsg{ID: id, Op: op, Host: hostName})
+	m.ID = id
+	line, _ := json.Marshal(m)
 	r.inMu.Lock()
 	_, err = r.in.Write(append(line, '\n'))
 	r.inMu.Unlock()
@@ -413,10 +425,15 @@ func (c *Child) ask(op, hostName string) (childMsg, error) {
 	defer t.Stop()
 	select {
 	case m := <-ch:
-		if m.Err != "" {
-			return m, errors.New(m.Err)
+		switch {
+		case m.Err == "":
+			return m, nil
+		case m.Refusal == "conflict":
+			return m, fmt.Errorf("%s: %w", m.Err, dgx.ErrConflict)
+		case m.Refusal == "notfound":
+			return m, fmt.Errorf("%s: %w", m.Err, dgx.ErrNotFound)
 		}
-		return m, nil
+		return m, errors.New(m.Err)
 	case <-r.done:
 		return childMsg{}, fmt.Errorf("the simulated fleet stopped: %w", r.err)
 	case <-t.C:
@@ -539,6 +556,24 @@ func (k childKube) KubeObjects() (*dgx.KubeObjects, error) {
 
 func (k childKube) Changes() <-chan struct{} { return k.c.changes }
 
+func (k childKube) WriteNode(w dgx.NodeWrite) error {
+	b, err := json.Marshal(w)
+	if err != nil {
+		return err
+	}
+	_, err = k.c.request(childMsg{Op: "node", Kube: b})
+	return err
+}
+
+func (k childKube) EvictPod(ns, name string) error {
+	b, err := json.Marshal([2]string{ns, name})
+	if err != nil {
+		return err
+	}
+	_, err = k.c.request(childMsg{Op: "evict", Kube: b})
+	return err
+}
+
 // RunChild is the fleet's child process (see Spawn): it reads its
 // configuration, keys and sockets, puts itself under the hard limits,
 // serves the fleet and answers its parent until its standard input ends,
@@ -620,10 +655,38 @@ func (f *Fleet) answer(m childMsg) childMsg {
 		if err != nil {
 			reply.Err = err.Error()
 		}
+	case "node", "evict":
+		reply.Err, reply.Refusal = f.write(m)
 	default:
 		reply.Err = "no such request: " + m.Op
 	}
 	return reply
+}
+
+// write is a write to the simulated cluster (a node's update, an
+// eviction): the error it ends with, and which refusal it is.
+func (f *Fleet) write(m childMsg) (string, string) {
+	var err error
+	if m.Op == "node" {
+		var w dgx.NodeWrite
+		if err = json.Unmarshal(m.Kube, &w); err == nil {
+			err = f.cluster.WriteNode(w)
+		}
+	} else {
+		var pod [2]string
+		if err = json.Unmarshal(m.Kube, &pod); err == nil {
+			err = f.cluster.EvictPod(pod[0], pod[1])
+		}
+	}
+	switch {
+	case err == nil:
+		return "", ""
+	case errors.Is(err, dgx.ErrConflict):
+		return err.Error(), "conflict"
+	case errors.Is(err, dgx.ErrNotFound):
+		return err.Error(), "notfound"
+	}
+	return err.Error(), ""
 }
 
 // readInit reads the parent's first line: the fleet's configuration and

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -49,6 +51,9 @@ func MirrorCluster(ctx context.Context, c kubeSource, resync time.Duration) (*cl
 		d.FakedServerVersion = &version.Info{GitVersion: "v1.31.4", Major: "1", Minor: "31"} // the simulated control plane's
 	}
 	m := &mirror{src: c, cs: cs, have: map[string]mirrored{}}
+	if err := m.reactors(); err != nil {
+		return nil, err
+	}
 	if err := m.sync(); err != nil {
 		return nil, err
 	}
@@ -61,12 +66,17 @@ func MirrorCluster(ctx context.Context, c kubeSource, resync time.Duration) (*cl
 type kubeSource interface {
 	KubeObjects() (*dgx.KubeObjects, error)
 	Changes() <-chan struct{}
+	WriteNode(dgx.NodeWrite) error
+	EvictPod(ns, name string) error
 }
 
 // mirror keeps a fake clientset's tracker equal to a simulated cluster.
 type mirror struct {
-	src  kubeSource
-	cs   *fake.Clientset
+	src    kubeSource
+	cs     *fake.Clientset
+	fields *managedfields.FieldManager // the managedFields of a node's update (kube_write.go)
+
+	mu   sync.Mutex          // one sync at a time
 	have map[string]mirrored // by resource/namespace/name: what the tracker holds
 }
 
@@ -93,6 +103,13 @@ func (m *mirror) follow(ctx context.Context, resync time.Duration) {
 // sync applies what changed in the simulated cluster since the last
 // sync to the tracker.
 func (m *mirror) sync() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.syncLocked()
+}
+
+// syncLocked is sync with m.mu held.
+func (m *mirror) syncLocked() error {
 	ko, err := m.src.KubeObjects()
 	if err != nil {
 		return err

@@ -6,6 +6,9 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpulab/gpulab/sim/spec"
 )
 
@@ -117,6 +120,14 @@ type knode struct {
 	migInst  []kmig
 	faults   spec.Faults
 	podCount int // pod IPs handed out
+	// What clients wrote (WriteNode): the cordon, the taints (but the
+	// cordon's own, which is shown while cordoned), the annotations and
+	// who wrote which field; version counts the writes.
+	unschedulable bool
+	taints        []corev1.Taint
+	annotations   map[string]string
+	managed       []metav1.ManagedFieldsEntry
+	version       int
 }
 
 // kres is what a container asks for: CPU in millicores, memory in

@@ -236,6 +236,9 @@ func (s *kstate) nodeUses(skip func(*kpod) bool) map[string]*nodeUse {
 // misfits says why pod p does not fit on node n, used as u: the
 // scheduler's reasons ("Insufficient nvidia.com/gpu"), none when it fits.
 func misfits(p *kpod, n *knode, u *nodeUse) []string {
+	if why := nodeMisfit(p, n); why != "" {
+		return []string{why}
+	}
 	var why []string
 	if u.pods+1 > nodeMaxPods {
 		why = append(why, "Too many pods")
@@ -313,6 +316,10 @@ func (s *kstate) preemption(p *kpod) string {
 	lower := func(q *kpod) bool { return q.priority < p.priority }
 	all, without := s.nodeUses(nil), s.nodeUses(lower)
 	for _, n := range s.nodes {
+		if nodeMisfit(p, n) != "" { // no eviction makes a cordoned or tainted node fit
+			counts["Preemption is not helpful for scheduling"]++
+			continue
+		}
 		if all[n.name].pods == without[n.name].pods {
 			counts["No preemption victims found for incoming pod"]++
 			continue

@@ -2,6 +2,7 @@ package dgx
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -220,7 +221,9 @@ func (s *kstate) nodeDescription(n *knode) string {
 			"flannel.alpha.coreos.com/backend-data": "null", "flannel.alpha.coreos.com/backend-type": "host-gw",
 			"flannel.alpha.coreos.com/kube-subnet-manager": "true", "flannel.alpha.coreos.com/public-ip": n.ip,
 			"kubeadm.alpha.kubernetes.io/cri-socket": "unix:///var/run/containerd/containerd.sock",
-			"node.alpha.kubernetes.io/ttl":           "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"}}
+			"node.alpha.kubernetes.io/ttl":           "0", "volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+		taints: n.describeTaints(), unschedulable: n.unschedulable}
+	maps.Copy(v.annotations, n.annotations)
 	renew := s.now.Add(-time.Duration(s.now.Unix()%10) * time.Second)
 	v.lease = &[3]string{n.name, "<unset>", rfc1123z(renew)}
 	beat := s.now.Add(-s.now.Sub(n.boot) % (5 * time.Minute))

@@ -13,9 +13,9 @@ func (s *kstate) nodeItems() []kubeItem {
 	var out []kubeItem
 	for _, n := range s.nodes {
 		out = append(out, kubeItem{name: n.name,
-			cells:  []string{n.name, "Ready", "<none>", humanDuration(s.now.Sub(n.created)), kubeServerVersion},
+			cells:  []string{n.name, n.nodeStatus(), "<none>", humanDuration(s.now.Sub(n.created)), kubeServerVersion},
 			wide:   []string{n.ip, "<none>", osImage, kernelVersion, containerdVersion},
-			fields: map[string]string{"metadata.name": n.name, "spec.unschedulable": "false"},
+			fields: map[string]string{"metadata.name": n.name, "spec.unschedulable": strconv.FormatBool(n.unschedulable)},
 			labels: n.labels, obj: func() map[string]any { return s.nodeObject(n) }})
 	}
 	return out

@@ -2,6 +2,7 @@ package dgx
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -36,7 +37,7 @@ func (s *kstate) nodeObject(n *knode) map[string]any {
 	for _, c := range [][2]string{{"MemoryPressure", "False"}, {"DiskPressure", "False"}, {"PIDPressure", "False"}, {"Ready", "True"}} {
 		conds = append(conds, map[string]any{"type": c[0], "status": c[1]})
 	}
-	return map[string]any{
+	obj := map[string]any{
 		"apiVersion": "v1", "kind": "Node",
 		"metadata": meta("", n.name, uuidOf("node", n.name), n.created, n.labels),
 		"spec":     map[string]any{"podCIDR": n.podCIDR, "podCIDRs": []any{n.podCIDR}},
@@ -49,6 +50,8 @@ func (s *kstate) nodeObject(n *knode) map[string]any {
 				"kernelVersion": kernelVersion, "osImage": osImage, "operatingSystem": "linux", "architecture": "amd64"},
 		},
 	}
+	n.nodeWritten(obj)
+	return obj
 }
 
 func resourceMap(r kres) map[string]any {
@@ -83,7 +86,27 @@ func (s *kstate) podObject(p *kpod) map[string]any {
 		conds[0].(map[string]any)["reason"] = "Unschedulable"
 	}
 	status["conditions"] = conds
-	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta(p.ns, p.name, p.uid, p.created, p.labels), "spec": spec, "status": status}
+	md := meta(p.ns, p.name, p.uid, p.created, p.labels)
+	if p.ownerKind != "" {
+		md["ownerReferences"] = []any{s.ownerReference(p)}
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": md, "spec": spec, "status": status}
+}
+
+// ownerReference is the pod's controller as its ownerReferences name it
+// (a drain reads it: a pod no controller makes again is not evicted).
+func (s *kstate) ownerReference(p *kpod) map[string]any {
+	apiVersion, uid := "apps/v1", uuidOf(strings.ToLower(p.ownerKind), p.ns, p.ownerName)
+	if p.ownerKind == "Job" {
+		apiVersion = "batch/v1"
+		for _, j := range s.jobs {
+			if j.ns == p.ns && j.name == p.ownerName {
+				uid = j.uid
+			}
+		}
+	}
+	return map[string]any{"apiVersion": apiVersion, "kind": p.ownerKind, "name": p.ownerName, "uid": uid,
+		"controller": true, "blockOwnerDeletion": true}
 }
 
 func toAnyList(s []string) []any {
