@@ -23,10 +23,12 @@ import (
 )
 
 // FenceSpec is one fence (or release) of a fleet's hosts, nodes of a
-// Kubernetes cluster.
+// Kubernetes cluster, of a Slurm cluster, or of both.
 type FenceSpec struct {
-	// Kube is the cluster whose nodes are fenced; or, with Kube nil,
-	// Scontrol runs scontrol on SlurmLogin.
+	// Kube, when set, is the Kubernetes cluster whose nodes are fenced;
+	// Scontrol, when set, runs scontrol on SlurmLogin, for the Slurm
+	// cluster. With both, each host is fenced in both, under one
+	// record: a plan for each (fence.Plan.In).
 	Kube       *cluster.Client
 	Scontrol   fence.Scontrol
 	SlurmLogin string
@@ -71,37 +73,79 @@ type Fenced struct {
 
 // Target is where the action is taken, as a record says it.
 func (s FenceSpec) Target() string {
-	if s.Kube == nil {
-		return "slurm, scontrol on " + s.SlurmLogin
+	var in []string
+	if s.Kube != nil {
+		in = append(in, "kubernetes context "+s.Kube.Context)
 	}
-	return "kubernetes context " + s.Kube.Context
+	if s.Scontrol != nil {
+		in = append(in, "slurm, scontrol on "+s.SlurmLogin)
+	}
+	return strings.Join(in, " and ")
 }
 
 // plan reads the nodes and plans their fence (req) or, with release,
-// their release.
+// their release: in Kubernetes, in Slurm, or in both (a node's two
+// plans side by side).
 func (s FenceSpec) plan(ctx context.Context, names []string, req fence.Request, release bool) []fence.Plan {
+	var kube, slurm []fence.Plan
 	switch {
-	case s.Kube == nil && release:
-		return fence.ReadSlurm(ctx, s.Scontrol, names, fence.PlanSlurmRelease)
-	case s.Kube == nil:
-		return fence.ReadSlurm(ctx, s.Scontrol, names, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
-	case release:
-		return fence.Read(ctx, fence.Client(s.Kube.Kube), names, fence.PlanRelease)
+	case s.Kube != nil && release:
+		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), names, fence.PlanRelease)
+	case s.Kube != nil:
+		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), names, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
 	}
-	return fence.Read(ctx, fence.Client(s.Kube.Kube), names, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+	switch {
+	case s.Scontrol != nil && release:
+		slurm = fence.ReadSlurm(ctx, s.Scontrol, names, fence.PlanSlurmRelease)
+	case s.Scontrol != nil:
+		slurm = fence.ReadSlurm(ctx, s.Scontrol, names, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
+	}
+	if len(kube) == 0 || len(slurm) == 0 {
+		return append(kube, slurm...)
+	}
+	out := make([]fence.Plan, 0, len(kube)+len(slurm))
+	for i := range kube { // one plan per name in each, in the names' order
+		out = append(out, kube[i], slurm[i])
+	}
+	return out
 }
 
-// apply carries out plans, made again for req (release: for a release).
+// apply carries out plans, made again for req (release: for a
+// release), each in its scheduler; the results are in the plans' order.
 func (s FenceSpec) apply(ctx context.Context, plans []fence.Plan, req fence.Request, release bool) []fence.Result {
-	switch {
-	case s.Kube == nil && release:
-		return fence.ApplySlurm(ctx, s.Scontrol, plans, fence.PlanSlurmRelease)
-	case s.Kube == nil:
-		return fence.ApplySlurm(ctx, s.Scontrol, plans, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
-	case release:
-		return fence.Apply(ctx, fence.Client(s.Kube.Kube), plans, fence.PlanRelease)
+	out := make([]fence.Result, len(plans))
+	for _, in := range []string{fence.InKubernetes, fence.InSlurm} {
+		var at []int
+		var these []fence.Plan
+		for i, p := range plans {
+			if p.In == in {
+				at, these = append(at, i), append(these, p)
+			}
+		}
+		if len(these) == 0 {
+			continue
+		}
+		var res []fence.Result
+		switch {
+		case in == fence.InSlurm && release:
+			res = fence.ApplySlurm(ctx, s.Scontrol, these, fence.PlanSlurmRelease)
+		case in == fence.InSlurm:
+			res = fence.ApplySlurm(ctx, s.Scontrol, these, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
+		case release:
+			res = fence.Apply(ctx, fence.Client(s.Kube.Kube), these, fence.PlanRelease)
+		default:
+			res = fence.Apply(ctx, fence.Client(s.Kube.Kube), these, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+		}
+		for j, r := range res {
+			out[at[j]] = r
+		}
 	}
-	return fence.Apply(ctx, fence.Client(s.Kube.Kube), plans, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
+	for i, r := range out {
+		if r.Outcome == "" { // every plan is read in one of them: this is a bug, said as one
+			out[i] = fence.Result{Plan: plans[i], Outcome: fence.Failed, Detail: fmt.Sprintf("gpulab: a plan in no scheduler it knows (%q)", plans[i].In)}
+		}
+	}
+	return out
 }
 
 // PlanFence reads the fleet's nodes and plans their fence.
@@ -120,7 +164,7 @@ func (f *Fleet) PlanRelease(ctx context.Context, s FenceSpec) []fence.Plan {
 // drains when asked, and saves the record complete. A plan with nothing
 // to change makes no record and changes nothing.
 func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenced {
-	act := changing(plans)
+	act := Changing(plans)
 	if len(act) == 0 {
 		return Fenced{Results: notDrained(s, s.apply(ctx, plans, s.Request, false))}
 	}
@@ -157,7 +201,7 @@ func (f *Fleet) Fence(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenc
 	keep(rec.Update(ours))
 	if s.Drain != nil && s.Kube != nil {
 		for _, r := range out.Results {
-			if r.Outcome == fence.Done && ctx.Err() == nil {
+			if r.In == fence.InKubernetes && r.Outcome == fence.Done && ctx.Err() == nil {
 				pods, err := fence.Drain(ctx, s.Kube.Kube, r.Node, *s.Drain)
 				d := fence.NodeDrain{Node: r.Node, Pods: pods}
 				if err != nil {
@@ -186,18 +230,19 @@ func notDrained(s FenceSpec, results []fence.Result) []fence.Result {
 		return results
 	}
 	for i, r := range results {
-		if r.Outcome == fence.Unchanged {
+		if r.In == fence.InKubernetes && r.Outcome == fence.Unchanged {
 			results[i].NotDrained = "not drained: --drain drains the nodes this run fences, and this one was fenced already (kubectl drain it, or release it and fence it again with --drain)"
 		}
 	}
 	return results
 }
 
-// changing are the names of the nodes plans change.
-func changing(plans []fence.Plan) []string {
+// Changing are the names of the nodes plans change, each once (a host
+// fenced in Kubernetes and in Slurm has two plans).
+func Changing(plans []fence.Plan) []string {
 	var out []string
 	for _, p := range plans {
-		if len(p.Changes) > 0 && p.Refused == "" {
+		if len(p.Changes) > 0 && p.Refused == "" && !slices.Contains(out, p.Node) {
 			out = append(out, p.Node)
 		}
 	}
@@ -269,7 +314,7 @@ func via(v orchestrator.Via) string {
 // fence's record, under the record's lock, or kept in a record of its
 // own where this machine has none.
 func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fenced {
-	if len(changing(plans)) == 0 {
+	if len(Changing(plans)) == 0 {
 		return Fenced{Results: s.apply(ctx, plans, s.Request, true)}
 	}
 	groups := releaseGroups(plans)
@@ -280,7 +325,7 @@ func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fe
 		for i, p := range release {
 			if why, held := g.rel.Held[p.Node]; held {
 				out.Held[p.Node] = why
-				release[i] = fence.Plan{Node: p.Node, Refused: "held: " + why, Fence: p.Fence}
+				release[i] = fence.Plan{Node: p.Node, In: p.In, Refused: "held: " + why, Fence: p.Fence}
 			}
 		}
 	}
@@ -325,7 +370,9 @@ func releaseGroups(plans []fence.Plan) []*releaseGroup {
 			out = append(out, &releaseGroup{id: p.Fence.Record})
 			i = len(out) - 1
 		}
-		out[i].nodes = append(out[i].nodes, p.Node)
+		if !slices.Contains(out[i].nodes, p.Node) {
+			out[i].nodes = append(out[i].nodes, p.Node)
+		}
 	}
 	return out
 }

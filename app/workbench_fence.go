@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/gpulab/gpulab/cluster"
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/runbooks"
 )
@@ -22,13 +23,23 @@ type FenceAction struct {
 	fleet   *Fleet
 }
 
-// Changes says how many nodes the action would change.
-func (a *FenceAction) Changes() int { return len(changing(a.Plans)) }
+// Changes says how many of the action's plans change a node (a host
+// fenced in Kubernetes and in Slurm has a plan in each).
+func (a *FenceAction) Changes() int {
+	n := 0
+	for _, p := range a.Plans {
+		if len(p.Changes) > 0 && p.Refused == "" {
+			n++
+		}
+	}
+	return n
+}
 
 // PlanFence plans fencing (release: releasing) the workbench's hosts at
 // indices hosts, for reason: in the inventory's Slurm cluster when they
-// are its nodes, else in the Kubernetes cluster whose nodes they are
-// (its [[kube]] table). Nothing is changed; ApplyFence carries it out.
+// are its nodes, and in the Kubernetes cluster whose nodes they are
+// (the demo's, or the inventory's [[kube]] table's): in each that has
+// them. Nothing is changed; ApplyFence carries it out.
 func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, release bool) (*FenceAction, error) {
 	targets := w.Fleet.Chosen(hosts)
 	if len(targets) == 0 {
@@ -61,24 +72,36 @@ func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, r
 }
 
 // fenceTarget is where f's hosts are fenced: the inventory's Slurm
-// cluster when every one is its node, else the Kubernetes cluster of the
-// inventory's [[kube]] table whose nodes they are.
+// cluster when every one is its node, and the Kubernetes cluster whose
+// nodes they are (Workbench.Kube's, as a lab's; or the inventory's
+// [[kube]] table's).
 func (w *Workbench) fenceTarget(f *Fleet) (FenceSpec, error) {
+	var spec FenceSpec
 	if sl := f.Inv.Slurm; sl != nil && !slices.ContainsFunc(f.Names(), func(h string) bool { return !sl.IsNode(h) }) {
 		run, _, err := f.Scontrol(sl.Login) // the workbench's pool: its connection stays for the next
 		if err != nil {
 			return FenceSpec{}, err
 		}
-		return FenceSpec{Scontrol: run, SlurmLogin: sl.Login}, nil
+		spec.Scontrol, spec.SlurmLogin = run, sl.Login
 	}
-	if w.Getenv != nil {
-		if c, why := f.Cluster(w.Getenv, f.Targets); c != nil {
-			return FenceSpec{Kube: c}, nil
-		} else if why != "" {
-			return FenceSpec{}, errors.New(why)
-		}
+	var c *cluster.Client
+	why := ""
+	switch {
+	case w.Kube != nil:
+		c, why = w.Kube(f.Targets)
+	case w.Getenv != nil:
+		c, why = f.Cluster(w.Getenv, f.Targets)
 	}
-	return FenceSpec{}, fmt.Errorf("%s: not a node of the inventory's [slurm] cluster nor of a [[kube]] context: nothing to fence it in", f.Names()[0])
+	switch {
+	case c != nil:
+		spec.Kube = c
+	case why != "": // a cluster has them and cannot be reached: no half fence
+		return FenceSpec{}, errors.New(why)
+	case spec.Scontrol != nil:
+	default:
+		return FenceSpec{}, fmt.Errorf("%s: not a node of the inventory's [slurm] cluster nor of a [[kube]] context: nothing to fence it in", f.Names()[0])
+	}
+	return spec, nil
 }
 
 // ApplyFence carries out a planned action (the plan the person saw):

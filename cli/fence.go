@@ -34,7 +34,8 @@ type fenceOptions struct {
 	drainTimeout time.Duration
 	runbook      string
 	force        bool
-	slurm        bool // --slurm: the Slurm cluster, where the inventory also names a Kubernetes one
+	slurm        bool // --slurm: only the Slurm cluster, where a Kubernetes one has the hosts too
+	kubernetes   bool // --kubernetes: only the Kubernetes cluster, where the Slurm one has the hosts too
 	bugReport    bool
 	release      bool // the release command
 
@@ -62,11 +63,14 @@ drain refuses by default: one no controller would make again, one with an
 emptyDir volume. The plan lists what the drain would do with each pod.
 
 In Slurm (the inventory's [slurm] table: login = the host scontrol runs
-on, nodes = which hosts are its nodes; or --slurm where a Kubernetes
-cluster has the hosts too) it drains the node with scontrol update
-State=DRAIN and a reason gpulab owns: "gpulab: REASON (record ID)". A node
-drained or down for a reason another tool or person set (NHC's "NHC:
-...", slurmctld's "Not responding") is refused, saying who set it.
+on, nodes = which hosts are its nodes) it drains the node with scontrol
+update State=DRAIN and a reason gpulab owns: "gpulab: REASON (record ID)".
+A node drained or down for a reason another tool or person set (NHC's
+"NHC: ...", slurmctld's "Not responding") is refused, saying who set it.
+
+A host that is a node of both (Slurm and Kubernetes on the same
+machines) is fenced in both, under one record, each node's plan saying
+which; --slurm or --kubernetes fences in that one only.
 
 Before acting it gathers the evidence (the health runbook, or --runbook,
 on the hosts to fence: the checks with their facts, each step's output,
@@ -156,7 +160,9 @@ func (fo *fenceOptions) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.BoolVar(&fo.apply, "apply", false, "act: without it, only the plan is shown (nothing is changed, no host is reached)")
 	fl.StringVar(&fo.runbook, "runbook", "health", "the runbook `ID` that gathers the evidence (and checks again before a release)")
-	fl.BoolVar(&fo.slurm, "slurm", false, "act in the inventory's Slurm cluster ([slurm]: scontrol on its login host), where a Kubernetes cluster has the hosts too")
+	fl.BoolVar(&fo.slurm, "slurm", false, "act only in the inventory's Slurm cluster ([slurm]: scontrol on its login host), where a Kubernetes cluster has the hosts too")
+	fl.BoolVar(&fo.kubernetes, "kubernetes", false, "act only in the Kubernetes cluster, where the hosts are nodes of the inventory's Slurm cluster too")
+	cmd.MarkFlagsMutuallyExclusive("slurm", "kubernetes")
 }
 
 // Complete checks the flags and finds the runbook.
@@ -265,9 +271,9 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 }
 
 // target is where the fleet's hosts are fenced: the Kubernetes cluster
-// they are nodes of (cluster), or the inventory's Slurm cluster, by
-// scontrol on its login host (--slurm, or where no Kubernetes cluster
-// has them).
+// they are nodes of (cluster), and the inventory's Slurm cluster, by
+// scontrol on its login host, where every host is its node: each that
+// has them, or the one --slurm or --kubernetes names.
 func (fo *fenceOptions) target(c *cobra.Command, fleet *app.Fleet) (app.FenceSpec, error) {
 	sl := fleet.Inv.Slurm
 	outside := ""
@@ -281,14 +287,19 @@ func (fo *fenceOptions) target(c *cobra.Command, fleet *app.Fleet) (app.FenceSpe
 		}
 		return fo.slurmTarget(fleet)
 	}
-	kube, err := fo.cluster(c, fleet, !slurmNodes, outside)
-	switch {
-	case err != nil:
+	kube, err := fo.cluster(c, fleet, !slurmNodes || fo.kubernetes, outside)
+	if err != nil {
 		return app.FenceSpec{}, err
-	case kube != nil:
-		return app.FenceSpec{Kube: kube}, nil
 	}
-	return fo.slurmTarget(fleet)
+	spec := app.FenceSpec{Kube: kube}
+	if slurmNodes && !fo.kubernetes {
+		s, err := fo.slurmTarget(fleet)
+		if err != nil {
+			return app.FenceSpec{}, err
+		}
+		spec.Scontrol, spec.SlurmLogin = s.Scontrol, s.SlurmLogin
+	}
+	return spec, nil
 }
 
 func slurmNodesOf(s *inventory.Slurm) string {
@@ -323,6 +334,8 @@ func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube boo
 		switch {
 		case !named && !mustKube:
 			return nil, nil // the Slurm cluster's
+		case !named && fo.kubernetes:
+			return nil, usageErr("--kubernetes: no [[kube]] table of the inventory has -H %q as its nodes: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
 		case !named && fleet.Inv.Slurm != nil:
 			return nil, usageErr("%s: no [[kube]] table of the inventory has it as a node, and it is not a node of its Slurm cluster ([slurm] nodes = %q): name the cluster with --context (or reach the nodes with --via kube)", outside, fleet.Inv.Slurm.Nodes)
 		case !named:
@@ -376,16 +389,26 @@ func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plan
 		}
 	} else {
 		fmt.Fprintf(stdout, "%s plan for %s (dry run: nothing is changed; --apply acts):\n\n", fo.action(), ctxName)
-		for _, p := range plans {
-			printNodePlan(stdout, p)
+		for _, l := range render.FencePlans(plans) {
+			fmt.Fprintln(stdout, l)
 		}
 		for _, d := range fo.wouldDrain {
 			printDrain(stdout, "--drain would, on "+d.Node, d)
 		}
 		fo.printWhatApplyDoes(stdout, plans)
 	}
-	fmt.Fprintf(stderr, "%s plan: %s to change, %s unchanged, %s refused, %s not read\n", fo.action(), text.Plural(len(changingNodes(plans)), "node", "nodes"),
-		text.Plural(len(plans)-len(changingNodes(plans))-refused-unread, "node", "nodes"), text.Plural(refused, "node", "nodes"), text.Plural(unread, "node", "nodes"))
+	changes := 0
+	for _, p := range plans {
+		if len(p.Changes) > 0 && p.Refused == "" {
+			changes++
+		}
+	}
+	one, many := "node", "nodes"
+	if slices.ContainsFunc(plans, func(p fence.Plan) bool { return p.In != plans[0].In }) {
+		one, many = "plan", "plans" // a node of Kubernetes and of Slurm has one in each
+	}
+	fmt.Fprintf(stderr, "%s plan: %s to change, %s unchanged, %s refused, %s not read\n", fo.action(), text.Plural(changes, one, many),
+		text.Plural(len(plans)-changes-refused-unread, one, many), text.Plural(refused, one, many), text.Plural(unread, one, many))
 	if refused+unread > 0 {
 		return errSilentFailure
 	}
@@ -396,7 +419,13 @@ func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plan
 // change, as they are now.
 func wouldDrain(ctx context.Context, spec app.FenceSpec, plans []fence.Plan) []fence.NodeDrain {
 	var out []fence.NodeDrain
-	for _, n := range changingNodes(plans) {
+	var kube []fence.Plan
+	for _, p := range plans {
+		if p.In == fence.InKubernetes {
+			kube = append(kube, p)
+		}
+	}
+	for _, n := range app.Changing(kube) {
 		pods, err := fence.WouldDrain(ctx, spec.Kube.Kube, n)
 		d := fence.NodeDrain{Node: n, Pods: pods}
 		if err != nil {
@@ -407,25 +436,8 @@ func wouldDrain(ctx context.Context, spec app.FenceSpec, plans []fence.Plan) []f
 	return out
 }
 
-// changingNodes are the nodes plans change.
-func changingNodes(plans []fence.Plan) []string {
-	var out []string
-	for _, p := range plans {
-		if len(p.Changes) > 0 && p.Refused == "" {
-			out = append(out, p.Node)
-		}
-	}
-	return out
-}
-
-func printNodePlan(w io.Writer, p fence.Plan) {
-	for _, l := range render.FencePlan(p) {
-		fmt.Fprintln(w, l)
-	}
-}
-
 func (fo *fenceOptions) printWhatApplyDoes(w io.Writer, plans []fence.Plan) {
-	nodes := changingNodes(plans)
+	nodes := app.Changing(plans)
 	if len(nodes) == 0 {
 		return
 	}

@@ -88,10 +88,8 @@ func planOf(results []fence.Result) []fence.Plan {
 }
 
 func printResults(w io.Writer, action string, rep fenceReport) {
-	for _, r := range rep.Results {
-		for _, l := range render.FenceResult(r, action == "release") {
-			fmt.Fprintln(w, l)
-		}
+	for _, l := range render.FenceResults(rep.Results, action == "release") {
+		fmt.Fprintln(w, l)
 	}
 	for _, d := range rep.Drain {
 		printDrain(w, "drain of "+d.Node, d)

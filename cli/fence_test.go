@@ -57,7 +57,10 @@ func TestFenceLoopEndToEnd(t *testing.T) {
 	env := noEnv(t)
 	results := t.TempDir()
 	env["GPULAB_RESULTS"] = results
-	hosts := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", sick}
+	// The simulated fleet's hosts are nodes of its Slurm cluster too:
+	// --kubernetes fences in the API server's cluster only (see
+	// TestFenceInBothClusters).
+	hosts := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "--kubernetes", "-H", sick}
 
 	plan := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79: GPU fell off the bus"}, hosts...)...)
 	if !plan.DryRun || len(plan.Plan) != 1 || len(plan.Plan[0].Changes) != 3 || len(plan.Results) != 0 {
@@ -114,7 +117,7 @@ func TestFenceLoopEndToEnd(t *testing.T) {
 		t.Fatalf("the record's releases: %+v, %v: want one held, one forced", rec.Releases, err)
 	}
 
-	maint := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", healthy[0]}
+	maint := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "--kubernetes", "-H", healthy[0]}
 	fenceRun(t, env, 0, append([]string{"fence", "--reason", "firmware update", "--apply"}, maint...)...)
 	ok := fenceRun(t, env, 0, append([]string{"release", "--apply"}, maint...)...)
 	if ok.Results[0].Outcome != fence.Done || len(ok.Held) != 0 {
@@ -124,7 +127,7 @@ func TestFenceLoopEndToEnd(t *testing.T) {
 	// Two gpulab runs fence one node at once: each plans, gathers its
 	// evidence, and writes from the version it read; one wins, the other
 	// writes nothing and names the winner's record.
-	both := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", healthy[1], "--apply", "--json"}
+	both := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "--kubernetes", "-H", healthy[1], "--apply", "--json"}
 	outs := make(chan result, 2)
 	for _, who := range []string{"first", "second"} {
 		go func() { outs <- runInput(t, env, "", append([]string{"fence", "--reason", who}, both...)...) }()
@@ -180,5 +183,65 @@ func checkFenceRecord(t *testing.T, rec *fence.Record, sick string) {
 	md, err := os.ReadFile(filepath.Join(rec.Dir(), "record.md"))
 	if err != nil || !strings.Contains(string(md), "| xid | FAIL |") {
 		t.Errorf("record.md does not show the failing xid check (%v):\n%s", err, md)
+	}
+}
+
+// A host that is a node of a Kubernetes cluster (a real API server) and
+// of a Slurm cluster (the simulated fleet's controller) is fenced in
+// both, under one record: the plan has a plan for each, the node is
+// cordoned and tainted and drained, fence list shows it in each, and the
+// release (forced: the host is sick) undoes both, into the same record.
+func TestFenceInBothClusters(t *testing.T) {
+	cp, f, files := kubeSimFleet(t, sim.Config{Hosts: 2, Seed: 1})
+	sick, _ := sickAndHealthy(t, f)
+	env := noEnv(t)
+	results := t.TempDir()
+	env["GPULAB_RESULTS"] = results
+	hosts := []string{"--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", sick}
+	login := []string{"exec", "--inventory", files.Inventory, "-H", f.Hosts()[0].Name, "--", "scontrol", "show", "node", sick}
+
+	plan := run(t, env, append([]string{"fence", "--reason", "XID 79"}, hosts...)...)
+	if plan.code != 0 || !strings.Contains(plan.stdout, "fence plan for kubernetes context kubetest and slurm, scontrol on "+f.Hosts()[0].Name) ||
+		!strings.Contains(plan.stdout, sick+" (kubernetes):\n  cordon") || !strings.Contains(plan.stdout, sick+" (slurm):\n  drain") ||
+		!strings.Contains(plan.stderr, "fence plan: 2 plans to change") {
+		t.Fatalf("the plan in both: exit %d\n%s%s", plan.code, plan.stdout, plan.stderr)
+	}
+	done := fenceRun(t, env, 0, append([]string{"fence", "--reason", "XID 79", "--apply"}, hosts...)...)
+	if len(done.Results) != 2 || done.Results[0].In != fence.InKubernetes || done.Results[1].In != fence.InSlurm ||
+		done.Results[0].Outcome != fence.Done || done.Results[1].Outcome != fence.Done {
+		t.Fatalf("fence --apply in both = %+v", done)
+	}
+	id := filepath.Base(done.Record)
+	if got := fence.ReadFence(nodeNow(t, cp, sick)); got == nil || got.Record != id {
+		t.Errorf("the Kubernetes node's fence: %+v, want record %s", got, id)
+	}
+	if r := run(t, env, login...); !strings.Contains(r.stdout, "State=IDLE+DRAIN") || !strings.Contains(r.stdout, "(record "+id+")") {
+		t.Errorf("the Slurm node after the fence:\n%s%s", r.stdout, r.stderr)
+	}
+	rec, err := fence.OpenRecord(results, id)
+	if err != nil || len(rec.Plan) != 2 || len(rec.Results) != 2 || len(rec.Evidence) != 1 || !strings.Contains(rec.Target, " and slurm") {
+		t.Fatalf("the record of a fence in both: %v, %+v", err, rec)
+	}
+	for _, list := range [][]string{{"fence", "list", "--kubeconfig", cp.Kubeconfig}, {"fence", "list", "--slurm", "--inventory", files.Inventory}} {
+		if l := run(t, env, list...); l.code != 0 || !strings.Contains(l.stdout, sick) || !strings.Contains(l.stdout, id) {
+			t.Errorf("gpulab %s: exit %d\n%s%s", strings.Join(list, " "), l.code, l.stdout, l.stderr)
+		}
+	}
+
+	rel := fenceRun(t, env, 0, append([]string{"release", "--apply", "--force"}, hosts...)...)
+	if len(rel.Results) != 2 || rel.Results[0].Outcome != fence.Done || rel.Results[1].Outcome != fence.Done || len(rel.Records) != 1 {
+		t.Fatalf("release in both = %+v", rel)
+	}
+	if n := nodeNow(t, cp, sick); n.Spec.Unschedulable || fence.ReadFence(n) != nil {
+		t.Errorf("the Kubernetes node after the release: unschedulable %v, taints %v", n.Spec.Unschedulable, n.Spec.Taints)
+	}
+	if r := run(t, env, login...); strings.Contains(r.stdout, "DRAIN") || strings.Contains(r.stdout, "gpulab:") {
+		t.Errorf("the Slurm node after the release:\n%s", r.stdout)
+	}
+	if rec, err := fence.OpenRecord(results, id); err != nil || len(rec.Releases) != 1 || len(rec.Releases[0].Results) != 2 {
+		t.Errorf("the record's release: %v, %+v", err, rec)
+	}
+	if r := run(t, env, append([]string{"fence", "--reason", "x", "--slurm", "--kubernetes"}, hosts...)...); r.code != ExitUsage {
+		t.Errorf("--slurm with --kubernetes: exit %d %s", r.code, r.stderr)
 	}
 }

@@ -116,7 +116,10 @@ type Fence struct {
 // Plan is what fencing or releasing one node would do. Exactly one of
 // Changes, Unchanged and Refused says it.
 type Plan struct {
-	Node    string   `json:"node"`
+	Node string `json:"node"`
+	// In is the scheduler the plan acts in: InKubernetes or InSlurm (a
+	// host that is a node of both has a plan in each).
+	In      string   `json:"in"`
 	Changes []Change `json:"changes,omitempty"`
 	// Unchanged says why there is nothing to do (already fenced by
 	// gpulab; not fenced at all).
@@ -139,6 +142,12 @@ type Plan struct {
 	// record the fence record it names.
 	command, record string
 }
+
+// The schedulers a plan acts in (Plan.In).
+const (
+	InKubernetes = "kubernetes"
+	InSlurm      = "slurm"
+)
 
 // ReadFence is gpulab's fence on n, or nil.
 func ReadFence(n *corev1.Node) *Fence {
@@ -368,6 +377,9 @@ func Read(ctx context.Context, nodes Nodes, names []string, plan func(*corev1.No
 			continue
 		}
 		out = append(out, plan(n))
+	}
+	for i := range out {
+		out[i].In = InKubernetes
 	}
 	return out
 }

@@ -113,7 +113,7 @@ func writeResults(b *strings.Builder, plan []Plan, results []Result) {
 			rows = append(rows, Result{Plan: p})
 		}
 	}
-	b.WriteString("| node | changes | outcome | left as it is |\n|---|---|---|---|\n")
+	b.WriteString("| node | in | changes | outcome | left as it is |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
 		var ch []string
 		for _, c := range r.Changes {
@@ -126,7 +126,7 @@ func writeResults(b *strings.Builder, plan []Plan, results []Result) {
 		if d := cmp.Or(r.Detail, r.Refused, r.Unchanged); d != "" {
 			outcome += ": " + d
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", md(r.Node), md(strings.Join(ch, "; ")), md(outcome), md(strings.Join(r.Left, "; ")))
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", md(r.Node), md(r.In), md(strings.Join(ch, "; ")), md(outcome), md(strings.Join(r.Left, "; ")))
 	}
 	b.WriteString("\n")
 }

@@ -132,6 +132,9 @@ func ReadSlurm(ctx context.Context, run Scontrol, names []string, plan func(pars
 		}
 		out = append(out, plan(n))
 	}
+	for i := range out {
+		out[i].In = InSlurm
+	}
 	return out
 }
 

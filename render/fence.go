@@ -8,11 +8,49 @@ import (
 	"github.com/gpulab/gpulab/internal/visible"
 )
 
-// FencePlan is one node's plan as fence and release print it and the
-// workbench's confirmation shows it: the node, then each change (or why
-// nothing changes), then what is left as it is.
-func FencePlan(p fence.Plan) []string {
-	node := visible.String(p.Node)
+// FencePlans are the plans as fence and release print them and the
+// workbench's confirmation shows them: for each node, each change (or
+// why nothing changes), then what is left as it is. Where the plans act
+// in more than one scheduler (a host that is a node of Kubernetes and of
+// Slurm), each node says which: "dgx03 (slurm)".
+func FencePlans(plans []fence.Plan) []string {
+	mixed := mixedIn(plans, func(p fence.Plan) string { return p.In })
+	var out []string
+	for _, p := range plans {
+		out = append(out, fencePlan(p, mixed)...)
+	}
+	return out
+}
+
+// FenceResults are the outcomes as FencePlans shows the plans.
+func FenceResults(results []fence.Result, release bool) []string {
+	mixed := mixedIn(results, func(r fence.Result) string { return r.In })
+	var out []string
+	for _, r := range results {
+		out = append(out, fenceResult(r, release, mixed)...)
+	}
+	return out
+}
+
+func mixedIn[T any](list []T, in func(T) string) bool {
+	for _, x := range list {
+		if in(x) != in(list[0]) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeIn is the node as a plan's line names it.
+func nodeIn(p fence.Plan, mixed bool) string {
+	if mixed {
+		return visible.String(p.Node + " (" + p.In + ")")
+	}
+	return visible.String(p.Node)
+}
+
+func fencePlan(p fence.Plan, mixed bool) []string {
+	node := nodeIn(p, mixed)
 	var out []string
 	switch {
 	case p.Error != "":
@@ -33,10 +71,10 @@ func FencePlan(p fence.Plan) []string {
 	return out
 }
 
-// FenceResult is one node's outcome: "gpu07: fenced (cordon, taint,
+// fenceResult is one node's outcome: "gpu07: fenced (cordon, taint,
 // annotate)", or the outcome and why.
-func FenceResult(r fence.Result, release bool) []string {
-	node := visible.String(r.Node)
+func fenceResult(r fence.Result, release, mixed bool) []string {
+	node := nodeIn(r.Plan, mixed)
 	var out []string
 	if r.Outcome == fence.Done {
 		var ops []string

@@ -196,10 +196,7 @@ func (d *fenceDialog) lines() []string {
 		return append(out, "Nothing done: "+visible.String(d.err))
 	}
 	if d.action != nil {
-		for _, p := range d.action.Plans {
-			out = append(out, render.FencePlan(p)...)
-		}
-		out = append(out, "")
+		out = append(append(out, render.FencePlans(d.action.Plans)...), "")
 	}
 	switch d.stage {
 	case fenceConfirm:
@@ -224,10 +221,7 @@ func (d *fenceDialog) confirmLines() []string {
 }
 
 func (d *fenceDialog) doneLines() []string {
-	var out []string
-	for _, r := range d.done.Results {
-		out = append(out, render.FenceResult(r, d.release)...)
-	}
+	out := render.FenceResults(d.done.Results, d.release)
 	if d.done.Record != nil {
 		out = append(out, "", "record: "+visible.String(filepath.Join(d.done.Record.Dir(), "record.md")))
 	}
