@@ -19,41 +19,79 @@ import (
 	"github.com/gpulab/gpulab/tui"
 )
 
-// driveUntil runs the workbench's commands as Bubble Tea would (each on a
-// goroutine of its own, their messages fed back to the model) until done
-// says the view is there; a minute is the safety net against a hang.
+// driveUntil runs the workbench's commands, feeding their messages back,
+// until done says the view is there (or a minute has passed). Commands
+// still running when it returns deliver to no one: a test that keeps
+// something running across steps (the Cluster tab following its
+// cluster) uses one driver throughout.
 func driveUntil(t *testing.T, m tea.Model, cmd tea.Cmd, done func(view string) bool) tea.Model {
 	t.Helper()
-	msgs := make(chan tea.Msg, 64)
-	var start func(tea.Cmd)
-	start = func(c tea.Cmd) {
-		if c == nil {
+	d := newDriver(t, m)
+	d.until(cmd, done)
+	return d.m
+}
+
+// driver runs a workbench's commands, their messages fed back to it in
+// one loop for the whole test.
+type driver struct {
+	t    *testing.T
+	m    tea.Model
+	msgs chan tea.Msg
+}
+
+func newDriver(t *testing.T, m tea.Model) *driver {
+	return &driver{t: t, m: m, msgs: make(chan tea.Msg, 64)}
+}
+
+// start runs c (a batch's commands each) in the background.
+func (d *driver) start(c tea.Cmd) {
+	if c == nil {
+		return
+	}
+	go func() {
+		msg := c()
+		if b, ok := msg.(tea.BatchMsg); ok {
+			for _, c := range b {
+				d.start(c)
+			}
 			return
 		}
-		go func() {
-			msg := c()
-			if b, ok := msg.(tea.BatchMsg); ok {
-				for _, c := range b {
-					start(c)
-				}
-				return
-			}
-			msgs <- msg
-		}()
-	}
-	start(cmd)
+		d.msgs <- msg
+	}()
+}
+
+// until starts cmd and feeds the messages of every command started to
+// the workbench until done says the view is there; a minute is the
+// deadline, against a hang.
+func (d *driver) until(cmd tea.Cmd, done func(view string) bool) {
+	d.t.Helper()
+	d.start(cmd)
 	deadline := time.After(time.Minute)
-	for !done(m.View()) {
+	for !done(d.m.View()) {
 		select {
-		case msg := <-msgs:
+		case msg := <-d.msgs:
 			var c tea.Cmd
-			m, c = m.Update(msg)
-			start(c)
+			d.m, c = d.m.Update(msg)
+			d.start(c)
 		case <-deadline:
-			t.Fatalf("the workbench never got there:\n%s", m.View())
+			d.t.Fatalf("the workbench never got there:\n%s", d.m.View())
 		}
 	}
-	return m
+}
+
+// press sends keys (a name: enter, down, up, right, esc; else runes) and
+// starts what they return.
+func (d *driver) press(keys ...string) {
+	named := map[string]tea.KeyType{"enter": tea.KeyEnter, "down": tea.KeyDown, "up": tea.KeyUp, "right": tea.KeyRight, "esc": tea.KeyEsc}
+	for _, k := range keys {
+		msg := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+		if kt, ok := named[k]; ok {
+			msg = tea.KeyMsg{Type: kt}
+		}
+		var c tea.Cmd
+		d.m, c = d.m.Update(msg)
+		d.start(c)
+	}
 }
 
 // A simulated fleet reached with -H, -F and --known-hosts, with no

@@ -72,6 +72,10 @@ func conditionSource(t string) (source string, trueIsHealthy bool) {
 	return "node condition", false
 }
 
+// fenceTaintAnnotation names the taint of a gpulab fence on its node
+// (fence.AnnTaint, which this package cannot import).
+const fenceTaintAnnotation = "gpulab.io/fence-taint"
+
 // autopilotLabel is IBM Autopilot's verdict on a node's GPUs: PASS, or
 // ERR, EVICT, TESTING...
 const autopilotLabel = "autopilot.ibm.com/gpuhealth"
@@ -93,6 +97,9 @@ func nodeHealth(n *corev1.Node, g *GPUNode) []HealthSignal {
 			Message: c.Message, Since: c.LastTransitionTime.Time})
 	}
 	for _, t := range n.Spec.Taints {
+		if t.Key+":"+string(t.Effect) == n.Annotations[fenceTaintAnnotation] {
+			continue // a gpulab fence, for any reason (a firmware update too): the Cluster tab and fence list show it as one
+		}
 		if strings.HasPrefix(t.Key, "nvidia.com/") || strings.HasPrefix(t.Key, "gpulab.io/") {
 			h := HealthSignal{Source: "taint", Signal: taintString(t)}
 			if t.TimeAdded != nil {

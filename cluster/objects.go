@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -207,14 +208,25 @@ const volcanoGroupAnnotation = "scheduling.k8s.io/group-name"
 
 // Trim drops the fields gpulab never reads from an object it keeps
 // (managed fields, annotations but Volcano's group, container commands, environment, volumes,
-// images' status), so that 100,000 pods fit in memory. It is the informers'
-// transform too; it returns its argument.
+// images' status), so that 100,000 pods fit in memory. A node keeps
+// gpulab's own annotations (gpulab.io/: a fence's) and its managed
+// fields, which say who cordoned or tainted it: a node is small, and
+// there are few. It is the informers' transform too; it returns its
+// argument.
 func Trim(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
+		_, node := obj.(*corev1.Node)
+		if !node {
+			m.SetManagedFields(nil)
+		}
 		var keep map[string]string
-		if g, ok := m.GetAnnotations()[volcanoGroupAnnotation]; ok {
-			keep = map[string]string{volcanoGroupAnnotation: g}
+		for k, v := range m.GetAnnotations() {
+			if k == volcanoGroupAnnotation || node && strings.HasPrefix(k, "gpulab.io/") {
+				if keep == nil {
+					keep = map[string]string{}
+				}
+				keep[k] = v
+			}
 		}
 		m.SetAnnotations(keep)
 	}

@@ -12,6 +12,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -179,6 +180,14 @@ func New(opts Options) Model {
 	if len(opts.Clusters) > 0 {
 		c := newClusterView(opts.Clusters, st)
 		c.mask = mask
+		if f, ok := opts.Fleet.(Fencer); ok && len(opts.Present) == 0 { // presenter mode acts on nothing
+			hosts := opts.Fleet.Hosts
+			c.fencer = f
+			c.hostIndex = func(node string) (int, bool) { // a host is the node of its name, as the reconciliation takes it
+				i := slices.IndexFunc(hosts(), func(h app.FleetHost) bool { return h.Name == node })
+				return i, i >= 0
+			}
+		}
 		cv = c
 	}
 	m := Model{

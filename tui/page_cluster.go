@@ -55,6 +55,8 @@ type clusterData struct {
 	// probe run, and use its nodes' side; nil before a probe run.
 	rec *cluster.Reconciliation
 	use map[string]cluster.NodeUse
+	// fences are the nodes gpulab fenced (page_cluster_fence.go).
+	fences []fencedNode
 }
 
 // clusterFocus is the list the cursor moves in.
@@ -128,6 +130,14 @@ type clusterView struct {
 	why   scroller
 	whyOf string
 
+	// fencer fences and releases the selected node (F, R) when it is a
+	// host of the Fleet: hostIndex finds it; fence is the dialog open,
+	// notice why F did nothing.
+	fencer    Fencer
+	hostIndex func(node string) (int, bool)
+	fence     *fenceDialog
+	notice    string
+
 	width, height int
 }
 
@@ -137,10 +147,20 @@ func newClusterView(sources []ClusterSource, st Styles) *clusterView {
 	return v
 }
 
-func (v *clusterView) Title() string    { return "Cluster" }
-func (v *clusterView) Capturing() bool  { return false }
-func (v *clusterView) SetSize(w, h int) { v.width, v.height = w, h; v.scroll() }
+func (v *clusterView) Title() string   { return "Cluster" }
+func (v *clusterView) Capturing() bool { return v.fence != nil }
+func (v *clusterView) SetSize(w, h int) {
+	v.width, v.height = w, h
+	v.scroll()
+	if v.fence != nil {
+		v.fence.width, v.fence.height = w, h
+		v.fence.draw()
+	}
+}
 func (v *clusterView) ShortHelp() []key.Binding {
+	if v.fence != nil {
+		return v.fence.keys()
+	}
 	cur, n := v.waitCursor, len(v.waiting)
 	if v.focus == focusNodes {
 		cur, n = v.nodeCursor, len(v.rows)
@@ -152,6 +172,9 @@ func (v *clusterView) ShortHelp() []key.Binding {
 	if len(v.whyBody()) > v.maxWhy()-1 {
 		keys = append(keys, v.keys.WhyDown)
 	}
+	if v.canFence() {
+		keys = append(keys, fenceKey, releaseKey)
+	}
 	return keys
 }
 func (v *clusterView) FullHelp() [][]key.Binding {
@@ -160,6 +183,9 @@ func (v *clusterView) FullHelp() [][]key.Binding {
 	if len(v.sources) > 1 {
 		second = append(second, k.Context)
 	}
+	if v.fencer != nil {
+		second = append(second, fenceKey, releaseKey)
+	}
 	return [][]key.Binding{{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End}, second}
 }
 
@@ -167,6 +193,9 @@ func (v *clusterView) FullHelp() [][]key.Binding {
 func (v *clusterView) Status() string {
 	if len(v.sources) == 0 {
 		return "no cluster"
+	}
+	if v.notice != "" {
+		return v.notice
 	}
 	src := v.sources[v.current]
 	if src.Live == nil {
@@ -208,6 +237,9 @@ func (v *clusterView) recompute() tea.Cmd {
 
 // Update implements Component.
 func (v *clusterView) Update(msg tea.Msg) (Component, tea.Cmd) {
+	if cmd, handled := v.updateFence(msg); handled {
+		return v, cmd
+	}
 	switch msg := msg.(type) {
 	case clusterChangedMsg:
 		if msg.source == v.current {
@@ -328,6 +360,7 @@ func computeCluster(l LiveCluster, probes map[string]cluster.NodeProbe) clusterD
 	}
 	d.waiting = waitItems(o)
 	d.quotas = quotaRows(o.Quotas(""))
+	d.fences = fencedNodes(o)
 	if probes != nil {
 		d.reconcile(o, probes)
 	}
@@ -428,7 +461,7 @@ func (v *clusterView) quotaHeight() int { return min(max(len(v.quotas), 1), maxQ
 // waiting list with its header, the why, the quotas with their header
 // and the reconciliation line; no more than there are rows.
 func (v *clusterView) nodeHeight() int {
-	fixed := 3 + 3 + 1 + v.waitHeight() + len(v.whyLines()) + 1 + v.quotaHeight() + len(v.reconcileLines())
+	fixed := 3 + len(v.fenceLines()) + 3 + 1 + v.waitHeight() + len(v.whyLines()) + 1 + v.quotaHeight() + len(v.reconcileLines())
 	return min(max(len(v.rows), 1), max(3, v.height-fixed))
 }
 

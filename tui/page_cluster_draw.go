@@ -41,7 +41,11 @@ func (v *clusterView) View() string {
 		return strings.Join([]string{st.CardTitle.Render("Cluster"), "",
 			st.Hint.Render("No Kubernetes context in the inventory ([[kube]] tables name kubeconfig and context).")}, "\n")
 	}
+	if v.fence != nil {
+		return v.fence.view(st)
+	}
 	lines := []string{v.titleLine(), v.statusLine(), v.warningLine()}
+	lines = append(lines, v.fenceLines()...)
 	lines = append(lines, v.nodeLines()...)
 	lines = append(lines, "")
 	lines = append(lines, v.waitLines()...)

@@ -317,13 +317,14 @@ func (v *fleetView) Update(msg tea.Msg) (Component, tea.Cmd) {
 			v.nodes = msg.states
 		}
 	case fencePlanned, fenceApplied:
+		var cmd tea.Cmd
 		if v.fence != nil {
-			cmd, _ := v.fence.update(msg)
-			if _, applied := msg.(fenceApplied); applied {
-				return v, tea.Batch(cmd, loadNodeStates(v.runner))
-			}
-			return v, cmd
+			cmd, _ = v.fence.update(msg)
 		}
+		if _, applied := msg.(fenceApplied); applied { // by any tab's dialog: what the cluster says now
+			return v, tea.Batch(cmd, loadNodeStates(v.runner))
+		}
+		return v, cmd
 	case tea.KeyMsg:
 		if v.typing {
 			return v.updateInput(msg)
