@@ -248,7 +248,7 @@ func TestDemoLoopInTheWorkbench(t *testing.T) {
 		t.Errorf("kubectl get nodes after the release:\n%s", out)
 	}
 	d.press("esc")
-	d.until(nil, shown("⛔ fenced by gpulab: "+sick+" ("))
+	d.until(nil, shown("⛔ fenced by gpulab: "+sick+" since "))
 	cursorOn(sick)
 	d.press("R")
 	confirm("")

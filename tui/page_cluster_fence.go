@@ -49,14 +49,14 @@ func (v *clusterView) fenceLines() []string {
 		names = append(names, v.mask.apply(visible.String(f.node)))
 	}
 	f := v.fences[0].fence
-	line := fmt.Sprintf("⛔ fenced by gpulab: %s (%s since %s by %s: %s; record %s", strings.Join(names, ", "),
-		v.mask.apply(visible.String(v.fences[0].node)), f.At.UTC().Format(time.RFC3339), visible.String(f.By), visible.String(f.Reason), visible.String(f.Record))
+	first := fmt.Sprintf("since %s by %s (record %s)", f.At.UTC().Format(time.RFC3339), visible.String(f.By), visible.String(f.Record))
 	if len(f.Drift) > 0 {
-		line += "; DRIFT: " + visible.String(strings.Join(f.Drift, "; "))
+		first += ", DRIFT: " + visible.String(strings.Join(f.Drift, "; "))
 	}
-	line += ")"
-	if v.fencer != nil {
-		line += " · R on its row releases it"
+	first += ": " + visible.String(f.Reason)
+	line := "⛔ fenced by gpulab: " + names[0] + " " + first
+	if len(names) > 1 {
+		line = "⛔ fenced by gpulab: " + strings.Join(names, ", ") + " (" + names[0] + " " + first + ")"
 	}
 	return []string{v.styles.Error.Render(line)}
 }
