@@ -32,6 +32,9 @@ type FenceSpec struct {
 	Kube       *cluster.Client
 	Scontrol   fence.Scontrol
 	SlurmLogin string
+	// SlurmHas says which hosts are nodes of the Slurm cluster (nil:
+	// every one); the others get no Slurm plan.
+	SlurmHas func(host string) bool
 	// Request is the fence's reason, who and when, and the taint; its
 	// Record is set when the record is made.
 	Request fence.Request
@@ -84,8 +87,9 @@ func (s FenceSpec) Target() string {
 }
 
 // plan reads the nodes and plans their fence (req) or, with release,
-// their release: in Kubernetes, in Slurm, or in both (a node's two
-// plans side by side).
+// their release: in Kubernetes, in Slurm (the hosts that are its nodes),
+// or in both (a node's two plans side by side). A host in neither is
+// refused, saying so: every host has a plan.
 func (s FenceSpec) plan(ctx context.Context, names []string, req fence.Request, release bool) []fence.Plan {
 	var kube, slurm []fence.Plan
 	switch {
@@ -94,20 +98,51 @@ func (s FenceSpec) plan(ctx context.Context, names []string, req fence.Request, 
 	case s.Kube != nil:
 		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), names, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
 	}
-	switch {
-	case s.Scontrol != nil && release:
-		slurm = fence.ReadSlurm(ctx, s.Scontrol, names, fence.PlanSlurmRelease)
-	case s.Scontrol != nil:
-		slurm = fence.ReadSlurm(ctx, s.Scontrol, names, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
+	var inSlurm []string
+	for _, n := range names {
+		if s.Scontrol != nil && (s.SlurmHas == nil || s.SlurmHas(n)) {
+			inSlurm = append(inSlurm, n)
+		}
 	}
-	if len(kube) == 0 || len(slurm) == 0 {
-		return append(kube, slurm...)
+	switch {
+	case len(inSlurm) > 0 && release:
+		slurm = fence.ReadSlurm(ctx, s.Scontrol, inSlurm, fence.PlanSlurmRelease)
+	case len(inSlurm) > 0:
+		slurm = fence.ReadSlurm(ctx, s.Scontrol, inSlurm, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
 	}
 	out := make([]fence.Plan, 0, len(kube)+len(slurm))
-	for i := range kube { // one plan per name in each, in the names' order
-		out = append(out, kube[i], slurm[i])
+	for i, n := range names { // each reader keeps the names' order
+		mine := len(out)
+		if kube != nil {
+			out = append(out, kube[i])
+		}
+		if len(slurm) > 0 && slurm[0].Node == n {
+			out, slurm = append(out, slurm[0]), slurm[1:]
+		}
+		if len(out) == mine {
+			out = append(out, fence.Plan{Node: n, Refused: "not a node of the inventory's Slurm cluster ([slurm] nodes), and no Kubernetes cluster is named for it: nothing to fence it in"})
+		}
+	}
+	if !release {
+		noHalfFence(out)
 	}
 	return out
+}
+
+// noHalfFence refuses a node's plan in one scheduler where its plan in
+// the other could not be read: fenced in one alone, the node would stay
+// open to the other, and look fenced. --slurm or --kubernetes fences in
+// one on purpose.
+func noHalfFence(plans []fence.Plan) {
+	for i, p := range plans {
+		for _, q := range plans {
+			if q.Node == p.Node && q.In != p.In && q.Error != "" && p.Error == "" && p.Refused == "" && len(p.Changes) > 0 {
+				plans[i].Refused = fmt.Sprintf("not fenced in %s alone: its %s node could not be read (%s), and a fence in one scheduler leaves it open to the other; fence again when both answer, or in one on purpose (--%s)",
+					p.In, q.In, q.Error, p.In)
+				plans[i].Changes = nil
+			}
+		}
+	}
 }
 
 // apply carries out plans, made again for req (release: for a
@@ -141,7 +176,11 @@ func (s FenceSpec) apply(ctx context.Context, plans []fence.Plan, req fence.Requ
 		}
 	}
 	for i, r := range out {
-		if r.Outcome == "" { // every plan is read in one of them: this is a bug, said as one
+		switch {
+		case r.Outcome != "":
+		case plans[i].Refused != "": // a host in neither scheduler
+			out[i] = fence.Result{Plan: plans[i], Outcome: fence.Refused, Detail: plans[i].Refused}
+		default: // every other plan is read in one of them: this is a bug, said as one
 			out[i] = fence.Result{Plan: plans[i], Outcome: fence.Failed, Detail: fmt.Sprintf("gpulab: a plan in no scheduler it knows (%q)", plans[i].In)}
 		}
 	}
@@ -323,16 +362,21 @@ func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fe
 	for _, g := range groups {
 		f.checkAgain(ctx, s, g)
 		for i, p := range release {
-			if why, held := g.rel.Held[p.Node]; held {
+			// Only what would change is held: a plan not read or
+			// refused says so as it is.
+			if why, held := g.rel.Held[p.Node]; held && slices.Contains(g.plans, planKey(p)) && len(p.Changes) > 0 && p.Refused == "" {
 				out.Held[p.Node] = why
 				release[i] = fence.Plan{Node: p.Node, In: p.In, Refused: "held: " + why, Fence: p.Fence}
 			}
 		}
 	}
 	out.Results = s.apply(ctx, release, s.Request, true)
+	for i := range out.Results {
+		out.Results[i].Held = release[i].Refused != "" && plans[i].Refused == "" && len(plans[i].Changes) > 0
+	}
 	for _, g := range groups {
 		for _, r := range out.Results {
-			if slices.Contains(g.nodes, r.Node) {
+			if slices.Contains(g.plans, planKey(r.Plan)) {
 				g.rel.Plan, g.rel.Results = append(g.rel.Plan, r.Plan), append(g.rel.Results, r)
 			}
 		}
@@ -350,14 +394,20 @@ func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fe
 	return out
 }
 
-// releaseGroup is the nodes to release that one record fenced.
+// releaseGroup is the nodes to release that one record fenced: their
+// plans (planKey: a node fenced in Kubernetes under one record and in
+// Slurm under another is in two groups, each with its own plan).
 type releaseGroup struct {
 	id       string
 	nodes    []string
+	plans    []string
 	rec      *fence.Record
 	existing bool // rec is the fence's own record
 	rel      fence.Release
 }
+
+// planKey is a plan's node and scheduler.
+func planKey(p fence.Plan) string { return p.Node + "\x00" + p.In }
 
 func releaseGroups(plans []fence.Plan) []*releaseGroup {
 	var out []*releaseGroup
@@ -373,6 +423,7 @@ func releaseGroups(plans []fence.Plan) []*releaseGroup {
 		if !slices.Contains(out[i].nodes, p.Node) {
 			out[i].nodes = append(out[i].nodes, p.Node)
 		}
+		out[i].plans = append(out[i].plans, planKey(p))
 	}
 	return out
 }

@@ -72,17 +72,17 @@ func (w *Workbench) PlanFence(ctx context.Context, hosts []int, reason string, r
 }
 
 // fenceTarget is where f's hosts are fenced: the inventory's Slurm
-// cluster when every one is its node, and the Kubernetes cluster whose
+// cluster for those that are its nodes, and the Kubernetes cluster whose
 // nodes they are (Workbench.Kube's, as a lab's; or the inventory's
-// [[kube]] table's).
+// [[kube]] table's). A host in neither gets a plan that says so.
 func (w *Workbench) fenceTarget(f *Fleet) (FenceSpec, error) {
 	var spec FenceSpec
-	if sl := f.Inv.Slurm; sl != nil && !slices.ContainsFunc(f.Names(), func(h string) bool { return !sl.IsNode(h) }) {
+	if sl := f.Inv.Slurm; sl != nil && slices.ContainsFunc(f.Names(), sl.IsNode) {
 		run, _, err := f.Scontrol(sl.Login) // the workbench's pool: its connection stays for the next
 		if err != nil {
 			return FenceSpec{}, err
 		}
-		spec.Scontrol, spec.SlurmLogin = run, sl.Login
+		spec.Scontrol, spec.SlurmLogin, spec.SlurmHas = run, sl.Login, sl.IsNode
 	}
 	var c *cluster.Client
 	why := ""

@@ -272,32 +272,34 @@ func (fo *fenceOptions) Run(ctx context.Context, c *cobra.Command, stdout, stder
 
 // target is where the fleet's hosts are fenced: the Kubernetes cluster
 // they are nodes of (cluster), and the inventory's Slurm cluster, by
-// scontrol on its login host, where every host is its node: each that
-// has them, or the one --slurm or --kubernetes names.
+// scontrol on its login host, for the hosts that are its nodes: each
+// that has them, or the one --slurm or --kubernetes names.
 func (fo *fenceOptions) target(c *cobra.Command, fleet *app.Fleet) (app.FenceSpec, error) {
 	sl := fleet.Inv.Slurm
 	outside := ""
 	if i := slices.IndexFunc(fleet.Names(), func(h string) bool { return !sl.IsNode(h) }); i >= 0 {
 		outside = fleet.Names()[i]
 	}
-	slurmNodes := sl != nil && outside == ""
+	allSlurm := sl != nil && outside == ""
+	anySlurm := sl != nil && slices.ContainsFunc(fleet.Names(), sl.IsNode)
 	if fo.slurm {
-		if !slurmNodes {
+		if !allSlurm {
 			return app.FenceSpec{}, usageErr("--slurm: %s is not a node of the inventory's Slurm cluster ([slurm] nodes = %q)", outside, slurmNodesOf(sl))
 		}
 		return fo.slurmTarget(fleet)
 	}
-	kube, err := fo.cluster(c, fleet, !slurmNodes || fo.kubernetes, outside)
+	// A Kubernetes cluster must have the hosts Slurm does not.
+	kube, err := fo.cluster(c, fleet, !allSlurm || fo.kubernetes, outside)
 	if err != nil {
 		return app.FenceSpec{}, err
 	}
 	spec := app.FenceSpec{Kube: kube}
-	if slurmNodes && !fo.kubernetes {
+	if anySlurm && !fo.kubernetes {
 		s, err := fo.slurmTarget(fleet)
 		if err != nil {
 			return app.FenceSpec{}, err
 		}
-		spec.Scontrol, spec.SlurmLogin = s.Scontrol, s.SlurmLogin
+		spec.Scontrol, spec.SlurmLogin, spec.SlurmHas = s.Scontrol, s.SlurmLogin, sl.IsNode
 	}
 	return spec, nil
 }

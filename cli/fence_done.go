@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,12 @@ func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done
 		rep.Problem = done.SaveErr.Error()
 	}
 	count := map[fence.Outcome]int{}
+	held := 0
 	for _, r := range done.Results {
 		count[r.Outcome]++
+		if r.Held {
+			held++
+		}
 	}
 	blocked := 0
 	for _, r := range done.Results {
@@ -61,11 +66,15 @@ func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done
 	} else {
 		printResults(stdout, fo.action(), rep)
 	}
-	fmt.Fprintf(stderr, "%s: %d done, %d unchanged, ", fo.action(), count[fence.Done], count[fence.Unchanged])
-	if len(done.Held) > 0 {
-		fmt.Fprintf(stderr, "%d held (their checks do not pass yet), ", len(done.Held))
+	fmt.Fprintf(stderr, "%s: ", fo.action())
+	if slices.ContainsFunc(done.Results, func(r fence.Result) bool { return r.In != done.Results[0].In }) {
+		fmt.Fprintf(stderr, "%d plans (a node of both clusters has one in each): ", len(done.Results))
 	}
-	fmt.Fprintf(stderr, "%d refused, %d changed since the plan, %d failed", count[fence.Refused]-len(done.Held), count[fence.Changed], count[fence.Failed])
+	fmt.Fprintf(stderr, "%d done, %d unchanged, ", count[fence.Done], count[fence.Unchanged])
+	if held > 0 {
+		fmt.Fprintf(stderr, "%d held (their checks do not pass yet), ", held)
+	}
+	fmt.Fprintf(stderr, "%d refused, %d changed since the plan, %d failed", count[fence.Refused]-held, count[fence.Changed], count[fence.Failed])
 	if blocked > 0 {
 		fmt.Fprintf(stderr, "; %d not drained", blocked)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,7 +194,7 @@ func checkFenceRecord(t *testing.T, rec *fence.Record, sick string) {
 // release (forced: the host is sick) undoes both, into the same record.
 func TestFenceInBothClusters(t *testing.T) {
 	cp, f, files := kubeSimFleet(t, sim.Config{Hosts: 2, Seed: 1})
-	sick, _ := sickAndHealthy(t, f)
+	sick, healthy := sickAndHealthy(t, f)
 	env := noEnv(t)
 	results := t.TempDir()
 	env["GPULAB_RESULTS"] = results
@@ -243,5 +244,69 @@ func TestFenceInBothClusters(t *testing.T) {
 	}
 	if r := run(t, env, append([]string{"fence", "--reason", "x", "--slurm", "--kubernetes"}, hosts...)...); r.code != ExitUsage {
 		t.Errorf("--slurm with --kubernetes: exit %d %s", r.code, r.stderr)
+	}
+	notHalfFenced(t, cp, env, files, sick, healthy)
+	twoRecords(t, cp, env, results, hosts)
+}
+
+// notHalfFenced: a host Slurm has among hosts it has not gets its Slurm
+// plan all the same; with the API server down, the Slurm side is not
+// fenced alone.
+func notHalfFenced(t *testing.T, cp *kubetest.ControlPlane, env map[string]string, files sim.Files, sick string, healthy []string) {
+	t.Helper()
+	data, err := os.ReadFile(files.Inventory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	some := filepath.Join(t.TempDir(), "some.toml")
+	text := strings.Replace(string(data), `nodes = "@dgx"`, `nodes = "`+sick+`"`, 1)
+	if err := os.WriteFile(some, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mixed := fenceRun(t, env, 0, "fence", "--reason", "x", "--inventory", some, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", sick+","+healthy[0])
+	var got []string
+	for _, p := range mixed.Plan {
+		got = append(got, p.Node+" "+p.In)
+	}
+	var want []string // in the fleet's order, a Slurm plan for the host Slurm has
+	for _, h := range slices.Sorted(slices.Values([]string{sick, healthy[0]})) {
+		want = append(want, h+" kubernetes")
+		if h == sick {
+			want = append(want, h+" slurm")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plans with one host in Slurm: %v, want %v", got, want)
+	}
+
+	cp.StopAPIServer(t)
+	half := fenceRun(t, env, 1, "fence", "--reason", "x", "--apply", "--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig, "--context", "kubetest", "-H", sick)
+	cp.StartAPIServer(t)
+	if len(half.Results) != 2 || half.Results[0].Outcome != fence.Failed || half.Results[1].Outcome != fence.Refused ||
+		!strings.Contains(half.Results[1].Detail, "not fenced in slurm alone") || half.Record != "" {
+		t.Errorf("a fence with the API server down = %+v: want the Kubernetes node not read, the Slurm one refused, no record", half)
+	}
+	if r := run(t, env, "exec", "--inventory", files.Inventory, "-H", "dgx01", "--", "scontrol", "show", "node", sick); strings.Contains(r.stdout, "DRAIN") {
+		t.Errorf("the Slurm node was drained alone:\n%s", r.stdout)
+	}
+}
+
+// twoRecords: a node fenced in Kubernetes under one record and in Slurm
+// under another is released into each record with its own plan.
+func twoRecords(t *testing.T, cp *kubetest.ControlPlane, env map[string]string, results string, hosts []string) {
+	t.Helper()
+	a := fenceRun(t, env, 0, append([]string{"fence", "--reason", "a", "--apply", "--kubernetes"}, hosts...)...)
+	b := fenceRun(t, env, 0, append([]string{"fence", "--reason", "b", "--apply", "--slurm"}, hosts...)...)
+	rel := fenceRun(t, env, 0, append([]string{"release", "--apply", "--force"}, hosts...)...)
+	if len(rel.Records) != 2 {
+		t.Fatalf("release of a node under two records = %+v", rel)
+	}
+	for _, c := range []struct {
+		dir, in string
+	}{{a.Record, fence.InKubernetes}, {b.Record, fence.InSlurm}} {
+		rec, err := fence.OpenRecord(results, filepath.Base(c.dir))
+		if err != nil || len(rec.Releases) != 1 || len(rec.Releases[0].Results) != 1 || rec.Releases[0].Results[0].In != c.in {
+			t.Errorf("record %s after the release: %v, %+v: want its %s plan only", c.dir, err, rec.Releases, c.in)
+		}
 	}
 }

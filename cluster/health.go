@@ -72,9 +72,22 @@ func conditionSource(t string) (source string, trueIsHealthy bool) {
 	return "node condition", false
 }
 
-// fenceTaintAnnotation names the taint of a gpulab fence on its node
-// (fence.AnnTaint, which this package cannot import).
-const fenceTaintAnnotation = "gpulab.io/fence-taint"
+// fenceTaintAnnotation names the taint of a gpulab fence on its node,
+// fenceAtAnnotation its time (fence.AnnTaint and AnnAt, which this
+// package cannot import).
+const (
+	fenceTaintAnnotation = "gpulab.io/fence-taint"
+	fenceAtAnnotation    = "gpulab.io/fenced-at"
+)
+
+// fenceTaint says whether t is the taint of the gpulab fence n's
+// annotations describe: its key and effect, and its time the fence's
+// (as fence.ReadFence judges it: an annotation alone would let anyone
+// who may annotate the node hide another's taint from the health view).
+func fenceTaint(n *corev1.Node, t corev1.Taint) bool {
+	at, err := time.Parse(time.RFC3339, n.Annotations[fenceAtAnnotation])
+	return err == nil && t.Key+":"+string(t.Effect) == n.Annotations[fenceTaintAnnotation] && t.TimeAdded != nil && t.TimeAdded.Time.Equal(at)
+}
 
 // autopilotLabel is IBM Autopilot's verdict on a node's GPUs: PASS, or
 // ERR, EVICT, TESTING...
@@ -97,7 +110,7 @@ func nodeHealth(n *corev1.Node, g *GPUNode) []HealthSignal {
 			Message: c.Message, Since: c.LastTransitionTime.Time})
 	}
 	for _, t := range n.Spec.Taints {
-		if t.Key+":"+string(t.Effect) == n.Annotations[fenceTaintAnnotation] {
+		if fenceTaint(n, t) {
 			continue // a gpulab fence, for any reason (a firmware update too): the Cluster tab and fence list show it as one
 		}
 		if strings.HasPrefix(t.Key, "nvidia.com/") || strings.HasPrefix(t.Key, "gpulab.io/") {

@@ -360,6 +360,9 @@ type Result struct {
 	Detail string `json:"detail,omitempty"`
 	// NotDrained says why a drain asked for was not made on the node.
 	NotDrained string `json:"not_drained,omitempty"`
+	// Held: a release kept the node fenced, its checks not passing yet
+	// (Outcome Refused, Detail why).
+	Held bool `json:"held,omitempty"`
 }
 
 // Read reads each named node and plans for it with plan. A node that

@@ -176,20 +176,7 @@ func New(opts Options) Model {
 	rv := newResultsView(opts.Results, st)
 	rv.gone = opts.ResultsGone
 	rv.mask = mask
-	var cv Component = newHintView("Cluster", clusterHint(inv), st)
-	if len(opts.Clusters) > 0 {
-		c := newClusterView(opts.Clusters, st)
-		c.mask = mask
-		if f, ok := opts.Fleet.(Fencer); ok && len(opts.Present) == 0 { // presenter mode acts on nothing
-			hosts := opts.Fleet.Hosts
-			c.fencer = f
-			c.hostIndex = func(node string) (int, bool) { // a host is the node of its name, as the reconciliation takes it
-				i := slices.IndexFunc(hosts(), func(h app.FleetHost) bool { return h.Name == node })
-				return i, i >= 0
-			}
-		}
-		cv = c
-	}
+	cv := clusterTab(opts, inv, st, mask)
 	m := Model{
 		keys:      DefaultGlobalKeys(),
 		help:      h,
@@ -278,6 +265,26 @@ func (m Model) Init() tea.Cmd {
 	}
 	cmds = append(cmds, m.sim.watch())
 	return tea.Batch(cmds...)
+}
+
+// clusterTab is the Cluster tab: its clusters, and F and R on a node
+// that is a Fleet host (not in presenter mode, which acts on nothing); a
+// hint where there is no cluster.
+func clusterTab(opts Options, inv *inventory.Inventory, st Styles, mask *masker) Component {
+	if len(opts.Clusters) == 0 {
+		return newHintView("Cluster", clusterHint(inv), st)
+	}
+	c := newClusterView(opts.Clusters, st)
+	c.mask = mask
+	if f, ok := opts.Fleet.(Fencer); ok && len(opts.Present) == 0 {
+		hosts := opts.Fleet.Hosts
+		c.fencer = f
+		c.hostIndex = func(node string) (int, bool) { // a host is the node of its name, as the reconciliation takes it
+			i := slices.IndexFunc(hosts(), func(h app.FleetHost) bool { return h.Name == node })
+			return i, i >= 0
+		}
+	}
+	return c
 }
 
 // running is how many hosts the views' runs in flight work on.

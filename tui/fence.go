@@ -92,6 +92,23 @@ func newFenceDialog(f Fencer, hosts []int, name, reason string, release bool, w,
 	return d, d.input.Focus()
 }
 
+// applying is how many hosts the dialog's action works on while it
+// acts, 0 otherwise: a quit waits for it as for a run.
+func (d *fenceDialog) applying() int {
+	if d == nil || d.stage != fenceApplying {
+		return 0
+	}
+	return len(d.hosts)
+}
+
+// stop stops what the dialog has under way (a quit): the action's
+// outcome still comes back, and its record says it was interrupted.
+func (d *fenceDialog) stop() {
+	if d != nil && d.cancel != nil {
+		d.cancel()
+	}
+}
+
 func (d *fenceDialog) verb() string {
 	if d.release {
 		return "release"

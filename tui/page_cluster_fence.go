@@ -94,6 +94,12 @@ func (v *clusterView) openFence(release bool) tea.Cmd {
 	return cmd
 }
 
+// Running is the hosts a fence under way works on: a quit waits for it.
+func (v *clusterView) Running() int { return v.fence.applying() }
+
+// StopRun stops the fence under way; its outcome and record still come.
+func (v *clusterView) StopRun(bool) { v.fence.stop() }
+
 // updateFence hands the open dialog what is its; handled says msg was.
 func (v *clusterView) updateFence(msg tea.Msg) (tea.Cmd, bool) {
 	switch msg := msg.(type) {

@@ -519,16 +519,18 @@ func (v *fleetView) anySimulated() bool {
 // Running is how many hosts the run in flight works on (0: none).
 func (v *fleetView) Running() int {
 	if !v.running {
-		return 0
+		return v.fence.applying()
 	}
 	return max(1, len(v.rows)-v.finished)
 }
 
-// StopRun cancels the run in flight (its remote commands are stopped).
+// StopRun cancels the run in flight (its remote commands are stopped),
+// or the fence under way.
 func (v *fleetView) StopRun(bool) {
 	if v.running {
 		v.stream.stop()
 	}
+	v.fence.stop()
 }
 
 // presenting gives the probe to P: in presenter mode p steps the

@@ -72,16 +72,18 @@ func newRunbooksView(runner RunbookRunner, inv *inventory.Inventory, list []runb
 // Running is how many hosts the run in flight works on (0: none).
 func (v *runbooksView) Running() int {
 	if !v.running {
-		return 0
+		return v.fence.applying()
 	}
 	return max(1, len(v.names)-v.finished)
 }
 
-// StopRun cancels the run in flight (its remote commands are stopped).
+// StopRun cancels the run in flight (its remote commands are stopped),
+// or the fence under way.
 func (v *runbooksView) StopRun(bool) {
 	if v.running {
 		v.stream.stop()
 	}
+	v.fence.stop()
 }
 
 func (v *runbooksView) Init() tea.Cmd   { return nil }
