@@ -595,7 +595,7 @@ func SlurmFences(ctx context.Context, inv *inventory.Inventory, r Reach) ([]fenc
 	var out []fence.Fenced
 	for _, n := range nodes {
 		if f := fence.ReadSlurmFence(n); f != nil {
-			out = append(out, fence.Fenced{Node: n.Name, Fence: *f, Cordoned: n.Drained()})
+			out = append(out, fence.Fenced{Node: n.Name, In: fence.InSlurm, Fence: *f, Cordoned: n.Drained()})
 		}
 	}
 	return out, nil

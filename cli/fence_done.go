@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -118,70 +119,89 @@ func printResults(w io.Writer, action string, rep fenceReport) {
 // fenceListOptions are fence list's flags.
 type fenceListOptions struct {
 	*options
-	src   cluster.Source
-	slurm bool
+	src        cluster.Source
+	slurm      bool
+	kubernetes bool
 }
 
 func newFenceListCmd(o *options) *cobra.Command {
 	lo := &fenceListOptions{options: o, src: cluster.Source{Getenv: o.getenv}}
 	cmd := &cobra.Command{
-		Use:   "list [--context NAME | --slurm]",
+		Use:   "list [--context NAME] [--slurm | --kubernetes]",
 		Short: "The nodes gpulab fenced: since when, why, by whom, their record, and drift",
-		Long: `Lists every node of the cluster that carries a gpulab fence (its
-gpulab.io/fence-record annotation): since when, why, by whom, the record
-(under the results directory when this machine made it), and drift: a
-fenced node someone uncordoned, or whose taint was removed, by hand.
-
-With --slurm, the inventory's Slurm cluster instead: the nodes whose
-drain reason gpulab set ("gpulab: ..."), read with scontrol on its login
-host; drift is a gpulab reason on a node no longer drained.
+		Long: `Lists every node that carries a gpulab fence, in the Kubernetes cluster
+(the kubeconfig's context, or --context) and in the inventory's Slurm
+cluster ([slurm]), each that there is: since when, why, by whom, the
+record (under the results directory when this machine made it), and
+drift. In Kubernetes a fence is the node's gpulab.io/fence-record
+annotation, and drift a fenced node someone uncordoned, or whose taint was
+removed, by hand; in Slurm it is a drain reason gpulab set ("gpulab:
+..."), read with scontrol on the login host, and drift a gpulab reason on
+a node no longer drained. --slurm or --kubernetes lists that one only.
 
 Exit status: 0, also when a node drifted (the DRIFT column says it); 1
-when the cluster could not be read; 2 when none is named (no kubeconfig,
-no [slurm] table).`,
+when a cluster could not be read (what the other holds is listed); 2 when
+none is named (no kubeconfig, no [slurm] table).`,
 		Example: "  gpulab fence list\n  gpulab fence list --context prod --json | jq -r '.[] | select(.drift) | .node'",
 		Args:    exactArgs(0, "no arguments"),
 		RunE:    lo.Run,
 	}
 	cmd.Flags().StringVar(&lo.src.Kubeconfig, "kubeconfig", "", "the kubeconfig `FILE` to use (default: $KUBECONFIG, then ~/.kube/config)")
-	cmd.Flags().BoolVar(&lo.slurm, "slurm", false, "the inventory's Slurm cluster ([slurm]) instead of a Kubernetes one")
+	cmd.Flags().BoolVar(&lo.slurm, "slurm", false, "only the inventory's Slurm cluster ([slurm])")
+	cmd.Flags().BoolVar(&lo.kubernetes, "kubernetes", false, "only the Kubernetes cluster")
+	cmd.MarkFlagsMutuallyExclusive("slurm", "kubernetes")
 	cmd.Flags().StringVar(&lo.src.Context, "context", "", "the kubeconfig context `NAME` (or the inventory's [[kube]] name) to use (default: the current context)")
 	return cmd
 }
 
-// Run lists the fenced nodes of the cluster the flags name.
+// Run lists the fenced nodes of the clusters the flags and the
+// inventory name: what each that could be read holds, and an error
+// (exit 1) for one that could not.
 func (lo *fenceListOptions) Run(c *cobra.Command, _ []string) error {
-	if lo.slurm {
-		return lo.listSlurmFences(c)
-	}
-	client, err := lo.connect(c, &lo.src)
+	inv, err := lo.loadInventory(lo.slurm)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
-	defer cancel()
-	list, err := fence.List(ctx, client.Kube)
-	if err != nil {
-		return &exitError{code: ExitFailed, err: fmt.Errorf("context %s: %w", client.Context, err)}
-	}
-	return printFenced(c.OutOrStdout(), lo.options, "context "+client.Context, list)
-}
-
-func (o *options) listSlurmFences(c *cobra.Command) error {
-	inv, err := o.loadInventory(true)
-	if err != nil {
-		return err
-	}
-	if inv.Slurm == nil {
+	if lo.slurm && inv.Slurm == nil {
 		return usageErr("--slurm: %s has no [slurm] table (login = the host scontrol runs on)", inv.File)
 	}
-	ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
-	defer cancel()
-	list, err := app.SlurmFences(ctx, inv, o.reach(&sshFlags{}))
-	if err != nil {
-		return &exitError{code: ExitFailed, err: err}
+	var client *cluster.Client
+	if !lo.slurm {
+		client, err = lo.connect(c, &lo.src)
+		switch {
+		case err != nil && (lo.kubernetes || inv.Slurm == nil):
+			return err
+		case err != nil: // no Kubernetes cluster named: the Slurm one alone
+			fmt.Fprintf(c.ErrOrStderr(), "gpulab: no Kubernetes cluster (%v): the Slurm cluster only\n", err)
+		}
 	}
-	return printFenced(c.OutOrStdout(), o, "slurm on "+inv.Slurm.Login, list)
+	var list []fence.Fenced
+	var where, failed []string
+	if client != nil {
+		ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
+		l, err := fence.List(ctx, client.Kube)
+		cancel()
+		where, list = append(where, "context "+client.Context), append(list, l...)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("context %s: %v", client.Context, err))
+		}
+	}
+	if inv.Slurm != nil && !lo.kubernetes {
+		ctx, cancel := context.WithTimeout(c.Context(), 2*time.Minute)
+		l, err := app.SlurmFences(ctx, inv, lo.reach(&sshFlags{}))
+		cancel()
+		where, list = append(where, "slurm on "+inv.Slurm.Login), append(list, l...)
+		if err != nil {
+			failed = append(failed, err.Error())
+		}
+	}
+	if err := printFenced(c.OutOrStdout(), lo.options, strings.Join(where, " and "), list); err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return &exitError{code: ExitFailed, err: errors.New(strings.Join(failed, "; "))}
+	}
+	return nil
 }
 
 func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) error {
@@ -195,7 +215,12 @@ func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) e
 		fmt.Fprintf(w, "no node of %s is fenced by gpulab\n", ctxName)
 		return nil
 	}
-	t := render.NewTable("NODE", "SINCE", "BY", "REASON", "RECORD", "DRIFT")
+	mixed := slices.ContainsFunc(list, func(f fence.Fenced) bool { return f.In != list[0].In })
+	heads := []string{"NODE", "SINCE", "BY", "REASON", "RECORD", "DRIFT"}
+	if mixed {
+		heads = slices.Insert(heads, 1, "IN")
+	}
+	t := render.NewTable(heads...)
 	for _, f := range list {
 		rec := f.Record
 		if dir := filepath.Join(o.resultsDir(), "fence", f.Record); fence.ValidID(f.Record) && fileio.CheckRegular(filepath.Join(dir, "record.md")) == nil {
@@ -205,8 +230,12 @@ func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) e
 		if !f.At.IsZero() {
 			since = f.At.UTC().Format(time.RFC3339)
 		}
-		t.Rows = append(t.Rows, []string{visible.String(f.Node), since, visible.String(f.By), visible.String(f.Reason),
-			visible.String(rec), visible.String(strings.Join(f.Drift, "; "))})
+		row := []string{visible.String(f.Node), since, visible.String(f.By), visible.String(f.Reason),
+			visible.String(rec), visible.String(strings.Join(f.Drift, "; "))}
+		if mixed {
+			row = slices.Insert(row, 1, f.In)
+		}
+		t.Rows = append(t.Rows, row)
 	}
 	return t.WriteText(w)
 }

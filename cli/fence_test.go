@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -227,6 +228,14 @@ func TestFenceInBothClusters(t *testing.T) {
 		if l := run(t, env, list...); l.code != 0 || !strings.Contains(l.stdout, sick) || !strings.Contains(l.stdout, id) {
 			t.Errorf("gpulab %s: exit %d\n%s%s", strings.Join(list, " "), l.code, l.stdout, l.stderr)
 		}
+	}
+	both := []string{"fence", "list", "--inventory", files.Inventory, "--kubeconfig", cp.Kubeconfig}
+	if l := run(t, env, both...); l.code != 0 || !regexp.MustCompile(`(?m)^`+sick+` +kubernetes .*`+id).MatchString(l.stdout) ||
+		!regexp.MustCompile(`(?m)^`+sick+` +slurm .*`+id).MatchString(l.stdout) {
+		t.Errorf("fence list in both clusters: exit %d\n%s%s", l.code, l.stdout, l.stderr)
+	}
+	if l := run(t, env, append(both, "--kubernetes", "--json")...); l.code != 0 || strings.Count(l.stdout, `"in": "kubernetes"`) != 1 || strings.Contains(l.stdout, `"in": "slurm"`) {
+		t.Errorf("fence list --kubernetes: exit %d\n%s%s", l.code, l.stdout, l.stderr)
 	}
 
 	rel := fenceRun(t, env, 0, append([]string{"release", "--apply", "--force"}, hosts...)...)

@@ -11,6 +11,8 @@ import (
 // Fenced is one node gpulab fenced, as the cluster holds it now.
 type Fenced struct {
 	Node string `json:"node"`
+	// In is the scheduler: InKubernetes or InSlurm.
+	In string `json:"in"`
 	Fence
 	// Cordoned is whether the node is unschedulable now.
 	Cordoned bool `json:"unschedulable"`
@@ -30,7 +32,7 @@ func List(ctx context.Context, cs kubernetes.Interface) ([]Fenced, error) {
 		for i := range list.Items {
 			n := &list.Items[i]
 			if f := ReadFence(n); f != nil {
-				out = append(out, Fenced{Node: n.Name, Fence: *f, Cordoned: n.Spec.Unschedulable})
+				out = append(out, Fenced{Node: n.Name, In: InKubernetes, Fence: *f, Cordoned: n.Spec.Unschedulable})
 			}
 		}
 		if list.Continue == "" {
