@@ -32,9 +32,10 @@ type FenceSpec struct {
 	Kube       *cluster.Client
 	Scontrol   fence.Scontrol
 	SlurmLogin string
-	// SlurmHas says which hosts are nodes of the Slurm cluster (nil:
-	// every one); the others get no Slurm plan.
-	SlurmHas func(host string) bool
+	// SlurmHas and KubeHas say which hosts are nodes of the Slurm
+	// cluster and of the Kubernetes one (nil: every one); the others get
+	// no plan there.
+	SlurmHas, KubeHas func(host string) bool
 	// Request is the fence's reason, who and when, and the taint; its
 	// Record is set when the record is made.
 	Request fence.Request
@@ -92,17 +93,12 @@ func (s FenceSpec) Target() string {
 // refused, saying so: every host has a plan.
 func (s FenceSpec) plan(ctx context.Context, names []string, req fence.Request, release bool) []fence.Plan {
 	var kube, slurm []fence.Plan
+	inKube, inSlurm := members(names, s.Kube != nil, s.KubeHas), members(names, s.Scontrol != nil, s.SlurmHas)
 	switch {
-	case s.Kube != nil && release:
-		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), names, fence.PlanRelease)
-	case s.Kube != nil:
-		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), names, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
-	}
-	var inSlurm []string
-	for _, n := range names {
-		if s.Scontrol != nil && (s.SlurmHas == nil || s.SlurmHas(n)) {
-			inSlurm = append(inSlurm, n)
-		}
+	case len(inKube) > 0 && release:
+		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), inKube, fence.PlanRelease)
+	case len(inKube) > 0:
+		kube = fence.Read(ctx, fence.Client(s.Kube.Kube), inKube, func(n *corev1.Node) fence.Plan { return fence.PlanFence(n, req) })
 	}
 	switch {
 	case len(inSlurm) > 0 && release:
@@ -111,22 +107,43 @@ func (s FenceSpec) plan(ctx context.Context, names []string, req fence.Request, 
 		slurm = fence.ReadSlurm(ctx, s.Scontrol, inSlurm, func(n parse.SlurmNode) fence.Plan { return fence.PlanSlurmFence(n, req) })
 	}
 	out := make([]fence.Plan, 0, len(kube)+len(slurm))
-	for i, n := range names { // each reader keeps the names' order
+	for _, n := range names { // each reader keeps the names' order
 		mine := len(out)
-		if kube != nil {
-			out = append(out, kube[i])
+		if len(kube) > 0 && kube[0].Node == n {
+			out, kube = append(out, kube[0]), kube[1:]
 		}
 		if len(slurm) > 0 && slurm[0].Node == n {
 			out, slurm = append(out, slurm[0]), slurm[1:]
 		}
 		if len(out) == mine {
-			out = append(out, fence.Plan{Node: n, Refused: "not a node of the inventory's Slurm cluster ([slurm] nodes), and no Kubernetes cluster is named for it: nothing to fence it in"})
+			out = append(out, fence.Plan{Node: n, Refused: "a node of neither the Kubernetes cluster (its [[kube]] nodes) nor the Slurm cluster ([slurm] nodes) this fence acts in: nothing to fence it in"})
 		}
 	}
 	if !release {
 		noHalfFence(out)
 	}
 	return out
+}
+
+// members are the names a scheduler has (has nil: every one), none
+// where it is not used.
+func members(names []string, used bool, has func(string) bool) []string {
+	var out []string
+	for _, n := range names {
+		if used && (has == nil || has(n)) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// KubeHas says which hosts are nodes of the [[kube]] table k, nil (every
+// one) where there is no table or it names no nodes.
+func KubeHas(k *inventory.KubeContext) func(string) bool {
+	if k == nil || k.Nodes == "" {
+		return nil
+	}
+	return func(h string) bool { return slices.Contains(k.NodeNames, h) }
 }
 
 // noHalfFence refuses a node's plan in one scheduler where its plan in
@@ -153,9 +170,15 @@ func (s FenceSpec) apply(ctx context.Context, plans []fence.Plan, req fence.Requ
 		var at []int
 		var these []fence.Plan
 		for i, p := range plans {
-			if p.In == in {
-				at, these = append(at, i), append(these, p)
+			if p.In != in {
+				continue
 			}
+			if r, ok := kubeFailed(out, p); ok && !release && len(p.Changes) > 0 && p.Refused == "" {
+				out[i] = fence.Result{Plan: p, Outcome: fence.Refused, Detail: fmt.Sprintf(
+					"not drained in slurm alone: its kubernetes fence did not take (%s: %s), and a fence in one scheduler leaves it open to the other", r.Outcome, r.Detail)}
+				continue
+			}
+			at, these = append(at, i), append(these, p)
 		}
 		if len(these) == 0 {
 			continue
@@ -276,6 +299,21 @@ func notDrained(s FenceSpec, results []fence.Result) []fence.Result {
 	return results
 }
 
+// kubeFailed is the Kubernetes result of p's node among those made so
+// far, when p is a Slurm plan and that result is neither done nor
+// unchanged.
+func kubeFailed(results []fence.Result, p fence.Plan) (fence.Result, bool) {
+	if p.In != fence.InSlurm {
+		return fence.Result{}, false
+	}
+	for _, r := range results {
+		if r.In == fence.InKubernetes && r.Node == p.Node && r.Outcome != fence.Done && r.Outcome != fence.Unchanged && r.Outcome != "" {
+			return r, true
+		}
+	}
+	return fence.Result{}, false
+}
+
 // Changing are the names of the nodes plans change, each once (a host
 // fenced in Kubernetes and in Slurm has two plans).
 func Changing(plans []fence.Plan) []string {
@@ -361,13 +399,15 @@ func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fe
 	release := slices.Clone(plans)
 	for _, g := range groups {
 		f.checkAgain(ctx, s, g)
-		for i, p := range release {
-			// Only what would change is held: a plan not read or
-			// refused says so as it is.
-			if why, held := g.rel.Held[p.Node]; held && slices.Contains(g.plans, planKey(p)) && len(p.Changes) > 0 && p.Refused == "" {
-				out.Held[p.Node] = why
-				release[i] = fence.Plan{Node: p.Node, In: p.In, Refused: "held: " + why, Fence: p.Fence}
-			}
+		for node, why := range g.rel.Held { // a node held by one of its records is held in both schedulers
+			out.Held[node] = strings.TrimPrefix(out.Held[node]+"; "+why, "; ")
+		}
+	}
+	for i, p := range release {
+		// Only what would change is held: a plan not read or refused
+		// says so as it is.
+		if why, held := out.Held[p.Node]; held && len(p.Changes) > 0 && p.Refused == "" {
+			release[i] = fence.Plan{Node: p.Node, In: p.In, Refused: "held: " + why, Fence: p.Fence}
 		}
 	}
 	out.Results = s.apply(ctx, release, s.Request, true)

@@ -91,6 +91,9 @@ func (w *Workbench) fenceTarget(f *Fleet) (FenceSpec, error) {
 		c, why = w.Kube(f.Targets)
 	case w.Getenv != nil:
 		c, why = f.Cluster(w.Getenv, f.Targets)
+		if _, k, err := KubeSource(f.Inv, cluster.Source{Getenv: w.Getenv}, false, f.Names(), w.Getenv("HOME")); err == nil {
+			spec.KubeHas = KubeHas(k) // the hosts its [[kube]] table names
+		}
 	}
 	switch {
 	case c != nil:

@@ -282,18 +282,20 @@ func (fo *fenceOptions) target(c *cobra.Command, fleet *app.Fleet) (app.FenceSpe
 	}
 	allSlurm := sl != nil && outside == ""
 	anySlurm := sl != nil && slices.ContainsFunc(fleet.Names(), sl.IsNode)
-	if fo.slurm {
-		if !allSlurm {
-			return app.FenceSpec{}, usageErr("--slurm: %s is not a node of the inventory's Slurm cluster ([slurm] nodes = %q)", outside, slurmNodesOf(sl))
+	if fo.slurm { // the hosts Slurm has; any other is refused, saying so
+		if !anySlurm {
+			return app.FenceSpec{}, usageErr("--slurm: no host of -H %q is a node of the inventory's Slurm cluster ([slurm] nodes = %q)", fo.ssh.hosts, slurmNodesOf(sl))
 		}
-		return fo.slurmTarget(fleet)
+		s, err := fo.slurmTarget(fleet)
+		s.SlurmHas = sl.IsNode
+		return s, err
 	}
 	// A Kubernetes cluster must have the hosts Slurm does not.
-	kube, err := fo.cluster(c, fleet, !allSlurm || fo.kubernetes, outside)
+	kube, kubeHas, err := fo.cluster(c, fleet, !allSlurm || fo.kubernetes, outside)
 	if err != nil {
 		return app.FenceSpec{}, err
 	}
-	spec := app.FenceSpec{Kube: kube}
+	spec := app.FenceSpec{Kube: kube, KubeHas: kubeHas}
 	if anySlurm && !fo.kubernetes {
 		s, err := fo.slurmTarget(fleet)
 		if err != nil {
@@ -323,33 +325,34 @@ func (fo *fenceOptions) slurmTarget(fleet *app.Fleet) (app.FenceSpec, error) {
 // cluster is the Kubernetes cluster the fleet's hosts are nodes of:
 // --via kube's, or the inventory's [[kube]] table whose nodes they are
 // (or --context names), or --context or --kubeconfig as kubectl reads
-// them; nil when none is named and orSlurm says the Slurm cluster has
-// them, and an error when nothing has them.
-func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube bool, outside string) (*cluster.Client, error) {
+// them; nil when none is named and mustKube does not say it must be, and
+// an error when nothing has them. has says which hosts are its nodes,
+// where its [[kube]] table says (nil: every one).
+func (fo *fenceOptions) cluster(c *cobra.Command, fleet *app.Fleet, mustKube bool, outside string) (client *cluster.Client, has func(string) bool, err error) {
 	src := cluster.Source{Kubeconfig: fo.ssh.kube.kubeconfig, Context: fo.ssh.kube.context, Getenv: fo.getenv}
 	if fo.ssh.kube.via != "kube" {
 		s, k, err := app.KubeSource(fleet.Inv, src, c.Flags().Changed("kubeconfig"), fleet.Names(), fo.getenv("HOME"))
 		if err != nil {
-			return nil, configErr(err)
+			return nil, nil, configErr(err)
 		}
 		named := k != nil || src.Context != "" || c.Flags().Changed("kubeconfig")
 		switch {
 		case !named && !mustKube:
-			return nil, nil // the Slurm cluster's
+			return nil, nil, nil // the Slurm cluster's
 		case !named && fo.kubernetes:
-			return nil, usageErr("--kubernetes: no [[kube]] table of the inventory has -H %q as its nodes: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
+			return nil, nil, usageErr("--kubernetes: no [[kube]] table of the inventory has -H %q as its nodes: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
 		case !named && fleet.Inv.Slurm != nil:
-			return nil, usageErr("%s: no [[kube]] table of the inventory has it as a node, and it is not a node of its Slurm cluster ([slurm] nodes = %q): name the cluster with --context (or reach the nodes with --via kube)", outside, fleet.Inv.Slurm.Nodes)
+			return nil, nil, usageErr("%s: no [[kube]] table of the inventory has it as a node, and it is not a node of its Slurm cluster ([slurm] nodes = %q): name the cluster with --context (or reach the nodes with --via kube)", outside, fleet.Inv.Slurm.Nodes)
 		case !named:
-			return nil, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes, and it has no [slurm] table: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
+			return nil, nil, usageErr("-H %q: no [[kube]] table of the inventory has these hosts as its nodes, and it has no [slurm] table: name the cluster with --context (or reach the nodes with --via kube)", fo.ssh.hosts)
 		}
-		src = s
+		src, has = s, app.KubeHas(k)
 	}
-	client, err := src.Connect()
+	client, err = src.Connect()
 	if err != nil {
-		return nil, configErr(err)
+		return nil, nil, configErr(err)
 	}
-	return client, nil
+	return client, has, nil
 }
 
 // fenceReport is fence's and release's --json.

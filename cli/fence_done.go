@@ -17,6 +17,7 @@ import (
 	"github.com/gpulab/gpulab/fence"
 	"github.com/gpulab/gpulab/internal/fileio"
 	"github.com/gpulab/gpulab/internal/visible"
+	"github.com/gpulab/gpulab/inventory"
 	"github.com/gpulab/gpulab/render"
 )
 
@@ -129,8 +130,9 @@ func newFenceListCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--context NAME] [--slurm | --kubernetes]",
 		Short: "The nodes gpulab fenced: since when, why, by whom, their record, and drift",
-		Long: `Lists every node that carries a gpulab fence, in the Kubernetes cluster
-(the kubeconfig's context, or --context) and in the inventory's Slurm
+		Long: `Lists every node that carries a gpulab fence, in the Kubernetes clusters
+(--context's; else the inventory's [[kube]] tables', where gpulab fence
+acts; else the kubeconfig's current context) and in the inventory's Slurm
 cluster ([slurm]), each that there is: since when, why, by whom, the
 record (under the results directory when this machine made it), and
 drift. In Kubernetes a fence is the node's gpulab.io/fence-record
@@ -165,19 +167,20 @@ func (lo *fenceListOptions) Run(c *cobra.Command, _ []string) error {
 	if lo.slurm && inv.Slurm == nil {
 		return usageErr("--slurm: %s has no [slurm] table (login = the host scontrol runs on)", inv.File)
 	}
-	var client *cluster.Client
+	var clients []*cluster.Client
+	var failed []string
 	if !lo.slurm {
-		client, err = lo.connect(c, &lo.src)
+		clients, failed, err = lo.kubeClusters(c, inv)
 		switch {
 		case err != nil && (lo.kubernetes || inv.Slurm == nil):
 			return err
 		case err != nil: // no Kubernetes cluster named: the Slurm one alone
-			fmt.Fprintf(c.ErrOrStderr(), "gpulab: no Kubernetes cluster (%v): the Slurm cluster only\n", err)
+			fmt.Fprintln(c.ErrOrStderr(), "gpulab: no Kubernetes cluster named (a kubeconfig context, a [[kube]] table): the Slurm cluster only")
 		}
 	}
 	var list []fence.Fenced
-	var where, failed []string
-	if client != nil {
+	var where []string
+	for _, client := range clients {
 		ctx, cancel := context.WithTimeout(c.Context(), time.Minute)
 		l, err := fence.List(ctx, client.Kube)
 		cancel()
@@ -195,6 +198,9 @@ func (lo *fenceListOptions) Run(c *cobra.Command, _ []string) error {
 			failed = append(failed, err.Error())
 		}
 	}
+	if len(where) == 0 { // every cluster named failed to load
+		return &exitError{code: ExitFailed, err: errors.New(strings.Join(failed, "; "))}
+	}
 	if err := printFenced(c.OutOrStdout(), lo.options, strings.Join(where, " and "), list); err != nil {
 		return err
 	}
@@ -202,6 +208,31 @@ func (lo *fenceListOptions) Run(c *cobra.Command, _ []string) error {
 		return &exitError{code: ExitFailed, err: errors.New(strings.Join(failed, "; "))}
 	}
 	return nil
+}
+
+// kubeClusters are the Kubernetes clusters fence list reads: the one
+// --context or --kubeconfig names, else the inventory's [[kube]] tables
+// (where gpulab fence acts), else the kubeconfig's current context.
+// A table whose kubeconfig cannot be loaded is one of failed.
+func (lo *fenceListOptions) kubeClusters(c *cobra.Command, inv *inventory.Inventory) (out []*cluster.Client, failed []string, err error) {
+	if lo.src.Context != "" || c.Flags().Changed("kubeconfig") || len(inv.Kube) == 0 {
+		client, err := lo.connect(c, &lo.src)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []*cluster.Client{client}, nil, nil
+	}
+	for _, k := range inv.Kube {
+		src := lo.src
+		src.Context = k.Name
+		client, err := lo.connect(c, &src)
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("[[kube]] %s: %v", k.Name, err))
+			continue
+		}
+		out = append(out, client)
+	}
+	return out, failed, nil
 }
 
 func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) error {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -286,6 +287,26 @@ func notHalfFenced(t *testing.T, cp *kubetest.ControlPlane, env map[string]strin
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("plans with one host in Slurm: %v, want %v", got, want)
+	}
+
+	// A [[kube]] table naming the sick host, [slurm] the healthy one: one
+	// plan each, nothing refused; fence list reads the table's cluster.
+	split := filepath.Join(t.TempDir(), "split.toml")
+	text = strings.Replace(string(data), `nodes = "@dgx"`, `nodes = "`+healthy[0]+`"`, 1) +
+		fmt.Sprintf("\n[[kube]]\nname = \"kt\"\nkubeconfig = %q\ncontext = \"kubetest\"\nnodes = %q\n", cp.Kubeconfig, sick)
+	if err := os.WriteFile(split, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	apart := fenceRun(t, env, 0, "fence", "--reason", "x", "--inventory", split, "-H", sick+","+healthy[0])
+	got = got[:0]
+	for _, p := range apart.Plan {
+		got = append(got, p.Node+" "+p.In)
+	}
+	if want := []string{sick + " kubernetes", healthy[0] + " slurm"}; !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("plans with a [[kube]] table and [slurm] each naming one host: %v, want %v", got, want)
+	}
+	if l := run(t, env, "fence", "list", "--inventory", split); l.code != 0 || !strings.Contains(l.stdout, "no node of context kubetest and slurm on ") {
+		t.Errorf("fence list with a [[kube]] table: exit %d\n%s%s", l.code, l.stdout, l.stderr)
 	}
 
 	cp.StopAPIServer(t)

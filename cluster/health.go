@@ -76,8 +76,9 @@ func conditionSource(t string) (source string, trueIsHealthy bool) {
 // fenceAtAnnotation its time (fence.AnnTaint and AnnAt, which this
 // package cannot import).
 const (
-	fenceTaintAnnotation = "gpulab.io/fence-taint"
-	fenceAtAnnotation    = "gpulab.io/fenced-at"
+	fenceTaintAnnotation  = "gpulab.io/fence-taint"
+	fenceAtAnnotation     = "gpulab.io/fenced-at"
+	fenceRecordAnnotation = "gpulab.io/fence-record"
 )
 
 // fenceTaint says whether t is the taint of the gpulab fence n's
@@ -86,7 +87,8 @@ const (
 // who may annotate the node hide another's taint from the health view).
 func fenceTaint(n *corev1.Node, t corev1.Taint) bool {
 	at, err := time.Parse(time.RFC3339, n.Annotations[fenceAtAnnotation])
-	return err == nil && t.Key+":"+string(t.Effect) == n.Annotations[fenceTaintAnnotation] && t.TimeAdded != nil && t.TimeAdded.Time.Equal(at)
+	return err == nil && n.Annotations[fenceRecordAnnotation] != "" && t.Key+":"+string(t.Effect) == n.Annotations[fenceTaintAnnotation] &&
+		t.TimeAdded != nil && t.TimeAdded.Time.Equal(at)
 }
 
 // autopilotLabel is IBM Autopilot's verdict on a node's GPUs: PASS, or

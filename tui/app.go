@@ -511,8 +511,8 @@ func (m Model) quittingView() string {
 	n := m.running()
 	lines := []string{"", st.CardTitle.Render(fmt.Sprintf("Cleaning up on %s before gpulab quits", text.Plural(n, "host", "hosts")))}
 	if m.quitting == 1 {
-		lines = append(lines, "", "The runs were stopped; each lab's cleanup commands are running on its hosts,",
-			"so that nothing a lab started is left behind. The record will say the run was interrupted.",
+		lines = append(lines, "", "The runs were stopped; a lab's cleanup commands are running on its hosts, so that",
+			"nothing it started is left behind, and a fence under way ends what it was doing. The records will say so.",
 			"", st.Hint.Render("q or ctrl+c again: abandon cleanup (the record lists what was left on each host)"))
 	} else {
 		lines = append(lines, "", "Cleanup was abandoned: the runs are writing what was left on each host into their records.",
