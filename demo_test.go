@@ -56,9 +56,24 @@ func buildGpulab(t *testing.T) string {
 // slower: the deadline is a safety net against a hang, not a bound.
 func screenWait(t *testing.T, s *tmuxSession, forbid *regexp.Regexp, want ...string) string {
 	t.Helper()
+	return pollScreen(t, func() (string, bool) { return s.capture(), true }, forbid, want...)
+}
+
+// wholeScreenWait is screenWait for a screen the workbench has finished
+// drawing (captureWhole): a step's screen as it was going forward, which
+// the presenter test compares with the same step entered again.
+func wholeScreenWait(t *testing.T, s *tmuxSession, want ...string) string {
+	t.Helper()
+	return pollScreen(t, s.captureWhole, nil, want...)
+}
+
+// pollScreen polls capture until it gives a whole screen holding every
+// one of want, failing on any screen that matches forbid (nil: none).
+func pollScreen(t *testing.T, capture func() (string, bool), forbid *regexp.Regexp, want ...string) string {
+	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		screen := s.capture()
+		screen, whole := capture()
 		if forbid != nil {
 			if loc := forbid.FindStringIndex(screen); loc != nil {
 				t.Fatalf("%q is on the screen:\n%s", screen[loc[0]:loc[1]], screen)
@@ -71,11 +86,11 @@ func screenWait(t *testing.T, s *tmuxSession, forbid *regexp.Regexp, want ...str
 				break
 			}
 		}
-		if missing == "" {
+		if missing == "" && whole {
 			return screen
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waited 2 minutes for %q; screen:\n%s", missing, screen)
+			t.Fatalf("waited 2 minutes for %q (a whole screen: %v); screen:\n%s", missing, whole, screen)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

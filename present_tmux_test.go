@@ -87,28 +87,3 @@ func TestPresentStrayKeysInTmux(t *testing.T) {
 		screenWait(t, s, nil, "EXIT=0")
 	}
 }
-
-// wholeScreenWait is screenWait for a screen the workbench has finished
-// drawing (captureWhole): a step's screen as it was going forward, which
-// the test compares with the same step entered again.
-func wholeScreenWait(t *testing.T, s *tmuxSession, want ...string) string {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		screen, whole := s.captureWhole()
-		missing := ""
-		for _, w := range want {
-			if !strings.Contains(screen, w) {
-				missing = w
-				break
-			}
-		}
-		if whole && missing == "" {
-			return screen
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 2 minutes for a whole screen with %q (whole: %v); screen:\n%s", missing, whole, screen)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -153,7 +153,7 @@ func KubeHas(k *inventory.KubeContext) func(string) bool {
 func noHalfFence(plans []fence.Plan) {
 	for i, p := range plans {
 		for _, q := range plans {
-			if q.Node == p.Node && q.In != p.In && q.Error != "" && p.Error == "" && p.Refused == "" && len(p.Changes) > 0 {
+			if q.Node == p.Node && q.In != p.In && q.Error != "" && p.Acts() {
 				plans[i].Refused = fmt.Sprintf("not fenced in %s alone: its %s node could not be read (%s), and a fence in one scheduler leaves it open to the other; fence again when both answer, or in one on purpose (--%s)",
 					p.In, q.In, q.Error, p.In)
 				plans[i].Changes = nil
@@ -173,7 +173,7 @@ func (s FenceSpec) apply(ctx context.Context, plans []fence.Plan, req fence.Requ
 			if p.In != in {
 				continue
 			}
-			if r, ok := kubeFailed(out, p); ok && !release && len(p.Changes) > 0 && p.Refused == "" {
+			if r, ok := kubeFailed(out, p); ok && !release && p.Acts() {
 				out[i] = fence.Result{Plan: p, Outcome: fence.Refused, Detail: fmt.Sprintf(
 					"not drained in slurm alone: its kubernetes fence did not take (%s: %s), and a fence in one scheduler leaves it open to the other", r.Outcome, r.Detail)}
 				continue
@@ -319,7 +319,7 @@ func kubeFailed(results []fence.Result, p fence.Plan) (fence.Result, bool) {
 func Changing(plans []fence.Plan) []string {
 	var out []string
 	for _, p := range plans {
-		if len(p.Changes) > 0 && p.Refused == "" && !slices.Contains(out, p.Node) {
+		if p.Acts() && !slices.Contains(out, p.Node) {
 			out = append(out, p.Node)
 		}
 	}
@@ -406,13 +406,13 @@ func (f *Fleet) Release(ctx context.Context, s FenceSpec, plans []fence.Plan) Fe
 	for i, p := range release {
 		// Only what would change is held: a plan not read or refused
 		// says so as it is.
-		if why, held := out.Held[p.Node]; held && len(p.Changes) > 0 && p.Refused == "" {
+		if why, held := out.Held[p.Node]; held && p.Acts() {
 			release[i] = fence.Plan{Node: p.Node, In: p.In, Refused: "held: " + why, Fence: p.Fence}
 		}
 	}
 	out.Results = s.apply(ctx, release, s.Request, true)
 	for i := range out.Results {
-		out.Results[i].Held = release[i].Refused != "" && plans[i].Refused == "" && len(plans[i].Changes) > 0
+		out.Results[i].Held = release[i].Refused != "" && plans[i].Acts()
 	}
 	for _, g := range groups {
 		for _, r := range out.Results {
@@ -452,7 +452,7 @@ func planKey(p fence.Plan) string { return p.Node + "\x00" + p.In }
 func releaseGroups(plans []fence.Plan) []*releaseGroup {
 	var out []*releaseGroup
 	for _, p := range plans {
-		if len(p.Changes) == 0 || p.Refused != "" || p.Fence == nil {
+		if !p.Acts() || p.Fence == nil {
 			continue
 		}
 		i := slices.IndexFunc(out, func(g *releaseGroup) bool { return g.id == p.Fence.Record })

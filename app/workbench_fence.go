@@ -28,7 +28,7 @@ type FenceAction struct {
 func (a *FenceAction) Changes() int {
 	n := 0
 	for _, p := range a.Plans {
-		if len(p.Changes) > 0 && p.Refused == "" {
+		if p.Acts() {
 			n++
 		}
 	}

@@ -404,12 +404,12 @@ func (fo *fenceOptions) printPlan(stdout, stderr io.Writer, ctxName string, plan
 	}
 	changes := 0
 	for _, p := range plans {
-		if len(p.Changes) > 0 && p.Refused == "" {
+		if p.Acts() {
 			changes++
 		}
 	}
 	one, many := "node", "nodes"
-	if slices.ContainsFunc(plans, func(p fence.Plan) bool { return p.In != plans[0].In }) {
+	if render.MixedIn(plans, func(p fence.Plan) string { return p.In }) {
 		one, many = "plan", "plans" // a node of Kubernetes and of Slurm has one in each
 	}
 	fmt.Fprintf(stderr, "%s plan: %s to change, %s unchanged, %s refused, %s not read\n", fo.action(), text.Plural(changes, one, many),

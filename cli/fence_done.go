@@ -69,7 +69,7 @@ func (fo *fenceOptions) printDone(stdout, stderr io.Writer, ctxName string, done
 		printResults(stdout, fo.action(), rep)
 	}
 	fmt.Fprintf(stderr, "%s: ", fo.action())
-	if slices.ContainsFunc(done.Results, func(r fence.Result) bool { return r.In != done.Results[0].In }) {
+	if render.MixedIn(done.Results, func(r fence.Result) string { return r.In }) {
 		fmt.Fprintf(stderr, "%d plans (a node of both clusters has one in each): ", len(done.Results))
 	}
 	fmt.Fprintf(stderr, "%d done, %d unchanged, ", count[fence.Done], count[fence.Unchanged])
@@ -246,7 +246,7 @@ func printFenced(w io.Writer, o *options, ctxName string, list []fence.Fenced) e
 		fmt.Fprintf(w, "no node of %s is fenced by gpulab\n", ctxName)
 		return nil
 	}
-	mixed := slices.ContainsFunc(list, func(f fence.Fenced) bool { return f.In != list[0].In })
+	mixed := render.MixedIn(list, func(f fence.Fenced) string { return f.In })
 	heads := []string{"NODE", "SINCE", "BY", "REASON", "RECORD", "DRIFT"}
 	if mixed {
 		heads = slices.Insert(heads, 1, "IN")

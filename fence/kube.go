@@ -143,6 +143,10 @@ type Plan struct {
 	command, record string
 }
 
+// Acts says whether carrying p out changes its node: it has changes,
+// and is not refused.
+func (p Plan) Acts() bool { return len(p.Changes) > 0 && p.Refused == "" }
+
 // The schedulers a plan acts in (Plan.In).
 const (
 	InKubernetes = "kubernetes"

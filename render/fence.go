@@ -14,7 +14,7 @@ import (
 // in more than one scheduler (a host that is a node of Kubernetes and of
 // Slurm), each node says which: "dgx03 (slurm)".
 func FencePlans(plans []fence.Plan) []string {
-	mixed := mixedIn(plans, func(p fence.Plan) string { return p.In })
+	mixed := MixedIn(plans, func(p fence.Plan) string { return p.In })
 	var out []string
 	for _, p := range plans {
 		out = append(out, fencePlan(p, mixed)...)
@@ -24,7 +24,7 @@ func FencePlans(plans []fence.Plan) []string {
 
 // FenceResults are the outcomes as FencePlans shows the plans.
 func FenceResults(results []fence.Result, release bool) []string {
-	mixed := mixedIn(results, func(r fence.Result) string { return r.In })
+	mixed := MixedIn(results, func(r fence.Result) string { return r.In })
 	var out []string
 	for _, r := range results {
 		out = append(out, fenceResult(r, release, mixed)...)
@@ -32,7 +32,9 @@ func FenceResults(results []fence.Result, release bool) []string {
 	return out
 }
 
-func mixedIn[T any](list []T, in func(T) string) bool {
+// MixedIn says whether list holds more than one scheduler (in reads an
+// item's: fence.Plan.In), where the outputs name each item's.
+func MixedIn[T any](list []T, in func(T) string) bool {
 	for _, x := range list {
 		if in(x) != in(list[0]) {
 			return true
